@@ -1,0 +1,133 @@
+/* zonednull: the Linux null_blk zoned device model (kernel 6.1 semantics).
+ *
+ * This library knows nothing about NBD or any other transport: the nbdkit
+ * plugin, the native server and the tests are thin adapters over it.
+ *
+ * Units follow the kernel: configuration sizes are in MiB as in null_blk,
+ * everything else is in 512-byte sectors whatever the logical block size.
+ * Every operation returns 0 or the negative errno an application would get
+ * from the real driver through the block layer.  All calls are thread-safe.
+ */
+#ifndef ZONEDNULL_ZONED_H
+#define ZONEDNULL_ZONED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZN_SECTOR_SHIFT 9
+#define ZN_SECTOR_SIZE 512
+
+/* null_blk parameters, with null_blk's names and units. */
+struct zn_config {
+  uint64_t size;            /* device size, MiB */
+  uint64_t zone_size;       /* zone length, MiB, power of 2 */
+  uint64_t zone_capacity;   /* writable part of a zone, MiB; 0 = zone_size */
+  uint32_t zone_nr_conv;    /* leading conventional zones */
+  uint32_t zone_max_open;   /* 0 = no limit */
+  uint32_t zone_max_active; /* 0 = no limit */
+  uint32_t blocksize;       /* logical = physical block size, bytes */
+  uint32_t max_sectors;     /* largest request before splitting; 0 = 255 */
+  bool memory_backed;       /* keep written data */
+};
+
+/* null_blk's defaults (configfs device: size = 250 GiB, 256 MiB zones). */
+void zn_config_init (struct zn_config *cfg);
+
+/* The device as the kernel exposes it after validation and clamping. */
+struct zn_geometry {
+  uint64_t capacity;        /* sectors */
+  uint64_t zone_sectors;    /* power of 2 */
+  uint32_t nr_zones;
+  uint32_t nr_conv;
+  uint32_t max_open;        /* clamped; 0 = no limit */
+  uint32_t max_active;      /* clamped; 0 = no limit */
+  uint32_t block_size;      /* bytes */
+  uint32_t max_sectors;     /* rounded down to the block size */
+  bool memory_backed;
+};
+
+/* Zone types and conditions carry the kernel's (blkzoned.h) values. */
+enum zn_zone_type {
+  ZN_ZONE_CONVENTIONAL = 1,
+  ZN_ZONE_SEQWRITE_REQ = 2,
+};
+
+enum zn_zone_cond {
+  ZN_COND_NOT_WP = 0x0,
+  ZN_COND_EMPTY = 0x1,
+  ZN_COND_IMP_OPEN = 0x2,
+  ZN_COND_EXP_OPEN = 0x3,
+  ZN_COND_CLOSED = 0x4,
+  ZN_COND_READONLY = 0xD,
+  ZN_COND_FULL = 0xE,
+  ZN_COND_OFFLINE = 0xF,
+};
+
+/* One zone as a zone report shows it (all in sectors, wp absolute). */
+struct zn_zone {
+  uint64_t start;
+  uint64_t len;
+  uint64_t capacity;
+  uint64_t wp;              /* all-ones for READONLY and OFFLINE zones */
+  uint8_t type;             /* enum zn_zone_type */
+  uint8_t cond;             /* enum zn_zone_cond */
+};
+
+/* Zone counters, as null_blk keeps them. */
+struct zn_counters {
+  uint32_t imp_open;
+  uint32_t exp_open;
+  uint32_t closed;
+};
+
+enum zn_zone_op {
+  ZN_OP_OPEN,
+  ZN_OP_CLOSE,
+  ZN_OP_FINISH,
+  ZN_OP_RESET,
+};
+
+struct zn_dev;
+
+/* Validates cfg as null_blk does at power-on.  On failure returns NULL,
+ * sets errno (EINVAL or ENOMEM) and, if err is not NULL, writes a message
+ * naming the parameter and the rule it broke.
+ */
+struct zn_dev *zn_dev_create (const struct zn_config *cfg,
+                              char *err, size_t errlen);
+void zn_dev_destroy (struct zn_dev *dev);
+const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
+
+/* Data path.  Requests must be aligned to the block size and lie within
+ * the device (else -EINVAL).  Like the block layer, a request is split at
+ * zone boundaries and at max_sectors; every part is attempted in ascending
+ * order and the errno of the highest failing part is returned.
+ */
+int zn_read (struct zn_dev *dev, void *buf, uint64_t sector, uint64_t nr_sectors);
+int zn_write (struct zn_dev *dev, const void *buf,
+              uint64_t sector, uint64_t nr_sectors);
+
+/* BLKOPENZONE, BLKCLOSEZONE, BLKFINISHZONE, BLKRESETZONE over a range, with
+ * the block layer's range rules; a reset of the whole device is reset-all.
+ */
+int zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
+                  uint64_t sector, uint64_t nr_sectors);
+
+/* configfs zone_readonly / zone_offline: toggles the zone holding sector. */
+int zn_zone_set_readonly (struct zn_dev *dev, uint64_t sector);
+int zn_zone_set_offline (struct zn_dev *dev, uint64_t sector);
+
+/* Reports up to max zones starting with the zone holding sector.
+ * Returns the number of zones written (0 past the end).
+ */
+unsigned zn_report_zones (struct zn_dev *dev, uint64_t sector,
+                          struct zn_zone *zones, unsigned max);
+
+void zn_get_counters (struct zn_dev *dev, struct zn_counters *counters);
+
+/* Short names for logs and reports: "EMPTY", "IMP_OPEN", ... */
+const char *zn_cond_name (uint8_t cond);
+const char *zn_op_name (enum zn_zone_op op);
+
+#endif /* ZONEDNULL_ZONED_H */
