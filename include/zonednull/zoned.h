@@ -38,6 +38,7 @@ void zn_config_init (struct zn_config *cfg);
 struct zn_geometry {
   uint64_t capacity;        /* sectors */
   uint64_t zone_sectors;    /* power of 2 */
+  uint64_t zone_capacity;   /* sectors, of every sequential zone but a runt */
   uint32_t nr_zones;
   uint32_t nr_conv;
   uint32_t max_open;        /* clamped; 0 = no limit */

@@ -1,0 +1,44 @@
+/* The device structure, shared by the geometry and state-machine files. */
+#ifndef ZONEDNULL_ZONED_INTERNAL_H
+#define ZONEDNULL_ZONED_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "zonednull/zoned.h"
+#include "pages.h"
+
+struct zone {
+  /* Serialises everything on this zone.  Under limits, an implicit close
+   * changes another zone's cond holding only the resource lock, so cond of
+   * an open or closed zone is read and written under both.
+   */
+  pthread_mutex_t lock;
+  uint64_t start;
+  uint64_t len;
+  uint64_t capacity;
+  uint64_t wp;
+  uint8_t type;
+  uint8_t cond;
+  struct zn_pages pages;
+};
+
+struct zn_dev {
+  struct zn_geometry geo;
+  unsigned zone_shift;           /* log2 (zone_sectors) */
+  bool need_res_mgmt;            /* limits enforced: take res_lock */
+  pthread_mutex_t res_lock;      /* counters and implicit-close cursor */
+  /* Atomic because without limits zones on different locks update them. */
+  atomic_uint nr_imp_open;
+  atomic_uint nr_exp_open;
+  atomic_uint nr_closed;
+  uint32_t imp_close_cursor;     /* next zone to try for an implicit close */
+  struct zone *zones;
+};
+
+/* geometry.c: null_blk's power-on validation and clamping. */
+int zn_geometry_from_config (const struct zn_config *cfg,
+                             struct zn_geometry *geo,
+                             char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,711 @@
+/* The zone state machine of null_blk (drivers/block/null_blk/zoned.c in
+ * Linux 6.1) plus the checks and splitting the block layer does in front
+ * of it.  Structure follows the driver: one small function per operation,
+ * and the open/active resource checks in one place.
+ *
+ * Locking follows the driver's "improve zone locking" design: one lock per
+ * zone, and the resource lock only when open or active limits are set.
+ * Lock order: zone lock, then resource lock.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zoned-internal.h"
+
+#define ALL_ONES UINT64_MAX
+
+/* ---- locking ---------------------------------------------------------- */
+
+static void
+zone_lock (struct zone *z)
+{
+  pthread_mutex_lock (&z->lock);
+}
+
+static void
+zone_unlock (struct zone *z)
+{
+  pthread_mutex_unlock (&z->lock);
+}
+
+static void
+res_lock (struct zn_dev *dev)
+{
+  if (dev->need_res_mgmt)
+    pthread_mutex_lock (&dev->res_lock);
+}
+
+static void
+res_unlock (struct zn_dev *dev)
+{
+  if (dev->need_res_mgmt)
+    pthread_mutex_unlock (&dev->res_lock);
+}
+
+static unsigned
+count (atomic_uint *c)
+{
+  return atomic_load_explicit (c, memory_order_relaxed);
+}
+
+static void
+inc (atomic_uint *c)
+{
+  atomic_fetch_add_explicit (c, 1, memory_order_relaxed);
+}
+
+static void
+dec (atomic_uint *c)
+{
+  atomic_fetch_sub_explicit (c, 1, memory_order_relaxed);
+}
+
+static struct zone *
+zone_of (struct zn_dev *dev, uint64_t sector)
+{
+  return &dev->zones[sector >> dev->zone_shift];
+}
+
+/* ---- device ----------------------------------------------------------- */
+
+struct zn_dev *
+zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
+{
+  struct zn_dev *dev;
+  struct zn_geometry geo;
+
+  if (zn_geometry_from_config (cfg, &geo, err, errlen) < 0)
+    return NULL;
+
+  dev = calloc (1, sizeof *dev);
+  if (dev)
+    dev->zones = calloc (geo.nr_zones, sizeof *dev->zones);
+  if (!dev || !dev->zones) {
+    free (dev);
+    if (err && errlen)
+      snprintf (err, errlen, "out of memory for %u zones", geo.nr_zones);
+    errno = ENOMEM;
+    return NULL;
+  }
+
+  dev->geo = geo;
+  dev->zone_shift = __builtin_ctzll (geo.zone_sectors);
+  dev->need_res_mgmt = geo.max_open || geo.max_active;
+  dev->imp_close_cursor = geo.nr_conv;
+  pthread_mutex_init (&dev->res_lock, NULL);
+
+  for (uint32_t i = 0; i < geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+
+    pthread_mutex_init (&z->lock, NULL);
+    z->start = (uint64_t) i * geo.zone_sectors;
+    z->len = geo.capacity - z->start < geo.zone_sectors
+      ? geo.capacity - z->start : geo.zone_sectors;
+    if (i < geo.nr_conv) {
+      z->type = ZN_ZONE_CONVENTIONAL;
+      z->cond = ZN_COND_NOT_WP;
+      z->capacity = z->len;
+      z->wp = z->start + z->len;
+    }
+    else {
+      z->type = ZN_ZONE_SEQWRITE_REQ;
+      z->cond = ZN_COND_EMPTY;
+      z->capacity = z->len < geo.zone_capacity ? z->len : geo.zone_capacity;
+      z->wp = z->start;
+    }
+    pages_init (&z->pages, z->len << ZN_SECTOR_SHIFT);
+  }
+  return dev;
+}
+
+void
+zn_dev_destroy (struct zn_dev *dev)
+{
+  if (!dev)
+    return;
+  for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
+    pages_free (&dev->zones[i].pages);
+    pthread_mutex_destroy (&dev->zones[i].lock);
+  }
+  pthread_mutex_destroy (&dev->res_lock);
+  free (dev->zones);
+  free (dev);
+}
+
+const struct zn_geometry *
+zn_dev_geometry (const struct zn_dev *dev)
+{
+  return &dev->geo;
+}
+
+/* ---- resource checks (called with the resource lock held) -------------- */
+
+/* Moves an IMP_OPEN or EXP_OPEN zone to CLOSED, or to EMPTY if nothing was
+ * written to it.
+ */
+static void
+close_open_zone (struct zn_dev *dev, struct zone *z)
+{
+  if (z->cond == ZN_COND_IMP_OPEN)
+    dec (&dev->nr_imp_open);
+  else
+    dec (&dev->nr_exp_open);
+
+  if (z->wp == z->start)
+    z->cond = ZN_COND_EMPTY;
+  else {
+    z->cond = ZN_COND_CLOSED;
+    inc (&dev->nr_closed);
+  }
+}
+
+/* Closes the first IMP_OPEN zone found round-robin from the cursor.  The
+ * victim's own lock is not taken, as in the driver: its cond is only ever
+ * touched under the resource lock while limits are enforced.
+ */
+static void
+close_imp_open_zone (struct zn_dev *dev)
+{
+  uint32_t nr_conv = dev->geo.nr_conv, nr_zones = dev->geo.nr_zones;
+  uint32_t zno = dev->imp_close_cursor;
+
+  if (zno >= nr_zones)
+    zno = nr_conv;
+  for (uint32_t i = nr_conv; i < nr_zones; i++) {
+    struct zone *z = &dev->zones[zno];
+
+    if (++zno >= nr_zones)
+      zno = nr_conv;
+    if (z->cond == ZN_COND_IMP_OPEN) {
+      close_open_zone (dev, z);
+      dev->imp_close_cursor = zno;
+      return;
+    }
+  }
+}
+
+static int
+check_active (struct zn_dev *dev)
+{
+  unsigned active = count (&dev->nr_imp_open) + count (&dev->nr_exp_open)
+    + count (&dev->nr_closed);
+
+  if (!dev->geo.max_active || active < dev->geo.max_active)
+    return 0;
+  return -EOVERFLOW;
+}
+
+/* The implicit close is refused while active is at its limit even when the
+ * target is CLOSED (so opening it would not add an active zone): the
+ * kernel's quirk, which the traces confirm.
+ */
+static int
+check_open (struct zn_dev *dev)
+{
+  unsigned open = count (&dev->nr_imp_open) + count (&dev->nr_exp_open);
+
+  if (!dev->geo.max_open || open < dev->geo.max_open)
+    return 0;
+  if (count (&dev->nr_imp_open) && check_active (dev) == 0) {
+    close_imp_open_zone (dev);
+    return 0;
+  }
+  return -ETOOMANYREFS;
+}
+
+/* Whether the EMPTY or CLOSED zone z may become open. */
+static int
+check_zone_resources (struct zn_dev *dev, struct zone *z)
+{
+  if (z->cond == ZN_COND_EMPTY) {
+    int ret = check_active (dev);
+    if (ret)
+      return ret;
+  }
+  return check_open (dev);
+}
+
+/* ---- per-zone operations (zone lock and resource lock held) ------------ */
+
+static int
+open_zone (struct zn_dev *dev, struct zone *z)
+{
+  int ret;
+
+  switch (z->cond) {
+  case ZN_COND_EXP_OPEN:
+    return 0;
+  case ZN_COND_EMPTY:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    break;
+  case ZN_COND_IMP_OPEN:
+    dec (&dev->nr_imp_open);
+    break;
+  case ZN_COND_CLOSED:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    dec (&dev->nr_closed);
+    break;
+  default:
+    return -EIO;
+  }
+  z->cond = ZN_COND_EXP_OPEN;
+  inc (&dev->nr_exp_open);
+  return 0;
+}
+
+static int
+close_zone (struct zn_dev *dev, struct zone *z)
+{
+  switch (z->cond) {
+  case ZN_COND_CLOSED:
+    return 0;
+  case ZN_COND_IMP_OPEN:
+  case ZN_COND_EXP_OPEN:
+    close_open_zone (dev, z);
+    return 0;
+  default:
+    return -EIO;
+  }
+}
+
+static int
+finish_zone (struct zn_dev *dev, struct zone *z)
+{
+  int ret;
+
+  switch (z->cond) {
+  case ZN_COND_FULL:
+    return 0;
+  case ZN_COND_EMPTY:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    break;
+  case ZN_COND_IMP_OPEN:
+    dec (&dev->nr_imp_open);
+    break;
+  case ZN_COND_EXP_OPEN:
+    dec (&dev->nr_exp_open);
+    break;
+  case ZN_COND_CLOSED:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    dec (&dev->nr_closed);
+    break;
+  default:
+    return -EIO;
+  }
+  z->cond = ZN_COND_FULL;
+  z->wp = z->start + z->len;
+  return 0;
+}
+
+/* The caller discards the zone's data when this returns 0. */
+static int
+reset_zone (struct zn_dev *dev, struct zone *z)
+{
+  switch (z->cond) {
+  case ZN_COND_EMPTY:
+  case ZN_COND_FULL:
+    break;
+  case ZN_COND_IMP_OPEN:
+    dec (&dev->nr_imp_open);
+    break;
+  case ZN_COND_EXP_OPEN:
+    dec (&dev->nr_exp_open);
+    break;
+  case ZN_COND_CLOSED:
+    dec (&dev->nr_closed);
+    break;
+  default:
+    return -EIO;
+  }
+  z->cond = ZN_COND_EMPTY;
+  z->wp = z->start;
+  return 0;
+}
+
+/* Checks a write of n sectors at sector and opens the zone implicitly:
+ * steps 1 to 5 of the driver's zoned write.  Nothing changes on failure.
+ */
+static int
+write_open_zone (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+{
+  int ret;
+
+  switch (z->cond) {
+  case ZN_COND_FULL:
+  case ZN_COND_READONLY:
+  case ZN_COND_OFFLINE:
+    return -EIO;
+  }
+  if (sector != z->wp || z->wp + n > z->start + z->capacity)
+    return -EIO;
+
+  switch (z->cond) {
+  case ZN_COND_EMPTY:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    inc (&dev->nr_imp_open);
+    z->cond = ZN_COND_IMP_OPEN;
+    break;
+  case ZN_COND_CLOSED:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    dec (&dev->nr_closed);
+    inc (&dev->nr_imp_open);
+    z->cond = ZN_COND_IMP_OPEN;
+    break;
+  }
+  return 0;
+}
+
+static void
+advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
+{
+  z->wp += n;
+  if (z->wp != z->start + z->capacity)
+    return;
+  if (z->cond == ZN_COND_EXP_OPEN)
+    dec (&dev->nr_exp_open);
+  else if (z->cond == ZN_COND_IMP_OPEN)
+    dec (&dev->nr_imp_open);
+  z->cond = ZN_COND_FULL;
+}
+
+/* ---- data path -------------------------------------------------------- */
+
+static uint64_t
+zone_bytes (const struct zone *z, uint64_t sector)
+{
+  return (sector - z->start) << ZN_SECTOR_SHIFT;
+}
+
+static int
+write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
+            uint64_t sector, uint64_t n)
+{
+  uint64_t off = zone_bytes (z, sector), len = n << ZN_SECTOR_SHIFT;
+  bool store = dev->geo.memory_backed;
+  int ret = 0;
+
+  zone_lock (z);
+  if (z->type == ZN_ZONE_CONVENTIONAL) {
+    if (store)
+      ret = pages_reserve (&z->pages, off, len);
+  }
+  else {
+    /* The wp moves before the copy, under the resource lock, so an
+     * implicit close of this zone by another writer meanwhile sees a
+     * consistent zone; readers wait on the zone lock until the data is in.
+     */
+    res_lock (dev);
+    ret = write_open_zone (dev, z, sector, n);
+    if (ret == 0 && store)
+      ret = pages_reserve (&z->pages, off, len);
+    if (ret == 0)
+      advance_wp (dev, z, n);
+    res_unlock (dev);
+  }
+  if (ret == 0 && store)
+    pages_copy_in (&z->pages, off, buf, len);
+  zone_unlock (z);
+  return ret;
+}
+
+/* Below the wp a zone reads its data (zeros where nothing was written);
+ * at and past the wp null_blk fills the buffer with 0xFF.
+ */
+static int
+read_zone (struct zn_dev *dev, struct zone *z, void *buf,
+           uint64_t sector, uint64_t n)
+{
+  uint64_t valid, wp;
+  uint8_t cond;
+
+  zone_lock (z);
+  res_lock (dev);
+  cond = z->cond;
+  wp = z->wp;
+  res_unlock (dev);
+
+  if (cond == ZN_COND_OFFLINE) {
+    zone_unlock (z);
+    return -EIO;
+  }
+  if (!dev->geo.memory_backed) {
+    memset (buf, 0, n << ZN_SECTOR_SHIFT);
+    zone_unlock (z);
+    return 0;
+  }
+  if (z->type == ZN_ZONE_CONVENTIONAL || wp >= sector + n)
+    valid = n;
+  else
+    valid = wp > sector ? wp - sector : 0;
+  pages_copy_out (&z->pages, zone_bytes (z, sector), buf, valid << ZN_SECTOR_SHIFT);
+  memset ((unsigned char *) buf + (valid << ZN_SECTOR_SHIFT), 0xFF,
+          (n - valid) << ZN_SECTOR_SHIFT);
+  zone_unlock (z);
+  return 0;
+}
+
+/* The block layer's checks: aligned to the logical block, inside the device. */
+static int
+check_request (const struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors)
+{
+  uint64_t lbs_mask = (dev->geo.block_size >> ZN_SECTOR_SHIFT) - 1;
+
+  if ((sector | nr_sectors) & lbs_mask)
+    return -EINVAL;
+  if (sector > dev->geo.capacity || nr_sectors > dev->geo.capacity - sector)
+    return -EINVAL;
+  return 0;
+}
+
+typedef int (*part_fn) (struct zn_dev *, struct zone *, void *,
+                        uint64_t, uint64_t);
+
+/* Splits like the block layer (zone boundaries, max_sectors).  Every part
+ * is attempted and the last error wins, as with chained bios.
+ */
+static int
+for_each_part (struct zn_dev *dev, part_fn fn, void *buf,
+               uint64_t sector, uint64_t nr_sectors)
+{
+  int ret = check_request (dev, sector, nr_sectors);
+
+  if (ret)
+    return ret;
+  while (nr_sectors) {
+    struct zone *z = zone_of (dev, sector);
+    uint64_t n = z->start + z->len - sector;
+    int part_ret;
+
+    if (n > dev->geo.max_sectors)
+      n = dev->geo.max_sectors;
+    if (n > nr_sectors)
+      n = nr_sectors;
+    part_ret = fn (dev, z, buf, sector, n);
+    if (part_ret)
+      ret = part_ret;
+    buf = (unsigned char *) buf + (n << ZN_SECTOR_SHIFT);
+    sector += n;
+    nr_sectors -= n;
+  }
+  return ret;
+}
+
+int
+zn_read (struct zn_dev *dev, void *buf, uint64_t sector, uint64_t nr_sectors)
+{
+  return for_each_part (dev, read_zone, buf, sector, nr_sectors);
+}
+
+static int
+write_part (struct zn_dev *dev, struct zone *z, void *buf,
+            uint64_t sector, uint64_t n)
+{
+  return write_zone (dev, z, buf, sector, n);
+}
+
+int
+zn_write (struct zn_dev *dev, const void *buf, uint64_t sector, uint64_t nr_sectors)
+{
+  /* The part function never writes through buf. */
+  return for_each_part (dev, write_part, (void *) buf, sector, nr_sectors);
+}
+
+/* ---- zone management ---------------------------------------------------- */
+
+static int
+zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
+{
+  int ret;
+
+  zone_lock (z);
+  res_lock (dev);
+  if (z->cond == ZN_COND_READONLY || z->cond == ZN_COND_OFFLINE
+      || z->type == ZN_ZONE_CONVENTIONAL)
+    ret = -EIO;
+  else {
+    switch (op) {
+    case ZN_OP_OPEN: ret = open_zone (dev, z); break;
+    case ZN_OP_CLOSE: ret = close_zone (dev, z); break;
+    case ZN_OP_FINISH: ret = finish_zone (dev, z); break;
+    case ZN_OP_RESET: ret = reset_zone (dev, z); break;
+    default: ret = -EOPNOTSUPP; break;
+    }
+  }
+  res_unlock (dev);
+  if (ret == 0 && op == ZN_OP_RESET)
+    pages_free (&z->pages);
+  zone_unlock (z);
+  return ret;
+}
+
+/* Resets every sequential zone that is not EMPTY, READONLY or OFFLINE. */
+static int
+reset_all (struct zn_dev *dev)
+{
+  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+    bool discard = false;
+
+    zone_lock (z);
+    res_lock (dev);
+    if (z->cond != ZN_COND_EMPTY && z->cond != ZN_COND_READONLY
+        && z->cond != ZN_COND_OFFLINE)
+      discard = reset_zone (dev, z) == 0;
+    res_unlock (dev);
+    if (discard)
+      pages_free (&z->pages);
+    zone_unlock (z);
+  }
+  return 0;
+}
+
+int
+zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
+              uint64_t sector, uint64_t nr_sectors)
+{
+  uint64_t capacity = dev->geo.capacity, mask = dev->geo.zone_sectors - 1;
+  uint64_t end = sector + nr_sectors;
+  int ret = 0;
+
+  if (op < ZN_OP_OPEN || op > ZN_OP_RESET)
+    return -EOPNOTSUPP;
+  if (nr_sectors == 0 || end < sector || end > capacity)
+    return -EINVAL;
+  if ((sector & mask) || ((nr_sectors & mask) && end != capacity))
+    return -EINVAL;
+  if (op == ZN_OP_RESET && sector == 0 && nr_sectors == capacity)
+    return reset_all (dev);
+
+  for (; sector < end; sector += dev->geo.zone_sectors) {
+    int zone_ret = zone_mgmt_one (dev, zone_of (dev, sector), op);
+    if (zone_ret)
+      ret = zone_ret;
+  }
+  return ret;
+}
+
+/* configfs zone_readonly / zone_offline. */
+static int
+set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
+{
+  struct zone *z;
+  bool discard = false;
+
+  if (sector >= dev->geo.capacity)
+    return -EINVAL;
+  z = zone_of (dev, sector);
+  if (z->type == ZN_ZONE_CONVENTIONAL)
+    return -EINVAL;
+
+  zone_lock (z);
+  res_lock (dev);
+  if (z->cond == cond) {
+    z->cond = ZN_COND_EMPTY;
+    z->wp = z->start;
+    discard = true;
+  }
+  else {
+    /* The driver ignores the finish result: a CLOSED zone with no open
+     * slot keeps counting as closed.  Kept, since it is observable.
+     */
+    if (z->cond != ZN_COND_READONLY && z->cond != ZN_COND_OFFLINE)
+      finish_zone (dev, z);
+    z->cond = cond;
+    z->wp = ALL_ONES;
+  }
+  res_unlock (dev);
+  if (discard)
+    pages_free (&z->pages);
+  zone_unlock (z);
+  return 0;
+}
+
+int
+zn_zone_set_readonly (struct zn_dev *dev, uint64_t sector)
+{
+  return set_zone_cond (dev, sector, ZN_COND_READONLY);
+}
+
+int
+zn_zone_set_offline (struct zn_dev *dev, uint64_t sector)
+{
+  return set_zone_cond (dev, sector, ZN_COND_OFFLINE);
+}
+
+/* ---- reporting -------------------------------------------------------- */
+
+unsigned
+zn_report_zones (struct zn_dev *dev, uint64_t sector,
+                 struct zn_zone *zones, unsigned max)
+{
+  unsigned n = 0;
+
+  if (sector >= dev->geo.capacity)
+    return 0;
+  for (uint64_t i = sector >> dev->zone_shift;
+       i < dev->geo.nr_zones && n < max; i++, n++) {
+    struct zone *z = &dev->zones[i];
+
+    zone_lock (z);
+    res_lock (dev);
+    zones[n] = (struct zn_zone) {
+      .start = z->start, .len = z->len, .capacity = z->capacity,
+      .wp = z->wp, .type = z->type, .cond = z->cond,
+    };
+    res_unlock (dev);
+    zone_unlock (z);
+  }
+  return n;
+}
+
+void
+zn_get_counters (struct zn_dev *dev, struct zn_counters *counters)
+{
+  res_lock (dev);
+  counters->imp_open = count (&dev->nr_imp_open);
+  counters->exp_open = count (&dev->nr_exp_open);
+  counters->closed = count (&dev->nr_closed);
+  res_unlock (dev);
+}
+
+const char *
+zn_cond_name (uint8_t cond)
+{
+  switch (cond) {
+  case ZN_COND_NOT_WP: return "NOT_WP";
+  case ZN_COND_EMPTY: return "EMPTY";
+  case ZN_COND_IMP_OPEN: return "IMP_OPEN";
+  case ZN_COND_EXP_OPEN: return "EXP_OPEN";
+  case ZN_COND_CLOSED: return "CLOSED";
+  case ZN_COND_READONLY: return "READONLY";
+  case ZN_COND_FULL: return "FULL";
+  case ZN_COND_OFFLINE: return "OFFLINE";
+  default: return "UNKNOWN";
+  }
+}
+
+const char *
+zn_op_name (enum zn_zone_op op)
+{
+  switch (op) {
+  case ZN_OP_OPEN: return "open";
+  case ZN_OP_CLOSE: return "close";
+  case ZN_OP_FINISH: return "finish";
+  case ZN_OP_RESET: return "reset";
+  default: return "unknown";
+  }
+}
