@@ -1,0 +1,230 @@
+/* The server side of the zone control channel: renders the header page
+ * and the zone descriptors on reads, and executes commands on writes.
+ * Any NBD server hosting the device model routes its control export here.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zonednull/control.h"
+#include "zonednull/zoned.h"
+
+struct logged_error {
+  uint32_t nbd_cmd;
+  uint64_t offset;
+  uint64_t count;
+  int err;
+};
+
+struct zn_control {
+  struct zn_dev *dev;
+  pthread_mutex_t log_lock;
+  struct logged_error log[ZN_CONTROL_ERROR_LOG];   /* a ring */
+  unsigned log_next;
+  unsigned log_used;
+};
+
+#define ZONE_BATCH 256
+
+struct zn_control *
+zn_control_create (struct zn_dev *dev)
+{
+  struct zn_control *ctl = calloc (1, sizeof *ctl);
+
+  if (!ctl)
+    return NULL;
+  ctl->dev = dev;
+  pthread_mutex_init (&ctl->log_lock, NULL);
+  return ctl;
+}
+
+void
+zn_control_destroy (struct zn_control *ctl)
+{
+  if (!ctl)
+    return;
+  pthread_mutex_destroy (&ctl->log_lock);
+  free (ctl);
+}
+
+uint64_t
+zn_control_size (const struct zn_control *ctl)
+{
+  uint64_t end = ZN_CONTROL_HEADER_SIZE
+    + (uint64_t) zn_dev_geometry (ctl->dev)->nr_zones * ZN_CONTROL_ZONE_SIZE;
+
+  return (end + ZN_CONTROL_HEADER_SIZE - 1) / ZN_CONTROL_HEADER_SIZE
+    * ZN_CONTROL_HEADER_SIZE;
+}
+
+void
+zn_control_log_error (struct zn_control *ctl, uint32_t nbd_cmd,
+                      uint64_t offset, uint64_t count, int err)
+{
+  pthread_mutex_lock (&ctl->log_lock);
+  ctl->log[ctl->log_next] = (struct logged_error) {
+    .nbd_cmd = nbd_cmd, .offset = offset, .count = count, .err = err,
+  };
+  ctl->log_next = (ctl->log_next + 1) % ZN_CONTROL_ERROR_LOG;
+  if (ctl->log_used < ZN_CONTROL_ERROR_LOG)
+    ctl->log_used++;
+  pthread_mutex_unlock (&ctl->log_lock);
+}
+
+/* The most recent failure of that request wins: a client asks right after
+ * its own request failed.
+ */
+static int
+find_logged_error (struct zn_control *ctl, uint32_t nbd_cmd,
+                   uint64_t offset, uint64_t count)
+{
+  int err = 0;
+
+  pthread_mutex_lock (&ctl->log_lock);
+  for (unsigned i = 1; i <= ctl->log_used; i++) {
+    const struct logged_error *e =
+      &ctl->log[(ctl->log_next + ZN_CONTROL_ERROR_LOG - i) % ZN_CONTROL_ERROR_LOG];
+
+    if (e->nbd_cmd == nbd_cmd && e->offset == offset && e->count == count) {
+      err = e->err;
+      break;
+    }
+  }
+  pthread_mutex_unlock (&ctl->log_lock);
+  return err;
+}
+
+static void
+render_header (struct zn_control *ctl, const struct zn_control_conn *conn,
+               bool readonly, unsigned char *page)
+{
+  const struct zn_geometry *geo = zn_dev_geometry (ctl->dev);
+  struct zn_counters counters;
+
+  zn_get_counters (ctl->dev, &counters);
+  zn_control_encode_header (page, &(struct zn_control_info) {
+    .version = ZN_CONTROL_VERSION,
+    .nr_zones = geo->nr_zones,
+    .capacity = geo->capacity,
+    .zone_sectors = geo->zone_sectors,
+    .zone_capacity = geo->zone_capacity,
+    .nr_conv = geo->nr_conv,
+    .max_open = geo->max_open,
+    .max_active = geo->max_active,
+    .block_size = geo->block_size,
+    .max_sectors = geo->max_sectors,
+    .flags = (geo->memory_backed ? ZN_CONTROL_F_MEMORY_BACKED : 0)
+      | (readonly ? ZN_CONTROL_F_READONLY : 0),
+    .imp_open = counters.imp_open,
+    .exp_open = counters.exp_open,
+    .closed = counters.closed,
+    .result_seq = conn->seq,
+    .result_op = conn->op,
+    .result_errno = conn->err,
+    .result_sector = conn->sector,
+    .result_nr_sectors = conn->nr_sectors,
+  });
+}
+
+/* Copies descriptors covering [offset, offset+count) of the zone area,
+ * zeros past the last zone.
+ */
+static void
+render_zones (struct zn_control *ctl, unsigned char *buf,
+              uint64_t count, uint64_t offset)
+{
+  const struct zn_geometry *geo = zn_dev_geometry (ctl->dev);
+  struct zn_zone zones[ZONE_BATCH];
+  unsigned char desc[ZN_CONTROL_ZONE_SIZE];
+
+  while (count) {
+    uint64_t idx = offset / ZN_CONTROL_ZONE_SIZE;
+    uint64_t want = (offset % ZN_CONTROL_ZONE_SIZE + count + ZN_CONTROL_ZONE_SIZE - 1)
+      / ZN_CONTROL_ZONE_SIZE;
+    unsigned got;
+
+    if (idx >= geo->nr_zones) {
+      memset (buf, 0, count);
+      return;
+    }
+    got = zn_report_zones (ctl->dev, idx * geo->zone_sectors, zones,
+                           want < ZONE_BATCH ? (unsigned) want : ZONE_BATCH);
+    for (unsigned i = 0; i < got && count; i++) {
+      uint64_t in = offset % ZN_CONTROL_ZONE_SIZE;
+      uint64_t n = ZN_CONTROL_ZONE_SIZE - in < count ? ZN_CONTROL_ZONE_SIZE - in : count;
+
+      zn_control_encode_zone (desc, &zones[i]);
+      memcpy (buf, desc + in, n);
+      buf += n;
+      offset += n;
+      count -= n;
+    }
+  }
+}
+
+int
+zn_control_pread (struct zn_control *ctl, const struct zn_control_conn *conn,
+                  bool readonly, void *buf, uint64_t count, uint64_t offset)
+{
+  unsigned char *dst = buf;
+
+  if (offset > zn_control_size (ctl) || count > zn_control_size (ctl) - offset)
+    return -EINVAL;
+  if (offset < ZN_CONTROL_HEADER_SIZE && count) {
+    unsigned char page[ZN_CONTROL_HEADER_SIZE];
+    uint64_t n = ZN_CONTROL_HEADER_SIZE - offset < count
+      ? ZN_CONTROL_HEADER_SIZE - offset : count;
+
+    render_header (ctl, conn, readonly, page);
+    memcpy (dst, page + offset, n);
+    dst += n;
+    offset += n;
+    count -= n;
+  }
+  if (count)
+    render_zones (ctl, dst, count, offset - ZN_CONTROL_HEADER_SIZE);
+  return 0;
+}
+
+static int
+execute (struct zn_control *ctl, enum zn_command op,
+         uint64_t sector, uint64_t nr_sectors, uint64_t arg)
+{
+  switch (op) {
+  case ZN_CMD_OPEN:
+    return zn_zone_mgmt (ctl->dev, ZN_OP_OPEN, sector, nr_sectors);
+  case ZN_CMD_CLOSE:
+    return zn_zone_mgmt (ctl->dev, ZN_OP_CLOSE, sector, nr_sectors);
+  case ZN_CMD_FINISH:
+    return zn_zone_mgmt (ctl->dev, ZN_OP_FINISH, sector, nr_sectors);
+  case ZN_CMD_RESET:
+    return zn_zone_mgmt (ctl->dev, ZN_OP_RESET, sector, nr_sectors);
+  case ZN_CMD_READONLY:
+    return zn_zone_set_readonly (ctl->dev, sector);
+  case ZN_CMD_OFFLINE:
+    return zn_zone_set_offline (ctl->dev, sector);
+  case ZN_CMD_DATA_ERRNO:
+    return -find_logged_error (ctl, (uint32_t) arg, sector, nr_sectors);
+  }
+  return -EINVAL;
+}
+
+int
+zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
+                   const void *buf, uint64_t count, uint64_t offset)
+{
+  enum zn_command op;
+  uint64_t sector, nr_sectors, arg;
+
+  if (offset != 0 || count != ZN_COMMAND_SIZE
+      || zn_control_decode_command (buf, &op, &sector, &nr_sectors, &arg) < 0)
+    return -EINVAL;
+
+  conn->err = (uint32_t) -execute (ctl, op, sector, nr_sectors, arg);
+  conn->seq++;
+  conn->op = op;
+  conn->sector = sector;
+  conn->nr_sectors = nr_sectors;
+  return 0;
+}

@@ -1,0 +1,108 @@
+# Shared helpers for the plugin's shell tests; source it, do not run it.
+#
+# Environment (exported by `make check`): ZONEDNULL_PLUGIN, the built
+# plugin; ZONEDNULL_PRELOAD, sanitizer runtimes to preload into nbdkit
+# (empty unless built with --enable-sanitizers); NBDKIT and NBDINFO.
+
+: "${NBDKIT:=nbdkit}"
+: "${NBDINFO:=nbdinfo}"
+export NBDKIT NBDINFO
+
+fail () {
+  echo "$0: FAIL: $*" >&2
+  exit 1
+}
+
+skip () {
+  echo "$0: SKIP: $*" >&2
+  exit 77
+}
+
+if [ -z "${ZONEDNULL_PLUGIN:-}" ]; then
+  skip "ZONEDNULL_PLUGIN is not set; run through 'make check'"
+fi
+[ -f "$ZONEDNULL_PLUGIN" ] || fail "no plugin at $ZONEDNULL_PLUGIN"
+
+tmpdir=$(mktemp -d "${TMPDIR:-/tmp}/zonednull-test.XXXXXX") ||
+  fail "mktemp -d failed"
+# PIDs of the servers started by start_server and not yet stopped.
+server_pids=
+
+cleanup () {
+  for pid in $server_pids; do
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  rm -rf "$tmpdir"
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+# exec_nbdkit ARG...: replaces the (sub)shell by nbdkit.  nbdkit is not
+# built with the sanitizers, so their runtimes are preloaded for a
+# sanitized plugin to load.  Run it in a subshell or in the background.
+exec_nbdkit () {
+  if [ -n "${ZONEDNULL_PRELOAD:-}" ]; then
+    LD_PRELOAD=$ZONEDNULL_PRELOAD
+    ASAN_OPTIONS=detect_leaks=0
+    export LD_PRELOAD ASAN_OPTIONS
+  fi
+  exec "$NBDKIT" "$@"
+}
+
+# run_nbdkit ARG...: nbdkit in the foreground; returns its exit status.
+run_nbdkit () {
+  (exec_nbdkit "$@")
+}
+
+# Commands run by nbdkit --run must not inherit the sanitizer preload.
+clean_env="env -u LD_PRELOAD -u ASAN_OPTIONS"
+
+# nbdinfo_of 'NBDINFO-OPTIONS' KEY=VALUE...: nbdinfo's output for a
+# server started for this one query.
+nbdinfo_of () {
+  opts=$1
+  shift
+  run_nbdkit -U - "$ZONEDNULL_PLUGIN" "$@" \
+    --run "$clean_env \"\$NBDINFO\" $opts \"\$uri\""
+}
+
+# start_server NAME KEY=VALUE...: serves the plugin on $tmpdir/NAME.sock
+# and sets $uri and $pid.  Its log is $tmpdir/NAME.log.
+start_server () {
+  name=$1
+  shift
+  sock=$tmpdir/$name.sock
+  pidfile=$tmpdir/$name.pid
+  # In the background the function's subshell execs nbdkit, so $! is
+  # nbdkit's PID and this shell is its parent for --exit-with-parent.
+  exec_nbdkit -f --exit-with-parent -U "$sock" -P "$pidfile" \
+    "$ZONEDNULL_PLUGIN" "$@" </dev/null 2>"$tmpdir/$name.log" &
+  pid=$!
+  server_pids="$server_pids $pid"
+  # nbdkit writes the pidfile once it listens; no fixed sleep.
+  tries=0
+  while [ ! -s "$pidfile" ] || [ ! -S "$sock" ]; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      cat "$tmpdir/$name.log" >&2
+      fail "nbdkit $* exited at startup"
+    fi
+    tries=$((tries + 1))
+    [ "$tries" -le 600 ] || fail "nbdkit $* did not start"
+    sleep 0.1
+  done
+  [ "$(cat "$pidfile")" = "$pid" ] || fail "pidfile does not hold $pid"
+  # shellcheck disable=SC2034 # used by the tests
+  uri="nbd+unix:///?socket=$sock"
+}
+
+# stop_server PID: stops a server started by start_server.
+stop_server () {
+  kill "$1" || fail "server $1 is not running"
+  wait "$1" 2>/dev/null
+  rest=
+  for p in $server_pids; do
+    [ "$p" = "$1" ] || rest="$rest $p"
+  done
+  server_pids=$rest
+}
