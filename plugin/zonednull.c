@@ -18,6 +18,7 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
+#include "zonednull/control.h"
 #include "zonednull/zoned.h"
 
 /* Every zone table update happens under the model's own locks. */
@@ -48,6 +49,23 @@ static struct zn_dev *dev;
 
 /* A shortcut to the device's geometry, valid once dev exists. */
 static const struct zn_geometry *geo;
+
+/* The zone control channel of dev, served as a second export. */
+static struct zn_control *ctl;
+
+/* NBD command types, as the control channel names failed data requests. */
+#define NBD_CMD_READ 0
+#define NBD_CMD_WRITE 1
+#define NBD_CMD_TRIM 4
+
+/* Per connection: which export it opened, and for the control export the
+ * result of its last command.
+ */
+struct handle {
+  bool control;
+  bool readonly;
+  struct zn_control_conn conn;
+};
 
 static void
 zonednull_load (void)
@@ -233,6 +251,11 @@ zonednull_config_complete (void)
     return -1;
   }
   geo = zn_dev_geometry (dev);
+  ctl = zn_control_create (dev);
+  if (ctl == NULL) {
+    nbdkit_error ("out of memory for the control channel");
+    return -1;
+  }
 
   for (size_t i = 0; i < nr_cond_settings; i++)
     if (apply_cond_setting (&cond_settings[i]) == -1)
@@ -258,15 +281,62 @@ zonednull_config_complete (void)
   "zone_offline=<SECTOR>   Toggle OFFLINE on its zone (repeatable).\n" \
   "MiB values also take a suffix (64M, 1G) but must be whole MiB."
 
-static void *
-zonednull_open (int readonly UNUSED)
+static int
+zonednull_list_exports (int readonly UNUSED, int is_tls UNUSED,
+                        struct nbdkit_exports *exports)
 {
-  return NBDKIT_HANDLE_NOT_NEEDED;
+  if (nbdkit_add_export (exports, ZN_DEFAULT_DEVICE,
+                         "null_blk zoned device") == -1
+      || nbdkit_add_export (exports, ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX,
+                            "zone control (zonednull-control(5))") == -1)
+    return -1;
+  return 0;
+}
+
+static const char *
+zonednull_default_export (int readonly UNUSED, int is_tls UNUSED)
+{
+  return ZN_DEFAULT_DEVICE;
+}
+
+static void *
+zonednull_open (int readonly)
+{
+  const char *name = nbdkit_export_name ();
+  struct handle *h;
+
+  if (name == NULL)
+    name = "";
+  h = calloc (1, sizeof *h);
+  if (h == NULL) {
+    nbdkit_error ("calloc: out of memory");
+    return NULL;
+  }
+  h->readonly = readonly;
+  if (strcmp (name, ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX) == 0)
+    h->control = true;
+  else if (strcmp (name, "") != 0 && strcmp (name, ZN_DEFAULT_DEVICE) != 0) {
+    nbdkit_error ("no export named '%s' (exports: '" ZN_DEFAULT_DEVICE
+                  "' and '" ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX "')", name);
+    free (h);
+    return NULL;
+  }
+  return h;
+}
+
+static void
+zonednull_close (void *handle)
+{
+  free (handle);
 }
 
 static int64_t
-zonednull_get_size (void *handle UNUSED)
+zonednull_get_size (void *handle)
 {
+  struct handle *h = handle;
+
+  if (h->control)
+    return (int64_t) zn_control_size (ctl);
   return (int64_t) (geo->capacity << ZN_SECTOR_SHIFT);
 }
 
@@ -275,10 +345,12 @@ zonednull_get_size (void *handle UNUSED)
  * model the way the block layer splits them, so the maximum is generous.
  */
 static int
-zonednull_block_size (void *handle UNUSED,
+zonednull_block_size (void *handle,
                       uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)
 {
-  *minimum = geo->block_size;
+  struct handle *h = handle;
+
+  *minimum = h->control ? 1 : geo->block_size;
   *preferred = geo->block_size > 4096 ? geo->block_size : 4096;
   *maximum = MAX_REQUEST;
   return 0;
@@ -296,6 +368,25 @@ zonednull_can_multi_conn (void *handle UNUSED)
 /* A write is in the zone table and the store before it returns, so FUA
  * needs no extra work.
  */
+/* TRIM (a zone reset) and block status (the write pointers) are for the
+ * data export only.
+ */
+static int
+zonednull_can_trim (void *handle)
+{
+  struct handle *h = handle;
+
+  return !h->control;
+}
+
+static int
+zonednull_can_extents (void *handle)
+{
+  struct handle *h = handle;
+
+  return !h->control;
+}
+
 static int
 zonednull_can_fua (void *handle UNUSED)
 {
@@ -360,16 +451,28 @@ check_alignment (const char *what, uint32_t count, uint64_t offset)
 }
 
 static int
-zonednull_pread (void *handle UNUSED, void *buf, uint32_t count,
+zonednull_pread (void *handle, void *buf, uint32_t count,
                  uint64_t offset, uint32_t flags UNUSED)
 {
+  struct handle *h = handle;
   int r;
 
+  if (h->control) {
+    r = zn_control_pread (ctl, &h->conn, h->readonly, buf, count, offset);
+    if (r < 0) {
+      nbdkit_error ("control: read at offset %" PRIu64 " length %" PRIu32
+                    " is outside the control export", offset, count);
+      nbdkit_set_error (-r);
+      return -1;
+    }
+    return 0;
+  }
   if (check_alignment ("pread", count, offset) == -1)
     return -1;
   r = zn_read (dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
   if (r < 0) {
     request_error ("pread", count, offset, -r);
+    zn_control_log_error (ctl, NBD_CMD_READ, offset, count, -r);
     nbdkit_set_error (-r);
     return -1;
   }
@@ -377,16 +480,30 @@ zonednull_pread (void *handle UNUSED, void *buf, uint32_t count,
 }
 
 static int
-zonednull_pwrite (void *handle UNUSED, const void *buf, uint32_t count,
+zonednull_pwrite (void *handle, const void *buf, uint32_t count,
                   uint64_t offset, uint32_t flags UNUSED)
 {
+  struct handle *h = handle;
   int r;
 
+  if (h->control) {
+    r = zn_control_pwrite (ctl, &h->conn, buf, count, offset);
+    if (r < 0) {
+      nbdkit_error ("control: a command is one %d-byte write at offset 0 "
+                    "with a valid magic and op (zonednull-control(5)); got "
+                    "%" PRIu32 " bytes at offset %" PRIu64,
+                    ZN_COMMAND_SIZE, count, offset);
+      nbdkit_set_error (-r);
+      return -1;
+    }
+    return 0;
+  }
   if (check_alignment ("pwrite", count, offset) == -1)
     return -1;
   r = zn_write (dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
   if (r < 0) {
     request_error ("pwrite", count, offset, -r);
+    zn_control_log_error (ctl, NBD_CMD_WRITE, offset, count, -r);
     nbdkit_set_error (-r);
     return -1;
   }
@@ -444,6 +561,7 @@ zonednull_trim (void *handle UNUSED, uint32_t count, uint64_t offset,
                     ": reset of zones %" PRIu64 " to %" PRIu64
                     " failed (a READONLY or OFFLINE zone cannot be reset): %s",
                     offset, count, first, last, error_text (-r));
+    zn_control_log_error (ctl, NBD_CMD_TRIM, offset, count, -r);
     nbdkit_set_error (-r);
     return -1;
   }
@@ -498,6 +616,7 @@ zonednull_extents (void *handle UNUSED, uint32_t count, uint64_t offset,
 static void
 zonednull_unload (void)
 {
+  zn_control_destroy (ctl);
   zn_dev_destroy (dev);
   free (cond_settings);
 }
@@ -516,10 +635,15 @@ static struct nbdkit_plugin plugin = {
   .config_complete   = zonednull_config_complete,
   .config_help       = zonednull_config_help,
   .magic_config_key  = "size",
+  .list_exports      = zonednull_list_exports,
+  .default_export    = zonednull_default_export,
   .open              = zonednull_open,
+  .close             = zonednull_close,
   .get_size          = zonednull_get_size,
   .block_size        = zonednull_block_size,
   .can_multi_conn    = zonednull_can_multi_conn,
+  .can_trim          = zonednull_can_trim,
+  .can_extents       = zonednull_can_extents,
   .can_fua           = zonednull_can_fua,
   .pread             = zonednull_pread,
   .pwrite            = zonednull_pwrite,

@@ -1,0 +1,668 @@
+/* zonednull: blkzone(8) for zonednull devices, over NBD.
+ *
+ * Subcommands, options and the report format follow util-linux's blkzone,
+ * so that scripts written for blkzone (fio's t/zbd, blktests) can call this
+ * instead; info, readonly, offline and --json are additions.  See
+ * zonednull(1).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zonednull/client.h"
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "unknown"
+#endif
+
+#define PROG "zonednull"
+#define EXIT_USAGE 2
+
+/* Zones asked for per report call, as blkzone does. */
+#define REPORT_BATCH 4096u
+
+enum kind { K_REPORT, K_CAPACITY, K_ACTION, K_INFO, K_TOGGLE };
+
+struct command {
+  const char *name;
+  enum kind kind;
+  int op;                       /* enum zn_zone_op, or READONLY/OFFLINE */
+  const char *help;
+};
+
+enum { TOGGLE_READONLY, TOGGLE_OFFLINE };
+
+static const struct command commands[] = {
+  { "report", K_REPORT, 0, "Report the zones of the device" },
+  { "capacity", K_CAPACITY, 0, "Report the sum of the zone capacities" },
+  { "reset", K_ACTION, ZN_OP_RESET, "Reset a range of zones" },
+  { "open", K_ACTION, ZN_OP_OPEN, "Open a range of zones explicitly" },
+  { "close", K_ACTION, ZN_OP_CLOSE, "Close a range of zones" },
+  { "finish", K_ACTION, ZN_OP_FINISH, "Make a range of zones full" },
+  { "info", K_INFO, 0, "Show geometry, limits and zone counters" },
+  { "readonly", K_TOGGLE, TOGGLE_READONLY,
+    "Toggle the read-only condition of a zone" },
+  { "offline", K_TOGGLE, TOGGLE_OFFLINE,
+    "Toggle the offline condition of a zone" },
+};
+
+struct options {
+  const struct command *cmd;
+  const char *uri;
+  uint64_t offset;
+  uint64_t length;
+  uint32_t count;
+  bool have_offset, have_length, have_count;
+  bool verbose, json;
+};
+
+static void
+usage (FILE *out)
+{
+  fprintf (out,
+           "Usage:\n"
+           " %s <command> [options] <uri>\n"
+           "\n"
+           "Run a zone command on a zonednull device served over NBD.\n"
+           "\n"
+           "Commands:\n", PROG);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf (out, " %-10s %s\n", commands[i].name, commands[i].help);
+  fprintf (out,
+           "\n"
+           "Options:\n"
+           " -o, --offset <sector>   first sector to act on (512-byte sectors)\n"
+           " -l, --length <sectors>  sectors to act on (512-byte sectors)\n"
+           " -c, --count <number>    number of zones to act on\n"
+           " -f, --force             accepted for blkzone compatibility\n"
+           " -v, --verbose           display more details\n"
+           "     --json              JSON output (report, capacity, info)\n"
+           " -h, --help              display this help\n"
+           " -V, --version           display the version\n"
+           "\n"
+           "Arguments:\n"
+           " <uri> is a libnbd URI: nbd://HOST[:PORT]/[EXPORT],\n"
+           "   nbd+unix:///[EXPORT]?socket=PATH, or nbds://... for TLS.\n"
+           " <sector> and <sectors> are decimal or 0x-prefixed hexadecimal,\n"
+           "   optionally followed by K, M, G, T, P or E (powers of 1024,\n"
+           "   \"iB\" optional; with \"B\", powers of 1000).\n"
+           "\n"
+           "For more details see zonednull(1).\n");
+}
+
+static void __attribute__ ((noreturn, format (printf, 1, 2)))
+usage_error (const char *fmt, ...)
+{
+  va_list ap;
+
+  fprintf (stderr, "%s: ", PROG);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fprintf (stderr, "\nTry '%s --help' for more information.\n", PROG);
+  exit (EXIT_USAGE);
+}
+
+/* Closed on every exit path, so that leak checkers see a clean exit. */
+static struct zn_client *client;
+
+static void __attribute__ ((noreturn, format (printf, 1, 2)))
+die (const char *fmt, ...)
+{
+  va_list ap;
+
+  fprintf (stderr, "%s: ", PROG);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+  zn_client_close (client);
+  exit (EXIT_FAILURE);
+}
+
+/* A number as blkzone takes sectors: decimal or 0x hexadecimal, with an
+ * optional binary (K, KiB) or decimal (KB) multiplier.  Returns false if
+ * the text is not such a number or overflows 64 bits.
+ */
+static bool
+parse_number (const char *s, uint64_t *value)
+{
+  static const char units[] = "KMGTPE";
+  uint64_t v = 0, base = 10, mult = 1;
+  const char *p = s, *u;
+  bool digits = false;
+
+  if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+    base = 16;
+    p += 2;
+  }
+  for (;; p++) {
+    unsigned d;
+
+    if (*p >= '0' && *p <= '9')
+      d = (unsigned) (*p - '0');
+    else if (base == 16 && *p >= 'a' && *p <= 'f')
+      d = (unsigned) (*p - 'a' + 10);
+    else if (base == 16 && *p >= 'A' && *p <= 'F')
+      d = (unsigned) (*p - 'A' + 10);
+    else
+      break;
+    if (v > (UINT64_MAX - d) / base)
+      return false;
+    v = v * base + d;
+    digits = true;
+  }
+  if (!digits)
+    return false;
+  if (*p) {
+    char c = *p >= 'a' && *p <= 'z' ? (char) (*p - 'a' + 'A') : *p;
+    uint64_t step = 1024;
+    int power;
+
+    u = strchr (units, c);
+    if (c == '\0' || u == NULL)
+      return false;
+    power = (int) (u - units) + 1;
+    p++;
+    if (strcmp (p, "B") == 0)
+      step = 1000;
+    else if (*p && strcmp (p, "iB") != 0)
+      return false;
+    while (power--) {
+      if (mult > UINT64_MAX / step)
+        return false;
+      mult *= step;
+    }
+    if (v > UINT64_MAX / mult)
+      return false;
+    v *= mult;
+  }
+  *value = v;
+  return true;
+}
+
+static void
+parse_options (int argc, char **argv, struct options *o)
+{
+  enum { OPT_JSON = 256 };
+  static const struct option longopts[] = {
+    { "offset", required_argument, NULL, 'o' },
+    { "length", required_argument, NULL, 'l' },
+    { "count", required_argument, NULL, 'c' },
+    { "force", no_argument, NULL, 'f' },
+    { "verbose", no_argument, NULL, 'v' },
+    { "json", no_argument, NULL, OPT_JSON },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+  };
+  uint64_t n;
+  int c;
+
+  /* As in blkzone, the command comes first. */
+  if (argc >= 2 && argv[1][0] != '-') {
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+      if (strcmp (argv[1], commands[i].name) == 0)
+        o->cmd = &commands[i];
+    if (o->cmd == NULL)
+      usage_error ("%s is not a valid command name", argv[1]);
+    argv++;
+    argc--;
+  }
+
+  /* getopt's own messages would name the command or the libtool
+   * wrapper's binary, not the program.
+   */
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, ":o:l:c:fvhV", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'o':
+      if (!parse_number (optarg, &o->offset))
+        usage_error ("failed to parse zone offset: '%s'", optarg);
+      o->have_offset = true;
+      break;
+    case 'l':
+      if (!parse_number (optarg, &o->length))
+        usage_error ("failed to parse number of sectors: '%s'", optarg);
+      /* blkzone reads 0 as "not given", which turns "reset -l 0" into a
+       * reset of the whole device; refuse it instead.
+       */
+      if (o->length == 0)
+        usage_error ("--length must be at least 1 sector");
+      o->have_length = true;
+      break;
+    case 'c':
+      if (!parse_number (optarg, &n) || n > UINT32_MAX)
+        usage_error ("failed to parse number of zones: '%s'", optarg);
+      if (n == 0)
+        usage_error ("--count must be at least 1 zone");
+      o->count = (uint32_t) n;
+      o->have_count = true;
+      break;
+    case 'f':
+      break;
+    case 'v':
+      o->verbose = true;
+      break;
+    case OPT_JSON:
+      o->json = true;
+      break;
+    case 'h':
+      usage (stdout);
+      exit (EXIT_SUCCESS);
+    case 'V':
+      printf ("%s from zonednull %s\n", PROG, PACKAGE_VERSION);
+      exit (EXIT_SUCCESS);
+    case ':':
+      usage_error ("option '%s' requires an argument", argv[optind - 1]);
+    default:
+      if (strncmp (argv[optind - 1], "--", 2) != 0)
+        usage_error ("invalid option -- '%c'", optopt);
+      if (optopt)
+        usage_error ("option '%s' takes no argument", argv[optind - 1]);
+      usage_error ("unrecognized option '%s'", argv[optind - 1]);
+    }
+  }
+
+  if (o->cmd == NULL)
+    usage_error ("no command specified");
+  if (optind == argc)
+    usage_error ("no URI specified");
+  o->uri = argv[optind++];
+  if (optind != argc)
+    usage_error ("unexpected number of arguments");
+
+  if (o->have_count && o->have_length)
+    usage_error ("options --count and --length are mutually exclusive");
+  if (o->json && o->cmd->kind != K_REPORT && o->cmd->kind != K_CAPACITY
+      && o->cmd->kind != K_INFO)
+    usage_error ("--json applies to report, capacity and info only");
+  if (o->cmd->kind == K_TOGGLE) {
+    if (!o->have_offset)
+      usage_error ("%s needs -o SECTOR, a sector of the zone to toggle",
+                   o->cmd->name);
+    if (o->have_count || o->have_length)
+      usage_error ("%s acts on one zone: --count and --length do not apply",
+                   o->cmd->name);
+  }
+  if (o->cmd->kind == K_INFO
+      && (o->have_offset || o->have_count || o->have_length))
+    usage_error ("info takes no --offset, --length or --count");
+}
+
+/* blkzone's abbreviations, indexed by the low four bits of the condition. */
+static const char *
+cond_abbrev (uint8_t cond)
+{
+  static const char *const abbrev[16] = {
+    "nw", "em", "oi", "oe", "cl", "x5", "x6", "x7",
+    "x8", "x9", "xA", "xB", "xC", "ro", "fu", "of",
+  };
+
+  return abbrev[cond & 15];
+}
+
+static const char *
+cond_name (uint8_t cond)
+{
+  switch (cond) {
+  case ZN_COND_NOT_WP: return "NOT_WP";
+  case ZN_COND_EMPTY: return "EMPTY";
+  case ZN_COND_IMP_OPEN: return "IMP_OPEN";
+  case ZN_COND_EXP_OPEN: return "EXP_OPEN";
+  case ZN_COND_CLOSED: return "CLOSED";
+  case ZN_COND_READONLY: return "READONLY";
+  case ZN_COND_FULL: return "FULL";
+  case ZN_COND_OFFLINE: return "OFFLINE";
+  default: return "UNKNOWN";
+  }
+}
+
+static const char *
+type_name (uint8_t type)
+{
+  static const char *const names[] = {
+    "RESERVED", "CONVENTIONAL", "SEQ_WRITE_REQUIRED", "SEQ_WRITE_PREFERRED",
+  };
+
+  return type < 4 ? names[type] : "UNKNOWN";
+}
+
+/* Conventional, read-only and offline zones have no write pointer; what
+ * the report holds there is a placeholder.
+ */
+static bool
+has_wp (const struct zn_zone *z)
+{
+  return z->type != ZN_ZONE_CONVENTIONAL && z->cond != ZN_COND_READONLY
+    && z->cond != ZN_COND_OFFLINE;
+}
+
+/* "zone 3 (sectors 6144-8191)" or "zones 1-7 (sectors 2048-16383)". */
+static void
+describe_range (char *buf, size_t len, const struct zn_control_info *geo,
+                uint64_t sector, uint64_t nr_sectors)
+{
+  uint64_t last = nr_sectors ? sector + nr_sectors - 1 : sector;
+  uint64_t z0 = sector / geo->zone_sectors, z1 = last / geo->zone_sectors;
+
+  if (z0 == z1)
+    snprintf (buf, len, "zone %" PRIu64 " (sectors %" PRIu64 "-%" PRIu64 ")",
+              z0, sector, last);
+  else
+    snprintf (buf, len, "zones %" PRIu64 "-%" PRIu64 " (sectors %" PRIu64
+              "-%" PRIu64 ")", z0, z1, sector, last);
+}
+
+static void __attribute__ ((noreturn))
+die_client (struct zn_client *c, const char *what, int r)
+{
+  int err = -r;
+
+  fprintf (stderr, "%s: %s: %s: %s\n", PROG, what, zn_errno_name (err),
+           zn_client_error (c));
+  zn_client_close (client);
+  exit (EXIT_FAILURE);
+}
+
+static void
+print_zone_line (const struct zn_zone *z)
+{
+  /* blkzone shows the write pointer relative to the zone start, and 0
+   * for conventional zones.
+   */
+  printf ("  start: 0x%09" PRIx64 ", len 0x%06" PRIx64 ", cap 0x%06" PRIx64
+          ", wptr 0x%06" PRIx64 " reset:%u non-seq:%u, zcond:%2u(%s)"
+          " [type: %u(%s)]\n",
+          z->start, z->len, z->capacity,
+          z->type == ZN_ZONE_CONVENTIONAL ? 0 : z->wp - z->start,
+          0u, 0u, (unsigned) z->cond, cond_abbrev (z->cond),
+          (unsigned) z->type, type_name (z->type));
+}
+
+static void
+print_zone_json (const struct zn_zone *z, bool first)
+{
+  printf ("%s\n    {\"start\": %" PRIu64 ", \"len\": %" PRIu64
+          ", \"cap\": %" PRIu64 ", \"wp\": ",
+          first ? "" : ",", z->start, z->len, z->capacity);
+  if (has_wp (z))
+    printf ("%" PRIu64, z->wp);
+  else
+    printf ("null");
+  printf (", \"type\": %u, \"type_name\": \"%s\", \"cond\": %u"
+          ", \"cond_name\": \"%s\"}",
+          (unsigned) z->type, type_name (z->type), (unsigned) z->cond,
+          cond_name (z->cond));
+}
+
+/* report and capacity: the zones from the one holding the offset, as many
+ * as --count, or enough to cover --length, or up to the end.
+ */
+static void
+cmd_report (struct zn_client *c, const struct zn_control_info *geo,
+            const struct options *o)
+{
+  bool capacity_only = o->cmd->kind == K_CAPACITY;
+  uint64_t offset = o->offset, nr_zones, sum = 0;
+  struct zn_zone *zones;
+  bool first = true;
+
+  if (offset >= geo->capacity)
+    die ("%s: offset %" PRIu64 " is at or beyond the end of the device "
+         "(%" PRIu64 " sectors)", o->cmd->name, offset, geo->capacity);
+  if (o->have_count)
+    nr_zones = o->count;
+  else if (o->have_length)
+    nr_zones = o->length / geo->zone_sectors
+      + (o->length % geo->zone_sectors != 0);
+  else
+    nr_zones = 1 + (geo->capacity - offset) / geo->zone_sectors;
+
+  zones = malloc (REPORT_BATCH * sizeof *zones);
+  if (zones == NULL)
+    die ("%s", strerror (ENOMEM));
+  if (o->json && !capacity_only)
+    printf ("{\n  \"zones\": [");
+
+  while (nr_zones && offset < geo->capacity) {
+    unsigned want = nr_zones < REPORT_BATCH ? (unsigned) nr_zones : REPORT_BATCH;
+    int n = zn_client_report (c, offset, zones, want);
+
+    if (n < 0) {
+      free (zones);
+      die_client (c, o->cmd->name, n);
+    }
+    if (o->verbose && !o->json)
+      printf ("Found %d zones from 0x%" PRIx64 "\n", n, offset);
+    if (n == 0)
+      break;
+    for (int i = 0; i < n; i++) {
+      const struct zn_zone *z = &zones[i];
+
+      if (z->len == 0) {
+        nr_zones = 0;
+        break;
+      }
+      if (capacity_only)
+        sum += z->capacity;
+      else if (o->json)
+        print_zone_json (z, first);
+      else
+        print_zone_line (z);
+      first = false;
+      nr_zones--;
+      offset = z->start + z->len;
+    }
+  }
+  free (zones);
+
+  if (capacity_only) {
+    if (o->json)
+      printf ("{\"capacity\": %" PRIu64 "}\n", sum);
+    else
+      printf ("0x%09" PRIx64 "\n", sum);
+  }
+  else if (o->json)
+    printf ("%s]\n}\n", first ? "" : "\n  ");
+}
+
+/* reset, open, close, finish: blkzone's range rules, then one command. */
+static void
+cmd_action (struct zn_client *c, const struct zn_control_info *geo,
+            const struct options *o)
+{
+  uint64_t zs = geo->zone_sectors, offset = o->offset, len;
+  char range[128];
+  int r;
+
+  if (offset % zs)
+    die ("%s: offset %" PRIu64 " is not aligned to the zone size "
+         "(%" PRIu64 " sectors)", o->cmd->name, offset, zs);
+  if (offset >= geo->capacity)
+    die ("%s: offset %" PRIu64 " is at or beyond the end of the device "
+         "(%" PRIu64 " sectors)", o->cmd->name, offset, geo->capacity);
+
+  if (o->have_count)
+    len = (uint64_t) o->count > UINT64_MAX / zs ? UINT64_MAX : o->count * zs;
+  else if (o->have_length)
+    len = o->length;
+  else
+    len = geo->capacity;
+  if (len > geo->capacity - offset)
+    len = geo->capacity - offset;
+  if (o->have_length && len % zs && offset + len != geo->capacity)
+    die ("%s: number of sectors %" PRIu64 " is not aligned to the zone "
+         "size (%" PRIu64 " sectors)", o->cmd->name, o->length, zs);
+
+  describe_range (range, sizeof range, geo, offset, len);
+  r = zn_client_zone_mgmt (c, (enum zn_zone_op) o->cmd->op, offset, len);
+  if (r < 0) {
+    char what[160];
+
+    snprintf (what, sizeof what, "%s %s", o->cmd->name, range);
+    die_client (c, what, r);
+  }
+  if (o->verbose)
+    printf ("%s: successful %s of zones in range from %" PRIu64 ", to %"
+            PRIu64 "\n", o->uri, o->cmd->name, offset, offset + len);
+}
+
+static void
+cmd_toggle (struct zn_client *c, const struct zn_control_info *geo,
+            const struct options *o)
+{
+  uint64_t start;
+  char range[128], what[160];
+  struct zn_zone z;
+  int r;
+
+  if (o->offset >= geo->capacity)
+    die ("%s: offset %" PRIu64 " is at or beyond the end of the device "
+         "(%" PRIu64 " sectors)", o->cmd->name, o->offset, geo->capacity);
+  start = o->offset - o->offset % geo->zone_sectors;
+  describe_range (range, sizeof range, geo, start,
+                  start + geo->zone_sectors > geo->capacity
+                  ? geo->capacity - start : geo->zone_sectors);
+  snprintf (what, sizeof what, "%s %s", o->cmd->name, range);
+
+  r = o->cmd->op == TOGGLE_READONLY
+    ? zn_client_set_readonly (c, o->offset)
+    : zn_client_set_offline (c, o->offset);
+  if (r < 0)
+    die_client (c, what, r);
+  if (o->verbose) {
+    r = zn_client_report (c, o->offset, &z, 1);
+    if (r < 0)
+      die_client (c, what, r);
+    if (r == 1)
+      printf ("%s: %s is now %s\n", o->uri, range, cond_name (z.cond));
+  }
+}
+
+static const char *
+limit (uint32_t v, char *buf, size_t len)
+{
+  if (v == 0)
+    return "unlimited";
+  snprintf (buf, len, "%" PRIu32, v);
+  return buf;
+}
+
+static void
+cmd_info (struct zn_client *c, const struct options *o)
+{
+  struct zn_control_info i;
+  uint32_t open, active;
+  char b1[16], b2[16];
+  int r = zn_client_info (c, &i);
+
+  if (r < 0)
+    die_client (c, "info", r);
+  open = i.imp_open + i.exp_open;
+  active = open + i.closed;
+
+  if (o->json) {
+    printf ("{\n"
+            "  \"version\": %" PRIu32 ",\n"
+            "  \"capacity\": %" PRIu64 ",\n"
+            "  \"size\": %" PRIu64 ",\n"
+            "  \"zone_sectors\": %" PRIu64 ",\n"
+            "  \"zone_capacity\": %" PRIu64 ",\n"
+            "  \"nr_zones\": %" PRIu32 ",\n"
+            "  \"nr_conv\": %" PRIu32 ",\n"
+            "  \"block_size\": %" PRIu32 ",\n"
+            "  \"max_sectors\": %" PRIu32 ",\n"
+            "  \"max_open\": %" PRIu32 ",\n"
+            "  \"max_active\": %" PRIu32 ",\n"
+            "  \"memory_backed\": %s,\n"
+            "  \"read_only\": %s,\n"
+            "  \"imp_open\": %" PRIu32 ",\n"
+            "  \"exp_open\": %" PRIu32 ",\n"
+            "  \"closed\": %" PRIu32 ",\n"
+            "  \"open\": %" PRIu32 ",\n"
+            "  \"active\": %" PRIu32 "\n"
+            "}\n",
+            i.version, i.capacity, i.capacity * ZN_SECTOR_SIZE,
+            i.zone_sectors, i.zone_capacity, i.nr_zones, i.nr_conv,
+            i.block_size, i.max_sectors, i.max_open, i.max_active,
+            i.flags & ZN_CONTROL_F_MEMORY_BACKED ? "true" : "false",
+            i.flags & ZN_CONTROL_F_READONLY ? "true" : "false",
+            i.imp_open, i.exp_open, i.closed, open, active);
+    return;
+  }
+  printf ("capacity:          %" PRIu64 " sectors (%" PRIu64 " bytes)\n"
+          "zone size:         %" PRIu64 " sectors\n"
+          "zone capacity:     %" PRIu64 " sectors\n"
+          "zones:             %" PRIu32 " (%" PRIu32 " conventional, %" PRIu32
+          " sequential write required)\n"
+          "block size:        %" PRIu32 " bytes\n"
+          "max sectors:       %" PRIu32 "\n"
+          "max open zones:    %s\n"
+          "max active zones:  %s\n"
+          "memory backed:     %s\n"
+          "read-only server:  %s\n"
+          "implicitly open:   %" PRIu32 "\n"
+          "explicitly open:   %" PRIu32 "\n"
+          "closed:            %" PRIu32 "\n"
+          "open:              %" PRIu32 "\n"
+          "active:            %" PRIu32 "\n",
+          i.capacity, i.capacity * ZN_SECTOR_SIZE, i.zone_sectors,
+          i.zone_capacity, i.nr_zones, i.nr_conv, i.nr_zones - i.nr_conv,
+          i.block_size, i.max_sectors,
+          limit (i.max_open, b1, sizeof b1),
+          limit (i.max_active, b2, sizeof b2),
+          i.flags & ZN_CONTROL_F_MEMORY_BACKED ? "yes" : "no",
+          i.flags & ZN_CONTROL_F_READONLY ? "yes" : "no",
+          i.imp_open, i.exp_open, i.closed, open, active);
+  if (o->verbose)
+    printf ("control version:   %" PRIu32 "\n", i.version);
+}
+
+int
+main (int argc, char **argv)
+{
+  struct options o = { 0 };
+  struct zn_control_info geo;
+  struct zn_client *c;
+  char err[1024];
+  int r;
+
+  parse_options (argc, argv, &o);
+
+  c = client = zn_client_connect (o.uri, err, sizeof err);
+  if (c == NULL)
+    die ("%s: %s", o.uri, err);
+  r = zn_client_info (c, &geo);
+  if (r < 0)
+    die_client (c, o.cmd->name, r);
+
+  switch (o.cmd->kind) {
+  case K_REPORT:
+  case K_CAPACITY:
+    cmd_report (c, &geo, &o);
+    break;
+  case K_ACTION:
+    cmd_action (c, &geo, &o);
+    break;
+  case K_TOGGLE:
+    cmd_toggle (c, &geo, &o);
+    break;
+  case K_INFO:
+    cmd_info (c, &o);
+    break;
+  }
+  zn_client_close (c);
+  client = NULL;
+
+  /* A report cut short by a full disk or a closed pipe must not exit 0. */
+  if (fflush (stdout) != 0 || ferror (stdout))
+    die ("write error: %s", strerror (errno));
+  return EXIT_SUCCESS;
+}

@@ -1,0 +1,571 @@
+/* libzonednull-client: the control channel on two libnbd handles.
+ * See include/zonednull/client.h for the API and control.h for the wire
+ * format.  libnbd does every bit of NBD; this file only builds commands,
+ * decodes pages and turns results into errnos and messages.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libnbd.h>
+
+#include "zonednull/client.h"
+
+/* Descriptors per pread of the zone area: 1 MiB, well under the 64 MiB
+ * that nbdkit and libnbd accept in one request.
+ */
+#define REPORT_BATCH ((1u << 20) / ZN_CONTROL_ZONE_SIZE)
+
+struct zn_client {
+  struct nbd_handle *data;
+  struct nbd_handle *ctl;
+  /* The geometry never changes, so it is read once, at connect. */
+  struct zn_control_info geo;
+  /* Commands executed on the control connection, to check that each
+   * header read back carries the result of the command just sent.
+   */
+  uint64_t seq;
+  unsigned char page[ZN_CONTROL_HEADER_SIZE];
+  char error[1024];
+};
+
+static void
+set_error (struct zn_client *c, const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (c->error, sizeof c->error, fmt, ap);
+  va_end (ap);
+}
+
+/* libnbd's errno for the failed call, never 0 (a failure must stay one). */
+static int
+nbd_errno (void)
+{
+  int err = nbd_get_errno ();
+
+  return err > 0 ? err : EIO;
+}
+
+/* libnbd accepts "nbd://" and "nbds://" without a host and connects to
+ * localhost then.  A CLI aimed at remote targets should say that the host
+ * is missing instead of reaching whatever listens locally.
+ */
+static bool
+tcp_uri_without_host (const char *uri)
+{
+  const char *auth, *end, *at;
+
+  if (strncmp (uri, "nbd://", 6) == 0)
+    auth = uri + 6;
+  else if (strncmp (uri, "nbds://", 7) == 0)
+    auth = uri + 7;
+  else
+    return false;
+  end = auth + strcspn (auth, "/?#");
+  /* The user name for TLS comes before the host. */
+  at = memchr (auth, '@', (size_t) (end - auth));
+  if (at)
+    auth = at + 1;
+  return auth == end || *auth == ':';
+}
+
+static struct nbd_handle *
+new_handle (void)
+{
+  struct nbd_handle *h = nbd_create ();
+
+  /* TLS certificates and PSK files are named in the URI's query, as
+   * nbdinfo and nbdcopy allow.
+   */
+  if (h && nbd_set_uri_allow_local_file (h, true) == -1) {
+    nbd_close (h);
+    return NULL;
+  }
+  return h;
+}
+
+static int
+read_header (struct zn_client *c, struct zn_control_info *info)
+{
+  if (nbd_pread (c->ctl, c->page, sizeof c->page, 0, 0) == -1) {
+    int err = nbd_errno ();
+
+    set_error (c, "reading the control header: %s", nbd_get_error ());
+    return -err;
+  }
+  if (zn_control_decode_header (c->page, info) < 0) {
+    set_error (c, "the control header is not zonednull's");
+    return -EPROTO;
+  }
+  return 0;
+}
+
+/* Why a control export's first page is not a version 1 header. */
+static void
+describe_bad_header (const unsigned char *p, char *msg, size_t len)
+{
+  uint64_t magic = 0;
+  uint32_t version = 0;
+
+  for (int i = 0; i < 8; i++)
+    magic = magic << 8 | p[i];
+  for (int i = 8; i < 12; i++)
+    version = version << 8 | p[i];
+  if (magic != ZN_CONTROL_MAGIC)
+    snprintf (msg, len, "wrong magic in the control header");
+  else if (version != ZN_CONTROL_VERSION)
+    snprintf (msg, len, "control channel version %u, this client speaks "
+              "version %u", version, ZN_CONTROL_VERSION);
+  else
+    snprintf (msg, len, "unexpected header or descriptor size in the "
+              "control header");
+}
+
+/* Connects the control handle: the URI gives the server and the data
+ * export's name; option mode then swaps in the control export's name, so
+ * the URI's query, encoding and TLS settings are libnbd's business alone.
+ */
+static int
+connect_control (struct zn_client *c, const char *uri, char *err, size_t errlen)
+{
+  char *export = NULL, *name = NULL;
+  const char *device;
+  int ret = -1;
+  int64_t size;
+
+  c->ctl = new_handle ();
+  if (c->ctl == NULL || nbd_set_opt_mode (c->ctl, true) == -1) {
+    snprintf (err, errlen, "%s", nbd_get_error ());
+    goto out;
+  }
+  if (nbd_connect_uri (c->ctl, uri) == -1) {
+    snprintf (err, errlen, "%s", nbd_get_error ());
+    goto out;
+  }
+  if (!nbd_aio_is_negotiating (c->ctl)) {
+    /* Only an oldstyle server skips option negotiation. */
+    snprintf (err, errlen, "not a zonednull server: the server does not "
+              "negotiate export names");
+    goto out;
+  }
+  export = nbd_get_export_name (c->ctl);
+  if (export == NULL) {
+    snprintf (err, errlen, "%s", nbd_get_error ());
+    goto out;
+  }
+  device = *export ? export : ZN_DEFAULT_DEVICE;
+  name = malloc (strlen (device) + sizeof ZN_CONTROL_SUFFIX);
+  if (name == NULL) {
+    snprintf (err, errlen, "%s", strerror (ENOMEM));
+    goto out;
+  }
+  strcpy (name, device);
+  strcat (name, ZN_CONTROL_SUFFIX);
+  if (nbd_set_export_name (c->ctl, name) == -1) {
+    snprintf (err, errlen, "%s", nbd_get_error ());
+    goto out;
+  }
+  if (nbd_opt_go (c->ctl) == -1) {
+    /* libnbd only says "server replied with error to opt_go request". */
+    if (nbd_get_errno () == ENOENT)
+      snprintf (err, errlen, "not a zonednull server: the server has no "
+                "export named '%s' (the zone control channel)", name);
+    else
+      snprintf (err, errlen, "control export '%s': %s", name,
+                nbd_get_error ());
+    goto out;
+  }
+
+  size = nbd_get_size (c->ctl);
+  if (size < ZN_CONTROL_HEADER_SIZE) {
+    snprintf (err, errlen, "not a zonednull server: export '%s' is too "
+              "small for a control header", name);
+    goto out;
+  }
+  if (nbd_pread (c->ctl, c->page, sizeof c->page, 0, 0) == -1) {
+    snprintf (err, errlen, "reading the control header: %s",
+              nbd_get_error ());
+    goto out;
+  }
+  if (zn_control_decode_header (c->page, &c->geo) < 0) {
+    char why[128];
+
+    describe_bad_header (c->page, why, sizeof why);
+    snprintf (err, errlen, "not a zonednull server: %s of export '%s'",
+              why, name);
+    goto out;
+  }
+  if (c->geo.zone_sectors == 0 || c->geo.nr_zones == 0
+      || (uint64_t) size < ZN_CONTROL_HEADER_SIZE
+         + (uint64_t) c->geo.nr_zones * ZN_CONTROL_ZONE_SIZE) {
+    snprintf (err, errlen, "not a zonednull server: the control header of "
+              "export '%s' describes no zones or more zones than the "
+              "export holds", name);
+    goto out;
+  }
+  c->seq = c->geo.result_seq;
+  ret = 0;
+ out:
+  free (export);
+  free (name);
+  return ret;
+}
+
+struct zn_client *
+zn_client_connect (const char *uri, char *err, size_t errlen)
+{
+  char dummy[1];
+  struct zn_client *c;
+  int64_t size;
+
+  if (err == NULL || errlen == 0) {
+    err = dummy;
+    errlen = sizeof dummy;
+  }
+  if (uri == NULL || *uri == '\0') {
+    snprintf (err, errlen, "no URI given");
+    return NULL;
+  }
+  if (tcp_uri_without_host (uri)) {
+    snprintf (err, errlen, "the URI names no host: use "
+              "nbd://HOST[:PORT]/[EXPORT]");
+    return NULL;
+  }
+
+  c = calloc (1, sizeof *c);
+  if (c == NULL) {
+    snprintf (err, errlen, "%s", strerror (ENOMEM));
+    return NULL;
+  }
+  c->data = new_handle ();
+  if (c->data == NULL) {
+    snprintf (err, errlen, "%s", nbd_get_error ());
+    goto fail;
+  }
+  if (nbd_connect_uri (c->data, uri) == -1) {
+    snprintf (err, errlen, "%s", nbd_get_error ());
+    goto fail;
+  }
+  if (connect_control (c, uri, err, errlen) == -1)
+    goto fail;
+
+  size = nbd_get_size (c->data);
+  if (size < 0 || (uint64_t) size != c->geo.capacity * ZN_SECTOR_SIZE) {
+    snprintf (err, errlen, "not a zonednull server: the data export has "
+              "%lld bytes, its control header says %llu sectors",
+              (long long) size, (unsigned long long) c->geo.capacity);
+    goto fail;
+  }
+  return c;
+
+ fail:
+  zn_client_close (c);
+  return NULL;
+}
+
+void
+zn_client_close (struct zn_client *c)
+{
+  if (c == NULL)
+    return;
+  /* nbd_close() alone drops the socket: the server would log an error
+   * (for TLS, an unterminated session).  Say goodbye first; on handles
+   * that never connected this fails harmlessly.
+   */
+  if (c->data) {
+    nbd_shutdown (c->data, 0);
+    nbd_close (c->data);
+  }
+  if (c->ctl) {
+    if (nbd_aio_is_negotiating (c->ctl))
+      nbd_opt_abort (c->ctl);
+    else
+      nbd_shutdown (c->ctl, 0);
+    nbd_close (c->ctl);
+  }
+  free (c);
+}
+
+const char *
+zn_client_error (const struct zn_client *c)
+{
+  return c->error;
+}
+
+struct nbd_handle *
+zn_client_data_handle (struct zn_client *c)
+{
+  return c->data;
+}
+
+int
+zn_client_info (struct zn_client *c, struct zn_control_info *info)
+{
+  return read_header (c, info);
+}
+
+/* Sends one command and reads its result back.  Returns 0 with the
+ * header in *info, or a negative errno if the command did not execute.
+ */
+static int
+command (struct zn_client *c, enum zn_command op, uint64_t sector,
+         uint64_t nr_sectors, uint64_t arg, struct zn_control_info *info)
+{
+  unsigned char cmd[ZN_COMMAND_SIZE];
+  int r;
+
+  zn_control_encode_command (cmd, op, sector, nr_sectors, arg);
+  if (nbd_pwrite (c->ctl, cmd, sizeof cmd, 0, 0) == -1) {
+    int err = nbd_errno ();
+
+    if (err == EPERM)
+      set_error (c, "the server is read-only (%s)", nbd_get_error ());
+    else if (err == EINVAL)
+      set_error (c, "the server refused the command as malformed (%s)",
+                 nbd_get_error ());
+    else
+      set_error (c, "%s", nbd_get_error ());
+    return -err;
+  }
+  r = read_header (c, info);
+  if (r < 0)
+    return r;
+  /* Each connection has its own result, and a client is single-threaded,
+   * so anything but the next sequence number means a broken server.
+   */
+  if (info->result_seq != c->seq + 1 || info->result_op != (uint32_t) op) {
+    set_error (c, "the control header does not hold the result of the "
+               "command just sent (sequence %llu, expected %llu)",
+               (unsigned long long) info->result_seq,
+               (unsigned long long) c->seq + 1);
+    c->seq = info->result_seq;
+    return -EPROTO;
+  }
+  c->seq = info->result_seq;
+  if (info->result_errno > 4095) {
+    set_error (c, "the server returned errno %u", info->result_errno);
+    return -EPROTO;
+  }
+  return 0;
+}
+
+/* Runs a command whose result is an errno of the device. */
+static int
+device_command (struct zn_client *c, enum zn_command op, uint64_t sector,
+                uint64_t nr_sectors)
+{
+  struct zn_control_info info;
+  int r = command (c, op, sector, nr_sectors, 0, &info);
+
+  if (r < 0)
+    return r;
+  if (info.result_errno) {
+    set_error (c, "%s", strerror ((int) info.result_errno));
+    return -(int) info.result_errno;
+  }
+  return 0;
+}
+
+int
+zn_client_zone_mgmt (struct zn_client *c, enum zn_zone_op op,
+                     uint64_t sector, uint64_t nr_sectors)
+{
+  enum zn_command cmd;
+
+  switch (op) {
+  case ZN_OP_OPEN: cmd = ZN_CMD_OPEN; break;
+  case ZN_OP_CLOSE: cmd = ZN_CMD_CLOSE; break;
+  case ZN_OP_FINISH: cmd = ZN_CMD_FINISH; break;
+  case ZN_OP_RESET: cmd = ZN_CMD_RESET; break;
+  default:
+    set_error (c, "unknown zone operation %d", (int) op);
+    return -EINVAL;
+  }
+  return device_command (c, cmd, sector, nr_sectors);
+}
+
+int
+zn_client_set_readonly (struct zn_client *c, uint64_t sector)
+{
+  return device_command (c, ZN_CMD_READONLY, sector, 0);
+}
+
+int
+zn_client_set_offline (struct zn_client *c, uint64_t sector)
+{
+  return device_command (c, ZN_CMD_OFFLINE, sector, 0);
+}
+
+int
+zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
+                      uint64_t offset, uint64_t count, int *err)
+{
+  struct zn_control_info info;
+  int r = command (c, ZN_CMD_DATA_ERRNO, offset, count, nbd_cmd, &info);
+
+  if (r < 0)
+    return r;
+  *err = (int) info.result_errno;
+  return 0;
+}
+
+int
+zn_client_report (struct zn_client *c, uint64_t sector,
+                  struct zn_zone *zones, unsigned max)
+{
+  uint64_t idx, n;
+  unsigned char *buf;
+  unsigned done = 0;
+
+  if (sector >= c->geo.capacity || max == 0)
+    return 0;
+  idx = sector / c->geo.zone_sectors;
+  if (idx >= c->geo.nr_zones)
+    return 0;
+  n = c->geo.nr_zones - idx;
+  if (n > max)
+    n = max;
+  if (n > INT_MAX)
+    n = INT_MAX;
+
+  buf = malloc ((n < REPORT_BATCH ? n : REPORT_BATCH) * ZN_CONTROL_ZONE_SIZE);
+  if (buf == NULL) {
+    set_error (c, "%s", strerror (ENOMEM));
+    return -ENOMEM;
+  }
+  while (done < n) {
+    uint64_t k = n - done < REPORT_BATCH ? n - done : REPORT_BATCH;
+    uint64_t offset = ZN_CONTROL_HEADER_SIZE
+      + (idx + done) * ZN_CONTROL_ZONE_SIZE;
+
+    if (nbd_pread (c->ctl, buf, k * ZN_CONTROL_ZONE_SIZE, offset, 0) == -1) {
+      int err = nbd_errno ();
+
+      set_error (c, "reading zone descriptors: %s", nbd_get_error ());
+      free (buf);
+      return -err;
+    }
+    for (uint64_t i = 0; i < k; i++)
+      zn_control_decode_zone (buf + i * ZN_CONTROL_ZONE_SIZE,
+                              &zones[done + i]);
+    done += (unsigned) k;
+  }
+  free (buf);
+  return (int) done;
+}
+
+/* A data request failed on the server: fetch the device's own errno,
+ * which NBD may have flattened to EINVAL.
+ */
+static int
+exact_data_errno (struct zn_client *c, uint32_t nbd_cmd, uint64_t offset,
+                  uint64_t count, int nbd_err, const char *nbd_msg)
+{
+  char msg[sizeof c->error];
+  int err = 0;
+
+  snprintf (msg, sizeof msg, "%s", nbd_msg);
+  if (zn_client_data_errno (c, nbd_cmd, offset, count, &err) < 0) {
+    char why[sizeof c->error];
+
+    snprintf (why, sizeof why, "%s", c->error);
+    set_error (c, "%s (the exact errno is unknown: %s)", msg, why);
+    return -nbd_err;
+  }
+  if (err == 0)
+    err = nbd_err;
+  set_error (c, "%s", strerror (err));
+  return -err;
+}
+
+/* Runs one aio data command to completion.  Splitting libnbd's outcomes
+ * this way tells a server's reply (a completed command with an error,
+ * worth asking the control channel about) from a request libnbd refused
+ * before sending it (the aio call itself fails).
+ */
+static int
+data_request (struct zn_client *c, uint32_t nbd_cmd, int64_t cookie,
+              uint64_t offset, uint64_t count)
+{
+  if (cookie == -1) {
+    int err = nbd_errno ();
+
+    set_error (c, "%s", nbd_get_error ());
+    return -err;
+  }
+  for (;;) {
+    int r = nbd_aio_command_completed (c->data, cookie);
+
+    if (r == 1)
+      return 0;
+    if (r == -1) {
+      int err = nbd_errno ();
+
+      return exact_data_errno (c, nbd_cmd, offset, count, err,
+                               nbd_get_error ());
+    }
+    if (nbd_poll (c->data, -1) == -1) {
+      int err = nbd_errno ();
+
+      set_error (c, "%s", nbd_get_error ());
+      return -err;
+    }
+  }
+}
+
+int
+zn_client_pread (struct zn_client *c, void *buf, size_t count,
+                 uint64_t offset)
+{
+  int64_t cookie = nbd_aio_pread (c->data, buf, count, offset,
+                                  NBD_NULL_COMPLETION, 0);
+
+  return data_request (c, ZN_NBD_CMD_READ, cookie, offset, count);
+}
+
+int
+zn_client_pwrite (struct zn_client *c, const void *buf, size_t count,
+                  uint64_t offset)
+{
+  int64_t cookie = nbd_aio_pwrite (c->data, buf, count, offset,
+                                   NBD_NULL_COMPLETION, 0);
+
+  return data_request (c, ZN_NBD_CMD_WRITE, cookie, offset, count);
+}
+
+const char *
+zn_errno_name (int err)
+{
+  /* The errnos a device, nbdkit or libnbd can produce. */
+  static const struct { int err; const char *name; } names[] = {
+    { EPERM, "EPERM" }, { ENOENT, "ENOENT" }, { EIO, "EIO" },
+    { ENXIO, "ENXIO" }, { E2BIG, "E2BIG" }, { EBADF, "EBADF" },
+    { EAGAIN, "EAGAIN" }, { ENOMEM, "ENOMEM" }, { EACCES, "EACCES" },
+    { EFAULT, "EFAULT" }, { EBUSY, "EBUSY" }, { EEXIST, "EEXIST" },
+    { ENODEV, "ENODEV" }, { EINVAL, "EINVAL" }, { EFBIG, "EFBIG" },
+    { ENOSPC, "ENOSPC" }, { EROFS, "EROFS" }, { EPIPE, "EPIPE" },
+    { ERANGE, "ERANGE" }, { ENAMETOOLONG, "ENAMETOOLONG" },
+    { ENOSYS, "ENOSYS" }, { ENODATA, "ENODATA" }, { ETIME, "ETIME" },
+    { EPROTO, "EPROTO" }, { EBADMSG, "EBADMSG" },
+    { EOVERFLOW, "EOVERFLOW" }, { EILSEQ, "EILSEQ" },
+    { ENOTSOCK, "ENOTSOCK" }, { EPROTONOSUPPORT, "EPROTONOSUPPORT" },
+    { EOPNOTSUPP, "EOPNOTSUPP" }, { EADDRNOTAVAIL, "EADDRNOTAVAIL" },
+    { ENETUNREACH, "ENETUNREACH" }, { ECONNABORTED, "ECONNABORTED" },
+    { ECONNRESET, "ECONNRESET" }, { ENOTCONN, "ENOTCONN" },
+    { ESHUTDOWN, "ESHUTDOWN" }, { ETOOMANYREFS, "ETOOMANYREFS" },
+    { ETIMEDOUT, "ETIMEDOUT" }, { ECONNREFUSED, "ECONNREFUSED" },
+    { EHOSTUNREACH, "EHOSTUNREACH" }, { EDQUOT, "EDQUOT" },
+    { ECANCELED, "ECANCELED" },
+  };
+
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (names[i].err == err)
+      return names[i].name;
+  return "EUNKNOWN";
+}

@@ -1,0 +1,139 @@
+/* libzonednull-client: zone control of a zonednull device over NBD.
+ *
+ * A client holds two libnbd connections to one server: the device's data
+ * export, named by the URI, and its control export "<export>/control"
+ * (see zonednull/control.h and zonednull-control(5)).  All NBD work is
+ * done by libnbd; this library only speaks the control channel's format.
+ *
+ * Units: sectors are 512 bytes whatever the device's block size; data
+ * offsets and counts are in bytes.
+ *
+ * Errors: calls that can fail return 0 (or a count) on success and a
+ * negative errno on failure, and zn_client_error() then describes the
+ * failure.  A zone operation refused by the device returns the exact errno
+ * null_blk gives (-EIO, -EINVAL, -ETOOMANYREFS, -EOVERFLOW, ...); a
+ * failure of the NBD request itself returns libnbd's errno (for example
+ * -EPERM when the server is read-only).
+ *
+ * Threads: a client is not thread-safe.  Use it from one thread at a time,
+ * or open one client per thread (each is two connections; the device is
+ * shared).  The control channel keeps one result per connection, so two
+ * threads issuing commands on one client would read each other's results.
+ *
+ * Link with `pkg-config --libs zonednull-client`.
+ */
+#ifndef ZONEDNULL_CLIENT_H
+#define ZONEDNULL_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zonednull/control.h>
+#include <zonednull/zoned.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct zn_client;
+struct nbd_handle;
+
+/* NBD command types, for zn_client_data_errno(). */
+enum zn_nbd_cmd {
+  ZN_NBD_CMD_READ = 0,
+  ZN_NBD_CMD_WRITE = 1,
+  ZN_NBD_CMD_TRIM = 4,
+  ZN_NBD_CMD_WRITE_ZEROES = 6,
+};
+
+/* Connects to the device named by a libnbd URI:
+ *
+ *   nbd://HOST[:PORT]/[EXPORT]             TCP (port 10809 by default)
+ *   nbd+unix:///[EXPORT]?socket=PATH       Unix domain socket
+ *   nbds://..., nbds+unix://...            TLS, with libnbd's query
+ *                                          parameters (tls-certificates=DIR,
+ *                                          tls-psk-file=FILE, ...)
+ *
+ * The empty export is the server's default device (nullb0).  Unlike plain
+ * libnbd, a TCP URI must name its host: "nbd://" is refused rather than
+ * reaching whatever listens on localhost.  Local files named in the query
+ * (TLS keys) are allowed, as nbdinfo allows them: do not pass URIs from
+ * untrusted sources.
+ *
+ * Fails, returning NULL with a message in err (if not NULL), when the URI
+ * is invalid, the server is unreachable, the server has no such export, or
+ * its control export is missing or not zonednull's (wrong magic or
+ * version).
+ */
+struct zn_client *zn_client_connect (const char *uri, char *err, size_t errlen);
+
+/* Disconnects and frees the client.  NULL is allowed. */
+void zn_client_close (struct zn_client *c);
+
+/* The message of the client's last failure ("" if none). */
+const char *zn_client_error (const struct zn_client *c);
+
+/* Reads the header page afresh: geometry, limits, flags, the zone
+ * counters and the result of this client's last command.
+ */
+int zn_client_info (struct zn_client *c, struct zn_control_info *info);
+
+/* Reports up to max zones starting with the zone holding sector, live.
+ * Returns the number of zones written (0 when sector is past the end) or a
+ * negative errno.
+ */
+int zn_client_report (struct zn_client *c, uint64_t sector,
+                      struct zn_zone *zones, unsigned max);
+
+/* Opens, closes, finishes or resets the zones of [sector, sector +
+ * nr_sectors), with the block layer's rules (sector zone-aligned,
+ * nr_sectors a multiple of the zone size unless the range ends at the end
+ * of the device).  A reset of the whole device is a reset-all.  Returns 0
+ * or the negative errno of the operation.
+ */
+int zn_client_zone_mgmt (struct zn_client *c, enum zn_zone_op op,
+                         uint64_t sector, uint64_t nr_sectors);
+
+/* Toggles the zone holding sector to READONLY or OFFLINE (back to EMPTY
+ * if it already is), as null_blk's configfs zone_readonly and
+ * zone_offline.  Returns 0 or a negative errno (-EINVAL for a
+ * conventional zone or a sector past the end).
+ */
+int zn_client_set_readonly (struct zn_client *c, uint64_t sector);
+int zn_client_set_offline (struct zn_client *c, uint64_t sector);
+
+/* Reads or writes the data export (offset and count in bytes, at most
+ * 64 MiB per call, libnbd's limit).  Returns 0 or a negative errno: when
+ * the server failed the request, the exact errno the device gave (for
+ * example -ETOOMANYREFS for a write over the open limit, which NBD itself
+ * carries as EINVAL), fetched from the control channel.
+ */
+int zn_client_pread (struct zn_client *c, void *buf, size_t count,
+                     uint64_t offset);
+int zn_client_pwrite (struct zn_client *c, const void *buf, size_t count,
+                      uint64_t offset);
+
+/* For requests sent on zn_client_data_handle() directly (for example with
+ * libnbd's aio calls): asks which errno the device gave the most recent
+ * failed request of type nbd_cmd (enum zn_nbd_cmd) at this byte offset and
+ * count.  Returns 0 and sets *err to that positive errno, or to 0 when no
+ * recent failure matches (keep libnbd's errno then); returns a negative
+ * errno if the query itself failed.  The server remembers the last
+ * ZN_CONTROL_ERROR_LOG failures of all clients of the device.
+ */
+int zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
+                          uint64_t offset, uint64_t count, int *err);
+
+/* The libnbd handle of the data export, owned by the client. */
+struct nbd_handle *zn_client_data_handle (struct zn_client *c);
+
+/* "EIO", "ETOOMANYREFS", ... for a positive errno; "EUNKNOWN" for one
+ * this library does not name.
+ */
+const char *zn_errno_name (int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZONEDNULL_CLIENT_H */

@@ -1,0 +1,434 @@
+#!/bin/sh
+# The zonednull CLI against the plugin: every subcommand with its outcome,
+# the report parsed as blkzone's, JSON validated, bad URIs and ranges
+# refused, a read-only server, and two clients changing zones at once.
+#
+# Device: 8 zones of 1 MiB (2048 sectors), zone 0 conventional, at most 2
+# open and 3 active zones.
+. "$(dirname "$0")/lib.sh"
+
+# nbdsh and python3 must be Debian's (pyenv's python lacks the nbd module).
+PATH=/usr/bin:$PATH
+export PATH
+/usr/bin/python3 -c 'import nbd' 2>/dev/null ||
+  skip "python3-libnbd is not installed (nbdsh needs it)"
+
+: "${ZONEDNULL_CLI:=${ZONEDNULL_BUILDDIR:-.}/cli/zonednull}"
+[ -x "$ZONEDNULL_CLI" ] || fail "no CLI at $ZONEDNULL_CLI"
+zn=$ZONEDNULL_CLI
+
+device="size=8 zone_size=1 zone_nr_conv=1 zone_max_open=2 zone_max_active=3 memory_backed=1"
+ZS=2048
+
+# run ARGS...: the CLI's exit status in $rc, its output in $tmpdir/out
+# and $tmpdir/err.
+run () {
+  "$zn" "$@" >"$tmpdir/out" 2>"$tmpdir/err"
+  rc=$?
+}
+
+# ok ARGS...: the CLI must succeed.
+ok () {
+  run "$@"
+  [ "$rc" -eq 0 ] ||
+    fail "zonednull $*: exit $rc: $(cat "$tmpdir/err")"
+}
+
+# refused STATUS TEXT ARGS...: the CLI must exit with STATUS, print
+# nothing on stdout, and say TEXT (a fixed string) on stderr.
+refused () {
+  want=$1 text=$2
+  shift 2
+  run "$@"
+  [ "$rc" -eq "$want" ] ||
+    fail "zonednull $*: exit $rc, expected $want; stderr: $(cat "$tmpdir/err")"
+  [ ! -s "$tmpdir/out" ] ||
+    fail "zonednull $*: unexpected output: $(cat "$tmpdir/out")"
+  grep -qF -- "$text" "$tmpdir/err" ||
+    fail "zonednull $*: stderr lacks '$text': $(cat "$tmpdir/err")"
+}
+
+# parse_report: blkzone report lines on stdin, one zone per output line:
+#   start len cap wptr cond abbrev type type-name
+# in decimal (wptr "-" where the zone has no write pointer).  Any line
+# that is not exactly in blkzone's format fails the test, as would a
+# change that broke fio's or blktests' parsers.
+parse_report () {
+  sed -e 's/^  start: \(0x[0-9a-f]\{9,\}\), len \(0x[0-9a-f]\{6,\}\), cap \(0x[0-9a-f]\{6,\}\), wptr \(0x[0-9a-f]\{6,\}\) reset:0 non-seq:0, zcond:\([ 1][0-9]\)(\([a-zA-Z0-9][a-zA-Z0-9]\)) \[type: \([0-9]\)(\([A-Z_]*\))\]$/\1 \2 \3 \4 \5 \6 \7 \8/' \
+      -e t -e 's/^/BAD /' |
+  while read -r start len cap wptr cond abbrev type tname; do
+    [ "$start" != BAD ] || { echo BAD; continue; }
+    case $cond in
+      13|15) wptr=- ;;                     # all-ones write pointer
+      *) wptr=$((wptr)) ;;
+    esac
+    echo "$((start)) $((len)) $((cap)) $wptr $cond $abbrev $type $tname"
+  done
+}
+
+# report ARGS...: `zonednull report ARGS URI`, parsed into $tmpdir/zones.
+report () {
+  ok report "$@" "$uri"
+  parse_report <"$tmpdir/out" >"$tmpdir/zones"
+  ! grep -q BAD "$tmpdir/zones" ||
+    fail "report $*: lines not in blkzone's format:
+$(cat "$tmpdir/out")"
+  [ "$(wc -l <"$tmpdir/zones")" -eq "$(wc -l <"$tmpdir/out")" ] ||
+    fail "report $*: parsed $(wc -l <"$tmpdir/zones") of $(wc -l <"$tmpdir/out") lines"
+}
+
+# expect_zone IDX "start len cap wptr cond abbrev type type-name": the
+# parsed line of zone IDX of a full report.
+expect_zone () {
+  report
+  got=$(sed -n "$(($1 + 1))p" "$tmpdir/zones")
+  [ "$got" = "$2" ] || fail "zone $1 is '$got', expected '$2'"
+}
+
+# seq_zone IDX WPTR COND ABBREV: a sequential zone's expected report line.
+seq_zone () {
+  echo "$(($1 * ZS)) $ZS $ZS $2 $3 $4 2 SEQ_WRITE_REQUIRED"
+}
+
+# info_field NAME: a value of `zonednull info`.
+info_field () {
+  ok info "$uri"
+  sed -n "s/^$1: *//p" "$tmpdir/out"
+}
+
+# check_counters IMP EXP CLOSED: info's counters, in text and JSON, and a
+# recount of the report must all agree with the expectation.
+check_counters () {
+  report
+  count_imp=$(awk '$5 == 2' "$tmpdir/zones" | wc -l)
+  count_exp=$(awk '$5 == 3' "$tmpdir/zones" | wc -l)
+  count_closed=$(awk '$5 == 4' "$tmpdir/zones" | wc -l)
+  [ "$count_imp $count_exp $count_closed" = "$1 $2 $3" ] ||
+    fail "report shows $count_imp/$count_exp/$count_closed imp/exp/closed, expected $1/$2/$3"
+  ok info "$uri"
+  got=$(sed -n -e 's/^implicitly open: *//p' -e 's/^explicitly open: *//p' \
+          -e 's/^closed: *//p' -e 's/^open: *//p' -e 's/^active: *//p' \
+          "$tmpdir/out" | tr '\n' ' ')
+  [ "$got" = "$1 $2 $3 $(($1 + $2)) $(($1 + $2 + $3)) " ] ||
+    fail "info counters imp/exp/closed/open/active are '$got', expected $1/$2/$3"
+  ok info --json "$uri"
+  /usr/bin/python3 -c '
+import json, sys
+i = json.load(open(sys.argv[1]))
+want = [int(a) for a in sys.argv[2:]]
+got = [i["imp_open"], i["exp_open"], i["closed"], i["open"], i["active"]]
+sys.exit(0 if got == want else "info --json counters %s, expected %s" % (got, want))
+' "$tmpdir/out" "$1" "$2" "$3" $(($1 + $2)) $(($1 + $2 + $3)) ||
+    fail "info --json disagrees"
+}
+
+# write_sectors SECTOR COUNT: a write through NBD at SECTOR.
+write_sectors () {
+  nbdsh -u "$uri" -c "h.pwrite(b'\\x5a' * ($2 * 512), $1 * 512)" \
+    >"$tmpdir/nbdsh.out" 2>&1 ||
+    fail "write of $2 sectors at $1 failed: $(cat "$tmpdir/nbdsh.out")"
+}
+
+# shellcheck disable=SC2086 # $device is a list of key=value words
+start_server dev $device
+dev_pid=$pid dev_uri=$uri dev_sock=$sock
+
+# ---- help, version, usage errors -------------------------------------
+
+ok --help
+grep -q '^Usage:' "$tmpdir/out" || fail "--help prints no usage"
+for c in report capacity reset open close finish info readonly offline; do
+  grep -q "^ $c " "$tmpdir/out" || fail "--help does not list $c"
+done
+ok -V
+grep -q '^zonednull from zonednull ' "$tmpdir/out" || fail "-V: $(cat "$tmpdir/out")"
+
+refused 2 "no command specified"
+refused 2 "no command specified" -v "$uri"
+refused 2 "bogus is not a valid command name" bogus "$uri"
+refused 2 "no URI specified" report
+refused 2 "unexpected number of arguments" report "$uri" extra
+refused 2 "failed to parse zone offset" report -o 12x "$uri"
+refused 2 "failed to parse zone offset" report -o 0x "$uri"
+refused 2 "failed to parse zone offset" report -o -1 "$uri"
+refused 2 "failed to parse number of sectors" reset -l 99999999999999999999 "$uri"
+refused 2 "failed to parse number of zones" reset -c 0x100000000 "$uri"
+refused 2 "--count must be at least 1" reset -c 0 "$uri"
+refused 2 "--length must be at least 1" reset -l 0 "$uri"
+refused 2 "mutually exclusive" reset -c 1 -l 2048 "$uri"
+refused 2 "--json applies to" reset --json "$uri"
+refused 2 "readonly needs -o" readonly "$uri"
+refused 2 "acts on one zone" offline -o 2048 -c 2 "$uri"
+refused 2 "info takes no" info -o 0 "$uri"
+refused 2 "unrecognized option" report --bogus "$uri"
+
+# ---- bad URIs and exports --------------------------------------------
+
+refused 1 "names no host" report "nbd://"
+refused 1 "unknown NBD URI scheme" report "foo://x"
+refused 1 "no export named 'nosuch'" report "nbd+unix:///nosuch?socket=$dev_sock"
+refused 1 "No such file or directory" report "nbd+unix:///?socket=$tmpdir/none.sock"
+# The default device by name, and percent-encoded.
+ok capacity "nbd+unix:///nullb0?socket=$dev_sock"
+ok capacity "nbd+unix:///null%62%30?socket=$dev_sock"
+
+# ---- report and capacity ---------------------------------------------
+
+report
+[ "$(wc -l <"$tmpdir/zones")" -eq 8 ] || fail "report: $(cat "$tmpdir/out")"
+[ "$(sed -n 1p "$tmpdir/zones")" = "0 $ZS $ZS 0 0 nw 1 CONVENTIONAL" ] ||
+  fail "zone 0: $(sed -n 1p "$tmpdir/zones")"
+i=1
+while [ $i -lt 8 ]; do
+  [ "$(sed -n "$((i + 1))p" "$tmpdir/zones")" = "$(seq_zone $i 0 1 em)" ] ||
+    fail "zone $i: $(sed -n "$((i + 1))p" "$tmpdir/zones")"
+  i=$((i + 1))
+done
+# The exact text of one line, as blkzone prints it.
+grep -qxF '  start: 0x000000800, len 0x000800, cap 0x000800, wptr 0x000000 reset:0 non-seq:0, zcond: 1(em) [type: 2(SEQ_WRITE_REQUIRED)]' \
+  "$tmpdir/out" || fail "zone 1's line differs from blkzone's: $(sed -n 2p "$tmpdir/out")"
+
+# -o selects the zone holding the sector; -c counts zones; -l covers
+# sectors.
+report -o 0x800 -c 2
+[ "$(cut -d' ' -f1 "$tmpdir/zones" | tr '\n' ' ')" = "2048 4096 " ] ||
+  fail "report -o 0x800 -c 2: $(cat "$tmpdir/out")"
+report -o 2049 -c 1
+[ "$(cut -d' ' -f1 "$tmpdir/zones")" = 2048 ] || fail "report -o 2049 -c 1"
+report -o 2048 -l 4097
+[ "$(wc -l <"$tmpdir/zones")" -eq 3 ] || fail "report -l 4097 gave $(wc -l <"$tmpdir/zones") zones"
+report -o 16383 -c 5
+[ "$(cut -d' ' -f1 "$tmpdir/zones")" = 14336 ] || fail "report -o 16383"
+report -o 1K -c 1
+[ "$(cut -d' ' -f1 "$tmpdir/zones")" = 0 ] || fail "report -o 1K"
+report -o 2KiB -c 1
+[ "$(cut -d' ' -f1 "$tmpdir/zones")" = 2048 ] || fail "report -o 2KiB"
+refused 1 "offset 16384 is at or beyond the end" report -o 16384 "$uri"
+ok report -v -c 2 "$uri"
+grep -qx 'Found 2 zones from 0x0' "$tmpdir/out" || fail "report -v: $(cat "$tmpdir/out")"
+
+ok capacity "$uri"
+[ "$(cat "$tmpdir/out")" = 0x000004000 ] || fail "capacity: $(cat "$tmpdir/out")"
+ok capacity -o 2048 -c 2 "$uri"
+[ "$(cat "$tmpdir/out")" = 0x000001000 ] || fail "capacity -c 2: $(cat "$tmpdir/out")"
+
+# ---- zone operations and write pointers --------------------------------
+
+write_sectors $((2 * ZS)) 8
+expect_zone 2 "$(seq_zone 2 8 2 oi)"
+check_counters 1 0 0
+ok finish -o $((2 * ZS)) -c 1 "$uri"
+expect_zone 2 "$(seq_zone 2 $ZS 14 fu)"
+ok open -o 0x1800 -c 1 "$uri"
+expect_zone 3 "$(seq_zone 3 0 3 oe)"
+check_counters 0 1 0
+# Closing an empty zone makes it EMPTY again.
+ok close -o 0x1800 -l $ZS "$uri"
+expect_zone 3 "$(seq_zone 3 0 1 em)"
+ok reset -v -o $((2 * ZS)) -c 1 "$uri"
+grep -qF "successful reset of zones in range from 4096, to 6144" "$tmpdir/out" ||
+  fail "reset -v: $(cat "$tmpdir/out")"
+expect_zone 2 "$(seq_zone 2 0 1 em)"
+# A length past the end is cut at the end, where a partial zone
+# multiple is fine.
+ok finish -o $((7 * ZS)) -l 100000 "$uri"
+expect_zone 7 "$(seq_zone 7 $ZS 14 fu)"
+ok reset -o $((6 * ZS)) -c 10 "$uri"
+expect_zone 7 "$(seq_zone 7 0 1 em)"
+check_counters 0 0 0
+
+# Ranges the device would refuse are refused before sending.
+refused 1 "reset: offset 100 is not aligned to the zone size (2048 sectors)" \
+  reset -o 100 "$uri"
+refused 1 "open: number of sectors 100 is not aligned to the zone size" \
+  open -o 2048 -l 100 "$uri"
+refused 1 "close: offset 16384 is at or beyond the end" close -o 16384 "$uri"
+refused 1 "at or beyond the end" finish -o 0x10000000000 "$uri"
+# Conventional zones have no zone operations: the device's EIO.
+refused 1 "open zone 0 (sectors 0-2047): EIO: Input/output error" \
+  open -o 0 -c 1 "$uri"
+
+# ---- limits: 2 open, 3 active ------------------------------------------
+
+ok open -o $((1 * ZS)) -c 1 "$uri"
+ok open -o $((3 * ZS)) -c 1 "$uri"
+refused 1 "open zone 4 (sectors 8192-10239): ETOOMANYREFS: Too many references" \
+  open -o $((4 * ZS)) -c 1 "$uri"
+# A range: zones 4 and 5 are both refused, the error is the range's.
+refused 1 "open zones 4-5 (sectors 8192-12287): ETOOMANYREFS" \
+  open -o $((4 * ZS)) -c 2 "$uri"
+check_counters 0 2 0
+write_sectors $ZS 8
+ok close -o $ZS -c 1 "$uri"
+expect_zone 1 "$(seq_zone 1 8 4 cl)"
+ok open -o $((4 * ZS)) -c 1 "$uri"
+check_counters 0 2 1
+refused 1 "open zone 5 (sectors 10240-12287): EOVERFLOW: Value too large" \
+  open -o $((5 * ZS)) -c 1 "$uri"
+refused 1 "finish zone 5 (sectors 10240-12287): EOVERFLOW" \
+  finish -o $((5 * ZS)) -c 1 "$uri"
+check_counters 0 2 1
+
+# ---- JSON ----------------------------------------------------------------
+
+ok report --json "$uri"
+/usr/bin/python3 -m json.tool "$tmpdir/out" >/dev/null ||
+  fail "report --json is not JSON: $(cat "$tmpdir/out")"
+/usr/bin/python3 -c '
+import json, sys
+z = json.load(open(sys.argv[1]))["zones"]
+assert len(z) == 8, z
+assert z[0] == {"start": 0, "len": 2048, "cap": 2048, "wp": None, "type": 1,
+                "type_name": "CONVENTIONAL", "cond": 0, "cond_name": "NOT_WP"}, z[0]
+assert z[1]["wp"] == 2048 + 8 and z[1]["cond_name"] == "CLOSED", z[1]
+assert z[3]["cond"] == 3 and z[3]["cond_name"] == "EXP_OPEN", z[3]
+assert all(x["start"] == i * 2048 for i, x in enumerate(z)), z
+' "$tmpdir/out" || fail "report --json has wrong values"
+ok report --json -o 0x3000 -c 5 "$uri"
+/usr/bin/python3 -c '
+import json, sys
+z = json.load(open(sys.argv[1]))["zones"]
+assert [x["start"] for x in z] == [12288, 14336], z
+' "$tmpdir/out" || fail "report --json -o -c: $(cat "$tmpdir/out")"
+ok capacity --json "$uri"
+/usr/bin/python3 -c '
+import json, sys
+assert json.load(open(sys.argv[1])) == {"capacity": 16384}
+' "$tmpdir/out" || fail "capacity --json: $(cat "$tmpdir/out")"
+ok info --json "$uri"
+/usr/bin/python3 -c '
+import json, sys
+i = json.load(open(sys.argv[1]))
+want = {"version": 1, "capacity": 16384, "size": 8388608, "zone_sectors": 2048,
+        "zone_capacity": 2048, "nr_zones": 8, "nr_conv": 1, "block_size": 512,
+        "max_open": 2, "max_active": 3, "memory_backed": True,
+        "read_only": False}
+bad = {k: i.get(k) for k in want if i.get(k) != want[k]}
+assert not bad, bad
+' "$tmpdir/out" || fail "info --json: $(cat "$tmpdir/out")"
+if command -v jq >/dev/null; then
+  ok report --json "$uri"
+  [ "$(jq '.zones | length' "$tmpdir/out")" = 8 ] || fail "jq: report --json"
+fi
+
+# ---- info ------------------------------------------------------------------
+
+[ "$(info_field capacity)" = "16384 sectors (8388608 bytes)" ] || fail "info capacity"
+[ "$(info_field 'zone size')" = "2048 sectors" ] || fail "info zone size"
+[ "$(info_field zones)" = "8 (1 conventional, 7 sequential write required)" ] ||
+  fail "info zones"
+[ "$(info_field 'max open zones')" = 2 ] || fail "info max open"
+[ "$(info_field 'max active zones')" = 3 ] || fail "info max active"
+[ "$(info_field 'memory backed')" = yes ] || fail "info memory backed"
+[ "$(info_field 'read-only server')" = no ] || fail "info read-only"
+
+# ---- reset-all, readonly, offline ------------------------------------
+
+ok reset "$uri"
+check_counters 0 0 0
+report
+[ "$(awk '$5 != 1' "$tmpdir/zones" | wc -l)" -eq 1 ] ||
+  fail "reset left zones not empty: $(cat "$tmpdir/out")"
+
+ok readonly -v -o $((5 * ZS + 7)) "$uri"
+grep -qF "zone 5 (sectors 10240-12287) is now READONLY" "$tmpdir/out" ||
+  fail "readonly -v: $(cat "$tmpdir/out")"
+report -o $((5 * ZS)) -c 1
+[ "$(cat "$tmpdir/zones")" = "10240 2048 2048 - 13 ro 2 SEQ_WRITE_REQUIRED" ] ||
+  fail "read-only zone: $(cat "$tmpdir/out")"
+refused 1 "reset zone 5 (sectors 10240-12287): EIO" reset -o $((5 * ZS)) -c 1 "$uri"
+ok readonly -o $((5 * ZS)) "$uri"
+expect_zone 5 "$(seq_zone 5 0 1 em)"
+
+ok offline -o $((6 * ZS)) "$uri"
+report -o $((6 * ZS)) -c 1
+[ "$(cat "$tmpdir/zones")" = "12288 2048 2048 - 15 of 2 SEQ_WRITE_REQUIRED" ] ||
+  fail "offline zone: $(cat "$tmpdir/out")"
+refused 1 "open zone 6 (sectors 12288-14335): EIO" open -o $((6 * ZS)) -c 1 "$uri"
+ok capacity "$uri"
+ok offline -v -o $((6 * ZS)) "$uri"
+grep -qF "is now EMPTY" "$tmpdir/out" || fail "offline -v: $(cat "$tmpdir/out")"
+
+refused 1 "readonly zone 0 (sectors 0-2047): EINVAL: Invalid argument" \
+  readonly -o 0 "$uri"
+refused 1 "at or beyond the end" offline -o 16384 "$uri"
+check_counters 0 0 0
+
+# ---- two clients at once -------------------------------------------------
+
+# cycle FIRST: 12 rounds over zones FIRST..FIRST+2, each an open, a
+# finish or close, and a reset.  A client keeps at most one zone active,
+# so with two clients the limits (2 open, 3 active) never refuse.
+cycle () {
+  r=0
+  while [ $r -lt 12 ]; do
+    s=$((($1 + r % 3) * ZS))
+    "$zn" open -o $s -c 1 "$uri" || exit 1
+    if [ $((r % 2)) -eq 0 ]; then
+      "$zn" finish -o $s -c 1 "$uri" || exit 1
+    else
+      "$zn" close -o $s -c 1 "$uri" || exit 1
+    fi
+    "$zn" reset -o $s -c 1 "$uri" || exit 1
+    r=$((r + 1))
+  done
+  # Leave the first zone explicitly open.
+  "$zn" open -o $(($1 * ZS)) -c 1 "$uri" || exit 1
+}
+cycle 1 2>"$tmpdir/cycle1.err" &
+cycle1=$!
+cycle 4 2>"$tmpdir/cycle4.err" &
+cycle4=$!
+wait $cycle1 || fail "client 1 failed: $(cat "$tmpdir/cycle1.err")"
+wait $cycle4 || fail "client 2 failed: $(cat "$tmpdir/cycle4.err")"
+expect_zone 1 "$(seq_zone 1 0 3 oe)"
+expect_zone 4 "$(seq_zone 4 0 3 oe)"
+check_counters 0 2 0
+write_sectors $ZS 8
+ok close -o $ZS -c 1 "$uri"
+expect_zone 1 "$(seq_zone 1 8 4 cl)"
+check_counters 0 1 1
+ok reset "$uri"
+check_counters 0 0 0
+
+stop_server "$dev_pid"
+
+# ---- TLS ---------------------------------------------------------------
+
+# Both connections (data and control) must negotiate TLS from the URI.
+if "$NBDKIT" --dump-config | grep -qx 'tls=yes'; then
+  printf 'alice:%s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" \
+    >"$tmpdir/keys.psk"
+  # shellcheck disable=SC2086
+  start_server tls --tls=require --tls-psk="$tmpdir/keys.psk" $device
+  tls_uri="nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/keys.psk"
+  ok open -o $ZS -c 1 "$tls_uri"
+  ok report -o $ZS -c 1 "$tls_uri"
+  parse_report <"$tmpdir/out" >"$tmpdir/zones"
+  [ "$(cat "$tmpdir/zones")" = "$(seq_zone 1 0 3 oe)" ] ||
+    fail "report over TLS: $(cat "$tmpdir/out")"
+  refused 1 "TLS" report "$uri"
+  stop_server "$pid"
+fi
+
+# ---- read-only server ----------------------------------------------------
+
+# shellcheck disable=SC2086
+start_server ro -r $device
+report
+[ "$(wc -l <"$tmpdir/zones")" -eq 8 ] || fail "report on a read-only server"
+ok capacity "$uri"
+[ "$(info_field 'read-only server')" = yes ] || fail "info on a read-only server"
+for op in reset open close finish; do
+  refused 1 "$op zone 1 (sectors 2048-4095): EPERM" $op -o $ZS -c 1 "$uri"
+  grep -qF "read-only" "$tmpdir/err" || fail "$op: $(cat "$tmpdir/err")"
+done
+refused 1 "EPERM" reset "$uri"
+refused 1 "readonly zone 1 (sectors 2048-4095): EPERM" readonly -o $ZS "$uri"
+refused 1 "offline zone 1 (sectors 2048-4095): EPERM" offline -o $ZS "$uri"
+report
+[ "$(awk '$5 == 1' "$tmpdir/zones" | wc -l)" -eq 7 ] ||
+  fail "a read-only server changed: $(cat "$tmpdir/out")"
+stop_server "$pid"
+
+exit 0
