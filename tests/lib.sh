@@ -96,9 +96,22 @@ start_server () {
   uri="nbd+unix:///?socket=$sock"
 }
 
-# stop_server PID: stops a server started by start_server.
+# stop_server PID: stops a server started by start_server.  A server that
+# has not exited 30 s after SIGTERM is killed and the test fails, so that
+# a hang at shutdown is reported rather than stalling the suite.
 stop_server () {
   kill "$1" || fail "server $1 is not running"
+  tries=0
+  # A child that has exited stays a zombie until waited for.
+  while kill -0 "$1" 2>/dev/null; do
+    case $(ps -o stat= -p "$1") in Z*) break ;; esac
+    tries=$((tries + 1))
+    if [ "$tries" -gt 300 ]; then
+      kill -KILL "$1" 2>/dev/null
+      fail "server $1 did not exit within 30 s of SIGTERM"
+    fi
+    sleep 0.1
+  done
   wait "$1" 2>/dev/null
   rest=
   for p in $server_pids; do

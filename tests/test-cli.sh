@@ -396,7 +396,12 @@ stop_server "$dev_pid"
 # ---- TLS ---------------------------------------------------------------
 
 # Both connections (data and control) must negotiate TLS from the URI.
-if "$NBDKIT" --dump-config | grep -qx 'tls=yes'; then
+# Not with a preloaded sanitizer runtime: nbdkit, which is not built with
+# it, then deadlocks in p11-kit's exit handler (freelocale), outside our
+# code.
+if [ -n "${ZONEDNULL_PRELOAD:-}" ]; then
+  echo "$0: TLS not tested with a preloaded sanitizer runtime" >&2
+elif "$NBDKIT" --dump-config | grep -qx 'tls=yes'; then
   printf 'alice:%s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" \
     >"$tmpdir/keys.psk"
   # shellcheck disable=SC2086
