@@ -1,6 +1,9 @@
 /* replay: conformance check of zonednull against golden traces.
  *
- *   replay FILE...
+ *   replay FILE...                    against the device model, in process
+ *   replay --nbdkit=PLUGIN FILE...    over NBD: starts `nbdkit PLUGIN` with
+ *                                     each trace's configuration
+ *   replay --connect=URI FILE...      over NBD, to a running server
  *
  * Each FILE was recorded from the real null_blk driver (format:
  * tests/traces/README.md).  The header's configuration is applied to a
@@ -9,19 +12,30 @@
  * byte.  Comparing whole lines rather than selected values means a field
  * we forget to check still cannot slip through unnoticed.
  *
+ * Over NBD, data goes through the data export and zone operations, zone
+ * reports and the exact errno of failed writes through the control
+ * channel, all by the client library: what any remote user would see.
+ *
  * Exit status: 0 if every file matches, 1 if some file differs (the first
  * difference of each file is printed), 2 on usage errors, unreadable files
  * or malformed traces.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
+#include "zonednull/client.h"
 #include "zonednull/zoned.h"
 
 enum { RC_MATCH = 0, RC_MISMATCH = 1, RC_TROUBLE = 2 };
@@ -54,8 +68,11 @@ struct dev_info {
  */
 struct backend {
   const char *name;
-  /* NULL on failure, with a message in err. */
-  void *(*open) (const struct zn_config *cfg, char *err, size_t errlen);
+  /* NULL on failure, with a message in err; *refused tells whether the
+   * device refused the configuration (rather than being unreachable).
+   */
+  void *(*open) (const struct zn_config *cfg, bool *refused, char *err,
+                 size_t errlen);
   void (*close) (void *h);
   int (*info) (void *h, struct dev_info *info);
   int64_t (*read) (void *h, void *buf, uint64_t sector, uint64_t nsect);
@@ -66,8 +83,9 @@ struct backend {
 };
 
 static void *
-model_open (const struct zn_config *cfg, char *err, size_t errlen)
+model_open (const struct zn_config *cfg, bool *refused, char *err, size_t errlen)
 {
+  *refused = true;
   return zn_dev_create (cfg, err, errlen);
 }
 
@@ -131,6 +149,273 @@ static const struct backend model_backend = {
   .write = model_write,
   .zone_mgmt = model_zone_mgmt,
   .report = model_report,
+};
+
+/* ---- the device over NBD ---------------------------------------------- */
+
+/* Set by --nbdkit (start a server per trace) or --connect (use one). */
+static const char *nbdkit_plugin;
+static const char *connect_uri;
+
+struct nbd_dev {
+  struct zn_client *client;
+  pid_t server;                 /* 0 when connected to a running server */
+  char dir[200];                /* holds the socket, pidfile and log */
+};
+
+static void
+remove_server_files (struct nbd_dev *d)
+{
+  static const char *const names[] = { "sock", "pid", "log" };
+  char path[220];
+
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf (path, sizeof path, "%s/%s", d->dir, names[i]);
+    unlink (path);
+  }
+  rmdir (d->dir);
+}
+
+static void
+stop_server (struct nbd_dev *d)
+{
+  int status;
+
+  if (d->server <= 0)
+    return;
+  kill (d->server, SIGTERM);
+  while (waitpid (d->server, &status, 0) == -1 && errno == EINTR)
+    ;
+  d->server = 0;
+}
+
+/* Copies nbdkit's startup messages (why it refused a configuration) into
+ * err.
+ */
+static void
+server_log (struct nbd_dev *d, char *err, size_t errlen)
+{
+  char path[220];
+  FILE *fp;
+  size_t n = 0;
+
+  snprintf (path, sizeof path, "%s/log", d->dir);
+  fp = fopen (path, "r");
+  if (fp) {
+    n = fread (err, 1, errlen - 1, fp);
+    fclose (fp);
+  }
+  while (n > 0 && err[n - 1] == '\n')
+    n--;
+  err[n] = '\0';
+  if (n == 0)
+    snprintf (err, errlen, "nbdkit exited at startup");
+}
+
+/* Runs `nbdkit -f -U DIR/sock -P DIR/pid PLUGIN KEY=VALUE...` with the
+ * trace's configuration and waits until it listens (it writes the pidfile
+ * then).  ZONEDNULL_PRELOAD is preloaded into it, as the shell tests do,
+ * for a plugin built with the sanitizers.
+ */
+static bool
+start_server (struct nbd_dev *d, const struct zn_config *cfg, bool *refused,
+              char *err, size_t errlen)
+{
+  char keys[9][48], sock[220], pidfile[220], log[220];
+  const char *nbdkit = getenv ("NBDKIT");
+  const char *preload = getenv ("ZONEDNULL_PRELOAD");
+  char *argv[20];
+  int argc = 0, nkeys = 0;
+  struct stat st;
+
+  const char *tmp = getenv ("TMPDIR");
+
+  snprintf (d->dir, sizeof d->dir, "%s/zonednull-replay.XXXXXX",
+            tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp (d->dir)) {
+    snprintf (err, errlen, "mkdtemp: %s", strerror (errno));
+    d->dir[0] = '\0';
+    return false;
+  }
+  snprintf (sock, sizeof sock, "%s/sock", d->dir);
+  snprintf (pidfile, sizeof pidfile, "%s/pid", d->dir);
+  snprintf (log, sizeof log, "%s/log", d->dir);
+
+  snprintf (keys[nkeys++], 48, "size=%" PRIu64, cfg->size);
+  snprintf (keys[nkeys++], 48, "zone_size=%" PRIu64, cfg->zone_size);
+  if (cfg->zone_capacity)
+    snprintf (keys[nkeys++], 48, "zone_capacity=%" PRIu64, cfg->zone_capacity);
+  snprintf (keys[nkeys++], 48, "zone_nr_conv=%" PRIu32, cfg->zone_nr_conv);
+  snprintf (keys[nkeys++], 48, "zone_max_open=%" PRIu32, cfg->zone_max_open);
+  snprintf (keys[nkeys++], 48, "zone_max_active=%" PRIu32, cfg->zone_max_active);
+  snprintf (keys[nkeys++], 48, "blocksize=%" PRIu32, cfg->blocksize);
+  if (cfg->max_sectors)
+    snprintf (keys[nkeys++], 48, "max_sectors=%" PRIu32, cfg->max_sectors);
+  snprintf (keys[nkeys++], 48, "memory_backed=%d", cfg->memory_backed ? 1 : 0);
+
+  argv[argc++] = (char *) (nbdkit && *nbdkit ? nbdkit : "nbdkit");
+  argv[argc++] = "-f";
+  argv[argc++] = "--exit-with-parent";
+  argv[argc++] = "-U";
+  argv[argc++] = sock;
+  argv[argc++] = "-P";
+  argv[argc++] = pidfile;
+  argv[argc++] = (char *) nbdkit_plugin;
+  for (int i = 0; i < nkeys; i++)
+    argv[argc++] = keys[i];
+  argv[argc] = NULL;
+
+  fflush (NULL);
+  d->server = fork ();
+  if (d->server == -1) {
+    snprintf (err, errlen, "fork: %s", strerror (errno));
+    d->server = 0;
+    return false;
+  }
+  if (d->server == 0) {
+    int fd = open (log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+    if (fd >= 0) {
+      dup2 (fd, 2);
+      close (fd);
+    }
+    if (preload && *preload) {
+      setenv ("LD_PRELOAD", preload, 1);
+      setenv ("ASAN_OPTIONS", "detect_leaks=0", 1);
+    }
+    execvp (argv[0], argv);
+    fprintf (stderr, "cannot run %s: %s\n", argv[0], strerror (errno));
+    _exit (127);
+  }
+
+  /* Up to 60 s: nbdkit under a sanitizer or valgrind starts slowly. */
+  for (int tries = 0; tries < 6000; tries++) {
+    struct timespec tick = { 0, 10 * 1000 * 1000 };
+    int status;
+
+    if (stat (pidfile, &st) == 0 && st.st_size > 0 && stat (sock, &st) == 0)
+      return true;
+    if (waitpid (d->server, &status, WNOHANG) == d->server) {
+      d->server = 0;
+      *refused = WIFEXITED (status) && WEXITSTATUS (status) == 1;
+      server_log (d, err, errlen);
+      return false;
+    }
+    nanosleep (&tick, NULL);
+  }
+  snprintf (err, errlen, "nbdkit did not start listening within 60 s");
+  return false;
+}
+
+static void nbd_close (void *h);
+
+static void *
+nbd_open (const struct zn_config *cfg, bool *refused, char *err, size_t errlen)
+{
+  struct nbd_dev *d = calloc (1, sizeof *d);
+  char uri[1024];
+
+  if (!d) {
+    snprintf (err, errlen, "out of memory");
+    return NULL;
+  }
+  if (connect_uri)
+    snprintf (uri, sizeof uri, "%s", connect_uri);
+  else {
+    if (!start_server (d, cfg, refused, err, errlen)) {
+      nbd_close (d);
+      return NULL;
+    }
+    snprintf (uri, sizeof uri, "nbd+unix:///?socket=%s/sock", d->dir);
+  }
+  d->client = zn_client_connect (uri, err, errlen);
+  if (!d->client) {
+    nbd_close (d);
+    return NULL;
+  }
+  return d;
+}
+
+static void
+nbd_close (void *h)
+{
+  struct nbd_dev *d = h;
+
+  zn_client_close (d->client);
+  stop_server (d);
+  if (d->dir[0])
+    remove_server_files (d);
+  free (d);
+}
+
+static int
+nbd_info (void *h, struct dev_info *info)
+{
+  struct nbd_dev *d = h;
+  struct zn_control_info ci;
+
+  if (zn_client_info (d->client, &ci) < 0) {
+    fprintf (stderr, "replay: %s\n", zn_client_error (d->client));
+    return -1;
+  }
+  *info = (struct dev_info) {
+    .capacity = ci.capacity,
+    .zone_sectors = ci.zone_sectors,
+    .nr_zones = ci.nr_zones,
+    .lbs = ci.block_size,
+    .pbs = ci.block_size,
+    .max_open = ci.max_open,
+    .max_active = ci.max_active,
+    .max_sectors = ci.max_sectors,
+  };
+  return 0;
+}
+
+static int64_t
+nbd_read (void *h, void *buf, uint64_t sector, uint64_t nsect)
+{
+  struct nbd_dev *d = h;
+  size_t n = (size_t) (nsect << ZN_SECTOR_SHIFT);
+  int r = zn_client_pread (d->client, buf, n, sector << ZN_SECTOR_SHIFT);
+
+  return r < 0 ? r : (int64_t) n;
+}
+
+static int64_t
+nbd_write (void *h, const void *buf, uint64_t sector, uint64_t nsect)
+{
+  struct nbd_dev *d = h;
+  size_t n = (size_t) (nsect << ZN_SECTOR_SHIFT);
+  int r = zn_client_pwrite (d->client, buf, n, sector << ZN_SECTOR_SHIFT);
+
+  return r < 0 ? r : (int64_t) n;
+}
+
+static int
+nbd_zone_mgmt (void *h, enum zn_zone_op op, uint64_t sector, uint64_t nsect)
+{
+  struct nbd_dev *d = h;
+
+  return zn_client_zone_mgmt (d->client, op, sector, nsect);
+}
+
+static int64_t
+nbd_report (void *h, struct zn_zone *zones, unsigned max)
+{
+  struct nbd_dev *d = h;
+
+  return zn_client_report (d->client, 0, zones, max);
+}
+
+static const struct backend nbd_backend = {
+  .name = "NBD server",
+  .open = nbd_open,
+  .close = nbd_close,
+  .info = nbd_info,
+  .read = nbd_read,
+  .write = nbd_write,
+  .zone_mgmt = nbd_zone_mgmt,
+  .report = nbd_report,
 };
 
 /* ---- small utilities -------------------------------------------------- */
@@ -808,7 +1093,8 @@ replay_body (struct replay *rp, struct reader *r)
   uint64_t nops = 0, expected_index = 0;
   unsigned nr_zone_lines = 0;
   int64_t nr_reported;
-  char err[256] = "";
+  char err[1024] = "";
+  bool refused = false;
   int rc, got;
 
   if ((rc = expect_line (r, "# kernel ", "kernel")) != RC_MATCH)
@@ -827,11 +1113,15 @@ replay_body (struct replay *rp, struct reader *r)
   /* The kernel accepted this configuration, so refusing it is a failure
    * of the device, not of the trace.
    */
-  rp->dev = rp->be->open (&cfg, err, sizeof err);
-  if (!rp->dev) {
+  rp->dev = rp->be->open (&cfg, &refused, err, sizeof err);
+  if (!rp->dev && refused) {
     fprintf (stderr, "%s:2: mismatch: the %s refuses the configuration: %s\n",
              r->path, rp->be->name, err[0] ? err : strerror (errno));
     return RC_MISMATCH;
+  }
+  if (!rp->dev) {
+    fprintf (stderr, "%s: cannot reach the %s: %s\n", r->path, rp->be->name, err);
+    return RC_TROUBLE;
   }
   if (rp->be->info (rp->dev, &rp->info) < 0) {
     fprintf (stderr, "%s: cannot get the %s's geometry\n", r->path, rp->be->name);
@@ -912,7 +1202,8 @@ replay_body (struct replay *rp, struct reader *r)
              r->path, r->lineno, expected_index, nops);
     return RC_TROUBLE;
   }
-  printf ("%s: %" PRIu64 " ops match\n", r->path, expected_index);
+  printf ("%s: %" PRIu64 " ops match on the %s\n", r->path, expected_index,
+          rp->be->name);
   return RC_MATCH;
 }
 
@@ -938,9 +1229,14 @@ replay_file (const struct backend *be, const char *path)
 static void
 usage (FILE *fp)
 {
-  fputs ("usage: replay FILE...\n"
-         "Replays golden null_blk traces against the zonednull model and\n"
-         "stops each file at its first difference.\n"
+  fputs ("usage: replay [--nbdkit=PLUGIN | --connect=URI] FILE...\n"
+         "Replays golden null_blk traces against the zonednull model, or\n"
+         "over NBD through the client library, and stops each file at its\n"
+         "first difference.\n"
+         "  --nbdkit=PLUGIN  start `nbdkit PLUGIN` ($NBDKIT, default nbdkit)\n"
+         "                   with each trace's configuration on a Unix socket\n"
+         "  --connect=URI    use a running server (libnbd URI) that serves a\n"
+         "                   device with the traces' configuration\n"
          "Exit status: 0 all match, 1 a difference, 2 usage or trace error.\n",
          fp);
 }
@@ -951,17 +1247,33 @@ main (int argc, char **argv)
   const struct backend *be = &model_backend;
   int first = 1, worst = RC_MATCH;
 
-  if (first < argc && strcmp (argv[first], "--help") == 0) {
-    usage (stdout);
-    return RC_MATCH;
+  for (; first < argc && argv[first][0] == '-' && argv[first][1] != '\0'; first++) {
+    const char *arg = argv[first];
+
+    if (strcmp (arg, "--") == 0) {
+      first++;
+      break;
+    }
+    if (strcmp (arg, "--help") == 0) {
+      usage (stdout);
+      return RC_MATCH;
+    }
+    if (strncmp (arg, "--nbdkit=", 9) == 0 && arg[9])
+      nbdkit_plugin = arg + 9;
+    else if (strncmp (arg, "--connect=", 10) == 0 && arg[10])
+      connect_uri = arg + 10;
+    else {
+      fprintf (stderr, "replay: unknown option '%s'\n", arg);
+      usage (stderr);
+      return RC_TROUBLE;
+    }
   }
-  if (first < argc && strcmp (argv[first], "--") == 0)
-    first++;
-  else if (first < argc && argv[first][0] == '-' && argv[first][1] != '\0') {
-    fprintf (stderr, "replay: unknown option '%s'\n", argv[first]);
-    usage (stderr);
+  if (nbdkit_plugin && connect_uri) {
+    fputs ("replay: --nbdkit and --connect are mutually exclusive\n", stderr);
     return RC_TROUBLE;
   }
+  if (nbdkit_plugin || connect_uri)
+    be = &nbd_backend;
   if (first >= argc) {
     usage (stderr);
     return RC_TROUBLE;
