@@ -1,0 +1,239 @@
+/* The device's KEY=VALUE parameters for zonednull-server.
+ *
+ * Same keys, units and rules as the nbdkit plugin, so that a command line
+ * moves between the two servers unchanged: sizes in MiB when bare (as in
+ * null_blk's configfs), or with a suffix that must still come to whole
+ * MiB.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "params.h"
+
+#define MIB (UINT64_C (1) << 20)
+
+static int
+bad (char *err, size_t errlen, const char *fmt, const char *key,
+     const char *value)
+{
+  char rule[200];
+
+  snprintf (rule, sizeof rule, fmt, key, value);
+  snprintf (err, errlen, "%s", rule);
+  return -1;
+}
+
+static int
+parse_u64 (const char *key, const char *value, uint64_t *out, char *err,
+           size_t errlen)
+{
+  char *end;
+
+  if (value[0] == '\0' || value[0] == '-' || value[0] == '+'
+      || value[0] == ' ')
+    return bad (err, errlen, "%s=%s: expected a non-negative integer", key, value);
+  errno = 0;
+  *out = strtoull (value, &end, 0);
+  if (errno == ERANGE)
+    return bad (err, errlen, "%s=%s: number out of range", key, value);
+  if (*end != '\0')
+    return bad (err, errlen, "%s=%s: expected a non-negative integer", key, value);
+  return 0;
+}
+
+static int
+parse_u32 (const char *key, const char *value, uint32_t *out, char *err,
+           size_t errlen)
+{
+  uint64_t v;
+
+  if (parse_u64 (key, value, &v, err, errlen) == -1)
+    return -1;
+  if (v > UINT32_MAX)
+    return bad (err, errlen, "%s=%s: number out of range (at most 4294967295)",
+                key, value);
+  *out = (uint32_t) v;
+  return 0;
+}
+
+/* A bare number is MiB; 64M, 1G, 1024K... are bytes with a binary suffix. */
+static int
+parse_mib (const char *key, const char *value, uint64_t *mib, char *err,
+           size_t errlen)
+{
+  static const char suffixes[] = "KMGTPE";
+  size_t len = strlen (value);
+  const char *s;
+  uint64_t n, bytes;
+  char *end;
+  unsigned shift;
+
+  if (len > 0 && strchr ("0123456789", value[len - 1]))
+    return parse_u64 (key, value, mib, err, errlen);
+
+  errno = 0;
+  n = strtoull (value, &end, 10);
+  if (end == value || errno == ERANGE || value[0] == '-')
+    return bad (err, errlen, "%s=%s: expected MiB (a bare number) or a size "
+                "such as 64M or 1G", key, value);
+  s = strchr (suffixes, *end & ~0x20);
+  if (s == NULL || *end == '\0'
+      || (end[1] != '\0' && strcasecmp (end + 1, "iB") != 0
+          && strcasecmp (end + 1, "B") != 0))
+    return bad (err, errlen, "%s=%s: expected MiB (a bare number) or a size "
+                "such as 64M or 1G", key, value);
+  shift = 10 * (unsigned) (s - suffixes + 1);
+  if (n > (UINT64_MAX >> shift))
+    return bad (err, errlen, "%s=%s: size out of range", key, value);
+  bytes = n << shift;
+  if (bytes % MIB)
+    return bad (err, errlen, "%s=%s: must be a whole number of MiB (null_blk "
+                "sizes are in MiB; a bare number means MiB)", key, value);
+  *mib = bytes / MIB;
+  return 0;
+}
+
+static int
+parse_bool (const char *key, const char *value, bool *b, char *err,
+            size_t errlen)
+{
+  static const char *const yes[] = { "1", "true", "on", "yes" };
+  static const char *const no[] = { "0", "false", "off", "no" };
+
+  for (size_t i = 0; i < 4; i++) {
+    if (strcasecmp (value, yes[i]) == 0) {
+      *b = true;
+      return 0;
+    }
+    if (strcasecmp (value, no[i]) == 0) {
+      *b = false;
+      return 0;
+    }
+  }
+  return bad (err, errlen, "%s=%s: expected a boolean (1/0, true/false, on/off)",
+              key, value);
+}
+
+static int
+add_cond (struct server_params *p, const char *key, const char *value,
+          bool offline, char *err, size_t errlen)
+{
+  struct cond_setting *c;
+  uint64_t sector;
+
+  if (parse_u64 (key, value, &sector, err, errlen) == -1)
+    return -1;
+  c = realloc (p->conds, (p->nr_conds + 1) * sizeof *c);
+  if (c == NULL)
+    return bad (err, errlen, "%s=%s: out of memory", key, value);
+  p->conds = c;
+  p->conds[p->nr_conds++] = (struct cond_setting) {
+    .offline = offline, .sector = sector,
+  };
+  return 0;
+}
+
+void
+params_init (struct server_params *p)
+{
+  memset (p, 0, sizeof *p);
+  zn_config_init (&p->cfg);
+}
+
+void
+params_free (struct server_params *p)
+{
+  free (p->conds);
+  p->conds = NULL;
+  p->nr_conds = 0;
+}
+
+int
+params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
+{
+  struct zn_config *cfg = &p->cfg;
+  char key[64];
+  const char *eq = strchr (arg, '='), *value;
+  size_t klen;
+
+  if (eq == NULL || eq == arg) {
+    snprintf (err, errlen, "'%s': parameters are KEY=VALUE", arg);
+    return -1;
+  }
+  klen = (size_t) (eq - arg);
+  if (klen >= sizeof key) {
+    snprintf (err, errlen, "unknown parameter '%.*s'", (int) klen, arg);
+    return -1;
+  }
+  memcpy (key, arg, klen);
+  key[klen] = '\0';
+  value = eq + 1;
+
+  if (strcmp (key, "size") == 0)
+    return parse_mib (key, value, &cfg->size, err, errlen);
+  if (strcmp (key, "zone_size") == 0)
+    return parse_mib (key, value, &cfg->zone_size, err, errlen);
+  if (strcmp (key, "zone_capacity") == 0)
+    return parse_mib (key, value, &cfg->zone_capacity, err, errlen);
+  if (strcmp (key, "zone_nr_conv") == 0)
+    return parse_u32 (key, value, &cfg->zone_nr_conv, err, errlen);
+  if (strcmp (key, "zone_max_open") == 0)
+    return parse_u32 (key, value, &cfg->zone_max_open, err, errlen);
+  if (strcmp (key, "zone_max_active") == 0)
+    return parse_u32 (key, value, &cfg->zone_max_active, err, errlen);
+  if (strcmp (key, "blocksize") == 0 || strcmp (key, "bs") == 0)
+    return parse_u32 (key, value, &cfg->blocksize, err, errlen);
+  if (strcmp (key, "max_sectors") == 0)
+    return parse_u32 (key, value, &cfg->max_sectors, err, errlen);
+  if (strcmp (key, "memory_backed") == 0)
+    return parse_bool (key, value, &cfg->memory_backed, err, errlen);
+  if (strcmp (key, "zoned") == 0) {
+    bool zoned;
+
+    if (parse_bool (key, value, &zoned, err, errlen) == -1)
+      return -1;
+    if (!zoned)
+      return bad (err, errlen, "%s=%s: zonednull emulates null_blk's zoned "
+                  "mode only", key, value);
+    return 0;
+  }
+  if (strcmp (key, "zone_readonly") == 0)
+    return add_cond (p, key, value, false, err, errlen);
+  if (strcmp (key, "zone_offline") == 0)
+    return add_cond (p, key, value, true, err, errlen);
+  snprintf (err, errlen, "unknown parameter '%s' (see zonednull-server --help)",
+            key);
+  return -1;
+}
+
+int
+params_apply_conds (const struct server_params *p, struct zn_dev *dev,
+                    char *err, size_t errlen)
+{
+  const struct zn_geometry *geo = zn_dev_geometry (dev);
+
+  for (size_t i = 0; i < p->nr_conds; i++) {
+    const struct cond_setting *s = &p->conds[i];
+    const char *key = s->offline ? "zone_offline" : "zone_readonly";
+    int r = s->offline ? zn_zone_set_offline (dev, s->sector)
+                       : zn_zone_set_readonly (dev, s->sector);
+
+    if (r == 0)
+      continue;
+    if (s->sector >= geo->capacity)
+      snprintf (err, errlen, "%s=%" PRIu64 ": sector is past the end of the "
+                "device (%" PRIu64 " sectors); it must lie in a sequential zone",
+                key, s->sector, geo->capacity);
+    else
+      snprintf (err, errlen, "%s=%" PRIu64 ": sector is in conventional zone "
+                "%" PRIu64 "; only sequential zones can be made %s",
+                key, s->sector, s->sector / geo->zone_sectors,
+                s->offline ? "offline" : "read-only");
+    return -1;
+  }
+  return 0;
+}

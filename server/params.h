@@ -1,0 +1,34 @@
+/* zonednull-server's device parameters: the plugin's keys and rules. */
+#ifndef ZONEDNULL_SERVER_PARAMS_H
+#define ZONEDNULL_SERVER_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zonednull/zoned.h"
+
+/* zone_readonly / zone_offline toggle, so their order matters. */
+struct cond_setting {
+  bool offline;
+  uint64_t sector;
+};
+
+struct server_params {
+  struct zn_config cfg;
+  struct cond_setting *conds;
+  size_t nr_conds;
+};
+
+void params_init (struct server_params *p);
+void params_free (struct server_params *p);
+
+/* Applies one KEY=VALUE; -1 with a message naming the key and the rule. */
+int params_set (struct server_params *p, const char *arg, char *err,
+                size_t errlen);
+
+/* The zone_readonly / zone_offline settings, on the powered-on device. */
+int params_apply_conds (const struct server_params *p, struct zn_dev *dev,
+                        char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,438 @@
+/* zonednull-server: the null_blk zoned device over NBD from one libev
+ * event loop.
+ *
+ * Each connection is a byte stream fed to a protocol session
+ * (session.c); all replies produced by one read are sent with one write,
+ * so a client that pipelines many requests costs one system call per
+ * batch in each direction instead of a thread per request.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <ev.h>
+
+#include "zonednull/control.h"
+#include "zonednull/zoned.h"
+#include "params.h"
+#include "session.h"
+
+#define READ_CHUNK (256 * 1024)
+/* A write request carries at most 32 MiB (the advertised maximum). */
+#define MAX_INBUF (33 * 1024 * 1024)
+/* Stop reading from a client that does not read its replies. */
+#define MAX_PENDING_OUTPUT (64 * 1024 * 1024)
+
+/* Command line settings. */
+static const char *unix_path;           /* -U: listen on this socket */
+static const char *ipaddr = "127.0.0.1"; /* -i: TCP address */
+static const char *port = "10809";      /* -p: TCP port */
+static const char *pidfile;             /* -P: written once listening */
+static bool foreground;                 /* -f: do not daemonize */
+static bool verbose;                    /* -v: log connections */
+
+static struct served_device served;
+static int listen_fd = -1;
+
+struct conn {
+  int fd;
+  ev_io rio, wio;
+  struct session *session;
+  unsigned char *in;
+  size_t in_len, in_cap;
+  bool closing;                 /* send what is queued, then close */
+  struct conn *next, *prev;
+};
+
+static struct conn *conns;      /* every open connection, for shutdown */
+static unsigned long nr_conns_total;
+
+static void
+conn_free (struct ev_loop *loop, struct conn *c)
+{
+  ev_io_stop (loop, &c->rio);
+  ev_io_stop (loop, &c->wio);
+  close (c->fd);
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  if (verbose)
+    fprintf (stderr, "zonednull-server: connection %d closed\n", c->fd);
+  session_free (c->session);
+  free (c->in);
+  free (c);
+}
+
+/* Sends what the session queued; false when the connection is gone. */
+static bool
+conn_flush (struct ev_loop *loop, struct conn *c)
+{
+  struct outbuf *out = session_output (c->session);
+  size_t sent = 0;
+
+  while (sent < out->len) {
+    ssize_t n = send (c->fd, out->data + sent, out->len - sent, MSG_NOSIGNAL);
+
+    if (n > 0) {
+      sent += (size_t) n;
+      continue;
+    }
+    if (n == -1 && errno == EINTR)
+      continue;
+    if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      break;
+    outbuf_consume (out, out->len);
+    conn_free (loop, c);
+    return false;
+  }
+  outbuf_consume (out, sent);
+
+  if (out->len > 0)
+    ev_io_start (loop, &c->wio);
+  else {
+    ev_io_stop (loop, &c->wio);
+    if (c->closing) {
+      conn_free (loop, c);
+      return false;
+    }
+  }
+  /* Reading resumes once the client has taken its replies. */
+  if (c->closing || out->len > MAX_PENDING_OUTPUT)
+    ev_io_stop (loop, &c->rio);
+  else
+    ev_io_start (loop, &c->rio);
+  return true;
+}
+
+static void
+conn_readable (struct ev_loop *loop, ev_io *w, int revents)
+{
+  struct conn *c = w->data;
+  long used;
+  ssize_t n;
+
+  (void) revents;
+  if (c->in_cap - c->in_len < READ_CHUNK && c->in_cap < MAX_INBUF) {
+    size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK * 2;
+    unsigned char *p;
+
+    if (cap > MAX_INBUF)
+      cap = MAX_INBUF;
+    p = realloc (c->in, cap);
+    if (p == NULL) {
+      conn_free (loop, c);
+      return;
+    }
+    c->in = p;
+    c->in_cap = cap;
+  }
+  n = recv (c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return;
+  if (n <= 0) {
+    conn_free (loop, c);
+    return;
+  }
+  c->in_len += (size_t) n;
+
+  used = session_input (c->session, c->in, c->in_len);
+  if (used < 0) {
+    c->closing = true;
+    c->in_len = 0;
+  }
+  else {
+    memmove (c->in, c->in + used, c->in_len - (size_t) used);
+    c->in_len -= (size_t) used;
+    /* A full buffer that the session cannot use is a framing error. */
+    if (c->in_len == c->in_cap && c->in_cap >= MAX_INBUF)
+      c->closing = true;
+  }
+  conn_flush (loop, c);
+}
+
+static void
+conn_writable (struct ev_loop *loop, ev_io *w, int revents)
+{
+  (void) revents;
+  conn_flush (loop, w->data);
+}
+
+static void
+accept_cb (struct ev_loop *loop, ev_io *w, int revents)
+{
+  struct conn *c;
+  int fd, one = 1;
+
+  (void) revents;
+  fd = accept4 (w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd == -1)
+    return;
+  if (!unix_path)
+    setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  c = calloc (1, sizeof *c);
+  if (c == NULL || (c->session = session_new (&served)) == NULL) {
+    free (c);
+    close (fd);
+    return;
+  }
+  c->fd = fd;
+  ev_io_init (&c->rio, conn_readable, fd, EV_READ);
+  ev_io_init (&c->wio, conn_writable, fd, EV_WRITE);
+  c->rio.data = c->wio.data = c;
+  c->next = conns;
+  if (conns)
+    conns->prev = c;
+  conns = c;
+  nr_conns_total++;
+  if (verbose)
+    fprintf (stderr, "zonednull-server: connection %d accepted\n", fd);
+  conn_flush (loop, c);         /* the greeting */
+}
+
+static void
+stop_cb (struct ev_loop *loop, ev_signal *w, int revents)
+{
+  (void) w;
+  (void) revents;
+  ev_break (loop, EVBREAK_ALL);
+}
+
+static int
+listen_unix (const char *path)
+{
+  struct sockaddr_un sun = { .sun_family = AF_UNIX };
+  struct stat st;
+  int fd;
+
+  if (strlen (path) >= sizeof sun.sun_path) {
+    fprintf (stderr, "zonednull-server: -U %s: path longer than %zu bytes\n",
+             path, sizeof sun.sun_path - 1);
+    return -1;
+  }
+  /* Replace a stale socket, never another kind of file. */
+  if (lstat (path, &st) == 0) {
+    if (!S_ISSOCK (st.st_mode)) {
+      fprintf (stderr, "zonednull-server: -U %s: exists and is not a socket\n", path);
+      return -1;
+    }
+    unlink (path);
+  }
+  strcpy (sun.sun_path, path);
+  fd = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd == -1 || bind (fd, (struct sockaddr *) &sun, sizeof sun) == -1
+      || listen (fd, SOMAXCONN) == -1) {
+    fprintf (stderr, "zonednull-server: -U %s: %s\n", path, strerror (errno));
+    if (fd != -1)
+      close (fd);
+    return -1;
+  }
+  return fd;
+}
+
+static int
+listen_tcp (const char *addr, const char *service)
+{
+  struct addrinfo hints = {
+    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+  };
+  struct addrinfo *ai, *a;
+  int fd = -1, r, one = 1, saved = 0;
+
+  r = getaddrinfo (addr, service, &hints, &ai);
+  if (r != 0) {
+    fprintf (stderr, "zonednull-server: -i %s -p %s: %s\n", addr, service,
+             gai_strerror (r));
+    return -1;
+  }
+  for (a = ai; a; a = a->ai_next) {
+    fd = socket (a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                 a->ai_protocol);
+    if (fd == -1)
+      continue;
+    setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind (fd, a->ai_addr, a->ai_addrlen) == 0 && listen (fd, SOMAXCONN) == 0)
+      break;
+    saved = errno;
+    close (fd);
+    fd = -1;
+  }
+  freeaddrinfo (ai);
+  if (fd == -1)
+    fprintf (stderr, "zonednull-server: cannot listen on %s port %s: %s\n",
+             addr, service, strerror (saved));
+  return fd;
+}
+
+static int
+write_pidfile (const char *path)
+{
+  char tmp[4096];
+  FILE *fp;
+
+  /* Written whole and renamed, so a reader never sees it half-written. */
+  snprintf (tmp, sizeof tmp, "%s.tmp", path);
+  fp = fopen (tmp, "w");
+  if (fp == NULL || fprintf (fp, "%ld\n", (long) getpid ()) < 0
+      || fclose (fp) != 0 || rename (tmp, path) == -1) {
+    fprintf (stderr, "zonednull-server: -P %s: %s\n", path, strerror (errno));
+    return -1;
+  }
+  return 0;
+}
+
+static void
+usage (FILE *fp)
+{
+  fputs ("Usage: zonednull-server [OPTIONS] [KEY=VALUE...]\n"
+         "Serves Linux null_blk's zoned device over NBD from an event loop.\n"
+         "\n"
+         "Options:\n"
+         " -U, --unix PATH      listen on a Unix socket\n"
+         " -i, --ipaddr ADDR    TCP address (default 127.0.0.1)\n"
+         " -p, --port PORT      TCP port (default 10809)\n"
+         " -f, --foreground     do not become a daemon\n"
+         " -P, --pidfile FILE   write the PID once listening\n"
+         " -r, --readonly       refuse writes, trims and zone commands\n"
+         " -v, --verbose        log connections to stderr\n"
+         " -h, --help           this text\n"
+         " -V, --version        the version\n"
+         "\n"
+         "Device parameters are the nbdkit plugin's, with null_blk's names\n"
+         "and units (see nbdkit-zonednull-plugin(1)): size, zone_size,\n"
+         "zone_capacity, zone_nr_conv, zone_max_open, zone_max_active,\n"
+         "blocksize, max_sectors, memory_backed, zone_readonly, zone_offline.\n"
+         "\n"
+         "Exports: nullb0 (the default) and nullb0/control\n"
+         "(zonednull-control(5)).  See zonednull-server(8).\n", fp);
+}
+
+static void
+shutdown_all (struct ev_loop *loop)
+{
+  while (conns)
+    conn_free (loop, conns);
+  if (listen_fd != -1)
+    close (listen_fd);
+  if (unix_path)
+    unlink (unix_path);
+  if (pidfile)
+    unlink (pidfile);
+}
+
+int
+main (int argc, char **argv)
+{
+  static const struct option long_options[] = {
+    { "unix", required_argument, NULL, 'U' },
+    { "ipaddr", required_argument, NULL, 'i' },
+    { "port", required_argument, NULL, 'p' },
+    { "foreground", no_argument, NULL, 'f' },
+    { "pidfile", required_argument, NULL, 'P' },
+    { "readonly", no_argument, NULL, 'r' },
+    { "verbose", no_argument, NULL, 'v' },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+  };
+  struct server_params params;
+  struct ev_loop *loop;
+  ev_io listen_watcher;
+  ev_signal sigterm, sigint;
+  char err[512] = "";
+  int c;
+
+  params_init (&params);
+  while ((c = getopt_long (argc, argv, "U:i:p:fP:rvhV", long_options, NULL)) != -1) {
+    switch (c) {
+    case 'U': unix_path = optarg; break;
+    case 'i': ipaddr = optarg; break;
+    case 'p': port = optarg; break;
+    case 'f': foreground = true; break;
+    case 'P': pidfile = optarg; break;
+    case 'r': served.readonly = true; break;
+    case 'v': verbose = true; break;
+    case 'h': usage (stdout); return EXIT_SUCCESS;
+    case 'V': printf ("zonednull-server %s\n", PACKAGE_VERSION); return EXIT_SUCCESS;
+    default: usage (stderr); return 2;
+    }
+  }
+  for (int i = optind; i < argc; i++)
+    if (params_set (&params, argv[i], err, sizeof err) == -1) {
+      fprintf (stderr, "zonednull-server: %s\n", err);
+      params_free (&params);
+      return EXIT_FAILURE;
+    }
+
+  served.dev = zn_dev_create (&params.cfg, err, sizeof err);
+  if (served.dev == NULL) {
+    fprintf (stderr, "zonednull-server: %s\n", err[0] ? err : strerror (errno));
+    params_free (&params);
+    return EXIT_FAILURE;
+  }
+  if (params_apply_conds (&params, served.dev, err, sizeof err) == -1) {
+    fprintf (stderr, "zonednull-server: %s\n", err);
+    params_free (&params);
+    zn_dev_destroy (served.dev);
+    return EXIT_FAILURE;
+  }
+  params_free (&params);
+  served.ctl = zn_control_create (served.dev);
+  if (served.ctl == NULL) {
+    fputs ("zonednull-server: out of memory\n", stderr);
+    zn_dev_destroy (served.dev);
+    return EXIT_FAILURE;
+  }
+
+  listen_fd = unix_path ? listen_unix (unix_path) : listen_tcp (ipaddr, port);
+  if (listen_fd == -1) {
+    zn_control_destroy (served.ctl);
+    zn_dev_destroy (served.dev);
+    return EXIT_FAILURE;
+  }
+  if (!foreground && daemon (1, 0) == -1) {
+    fprintf (stderr, "zonednull-server: daemon: %s\n", strerror (errno));
+    return EXIT_FAILURE;
+  }
+  if (pidfile && write_pidfile (pidfile) == -1)
+    return EXIT_FAILURE;
+
+  signal (SIGPIPE, SIG_IGN);
+  loop = ev_default_loop (EVFLAG_AUTO);
+  ev_io_init (&listen_watcher, accept_cb, listen_fd, EV_READ);
+  ev_io_start (loop, &listen_watcher);
+  ev_signal_init (&sigterm, stop_cb, SIGTERM);
+  ev_signal_start (loop, &sigterm);
+  ev_signal_init (&sigint, stop_cb, SIGINT);
+  ev_signal_start (loop, &sigint);
+
+  ev_run (loop, 0);
+
+  ev_io_stop (loop, &listen_watcher);
+  ev_signal_stop (loop, &sigterm);
+  ev_signal_stop (loop, &sigint);
+  shutdown_all (loop);
+  ev_loop_destroy (loop);
+  zn_control_destroy (served.ctl);
+  zn_dev_destroy (served.dev);
+  if (verbose)
+    fprintf (stderr, "zonednull-server: stopped after %lu connections\n",
+             nr_conns_total);
+  return EXIT_SUCCESS;
+}

@@ -1,0 +1,329 @@
+#!/bin/sh
+# zonednull-server with real NBD clients: libnbd (nbdsh, nbdinfo,
+# nbdcopy), qemu-img and qemu-io, the zonednull CLI, and every golden
+# trace replayed over it.  Also its command line, a read-only server,
+# hostile clients beside a well-behaved one, daemon mode and SIGTERM.
+. "$(dirname "$0")/lib.sh"
+
+PATH=/usr/bin:$PATH
+export PATH
+/usr/bin/python3 -c 'import nbd' 2>/dev/null ||
+  skip "python3-libnbd is not installed (nbdsh needs it)"
+
+: "${ZONEDNULL_SERVER:=${ZONEDNULL_BUILDDIR:-.}/server/zonednull-server}"
+[ -x "$ZONEDNULL_SERVER" ] || fail "no server at $ZONEDNULL_SERVER"
+srv=$ZONEDNULL_SERVER
+zn=${ZONEDNULL_CLI:-${ZONEDNULL_BUILDDIR:-.}/cli/zonednull}
+replay=${ZONEDNULL_BUILDDIR:-.}/tests/replay
+srcdir=${ZONEDNULL_SRCDIR:-$(dirname "$0")/..}
+
+# start_native NAME ARG...: the server in the foreground on
+# $tmpdir/NAME.sock; sets $uri and $pid once it listens.
+start_native () {
+  name=$1
+  shift
+  sock=$tmpdir/$name.sock
+  pidfile=$tmpdir/$name.pid
+  "$srv" -f -U "$sock" -P "$pidfile" "$@" </dev/null 2>"$tmpdir/$name.log" &
+  pid=$!
+  server_pids="$server_pids $pid"
+  tries=0
+  while [ ! -s "$pidfile" ]; do
+    kill -0 "$pid" 2>/dev/null ||
+      fail "zonednull-server $* exited at startup: $(cat "$tmpdir/$name.log")"
+    tries=$((tries + 1))
+    [ "$tries" -le 600 ] || fail "zonednull-server $* did not start"
+    sleep 0.1
+  done
+  [ "$(cat "$pidfile")" = "$pid" ] || fail "pidfile does not hold $pid"
+  uri="nbd+unix:///?socket=$sock"
+}
+
+py () {
+  /usr/bin/python3 - "$@" >"$tmpdir/py.out" 2>&1 ||
+    fail "python check failed: $(cat "$tmpdir/py.out")"
+}
+
+# ---- command line ---------------------------------------------------------
+
+"$srv" --help | grep -q '^Usage: zonednull-server' || fail "--help"
+"$srv" -V | grep -q '^zonednull-server ' || fail "-V"
+for bad in "bogus=1:unknown parameter 'bogus'" \
+           "zone_size=3:zone_size" \
+           "size=1x:size=1x" \
+           "memory_backed=maybe:expected a boolean" \
+           "zone_readonly=0 zone_nr_conv=1:conventional zone 0"; do
+  args=${bad%%:*} text=${bad#*:}
+  # shellcheck disable=SC2086 # args is a list of KEY=VALUE words
+  if "$srv" -f -U "$tmpdir/bad.sock" $args 2>"$tmpdir/err"; then
+    fail "zonednull-server $args started"
+  fi
+  grep -qF -- "$text" "$tmpdir/err" ||
+    fail "zonednull-server $args: message lacks '$text': $(cat "$tmpdir/err")"
+done
+[ ! -e "$tmpdir/bad.sock" ] || fail "a refused configuration left a socket"
+
+# ---- the golden traces over the server -----------------------------------
+
+# Header line 2 holds the configfs values; the queueing ones do not
+# change results.
+for trace in "$srcdir"/tests/traces/*.trace; do
+  config=$(sed -n '2s/^# null_blk configfs: //p' "$trace" |
+           tr ' ' '\n' | grep -v -e '^irqmode=' -e '^completion_nsec=' \
+                                 -e '^hw_queue_depth=' | tr '\n' ' ')
+  # shellcheck disable=SC2086
+  start_native trace $config
+  "$replay" --connect="$uri" "$trace" >"$tmpdir/replay.out" 2>&1 ||
+    fail "$(basename "$trace") over zonednull-server: $(cat "$tmpdir/replay.out")"
+  grep -q "ops match on the NBD server" "$tmpdir/replay.out" || fail "no match line"
+  stop_server "$pid"
+done
+
+# ---- one device for the client tests -------------------------------------
+
+# 8 zones of 1 MiB, zone 0 conventional, capacity 1 MiB of 2? No: zones of
+# 2 MiB with 1 MiB capacity, so extents split at the capacity too.
+start_native dev size=16 zone_size=2 zone_capacity=1 zone_nr_conv=1 \
+  zone_max_open=2 memory_backed=1
+dev_pid=$pid dev_uri=$uri dev_sock=$sock
+
+nbdinfo --list "$uri" >"$tmpdir/list" || fail "nbdinfo --list"
+grep -q 'export="nullb0":' "$tmpdir/list" || fail "no nullb0 export"
+grep -q 'export="nullb0/control":' "$tmpdir/list" || fail "no control export"
+grep -q 'zonednull:zones' "$tmpdir/list" || fail "zone context not listed"
+grep -q 'can_multi_conn: true' "$tmpdir/list" || fail "no multi-conn flag"
+grep -q 'block_size_minimum: 512' "$tmpdir/list" || fail "block size"
+nbdinfo --size "$uri" | grep -qx 16777216 || fail "size"
+
+# Writes at the write pointer, a write elsewhere refused with EIO, data
+# back, trims as zone resets, and both metadata contexts.
+py "$uri" <<'EOF'
+import nbd, sys
+uri = sys.argv[1]
+Z = 2 << 20                     # zone size, bytes
+C = 1 << 20                     # zone capacity
+h = nbd.NBD()
+h.add_meta_context("base:allocation")
+h.add_meta_context("zonednull:zones")
+h.connect_uri(uri)
+assert h.can_meta_context("zonednull:zones")
+
+h.pwrite(b"\x11" * 8192, Z)           # zone 1 at its write pointer
+h.pwrite(b"\x22" * 4096, Z + 8192)
+assert h.pread(12288, Z) == b"\x11" * 8192 + b"\x22" * 4096
+try:
+    h.pwrite(b"\x33" * 4096, Z + 65536)
+    raise SystemExit("a write ahead of the write pointer succeeded")
+except nbd.Error as e:
+    assert e.errnum == 5, e          # EIO
+h.pwrite(b"\x44" * 4096, 4096)        # the conventional zone: anywhere
+
+got = {}
+def cb(metacontext, offset, entries, err):
+    got[metacontext] = list(entries)
+h.block_status(Z, Z, cb)              # zone 1 only
+alloc = got["base:allocation"]
+assert alloc[:4] == [12288, 0, Z - 12288, 1], alloc
+zones = got["zonednull:zones"]
+# written | unwritten below capacity | beyond capacity; cond 2 (IMP_OPEN),
+# type 2.
+assert zones == [12288, 0x22, C - 12288, 0x122, Z - C, 0x222], zones
+
+# REQ_ONE: a single extent.
+got.clear()
+h.block_status(Z, Z, cb, flags=nbd.CMD_FLAG_REQ_ONE)
+assert len(got["base:allocation"]) == 2, got
+
+# Trim: whole zones reset, anything else refused.
+try:
+    h.trim(4096, Z)
+    raise SystemExit("a misaligned trim succeeded")
+except nbd.Error as e:
+    assert e.errnum == 22, e
+try:
+    h.trim(Z, 0)
+    raise SystemExit("a trim of the conventional zone succeeded")
+except nbd.Error as e:
+    assert e.errnum == 22, e
+h.trim(Z, Z)
+got.clear()
+h.block_status(Z, Z, cb)
+assert got["zonednull:zones"][:2] == [C, 0x121], got
+
+# Past the end, unaligned, too large.
+for off, n in ((16 << 20, 512), (100, 512), (0, 100)):
+    try:
+        h.pread(n, off)
+        raise SystemExit("read %d at %d succeeded" % (n, off))
+    except nbd.Error as e:
+        assert e.errnum == 22, e
+h.flush()
+h.shutdown()
+EOF
+
+# The CLI works unchanged against this server.
+"$zn" open -o 8192 -c 1 "$uri" || fail "CLI open"
+"$zn" report -o 8192 -c 1 "$uri" >"$tmpdir/out" || fail "CLI report"
+grep -q 'zcond: 3(oe)' "$tmpdir/out" || fail "CLI report: $(cat "$tmpdir/out")"
+"$zn" finish -o 8192 -c 1 "$uri" || fail "CLI finish"
+"$zn" reset "$uri" || fail "CLI reset-all"
+"$zn" open -o 8192 -c 1 "$uri" && "$zn" open -o 12288 -c 1 "$uri" ||
+  fail "CLI open two zones"
+"$zn" open -o 16384 -c 1 "$uri" 2>"$tmpdir/err" && fail "third open allowed"
+grep -q ETOOMANYREFS "$tmpdir/err" || fail "open limit: $(cat "$tmpdir/err")"
+"$zn" reset "$uri" || fail "CLI reset-all"
+
+# nbdcopy reads the whole device; qemu-io writes at a write pointer and
+# qemu-img sees the size.
+nbdcopy "$uri" "$tmpdir/copy.img" || fail "nbdcopy"
+[ "$(stat -c %s "$tmpdir/copy.img")" -eq 16777216 ] || fail "nbdcopy size"
+if command -v qemu-io >/dev/null; then
+  qemu-img info -f raw "$uri" | grep -q 'virtual size: 16 MiB' ||
+    fail "qemu-img info: $(qemu-img info -f raw "$uri")"
+  qemu-io -f raw -c 'write -P 0x5a 4194304 64k' "$uri" >"$tmpdir/out" 2>&1 ||
+    fail "qemu-io write: $(cat "$tmpdir/out")"
+  qemu-io -f raw -c 'read -P 0x5a 4194304 64k' "$uri" >"$tmpdir/out" 2>&1 ||
+    fail "qemu-io read: $(cat "$tmpdir/out")"
+  grep -q 'read 65536/65536' "$tmpdir/out" || fail "qemu-io read: $(cat "$tmpdir/out")"
+  if qemu-io -f raw -c 'write 4194304 4k' "$uri" >"$tmpdir/out" 2>&1 &&
+     ! grep -qi error "$tmpdir/out"; then
+    fail "qemu-io wrote behind the write pointer: $(cat "$tmpdir/out")"
+  fi
+fi
+
+# ---- hostile clients beside a well-behaved one --------------------------
+
+"$zn" reset "$uri" || fail "CLI reset-all"
+
+# 40 clients each send a different kind of damage: random bytes, a valid
+# handshake then a truncated request, oversized options and requests, bad
+# magics; each disconnects mid-stream.  Meanwhile one client keeps
+# writing zone 2 sequentially and reads it back.
+py "$dev_sock" "$uri" <<'EOF'
+import nbd, os, random, socket, struct, sys, threading
+path, uri = sys.argv[1], sys.argv[2]
+rng = random.Random(7)
+
+def hostile(i):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.settimeout(5)
+    try:
+        s.recv(18)
+        kind = i % 8
+        opt = lambda o, d: struct.pack(">QII", 0x49484156454F5054, o, len(d)) + d
+        go = opt(7, struct.pack(">I", 0) + struct.pack(">H", 0))
+        if kind == 0:
+            s.sendall(rng.randbytes(rng.randrange(1, 4000)))
+        elif kind == 1:
+            s.sendall(struct.pack(">I", 3) + go)
+            s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 1, 1, 0, 1 << 20)
+                      + b"x" * 1000)          # write cut short
+        elif kind == 2:
+            s.sendall(struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 7, 1 << 30))
+        elif kind == 3:
+            s.sendall(struct.pack(">I", 3) + go)
+            s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 1, 1, 0, 0xFFFFFFFF))
+        elif kind == 4:
+            s.sendall(struct.pack(">I", 3) + go)
+            s.sendall(struct.pack(">IHHQQI", 0x25609513, 0xFFFF, 0, 1,
+                                  0xFFFFFFFFFFFFFF00, 0x1000))
+            s.sendall(struct.pack(">IHHQQI", 0xdeadbeef, 0, 0, 2, 0, 512))
+        elif kind == 5:
+            # meta context query with lengths that lie
+            s.sendall(struct.pack(">I", 3) + opt(8, b""))
+            s.sendall(opt(10, struct.pack(">I", 0) + struct.pack(">I", 5)
+                          + struct.pack(">I", 0xFFFFFFF0) + b"base:"))
+            s.sendall(opt(6, struct.pack(">I", 0xFFFFFFFF) + b"abc"))
+        elif kind == 6:
+            s.sendall(struct.pack(">I", 0xFFFFFFFF))
+        else:
+            s.sendall(struct.pack(">I", 3) + go)
+            for n in range(200):
+                s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 7, n,
+                                      rng.randrange(0, 1 << 25), rng.randrange(0, 1 << 25)))
+            s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 0, 9, 0, 4096)[:17])
+    except OSError:
+        pass
+    s.close()
+
+def good(result):
+    h = nbd.NBD()
+    h.connect_uri(uri)
+    Z = 2 << 20
+    base = 2 * Z
+    for k in range(64):
+        h.pwrite(bytes([k]) * 8192, base + k * 8192)
+    for k in range(64):
+        assert h.pread(8192, base + k * 8192) == bytes([k]) * 8192
+    h.shutdown()
+    result.append("ok")
+
+result = []
+t = threading.Thread(target=good, args=(result,))
+t.start()
+hs = [threading.Thread(target=hostile, args=(i,)) for i in range(40)]
+for x in hs: x.start()
+for x in hs: x.join()
+t.join()
+assert result == ["ok"], result
+# And the server still answers a new client.
+h = nbd.NBD()
+h.connect_uri(uri)
+assert h.pread(8192, 2 * (2 << 20)) == b"\0" * 8192
+EOF
+kill -0 "$dev_pid" || fail "the server died under hostile clients"
+
+# ---- SIGTERM: clean exit, socket and pidfile removed ---------------------
+
+kill "$dev_pid"
+wait "$dev_pid"
+rc=$?
+[ "$rc" -eq 0 ] || fail "exit status $rc after SIGTERM"
+server_pids=
+[ ! -e "$dev_sock" ] || fail "socket left behind"
+[ ! -e "$tmpdir/dev.pid" ] || fail "pidfile left behind"
+
+# ---- read-only ---------------------------------------------------------------
+
+start_native ro -r size=8 zone_size=1
+py "$uri" <<'EOF'
+import nbd, sys
+h = nbd.NBD()
+# No client-side checks: the server itself must refuse.
+h.set_strict_mode(0)
+h.connect_uri(sys.argv[1])
+assert h.is_read_only() and not h.can_trim()
+for f in (lambda: h.pwrite(b"\0" * 4096, 0), lambda: h.trim(1 << 20, 0)):
+    try:
+        f()
+        raise SystemExit("a read-only server accepted a change")
+    except nbd.Error as e:
+        assert e.errnum == 1, e      # EPERM
+EOF
+"$zn" reset "$uri" 2>"$tmpdir/err" && fail "reset on a read-only server"
+grep -q EPERM "$tmpdir/err" || fail "read-only reset: $(cat "$tmpdir/err")"
+stop_server "$pid"
+
+# ---- daemon mode over TCP ---------------------------------------------------
+
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$srv" -p "$port" -P "$tmpdir/daemon.pid" size=8 zone_size=1 ||
+  fail "daemon did not start"
+tries=0
+while [ ! -s "$tmpdir/daemon.pid" ]; do
+  tries=$((tries + 1))
+  [ "$tries" -le 100 ] || fail "daemon wrote no pidfile"
+  sleep 0.1
+done
+dpid=$(cat "$tmpdir/daemon.pid")
+nbdinfo --size "nbd://127.0.0.1:$port" | grep -qx 8388608 ||
+  { kill "$dpid"; fail "daemon does not serve on 127.0.0.1:$port"; }
+kill "$dpid"
+tries=0
+while kill -0 "$dpid" 2>/dev/null; do
+  tries=$((tries + 1))
+  [ "$tries" -le 100 ] || { kill -9 "$dpid"; fail "daemon ignored SIGTERM"; }
+  sleep 0.1
+done
+exit 0
