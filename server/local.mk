@@ -11,3 +11,19 @@ man8_MANS = man/zonednull-server.8
 
 TESTS += tests/test-server.sh
 EXTRA_DIST += $(man8_MANS) tests/test-server.sh
+
+# The libFuzzer target for the protocol session (clang only): built for
+# `make check` when clang is available, run briefly by tests/test-fuzz.sh.
+fuzz_session_sources = server/fuzz-session.c server/session.c lib/zoned.c \
+	lib/geometry.c lib/pages.c lib/control.c lib/control-wire.c
+if HAVE_LIBFUZZER
+check_DATA = server/fuzz-session
+endif
+server/fuzz-session: $(fuzz_session_sources:%=$(srcdir)/%) server/session.h lib/pages.h lib/zoned-internal.h
+	$(AM_V_CCLD)$(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -I$(top_srcdir)/include -I$(top_srcdir)/server -I$(top_srcdir)/lib \
+	  $(fuzz_session_sources:%=$(srcdir)/%) -pthread -o $@
+CLEANFILES = server/fuzz-session
+EXTRA_DIST += server/fuzz-session.c tests/test-fuzz.sh
+TESTS += tests/test-fuzz.sh

@@ -1073,7 +1073,7 @@ session_input (struct session *s, const unsigned char *data, size_t len)
 {
   size_t used = 0;
 
-  for (;;) {
+  while (s->out.len < SESSION_OUTPUT_LIMIT) {
     long r = step (s, data + used, len - used);
 
     if (r < 0)
@@ -1082,4 +1082,5 @@ session_input (struct session *s, const unsigned char *data, size_t len)
       return (long) used;
     used += (size_t) r;
   }
+  return (long) used;
 }

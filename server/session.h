@@ -32,6 +32,13 @@ struct session;
 struct session *session_new (const struct served_device *sd);
 void session_free (struct session *s);
 
+/* session_input stops taking requests once this much output is queued, so
+ * that a client sending many large reads without reading the replies
+ * cannot make the server buffer without bound.  One reply can add up to
+ * the 32 MiB maximum request on top.
+ */
+#define SESSION_OUTPUT_LIMIT (32 * 1024 * 1024)
+
 /* Consumes a prefix of the len bytes at data and queues the replies.
  * Returns how many bytes were consumed (the rest must be offered again
  * with more data appended), or -1 when the connection must be closed

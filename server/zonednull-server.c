@@ -33,8 +33,6 @@
 #define READ_CHUNK (256 * 1024)
 /* A write request carries at most 32 MiB (the advertised maximum). */
 #define MAX_INBUF (33 * 1024 * 1024)
-/* Stop reading from a client that does not read its replies. */
-#define MAX_PENDING_OUTPUT (64 * 1024 * 1024)
 
 /* Command line settings. */
 static const char *unix_path;           /* -U: listen on this socket */
@@ -81,7 +79,7 @@ conn_free (struct ev_loop *loop, struct conn *c)
 
 /* Sends what the session queued; false when the connection is gone. */
 static bool
-conn_flush (struct ev_loop *loop, struct conn *c)
+conn_send (struct ev_loop *loop, struct conn *c)
 {
   struct outbuf *out = session_output (c->session);
   size_t sent = 0;
@@ -97,11 +95,52 @@ conn_flush (struct ev_loop *loop, struct conn *c)
       continue;
     if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
       break;
-    outbuf_consume (out, out->len);
     conn_free (loop, c);
     return false;
   }
   outbuf_consume (out, sent);
+  return true;
+}
+
+/* Hands buffered input to the session. */
+static void
+conn_process (struct conn *c)
+{
+  long used = session_input (c->session, c->in, c->in_len);
+
+  if (used < 0) {
+    c->closing = true;
+    c->in_len = 0;
+    return;
+  }
+  memmove (c->in, c->in + used, c->in_len - (size_t) used);
+  c->in_len -= (size_t) used;
+  /* A full buffer the session cannot use, with room for output, is a
+   * framing error (no request is that large).
+   */
+  if (c->in_len == c->in_cap && c->in_cap >= MAX_INBUF
+      && session_output (c->session)->len < SESSION_OUTPUT_LIMIT)
+    c->closing = true;
+}
+
+/* Sends, takes more buffered requests while the output allows, and
+ * chooses which events to wait for.
+ */
+static void
+conn_flush (struct ev_loop *loop, struct conn *c)
+{
+  struct outbuf *out = session_output (c->session);
+
+  for (;;) {
+    if (!conn_send (loop, c))
+      return;
+    if (out->len > 0 || c->closing || c->in_len == 0)
+      break;
+    /* Requests held back by the output limit. */
+    conn_process (c);
+    if (out->len == 0)
+      break;
+  }
 
   if (out->len > 0)
     ev_io_start (loop, &c->wio);
@@ -109,22 +148,20 @@ conn_flush (struct ev_loop *loop, struct conn *c)
     ev_io_stop (loop, &c->wio);
     if (c->closing) {
       conn_free (loop, c);
-      return false;
+      return;
     }
   }
   /* Reading resumes once the client has taken its replies. */
-  if (c->closing || out->len > MAX_PENDING_OUTPUT)
+  if (c->closing || out->len >= SESSION_OUTPUT_LIMIT)
     ev_io_stop (loop, &c->rio);
   else
     ev_io_start (loop, &c->rio);
-  return true;
 }
 
 static void
 conn_readable (struct ev_loop *loop, ev_io *w, int revents)
 {
   struct conn *c = w->data;
-  long used;
   ssize_t n;
 
   (void) revents;
@@ -142,6 +179,11 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
     c->in = p;
     c->in_cap = cap;
   }
+  if (c->in_len == c->in_cap) {
+    /* Full: wait for the output to drain (conn_flush resumes). */
+    ev_io_stop (loop, &c->rio);
+    return;
+  }
   n = recv (c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
   if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return;
@@ -150,19 +192,7 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
     return;
   }
   c->in_len += (size_t) n;
-
-  used = session_input (c->session, c->in, c->in_len);
-  if (used < 0) {
-    c->closing = true;
-    c->in_len = 0;
-  }
-  else {
-    memmove (c->in, c->in + used, c->in_len - (size_t) used);
-    c->in_len -= (size_t) used;
-    /* A full buffer that the session cannot use is a framing error. */
-    if (c->in_len == c->in_cap && c->in_cap >= MAX_INBUF)
-      c->closing = true;
-  }
+  conn_process (c);
   conn_flush (loop, c);
 }
 
