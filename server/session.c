@@ -262,21 +262,34 @@ opt_reply (struct session *s, uint32_t opt, uint32_t type, const void *data,
 }
 
 /* An error reply with a message for the human at the client. */
+/* Error messages for the client, cut to fit (NBD caps strings anyway). */
+struct message {
+  char text[256];
+  uint16_t len;
+};
+
+static void
+format_message (struct message *m, const char *fmt, va_list ap)
+{
+  int n = vsnprintf (m->text, sizeof m->text, fmt, ap);
+
+  if (n < 0)
+    n = 0;
+  if ((size_t) n >= sizeof m->text)
+    n = sizeof m->text - 1;
+  m->len = (uint16_t) n;
+}
+
 static void
 opt_error (struct session *s, uint32_t opt, uint32_t type, const char *fmt, ...)
 {
-  char msg[256];
+  struct message m;
   va_list ap;
-  int n;
 
   va_start (ap, fmt);
-  n = vsnprintf (msg, sizeof msg, fmt, ap);
+  format_message (&m, fmt, ap);
   va_end (ap);
-  if (n < 0)
-    n = 0;
-  if ((size_t) n >= sizeof msg)
-    n = sizeof msg - 1;
-  opt_reply (s, opt, type, msg, (uint32_t) n);
+  opt_reply (s, opt, type, m.text, m.len);
 }
 
 static void
@@ -587,25 +600,20 @@ chunk_header (struct session *s, uint16_t flags, uint16_t type,
 static void
 reply_error (struct session *s, uint64_t cookie, int err, const char *fmt, ...)
 {
-  char msg[256];
+  struct message m;
   va_list ap;
-  int n;
 
   if (!s->structured) {
     reply_simple (s, cookie, nbd_error (err));
     return;
   }
   va_start (ap, fmt);
-  n = vsnprintf (msg, sizeof msg, fmt, ap);
+  format_message (&m, fmt, ap);
   va_end (ap);
-  if (n < 0)
-    n = 0;
-  if ((size_t) n >= sizeof msg)
-    n = sizeof msg - 1;
-  chunk_header (s, REPLY_FLAG_DONE, REPLY_ERROR, cookie, 6 + (uint32_t) n);
+  chunk_header (s, REPLY_FLAG_DONE, REPLY_ERROR, cookie, 6 + (uint32_t) m.len);
   out_be32 (&s->out, nbd_error (err));
-  out_be16 (&s->out, (uint16_t) n);
-  out_bytes (&s->out, msg, (size_t) n);
+  out_be16 (&s->out, m.len);
+  out_bytes (&s->out, m.text, m.len);
 }
 
 static void

@@ -79,16 +79,22 @@ start_server () {
   exec_nbdkit -f --exit-with-parent -U "$sock" -P "$pidfile" \
     "$ZONEDNULL_PLUGIN" "$@" </dev/null 2>"$tmpdir/$name.log" &
   pid=$!
+  await_server "nbdkit $*"
+}
+
+# await_server WHAT: waits for the server just started in the background
+# ($pid, $pidfile, $sock, log $tmpdir/$name.log) to listen, which it shows
+# by writing its pidfile; no fixed sleep.  Sets $uri.
+await_server () {
   server_pids="$server_pids $pid"
-  # nbdkit writes the pidfile once it listens; no fixed sleep.
   tries=0
   while [ ! -s "$pidfile" ] || [ ! -S "$sock" ]; do
     if ! kill -0 "$pid" 2>/dev/null; then
       cat "$tmpdir/$name.log" >&2
-      fail "nbdkit $* exited at startup"
+      fail "$1 exited at startup"
     fi
     tries=$((tries + 1))
-    [ "$tries" -le 600 ] || fail "nbdkit $* did not start"
+    [ "$tries" -le 600 ] || fail "$1 did not start"
     sleep 0.1
   done
   [ "$(cat "$pidfile")" = "$pid" ] || fail "pidfile does not hold $pid"

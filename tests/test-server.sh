@@ -26,17 +26,7 @@ start_native () {
   pidfile=$tmpdir/$name.pid
   "$srv" -f -U "$sock" -P "$pidfile" "$@" </dev/null 2>"$tmpdir/$name.log" &
   pid=$!
-  server_pids="$server_pids $pid"
-  tries=0
-  while [ ! -s "$pidfile" ]; do
-    kill -0 "$pid" 2>/dev/null ||
-      fail "zonednull-server $* exited at startup: $(cat "$tmpdir/$name.log")"
-    tries=$((tries + 1))
-    [ "$tries" -le 600 ] || fail "zonednull-server $* did not start"
-    sleep 0.1
-  done
-  [ "$(cat "$pidfile")" = "$pid" ] || fail "pidfile does not hold $pid"
-  uri="nbd+unix:///?socket=$sock"
+  await_server "zonednull-server $*"
 }
 
 py () {
@@ -81,8 +71,8 @@ done
 
 # ---- one device for the client tests -------------------------------------
 
-# 8 zones of 1 MiB, zone 0 conventional, capacity 1 MiB of 2? No: zones of
-# 2 MiB with 1 MiB capacity, so extents split at the capacity too.
+# 8 zones of 2 MiB with 1 MiB capacity, so that extents split at the
+# capacity too; zone 0 conventional; at most 2 open zones.
 start_native dev size=16 zone_size=2 zone_capacity=1 zone_nr_conv=1 \
   zone_max_open=2 memory_backed=1
 dev_pid=$pid dev_uri=$uri dev_sock=$sock
