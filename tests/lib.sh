@@ -67,13 +67,22 @@ nbdinfo_of () {
     --run "$clean_env \"\$NBDINFO\" $opts \"\$uri\""
 }
 
-# start_server NAME KEY=VALUE...: serves the plugin on $tmpdir/NAME.sock
-# and sets $uri and $pid.  Its log is $tmpdir/NAME.log.
+# start_server NAME [-r] KEY=VALUE...: serves the device on
+# $tmpdir/NAME.sock and sets $uri and $pid.  Its log is $tmpdir/NAME.log.
+# The server is nbdkit with the plugin, or zonednull-server when
+# ZONEDNULL_TARGET=server: tests written for one run against both.
 start_server () {
   name=$1
   shift
   sock=$tmpdir/$name.sock
   pidfile=$tmpdir/$name.pid
+  if [ "${ZONEDNULL_TARGET:-nbdkit}" = server ]; then
+    "$ZONEDNULL_SERVER" -f -U "$sock" -P "$pidfile" "$@" \
+      </dev/null 2>"$tmpdir/$name.log" &
+    pid=$!
+    await_server "zonednull-server $*"
+    return
+  fi
   # In the background the function's subshell execs nbdkit, so $! is
   # nbdkit's PID and this shell is its parent for --exit-with-parent.
   exec_nbdkit -f --exit-with-parent -U "$sock" -P "$pidfile" \
