@@ -3,6 +3,7 @@
 # "NAME SEED NOPS KEY=VALUE...": a configfs device nullb0 with those
 # settings (plus zoned=1) is powered on, zntrace records NOPS random ops into
 # /out/traces/NAME.trace, and the device is removed.  The host replays them.
+# When the kernel refuses the configuration, NAME.refused says so instead.
 out=/out/traces
 mkdir -p "$out"
 fails=0
@@ -17,7 +18,14 @@ while read -r name seed nops settings; do
   for kv in $settings; do
     echo "${kv#*=}" >"$d/${kv%%=*}" || { echo "FAIL - $name: cannot set $kv"; ok=; }
   done
-  if [ -n "$ok" ] && echo 1 >"$d/power" && [ -b /dev/nullb0 ]; then
+  if [ -z "$ok" ]; then
+    fails=$((fails + 1))
+  elif ! msg=$(echo 1 2>&1 >"$d/power"); then
+    # A configuration the kernel refuses: the host checks that zonednull
+    # refuses it too.
+    echo "$msg" >"$out/$name.refused"
+    echo "ok   - $name: null_blk refuses the configuration ($msg)"
+  elif [ -b /dev/nullb0 ]; then
     {
       echo "# kernel $(uname -r) $(uname -v)"
       echo "# null_blk configfs: $settings"
@@ -29,8 +37,9 @@ while read -r name seed nops settings; do
     else echo "FAIL - $name: zntrace exited $rc"; fails=$((fails + 1)); fi
     echo 0 >"$d/power"
   else
-    echo "FAIL - $name: null_blk refused the configuration: $settings"
+    echo "FAIL - $name: powered on, but there is no /dev/nullb0"
     fails=$((fails + 1))
+    echo 0 >"$d/power"
   fi
   rmdir "$d"
 done </test/traces.conf

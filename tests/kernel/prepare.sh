@@ -49,7 +49,10 @@ deb=$(ls "$cache/${pkg}"_*.deb 2>/dev/null | head -n 1 || true)
 if [ -z "$deb" ]; then
   echo "check-kernel: downloading $pkg (apt-get download, not installed)"
   # apt warns when _apt cannot write the folder; only a failure matters.
+  # Stale package lists may name a version the archive dropped: update once.
   (cd "$cache" && apt-get download -q "$pkg" >"$cache/download.log" 2>&1) ||
+    { apt-get update -qq >/dev/null 2>&1
+      (cd "$cache" && apt-get download -q "$pkg" >"$cache/download.log" 2>&1); } ||
     { cat "$cache/download.log" >&2; die "apt-get download $pkg failed"; }
   deb=$(ls "$cache/${pkg}"_*.deb | head -n 1)
 fi
