@@ -19,6 +19,8 @@
 #   ZN_KERNEL_TRACES  random null_blk configurations per run (default 5)
 #   ZN_KERNEL_OPS     ops per trace (default 400)
 #   ZN_KERNEL_KEEP    where failing traces are kept (default WORK/../failed)
+#   ZN_KERNEL_GOLDEN  "all": trace every oracle configuration, not one
+#   ZN_KERNEL_GOLDEN_OPS  ops of those traces (default 300; 1500 = whole files)
 set -u
 
 : "${NBDKIT:=nbdkit}"
@@ -107,13 +109,19 @@ while [ "$k" -le "$ntraces" ]; do
 done
 # One oracle configuration with the oracle's seed: zntrace must reproduce
 # the published recording's first ops exactly (checks the tracer itself).
+# ZN_KERNEL_GOLDEN=all takes every oracle file (with ZN_KERNEL_GOLDEN_OPS=1500,
+# the whole recordings).
 set -- "$srcdir"/tests/traces/*-seed1.trace
-golden=
 if [ $# -gt 0 ] && [ -f "$1" ]; then
-  eval "golden=\${$(( seed % $# + 1 ))}"
-  gname=$(basename "$golden" .trace)
-  gsettings=$(sed -n '2s/^# null_blk configfs: //p' "$golden")
-  echo "golden-$gname 1 $golden_ops $gsettings" >>"$conf"
+  if [ "${ZN_KERNEL_GOLDEN:-}" != all ]; then
+    eval "g=\${$(( seed % $# + 1 ))}"
+    set -- "$g"
+  fi
+  for golden in "$@"; do
+    gname=$(basename "$golden" .trace)
+    gsettings=$(sed -n '2s/^# null_blk configfs: //p' "$golden")
+    echo "golden-$gname 1 $golden_ops $gsettings" >>"$conf"
+  done
 fi
 while read -r name tseed n settings; do
   note "trace $name: $settings"
