@@ -42,7 +42,10 @@ note () { echo "check-kernel: $*"; }
 
 for v in ZONEDNULL_PLUGIN ZONEDNULL_CLI REPLAY ZNTRACE; do
   eval "f=\${$v:-}"
-  [ -n "$f" ] && [ -e "$f" ] || { echo "check-kernel: $v ('$f') is missing" >&2; exit 2; }
+  if [ -z "$f" ] || [ ! -e "$f" ]; then
+    echo "check-kernel: $v ('$f') is missing" >&2
+    exit 2
+  fi
 done
 
 server_pids=
@@ -137,7 +140,9 @@ B_CONFIG="size=$B_SIZE zone_size=4 zone_capacity=3 blocksize=512 memory_backed=1
 # loopback port, every request logged by the log filter.  Sets $port.
 start_server () {
   name=$1 config=$2
-  for attempt in 1 2 3 4 5 6 7 8; do
+  attempt=0
+  while [ "$attempt" -lt 8 ]; do
+    attempt=$((attempt + 1))
     randn 20000
     port=$((30000 + r))
     rm -f "$work/$name.pid"
