@@ -327,7 +327,7 @@ while read -r name tseed n settings; do
       if tail -n +5 "$trace" | cmp -s - "$work/golden.head"; then
         note "ok: $name: zntrace reproduces the oracle's recording (ops 0..$n)"
       else
-        fail "$name: zntrace does not reproduce $(basename "$g"):"
+        fail "$name: zntrace does not reproduce $(basename "$g") (< published, > this run):"
         tail -n +5 "$trace" | diff "$work/golden.head" - | head -n 5
         tfail=1
       fi ;;
