@@ -1,0 +1,367 @@
+#!/bin/sh
+# check-kernel.sh: the real-kernel tier (`make check-kernel`).
+#
+# Boots Debian's kernel under qemu (TCG, no KVM) once.  In the guest:
+#  - the kernel's nbd client attaches `nbdkit zonednull` running here on
+#    127.0.0.1 (the guest's 10.0.2.2) and guest-nbd.sh asserts the outcome
+#    of writes, discards, multi-conn and detaches;
+#  - the real null_blk is loaded with random zoned configurations and
+#    zntrace records a trace of random ops on each.
+# Back on the host: the servers' zone state and data are checked against
+# what the guest did, and every null_blk trace is replayed against the
+# model and over NBD (tests/replay).  Any failure fails the run.
+#
+# Environment (set by tests/kernel/local.mk):
+#   ZONEDNULL_PLUGIN ZONEDNULL_CLI ZONEDNULL_SRCDIR REPLAY ZNTRACE NBDKIT
+#   ZN_KERNEL_CACHE   downloads and the base initramfs (kept between runs)
+#   ZN_KERNEL_WORK    this run's files (recreated)
+#   ZN_KERNEL_SEED    forces the run's seed (printed on every run)
+#   ZN_KERNEL_TRACES  random null_blk configurations per run (default 5)
+#   ZN_KERNEL_OPS     ops per trace (default 400)
+#   ZN_KERNEL_KEEP    where failing traces are kept (default WORK/../failed)
+#   ZN_KERNEL_GOLDEN  "all": trace every oracle configuration, not one
+#   ZN_KERNEL_GOLDEN_OPS  ops of those traces (default 300; 1500 = whole files)
+set -u
+
+: "${NBDKIT:=nbdkit}"
+srcdir=${ZONEDNULL_SRCDIR:?}
+here=$srcdir/tests/kernel
+work=${ZN_KERNEL_WORK:?}
+cache=${ZN_KERNEL_CACHE:?}
+ntraces=${ZN_KERNEL_TRACES:-5}
+nops=${ZN_KERNEL_OPS:-400}
+golden_ops=${ZN_KERNEL_GOLDEN_OPS:-300}
+PATH=/usr/bin:/bin:/usr/sbin:/sbin:$PATH  # nbdsh needs Debian's python3
+export PATH
+
+start_time=$(date +%s)
+failures=0
+fail () { echo "check-kernel: FAIL: $*"; failures=$((failures + 1)); }
+die () { echo "check-kernel: ERROR: $*" >&2; cleanup; exit 2; }
+note () { echo "check-kernel: $*"; }
+
+for v in ZONEDNULL_PLUGIN ZONEDNULL_CLI REPLAY ZNTRACE; do
+  eval "f=\${$v:-}"
+  if [ -z "$f" ] || [ ! -e "$f" ]; then
+    echo "check-kernel: $v ('$f') is missing" >&2
+    exit 2
+  fi
+done
+
+server_pids=
+cleanup () {
+  for p in $server_pids; do
+    kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+  done
+  server_pids=
+}
+trap cleanup EXIT
+trap 'exit 1' HUP INT TERM
+
+rm -rf "$work"
+mkdir -p "$work" || exit 2
+keep=${ZN_KERNEL_KEEP:-$(dirname "$work")/failed}
+
+# ---- kernel and base initramfs (cached) ----------------------------------
+sh "$here/prepare.sh" "$cache" || exit 2
+kver=$(cat "$cache/current")
+kdir=$cache/$kver
+
+# ---- seeds and configurations --------------------------------------------
+if [ -n "${ZN_KERNEL_SEED:-}" ]; then
+  seed=$ZN_KERNEL_SEED
+else
+  seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+fi
+case $seed in ''|*[!0-9]*) die "ZN_KERNEL_SEED must be a decimal number" ;; esac
+note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_SEED=$seed)"
+
+# A portable LCG on the seed, so that a seed means the same configs on
+# every machine; r holds the result.
+rng=$((seed % 2147483648))
+randn () {
+  rng=$(( (rng * 1103515245 + 12345) % 2147483648 ))
+  r=$(( (rng / 65536) * $1 / 32768 ))   # the high bits: the low ones cycle
+}
+
+conf=$work/traces.conf
+: >"$conf"
+k=1
+while [ "$k" -le "$ntraces" ]; do
+  randn 3; zs=$((1 << r))                 # zone size 1, 2 or 4 MiB
+  randn 9; nz=$((4 + r))                  # 4..12 zones
+  size=$((zs * nz))
+  # Now and then a smaller last zone (a runt), as null_blk allows.
+  randn 4
+  if [ "$zs" -gt 1 ] && [ "$r" -eq 0 ]; then randn $((zs - 1)); size=$((size - 1 - r)); fi
+  cap=$zs
+  if [ "$zs" -gt 1 ]; then
+    randn 2
+    if [ "$r" -eq 1 ]; then randn $((zs - 1)); cap=$((1 + r)); fi
+  fi
+  randn 3; conv=$r
+  randn 5; mo=$r
+  randn 5; ma=$r
+  randn 2; bs=$((r == 1 ? 4096 : 512))
+  randn 32768; t1=$r
+  randn 32768; tseed=$((t1 * 32768 + r + 1))
+  echo "rand$k-seed$tseed $tseed $nops size=$size zone_size=$zs zone_capacity=$cap" \
+    "zone_nr_conv=$conv zone_max_open=$mo zone_max_active=$ma blocksize=$bs" \
+    "memory_backed=1 irqmode=0 completion_nsec=0 hw_queue_depth=64" >>"$conf"
+  k=$((k + 1))
+done
+# One oracle configuration with the oracle's seed: zntrace must reproduce
+# the published recording's first ops exactly (checks the tracer itself).
+# ZN_KERNEL_GOLDEN=all takes every oracle file (with ZN_KERNEL_GOLDEN_OPS=1500,
+# the whole recordings).
+set -- "$srcdir"/tests/traces/*-seed1.trace
+if [ $# -gt 0 ] && [ -f "$1" ]; then
+  if [ "${ZN_KERNEL_GOLDEN:-}" != all ]; then
+    eval "g=\${$(( seed % $# + 1 ))}"
+    set -- "$g"
+  fi
+  for golden in "$@"; do
+    gname=$(basename "$golden" .trace)
+    gsettings=$(sed -n '2s/^# null_blk configfs: //p' "$golden")
+    echo "golden-$gname 1 $golden_ops $gsettings" >>"$conf"
+  done
+fi
+while read -r name tseed n settings; do
+  note "trace $name: $settings"
+done <"$conf"
+
+# ---- servers on the host -------------------------------------------------
+A_SIZE=64
+A_CONFIG="size=$A_SIZE zone_size=1 zone_nr_conv=1 zone_max_open=8 zone_max_active=10 blocksize=4096 memory_backed=1"
+B_SIZE=32
+B_CONFIG="size=$B_SIZE zone_size=4 zone_capacity=3 blocksize=512 memory_backed=1"
+
+# start_server NAME CONFIG: nbdkit with the build's plugin on a free
+# loopback port, every request logged by the log filter.  Sets $port.
+start_server () {
+  name=$1 config=$2
+  attempt=0
+  while [ "$attempt" -lt 8 ]; do
+    attempt=$((attempt + 1))
+    randn 20000
+    port=$((30000 + r))
+    rm -f "$work/$name.pid"
+    if [ -n "${ZONEDNULL_PRELOAD:-}" ]; then
+      # shellcheck disable=SC2086
+      LD_PRELOAD=$ZONEDNULL_PRELOAD ASAN_OPTIONS=detect_leaks=0 \
+        "$NBDKIT" -f -i 127.0.0.1 -p "$port" -P "$work/$name.pid" --filter=log \
+        "$ZONEDNULL_PLUGIN" logfile="$work/$name.log" $config \
+        </dev/null 2>"$work/$name.err" &
+    else
+      # shellcheck disable=SC2086
+      "$NBDKIT" -f -i 127.0.0.1 -p "$port" -P "$work/$name.pid" --filter=log \
+        "$ZONEDNULL_PLUGIN" logfile="$work/$name.log" $config \
+        </dev/null 2>"$work/$name.err" &
+    fi
+    pid=$!
+    tries=0
+    while [ ! -s "$work/$name.pid" ] && kill -0 "$pid" 2>/dev/null && [ $tries -lt 300 ]; do
+      sleep 0.1; tries=$((tries + 1))
+    done
+    if [ -s "$work/$name.pid" ]; then
+      server_pids="$server_pids $pid"
+      return 0
+    fi
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  done
+  cat "$work/$name.err" >&2
+  die "nbdkit $config did not start"
+}
+start_server a "$A_CONFIG"; PORT_A=$port
+start_server b "$B_CONFIG"; PORT_B=$port
+note "nbdkit zonednull $A_CONFIG on 127.0.0.1:$PORT_A"
+note "nbdkit zonednull $B_CONFIG on 127.0.0.1:$PORT_B"
+
+# ---- the per-run initramfs, appended to the cached base -----------------
+stage=$work/stage
+mkdir -p "$stage/test" "$stage/usr/bin"
+cp "$here/guest-run.sh" "$stage/test/run.sh"
+cp "$here/guest-nbd.sh" "$here/guest-nullblk.sh" "$stage/test/"
+cp "$conf" "$stage/test/traces.conf"
+cp "$ZNTRACE" "$stage/usr/bin/zntrace"
+chmod 755 "$stage/test/"*.sh "$stage/usr/bin/zntrace"
+cat >"$stage/test/params" <<EOF
+HOST=10.0.2.2
+PORT_A=$PORT_A
+PORT_B=$PORT_B
+A_SIZE=$A_SIZE
+B_SIZE=$B_SIZE
+EOF
+(cd "$stage" && find test usr | LC_ALL=C sort | cpio -o -H newc --quiet) >"$work/run.cpio" ||
+  die "cpio of the run's files failed"
+cat "$kdir/base.cpio" "$work/run.cpio" >"$work/initrd.cpio"
+
+# ---- boot ----------------------------------------------------------------
+note "booting $kver under qemu (TCG, 2 vCPUs)"
+boot_start=$(date +%s)
+timeout "${ZN_KERNEL_VM_TIMEOUT:-600}" qemu-system-x86_64 \
+  -machine pc -accel tcg,thread=multi -cpu max -smp 2 -m 1G \
+  -nodefaults -display none -no-reboot -monitor none \
+  -kernel "$kdir/vmlinux" -initrd "$work/initrd.cpio" \
+  -append "console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off no_timer_check random.trust_cpu=on 8250.nr_uarts=2" \
+  -serial "file:$work/console.log" -serial "file:$work/ttyS1.log" \
+  -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile= \
+  </dev/null >"$work/qemu.log" 2>&1
+qrc=$?
+boot_end=$(date +%s)
+note "VM ran $((boot_end - boot_start)) s (qemu exit $qrc)"
+
+# The servers' logs as the guest left them (host checks connect too).
+cp "$work/a.log" "$work/a.guest.log"
+cp "$work/b.log" "$work/b.guest.log"
+
+guest_rc=$(sed -n 's/^ZNVM_RC=\([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
+out=$work/out
+mkdir -p "$out"
+if [ -z "$guest_rc" ]; then
+  echo "--- console" ; tail -n 40 "$work/console.log"; cat "$work/qemu.log"
+  die "the VM died before reporting (qemu exit $qrc, log $work/console.log)"
+fi
+sed -n '/^=====ZNOUT-BEGIN=====/,/^=====ZNOUT-END=====/p' "$work/ttyS1.log" |
+  sed '1d;$d' | tr -d '\r' | base64 -d | tar xzf - -C "$out" ||
+  die "cannot unpack the guest's results from $work/ttyS1.log"
+[ -f "$out/guest-error" ] && fail "guest: $(cat "$out/guest-error")"
+sed 's/^/guest: /' "$out/run.log"
+[ "$guest_rc" -eq 0 ] || fail "guest tests failed (status $guest_rc)"
+
+# ---- host: the servers' state after the guest ------------------------------
+# zone_tokens URI: "<zone> <token>" per zone, tokens as in the traces.
+zone_tokens () {
+  "$ZONEDNULL_CLI" report --json "$1" |
+    sed -n 's/.*"start": \([0-9]*\),.*"wp": \([0-9a-z]*\),.*"cond": \([0-9]*\),.*/\1 \2 \3/p' |
+    awk '{ c = $3; if (c == 0) t = "N"; else {
+             l = substr("?EIOC????????RFX", c + 1, 1); t = l ($2 - $1) }
+           print NR - 1, t }'
+}
+# check_zones NAME URI EXPECT-FILE: zones listed there have that token,
+# every other sequential zone is E0 and conventional zones N.
+check_zones () {
+  name=$1 uri=$2 expect=$3
+  zone_tokens "$uri" >"$work/$name.tokens" || { fail "zonednull report $uri failed"; return; }
+  [ -s "$work/$name.tokens" ] || { fail "zonednull report $uri gave no zones"; return; }
+  bad=$(awk 'NR == FNR { want[$1] = $2; next }
+             { w = ($1 in want) ? want[$1] : ($2 == "N" ? "N" : "E0")
+               if ($2 != w) printf "zone %s: %s, the guest left %s; ", $1, $2, w }' \
+          "$expect" "$work/$name.tokens")
+  if [ -n "$bad" ]; then fail "server $name after the guest: $bad"
+  else note "ok: server $name's zones are as the guest left them: $(awk '{printf "%s ", $2}' "$work/$name.tokens")"; fi
+}
+if [ -f "$out/nbd/expect-a" ]; then
+  check_zones a "nbd://127.0.0.1:$PORT_A/" "$out/nbd/expect-a"
+  check_zones b "nbd://127.0.0.1:$PORT_B/" "$out/nbd/expect-b"
+else
+  fail "the guest's nbd tests left no expectations"
+fi
+
+# Data the guest wrote with dd, read on the host through libnbd.
+if [ -f "$out/nbd/zone4.bin" ]; then
+  if nbdsh -u "nbd://127.0.0.1:$PORT_A/nullb0" \
+       -c 'import sys; sys.stdout.buffer.write(h.pread(65536, 4 << 20))' >"$work/zone4.host" &&
+     cmp -s "$work/zone4.host" "$out/nbd/zone4.bin"; then
+    note "ok: the host reads the guest's 64 KiB at zone 4 identically (libnbd)"
+  else
+    fail "the host reads different data at zone 4 than the guest wrote"
+  fi
+else
+  fail "the guest left no data file"
+fi
+
+# The connections, as the log filter saw them: the -C 1 attach, then two
+# simultaneous connections that both carried writes, all disconnected.
+alog=$work/a.guest.log
+conns=$(sed -n 's/.*connection=\([0-9]*\) Connect export=nullb0 .*/\1/p' "$alog")
+nconn=$(echo "$conns" | grep -c .)
+if [ "$nconn" -ne 3 ]; then
+  fail "server a saw $nconn data connections, expected 3 (one, then two with -C 2)"
+else
+  c2=$(echo "$conns" | sed -n 2p) c3=$(echo "$conns" | sed -n 3p)
+  l_c3=$(grep -n "connection=$c3 Connect " "$alog" | cut -d: -f1)
+  l_d2=$(grep -n "connection=$c2 Disconnect" "$alog" | cut -d: -f1)
+  w2=$(grep -c "connection=$c2 Write " "$alog")
+  w3=$(grep -c "connection=$c3 Write " "$alog")
+  if [ -n "$l_d2" ] && [ "$l_c3" -lt "$l_d2" ] && [ "$w2" -gt 0 ] && [ "$w3" -gt 0 ]; then
+    note "ok: -C 2 made two simultaneous connections ($c2: $w2 writes, $c3: $w3 writes)"
+  else
+    fail "-C 2 connections $c2/$c3: writes $w2/$w3, connect of $c3 at line $l_c3, disconnect of $c2 at line '$l_d2'"
+  fi
+fi
+for s in a b; do
+  nc=$(grep -c " Connect export=" "$work/$s.guest.log")
+  nd=$(grep -c " Disconnect " "$work/$s.guest.log")
+  [ "$nc" -eq "$nd" ] || fail "server $s: $nc connections but $nd disconnects"
+done
+
+# ---- host: replay the null_blk traces --------------------------------------
+while read -r name tseed n settings; do
+  trace=$out/traces/$name.trace
+  if [ -f "$out/traces/$name.refused" ]; then
+    # The plugin must refuse what null_blk refused (the replays catch the
+    # other way round).  Only the keys that shape the device go to nbdkit.
+    keys=
+    for kv in $settings; do
+      case ${kv%%=*} in irqmode|completion_nsec|hw_queue_depth) ;; *) keys="$keys $kv" ;; esac
+    done
+    # shellcheck disable=SC2086
+    if "$NBDKIT" -U - "$ZONEDNULL_PLUGIN" $keys --run true >"$work/refuse.out" 2>&1; then
+      fail "$name: null_blk refuses$keys ($(cat "$out/traces/$name.refused")), the plugin accepts it"
+    else
+      note "ok: $name: null_blk and the plugin both refuse$keys ($(tail -n 1 "$work/refuse.out"))"
+    fi
+    continue
+  fi
+  if [ ! -s "$trace" ]; then
+    fail "$name: the guest produced no trace"
+    continue
+  fi
+  tfail=
+  case $name in
+    golden-*)
+      g=$srcdir/tests/traces/${name#golden-}.trace
+      lines=$(($(wc -l <"$trace") - 4))
+      tail -n +5 "$g" | head -n "$lines" >"$work/golden.head"
+      if tail -n +5 "$trace" | cmp -s - "$work/golden.head"; then
+        note "ok: $name: zntrace reproduces the oracle's recording (ops 0..$n)"
+      else
+        fail "$name: zntrace does not reproduce $(basename "$g") (< published, > this run):"
+        tail -n +5 "$trace" | diff "$work/golden.head" - | head -n 5
+        tfail=1
+      fi ;;
+  esac
+  for how in model nbd; do
+    if [ $how = model ]; then
+      "$REPLAY" "$trace" >"$work/replay.out" 2>&1
+    else
+      TMPDIR=$work NBDKIT=$NBDKIT "$REPLAY" --nbdkit="$ZONEDNULL_PLUGIN" "$trace" >"$work/replay.out" 2>&1
+    fi
+    rrc=$?
+    if [ $rrc -eq 0 ]; then
+      note "ok: $name: $(sed -n 's/.*: \([0-9]* ops match on the .*\)/\1/p' "$work/replay.out")"
+    else
+      fail "$name differs on the $how (seed $tseed, config: $settings):"
+      sed 's/^/    /' "$work/replay.out"
+      tfail=1
+    fi
+  done
+  if [ -n "$tfail" ]; then
+    mkdir -p "$keep"
+    cp "$trace" "$keep/$name.trace"
+    note "kept $keep/$name.trace (a regression trace for tests/traces/)"
+  fi
+done <"$conf"
+
+cleanup
+end_time=$(date +%s)
+note "seed $seed, $((end_time - start_time)) s in all"
+if [ "$failures" -gt 0 ]; then
+  note "$failures failure(s); reproduce with: make check-kernel ZN_KERNEL_SEED=$seed"
+  note "files of this run: $work"
+  exit 1
+fi
+rm -rf "$work"
+note "PASS"
+exit 0
