@@ -946,8 +946,11 @@ parse_op (const struct reader *r, struct op_line *op)
 }
 
 /* The recorder's z is the zone of the first sector, except for a write
- * that crosses into the zone it was aimed at (c6 op 712).  So for a write
- * any zone the range touches is what the recorder could have printed.
+ * aimed "behind the write pointer" of zone z when that pointer is 8
+ * sectors past the zone start: it starts 8 sectors before zone z and
+ * either crosses into it (c6 op 712) or, one block long, ends just short
+ * of it.  z is the recorder's aim, not something the device reports, so
+ * for a write either zone is what the recorder could have printed.
  */
 static void
 format_zone_field (struct strbuf *sb, const struct op_line *op,
@@ -961,7 +964,10 @@ format_zone_field (struct strbuf *sb, const struct op_line *op,
   }
   first = op->sector / info->zone_sectors;
   last = op->nsect ? (op->sector + op->nsect - 1) / info->zone_sectors : first;
-  if (op->kind == OP_WRITE && op->has_zone && op->zone >= first && op->zone <= last)
+  if (op->kind == OP_WRITE && op->has_zone && op->zone >= first
+      && (op->zone <= last
+          || (op->zone == first + 1
+              && op->zone * info->zone_sectors - op->sector <= 8)))
     sb_printf (sb, "%" PRIu64, op->zone);
   else
     sb_printf (sb, "%" PRIu64, first);
