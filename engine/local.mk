@@ -31,13 +31,14 @@ man1_MANS += man/zonednull-fio.1
 
 FIO_TESTS = \
 	tests/test-fio-engine.sh \
-	tests/test-fio-matrix.sh
+	tests/test-fio-matrix-cap-eq.sh \
+	tests/test-fio-matrix-cap-lt.sh
 TESTS += $(FIO_TESTS)
 
 AM_TESTS_ENVIRONMENT += \
 	ZONEDNULL_FIO_ENGINE='$(ZONEDNULL_FIO_ENGINE_SO)'; FIO='$(FIO)'; \
 	export ZONEDNULL_FIO_ENGINE FIO;
 
-EXTRA_DIST += $(FIO_TESTS) tests/fio-lib.sh \
+EXTRA_DIST += $(FIO_TESTS) tests/fio-lib.sh tests/fio-matrix.sh \
 	examples/pipelined-writes.sh examples/seq-verify.fio examples/randwrite-zbd.fio \
 	examples/pipelined-writes.fio
