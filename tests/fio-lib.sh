@@ -39,7 +39,8 @@ run_fio () {
   rc=$?
 }
 
-# fio_summary FILE: "jobs=N errors=N write=B read=B trim=B resets=N" from
+# fio_summary FILE: "jobs=N errors=N write=B read=B trim=B syncs=N
+# resets=N" from
 # fio's normal+json report (errors: the sum of the jobs' error codes).
 fio_summary () {
   "$PYTHON" - "$1" <<'PY'
@@ -51,15 +52,16 @@ rest = text[:start] + text[end:]
 jobs = obj["jobs"]
 total = lambda d: sum(j[d]["io_bytes"] for j in jobs)
 resets = sum(int(n) for n in re.findall(r"(\d+) zone resets", rest))
-print("jobs=%d errors=%d write=%d read=%d trim=%d resets=%d" % (
+syncs = sum(j["sync"]["total_ios"] for j in jobs)
+print("jobs=%d errors=%d write=%d read=%d trim=%d syncs=%d resets=%d" % (
     len(jobs), sum(j["error"] for j in jobs), total("write"),
-    total("read"), total("trim"), resets))
+    total("read"), total("trim"), syncs, resets))
 PY
 }
 
 # fio_ok NAME ARG...: the job must succeed: exit 0, no job error, some
 # I/O.  Leaves the summary's fields in $jobs $errors $write $read $trim
-# $resets.
+# $syncs $resets.
 fio_ok () {
   t0=$(($(date +%s%N) / 1000000))
   run_fio "$@"
