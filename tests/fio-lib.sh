@@ -1,4 +1,5 @@
 # Helpers for the fio engine's tests; source it, do not run it.
+# shellcheck shell=sh
 #
 # Environment (exported by `make check`) on top of lib.sh's:
 # ZONEDNULL_FIO_ENGINE, the built engine (empty when configure had no

@@ -1,4 +1,5 @@
 # The null_blk configuration matrix of fio's t/zbd/run-tests-against-nullb,
+# shellcheck shell=sh
 # scaled down, with short fio jobs through the engine on each device.
 # Sourced by test-fio-matrix-*.sh after setting:
 #   SIZE                 device size, MiB
