@@ -23,11 +23,10 @@ engine_zonednull_fio_la_LIBADD = engine/libzn-client-pic.la $(LIBNBD_LIBS)
 engine_zonednull_fio_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-Wl,-z,nodelete
 ZONEDNULL_FIO_ENGINE_SO = $(abs_builddir)/engine/.libs/zonednull-fio.so
+man1_MANS += man/zonednull-fio.1
 else
 ZONEDNULL_FIO_ENGINE_SO =
 endif
-
-man1_MANS += man/zonednull-fio.1
 
 FIO_TESTS = \
 	tests/test-fio-engine.sh \
@@ -39,6 +38,6 @@ AM_TESTS_ENVIRONMENT += \
 	ZONEDNULL_FIO_ENGINE='$(ZONEDNULL_FIO_ENGINE_SO)'; FIO='$(FIO)'; \
 	export ZONEDNULL_FIO_ENGINE FIO;
 
-EXTRA_DIST += $(FIO_TESTS) tests/fio-lib.sh tests/fio-matrix.sh \
+EXTRA_DIST += $(FIO_TESTS) tests/fio-lib.sh tests/fio-matrix.sh man/zonednull-fio.1 \
 	examples/pipelined-writes.sh examples/seq-verify.fio examples/randwrite-zbd.fio \
 	examples/pipelined-writes.fio
