@@ -89,6 +89,9 @@ fio_verified () {
     fail "fio $1: wrote $write bytes but verified $read"
 }
 
+# Tag of check_zones' files, for checks running in parallel.
+ztag=
+
 # check_zones NR_CONV MODE [BYTES]: the device's zone report and header,
 # through the CLI, must be consistent (contiguous zones, NR_CONV leading
 # conventional ones, write pointers within capacity, conditions matching
@@ -99,11 +102,11 @@ fio_verified () {
 #   MODE written   the sequential zones hold BYTES bytes (sum of wp - start)
 #   MODE any       nothing more
 check_zones () {
-  "$ZONEDNULL_CLI" report --json "$uri" >"$tmpdir/report.json" ||
+  "$ZONEDNULL_CLI" report --json "$uri" >"$tmpdir/report$ztag.json" ||
     fail "zonednull report failed"
-  "$ZONEDNULL_CLI" info --json "$uri" >"$tmpdir/info.json" ||
+  "$ZONEDNULL_CLI" info --json "$uri" >"$tmpdir/info$ztag.json" ||
     fail "zonednull info failed"
-  "$PYTHON" - "$tmpdir/report.json" "$tmpdir/info.json" "$@" <<'PY' ||
+  "$PYTHON" - "$tmpdir/report$ztag.json" "$tmpdir/info$ztag.json" "$@" <<'PY' ||
 import json, sys
 zones = json.load(open(sys.argv[1]))["zones"]
 info = json.load(open(sys.argv[2]))
@@ -159,5 +162,5 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
     fail "zone report after the last job ($*):
-$(cat "$tmpdir/report.json")"
+$(cat "$tmpdir/report$ztag.json")"
 }

@@ -88,11 +88,32 @@ jobs_on_device () {
   stop_server "$server"
 }
 
+# in_background NAME KEY=VALUE...: jobs_on_device in a subshell, so that
+# the devices with and without limits run side by side (the two CPUs of
+# CI machines; each job is mostly fio's fixed start-up and teardown).  A
+# failure exits the subshell, and the subshell's nbdkit exits with it.
+in_background () {
+  (ztag=.$1; jobs_on_device "$@") >"$tmpdir/$1.log" 2>&1 &
+  bg_pid=$!
+}
+
+# finished PID NAME: the subshell's output, and its failure.
+finished () {
+  wait "$1"
+  status=$?
+  cat "$tmpdir/$2.log"
+  [ "$status" -eq 0 ] || fail "device $2 failed"
+}
+
 for share in 0 10 66 100; do
   nr_zones=$((SIZE / ZONE_SIZE))
   conv=$((nr_zones * share / 100))
   [ "$conv" -lt "$nr_zones" ] || conv=$((nr_zones - 1))
-  jobs_on_device "conv$share" zone_nr_conv=$((nr_zones * share / 100))
-  jobs_on_device "conv$share-limits" zone_nr_conv=$((nr_zones * share / 100)) \
+  in_background "conv$share" zone_nr_conv=$((nr_zones * share / 100))
+  plain=$bg_pid
+  in_background "conv$share-limits" zone_nr_conv=$((nr_zones * share / 100)) \
     zone_max_open=$MAX_OPEN zone_max_active=$MAX_ACTIVE
+  limits=$bg_pid
+  finished "$plain" "conv$share"
+  finished "$limits" "conv$share-limits"
 done
