@@ -226,6 +226,9 @@ get_client (struct thread_data *td)
   struct zf_engine *e = td->io_ops_data;
   struct zf_fio_options *o = td->eo;
 
+  /* e is set by init() in the job; the pid check guards against a handle
+   * inherited over fork, which belongs to the other process.
+   */
   if (e && e->zc && e->owner == getpid ())
     return e->zc;
   return connect_client (o->uri);
@@ -328,18 +331,21 @@ check_files (struct thread_data *td)
   return 0;
 }
 
+/* Runs in fio's main process, before the zone discovery: learns the
+ * device's size and presents it to fio as a zoned character device.
+ * Nothing is kept: after fork, every job connects and allocates its own
+ * state in init(), so none of it is stranded in another process.
+ */
 static int
 zf_setup (struct thread_data *td)
 {
   struct zf_fio_options *o = td->eo;
-  struct zf_engine *e;
+  struct zf_engine e = { 0 };
   struct zn_client *zc;
   struct fio_file *f;
   unsigned i;
   int r;
 
-  if (td->io_ops_data)          /* setup_files() may run twice */
-    return 0;
   if (o->uri == NULL || *o->uri == '\0') {
     log_err ("%s: the uri option is required, e.g. "
              "uri=nbd+unix:///?socket=/tmp/zn.sock\n", ENGINE);
@@ -347,17 +353,10 @@ zf_setup (struct thread_data *td)
   }
   if (check_files (td) < 0)
     return 1;
-  e = calloc (1, sizeof *e);
-  if (e == NULL) {
-    td_verror (td, errno, "calloc");
-    return 1;
-  }
-  td->io_ops_data = e;
-
   zc = connect_client (o->uri);
   if (zc == NULL)
     return 1;
-  r = learn_device (e, zc);
+  r = learn_device (&e, zc);
   zn_client_close (zc);
   if (r < 0)
     return 1;
@@ -374,7 +373,7 @@ zf_setup (struct thread_data *td)
    */
   for_each_file (td, f, i) {
     f->filetype = FIO_TYPE_CHAR;
-    f->real_file_size = e->size;
+    f->real_file_size = e.size;
     fio_file_set_size_known (f);
   }
   return 0;
@@ -406,19 +405,24 @@ open_data_connections (struct zf_engine *e, const char *uri, unsigned n)
   return 0;
 }
 
+/* Runs in the job's process (or thread): its connections and state. */
 static int
 zf_init (struct thread_data *td)
 {
   struct zf_fio_options *o = td->eo;
-  struct zf_engine *e = td->io_ops_data;
+  struct zf_engine *e = calloc (1, sizeof *e);
 
-  if (e == NULL)                /* setup() failed and fio carried on */
+  if (e == NULL) {
+    td_verror (td, errno, "calloc");
     return 1;
+  }
+  td->io_ops_data = e;
   e->zc = connect_client (o->uri);
   if (e->zc == NULL)
     return 1;
   e->owner = getpid ();
-  if (open_data_connections (e, o->uri, o->conns) < 0)
+  if (learn_device (e, e->zc) < 0
+      || open_data_connections (e, o->uri, o->conns) < 0)
     return 1;
   if (o->zone_write_lock) {
     e->locks = calloc (e->nr_zones, sizeof *e->locks);
@@ -437,9 +441,7 @@ zf_cleanup (struct thread_data *td)
 
   if (e == NULL)
     return;
-  /* Connections inherited over fork belong to the other process. */
-  if (e->owner == getpid ())
-    close_connections (e);
+  close_connections (e);
   free (e->locks);
   free (e);
   td->io_ops_data = NULL;
@@ -935,21 +937,48 @@ zf_finish_zone (struct thread_data *td, struct fio_file *f, uint64_t offset,
 }
 #endif
 
+/* The device's limits, read afresh: fio asks in its main process, before
+ * any job state exists.
+ */
+static int
+read_limits (struct thread_data *td, uint32_t *max_open, uint32_t *max_active)
+{
+  struct zn_control_info info;
+  struct zn_client *zc = get_client (td);
+  int r;
+
+  if (zc == NULL)
+    return -EIO;
+  r = zn_client_info (zc, &info);
+  if (r < 0)
+    log_err ("%s: reading the device's limits: %s\n", ENGINE,
+             zn_client_error (zc));
+  put_client (td, zc);
+  if (r < 0)
+    return r;
+  *max_open = info.max_open;
+  *max_active = info.max_active;
+  return 0;
+}
+
 static int
 zf_get_max_open_zones (struct thread_data *td, struct fio_file *f,
                        unsigned int *max_open_zones)
 {
-  struct zf_engine *e = td->io_ops_data;
+  uint32_t max_open, max_active;
+  int r = read_limits (td, &max_open, &max_active);
 
   (void) f;
-  *max_open_zones = e->max_open;
+  if (r < 0)
+    return r;
+  *max_open_zones = max_open;
 #if FIO_IOOPS_VERSION < 33
   /* Without a max-active hook, fio's open limit must also keep the
    * active limit: fio writes a zone until it is full and never closes
    * it, so every zone fio counts as open is an active one on the device.
    */
-  if (e->max_active && (e->max_open == 0 || e->max_active < e->max_open))
-    *max_open_zones = e->max_active;
+  if (max_active && (max_open == 0 || max_active < max_open))
+    *max_open_zones = max_active;
 #endif
   return 0;
 }
@@ -959,10 +988,13 @@ static int
 zf_get_max_active_zones (struct thread_data *td, struct fio_file *f,
                          unsigned int *max_active_zones)
 {
-  struct zf_engine *e = td->io_ops_data;
+  uint32_t max_open, max_active;
+  int r = read_limits (td, &max_open, &max_active);
 
   (void) f;
-  *max_active_zones = e->max_active;
+  if (r < 0)
+    return r;
+  *max_active_zones = max_active;
   return 0;
 }
 #endif
