@@ -791,6 +791,12 @@ zf_getevents (struct thread_data *td, unsigned int min, unsigned int max,
 
   if (t)
     deadline = now_ms () + t->tv_sec * 1000 + t->tv_nsec / 1000000;
+  /* Replies already on the sockets count even when fio asks for none
+   * (min = 0 with iodepth_batch_complete_min=0): without a look at the
+   * sockets such calls would never see a completion.
+   */
+  if (poll_conns (e, 0) < 0)
+    return -1;
   for (;;) {
     int timeout = -1;
 

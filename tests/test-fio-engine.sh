@@ -116,6 +116,9 @@ check_zones 1 empty
 fio_verified rw --zonemode=zbd --rw=randwrite --bs=4k --iodepth=32 \
   --conns=4 --offset=1M --io_size=$((2 * MIB))
 check_zones 1 written $((2 * MIB))
-fio_ok read --rw=randread --bs=4k --iodepth=16 --conns=4 --size=1M
+# iodepth_batch_complete_min=0: fio also polls for completions without
+# waiting.
+fio_ok read --rw=randread --bs=4k --iodepth=16 --conns=4 --size=1M \
+  --iodepth_batch_complete_min=0
 [ "$read" -eq "$MIB" ] || fail "read $read bytes"
 stop_server "$pid"
