@@ -153,13 +153,11 @@ struct zf_zone_lock {
 };
 
 struct zf_engine {
-  /* The device, learnt in setup(). */
+  /* The device, learnt by setup() for fio and again by init() for the job. */
   uint64_t size;
   uint64_t zone_bytes;
   uint32_t nr_zones;
   uint32_t nr_conv;
-  uint32_t max_open;
-  uint32_t max_active;
   uint32_t max_request;
 
   /* The job's connections, opened by init() in the job's process. */
@@ -282,7 +280,7 @@ close_connections (struct zf_engine *e)
 
 /* ---- setup, init, cleanup ----------------------------------------------- */
 
-/* Reads the geometry and limits the zone hooks and data path need. */
+/* Reads the geometry the data path and the zone write locks need. */
 static int
 learn_device (struct zf_engine *e, struct zn_client *zc)
 {
@@ -300,8 +298,6 @@ learn_device (struct zf_engine *e, struct zn_client *zc)
   e->zone_bytes = info.zone_sectors * ZN_SECTOR_SIZE;
   e->nr_zones = info.nr_zones;
   e->nr_conv = info.nr_conv;
-  e->max_open = info.max_open;
-  e->max_active = info.max_active;
   max = nbd_get_block_size (h, LIBNBD_SIZE_MAXIMUM);
   e->max_request = max > 0 && max < NBD_MAX_REQUEST ? (uint32_t) max
                                                      : NBD_MAX_REQUEST;
