@@ -31,7 +31,8 @@ endif
 FIO_TESTS = \
 	tests/test-fio-engine.sh \
 	tests/test-fio-matrix-cap-eq.sh \
-	tests/test-fio-matrix-cap-lt.sh
+	tests/test-fio-matrix-cap-lt.sh \
+	tests/test-fio-server.sh
 TESTS += $(FIO_TESTS)
 
 AM_TESTS_ENVIRONMENT += \

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,6 +42,7 @@ static const char *port = "10809";      /* -p: TCP port */
 static const char *pidfile;             /* -P: written once listening */
 static bool foreground;                 /* -f: do not daemonize */
 static bool verbose;                    /* -v: log connections */
+static bool exit_with_parent;           /* stop when the parent exits */
 
 static struct served_device served;
 static int listen_fd = -1;
@@ -341,6 +343,7 @@ usage (FILE *fp)
          " -P, --pidfile FILE   write the PID once listening\n"
          " -r, --readonly       refuse writes, trims and zone commands\n"
          " -v, --verbose        log connections to stderr\n"
+         "     --exit-with-parent  stop (as on SIGTERM) when the parent exits\n"
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
@@ -377,6 +380,7 @@ main (int argc, char **argv)
     { "pidfile", required_argument, NULL, 'P' },
     { "readonly", no_argument, NULL, 'r' },
     { "verbose", no_argument, NULL, 'v' },
+    { "exit-with-parent", no_argument, NULL, 'E' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -398,10 +402,15 @@ main (int argc, char **argv)
     case 'P': pidfile = optarg; break;
     case 'r': served.readonly = true; break;
     case 'v': verbose = true; break;
+    case 'E': exit_with_parent = true; break;
     case 'h': usage (stdout); return EXIT_SUCCESS;
     case 'V': printf ("zonednull-server %s\n", PACKAGE_VERSION); return EXIT_SUCCESS;
     default: usage (stderr); return 2;
     }
+  }
+  if (exit_with_parent && !foreground) {
+    fputs ("zonednull-server: --exit-with-parent needs -f\n", stderr);
+    return 2;
   }
   for (int i = optind; i < argc; i++)
     if (params_set (&params, argv[i], err, sizeof err) == -1) {
@@ -435,6 +444,17 @@ main (int argc, char **argv)
     zn_control_destroy (served.ctl);
     zn_dev_destroy (served.dev);
     return EXIT_FAILURE;
+  }
+  /* The death signal goes through the loop like a real SIGTERM, so the
+   * socket and pidfile are removed.  Checked after arming: the parent may
+   * already be gone.
+   */
+  if (exit_with_parent) {
+    prctl (PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid () == 1) {
+      shutdown_all (NULL);
+      return EXIT_SUCCESS;
+    }
   }
   if (!foreground && daemon (1, 0) == -1) {
     fprintf (stderr, "zonednull-server: daemon: %s\n", strerror (errno));

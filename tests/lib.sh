@@ -77,7 +77,7 @@ start_server () {
   sock=$tmpdir/$name.sock
   pidfile=$tmpdir/$name.pid
   if [ "${ZONEDNULL_TARGET:-nbdkit}" = server ]; then
-    "$ZONEDNULL_SERVER" -f -U "$sock" -P "$pidfile" "$@" \
+    "$ZONEDNULL_SERVER" -f --exit-with-parent -U "$sock" -P "$pidfile" "$@" \
       </dev/null 2>"$tmpdir/$name.log" &
     pid=$!
     await_server "zonednull-server $*"
