@@ -1,0 +1,11 @@
+# The queueing model (tags, hardware queues, completion timing, throttle):
+# included from Makefile.am.
+lib_libzonednull_la_SOURCES += \
+	include/zonednull/queue.h \
+	lib/queue.c
+pkginclude_HEADERS += include/zonednull/queue.h
+
+check_PROGRAMS += tests/test-queue
+tests_test_queue_SOURCES = tests/test-queue.c tests/check.h
+tests_test_queue_LDADD = lib/libzonednull.la
+TESTS += tests/test-queue
