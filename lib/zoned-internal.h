@@ -21,6 +21,12 @@ struct zone {
   uint8_t type;
   uint8_t cond;
   struct zn_pages pages;
+  /* Pipelined writes only: writes ahead of the wp wait on wp_cond (with
+   * lock) for the wp to move; fail_gen changes when they must give up.
+   */
+  pthread_cond_t wp_cond;
+  uint32_t nr_waiting;
+  uint64_t fail_gen;
 };
 
 struct zn_dev {
@@ -34,6 +40,13 @@ struct zn_dev {
   atomic_uint nr_closed;
   uint32_t imp_close_cursor;     /* next zone to try for an implicit close */
   struct zone *zones;
+  bool pipeline;                 /* pipeline_zoned_writes */
+  uint32_t pipeline_wait_ms;
+  uint32_t pipeline_max_waiting;
+  atomic_uint pl_waiting;
+  atomic_ullong pl_waited;
+  atomic_ullong pl_timeouts;
+  atomic_ullong pl_failed;
 };
 
 /* geometry.c: null_blk's power-on validation and clamping. */

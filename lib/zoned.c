@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
 {
   struct zn_dev *dev;
   struct zn_geometry geo;
+  pthread_condattr_t cattr;
 
   if (zn_geometry_from_config (cfg, &geo, err, errlen) < 0)
     return NULL;
@@ -95,11 +97,19 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   dev->need_res_mgmt = geo.max_open || geo.max_active;
   dev->imp_close_cursor = geo.nr_conv;
   pthread_mutex_init (&dev->res_lock, NULL);
+  dev->pipeline = cfg->pipeline_zoned_writes;
+  dev->pipeline_wait_ms = cfg->pipeline_wait_ms
+    ? cfg->pipeline_wait_ms : ZN_PIPELINE_WAIT_MS;
+  dev->pipeline_max_waiting = cfg->pipeline_max_waiting
+    ? cfg->pipeline_max_waiting : ZN_PIPELINE_MAX_WAITING;
+  pthread_condattr_init (&cattr);
+  pthread_condattr_setclock (&cattr, CLOCK_MONOTONIC);
 
   for (uint32_t i = 0; i < geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
 
     pthread_mutex_init (&z->lock, NULL);
+    pthread_cond_init (&z->wp_cond, &cattr);
     z->start = (uint64_t) i * geo.zone_sectors;
     z->len = geo.capacity - z->start < geo.zone_sectors
       ? geo.capacity - z->start : geo.zone_sectors;
@@ -117,6 +127,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
     }
     pages_init (&z->pages, z->len << ZN_SECTOR_SHIFT);
   }
+  pthread_condattr_destroy (&cattr);
   return dev;
 }
 
@@ -128,6 +139,7 @@ zn_dev_destroy (struct zn_dev *dev)
   for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
     pages_free (&dev->zones[i].pages);
     pthread_mutex_destroy (&dev->zones[i].lock);
+    pthread_cond_destroy (&dev->zones[i].wp_cond);
   }
   pthread_mutex_destroy (&dev->res_lock);
   free (dev->zones);
@@ -382,6 +394,86 @@ advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
   z->cond = ZN_COND_FULL;
 }
 
+/* ---- pipelined writes (zone lock held) ---------------------------------- */
+
+/* Wakes the writes waiting on z for its wp; with give_up they fail. */
+static void
+wake_waiters (struct zone *z, bool give_up)
+{
+  if (give_up)
+    z->fail_gen++;
+  if (z->nr_waiting)
+    pthread_cond_broadcast (&z->wp_cond);
+}
+
+/* An implicit close may change the cond of an open zone under the
+ * resource lock alone, so cond is read under it.
+ */
+static uint8_t
+zone_cond (struct zn_dev *dev, struct zone *z)
+{
+  uint8_t cond;
+
+  res_lock (dev);
+  cond = z->cond;
+  res_unlock (dev);
+  return cond;
+}
+
+static bool
+writable_cond (uint8_t cond)
+{
+  return cond != ZN_COND_FULL && cond != ZN_COND_READONLY
+    && cond != ZN_COND_OFFLINE;
+}
+
+/* Waits until a write of n sectors at sector, ahead of the wp, is at the
+ * wp.  Writes that can never succeed (behind the wp, past the capacity,
+ * to a FULL, READONLY or OFFLINE zone) do not wait: the ordinary checks
+ * then fail them at once.  A waiting write changes no zone state.
+ */
+static int
+pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+{
+  struct timespec deadline;
+  uint64_t gen = z->fail_gen;
+  int ret = 0;
+
+  if (sector <= z->wp || sector + n > z->start + z->capacity
+      || !writable_cond (zone_cond (dev, z)))
+    return 0;
+  if (z->nr_waiting >= dev->pipeline_max_waiting) {
+    atomic_fetch_add (&dev->pl_failed, 1);
+    return -EBUSY;
+  }
+
+  clock_gettime (CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += dev->pipeline_wait_ms / 1000;
+  deadline.tv_nsec += (long) (dev->pipeline_wait_ms % 1000) * 1000000;
+  if (deadline.tv_nsec >= 1000000000) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000;
+  }
+  z->nr_waiting++;
+  atomic_fetch_add (&dev->pl_waiting, 1);
+  atomic_fetch_add (&dev->pl_waited, 1);
+  while (sector > z->wp && gen == z->fail_gen
+         && writable_cond (zone_cond (dev, z))) {
+    if (pthread_cond_timedwait (&z->wp_cond, &z->lock, &deadline) == ETIMEDOUT
+        && sector > z->wp && gen == z->fail_gen) {
+      ret = -ETIMEDOUT;
+      break;
+    }
+  }
+  z->nr_waiting--;
+  atomic_fetch_sub (&dev->pl_waiting, 1);
+  if (ret == 0 && gen != z->fail_gen)
+    ret = -EIO;
+  if (ret)
+    atomic_fetch_add (ret == -ETIMEDOUT ? &dev->pl_timeouts : &dev->pl_failed, 1);
+  return ret;
+}
+
 /* ---- data path -------------------------------------------------------- */
 
 static uint64_t
@@ -404,6 +496,13 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
       ret = pages_reserve (&z->pages, off, len);
   }
   else {
+    bool at_wp;
+
+    if (dev->pipeline && (ret = pipeline_wait (dev, z, sector, n)) != 0) {
+      zone_unlock (z);
+      return ret;
+    }
+    at_wp = sector == z->wp;
     /* The wp moves before the copy, under the resource lock, so an
      * implicit close of this zone by another writer meanwhile sees a
      * consistent zone; readers wait on the zone lock until the data is in.
@@ -415,6 +514,9 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     if (ret == 0)
       advance_wp (dev, z, n);
     res_unlock (dev);
+    /* The writes queued behind a failed write at the wp cannot succeed. */
+    if (dev->pipeline && (ret == 0 || at_wp))
+      wake_waiters (z, ret != 0);
   }
   if (ret == 0 && store)
     pages_copy_in (&z->pages, off, buf, len);
@@ -548,6 +650,8 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
   res_unlock (dev);
   if (ret == 0 && op == ZN_OP_RESET)
     pages_free (&z->pages);
+  if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
+    wake_waiters (z, true);
   zone_unlock (z);
   return ret;
 }
@@ -566,8 +670,10 @@ reset_all (struct zn_dev *dev)
         && z->cond != ZN_COND_OFFLINE)
       discard = reset_zone (dev, z) == 0;
     res_unlock (dev);
-    if (discard)
+    if (discard) {
       pages_free (&z->pages);
+      wake_waiters (z, true);
+    }
     zone_unlock (z);
   }
   return 0;
@@ -630,6 +736,7 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
   res_unlock (dev);
   if (discard)
     pages_free (&z->pages);
+  wake_waiters (z, true);
   zone_unlock (z);
   return 0;
 }
@@ -680,6 +787,17 @@ zn_get_counters (struct zn_dev *dev, struct zn_counters *counters)
   counters->exp_open = count (&dev->nr_exp_open);
   counters->closed = count (&dev->nr_closed);
   res_unlock (dev);
+}
+
+void
+zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s)
+{
+  *s = (struct zn_pipeline_stats) {
+    .waiting = atomic_load (&dev->pl_waiting),
+    .waited = atomic_load (&dev->pl_waited),
+    .timeouts = atomic_load (&dev->pl_timeouts),
+    .failed = atomic_load (&dev->pl_failed),
+  };
 }
 
 const char *
