@@ -310,6 +310,21 @@ zn_client_info (struct zn_client *c, struct zn_control_info *info)
   return read_header (c, info);
 }
 
+int
+zn_client_queue_info (struct zn_client *c, struct zn_control_queue_info *q)
+{
+  struct zn_control_info info;
+  int r = read_header (c, &info);
+
+  if (r < 0)
+    return r;
+  if (zn_control_decode_queues (c->page, q) < 0) {
+    set_error (c, "the server reports no queue section (an older zonednull)");
+    return -ENOTSUP;
+  }
+  return 0;
+}
+
 /* Sends one command and reads its result back.  Returns 0 with the
  * header in *info, or a negative errno if the command did not execute.
  */

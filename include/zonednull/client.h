@@ -78,6 +78,16 @@ const char *zn_client_error (const struct zn_client *c);
  */
 int zn_client_info (struct zn_client *c, struct zn_control_info *info);
 
+/* Reads the header's queue section afresh: the device's index, the
+ * queueing settings (irqmode, completion_nsec, hw_queue_depth,
+ * submit_queues, shared tags, mbps, pipelined writes) and the counters per
+ * device and per hardware queue: tags in use, peak in use, requests that
+ * waited for a tag, requests completed.  Returns -ENOTSUP when the server
+ * predates the queue section.
+ */
+int zn_client_queue_info (struct zn_client *c,
+                          struct zn_control_queue_info *q);
+
 /* Reports up to max zones starting with the zone holding sector, live.
  * Returns the number of zones written (0 when sector is past the end) or a
  * negative errno.
