@@ -15,3 +15,11 @@ check_PROGRAMS += tests/test-pipeline
 tests_test_pipeline_SOURCES = tests/test-pipeline.c tests/check.h
 tests_test_pipeline_LDADD = lib/libzonednull.la
 TESTS += tests/test-pipeline
+
+# Queues, tags, devices and pipelined writes through nbdkit (libnbd aio).
+check_PROGRAMS += tests/test-plugin-queue
+tests_test_plugin_queue_SOURCES = tests/test-plugin-queue.c tests/check.h
+tests_test_plugin_queue_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
+tests_test_plugin_queue_LDADD = client/libzonednull-client.la $(LIBNBD_LIBS)
+tests_test_plugin_queue_LDFLAGS = $(AM_LDFLAGS) -no-install
+TESTS += tests/test-plugin-queue
