@@ -23,3 +23,6 @@ tests_test_plugin_queue_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 tests_test_plugin_queue_LDADD = client/libzonednull-client.la $(LIBNBD_LIBS)
 tests_test_plugin_queue_LDFLAGS = $(AM_LDFLAGS) -no-install
 TESTS += tests/test-plugin-queue
+
+TESTS += tests/test-plugin-queue-config.sh
+EXTRA_DIST += tests/test-plugin-queue-config.sh
