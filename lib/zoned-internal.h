@@ -14,6 +14,7 @@ struct zone {
    * an open or closed zone is read and written under both.
    */
   pthread_mutex_t lock;
+  pthread_mutex_t *mutex;        /* &lock, or the device lock (device_lock) */
   uint64_t start;
   uint64_t len;
   uint64_t capacity;
@@ -34,6 +35,7 @@ struct zn_dev {
   unsigned zone_shift;           /* log2 (zone_sectors) */
   bool need_res_mgmt;            /* limits enforced: take res_lock */
   pthread_mutex_t res_lock;      /* counters and implicit-close cursor */
+  pthread_mutex_t dev_lock;      /* every zone's lock with device_lock */
   /* Atomic because without limits zones on different locks update them. */
   atomic_uint nr_imp_open;
   atomic_uint nr_exp_open;

@@ -22,13 +22,13 @@
 static void
 zone_lock (struct zone *z)
 {
-  pthread_mutex_lock (&z->lock);
+  pthread_mutex_lock (z->mutex);
 }
 
 static void
 zone_unlock (struct zone *z)
 {
-  pthread_mutex_unlock (&z->lock);
+  pthread_mutex_unlock (z->mutex);
 }
 
 static void
@@ -97,6 +97,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   dev->need_res_mgmt = geo.max_open || geo.max_active;
   dev->imp_close_cursor = geo.nr_conv;
   pthread_mutex_init (&dev->res_lock, NULL);
+  pthread_mutex_init (&dev->dev_lock, NULL);
   dev->pipeline = cfg->pipeline_zoned_writes;
   dev->pipeline_wait_ms = cfg->pipeline_wait_ms
     ? cfg->pipeline_wait_ms : ZN_PIPELINE_WAIT_MS;
@@ -109,6 +110,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
     struct zone *z = &dev->zones[i];
 
     pthread_mutex_init (&z->lock, NULL);
+    z->mutex = cfg->device_lock ? &dev->dev_lock : &z->lock;
     pthread_cond_init (&z->wp_cond, &cattr);
     z->start = (uint64_t) i * geo.zone_sectors;
     z->len = geo.capacity - z->start < geo.zone_sectors
@@ -142,6 +144,7 @@ zn_dev_destroy (struct zn_dev *dev)
     pthread_cond_destroy (&dev->zones[i].wp_cond);
   }
   pthread_mutex_destroy (&dev->res_lock);
+  pthread_mutex_destroy (&dev->dev_lock);
   free (dev->zones);
   free (dev);
 }
@@ -459,7 +462,7 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
   atomic_fetch_add (&dev->pl_waited, 1);
   while (sector > z->wp && gen == z->fail_gen
          && writable_cond (zone_cond (dev, z))) {
-    if (pthread_cond_timedwait (&z->wp_cond, &z->lock, &deadline) == ETIMEDOUT
+    if (pthread_cond_timedwait (&z->wp_cond, z->mutex, &deadline) == ETIMEDOUT
         && sector > z->wp && gen == z->fail_gen) {
       ret = -ETIMEDOUT;
       break;

@@ -243,6 +243,8 @@ zonednull_config (const char *key, const char *value)
     return parse_positive (key, value, &cfg.pipeline_wait_ms);
   else if (strcmp (key, "pipeline_max_waiting") == 0)
     return parse_positive (key, value, &cfg.pipeline_max_waiting);
+  else if (strcmp (key, "device_lock") == 0)
+    return parse_bool (key, value, &cfg.device_lock);
   else if (strcmp (key, "irqmode") == 0)
     return nbdkit_parse_uint32_t (key, value, &qcfg.irqmode);
   else if (strcmp (key, "completion_nsec") == 0)
@@ -428,6 +430,7 @@ zonednull_config_complete (void)
   "pipeline_zoned_writes=<BOOL> Writes ahead of the wp wait for it.\n" \
   "pipeline_wait_ms=<MS>   Bound on that wait (default 1000).\n" \
   "pipeline_max_waiting=<N> Writes that may wait per zone (default 1024).\n" \
+  "device_lock=<BOOL>      One lock for all zones (for benchmarks).\n" \
   "MiB values also take a suffix (64M, 1G) but must be whole MiB.\n" \
   "Use nbdkit -t >= hw_queue_depth with irqmode=2 (see the man page)."
 

@@ -18,6 +18,9 @@
 #define BLOCK_SECTORS 8            /* 4 KiB writes */
 #define NR_WRITES 32
 
+/* Run again with one lock for all zones: the results must not change. */
+static bool device_lock;
+
 static struct zn_dev *
 make_dev (bool pipeline, uint32_t wait_ms, uint32_t max_waiting,
           uint32_t max_open, uint32_t max_active)
@@ -35,6 +38,7 @@ make_dev (bool pipeline, uint32_t wait_ms, uint32_t max_waiting,
   cfg.pipeline_zoned_writes = pipeline;
   cfg.pipeline_wait_ms = wait_ms;
   cfg.pipeline_max_waiting = max_waiting;
+  cfg.device_lock = device_lock;
   dev = zn_dev_create (&cfg, err, sizeof err);
   if (!dev)
     fprintf (stderr, "zn_dev_create: %s\n", err);
@@ -238,6 +242,10 @@ test_max_waiting (void)
 int
 main (void)
 {
+  device_lock = true;
+  test_out_of_order ();
+  test_failed_predecessor ();
+  device_lock = false;
   test_out_of_order ();
   test_fail_at_once (true);
   test_fail_at_once (false);

@@ -38,6 +38,11 @@ struct zn_config {
   bool pipeline_zoned_writes;
   uint32_t pipeline_wait_ms;      /* 0 = ZN_PIPELINE_WAIT_MS */
   uint32_t pipeline_max_waiting;  /* 0 = ZN_PIPELINE_MAX_WAITING */
+  /* One lock for all zones instead of one per zone, as null_blk had
+   * before "improve zone locking" (5.12): same results, less parallelism.
+   * For the zone-locking benchmark.
+   */
+  bool device_lock;
 };
 
 #define ZN_PIPELINE_WAIT_MS 1000
