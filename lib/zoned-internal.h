@@ -8,6 +8,12 @@
 #include "zonednull/zoned.h"
 #include "pages.h"
 
+struct wp_waiter {
+  uint64_t sector;
+  pthread_cond_t cond;
+  struct wp_waiter *next;
+};
+
 struct zone {
   /* Serialises everything on this zone.  Under limits, an implicit close
    * changes another zone's cond holding only the resource lock, so cond of
@@ -22,10 +28,11 @@ struct zone {
   uint8_t type;
   uint8_t cond;
   struct zn_pages pages;
-  /* Pipelined writes only: writes ahead of the wp wait on wp_cond (with
-   * lock) for the wp to move; fail_gen changes when they must give up.
+  /* Pipelined writes only: the writes waiting for the wp, each on its own
+   * condition variable so that a wp move wakes only the write it reaches;
+   * fail_gen changes when they must all give up.
    */
-  pthread_cond_t wp_cond;
+  struct wp_waiter *waiters;
   uint32_t nr_waiting;
   uint64_t fail_gen;
 };
@@ -43,6 +50,7 @@ struct zn_dev {
   uint32_t imp_close_cursor;     /* next zone to try for an implicit close */
   struct zone *zones;
   bool pipeline;                 /* pipeline_zoned_writes */
+  pthread_condattr_t wp_condattr; /* CLOCK_MONOTONIC, for the waiters */
   uint32_t pipeline_wait_ms;
   uint32_t pipeline_max_waiting;
   atomic_uint pl_waiting;

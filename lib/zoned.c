@@ -76,7 +76,6 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
 {
   struct zn_dev *dev;
   struct zn_geometry geo;
-  pthread_condattr_t cattr;
 
   if (zn_geometry_from_config (cfg, &geo, err, errlen) < 0)
     return NULL;
@@ -103,15 +102,14 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
     ? cfg->pipeline_wait_ms : ZN_PIPELINE_WAIT_MS;
   dev->pipeline_max_waiting = cfg->pipeline_max_waiting
     ? cfg->pipeline_max_waiting : ZN_PIPELINE_MAX_WAITING;
-  pthread_condattr_init (&cattr);
-  pthread_condattr_setclock (&cattr, CLOCK_MONOTONIC);
+  pthread_condattr_init (&dev->wp_condattr);
+  pthread_condattr_setclock (&dev->wp_condattr, CLOCK_MONOTONIC);
 
   for (uint32_t i = 0; i < geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
 
     pthread_mutex_init (&z->lock, NULL);
     z->mutex = cfg->device_lock ? &dev->dev_lock : &z->lock;
-    pthread_cond_init (&z->wp_cond, &cattr);
     z->start = (uint64_t) i * geo.zone_sectors;
     z->len = geo.capacity - z->start < geo.zone_sectors
       ? geo.capacity - z->start : geo.zone_sectors;
@@ -129,7 +127,6 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
     }
     pages_init (&z->pages, z->len << ZN_SECTOR_SHIFT);
   }
-  pthread_condattr_destroy (&cattr);
   return dev;
 }
 
@@ -141,10 +138,10 @@ zn_dev_destroy (struct zn_dev *dev)
   for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
     pages_free (&dev->zones[i].pages);
     pthread_mutex_destroy (&dev->zones[i].lock);
-    pthread_cond_destroy (&dev->zones[i].wp_cond);
   }
   pthread_mutex_destroy (&dev->res_lock);
   pthread_mutex_destroy (&dev->dev_lock);
+  pthread_condattr_destroy (&dev->wp_condattr);
   free (dev->zones);
   free (dev);
 }
@@ -405,8 +402,9 @@ wake_waiters (struct zone *z, bool give_up)
 {
   if (give_up)
     z->fail_gen++;
-  if (z->nr_waiting)
-    pthread_cond_broadcast (&z->wp_cond);
+  for (struct wp_waiter *w = z->waiters; w; w = w->next)
+    if (give_up || w->sector <= z->wp)
+      pthread_cond_signal (&w->cond);
 }
 
 /* An implicit close may change the cond of an open zone under the
@@ -439,6 +437,7 @@ static int
 pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
 {
   struct timespec deadline;
+  struct wp_waiter me;
   uint64_t gen = z->fail_gen;
   int ret = 0;
 
@@ -457,17 +456,27 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
     deadline.tv_sec++;
     deadline.tv_nsec -= 1000000000;
   }
+  me.sector = sector;
+  pthread_cond_init (&me.cond, &dev->wp_condattr);
+  me.next = z->waiters;
+  z->waiters = &me;
   z->nr_waiting++;
   atomic_fetch_add (&dev->pl_waiting, 1);
   atomic_fetch_add (&dev->pl_waited, 1);
   while (sector > z->wp && gen == z->fail_gen
          && writable_cond (zone_cond (dev, z))) {
-    if (pthread_cond_timedwait (&z->wp_cond, z->mutex, &deadline) == ETIMEDOUT
+    if (pthread_cond_timedwait (&me.cond, z->mutex, &deadline) == ETIMEDOUT
         && sector > z->wp && gen == z->fail_gen) {
       ret = -ETIMEDOUT;
       break;
     }
   }
+  for (struct wp_waiter **p = &z->waiters; *p; p = &(*p)->next)
+    if (*p == &me) {
+      *p = me.next;
+      break;
+    }
+  pthread_cond_destroy (&me.cond);
   z->nr_waiting--;
   atomic_fetch_sub (&dev->pl_waiting, 1);
   if (ret == 0 && gen != z->fail_gen)
