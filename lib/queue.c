@@ -21,15 +21,22 @@
 #define NSEC_PER_SEC 1000000000LL
 #define THROTTLE_TICK_NSEC 20000000LL  /* null_blk refills every 20 ms */
 
-/* One pool of tags.  Waiters take a ticket and are served in ticket
- * order, so a request never overtakes one that waited before it.
+/* A request waiting for a tag, on its own condition variable: a freed
+ * tag is handed straight to the longest waiter, which alone is woken (a
+ * broadcast woke every waiter per completion, which collapsed throughput
+ * once nbdkit's threads outnumbered the tags).
  */
+struct tag_waiter {
+  pthread_cond_t cond;
+  bool granted;
+  struct tag_waiter *next;
+};
+
+/* One pool of tags; waiters queue in FIFO order. */
 struct pool {
   pthread_mutex_t lock;
-  pthread_cond_t cond;
   uint32_t free;
-  uint64_t next_ticket;        /* given to the next waiter */
-  uint64_t serving;            /* the waiter allowed to take the next tag */
+  struct tag_waiter *head, *tail;
 };
 
 struct zn_tagset {
@@ -165,7 +172,6 @@ zn_tagset_create (const struct zn_queue_config *cfg)
   }
   for (uint32_t i = 0; i < set->nr_pools; i++) {
     pthread_mutex_init (&set->pools[i].lock, NULL);
-    pthread_cond_init (&set->pools[i].cond, NULL);
     set->pools[i].free = set->depth;
   }
   return set;
@@ -178,7 +184,6 @@ zn_tagset_destroy (struct zn_tagset *set)
     return;
   for (uint32_t i = 0; i < set->nr_pools; i++) {
     pthread_mutex_destroy (&set->pools[i].lock);
-    pthread_cond_destroy (&set->pools[i].cond);
   }
   free (set->pools);
   free (set);
@@ -203,30 +208,45 @@ zn_tagset_pools (const struct zn_tagset *set)
 static void
 pool_get (struct pool *p, struct hwq *q, struct hwq *dev)
 {
-  pthread_mutex_lock (&p->lock);
-  if (p->serving != p->next_ticket || p->free == 0) {
-    uint64_t ticket = p->next_ticket++;
+  struct tag_waiter me = { .granted = false };
 
-    atomic_fetch_add (&q->waited, 1);
-    atomic_fetch_add (&dev->waited, 1);
-    while (ticket != p->serving || p->free == 0)
-      pthread_cond_wait (&p->cond, &p->lock);
-    p->serving++;
-    /* The next in line may find a tag too. */
-    if (p->serving != p->next_ticket)
-      pthread_cond_broadcast (&p->cond);
+  pthread_mutex_lock (&p->lock);
+  if (p->head == NULL && p->free > 0) {
+    p->free--;
+    pthread_mutex_unlock (&p->lock);
+    return;
   }
-  p->free--;
+  atomic_fetch_add (&q->waited, 1);
+  atomic_fetch_add (&dev->waited, 1);
+  pthread_cond_init (&me.cond, NULL);
+  if (p->tail)
+    p->tail->next = &me;
+  else
+    p->head = &me;
+  p->tail = &me;
+  while (!me.granted)
+    pthread_cond_wait (&me.cond, &p->lock);
   pthread_mutex_unlock (&p->lock);
+  pthread_cond_destroy (&me.cond);
 }
 
+/* Hands the tag to the longest waiter, if any. */
 static void
 pool_put (struct pool *p)
 {
+  struct tag_waiter *w;
+
   pthread_mutex_lock (&p->lock);
-  p->free++;
-  if (p->serving != p->next_ticket)
-    pthread_cond_broadcast (&p->cond);
+  w = p->head;
+  if (w) {
+    p->head = w->next;
+    if (p->head == NULL)
+      p->tail = NULL;
+    w->granted = true;
+    pthread_cond_signal (&w->cond);
+  }
+  else
+    p->free++;
   pthread_mutex_unlock (&p->lock);
 }
 
