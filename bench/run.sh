@@ -153,6 +153,28 @@ zone_locking () {
   record zone_locking "writes, one device lock" "${dw[@]}"
 }
 
+# ---- 0. In flight: nbdkit -t against hw_queue_depth ----------------------
+# 1 ms completions, 128 reads in flight from the client on one connection:
+# the peak of tags in use shows what reached the device.
+inflight () {
+  local r peak v
+  for t in 16 64; do
+    for d in 16 64; do
+      v=()
+      for _ in $(seq "$REPEATS"); do
+        nbdkit_srv "$t" "$plugin" size=1024 zone_size=64 irqmode=2 \
+          completion_nsec=1000000 hw_queue_depth=$d
+        r=$("$znbench" --mode randread --depth 128 --seconds "$RUNTIME" "$uri0")
+        peak=$("$build/cli/zonednull" info --json "$uri0" |
+                 /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["tags"]["peak"])')
+        v+=("$(echo "$r" | field iops)")
+        stop
+      done
+      record inflight "-t $t hw_queue_depth $d (peak tags $peak)" "${v[@]}"
+    done
+  done
+}
+
 # ---- 4. Peers: the same fio nbd-engine jobs --------------------------------
 # fio_iops RW IODEPTH NUMJOBS: summed IOPS of a fio nbd job on $uri0.
 fio_iops () {
@@ -250,6 +272,6 @@ GP
   cat "$OUT/results.md"
 }
 
-only=${ONLY:-"pipelining host_tags zone_locking peers"}
+only=${ONLY:-"inflight pipelining host_tags zone_locking peers"}
 for e in $only; do $e; done
 report
