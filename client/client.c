@@ -418,6 +418,14 @@ zn_client_set_offline (struct zn_client *c, uint64_t sector)
 }
 
 int
+zn_client_badblocks (struct zn_client *c, bool bad,
+                     uint64_t sector, uint64_t nr_sectors)
+{
+  return device_command (c, bad ? ZN_CMD_BADBLOCKS_SET : ZN_CMD_BADBLOCKS_CLEAR,
+                         sector, nr_sectors);
+}
+
+int
 zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
                       uint64_t offset, uint64_t count, int *err)
 {

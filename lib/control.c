@@ -95,6 +95,7 @@ render_queues (struct zn_control *ctl, unsigned char *page)
   q.pipeline_waited = pl.waited;
   q.pipeline_timeouts = pl.timeouts;
   q.pipeline_failed = pl.failed;
+  q.nr_badblocks = (uint32_t) zn_badblocks_list (ctl->dev, NULL, NULL, 0);
   zn_control_encode_queues (page, &q);
 }
 
@@ -267,6 +268,13 @@ execute (struct zn_control *ctl, enum zn_command op,
     return zn_zone_set_offline (ctl->dev, sector);
   case ZN_CMD_DATA_ERRNO:
     return -find_logged_error (ctl, (uint32_t) arg, sector, nr_sectors);
+  case ZN_CMD_BADBLOCKS_SET:
+  case ZN_CMD_BADBLOCKS_CLEAR:
+    if (nr_sectors == 0 || sector + nr_sectors < sector)
+      return -EINVAL;
+    return op == ZN_CMD_BADBLOCKS_SET
+      ? zn_badblocks_set (ctl->dev, sector, sector + nr_sectors - 1)
+      : zn_badblocks_clear (ctl->dev, sector, sector + nr_sectors - 1);
   }
   return -EINVAL;
 }

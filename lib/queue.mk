@@ -2,6 +2,7 @@
 # included from Makefile.am.
 lib_libzonednull_la_SOURCES += \
 	include/zonednull/queue.h \
+	lib/badblocks.c \
 	lib/queue.c
 pkginclude_HEADERS += include/zonednull/queue.h
 
@@ -26,3 +27,9 @@ TESTS += tests/test-plugin-queue
 
 TESTS += tests/test-plugin-queue-config.sh
 EXTRA_DIST += tests/test-plugin-queue-config.sh
+
+# Bad blocks in the device model.
+check_PROGRAMS += tests/test-badblocks
+tests_test_badblocks_SOURCES = tests/test-badblocks.c tests/check.h
+tests_test_badblocks_LDADD = lib/libzonednull.la
+TESTS += tests/test-badblocks

@@ -8,6 +8,10 @@
 #include "zonednull/zoned.h"
 #include "pages.h"
 
+struct zn_bb_range {
+  uint64_t start, end;           /* sectors, [start, end) */
+};
+
 struct wp_waiter {
   uint64_t sector;
   pthread_cond_t cond;
@@ -53,6 +57,11 @@ struct zn_dev {
   pthread_condattr_t wp_condattr; /* CLOCK_MONOTONIC, for the waiters */
   uint32_t pipeline_wait_ms;
   uint32_t pipeline_max_waiting;
+  /* Bad blocks (badblocks.c). */
+  pthread_rwlock_t bb_lock;
+  struct zn_bb_range *bb;
+  size_t bb_used;
+  atomic_size_t nr_bb;
   atomic_uint pl_waiting;
   atomic_ullong pl_waited;
   atomic_ullong pl_timeouts;
@@ -63,5 +72,10 @@ struct zn_dev {
 int zn_geometry_from_config (const struct zn_config *cfg,
                              struct zn_geometry *geo,
                              char *err, size_t errlen);
+
+/* badblocks.c */
+void badblocks_init (struct zn_dev *dev);
+void badblocks_free (struct zn_dev *dev);
+bool badblocks_hit (struct zn_dev *dev, uint64_t sector, uint64_t n);
 
 #endif

@@ -97,6 +97,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   dev->imp_close_cursor = geo.nr_conv;
   pthread_mutex_init (&dev->res_lock, NULL);
   pthread_mutex_init (&dev->dev_lock, NULL);
+  badblocks_init (dev);
   dev->pipeline = cfg->pipeline_zoned_writes;
   dev->pipeline_wait_ms = cfg->pipeline_wait_ms
     ? cfg->pipeline_wait_ms : ZN_PIPELINE_WAIT_MS;
@@ -141,6 +142,7 @@ zn_dev_destroy (struct zn_dev *dev)
   }
   pthread_mutex_destroy (&dev->res_lock);
   pthread_mutex_destroy (&dev->dev_lock);
+  badblocks_free (dev);
   pthread_condattr_destroy (&dev->wp_condattr);
   free (dev->zones);
   free (dev);
@@ -504,7 +506,9 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
 
   zone_lock (z);
   if (z->type == ZN_ZONE_CONVENTIONAL) {
-    if (store)
+    if (badblocks_hit (dev, sector, n))
+      ret = -EIO;
+    else if (store)
       ret = pages_reserve (&z->pages, off, len);
   }
   else {
@@ -521,6 +525,9 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
      */
     res_lock (dev);
     ret = write_open_zone (dev, z, sector, n);
+    /* Step 6: the zone is already open when a bad block fails the write. */
+    if (ret == 0 && badblocks_hit (dev, sector, n))
+      ret = -EIO;
     if (ret == 0 && store)
       ret = pages_reserve (&z->pages, off, len);
     if (ret == 0)
@@ -552,7 +559,7 @@ read_zone (struct zn_dev *dev, struct zone *z, void *buf,
   wp = z->wp;
   res_unlock (dev);
 
-  if (cond == ZN_COND_OFFLINE) {
+  if (cond == ZN_COND_OFFLINE || badblocks_hit (dev, sector, n)) {
     zone_unlock (z);
     return -EIO;
   }

@@ -39,6 +39,10 @@ static struct zn_config cfg;
 /* null_blk's queueing parameters (irqmode, hw_queue_depth, ...). */
 static struct zn_queue_config qcfg;
 
+/* badblocks settings ("+A-B" / "-A-B"), applied in command line order. */
+static char **badblocks_settings;
+static size_t nr_badblocks_settings;
+
 /* Devices nullb0 ... nullb<nr_devices-1>, as null_blk's module creates. */
 static uint32_t nr_devices = 1;
 
@@ -161,6 +165,23 @@ parse_bool (const char *key, const char *value, bool *b)
   return 0;
 }
 
+static int
+add_badblocks_setting (const char *value)
+{
+  char **p = realloc (badblocks_settings,
+                      (nr_badblocks_settings + 1) * sizeof *p);
+
+  if (p == NULL || (p[nr_badblocks_settings] = strdup (value)) == NULL) {
+    nbdkit_error ("out of memory");
+    if (p)
+      badblocks_settings = p;
+    return -1;
+  }
+  badblocks_settings = p;
+  nr_badblocks_settings++;
+  return 0;
+}
+
 /* Bounds of the pipelined mode: 0 would mean "no bound" or "no wait". */
 static int
 parse_positive (const char *key, const char *value, uint32_t *v)
@@ -261,6 +282,8 @@ zonednull_config (const char *key, const char *value)
     return nbdkit_parse_uint32_t (key, value, &qcfg.mbps);
   else if (strcmp (key, "nr_devices") == 0)
     return parse_nr_devices (key, value);
+  else if (strcmp (key, "badblocks") == 0)
+    return add_badblocks_setting (value);
   else if (strcmp (key, "zone_readonly") == 0)
     return add_cond_setting (key, value, false);
   else if (strcmp (key, "zone_offline") == 0)
@@ -343,6 +366,16 @@ apply_cond_setting (struct device *d, const struct cond_setting *s)
   return -1;
 }
 
+static void
+free_badblocks_settings (void)
+{
+  for (size_t i = 0; i < nr_badblocks_settings; i++)
+    free (badblocks_settings[i]);
+  free (badblocks_settings);
+  badblocks_settings = NULL;
+  nr_badblocks_settings = 0;
+}
+
 static int
 create_device (struct device *d, uint32_t index)
 {
@@ -367,6 +400,13 @@ create_device (struct device *d, uint32_t index)
   for (size_t i = 0; i < nr_cond_settings; i++)
     if (apply_cond_setting (d, &cond_settings[i]) == -1)
       return -1;
+  for (size_t i = 0; i < nr_badblocks_settings; i++)
+    if (zn_badblocks_parse (d->dev, badblocks_settings[i]) < 0) {
+      nbdkit_error ("badblocks=%s: expected +FIRST-LAST to add or "
+                    "-FIRST-LAST to remove an inclusive range of 512-byte "
+                    "sectors, with FIRST <= LAST", badblocks_settings[i]);
+      return -1;
+    }
   return 0;
 }
 
@@ -401,6 +441,7 @@ zonednull_config_complete (void)
   free (cond_settings);
   cond_settings = NULL;
   nr_cond_settings = 0;
+  free_badblocks_settings ();
   return 0;
 }
 
@@ -431,6 +472,7 @@ zonednull_config_complete (void)
   "pipeline_wait_ms=<MS>   Bound on that wait (default 1000).\n" \
   "pipeline_max_waiting=<N> Writes that may wait per zone (default 1024).\n" \
   "device_lock=<BOOL>      One lock for all zones (for benchmarks).\n" \
+  "badblocks=+A-B|-A-B     Add/remove bad sectors A..B (repeatable).\n" \
   "MiB values also take a suffix (64M, 1G) but must be whole MiB.\n" \
   "Use nbdkit -t >= hw_queue_depth with irqmode=2 (see the man page)."
 
@@ -845,6 +887,7 @@ zonednull_unload (void)
   free (devices);
   free (tagsets);
   free (cond_settings);
+  free_badblocks_settings ();
 }
 
 static struct nbdkit_plugin plugin = {

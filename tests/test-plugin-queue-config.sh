@@ -33,6 +33,8 @@ rejects "error: nr_devices=2000: must be from 1 to 1024" nr_devices=2000
 rejects "error: pipeline_zoned_writes=sometimes:" pipeline_zoned_writes=sometimes
 rejects "error: pipeline_wait_ms=0: must be at least 1" pipeline_wait_ms=0
 rejects "error: pipeline_max_waiting=0: must be at least 1" pipeline_max_waiting=0
+rejects "error: badblocks=\+9-8: expected \+FIRST-LAST" badblocks=+9-8
+rejects "error: badblocks=bad: expected" badblocks=bad
 
 # info_json KEY=VALUE...: zonednull info --json of a server with these
 # settings, in $tmpdir/info.json.

@@ -453,6 +453,38 @@ test_devices (void)
   stop_server (&s);
 }
 
+/* badblocks: by configuration and through the control channel. */
+static void
+test_badblocks (void)
+{
+  const char *const args[] = {
+    "size=8", "zone_size=1", "zone_nr_conv=1", "memory_backed=1",
+    "badblocks=+16-23", "badblocks=+100-199", "badblocks=-100-199", NULL,
+  };
+  struct server s;
+  struct zn_client *c;
+  static unsigned char buf[BLOCK];
+
+  start_server (&s, "badblocks", args);
+  c = client (&s, "");
+  CHECK_EQ (queue_info (c).nr_badblocks, 1);
+  CHECK_EQ (zn_client_pread (c, buf, BLOCK, 8192), -EIO);
+  CHECK_EQ (zn_client_pwrite (c, buf, BLOCK, 8192), -EIO);
+  CHECK_EQ (zn_client_pread (c, buf, BLOCK, 12288), 0);
+  CHECK_EQ (zn_client_badblocks (c, false, 16, 8), 0);
+  CHECK_EQ (queue_info (c).nr_badblocks, 0);
+  CHECK_EQ (zn_client_pread (c, buf, BLOCK, 8192), 0);
+  /* A bad sector in sequential zone 1: the write fails, the zone opens. */
+  CHECK_EQ (zn_client_badblocks (c, true, 2048 + 3, 1), 0);
+  CHECK_EQ (zn_client_pwrite (c, buf, BLOCK, ZONE_BYTES), -EIO);
+  CHECK_EQ (wp_bytes (c, ZONE_BYTES), 0);
+  CHECK_EQ (zn_client_badblocks (c, true, 0, 0), -EINVAL);
+  CHECK_EQ (zn_client_badblocks (c, false, 0, 16384), 0);
+  CHECK_EQ (zn_client_pwrite (c, buf, BLOCK, ZONE_BYTES), 0);
+  zn_client_close (c);
+  stop_server (&s);
+}
+
 int
 main (void)
 {
@@ -472,6 +504,7 @@ main (void)
   test_tags (false);
   test_tags (true);
   test_devices ();
+  test_badblocks ();
   printf ("test-plugin-queue: all checks passed\n");
   return EXIT_SUCCESS;
 }

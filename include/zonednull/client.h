@@ -25,6 +25,7 @@
 #ifndef ZONEDNULL_CLIENT_H
 #define ZONEDNULL_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -111,6 +112,14 @@ int zn_client_zone_mgmt (struct zn_client *c, enum zn_zone_op op,
  */
 int zn_client_set_readonly (struct zn_client *c, uint64_t sector);
 int zn_client_set_offline (struct zn_client *c, uint64_t sector);
+
+/* Marks [sector, sector + nr_sectors) bad, or good again, as null_blk's
+ * configfs "badblocks" (+A-B / -A-B); sectors are 512 bytes.  Returns 0 or
+ * a negative errno (-EINVAL for an empty or overflowing range; -EINVAL
+ * from an older server without bad blocks).
+ */
+int zn_client_badblocks (struct zn_client *c, bool bad,
+                         uint64_t sector, uint64_t nr_sectors);
 
 /* Reads or writes the data export (offset and count in bytes, at most
  * 64 MiB per call, libnbd's limit).  Returns 0 or a negative errno: when

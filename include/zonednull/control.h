@@ -90,7 +90,7 @@
  * 176  u64 pipelined writes that waited  184  u64 ... that timed out
  * 192  u64 ... that failed otherwise
  * 200  device counters (a queue entry, below)
- * 232  ... zero up to 256
+ * 232  u32 bad block ranges          236  ... zero up to 256
  * 256  one 32-byte entry per hardware queue (submit_queues of them):
  *        0 u32 tags in use   4 u32 peak in use   8 u64 requests that waited
  *       16 u64 requests completed   24 u32 connections   28 u32 zero
@@ -112,6 +112,8 @@ enum zn_command {
   ZN_CMD_READONLY = 5,       /* toggle, as configfs zone_readonly */
   ZN_CMD_OFFLINE = 6,        /* toggle, as configfs zone_offline */
   ZN_CMD_DATA_ERRNO = 7,
+  ZN_CMD_BADBLOCKS_SET = 8,  /* [sector, sector + nr_sectors) becomes bad */
+  ZN_CMD_BADBLOCKS_CLEAR = 9, /* ... becomes good again */
 };
 
 /* ---- encoding (lib/control-wire.c; used by both sides) ---------------- */
@@ -162,6 +164,7 @@ struct zn_control_queue_info {
   uint64_t pipeline_waited;
   uint64_t pipeline_timeouts;
   uint64_t pipeline_failed;
+  uint32_t nr_badblocks;       /* bad block ranges */
   struct zn_control_queue_stats device;
   struct zn_control_queue_stats queues[ZN_CONTROL_MAX_QUEUES];
 };

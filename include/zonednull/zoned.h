@@ -162,6 +162,20 @@ struct zn_pipeline_stats {
 
 void zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s);
 
+/* Bad blocks, as null_blk's configfs "badblocks": inclusive ranges of
+ * 512-byte sectors.  A read or write part that overlaps one fails with
+ * -EIO and transfers nothing; a zoned write has already opened its zone
+ * when the check runs (6.1), but its wp does not move.  Set and clear
+ * merge and split ranges; first > last is -EINVAL.
+ */
+int zn_badblocks_set (struct zn_dev *dev, uint64_t first, uint64_t last);
+int zn_badblocks_clear (struct zn_dev *dev, uint64_t first, uint64_t last);
+/* "+A-B" sets, "-A-B" clears; anything else is -EINVAL. */
+int zn_badblocks_parse (struct zn_dev *dev, const char *spec);
+/* Copies up to max ranges; returns how many there are. */
+size_t zn_badblocks_list (struct zn_dev *dev, uint64_t *first, uint64_t *last,
+                          size_t max);
+
 /* Short names for logs and reports: "EMPTY", "IMP_OPEN", ... */
 const char *zn_cond_name (uint8_t cond);
 const char *zn_op_name (enum zn_zone_op op);
