@@ -3,6 +3,7 @@
 lib_libzonednull_la_SOURCES += \
 	include/zonednull/queue.h \
 	lib/badblocks.c \
+	lib/cache.c \
 	lib/queue.c
 pkginclude_HEADERS += include/zonednull/queue.h
 

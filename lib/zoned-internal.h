@@ -62,6 +62,11 @@ struct zn_dev {
   struct zn_bb_range *bb;
   size_t bb_used;
   atomic_size_t nr_bb;
+  /* The volatile write cache (cache.c). */
+  pthread_mutex_t cache_lock;
+  uint64_t cache_bytes;          /* cache_size; 0 = no cache */
+  uint64_t dirty_bytes;
+  struct zn_undo *undo_head, *undo_tail;
   atomic_uint pl_waiting;
   atomic_ullong pl_waited;
   atomic_ullong pl_timeouts;
@@ -72,6 +77,14 @@ struct zn_dev {
 int zn_geometry_from_config (const struct zn_config *cfg,
                              struct zn_geometry *geo,
                              char *err, size_t errlen);
+
+/* cache.c */
+struct zn_undo;
+void cache_init (struct zn_dev *dev, uint64_t cache_bytes);
+void cache_free (struct zn_dev *dev);
+int cache_before_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+                        uint64_t len, bool fua);
+void cache_power_loss (struct zn_dev *dev);
 
 /* badblocks.c */
 void badblocks_init (struct zn_dev *dev);

@@ -98,6 +98,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   pthread_mutex_init (&dev->res_lock, NULL);
   pthread_mutex_init (&dev->dev_lock, NULL);
   badblocks_init (dev);
+  cache_init (dev, geo.memory_backed ? cfg->cache_size << 20 : 0);
   dev->pipeline = cfg->pipeline_zoned_writes;
   dev->pipeline_wait_ms = cfg->pipeline_wait_ms
     ? cfg->pipeline_wait_ms : ZN_PIPELINE_WAIT_MS;
@@ -143,6 +144,7 @@ zn_dev_destroy (struct zn_dev *dev)
   pthread_mutex_destroy (&dev->res_lock);
   pthread_mutex_destroy (&dev->dev_lock);
   badblocks_free (dev);
+  cache_free (dev);
   pthread_condattr_destroy (&dev->wp_condattr);
   free (dev->zones);
   free (dev);
@@ -498,7 +500,7 @@ zone_bytes (const struct zone *z, uint64_t sector)
 
 static int
 write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
-            uint64_t sector, uint64_t n)
+            uint64_t sector, uint64_t n, bool fua)
 {
   uint64_t off = zone_bytes (z, sector), len = n << ZN_SECTOR_SHIFT;
   bool store = dev->geo.memory_backed;
@@ -510,6 +512,8 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
       ret = -EIO;
     else if (store)
       ret = pages_reserve (&z->pages, off, len);
+    if (ret == 0 && dev->cache_bytes)
+      ret = cache_before_write (dev, z, off, len, fua);
   }
   else {
     bool at_wp;
@@ -635,7 +639,14 @@ static int
 write_part (struct zn_dev *dev, struct zone *z, void *buf,
             uint64_t sector, uint64_t n)
 {
-  return write_zone (dev, z, buf, sector, n);
+  return write_zone (dev, z, buf, sector, n, false);
+}
+
+static int
+write_part_fua (struct zn_dev *dev, struct zone *z, void *buf,
+                uint64_t sector, uint64_t n)
+{
+  return write_zone (dev, z, buf, sector, n, true);
 }
 
 int
@@ -643,6 +654,56 @@ zn_write (struct zn_dev *dev, const void *buf, uint64_t sector, uint64_t nr_sect
 {
   /* The part function never writes through buf. */
   return for_each_part (dev, write_part, (void *) buf, sector, nr_sectors);
+}
+
+int
+zn_write_fua (struct zn_dev *dev, const void *buf, uint64_t sector,
+              uint64_t nr_sectors)
+{
+  return for_each_part (dev, write_part_fua, (void *) buf, sector, nr_sectors);
+}
+
+/* ---- power ---------------------------------------------------------------- */
+
+/* Every zone lock, in zone order (once with device_lock). */
+static void
+lock_all_zones (struct zn_dev *dev, bool lock)
+{
+  if (dev->zones[0].mutex != &dev->zones[0].lock) {
+    if (lock)
+      pthread_mutex_lock (&dev->dev_lock);
+    else
+      pthread_mutex_unlock (&dev->dev_lock);
+    return;
+  }
+  for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
+    if (lock)
+      zone_lock (&dev->zones[i]);
+    else
+      zone_unlock (&dev->zones[i]);
+  }
+}
+
+int
+zn_power_cycle (struct zn_dev *dev)
+{
+  lock_all_zones (dev, true);
+  res_lock (dev);
+  cache_power_loss (dev);
+  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+
+    z->cond = ZN_COND_EMPTY;
+    z->wp = z->start;
+    wake_waiters (z, true);
+  }
+  atomic_store (&dev->nr_imp_open, 0);
+  atomic_store (&dev->nr_exp_open, 0);
+  atomic_store (&dev->nr_closed, 0);
+  dev->imp_close_cursor = dev->geo.nr_conv;
+  res_unlock (dev);
+  lock_all_zones (dev, false);
+  return 0;
 }
 
 /* ---- zone management ---------------------------------------------------- */

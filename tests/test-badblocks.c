@@ -1,6 +1,8 @@
-/* Bad blocks in the device model: ranges merge and split like the
- * kernel's badblocks, reads and writes that overlap one fail with EIO and
- * transfer nothing, and a zoned write is opened before the check (6.1).
+/* Bad blocks and the volatile write cache in the device model: ranges
+ * merge and split like the kernel's badblocks, reads and writes that
+ * overlap one fail with EIO and transfer nothing, and a zoned write is
+ * opened before the check (6.1).  Writes neither flushed nor FUA are lost
+ * at a power cycle, which also rebuilds the zones.
  */
 #include <errno.h>
 #include <string.h>
@@ -95,11 +97,122 @@ test_io (void)
   zn_dev_destroy (dev);
 }
 
+static struct zn_dev *
+make_cached (uint64_t cache_size, bool memory_backed)
+{
+  struct zn_config cfg;
+  char err[256];
+  struct zn_dev *dev;
+
+  zn_config_init (&cfg);
+  cfg.size = 8;
+  cfg.zone_size = 1;
+  cfg.zone_nr_conv = 3;
+  cfg.zone_max_open = 2;
+  cfg.memory_backed = memory_backed;
+  cfg.cache_size = cache_size;
+  dev = zn_dev_create (&cfg, err, sizeof err);
+  CHECK (dev != NULL);
+  return dev;
+}
+
+/* Sectors [sector, sector + 8) hold byte v everywhere. */
+static bool
+holds (struct zn_dev *dev, uint64_t sector, int v)
+{
+  static unsigned char got[8 * 512];
+
+  CHECK_EQ (zn_read (dev, got, sector, 8), 0);
+  for (size_t i = 0; i < sizeof got; i++)
+    if (got[i] != v)
+      return false;
+  return true;
+}
+
+static void
+put (struct zn_dev *dev, uint64_t sector, int v, bool fua)
+{
+  static unsigned char buf[8 * 512];
+
+  memset (buf, v, sizeof buf);
+  CHECK_EQ ((fua ? zn_write_fua : zn_write) (dev, buf, sector, 8), 0);
+}
+
+static void
+test_cache (void)
+{
+  struct zn_dev *dev = make_cached (1, true);
+  static unsigned char mib[1 << 20];
+  uint64_t size, dirty;
+  struct zn_zone z;
+  struct zn_counters c;
+
+  put (dev, 0, 0xA1, true);          /* FUA: durable */
+  put (dev, 8, 0xB2, false);         /* cached, then flushed: durable */
+  put (dev, 16, 0xC3, false);        /* same */
+  CHECK_EQ (zn_flush (dev), 0);
+  put (dev, 24, 0xD4, false);        /* lost */
+  put (dev, 32, 0xE5, true);
+  put (dev, 32, 0xF6, false);        /* lost: the FUA data comes back */
+  put (dev, 40, 0x17, false);
+  put (dev, 44, 0x28, true);         /* FUA over half of a cached write */
+  CHECK (holds (dev, 8, 0xB2));      /* reads see the cache */
+  zn_cache_stats (dev, &size, &dirty);
+  CHECK_EQ (size, 1 << 20);
+  CHECK_EQ (dirty, (8 + 8 + 4) * 512);
+
+  /* A sequential zone, open, with a write in it. */
+  put (dev, 3 * 2048, 0x39, false);
+  CHECK_EQ (zn_power_cycle (dev), 0);
+  CHECK (holds (dev, 0, 0xA1));
+  CHECK (holds (dev, 8, 0xB2));
+  CHECK (holds (dev, 16, 0xC3));
+  CHECK (holds (dev, 24, 0));
+  CHECK (holds (dev, 32, 0xE5));
+  {
+    static unsigned char got[8 * 512];
+
+    CHECK_EQ (zn_read (dev, got, 40, 8), 0);
+    for (size_t i = 0; i < sizeof got; i++)
+      CHECK_EQ (got[i], i < 4 * 512 ? 0 : 0x28);
+  }
+  zn_cache_stats (dev, &size, &dirty);
+  CHECK_EQ (dirty, 0);
+  CHECK_EQ (zn_report_zones (dev, 3 * 2048, &z, 1), 1);
+  CHECK_EQ (z.cond, ZN_COND_EMPTY);
+  CHECK_EQ (z.wp, 3 * 2048);
+  CHECK (holds (dev, 3 * 2048, 0xFF));   /* past the wp */
+  zn_get_counters (dev, &c);
+  CHECK_EQ (c.imp_open + c.exp_open + c.closed, 0);
+
+  /* A full cache writes back its oldest data: zone 0's MiB survives,
+   * zone 1's does not.
+   */
+  memset (mib, 0x5A, sizeof mib);
+  CHECK_EQ (zn_write (dev, mib, 0, 2048), 0);
+  memset (mib, 0x6B, sizeof mib);
+  CHECK_EQ (zn_write (dev, mib, 2048, 2048), 0);
+  zn_cache_stats (dev, &size, &dirty);
+  CHECK_EQ (dirty, 1 << 20);
+  CHECK_EQ (zn_power_cycle (dev), 0);
+  CHECK (holds (dev, 0, 0x5A));
+  CHECK (holds (dev, 2040, 0x5A));
+  CHECK (holds (dev, 2048, 0));
+  zn_dev_destroy (dev);
+
+  /* Not memory-backed: no cache (null_blk forces cache_size to 0). */
+  dev = make_cached (1, false);
+  zn_cache_stats (dev, &size, &dirty);
+  CHECK_EQ (size, 0);
+  zn_dev_destroy (dev);
+}
+
 int
 main (void)
 {
   test_ranges ();
   test_io ();
+  test_cache ();
   printf ("test-badblocks: all checks passed\n");
   return 0;
 }

@@ -43,6 +43,10 @@ struct zn_config {
    * For the zone-locking benchmark.
    */
   bool device_lock;
+  /* null_blk's cache_size, MiB: a volatile write cache.  Forced to 0
+   * unless memory_backed, as in null_blk.
+   */
+  uint64_t cache_size;
 };
 
 #define ZN_PIPELINE_WAIT_MS 1000
@@ -133,6 +137,22 @@ const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
 int zn_read (struct zn_dev *dev, void *buf, uint64_t sector, uint64_t nr_sectors);
 int zn_write (struct zn_dev *dev, const void *buf,
               uint64_t sector, uint64_t nr_sectors);
+/* A write with FUA: with a cache, its data is durable when it returns. */
+int zn_write_fua (struct zn_dev *dev, const void *buf,
+                  uint64_t sector, uint64_t nr_sectors);
+
+/* The volatile write cache (cache_size).  zn_flush makes every completed
+ * write durable (a no-op without a cache).  zn_power_cycle is configfs
+ * power=0 then power=1: the cache is dropped without write-back, so
+ * writes neither flushed nor written with FUA are lost, and the zones
+ * are rebuilt (every sequential zone EMPTY, counters zero, READONLY and
+ * OFFLINE cleared, implicit-close cursor at the first sequential zone).
+ * Stored data and bad blocks survive.  Writes waiting for their wp fail.
+ */
+int zn_flush (struct zn_dev *dev);
+int zn_power_cycle (struct zn_dev *dev);
+/* Cache size and bytes not yet written back, both in bytes. */
+void zn_cache_stats (struct zn_dev *dev, uint64_t *size, uint64_t *dirty);
 
 /* BLKOPENZONE, BLKCLOSEZONE, BLKFINISHZONE, BLKRESETZONE over a range, with
  * the block layer's range rules; a reset of the whole device is reset-all.
