@@ -426,6 +426,12 @@ zn_client_badblocks (struct zn_client *c, bool bad,
 }
 
 int
+zn_client_power_cycle (struct zn_client *c)
+{
+  return device_command (c, ZN_CMD_POWER_CYCLE, 0, 0);
+}
+
+int
 zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
                       uint64_t offset, uint64_t count, int *err)
 {

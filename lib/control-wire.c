@@ -150,6 +150,8 @@ zn_control_encode_queues (void *page, const struct zn_control_queue_info *q)
   put64 (p + 192, q->pipeline_failed);
   put_queue_stats (p + 200, &q->device);
   put32 (p + 232, q->nr_badblocks);
+  put64 (p + 240, q->cache_size);
+  put64 (p + 248, q->cache_dirty);
   for (uint32_t i = 0; i < nq; i++)
     put_queue_stats (p + ZN_CONTROL_QUEUE_ENTRIES
                      + i * ZN_CONTROL_QUEUE_ENTRY_SIZE, &q->queues[i]);
@@ -183,6 +185,8 @@ zn_control_decode_queues (const void *page, struct zn_control_queue_info *q)
   q->pipeline_failed = get64 (p + 192);
   get_queue_stats (p + 200, &q->device);
   q->nr_badblocks = get32 (p + 232);
+  q->cache_size = get64 (p + 240);
+  q->cache_dirty = get64 (p + 248);
   for (uint32_t i = 0; i < nq; i++)
     get_queue_stats (p + ZN_CONTROL_QUEUE_ENTRIES
                      + i * ZN_CONTROL_QUEUE_ENTRY_SIZE, &q->queues[i]);
@@ -238,7 +242,7 @@ zn_control_decode_command (const void *buf, enum zn_command *op,
   const unsigned char *p = buf;
   uint32_t code = get32 (p + 4);
 
-  if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN || code > ZN_CMD_BADBLOCKS_CLEAR)
+  if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN || code > ZN_CMD_POWER_CYCLE)
     return -EINVAL;
   *op = (enum zn_command) code;
   *sector = get64 (p + 8);

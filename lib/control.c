@@ -96,6 +96,7 @@ render_queues (struct zn_control *ctl, unsigned char *page)
   q.pipeline_timeouts = pl.timeouts;
   q.pipeline_failed = pl.failed;
   q.nr_badblocks = (uint32_t) zn_badblocks_list (ctl->dev, NULL, NULL, 0);
+  zn_cache_stats (ctl->dev, &q.cache_size, &q.cache_dirty);
   zn_control_encode_queues (page, &q);
 }
 
@@ -268,6 +269,8 @@ execute (struct zn_control *ctl, enum zn_command op,
     return zn_zone_set_offline (ctl->dev, sector);
   case ZN_CMD_DATA_ERRNO:
     return -find_logged_error (ctl, (uint32_t) arg, sector, nr_sectors);
+  case ZN_CMD_POWER_CYCLE:
+    return zn_power_cycle (ctl->dev);
   case ZN_CMD_BADBLOCKS_SET:
   case ZN_CMD_BADBLOCKS_CLEAR:
     if (nr_sectors == 0 || sector + nr_sectors < sector)

@@ -264,6 +264,8 @@ zonednull_config (const char *key, const char *value)
     return parse_positive (key, value, &cfg.pipeline_wait_ms);
   else if (strcmp (key, "pipeline_max_waiting") == 0)
     return parse_positive (key, value, &cfg.pipeline_max_waiting);
+  else if (strcmp (key, "cache_size") == 0)
+    return parse_mib (key, value, &cfg.cache_size);
   else if (strcmp (key, "device_lock") == 0)
     return parse_bool (key, value, &cfg.device_lock);
   else if (strcmp (key, "irqmode") == 0)
@@ -473,6 +475,7 @@ zonednull_config_complete (void)
   "pipeline_max_waiting=<N> Writes that may wait per zone (default 1024).\n" \
   "device_lock=<BOOL>      One lock for all zones (for benchmarks).\n" \
   "badblocks=+A-B|-A-B     Add/remove bad sectors A..B (repeatable).\n" \
+  "cache_size=<MiB>        Volatile write cache (memory_backed only).\n" \
   "MiB values also take a suffix (64M, 1G) but must be whole MiB.\n" \
   "Use nbdkit -t >= hw_queue_depth with irqmode=2 (see the man page)."
 
@@ -578,8 +581,8 @@ zonednull_block_size (void *handle,
   return 0;
 }
 
-/* All connections share one zone table and nothing is cached, so FLUSH
- * and FUA on one connection cover the writes of every connection.
+/* All connections share one zone table and one cache, so FLUSH and FUA on
+ * one connection cover the writes of every connection.
  */
 static int
 zonednull_can_multi_conn (void *handle UNUSED)
@@ -606,8 +609,8 @@ zonednull_can_extents (void *handle)
   return !h->control;
 }
 
-/* A write is in the zone table and the store before it returns, so FUA
- * needs no extra work.
+/* FUA is passed to the model: with a cache (cache_size) a FUA write is
+ * durable at once, as null_blk writes it around its cache.
  */
 static int
 zonednull_can_fua (void *handle UNUSED)
@@ -724,7 +727,7 @@ zonednull_pread (void *handle, void *buf, uint32_t count,
 
 static int
 zonednull_pwrite (void *handle, const void *buf, uint32_t count,
-                  uint64_t offset, uint32_t flags UNUSED)
+                  uint64_t offset, uint32_t flags)
 {
   struct handle *h = handle;
   struct zn_request rq;
@@ -745,16 +748,16 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
   if (check_alignment (h->d, "pwrite", count, offset) == -1)
     return -1;
   zn_queue_begin (h->d->qs, h->queue, count, &rq);
-  r = zn_write (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
-                count >> ZN_SECTOR_SHIFT);
+  r = (flags & NBDKIT_FLAG_FUA ? zn_write_fua : zn_write)
+    (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
   zn_queue_end (h->d->qs, &rq);
   if (r < 0)
     return data_error (h->d, "pwrite", NBD_CMD_WRITE, count, offset, -r);
   return 0;
 }
 
-/* There is no volatile cache, but a flush is still a request that takes
- * a tag and completes like the others.
+/* Writes back the volatile cache (cache_size); without one a no-op.  A
+ * flush is a request that takes a tag and completes like the others.
  */
 static int
 zonednull_flush (void *handle, uint32_t flags UNUSED)
@@ -765,6 +768,7 @@ zonednull_flush (void *handle, uint32_t flags UNUSED)
   if (h->control)
     return 0;
   zn_queue_begin (h->d->qs, h->queue, 0, &rq);
+  zn_flush (h->d->dev);
   zn_queue_end (h->d->qs, &rq);
   return 0;
 }

@@ -116,11 +116,14 @@ stop_server (struct server *s)
   unlink (s->log);
 }
 
+/* After a failed check: the test's own connections are still open, so
+ * the server is killed rather than asked to finish them.
+ */
 static void
 cleanup (void)
 {
   if (running) {
-    kill (running->pid, SIGTERM);
+    kill (running->pid, SIGKILL);
     waitpid (running->pid, NULL, 0);
     unlink (running->sock);
     unlink (running->pidfile);
@@ -485,6 +488,48 @@ test_badblocks (void)
   stop_server (&s);
 }
 
+/* cache_size: writes neither flushed nor FUA are lost at a power cycle
+ * sent through the control channel, which also empties the zones.
+ */
+static void
+test_cache (void)
+{
+  const char *const args[] = {
+    "size=8", "zone_size=1", "zone_nr_conv=1", "memory_backed=1",
+    "cache_size=1", NULL,
+  };
+  struct server s;
+  struct zn_client *c;
+  struct nbd_handle *h;
+  static unsigned char buf[BLOCK], got[BLOCK], zero[BLOCK];
+  struct zn_control_queue_info q;
+
+  start_server (&s, "cache", args);
+  c = client (&s, "");
+  h = zn_client_data_handle (c);
+  CHECK_EQ (nbd_can_flush (h), 1);
+  CHECK_EQ (nbd_can_fua (h), 1);
+  memset (buf, 0x3C, sizeof buf);
+  CHECK_EQ (nbd_pwrite (h, buf, BLOCK, BLOCK, LIBNBD_CMD_FLAG_FUA), 0);
+  CHECK_EQ (nbd_pwrite (h, buf, BLOCK, 2 * BLOCK, 0), 0);
+  CHECK_EQ (nbd_flush (h, 0), 0);                        /* 1 and 2 kept */
+  CHECK_EQ (nbd_pwrite (h, buf, BLOCK, 0, 0), 0);        /* 0 and 3 lost */
+  CHECK_EQ (nbd_pwrite (h, buf, BLOCK, 3 * BLOCK, 0), 0);
+  CHECK_EQ (nbd_pwrite (h, buf, BLOCK, ZONE_BYTES, 0), 0);           /* zone 1 */
+  q = queue_info (c);
+  CHECK_EQ (q.cache_size, 1 << 20);
+  CHECK_EQ (q.cache_dirty, 2 * BLOCK);
+  CHECK_EQ (zn_client_power_cycle (c), 0);
+  CHECK_EQ (queue_info (c).cache_dirty, 0);
+  for (int i = 0; i < 4; i++) {
+    CHECK_EQ (nbd_pread (h, got, BLOCK, (uint64_t) i * BLOCK, 0), 0);
+    CHECK (memcmp (got, i == 1 || i == 2 ? buf : zero, BLOCK) == 0);
+  }
+  CHECK_EQ (wp_bytes (c, ZONE_BYTES), 0);
+  zn_client_close (c);
+  stop_server (&s);
+}
+
 int
 main (void)
 {
@@ -505,6 +550,7 @@ main (void)
   test_tags (true);
   test_devices ();
   test_badblocks ();
+  test_cache ();
   printf ("test-plugin-queue: all checks passed\n");
   return EXIT_SUCCESS;
 }

@@ -121,6 +121,13 @@ int zn_client_set_offline (struct zn_client *c, uint64_t sector);
 int zn_client_badblocks (struct zn_client *c, bool bad,
                          uint64_t sector, uint64_t nr_sectors);
 
+/* Powers the device off and on, as configfs power=0 then power=1: data
+ * neither flushed nor written with FUA is lost (cache_size), and every
+ * sequential zone is EMPTY again.  Returns 0 or a negative errno (-EINVAL
+ * from an older server).
+ */
+int zn_client_power_cycle (struct zn_client *c);
+
 /* Reads or writes the data export (offset and count in bytes, at most
  * 64 MiB per call, libnbd's limit).  Returns 0 or a negative errno: when
  * the server failed the request, the exact errno the device gave (for

@@ -90,7 +90,8 @@
  * 176  u64 pipelined writes that waited  184  u64 ... that timed out
  * 192  u64 ... that failed otherwise
  * 200  device counters (a queue entry, below)
- * 232  u32 bad block ranges          236  ... zero up to 256
+ * 232  u32 bad block ranges          236  u32 zero
+ * 240  u64 cache size (bytes)        248  u64 cache bytes not written back
  * 256  one 32-byte entry per hardware queue (submit_queues of them):
  *        0 u32 tags in use   4 u32 peak in use   8 u64 requests that waited
  *       16 u64 requests completed   24 u32 connections   28 u32 zero
@@ -114,6 +115,7 @@ enum zn_command {
   ZN_CMD_DATA_ERRNO = 7,
   ZN_CMD_BADBLOCKS_SET = 8,  /* [sector, sector + nr_sectors) becomes bad */
   ZN_CMD_BADBLOCKS_CLEAR = 9, /* ... becomes good again */
+  ZN_CMD_POWER_CYCLE = 10,   /* configfs power=0, power=1 */
 };
 
 /* ---- encoding (lib/control-wire.c; used by both sides) ---------------- */
@@ -165,6 +167,8 @@ struct zn_control_queue_info {
   uint64_t pipeline_timeouts;
   uint64_t pipeline_failed;
   uint32_t nr_badblocks;       /* bad block ranges */
+  uint64_t cache_size;         /* volatile write cache, bytes (0: none) */
+  uint64_t cache_dirty;        /* bytes not yet written back */
   struct zn_control_queue_stats device;
   struct zn_control_queue_stats queues[ZN_CONTROL_MAX_QUEUES];
 };
