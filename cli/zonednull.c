@@ -580,6 +580,9 @@ print_queues_json (const struct zn_control_queue_info *q)
           "  \"shared_tag_bitmap\": %s,\n"
           "  \"mbps\": %" PRIu32 ",\n"
           "  \"pipeline_zoned_writes\": %s,\n"
+          "  \"cache_size\": %" PRIu64 ",\n"
+          "  \"cache_dirty\": %" PRIu64 ",\n"
+          "  \"badblock_ranges\": %" PRIu32 ",\n"
           "  \"pipeline\": {\"wait_ms\": %" PRIu32 ", \"max_waiting\": %" PRIu32
           ", \"waiting\": %" PRIu32 ", \"waited\": %" PRIu64
           ", \"timeouts\": %" PRIu64 ", \"failed\": %" PRIu64 "},\n"
@@ -590,6 +593,7 @@ print_queues_json (const struct zn_control_queue_info *q)
           q->queue_flags & ZN_QUEUE_F_SHARED_TAG_BITMAP ? "true" : "false",
           q->mbps,
           q->queue_flags & ZN_QUEUE_F_PIPELINE ? "true" : "false",
+          q->cache_size, q->cache_dirty, q->nr_badblocks,
           q->pipeline_wait_ms, q->pipeline_max_waiting, q->pipeline_waiting,
           q->pipeline_waited, q->pipeline_timeouts, q->pipeline_failed);
   print_stats_json (&q->device);
@@ -629,6 +633,10 @@ print_queues_text (const struct zn_control_queue_info *q)
           q->pipeline_waiting, q->pipeline_waited, q->pipeline_timeouts,
           q->pipeline_failed, q->device.in_use, q->device.peak,
           q->device.waited, q->device.completed, q->device.connections);
+  printf ("write cache:       %" PRIu64 " bytes (%" PRIu64
+          " not written back)\n"
+          "bad block ranges:  %" PRIu32 "\n",
+          q->cache_size, q->cache_dirty, q->nr_badblocks);
   for (uint32_t n = 0; n < q->submit_queues; n++)
     printf ("queue %-3" PRIu32 "         in use %" PRIu32 ", peak %" PRIu32
             ", waited %" PRIu64 ", completed %" PRIu64 ", connections %"

@@ -35,6 +35,7 @@ rejects "error: pipeline_wait_ms=0: must be at least 1" pipeline_wait_ms=0
 rejects "error: pipeline_max_waiting=0: must be at least 1" pipeline_max_waiting=0
 rejects "error: badblocks=\+9-8: expected \+FIRST-LAST" badblocks=+9-8
 rejects "error: badblocks=bad: expected" badblocks=bad
+rejects "error: cache_size=1K: .*whole number of MiB" cache_size=1K
 
 # info_json KEY=VALUE...: zonednull info --json of a server with these
 # settings, in $tmpdir/info.json.
@@ -64,6 +65,13 @@ expect 'i["tag_pools"] == 1 and not i["shared_tags"] and not i["shared_tag_bitma
 expect 'i["mbps"] == 0 and not i["pipeline_zoned_writes"]'
 expect 'i["device_index"] == 0 and i["nr_devices"] == 1'
 expect 'i["pipeline"]["wait_ms"] == 1000 and i["pipeline"]["max_waiting"] == 1024'
+expect 'i["cache_size"] == 0 and i["badblock_ranges"] == 0'
+
+# cache_size is MiB, and only with memory_backed (else forced to 0).
+info_json cache_size=2 memory_backed=1 badblocks=+0-7 badblocks=+100-107
+expect 'i["cache_size"] == 2097152 and i["badblock_ranges"] == 2'
+info_json cache_size=2
+expect 'i["cache_size"] == 0'
 
 # Clamping: submit_queues <= 0 becomes 1, mbps is capped at 40960.
 info_json submit_queues=-3 mbps=99999
