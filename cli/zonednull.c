@@ -556,15 +556,109 @@ limit (uint32_t v, char *buf, size_t len)
 }
 
 static void
+print_stats_json (const struct zn_control_queue_stats *s)
+{
+  printf ("{\"in_use\": %" PRIu32 ", \"peak\": %" PRIu32
+          ", \"waited\": %" PRIu64 ", \"completed\": %" PRIu64
+          ", \"connections\": %" PRIu32 "}", s->in_use, s->peak, s->waited,
+          s->completed, s->connections);
+}
+
+/* The queue section as further members of info's JSON object. */
+static void
+print_queues_json (const struct zn_control_queue_info *q)
+{
+  printf (",\n"
+          "  \"device_index\": %" PRIu32 ",\n"
+          "  \"nr_devices\": %" PRIu32 ",\n"
+          "  \"irqmode\": %" PRIu32 ",\n"
+          "  \"completion_nsec\": %" PRIu64 ",\n"
+          "  \"hw_queue_depth\": %" PRIu32 ",\n"
+          "  \"submit_queues\": %" PRIu32 ",\n"
+          "  \"tag_pools\": %" PRIu32 ",\n"
+          "  \"shared_tags\": %s,\n"
+          "  \"shared_tag_bitmap\": %s,\n"
+          "  \"mbps\": %" PRIu32 ",\n"
+          "  \"pipeline_zoned_writes\": %s,\n"
+          "  \"cache_size\": %" PRIu64 ",\n"
+          "  \"cache_dirty\": %" PRIu64 ",\n"
+          "  \"badblock_ranges\": %" PRIu32 ",\n"
+          "  \"pipeline\": {\"wait_ms\": %" PRIu32 ", \"max_waiting\": %" PRIu32
+          ", \"waiting\": %" PRIu32 ", \"waited\": %" PRIu64
+          ", \"timeouts\": %" PRIu64 ", \"failed\": %" PRIu64 "},\n"
+          "  \"tags\": ",
+          q->device_index, q->nr_devices, q->irqmode, q->completion_nsec,
+          q->hw_queue_depth, q->submit_queues, q->tag_pools,
+          q->queue_flags & ZN_QUEUE_F_SHARED_TAGS ? "true" : "false",
+          q->queue_flags & ZN_QUEUE_F_SHARED_TAG_BITMAP ? "true" : "false",
+          q->mbps,
+          q->queue_flags & ZN_QUEUE_F_PIPELINE ? "true" : "false",
+          q->cache_size, q->cache_dirty, q->nr_badblocks,
+          q->pipeline_wait_ms, q->pipeline_max_waiting, q->pipeline_waiting,
+          q->pipeline_waited, q->pipeline_timeouts, q->pipeline_failed);
+  print_stats_json (&q->device);
+  printf (",\n  \"queues\": [");
+  for (uint32_t n = 0; n < q->submit_queues; n++) {
+    printf (n ? ",\n    " : "\n    ");
+    print_stats_json (&q->queues[n]);
+  }
+  printf ("\n  ]");
+}
+
+static void
+print_queues_text (const struct zn_control_queue_info *q)
+{
+  char mbps[16];
+
+  printf ("device:            nullb%" PRIu32 " (of %" PRIu32 ")\n"
+          "irqmode:           %" PRIu32 "%s\n"
+          "completion_nsec:   %" PRIu64 "\n"
+          "hw_queue_depth:    %" PRIu32 "\n"
+          "submit_queues:     %" PRIu32 "\n"
+          "tag pools:         %" PRIu32 "%s%s\n"
+          "mbps:              %s\n"
+          "pipelined writes:  %s (waiting %" PRIu32 ", waited %" PRIu64
+          ", timed out %" PRIu64 ", failed %" PRIu64 ")\n"
+          "tags:              in use %" PRIu32 ", peak %" PRIu32
+          ", waited %" PRIu64 ", completed %" PRIu64 ", connections %" PRIu32
+          "\n",
+          q->device_index, q->nr_devices, q->irqmode,
+          q->irqmode == 2 ? " (timer)" : "", q->completion_nsec,
+          q->hw_queue_depth, q->submit_queues, q->tag_pools,
+          q->queue_flags & ZN_QUEUE_F_SHARED_TAG_BITMAP
+            ? " (shared_tag_bitmap)" : "",
+          q->queue_flags & ZN_QUEUE_F_SHARED_TAGS ? " (shared_tags)" : "",
+          limit (q->mbps, mbps, sizeof mbps),
+          q->queue_flags & ZN_QUEUE_F_PIPELINE ? "on" : "off",
+          q->pipeline_waiting, q->pipeline_waited, q->pipeline_timeouts,
+          q->pipeline_failed, q->device.in_use, q->device.peak,
+          q->device.waited, q->device.completed, q->device.connections);
+  printf ("write cache:       %" PRIu64 " bytes (%" PRIu64
+          " not written back)\n"
+          "bad block ranges:  %" PRIu32 "\n",
+          q->cache_size, q->cache_dirty, q->nr_badblocks);
+  for (uint32_t n = 0; n < q->submit_queues; n++)
+    printf ("queue %-3" PRIu32 "         in use %" PRIu32 ", peak %" PRIu32
+            ", waited %" PRIu64 ", completed %" PRIu64 ", connections %"
+            PRIu32 "\n", n, q->queues[n].in_use, q->queues[n].peak,
+            q->queues[n].waited, q->queues[n].completed,
+            q->queues[n].connections);
+}
+
+static void
 cmd_info (struct zn_client *c, const struct options *o)
 {
   struct zn_control_info i;
   uint32_t open, active;
   char b1[16], b2[16];
+  struct zn_control_queue_info q;
+  bool have_q;
   int r = zn_client_info (c, &i);
 
   if (r < 0)
     die_client (c, "info", r);
+  /* Servers before the queue section still get the zone part. */
+  have_q = zn_client_queue_info (c, &q) == 0;
   open = i.imp_open + i.exp_open;
   active = open + i.closed;
 
@@ -587,14 +681,16 @@ cmd_info (struct zn_client *c, const struct options *o)
             "  \"exp_open\": %" PRIu32 ",\n"
             "  \"closed\": %" PRIu32 ",\n"
             "  \"open\": %" PRIu32 ",\n"
-            "  \"active\": %" PRIu32 "\n"
-            "}\n",
+            "  \"active\": %" PRIu32,
             i.version, i.capacity, i.capacity * ZN_SECTOR_SIZE,
             i.zone_sectors, i.zone_capacity, i.nr_zones, i.nr_conv,
             i.block_size, i.max_sectors, i.max_open, i.max_active,
             i.flags & ZN_CONTROL_F_MEMORY_BACKED ? "true" : "false",
             i.flags & ZN_CONTROL_F_READONLY ? "true" : "false",
             i.imp_open, i.exp_open, i.closed, open, active);
+    if (have_q)
+      print_queues_json (&q);
+    printf ("\n}\n");
     return;
   }
   printf ("capacity:          %" PRIu64 " sectors (%" PRIu64 " bytes)\n"
@@ -621,6 +717,8 @@ cmd_info (struct zn_client *c, const struct options *o)
           i.flags & ZN_CONTROL_F_MEMORY_BACKED ? "yes" : "no",
           i.flags & ZN_CONTROL_F_READONLY ? "yes" : "no",
           i.imp_open, i.exp_open, i.closed, open, active);
+  if (have_q)
+    print_queues_text (&q);
   if (o->verbose)
     printf ("control version:   %" PRIu32 "\n", i.version);
 }

@@ -310,6 +310,21 @@ zn_client_info (struct zn_client *c, struct zn_control_info *info)
   return read_header (c, info);
 }
 
+int
+zn_client_queue_info (struct zn_client *c, struct zn_control_queue_info *q)
+{
+  struct zn_control_info info;
+  int r = read_header (c, &info);
+
+  if (r < 0)
+    return r;
+  if (zn_control_decode_queues (c->page, q) < 0) {
+    set_error (c, "the server reports no queue section (an older zonednull)");
+    return -ENOTSUP;
+  }
+  return 0;
+}
+
 /* Sends one command and reads its result back.  Returns 0 with the
  * header in *info, or a negative errno if the command did not execute.
  */
@@ -400,6 +415,20 @@ int
 zn_client_set_offline (struct zn_client *c, uint64_t sector)
 {
   return device_command (c, ZN_CMD_OFFLINE, sector, 0);
+}
+
+int
+zn_client_badblocks (struct zn_client *c, bool bad,
+                     uint64_t sector, uint64_t nr_sectors)
+{
+  return device_command (c, bad ? ZN_CMD_BADBLOCKS_SET : ZN_CMD_BADBLOCKS_CLEAR,
+                         sector, nr_sectors);
+}
+
+int
+zn_client_power_cycle (struct zn_client *c)
+{
+  return device_command (c, ZN_CMD_POWER_CYCLE, 0, 0);
 }
 
 int

@@ -100,6 +100,99 @@ zn_control_decode_header (const void *page, struct zn_control_info *info)
   return 0;
 }
 
+static void
+put_queue_stats (unsigned char *p, const struct zn_control_queue_stats *s)
+{
+  put32 (p + 0, s->in_use);
+  put32 (p + 4, s->peak);
+  put64 (p + 8, s->waited);
+  put64 (p + 16, s->completed);
+  put32 (p + 24, s->connections);
+  put32 (p + 28, 0);
+}
+
+static void
+get_queue_stats (const unsigned char *p, struct zn_control_queue_stats *s)
+{
+  *s = (struct zn_control_queue_stats) {
+    .in_use = get32 (p + 0),
+    .peak = get32 (p + 4),
+    .waited = get64 (p + 8),
+    .completed = get64 (p + 16),
+    .connections = get32 (p + 24),
+  };
+}
+
+void
+zn_control_encode_queues (void *page, const struct zn_control_queue_info *q)
+{
+  unsigned char *p = page;
+  uint32_t nq = q->submit_queues < ZN_CONTROL_MAX_QUEUES
+    ? q->submit_queues : ZN_CONTROL_MAX_QUEUES;
+
+  put32 (p + 68, get32 (p + 68) | ZN_CONTROL_F_QUEUES);
+  put32 (p + 120, ZN_CONTROL_QUEUE_ENTRIES - ZN_CONTROL_QUEUES_OFFSET
+         + nq * ZN_CONTROL_QUEUE_ENTRY_SIZE);
+  put32 (p + 124, q->queue_flags);
+  put32 (p + 128, q->device_index);
+  put32 (p + 132, q->nr_devices);
+  put32 (p + 136, q->irqmode);
+  put32 (p + 140, q->hw_queue_depth);
+  put64 (p + 144, q->completion_nsec);
+  put32 (p + 152, nq);
+  put32 (p + 156, q->tag_pools);
+  put32 (p + 160, q->mbps);
+  put32 (p + 164, q->pipeline_wait_ms);
+  put32 (p + 168, q->pipeline_max_waiting);
+  put32 (p + 172, q->pipeline_waiting);
+  put64 (p + 176, q->pipeline_waited);
+  put64 (p + 184, q->pipeline_timeouts);
+  put64 (p + 192, q->pipeline_failed);
+  put_queue_stats (p + 200, &q->device);
+  put32 (p + 232, q->nr_badblocks);
+  put64 (p + 240, q->cache_size);
+  put64 (p + 248, q->cache_dirty);
+  for (uint32_t i = 0; i < nq; i++)
+    put_queue_stats (p + ZN_CONTROL_QUEUE_ENTRIES
+                     + i * ZN_CONTROL_QUEUE_ENTRY_SIZE, &q->queues[i]);
+}
+
+int
+zn_control_decode_queues (const void *page, struct zn_control_queue_info *q)
+{
+  const unsigned char *p = page;
+  uint32_t nq = get32 (p + 152);
+
+  if (!(get32 (p + 68) & ZN_CONTROL_F_QUEUES) || nq > ZN_CONTROL_MAX_QUEUES
+      || get32 (p + 120) < ZN_CONTROL_QUEUE_ENTRIES - ZN_CONTROL_QUEUES_OFFSET
+         + nq * ZN_CONTROL_QUEUE_ENTRY_SIZE)
+    return -ENOENT;
+  memset (q, 0, sizeof *q);
+  q->queue_flags = get32 (p + 124);
+  q->device_index = get32 (p + 128);
+  q->nr_devices = get32 (p + 132);
+  q->irqmode = get32 (p + 136);
+  q->hw_queue_depth = get32 (p + 140);
+  q->completion_nsec = get64 (p + 144);
+  q->submit_queues = nq;
+  q->tag_pools = get32 (p + 156);
+  q->mbps = get32 (p + 160);
+  q->pipeline_wait_ms = get32 (p + 164);
+  q->pipeline_max_waiting = get32 (p + 168);
+  q->pipeline_waiting = get32 (p + 172);
+  q->pipeline_waited = get64 (p + 176);
+  q->pipeline_timeouts = get64 (p + 184);
+  q->pipeline_failed = get64 (p + 192);
+  get_queue_stats (p + 200, &q->device);
+  q->nr_badblocks = get32 (p + 232);
+  q->cache_size = get64 (p + 240);
+  q->cache_dirty = get64 (p + 248);
+  for (uint32_t i = 0; i < nq; i++)
+    get_queue_stats (p + ZN_CONTROL_QUEUE_ENTRIES
+                     + i * ZN_CONTROL_QUEUE_ENTRY_SIZE, &q->queues[i]);
+  return 0;
+}
+
 void
 zn_control_encode_zone (void *desc, const struct zn_zone *zone)
 {
@@ -149,7 +242,7 @@ zn_control_decode_command (const void *buf, enum zn_command *op,
   const unsigned char *p = buf;
   uint32_t code = get32 (p + 4);
 
-  if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN || code > ZN_CMD_DATA_ERRNO)
+  if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN || code > ZN_CMD_POWER_CYCLE)
     return -EINVAL;
   *op = (enum zn_command) code;
   *sector = get64 (p + 8);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "zonednull/control.h"
+#include "zonednull/queue.h"
 #include "zonednull/zoned.h"
 
 struct logged_error {
@@ -23,6 +24,9 @@ struct zn_control {
   struct logged_error log[ZN_CONTROL_ERROR_LOG];   /* a ring */
   unsigned log_next;
   unsigned log_used;
+  /* The queue section: the device's queues and fixed settings. */
+  struct zn_queues *qs;
+  struct zn_control_queue_info qinfo;
 };
 
 #define ZONE_BATCH 256
@@ -37,6 +41,63 @@ zn_control_create (struct zn_dev *dev)
   ctl->dev = dev;
   pthread_mutex_init (&ctl->log_lock, NULL);
   return ctl;
+}
+
+void
+zn_control_set_queues (struct zn_control *ctl, struct zn_queues *qs,
+                       const struct zn_queue_config *qcfg,
+                       const struct zn_config *cfg,
+                       uint32_t index, uint32_t nr_devices)
+{
+  ctl->qs = qs;
+  ctl->qinfo = (struct zn_control_queue_info) {
+    .queue_flags = (qcfg->shared_tags ? ZN_QUEUE_F_SHARED_TAGS : 0)
+      | (qcfg->shared_tag_bitmap ? ZN_QUEUE_F_SHARED_TAG_BITMAP : 0)
+      | (cfg->pipeline_zoned_writes ? ZN_QUEUE_F_PIPELINE : 0),
+    .device_index = index,
+    .nr_devices = nr_devices,
+    .irqmode = qcfg->irqmode,
+    .hw_queue_depth = qcfg->hw_queue_depth,
+    .completion_nsec = qcfg->completion_nsec,
+    .submit_queues = qcfg->submit_queues,
+    .tag_pools = qcfg->shared_tag_bitmap ? 1 : qcfg->submit_queues,
+    .mbps = qcfg->mbps,
+    .pipeline_wait_ms = cfg->pipeline_wait_ms
+      ? cfg->pipeline_wait_ms : ZN_PIPELINE_WAIT_MS,
+    .pipeline_max_waiting = cfg->pipeline_max_waiting
+      ? cfg->pipeline_max_waiting : ZN_PIPELINE_MAX_WAITING,
+  };
+}
+
+static void
+copy_stats (struct zn_control_queue_stats *to, const struct zn_queue_stats *from)
+{
+  *to = (struct zn_control_queue_stats) {
+    .in_use = from->in_use, .peak = from->peak, .waited = from->waited,
+    .completed = from->completed, .connections = from->connections,
+  };
+}
+
+static void
+render_queues (struct zn_control *ctl, unsigned char *page)
+{
+  struct zn_control_queue_info q = ctl->qinfo;
+  struct zn_queue_stats dev, queues[ZN_CONTROL_MAX_QUEUES];
+  struct zn_pipeline_stats pl;
+  unsigned n;
+
+  n = zn_queues_stats (ctl->qs, &dev, queues, ZN_CONTROL_MAX_QUEUES);
+  copy_stats (&q.device, &dev);
+  for (unsigned i = 0; i < n; i++)
+    copy_stats (&q.queues[i], &queues[i]);
+  zn_get_pipeline_stats (ctl->dev, &pl);
+  q.pipeline_waiting = pl.waiting;
+  q.pipeline_waited = pl.waited;
+  q.pipeline_timeouts = pl.timeouts;
+  q.pipeline_failed = pl.failed;
+  q.nr_badblocks = (uint32_t) zn_badblocks_list (ctl->dev, NULL, NULL, 0);
+  zn_cache_stats (ctl->dev, &q.cache_size, &q.cache_dirty);
+  zn_control_encode_queues (page, &q);
 }
 
 void
@@ -125,6 +186,8 @@ render_header (struct zn_control *ctl, const struct zn_control_conn *conn,
     .result_sector = conn->sector,
     .result_nr_sectors = conn->nr_sectors,
   });
+  if (ctl->qs)
+    render_queues (ctl, page);
 }
 
 /* Copies descriptors covering [offset, offset+count) of the zone area,
@@ -206,6 +269,15 @@ execute (struct zn_control *ctl, enum zn_command op,
     return zn_zone_set_offline (ctl->dev, sector);
   case ZN_CMD_DATA_ERRNO:
     return -find_logged_error (ctl, (uint32_t) arg, sector, nr_sectors);
+  case ZN_CMD_POWER_CYCLE:
+    return zn_power_cycle (ctl->dev);
+  case ZN_CMD_BADBLOCKS_SET:
+  case ZN_CMD_BADBLOCKS_CLEAR:
+    if (nr_sectors == 0 || sector + nr_sectors < sector)
+      return -EINVAL;
+    return op == ZN_CMD_BADBLOCKS_SET
+      ? zn_badblocks_set (ctl->dev, sector, sector + nr_sectors - 1)
+      : zn_badblocks_clear (ctl->dev, sector, sector + nr_sectors - 1);
   }
   return -EINVAL;
 }

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,13 +22,13 @@
 static void
 zone_lock (struct zone *z)
 {
-  pthread_mutex_lock (&z->lock);
+  pthread_mutex_lock (z->mutex);
 }
 
 static void
 zone_unlock (struct zone *z)
 {
-  pthread_mutex_unlock (&z->lock);
+  pthread_mutex_unlock (z->mutex);
 }
 
 static void
@@ -95,11 +96,22 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   dev->need_res_mgmt = geo.max_open || geo.max_active;
   dev->imp_close_cursor = geo.nr_conv;
   pthread_mutex_init (&dev->res_lock, NULL);
+  pthread_mutex_init (&dev->dev_lock, NULL);
+  badblocks_init (dev);
+  cache_init (dev, geo.memory_backed ? cfg->cache_size << 20 : 0);
+  dev->pipeline = cfg->pipeline_zoned_writes;
+  dev->pipeline_wait_ms = cfg->pipeline_wait_ms
+    ? cfg->pipeline_wait_ms : ZN_PIPELINE_WAIT_MS;
+  dev->pipeline_max_waiting = cfg->pipeline_max_waiting
+    ? cfg->pipeline_max_waiting : ZN_PIPELINE_MAX_WAITING;
+  pthread_condattr_init (&dev->wp_condattr);
+  pthread_condattr_setclock (&dev->wp_condattr, CLOCK_MONOTONIC);
 
   for (uint32_t i = 0; i < geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
 
     pthread_mutex_init (&z->lock, NULL);
+    z->mutex = cfg->device_lock ? &dev->dev_lock : &z->lock;
     z->start = (uint64_t) i * geo.zone_sectors;
     z->len = geo.capacity - z->start < geo.zone_sectors
       ? geo.capacity - z->start : geo.zone_sectors;
@@ -130,6 +142,10 @@ zn_dev_destroy (struct zn_dev *dev)
     pthread_mutex_destroy (&dev->zones[i].lock);
   }
   pthread_mutex_destroy (&dev->res_lock);
+  pthread_mutex_destroy (&dev->dev_lock);
+  badblocks_free (dev);
+  cache_free (dev);
+  pthread_condattr_destroy (&dev->wp_condattr);
   free (dev->zones);
   free (dev);
 }
@@ -382,6 +398,98 @@ advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
   z->cond = ZN_COND_FULL;
 }
 
+/* ---- pipelined writes (zone lock held) ---------------------------------- */
+
+/* Wakes the writes waiting on z for its wp; with give_up they fail. */
+static void
+wake_waiters (struct zone *z, bool give_up)
+{
+  if (give_up)
+    z->fail_gen++;
+  for (struct wp_waiter *w = z->waiters; w; w = w->next)
+    if (give_up || w->sector <= z->wp)
+      pthread_cond_signal (&w->cond);
+}
+
+/* An implicit close may change the cond of an open zone under the
+ * resource lock alone, so cond is read under it.
+ */
+static uint8_t
+zone_cond (struct zn_dev *dev, struct zone *z)
+{
+  uint8_t cond;
+
+  res_lock (dev);
+  cond = z->cond;
+  res_unlock (dev);
+  return cond;
+}
+
+static bool
+writable_cond (uint8_t cond)
+{
+  return cond != ZN_COND_FULL && cond != ZN_COND_READONLY
+    && cond != ZN_COND_OFFLINE;
+}
+
+/* Waits until a write of n sectors at sector, ahead of the wp, is at the
+ * wp.  Writes that can never succeed (behind the wp, past the capacity,
+ * to a FULL, READONLY or OFFLINE zone) do not wait: the ordinary checks
+ * then fail them at once.  A waiting write changes no zone state.
+ */
+static int
+pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+{
+  struct timespec deadline;
+  struct wp_waiter me;
+  uint64_t gen = z->fail_gen;
+  int ret = 0;
+
+  if (sector <= z->wp || sector + n > z->start + z->capacity
+      || !writable_cond (zone_cond (dev, z)))
+    return 0;
+  if (z->nr_waiting >= dev->pipeline_max_waiting) {
+    atomic_fetch_add (&dev->pl_failed, 1);
+    return -EBUSY;
+  }
+
+  clock_gettime (CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += dev->pipeline_wait_ms / 1000;
+  deadline.tv_nsec += (long) (dev->pipeline_wait_ms % 1000) * 1000000;
+  if (deadline.tv_nsec >= 1000000000) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000;
+  }
+  me.sector = sector;
+  pthread_cond_init (&me.cond, &dev->wp_condattr);
+  me.next = z->waiters;
+  z->waiters = &me;
+  z->nr_waiting++;
+  atomic_fetch_add (&dev->pl_waiting, 1);
+  atomic_fetch_add (&dev->pl_waited, 1);
+  while (sector > z->wp && gen == z->fail_gen
+         && writable_cond (zone_cond (dev, z))) {
+    if (pthread_cond_timedwait (&me.cond, z->mutex, &deadline) == ETIMEDOUT
+        && sector > z->wp && gen == z->fail_gen) {
+      ret = -ETIMEDOUT;
+      break;
+    }
+  }
+  for (struct wp_waiter **p = &z->waiters; *p; p = &(*p)->next)
+    if (*p == &me) {
+      *p = me.next;
+      break;
+    }
+  pthread_cond_destroy (&me.cond);
+  z->nr_waiting--;
+  atomic_fetch_sub (&dev->pl_waiting, 1);
+  if (ret == 0 && gen != z->fail_gen)
+    ret = -EIO;
+  if (ret)
+    atomic_fetch_add (ret == -ETIMEDOUT ? &dev->pl_timeouts : &dev->pl_failed, 1);
+  return ret;
+}
+
 /* ---- data path -------------------------------------------------------- */
 
 static uint64_t
@@ -392,7 +500,7 @@ zone_bytes (const struct zone *z, uint64_t sector)
 
 static int
 write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
-            uint64_t sector, uint64_t n)
+            uint64_t sector, uint64_t n, bool fua)
 {
   uint64_t off = zone_bytes (z, sector), len = n << ZN_SECTOR_SHIFT;
   bool store = dev->geo.memory_backed;
@@ -400,21 +508,38 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
 
   zone_lock (z);
   if (z->type == ZN_ZONE_CONVENTIONAL) {
-    if (store)
+    if (badblocks_hit (dev, sector, n))
+      ret = -EIO;
+    else if (store)
       ret = pages_reserve (&z->pages, off, len);
+    if (ret == 0 && dev->cache_bytes)
+      ret = cache_before_write (dev, z, off, len, fua);
   }
   else {
+    bool at_wp;
+
+    if (dev->pipeline && (ret = pipeline_wait (dev, z, sector, n)) != 0) {
+      zone_unlock (z);
+      return ret;
+    }
+    at_wp = sector == z->wp;
     /* The wp moves before the copy, under the resource lock, so an
      * implicit close of this zone by another writer meanwhile sees a
      * consistent zone; readers wait on the zone lock until the data is in.
      */
     res_lock (dev);
     ret = write_open_zone (dev, z, sector, n);
+    /* Step 6: the zone is already open when a bad block fails the write. */
+    if (ret == 0 && badblocks_hit (dev, sector, n))
+      ret = -EIO;
     if (ret == 0 && store)
       ret = pages_reserve (&z->pages, off, len);
     if (ret == 0)
       advance_wp (dev, z, n);
     res_unlock (dev);
+    /* The writes queued behind a failed write at the wp cannot succeed. */
+    if (dev->pipeline && (ret == 0 || at_wp))
+      wake_waiters (z, ret != 0);
   }
   if (ret == 0 && store)
     pages_copy_in (&z->pages, off, buf, len);
@@ -438,7 +563,7 @@ read_zone (struct zn_dev *dev, struct zone *z, void *buf,
   wp = z->wp;
   res_unlock (dev);
 
-  if (cond == ZN_COND_OFFLINE) {
+  if (cond == ZN_COND_OFFLINE || badblocks_hit (dev, sector, n)) {
     zone_unlock (z);
     return -EIO;
   }
@@ -514,7 +639,14 @@ static int
 write_part (struct zn_dev *dev, struct zone *z, void *buf,
             uint64_t sector, uint64_t n)
 {
-  return write_zone (dev, z, buf, sector, n);
+  return write_zone (dev, z, buf, sector, n, false);
+}
+
+static int
+write_part_fua (struct zn_dev *dev, struct zone *z, void *buf,
+                uint64_t sector, uint64_t n)
+{
+  return write_zone (dev, z, buf, sector, n, true);
 }
 
 int
@@ -522,6 +654,56 @@ zn_write (struct zn_dev *dev, const void *buf, uint64_t sector, uint64_t nr_sect
 {
   /* The part function never writes through buf. */
   return for_each_part (dev, write_part, (void *) buf, sector, nr_sectors);
+}
+
+int
+zn_write_fua (struct zn_dev *dev, const void *buf, uint64_t sector,
+              uint64_t nr_sectors)
+{
+  return for_each_part (dev, write_part_fua, (void *) buf, sector, nr_sectors);
+}
+
+/* ---- power ---------------------------------------------------------------- */
+
+/* Every zone lock, in zone order (once with device_lock). */
+static void
+lock_all_zones (struct zn_dev *dev, bool lock)
+{
+  if (dev->zones[0].mutex != &dev->zones[0].lock) {
+    if (lock)
+      pthread_mutex_lock (&dev->dev_lock);
+    else
+      pthread_mutex_unlock (&dev->dev_lock);
+    return;
+  }
+  for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
+    if (lock)
+      zone_lock (&dev->zones[i]);
+    else
+      zone_unlock (&dev->zones[i]);
+  }
+}
+
+int
+zn_power_cycle (struct zn_dev *dev)
+{
+  lock_all_zones (dev, true);
+  res_lock (dev);
+  cache_power_loss (dev);
+  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+
+    z->cond = ZN_COND_EMPTY;
+    z->wp = z->start;
+    wake_waiters (z, true);
+  }
+  atomic_store (&dev->nr_imp_open, 0);
+  atomic_store (&dev->nr_exp_open, 0);
+  atomic_store (&dev->nr_closed, 0);
+  dev->imp_close_cursor = dev->geo.nr_conv;
+  res_unlock (dev);
+  lock_all_zones (dev, false);
+  return 0;
 }
 
 /* ---- zone management ---------------------------------------------------- */
@@ -548,6 +730,8 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
   res_unlock (dev);
   if (ret == 0 && op == ZN_OP_RESET)
     pages_free (&z->pages);
+  if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
+    wake_waiters (z, true);
   zone_unlock (z);
   return ret;
 }
@@ -566,8 +750,10 @@ reset_all (struct zn_dev *dev)
         && z->cond != ZN_COND_OFFLINE)
       discard = reset_zone (dev, z) == 0;
     res_unlock (dev);
-    if (discard)
+    if (discard) {
       pages_free (&z->pages);
+      wake_waiters (z, true);
+    }
     zone_unlock (z);
   }
   return 0;
@@ -630,6 +816,7 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
   res_unlock (dev);
   if (discard)
     pages_free (&z->pages);
+  wake_waiters (z, true);
   zone_unlock (z);
   return 0;
 }
@@ -680,6 +867,17 @@ zn_get_counters (struct zn_dev *dev, struct zn_counters *counters)
   counters->exp_open = count (&dev->nr_exp_open);
   counters->closed = count (&dev->nr_closed);
   res_unlock (dev);
+}
+
+void
+zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s)
+{
+  *s = (struct zn_pipeline_stats) {
+    .waiting = atomic_load (&dev->pl_waiting),
+    .waited = atomic_load (&dev->pl_waited),
+    .timeouts = atomic_load (&dev->pl_timeouts),
+    .failed = atomic_load (&dev->pl_failed),
+  };
 }
 
 const char *

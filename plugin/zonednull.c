@@ -19,6 +19,7 @@
 #include <nbdkit-plugin.h>
 
 #include "zonednull/control.h"
+#include "zonednull/queue.h"
 #include "zonednull/zoned.h"
 
 /* Every zone table update happens under the model's own locks. */
@@ -30,9 +31,20 @@
 #define MIB (UINT64_C (1) << 20)
 #define MAX_REQUEST (32 * 1024 * 1024)  /* advertised maximum block size */
 #define REPORT_BATCH 64                 /* zones per zn_report_zones call */
+#define MAX_DEVICES 1024                /* names stay short, startup cheap */
 
 /* null_blk's parameters as given on the command line, over its defaults. */
 static struct zn_config cfg;
+
+/* null_blk's queueing parameters (irqmode, hw_queue_depth, ...). */
+static struct zn_queue_config qcfg;
+
+/* badblocks settings ("+A-B" / "-A-B"), applied in command line order. */
+static char **badblocks_settings;
+static size_t nr_badblocks_settings;
+
+/* Devices nullb0 ... nullb<nr_devices-1>, as null_blk's module creates. */
+static uint32_t nr_devices = 1;
 
 /* zone_readonly / zone_offline settings, kept in command line order
  * because each one toggles, as a write to the configfs attribute does.
@@ -44,14 +56,23 @@ struct cond_setting {
 static struct cond_setting *cond_settings;
 static size_t nr_cond_settings;
 
-/* The one device that every connection sees, as with a real disk. */
-static struct zn_dev *dev;
+/* One device: its zones, its control channel (a second export) and its
+ * hardware queues.  Every connection to a device sees the same zones, as
+ * with a real disk.
+ */
+struct device {
+  char name[16];                /* "nullbN" */
+  char control_name[32];        /* "nullbN/control" */
+  struct zn_dev *dev;
+  const struct zn_geometry *geo;
+  struct zn_control *ctl;
+  struct zn_queues *qs;
+};
+static struct device *devices;
 
-/* A shortcut to the device's geometry, valid once dev exists. */
-static const struct zn_geometry *geo;
-
-/* The zone control channel of dev, served as a second export. */
-static struct zn_control *ctl;
+/* One tag set per device, or one for all with shared_tags. */
+static struct zn_tagset **tagsets;
+static uint32_t nr_tagsets;
 
 /* NBD command types, as the control channel names failed data requests. */
 #define NBD_CMD_READ 0
@@ -62,8 +83,10 @@ static struct zn_control *ctl;
  * result of its last command.
  */
 struct handle {
+  struct device *d;
   bool control;
   bool readonly;
+  unsigned queue;               /* data export: the hardware queue it feeds */
   struct zn_control_conn conn;
 };
 
@@ -71,6 +94,7 @@ static void
 zonednull_load (void)
 {
   zn_config_init (&cfg);
+  zn_queue_config_init (&qcfg);
 }
 
 /* null_blk takes sizes in MiB.  A bare number keeps that meaning, so the
@@ -142,6 +166,65 @@ parse_bool (const char *key, const char *value, bool *b)
 }
 
 static int
+add_badblocks_setting (const char *value)
+{
+  char **p = realloc (badblocks_settings,
+                      (nr_badblocks_settings + 1) * sizeof *p);
+
+  if (p == NULL || (p[nr_badblocks_settings] = strdup (value)) == NULL) {
+    nbdkit_error ("out of memory");
+    if (p)
+      badblocks_settings = p;
+    return -1;
+  }
+  badblocks_settings = p;
+  nr_badblocks_settings++;
+  return 0;
+}
+
+/* Bounds of the pipelined mode: 0 would mean "no bound" or "no wait". */
+static int
+parse_positive (const char *key, const char *value, uint32_t *v)
+{
+  if (nbdkit_parse_uint32_t (key, value, v) == -1)
+    return -1;
+  if (*v == 0) {
+    nbdkit_error ("%s=%s: must be at least 1", key, value);
+    return -1;
+  }
+  return 0;
+}
+
+/* null_blk takes an int: zero and negative values become 1. */
+static int
+parse_submit_queues (const char *key, const char *value)
+{
+  int32_t n;
+
+  if (nbdkit_parse_int32_t (key, value, &n) == -1)
+    return -1;
+  qcfg.submit_queues = n <= 0 ? 1 : (uint32_t) n;
+  return 0;
+}
+
+/* nr_devices=0 means configfs only in null_blk; there is no configfs
+ * here, so a server needs at least one device.
+ */
+static int
+parse_nr_devices (const char *key, const char *value)
+{
+  if (nbdkit_parse_uint32_t (key, value, &nr_devices) == -1)
+    return -1;
+  if (nr_devices == 0 || nr_devices > MAX_DEVICES) {
+    nbdkit_error ("%s=%s: must be from 1 to %d (null_blk's 0, configfs "
+                  "devices only, has no meaning without configfs)",
+                  key, value, MAX_DEVICES);
+    return -1;
+  }
+  return 0;
+}
+
+static int
 zonednull_config (const char *key, const char *value)
 {
   if (strcmp (key, "size") == 0)
@@ -175,6 +258,34 @@ zonednull_config (const char *key, const char *value)
     }
     return 0;
   }
+  else if (strcmp (key, "pipeline_zoned_writes") == 0)
+    return parse_bool (key, value, &cfg.pipeline_zoned_writes);
+  else if (strcmp (key, "pipeline_wait_ms") == 0)
+    return parse_positive (key, value, &cfg.pipeline_wait_ms);
+  else if (strcmp (key, "pipeline_max_waiting") == 0)
+    return parse_positive (key, value, &cfg.pipeline_max_waiting);
+  else if (strcmp (key, "cache_size") == 0)
+    return parse_mib (key, value, &cfg.cache_size);
+  else if (strcmp (key, "device_lock") == 0)
+    return parse_bool (key, value, &cfg.device_lock);
+  else if (strcmp (key, "irqmode") == 0)
+    return nbdkit_parse_uint32_t (key, value, &qcfg.irqmode);
+  else if (strcmp (key, "completion_nsec") == 0)
+    return nbdkit_parse_uint64_t (key, value, &qcfg.completion_nsec);
+  else if (strcmp (key, "hw_queue_depth") == 0)
+    return nbdkit_parse_uint32_t (key, value, &qcfg.hw_queue_depth);
+  else if (strcmp (key, "submit_queues") == 0)
+    return parse_submit_queues (key, value);
+  else if (strcmp (key, "shared_tags") == 0 || strcmp (key, "host_tags") == 0)
+    return parse_bool (key, value, &qcfg.shared_tags);
+  else if (strcmp (key, "shared_tag_bitmap") == 0)
+    return parse_bool (key, value, &qcfg.shared_tag_bitmap);
+  else if (strcmp (key, "mbps") == 0)
+    return nbdkit_parse_uint32_t (key, value, &qcfg.mbps);
+  else if (strcmp (key, "nr_devices") == 0)
+    return parse_nr_devices (key, value);
+  else if (strcmp (key, "badblocks") == 0)
+    return add_badblocks_setting (value);
   else if (strcmp (key, "zone_readonly") == 0)
     return add_cond_setting (key, value, false);
   else if (strcmp (key, "zone_offline") == 0)
@@ -208,22 +319,39 @@ error_text (int err)
     return "open zones exceeded (ETOOMANYREFS, sent as EINVAL)";
   case EOVERFLOW:
     return "active zones exceeded (EOVERFLOW, sent as EINVAL)";
+  case ETIMEDOUT:
+    return "pipelined write: the write pointer did not reach it within "
+      "pipeline_wait_ms (sent as EIO)";
+  case EBUSY:
+    return "pipelined write: pipeline_max_waiting writes already wait "
+      "on this zone (sent as EIO)";
   default:
     return "unexpected error";
   }
+}
+
+/* The errno that goes on the wire.  The pipelined mode's reasons for
+ * failing a waiting write are EIO to the client, as null_blk would fail
+ * the write; the control channel keeps the exact reason.
+ */
+static int
+wire_errno (int err)
+{
+  return err == ETIMEDOUT || err == EBUSY ? EIO : err;
 }
 
 /* The configfs attributes are written after power-on, so the model
  * decides what is valid; only the message is made more specific here.
  */
 static int
-apply_cond_setting (const struct cond_setting *s)
+apply_cond_setting (struct device *d, const struct cond_setting *s)
 {
   const char *key = s->offline ? "zone_offline" : "zone_readonly";
+  const struct zn_geometry *geo = d->geo;
   int r;
 
-  r = s->offline ? zn_zone_set_offline (dev, s->sector)
-                 : zn_zone_set_readonly (dev, s->sector);
+  r = s->offline ? zn_zone_set_offline (d->dev, s->sector)
+                 : zn_zone_set_readonly (d->dev, s->sector);
   if (r == 0)
     return 0;
   if (s->sector >= geo->capacity)
@@ -240,29 +368,82 @@ apply_cond_setting (const struct cond_setting *s)
   return -1;
 }
 
+static void
+free_badblocks_settings (void)
+{
+  for (size_t i = 0; i < nr_badblocks_settings; i++)
+    free (badblocks_settings[i]);
+  free (badblocks_settings);
+  badblocks_settings = NULL;
+  nr_badblocks_settings = 0;
+}
+
+static int
+create_device (struct device *d, uint32_t index)
+{
+  char err[256] = "";
+
+  snprintf (d->name, sizeof d->name, "nullb%" PRIu32, index);
+  snprintf (d->control_name, sizeof d->control_name, "%s" ZN_CONTROL_SUFFIX,
+            d->name);
+  d->dev = zn_dev_create (&cfg, err, sizeof err);
+  if (d->dev == NULL) {
+    nbdkit_error ("%s", err[0] ? err : error_text (errno));
+    return -1;
+  }
+  d->geo = zn_dev_geometry (d->dev);
+  d->qs = zn_queues_create (tagsets[qcfg.shared_tags ? 0 : index], &qcfg);
+  d->ctl = zn_control_create (d->dev);
+  if (d->qs == NULL || d->ctl == NULL) {
+    nbdkit_error ("out of memory for %s", d->name);
+    return -1;
+  }
+  zn_control_set_queues (d->ctl, d->qs, &qcfg, &cfg, index, nr_devices);
+  for (size_t i = 0; i < nr_cond_settings; i++)
+    if (apply_cond_setting (d, &cond_settings[i]) == -1)
+      return -1;
+  for (size_t i = 0; i < nr_badblocks_settings; i++)
+    if (zn_badblocks_parse (d->dev, badblocks_settings[i]) < 0) {
+      nbdkit_error ("badblocks=%s: expected +FIRST-LAST to add or "
+                    "-FIRST-LAST to remove an inclusive range of 512-byte "
+                    "sectors, with FIRST <= LAST", badblocks_settings[i]);
+      return -1;
+    }
+  return 0;
+}
+
 static int
 zonednull_config_complete (void)
 {
   char err[256] = "";
 
-  dev = zn_dev_create (&cfg, err, sizeof err);
-  if (dev == NULL) {
-    nbdkit_error ("%s", err[0] ? err : error_text (errno));
+  if (zn_queue_config_check (&qcfg, err, sizeof err) < 0) {
+    nbdkit_error ("%s", err);
     return -1;
   }
-  geo = zn_dev_geometry (dev);
-  ctl = zn_control_create (dev);
-  if (ctl == NULL) {
-    nbdkit_error ("out of memory for the control channel");
+  /* null_blk's shared tag set is one tag set for all devices. */
+  nr_tagsets = qcfg.shared_tags ? 1 : nr_devices;
+  tagsets = calloc (nr_tagsets, sizeof *tagsets);
+  devices = calloc (nr_devices, sizeof *devices);
+  if (tagsets == NULL || devices == NULL) {
+    nbdkit_error ("calloc: out of memory");
     return -1;
   }
-
-  for (size_t i = 0; i < nr_cond_settings; i++)
-    if (apply_cond_setting (&cond_settings[i]) == -1)
+  for (uint32_t i = 0; i < nr_tagsets; i++) {
+    tagsets[i] = zn_tagset_create (&qcfg);
+    if (tagsets[i] == NULL) {
+      nbdkit_error ("out of memory for %" PRIu32 " tags", qcfg.hw_queue_depth);
       return -1;
+    }
+  }
+  for (uint32_t i = 0; i < nr_devices; i++)
+    if (create_device (&devices[i], i) == -1)
+      return -1;
+
   free (cond_settings);
   cond_settings = NULL;
   nr_cond_settings = 0;
+  free_badblocks_settings ();
   return 0;
 }
 
@@ -279,17 +460,35 @@ zonednull_config_complete (void)
   "zoned=true              Only zoned mode is emulated.\n" \
   "zone_readonly=<SECTOR>  Toggle READONLY on its zone (repeatable).\n" \
   "zone_offline=<SECTOR>   Toggle OFFLINE on its zone (repeatable).\n" \
-  "MiB values also take a suffix (64M, 1G) but must be whole MiB."
+  "nr_devices=<N>          Devices nullb0.. as exports (default 1).\n" \
+  "irqmode=0|1|2           2: complete completion_nsec after the tag " \
+  "(default 1).\n" \
+  "completion_nsec=<NS>    Completion delay with irqmode=2 (default 10000).\n" \
+  "hw_queue_depth=<N>      Tags per hardware queue (default 64).\n" \
+  "submit_queues=<N>       Hardware queues; connection k feeds k mod N " \
+  "(default 1).\n" \
+  "shared_tags=<BOOL>      Devices share one tag set, alias host_tags.\n" \
+  "shared_tag_bitmap=<BOOL> One pool of hw_queue_depth tags for all queues.\n" \
+  "mbps=<MiB/s>            Bandwidth limit per device (default 0, none).\n" \
+  "pipeline_zoned_writes=<BOOL> Writes ahead of the wp wait for it.\n" \
+  "pipeline_wait_ms=<MS>   Bound on that wait (default 1000).\n" \
+  "pipeline_max_waiting=<N> Writes that may wait per zone (default 1024).\n" \
+  "device_lock=<BOOL>      One lock for all zones (for benchmarks).\n" \
+  "badblocks=+A-B|-A-B     Add/remove bad sectors A..B (repeatable).\n" \
+  "cache_size=<MiB>        Volatile write cache (memory_backed only).\n" \
+  "MiB values also take a suffix (64M, 1G) but must be whole MiB.\n" \
+  "Use nbdkit -t >= hw_queue_depth with irqmode=2 (see the man page)."
 
 static int
 zonednull_list_exports (int readonly UNUSED, int is_tls UNUSED,
                         struct nbdkit_exports *exports)
 {
-  if (nbdkit_add_export (exports, ZN_DEFAULT_DEVICE,
-                         "null_blk zoned device") == -1
-      || nbdkit_add_export (exports, ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX,
-                            "zone control (zonednull-control(5))") == -1)
-    return -1;
+  for (uint32_t i = 0; i < nr_devices; i++)
+    if (nbdkit_add_export (exports, devices[i].name,
+                           "null_blk zoned device") == -1
+        || nbdkit_add_export (exports, devices[i].control_name,
+                              "zone control (zonednull-control(5))") == -1)
+      return -1;
   return 0;
 }
 
@@ -297,6 +496,25 @@ static const char *
 zonednull_default_export (int readonly UNUSED, int is_tls UNUSED)
 {
   return ZN_DEFAULT_DEVICE;
+}
+
+/* "" is nullb0, as the default export. */
+static struct device *
+find_device (const char *name, bool *control)
+{
+  if (strcmp (name, "") == 0)
+    name = ZN_DEFAULT_DEVICE;
+  for (uint32_t i = 0; i < nr_devices; i++) {
+    if (strcmp (name, devices[i].name) == 0) {
+      *control = false;
+      return &devices[i];
+    }
+    if (strcmp (name, devices[i].control_name) == 0) {
+      *control = true;
+      return &devices[i];
+    }
+  }
+  return NULL;
 }
 
 static void *
@@ -313,21 +531,27 @@ zonednull_open (int readonly)
     return NULL;
   }
   h->readonly = readonly;
-  if (strcmp (name, ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX) == 0)
-    h->control = true;
-  else if (strcmp (name, "") != 0 && strcmp (name, ZN_DEFAULT_DEVICE) != 0) {
-    nbdkit_error ("no export named '%s' (exports: '" ZN_DEFAULT_DEVICE
-                  "' and '" ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX "')", name);
+  h->d = find_device (name, &h->control);
+  if (h->d == NULL) {
+    nbdkit_error ("no export named '%s' (exports: nullb0 to nullb%" PRIu32
+                  ", each with /control)", name, nr_devices - 1);
     free (h);
     return NULL;
   }
+  /* Each connection to a data export is one hardware queue's submitter. */
+  if (!h->control)
+    h->queue = zn_queues_attach (h->d->qs);
   return h;
 }
 
 static void
 zonednull_close (void *handle)
 {
-  free (handle);
+  struct handle *h = handle;
+
+  if (!h->control)
+    zn_queues_detach (h->d->qs, h->queue);
+  free (h);
 }
 
 static int64_t
@@ -336,8 +560,8 @@ zonednull_get_size (void *handle)
   struct handle *h = handle;
 
   if (h->control)
-    return (int64_t) zn_control_size (ctl);
-  return (int64_t) (geo->capacity << ZN_SECTOR_SHIFT);
+    return (int64_t) zn_control_size (h->d->ctl);
+  return (int64_t) (h->d->geo->capacity << ZN_SECTOR_SHIFT);
 }
 
 /* The model rejects unaligned requests like the block layer, so clients
@@ -349,15 +573,16 @@ zonednull_block_size (void *handle,
                       uint32_t *minimum, uint32_t *preferred, uint32_t *maximum)
 {
   struct handle *h = handle;
+  uint32_t bs = h->d->geo->block_size;
 
-  *minimum = h->control ? 1 : geo->block_size;
-  *preferred = geo->block_size > 4096 ? geo->block_size : 4096;
+  *minimum = h->control ? 1 : bs;
+  *preferred = bs > 4096 ? bs : 4096;
   *maximum = MAX_REQUEST;
   return 0;
 }
 
-/* All connections share one zone table and nothing is cached, so FLUSH
- * and FUA on one connection cover the writes of every connection.
+/* All connections share one zone table and one cache, so FLUSH and FUA on
+ * one connection cover the writes of every connection.
  */
 static int
 zonednull_can_multi_conn (void *handle UNUSED)
@@ -365,9 +590,6 @@ zonednull_can_multi_conn (void *handle UNUSED)
   return 1;
 }
 
-/* A write is in the zone table and the store before it returns, so FUA
- * needs no extra work.
- */
 /* TRIM (a zone reset) and block status (the write pointers) are for the
  * data export only.
  */
@@ -387,6 +609,9 @@ zonednull_can_extents (void *handle)
   return !h->control;
 }
 
+/* FUA is passed to the model: with a cache (cache_size) a FUA write is
+ * durable at once, as null_blk writes it around its cache.
+ */
 static int
 zonednull_can_fua (void *handle UNUSED)
 {
@@ -407,58 +632,80 @@ describe_zone (char *buf, size_t len, const struct zn_zone *z)
 }
 
 static void
-request_error (const char *what, uint32_t count, uint64_t offset, int err)
+request_error (struct device *d, const char *what, uint32_t count,
+               uint64_t offset, int err)
 {
+  const struct zn_geometry *geo = d->geo;
   uint64_t first = (offset >> ZN_SECTOR_SHIFT) / geo->zone_sectors;
   uint64_t last = ((offset + count - 1) >> ZN_SECTOR_SHIFT) / geo->zone_sectors;
   struct zn_zone z;
   char first_desc[64] = "", last_desc[64] = "";
 
-  if (zn_report_zones (dev, first * geo->zone_sectors, &z, 1) == 1)
+  if (zn_report_zones (d->dev, first * geo->zone_sectors, &z, 1) == 1)
     describe_zone (first_desc, sizeof first_desc, &z);
   if (first == last) {
-    nbdkit_error ("%s: offset %" PRIu64 " length %" PRIu32
+    nbdkit_error ("%s: %s: offset %" PRIu64 " length %" PRIu32
                   " in zone %" PRIu64 " (%s): %s",
-                  what, offset, count, first, first_desc, error_text (err));
+                  d->name, what, offset, count, first, first_desc,
+                  error_text (err));
     return;
   }
-  if (zn_report_zones (dev, last * geo->zone_sectors, &z, 1) == 1)
+  if (zn_report_zones (d->dev, last * geo->zone_sectors, &z, 1) == 1)
     describe_zone (last_desc, sizeof last_desc, &z);
-  nbdkit_error ("%s: offset %" PRIu64 " length %" PRIu32
+  nbdkit_error ("%s: %s: offset %" PRIu64 " length %" PRIu32
                 " in zones %" PRIu64 " to %" PRIu64
                 " (first %s; last %s): %s",
-                what, offset, count, first, last, first_desc, last_desc,
-                error_text (err));
+                d->name, what, offset, count, first, last, first_desc,
+                last_desc, error_text (err));
 }
 
 /* nbdkit advertises the block size but does not enforce it. */
 static int
-check_alignment (const char *what, uint32_t count, uint64_t offset)
+check_alignment (struct device *d, const char *what, uint32_t count,
+                 uint64_t offset)
 {
-  if (offset % geo->block_size) {
+  uint32_t bs = d->geo->block_size;
+
+  if (offset % bs) {
     nbdkit_error ("%s: offset %" PRIu64 " is not a multiple of the "
-                  "block size %" PRIu32, what, offset, geo->block_size);
+                  "block size %" PRIu32, what, offset, bs);
     nbdkit_set_error (EINVAL);
     return -1;
   }
-  if (count % geo->block_size) {
+  if (count % bs) {
     nbdkit_error ("%s: length %" PRIu32 " is not a multiple of the "
-                  "block size %" PRIu32, what, count, geo->block_size);
+                  "block size %" PRIu32, what, count, bs);
     nbdkit_set_error (EINVAL);
     return -1;
   }
   return 0;
 }
 
+/* A failed data request: logged, remembered for DATA_ERRNO, sent. */
+static int
+data_error (struct device *d, const char *what, uint32_t nbd_cmd,
+            uint32_t count, uint64_t offset, int err)
+{
+  request_error (d, what, count, offset, err);
+  zn_control_log_error (d->ctl, nbd_cmd, offset, count, err);
+  nbdkit_set_error (wire_errno (err));
+  return -1;
+}
+
+/* Data requests run between zn_queue_begin and zn_queue_end: they hold a
+ * tag of their queue's pool, are applied at once as null_blk applies them
+ * at submission, and are answered when their completion is due.
+ */
 static int
 zonednull_pread (void *handle, void *buf, uint32_t count,
                  uint64_t offset, uint32_t flags UNUSED)
 {
   struct handle *h = handle;
+  struct zn_request rq;
   int r;
 
   if (h->control) {
-    r = zn_control_pread (ctl, &h->conn, h->readonly, buf, count, offset);
+    r = zn_control_pread (h->d->ctl, &h->conn, h->readonly, buf, count, offset);
     if (r < 0) {
       nbdkit_error ("control: read at offset %" PRIu64 " length %" PRIu32
                     " is outside the control export", offset, count);
@@ -467,27 +714,27 @@ zonednull_pread (void *handle, void *buf, uint32_t count,
     }
     return 0;
   }
-  if (check_alignment ("pread", count, offset) == -1)
+  if (check_alignment (h->d, "pread", count, offset) == -1)
     return -1;
-  r = zn_read (dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
-  if (r < 0) {
-    request_error ("pread", count, offset, -r);
-    zn_control_log_error (ctl, NBD_CMD_READ, offset, count, -r);
-    nbdkit_set_error (-r);
-    return -1;
-  }
+  zn_queue_begin (h->d->qs, h->queue, count, &rq);
+  r = zn_read (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
+               count >> ZN_SECTOR_SHIFT);
+  zn_queue_end (h->d->qs, &rq);
+  if (r < 0)
+    return data_error (h->d, "pread", NBD_CMD_READ, count, offset, -r);
   return 0;
 }
 
 static int
 zonednull_pwrite (void *handle, const void *buf, uint32_t count,
-                  uint64_t offset, uint32_t flags UNUSED)
+                  uint64_t offset, uint32_t flags)
 {
   struct handle *h = handle;
+  struct zn_request rq;
   int r;
 
   if (h->control) {
-    r = zn_control_pwrite (ctl, &h->conn, buf, count, offset);
+    r = zn_control_pwrite (h->d->ctl, &h->conn, buf, count, offset);
     if (r < 0) {
       nbdkit_error ("control: a command is one %d-byte write at offset 0 "
                     "with a valid magic and op (zonednull-control(5)); got "
@@ -498,22 +745,31 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
     }
     return 0;
   }
-  if (check_alignment ("pwrite", count, offset) == -1)
+  if (check_alignment (h->d, "pwrite", count, offset) == -1)
     return -1;
-  r = zn_write (dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
-  if (r < 0) {
-    request_error ("pwrite", count, offset, -r);
-    zn_control_log_error (ctl, NBD_CMD_WRITE, offset, count, -r);
-    nbdkit_set_error (-r);
-    return -1;
-  }
+  zn_queue_begin (h->d->qs, h->queue, count, &rq);
+  r = (flags & NBDKIT_FLAG_FUA ? zn_write_fua : zn_write)
+    (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
+  zn_queue_end (h->d->qs, &rq);
+  if (r < 0)
+    return data_error (h->d, "pwrite", NBD_CMD_WRITE, count, offset, -r);
   return 0;
 }
 
-/* There is no volatile cache: null_blk's cache_size is not offered. */
+/* Writes back the volatile cache (cache_size); without one a no-op.  A
+ * flush is a request that takes a tag and completes like the others.
+ */
 static int
-zonednull_flush (void *handle UNUSED, uint32_t flags UNUSED)
+zonednull_flush (void *handle, uint32_t flags UNUSED)
 {
+  struct handle *h = handle;
+  struct zn_request rq;
+
+  if (h->control)
+    return 0;
+  zn_queue_begin (h->d->qs, h->queue, 0, &rq);
+  zn_flush (h->d->dev);
+  zn_queue_end (h->d->qs, &rq);
   return 0;
 }
 
@@ -523,13 +779,17 @@ zonednull_flush (void *handle UNUSED, uint32_t flags UNUSED)
  * rather than silently ignored.
  */
 static int
-zonednull_trim (void *handle UNUSED, uint32_t count, uint64_t offset,
+zonednull_trim (void *handle, uint32_t count, uint64_t offset,
                 uint32_t flags UNUSED)
 {
+  struct handle *h = handle;
+  struct device *d = h->d;
+  const struct zn_geometry *geo = d->geo;
   uint64_t zone_bytes = geo->zone_sectors << ZN_SECTOR_SHIFT;
   uint64_t size = geo->capacity << ZN_SECTOR_SHIFT;
   uint64_t end = offset + count;
   uint64_t first, last;
+  struct zn_request rq;
   int r;
 
   if (count == 0 || offset % zone_bytes
@@ -551,18 +811,21 @@ zonednull_trim (void *handle UNUSED, uint32_t count, uint64_t offset,
     return -1;
   }
 
-  r = zn_zone_mgmt (dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
+  /* A zone reset carries no data: it takes a tag, not bandwidth. */
+  zn_queue_begin (d->qs, h->queue, 0, &rq);
+  r = zn_zone_mgmt (d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
                     (uint64_t) count >> ZN_SECTOR_SHIFT);
+  zn_queue_end (d->qs, &rq);
   if (r < 0) {
     if (first == last)
-      request_error ("trim", count, offset, -r);
+      request_error (d, "trim", count, offset, -r);
     else
-      nbdkit_error ("trim: offset %" PRIu64 " length %" PRIu32
+      nbdkit_error ("%s: trim: offset %" PRIu64 " length %" PRIu32
                     ": reset of zones %" PRIu64 " to %" PRIu64
                     " failed (a READONLY or OFFLINE zone cannot be reset): %s",
-                    offset, count, first, last, error_text (-r));
-    zn_control_log_error (ctl, NBD_CMD_TRIM, offset, count, -r);
-    nbdkit_set_error (-r);
+                    d->name, offset, count, first, last, error_text (-r));
+    zn_control_log_error (d->ctl, NBD_CMD_TRIM, offset, count, -r);
+    nbdkit_set_error (wire_errno (-r));
     return -1;
   }
   return 0;
@@ -571,18 +834,20 @@ zonednull_trim (void *handle UNUSED, uint32_t count, uint64_t offset,
 /* Data up to each write pointer, a hole after it.  The hole is not marked
  * ZERO because null_blk reads 0xFF past the write pointer.  A READONLY
  * zone reads its data everywhere; an OFFLINE zone cannot be read at all.
+ * Block status is a report, not an I/O request: it takes no tag.
  */
 static int
-zonednull_extents (void *handle UNUSED, uint32_t count, uint64_t offset,
+zonednull_extents (void *handle, uint32_t count, uint64_t offset,
                    uint32_t flags, struct nbdkit_extents *extents)
 {
+  struct handle *h = handle;
   uint64_t sector = offset >> ZN_SECTOR_SHIFT;
   uint64_t end = (offset + count) >> ZN_SECTOR_SHIFT;
   struct zn_zone zones[REPORT_BATCH];
   unsigned n;
 
   while (sector < end
-         && (n = zn_report_zones (dev, sector, zones, REPORT_BATCH)) > 0) {
+         && (n = zn_report_zones (h->d->dev, sector, zones, REPORT_BATCH)) > 0) {
     for (unsigned i = 0; i < n && sector < end; i++) {
       const struct zn_zone *z = &zones[i];
       uint64_t zend = z->start + z->len;
@@ -616,9 +881,17 @@ zonednull_extents (void *handle UNUSED, uint32_t count, uint64_t offset,
 static void
 zonednull_unload (void)
 {
-  zn_control_destroy (ctl);
-  zn_dev_destroy (dev);
+  for (uint32_t i = 0; devices && i < nr_devices; i++) {
+    zn_control_destroy (devices[i].ctl);
+    zn_queues_destroy (devices[i].qs);
+    zn_dev_destroy (devices[i].dev);
+  }
+  for (uint32_t i = 0; tagsets && i < nr_tagsets; i++)
+    zn_tagset_destroy (tagsets[i]);
+  free (devices);
+  free (tagsets);
   free (cond_settings);
+  free_badblocks_settings ();
 }
 
 static struct nbdkit_plugin plugin = {

@@ -15,7 +15,8 @@ EXTRA_DIST += $(man8_MANS) tests/test-server.sh tests/test-cli-server.sh
 # The libFuzzer target for the protocol session (clang only): built for
 # `make check` when clang is available, run briefly by tests/test-fuzz.sh.
 fuzz_session_sources = server/fuzz-session.c server/session.c lib/zoned.c \
-	lib/geometry.c lib/pages.c lib/control.c lib/control-wire.c
+	lib/geometry.c lib/pages.c lib/control.c lib/control-wire.c \
+	lib/queue.c lib/badblocks.c lib/cache.c
 if HAVE_LIBFUZZER
 check_DATA = server/fuzz-session
 endif

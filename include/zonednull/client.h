@@ -25,6 +25,7 @@
 #ifndef ZONEDNULL_CLIENT_H
 #define ZONEDNULL_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +79,16 @@ const char *zn_client_error (const struct zn_client *c);
  */
 int zn_client_info (struct zn_client *c, struct zn_control_info *info);
 
+/* Reads the header's queue section afresh: the device's index, the
+ * queueing settings (irqmode, completion_nsec, hw_queue_depth,
+ * submit_queues, shared tags, mbps, pipelined writes) and the counters per
+ * device and per hardware queue: tags in use, peak in use, requests that
+ * waited for a tag, requests completed.  Returns -ENOTSUP when the server
+ * predates the queue section.
+ */
+int zn_client_queue_info (struct zn_client *c,
+                          struct zn_control_queue_info *q);
+
 /* Reports up to max zones starting with the zone holding sector, live.
  * Returns the number of zones written (0 when sector is past the end) or a
  * negative errno.
@@ -101,6 +112,21 @@ int zn_client_zone_mgmt (struct zn_client *c, enum zn_zone_op op,
  */
 int zn_client_set_readonly (struct zn_client *c, uint64_t sector);
 int zn_client_set_offline (struct zn_client *c, uint64_t sector);
+
+/* Marks [sector, sector + nr_sectors) bad, or good again, as null_blk's
+ * configfs "badblocks" (+A-B / -A-B); sectors are 512 bytes.  Returns 0 or
+ * a negative errno (-EINVAL for an empty or overflowing range; -EINVAL
+ * from an older server without bad blocks).
+ */
+int zn_client_badblocks (struct zn_client *c, bool bad,
+                         uint64_t sector, uint64_t nr_sectors);
+
+/* Powers the device off and on, as configfs power=0 then power=1: data
+ * neither flushed nor written with FUA is lost (cache_size), and every
+ * sequential zone is EMPTY again.  Returns 0 or a negative errno (-EINVAL
+ * from an older server).
+ */
+int zn_client_power_cycle (struct zn_client *c);
 
 /* Reads or writes the data export (offset and count in bytes, at most
  * 64 MiB per call, libnbd's limit).  Returns 0 or a negative errno: when

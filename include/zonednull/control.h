@@ -74,6 +74,36 @@
 /* Header flags. */
 #define ZN_CONTROL_F_MEMORY_BACKED (1u << 0)
 #define ZN_CONTROL_F_READONLY (1u << 1)         /* server refuses changes */
+#define ZN_CONTROL_F_QUEUES (1u << 2)           /* queue section present */
+
+/* The queue section: a compatible extension of version 1.  It lives in
+ * bytes that version 1 servers leave zero and version 1 clients ignore,
+ * and ZN_CONTROL_F_QUEUES says it is there:
+ *
+ * 120  u32 section size (bytes from 120)  124  u32 queue flags (below)
+ * 128  u32 device index                  132  u32 nr_devices
+ * 136  u32 irqmode                       140  u32 hw_queue_depth
+ * 144  u64 completion_nsec
+ * 152  u32 submit_queues                 156  u32 tag pools in the tag set
+ * 160  u32 mbps (0 = unlimited)          164  u32 pipeline_wait_ms
+ * 168  u32 pipeline_max_waiting          172  u32 pipelined writes waiting
+ * 176  u64 pipelined writes that waited  184  u64 ... that timed out
+ * 192  u64 ... that failed otherwise
+ * 200  device counters (a queue entry, below)
+ * 232  u32 bad block ranges          236  u32 zero
+ * 240  u64 cache size (bytes)        248  u64 cache bytes not written back
+ * 256  one 32-byte entry per hardware queue (submit_queues of them):
+ *        0 u32 tags in use   4 u32 peak in use   8 u64 requests that waited
+ *       16 u64 requests completed   24 u32 connections   28 u32 zero
+ */
+#define ZN_CONTROL_QUEUES_OFFSET 120
+#define ZN_CONTROL_QUEUE_ENTRIES 256
+#define ZN_CONTROL_QUEUE_ENTRY_SIZE 32
+#define ZN_CONTROL_MAX_QUEUES 120
+
+#define ZN_QUEUE_F_SHARED_TAGS (1u << 0)
+#define ZN_QUEUE_F_SHARED_TAG_BITMAP (1u << 1)
+#define ZN_QUEUE_F_PIPELINE (1u << 2)          /* pipeline_zoned_writes */
 
 enum zn_command {
   ZN_CMD_OPEN = 1,
@@ -83,6 +113,9 @@ enum zn_command {
   ZN_CMD_READONLY = 5,       /* toggle, as configfs zone_readonly */
   ZN_CMD_OFFLINE = 6,        /* toggle, as configfs zone_offline */
   ZN_CMD_DATA_ERRNO = 7,
+  ZN_CMD_BADBLOCKS_SET = 8,  /* [sector, sector + nr_sectors) becomes bad */
+  ZN_CMD_BADBLOCKS_CLEAR = 9, /* ... becomes good again */
+  ZN_CMD_POWER_CYCLE = 10,   /* configfs power=0, power=1 */
 };
 
 /* ---- encoding (lib/control-wire.c; used by both sides) ---------------- */
@@ -109,11 +142,48 @@ struct zn_control_info {
   uint64_t result_nr_sectors;
 };
 
+struct zn_control_queue_stats {
+  uint32_t in_use;             /* tags held now */
+  uint32_t peak;               /* most tags held at once */
+  uint64_t waited;             /* requests that found no free tag */
+  uint64_t completed;          /* requests completed */
+  uint32_t connections;        /* connections feeding it */
+};
+
+struct zn_control_queue_info {
+  uint32_t queue_flags;        /* ZN_QUEUE_F_* */
+  uint32_t device_index;
+  uint32_t nr_devices;
+  uint32_t irqmode;
+  uint32_t hw_queue_depth;
+  uint64_t completion_nsec;
+  uint32_t submit_queues;
+  uint32_t tag_pools;
+  uint32_t mbps;
+  uint32_t pipeline_wait_ms;
+  uint32_t pipeline_max_waiting;
+  uint32_t pipeline_waiting;
+  uint64_t pipeline_waited;
+  uint64_t pipeline_timeouts;
+  uint64_t pipeline_failed;
+  uint32_t nr_badblocks;       /* bad block ranges */
+  uint64_t cache_size;         /* volatile write cache, bytes (0: none) */
+  uint64_t cache_dirty;        /* bytes not yet written back */
+  struct zn_control_queue_stats device;
+  struct zn_control_queue_stats queues[ZN_CONTROL_MAX_QUEUES];
+};
+
 struct zn_zone;
 
 void zn_control_encode_header (void *page, const struct zn_control_info *info);
 /* Returns 0, or -EPROTO when the magic, version or sizes do not match. */
 int zn_control_decode_header (const void *page, struct zn_control_info *info);
+/* On an encoded header page: adds the queue section and its flag. */
+void zn_control_encode_queues (void *page,
+                               const struct zn_control_queue_info *q);
+/* Returns 0, or -ENOENT when the server sent no queue section. */
+int zn_control_decode_queues (const void *page,
+                              struct zn_control_queue_info *q);
 void zn_control_encode_zone (void *desc, const struct zn_zone *zone);
 void zn_control_decode_zone (const void *desc, struct zn_zone *zone);
 void zn_control_encode_command (void *buf, enum zn_command op,
@@ -139,6 +209,17 @@ struct zn_control_conn {
 };
 
 struct zn_control *zn_control_create (struct zn_dev *dev);
+
+/* Makes the header carry the queue section of device index (of
+ * nr_devices), with the queueing and pipelining settings it runs with.
+ */
+struct zn_queues;
+struct zn_queue_config;
+struct zn_config;
+void zn_control_set_queues (struct zn_control *ctl, struct zn_queues *qs,
+                            const struct zn_queue_config *qcfg,
+                            const struct zn_config *cfg,
+                            uint32_t index, uint32_t nr_devices);
 void zn_control_destroy (struct zn_control *ctl);
 uint64_t zn_control_size (const struct zn_control *ctl);
 

@@ -29,7 +29,28 @@ struct zn_config {
   uint32_t blocksize;       /* logical = physical block size, bytes */
   uint32_t max_sectors;     /* largest request before splitting; 0 = 255 */
   bool memory_backed;       /* keep written data */
+  /* Pipelined zoned writes (spec section 7), off by default: a write to a
+   * sequential zone that lies ahead of the write pointer waits, up to
+   * pipeline_wait_ms and with at most pipeline_max_waiting writes waiting
+   * per zone, until the write pointer reaches it.  Off, every write is
+   * judged at once, as null_blk does.
+   */
+  bool pipeline_zoned_writes;
+  uint32_t pipeline_wait_ms;      /* 0 = ZN_PIPELINE_WAIT_MS */
+  uint32_t pipeline_max_waiting;  /* 0 = ZN_PIPELINE_MAX_WAITING */
+  /* One lock for all zones instead of one per zone, as null_blk had
+   * before "improve zone locking" (5.12): same results, less parallelism.
+   * For the zone-locking benchmark.
+   */
+  bool device_lock;
+  /* null_blk's cache_size, MiB: a volatile write cache.  Forced to 0
+   * unless memory_backed, as in null_blk.
+   */
+  uint64_t cache_size;
 };
+
+#define ZN_PIPELINE_WAIT_MS 1000
+#define ZN_PIPELINE_MAX_WAITING 1024
 
 /* null_blk's defaults (configfs device: size = 250 GiB, 256 MiB zones). */
 void zn_config_init (struct zn_config *cfg);
@@ -104,10 +125,34 @@ const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
  * the device (else -EINVAL).  Like the block layer, a request is split at
  * zone boundaries and at max_sectors; every part is attempted in ascending
  * order and the errno of the highest failing part is returned.
+ *
+ * With pipeline_zoned_writes, a write ahead of its zone's write pointer
+ * waits for it.  It fails with -ETIMEDOUT when the wait bound passes, with
+ * -EBUSY when pipeline_max_waiting writes already wait on the zone, and
+ * with -EIO when, while it waits, a write at the write pointer fails or the
+ * zone is reset, finished, or made READONLY or OFFLINE.  These two extra
+ * codes exist only to say why; adapters send EIO for both, as null_blk
+ * would fail such a write.
  */
 int zn_read (struct zn_dev *dev, void *buf, uint64_t sector, uint64_t nr_sectors);
 int zn_write (struct zn_dev *dev, const void *buf,
               uint64_t sector, uint64_t nr_sectors);
+/* A write with FUA: with a cache, its data is durable when it returns. */
+int zn_write_fua (struct zn_dev *dev, const void *buf,
+                  uint64_t sector, uint64_t nr_sectors);
+
+/* The volatile write cache (cache_size).  zn_flush makes every completed
+ * write durable (a no-op without a cache).  zn_power_cycle is configfs
+ * power=0 then power=1: the cache is dropped without write-back, so
+ * writes neither flushed nor written with FUA are lost, and the zones
+ * are rebuilt (every sequential zone EMPTY, counters zero, READONLY and
+ * OFFLINE cleared, implicit-close cursor at the first sequential zone).
+ * Stored data and bad blocks survive.  Writes waiting for their wp fail.
+ */
+int zn_flush (struct zn_dev *dev);
+int zn_power_cycle (struct zn_dev *dev);
+/* Cache size and bytes not yet written back, both in bytes. */
+void zn_cache_stats (struct zn_dev *dev, uint64_t *size, uint64_t *dirty);
 
 /* BLKOPENZONE, BLKCLOSEZONE, BLKFINISHZONE, BLKRESETZONE over a range, with
  * the block layer's range rules; a reset of the whole device is reset-all.
@@ -126,6 +171,30 @@ unsigned zn_report_zones (struct zn_dev *dev, uint64_t sector,
                           struct zn_zone *zones, unsigned max);
 
 void zn_get_counters (struct zn_dev *dev, struct zn_counters *counters);
+
+/* Pipelined writes, over the whole device. */
+struct zn_pipeline_stats {
+  uint32_t waiting;         /* writes waiting for their wp now */
+  uint64_t waited;          /* writes that had to wait */
+  uint64_t timeouts;        /* ... and gave up at the bound (ETIMEDOUT) */
+  uint64_t failed;          /* ... and failed for another reason */
+};
+
+void zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s);
+
+/* Bad blocks, as null_blk's configfs "badblocks": inclusive ranges of
+ * 512-byte sectors.  A read or write part that overlaps one fails with
+ * -EIO and transfers nothing; a zoned write has already opened its zone
+ * when the check runs (6.1), but its wp does not move.  Set and clear
+ * merge and split ranges; first > last is -EINVAL.
+ */
+int zn_badblocks_set (struct zn_dev *dev, uint64_t first, uint64_t last);
+int zn_badblocks_clear (struct zn_dev *dev, uint64_t first, uint64_t last);
+/* "+A-B" sets, "-A-B" clears; anything else is -EINVAL. */
+int zn_badblocks_parse (struct zn_dev *dev, const char *spec);
+/* Copies up to max ranges; returns how many there are. */
+size_t zn_badblocks_list (struct zn_dev *dev, uint64_t *first, uint64_t *last,
+                          size_t max);
 
 /* Short names for logs and reports: "EMPTY", "IMP_OPEN", ... */
 const char *zn_cond_name (uint8_t cond);

@@ -1,0 +1,6 @@
+# bench/: the seed experiments (bench/run.sh), not run by make check.
+noinst_PROGRAMS = bench/zn-bench
+bench_zn_bench_SOURCES = bench/zn-bench.c
+bench_zn_bench_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
+bench_zn_bench_LDADD = $(LIBNBD_LIBS)
+EXTRA_DIST += bench/run.sh bench/README.md

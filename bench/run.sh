@@ -1,0 +1,277 @@
+#!/bin/bash
+# The seed experiments and the peer comparison, side by side, as medians
+# over REPEATS runs, reported as ratios in a Markdown table (and PNG plots
+# when gnuplot is installed).
+#
+#   bench/run.sh [BUILDDIR]        default BUILDDIR: ./build
+#   REPEATS=3 RUNTIME=2 OUT=bench/results bench/run.sh
+#
+# Needs nbdkit (null and memory plugins), fio with its nbd engine, and
+# optionally qemu-nbd.  zonednull's fio engine (zonemode=zbd) lives on
+# another branch; where zones matter this script drives the device with
+# bench/zn-bench (libnbd aio) instead, and fio's stock nbd engine runs the
+# peer jobs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+build=${1:-$top/build}
+plugin=$build/plugin/.libs/nbdkit-zonednull-plugin.so
+znbench=$build/bench/zn-bench
+REPEATS=${REPEATS:-3}
+RUNTIME=${RUNTIME:-2}
+OUT=${OUT:-$top/bench/results}
+[ -x "$znbench" ] && [ -f "$plugin" ] || {
+  echo "bench/run.sh: build first (make in $build)" >&2; exit 1; }
+mkdir -p "$OUT"
+tmp=$(mktemp -d /tmp/zonednull-bench.XXXXXX)
+server_pid=
+trap 'stop; rm -rf "$tmp"' EXIT
+sock=$tmp/s.sock
+uri0="nbd+unix:///?socket=$sock"
+
+# start CMD...: a server on $sock, in the foreground of a child.
+start () {
+  rm -f "$sock" "$tmp/pid"
+  "$@" >>"$tmp/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 300); do
+    [ -S "$sock" ] && return 0
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "bench: server did not start: $*" >&2
+  tail "$tmp/server.log" >&2
+  exit 1
+}
+
+stop () {
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=
+  fi
+}
+
+# nbdkit -t T PLUGIN ARGS... (T threads per connection)
+nbdkit_srv () {
+  t=$1; shift
+  start nbdkit -f -t "$t" -U "$sock" "$@"
+}
+
+median () {
+  sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# field NAME: NAME=value from zn-bench's output line on stdin.
+field () {
+  tr ' ' '\n' | sed -n "s/^$1=//p"
+}
+
+results=$tmp/results.tsv
+: >"$results"
+# record EXPERIMENT CASE VALUE-PER-REPEAT...: the median goes to results.
+record () {
+  exp=$1 case=$2; shift 2
+  m=$(printf '%s\n' "$@" | median)
+  printf '%s\t%s\t%s\n' "$exp" "$case" "$m" >>"$results"
+  printf 'bench: %-12s %-40s median %s  (runs: %s)\n' "$exp" "$case" "$m" "$*" >&2
+}
+
+# ---- 1. Pipelining: 100 us completions, depth 64, 4 KiB zone writes -------
+# One write per zone in flight (zone write locking) against a pipelined
+# stream (the server orders writes ahead of the wp).
+pipelining () {
+  local locked=() piped=() r
+  for _ in $(seq "$REPEATS"); do
+    nbdkit_srv 64 "$plugin" size=16384 zone_size=1 irqmode=2 \
+      completion_nsec=100000 hw_queue_depth=64
+    r=$("$znbench" --mode zonewrite --depth 64 --zone-inflight 1 \
+          --seconds "$RUNTIME" "$uri0")
+    locked+=("$(echo "$r" | field iops)")
+    stop
+    nbdkit_srv 64 "$plugin" size=16384 zone_size=1 irqmode=2 \
+      completion_nsec=100000 hw_queue_depth=64 pipeline_zoned_writes=1
+    r=$("$znbench" --mode zonewrite --depth 64 --zone-inflight 64 \
+          --seconds "$RUNTIME" "$uri0")
+    [ "$(echo "$r" | field errors)" = 0 ] || echo "bench: pipelined errors: $r" >&2
+    piped+=("$(echo "$r" | field iops)")
+    stop
+  done
+  record pipelining "zone-locked (1 write/zone in flight)" "${locked[@]}"
+  record pipelining "pipelined (pipeline_zoned_writes=1)" "${piped[@]}"
+}
+
+# ---- 2. Host tags: 4 devices sharing one tag set of 16 tags -----------------
+# One queue of 16 tags against two queues (connections) per device sharing
+# 16 host tags; random 4 KiB reads, 4 in flight per device.
+host_tags () {
+  local one=() two=() urls r
+  for _ in $(seq "$REPEATS"); do
+    nbdkit_srv 16 "$plugin" size=1024 zone_size=64 nr_devices=4 shared_tags=1 \
+      hw_queue_depth=16 submit_queues=1
+    urls=()
+    for d in 0 1 2 3; do urls+=("nbd+unix:///nullb$d?socket=$sock"); done
+    r=$("$znbench" --mode randread --depth 4 --seconds "$RUNTIME" "${urls[@]}")
+    one+=("$(echo "$r" | field iops)")
+    stop
+    nbdkit_srv 16 "$plugin" size=1024 zone_size=64 nr_devices=4 shared_tags=1 \
+      hw_queue_depth=16 submit_queues=2 shared_tag_bitmap=1
+    urls=()
+    for d in 0 1 2 3; do
+      urls+=("nbd+unix:///nullb$d?socket=$sock" "nbd+unix:///nullb$d?socket=$sock")
+    done
+    r=$("$znbench" --mode randread --depth 2 --seconds "$RUNTIME" "${urls[@]}")
+    two+=("$(echo "$r" | field iops)")
+    stop
+  done
+  record host_tags "1 queue x 16 tags, 4 devices" "${one[@]}"
+  record host_tags "2 queues sharing 16 host tags, 4 devices" "${two[@]}"
+}
+
+# ---- 3. Zone locking: per-zone locks against one device lock ---------------
+zone_locking () {
+  local zr=() dr=() zw=() dw=() urls r
+  urls=()
+  for _ in 1 2 3 4; do urls+=("$uri0"); done
+  for _ in $(seq "$REPEATS"); do
+    for lock in 0 1; do
+      nbdkit_srv 16 "$plugin" size=4096 zone_size=4 memory_backed=1 \
+        device_lock=$lock irqmode=0
+      r=$("$znbench" --mode mixed --read-pct 70 --zone 4194304 --depth 16 \
+            --seconds "$RUNTIME" "${urls[@]}")
+      if [ $lock = 0 ]; then
+        zr+=("$(echo "$r" | field read_iops)"); zw+=("$(echo "$r" | field write_iops)")
+      else
+        dr+=("$(echo "$r" | field read_iops)"); dw+=("$(echo "$r" | field write_iops)")
+      fi
+      stop
+    done
+  done
+  record zone_locking "reads, per-zone locks" "${zr[@]}"
+  record zone_locking "reads, one device lock" "${dr[@]}"
+  record zone_locking "writes, per-zone locks" "${zw[@]}"
+  record zone_locking "writes, one device lock" "${dw[@]}"
+}
+
+# ---- 0. In flight: nbdkit -t against hw_queue_depth ----------------------
+# 1 ms completions, 128 reads in flight from the client on one connection:
+# the peak of tags in use shows what reached the device.
+inflight () {
+  local r peak v
+  for t in 16 64; do
+    for d in 16 64; do
+      v=()
+      for _ in $(seq "$REPEATS"); do
+        nbdkit_srv "$t" "$plugin" size=1024 zone_size=64 irqmode=2 \
+          completion_nsec=1000000 hw_queue_depth=$d
+        r=$("$znbench" --mode randread --depth 128 --seconds "$RUNTIME" "$uri0")
+        peak=$("$build/cli/zonednull" info --json "$uri0" |
+                 /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["tags"]["peak"])')
+        v+=("$(echo "$r" | field iops)")
+        stop
+      done
+      record inflight "-t $t hw_queue_depth $d (peak tags $peak)" "${v[@]}"
+    done
+  done
+}
+
+# ---- 4. Peers: the same fio nbd-engine jobs --------------------------------
+# fio_iops RW IODEPTH NUMJOBS: summed IOPS of a fio nbd job on $uri0.
+fio_iops () {
+  local rw=$1 depth=$2 jobs=$3
+  fio --name=peer --ioengine=nbd --uri="$uri0" --rw="$rw" --bs=4k \
+      --iodepth="$depth" --numjobs="$jobs" --group_reporting \
+      --size=2g --offset_increment=2g --runtime="$RUNTIME" \
+      $( [ "$rw" = randread ] && echo --time_based ) \
+      --output-format=json 2>>"$tmp/fio.log" |
+    /usr/bin/python3 -c '
+import json, sys
+text = sys.stdin.read()            # the nbd engine prints a line first
+j = json.loads(text[text.index("{"):])["jobs"][0]
+print(round(j["read"]["iops"] + j["write"]["iops"]))'
+}
+
+peer_jobs="randread:1:1 randread:16:1 randread:64:1 write:16:1 write:16:2"
+
+# peer_server NAME: starts one of the compared servers.  zonednull's
+# sequential writes need pipeline_zoned_writes=1: nbdkit reorders the
+# requests of one connection.  Zones of 256 MiB; each job writes its own
+# 2 GiB from a zone start.
+peer_server () {
+  case $1 in
+  zonednull-null) nbdkit_srv 64 "$plugin" size=8192 zone_size=256 \
+                    memory_backed=0 pipeline_zoned_writes=1 ;;
+  nbdkit-null)    nbdkit_srv 64 null size=8G ;;
+  zonednull-memory) nbdkit_srv 64 "$plugin" size=8192 zone_size=256 \
+                    memory_backed=1 pipeline_zoned_writes=1 ;;
+  nbdkit-memory)  nbdkit_srv 64 memory size=8G ;;
+  qemu-nbd-null)  start qemu-nbd --socket="$sock" --shared=4 --persistent \
+                    --image-opts driver=null-co,size=8589934592,read-zeroes=on ;;
+  esac
+}
+
+peers () {
+  local servers="zonednull-null nbdkit-null zonednull-memory nbdkit-memory"
+  command -v qemu-nbd >/dev/null && servers="$servers qemu-nbd-null"
+  for job in $peer_jobs; do
+    IFS=: read -r rw depth jobs <<<"$job"
+    for srv in $servers; do
+      local v=()
+      for _ in $(seq "$REPEATS"); do
+        peer_server "$srv"
+        v+=("$(fio_iops "$rw" "$depth" "$jobs")")
+        stop
+      done
+      record peers "$srv $rw qd$depth jobs$jobs" "${v[@]}"
+    done
+  done
+}
+
+get () { awk -F'\t' -v e="$1" -v c="$2" '$1 == e && $2 == c { print $3 }' "$results"; }
+ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf (b > 0 ? "%.2f" : "n/a"), a / b }'; }
+
+report () {
+  {
+    echo "# zonednull benchmarks"
+    echo
+    echo "$(date -u +%Y-%m-%d) on $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg);"
+    echo "medians of $REPEATS runs of ${RUNTIME} s. IOPS are 4 KiB requests."
+    echo
+    echo "| Experiment | Case | IOPS (median) |"
+    echo "|---|---|---|"
+    awk -F'\t' '{ printf "| %s | %s | %.0f |\n", $1, $2, $3 }' "$results"
+    echo
+    echo "| Ratio | Value | Target |"
+    echo "|---|---|---|"
+    echo "| pipelined / zone-locked | $(ratio "$(get pipelining "pipelined (pipeline_zoned_writes=1)")" "$(get pipelining "zone-locked (1 write/zone in flight)")") | >= 10 (seed: 123K/6K = 20) |"
+    echo "| 2 queues host tags / 1 queue | $(ratio "$(get host_tags "2 queues sharing 16 host tags, 4 devices")" "$(get host_tags "1 queue x 16 tags, 4 devices")") | seed: 1.5 |"
+    echo "| reads, per-zone / device lock | $(ratio "$(get zone_locking "reads, per-zone locks")" "$(get zone_locking "reads, one device lock")") | seed: 3 |"
+    for job in $peer_jobs; do
+      IFS=: read -r rw depth jobs <<<"$job"
+      k="$rw qd$depth jobs$jobs"
+      echo "| zonednull(memory_backed=0) / nbdkit null, $k | $(ratio "$(get peers "zonednull-null $k")" "$(get peers "nbdkit-null $k")") | >= 0.9 |"
+      echo "| zonednull(memory_backed=1) / nbdkit memory, $k | $(ratio "$(get peers "zonednull-memory $k")" "$(get peers "nbdkit-memory $k")") | >= 0.9 |"
+      if [ -n "$(get peers "qemu-nbd-null $k")" ]; then
+        echo "| zonednull(memory_backed=0) / qemu-nbd null-co, $k | $(ratio "$(get peers "zonednull-null $k")" "$(get peers "qemu-nbd-null $k")") | reference |"
+      fi
+    done
+  } >"$OUT/results.md"
+  cp "$results" "$OUT/results.tsv"
+  if command -v gnuplot >/dev/null; then
+    awk -F'\t' '{ gsub(/ /, "_", $2); print NR, $2, $3 }' "$results" >"$tmp/plot.dat"
+    gnuplot <<GP
+set terminal png size 1200,700
+set output "$OUT/results.png"
+set style fill solid
+set boxwidth 0.7
+set xtics rotate by -60 font ",8"
+set ylabel "IOPS (median)"
+plot "$tmp/plot.dat" using 1:3:xtic(2) with boxes notitle
+GP
+  fi
+  cat "$OUT/results.md"
+}
+
+only=${ONLY:-"inflight pipelining host_tags zone_locking peers"}
+for e in $only; do $e; done
+report
