@@ -132,7 +132,10 @@ done <"$conf"
 
 # ---- servers on the host -------------------------------------------------
 A_SIZE=64
-A_CONFIG="size=$A_SIZE zone_size=1 zone_nr_conv=1 zone_max_open=8 zone_max_active=10 blocksize=4096 memory_backed=1"
+# Host tags on A: its two hardware queues (the -C 2 connections) draw
+# from one pool of 2 tags, which the counters must show afterwards.
+A_TAGS="submit_queues=2 host_tags=1 shared_tag_bitmap=1 hw_queue_depth=2"
+A_CONFIG="size=$A_SIZE zone_size=1 zone_nr_conv=1 zone_max_open=8 zone_max_active=10 blocksize=4096 memory_backed=1 $A_TAGS"
 B_SIZE=32
 B_CONFIG="size=$B_SIZE zone_size=4 zone_capacity=3 blocksize=512 memory_backed=1"
 
@@ -290,6 +293,34 @@ else
     fail "-C 2 connections $c2/$c3: writes $w2/$w3, connect of $c3 at line $l_c3, disconnect of $c2 at line '$l_d2'"
   fi
 fi
+# The tag counters of A: one pool for both queues, both queues used by
+# the guest's connections, every request counted once, and never more
+# tags held at once than the one pool has.
+if "$ZONEDNULL_CLI" info --json "nbd://127.0.0.1:$PORT_A/" >"$work/a.info.json" 2>"$work/a.info.err" &&
+   why=$(/usr/bin/python3 - "$work/a.info.json" <<'PY'
+import json, sys
+i = json.load(open(sys.argv[1]))
+t, q = i["tags"], i["queues"]
+problems = []
+if i["tag_pools"] != 1 or not i["shared_tags"] or not i["shared_tag_bitmap"]:
+    problems.append("not one shared pool: %s pools" % i["tag_pools"])
+if len(q) != 2 or any(x["completed"] == 0 for x in q):
+    problems.append("a queue carried no requests: %s" % q)
+if t["completed"] != sum(x["completed"] for x in q):
+    problems.append("device completed %d != queues' sum" % t["completed"])
+if not 1 <= t["peak"] <= i["hw_queue_depth"]:
+    problems.append("peak %d outside 1..%d" % (t["peak"], i["hw_queue_depth"]))
+print("; ".join(problems) if problems else
+      "queues completed %s, peak %d of %d shared tags, %d waited"
+      % ([x["completed"] for x in q], t["peak"], i["hw_queue_depth"], t["waited"]))
+sys.exit(1 if problems else 0)
+PY
+   ); then
+  note "ok: host tags: $why"
+else
+  fail "host tags on server a: ${why:-$(cat "$work/a.info.err")}"
+fi
+
 for s in a b; do
   nc=$(grep -c " Connect export=" "$work/$s.guest.log")
   nd=$(grep -c " Disconnect " "$work/$s.guest.log")
