@@ -386,10 +386,58 @@ zn_queue_end (struct zn_queues *qs, struct zn_request *rq)
     add_nsec (&deadline, (int64_t) qs->cfg.completion_nsec);
     sleep_until (&deadline);
   }
+  zn_queue_complete (qs, rq);
+}
+
+bool
+zn_queue_try_begin (struct zn_queues *qs, unsigned queue, bool first_try,
+                    struct zn_request *rq)
+{
+  struct pool *p = pool_of (qs, queue);
+  bool got;
+
+  pthread_mutex_lock (&p->lock);
+  got = p->head == NULL && p->free > 0;
+  if (got)
+    p->free--;
+  pthread_mutex_unlock (&p->lock);
+  if (!got) {
+    if (first_try) {
+      atomic_fetch_add (&qs->hwqs[queue].waited, 1);
+      atomic_fetch_add (&qs->dev.waited, 1);
+    }
+    return false;
+  }
+  now (&rq->tag_time);
+  rq->queue = queue;
+  count_get (&qs->hwqs[queue]);
+  count_get (&qs->dev);
+  return true;
+}
+
+void
+zn_queue_complete (struct zn_queues *qs, struct zn_request *rq)
+{
   /* Counted before the tag is free, so in_use never exceeds the depth. */
   count_put (&qs->hwqs[rq->queue]);
   count_put (&qs->dev);
   pool_put (pool_of (qs, rq->queue));
+}
+
+unsigned
+zn_queues_pool (const struct zn_queues *qs, unsigned queue)
+{
+  return qs->set->nr_pools == 1 ? 0 : queue;
+}
+
+struct timespec
+zn_request_due (const struct zn_queues *qs, const struct zn_request *rq)
+{
+  struct timespec due = rq->tag_time;
+
+  if (qs->cfg.irqmode == 2)
+    add_nsec (&due, (int64_t) qs->cfg.completion_nsec);
+  return due;
 }
 
 static void

@@ -6,6 +6,7 @@
  * keeps its output under the limit plus one reply, and the device's zone
  * table stays consistent (every write pointer inside its zone).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +16,29 @@
 #include "zonednull/zoned.h"
 #include "session.h"
 
-static struct served_device served;
+/* Two devices, so that export names are exercised. */
+static struct served_device devices[2];
+static struct served served = { .devices = devices, .nr_devices = 2 };
+
+/* Tags this piece may hand out: data requests beyond them wait. */
+static unsigned tags_left;
+
+static bool
+admit (void *owner, struct session *s)
+{
+  (void) owner;
+  (void) s;
+  if (tags_left == 0)
+    return false;
+  tags_left--;
+  return true;
+}
 
 static void
 setup (void)
 {
   struct zn_config cfg;
-  char err[256];
+  char err[256] = "";
 
   zn_config_init (&cfg);
   cfg.size = 8;
@@ -31,19 +48,26 @@ setup (void)
   cfg.zone_max_open = 2;
   cfg.zone_max_active = 3;
   cfg.memory_backed = true;
-  served.dev = zn_dev_create (&cfg, err, sizeof err);
-  served.ctl = served.dev ? zn_control_create (served.dev) : NULL;
-  if (served.ctl == NULL) {
-    fprintf (stderr, "fuzz-session: %s\n", err);
-    abort ();
+  for (unsigned i = 0; i < 2; i++) {
+    snprintf (devices[i].name, sizeof devices[i].name, "nullb%u", i);
+    snprintf (devices[i].control_name, sizeof devices[i].control_name,
+              "nullb%u" ZN_CONTROL_SUFFIX, i);
+    devices[i].dev = zn_dev_create (&cfg, err, sizeof err);
+    devices[i].ctl = devices[i].dev ? zn_control_create (devices[i].dev) : NULL;
+    if (devices[i].ctl == NULL) {
+      fprintf (stderr, "fuzz-session: %s\n", err);
+      abort ();
+    }
   }
+  served.delayed = true;
+  served.admit = admit;
 }
 
 static void
-check_zones (void)
+check_zones (struct zn_dev *dev)
 {
   struct zn_zone zones[8];
-  unsigned n = zn_report_zones (served.dev, 0, zones, 8);
+  unsigned n = zn_report_zones (dev, 0, zones, 8);
 
   for (unsigned i = 0; i < n; i++)
     if (zones[i].type != ZN_ZONE_CONVENTIONAL && zones[i].wp != UINT64_MAX
@@ -61,9 +85,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   unsigned char *pending = NULL;
   size_t pending_len = 0, pos = 0;
 
-  if (served.dev == NULL)
+  if (devices[0].dev == NULL)
     setup ();
-  s = session_new (&served);
+  s = session_new (&served, NULL);
   if (s == NULL)
     return 0;
 
@@ -83,6 +107,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     pending_len += piece;
     pos += piece;
 
+    /* Replies are held as with irqmode=2, and completed a piece later. */
+    tags_left = data[pos - piece] % 8;
     used = session_input (s, pending, pending_len);
     if (used < 0)
       break;
@@ -92,9 +118,12 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     memmove (pending, pending + used, pending_len - (size_t) used);
     pending_len -= (size_t) used;
     /* Output is drained as a client would read it. */
-    outbuf_consume (session_output (s), session_output (s)->len);
+    while (session_complete_one (s))
+      ;
+    session_sent (s, session_ready (s));
   }
-  check_zones ();
+  check_zones (devices[0].dev);
+  check_zones (devices[1].dev);
   free (pending);
   session_free (s);
   return 0;

@@ -142,6 +142,8 @@ params_init (struct server_params *p)
 {
   memset (p, 0, sizeof *p);
   zn_config_init (&p->cfg);
+  zn_queue_config_init (&p->queue);
+  p->nr_devices = 1;
 }
 
 void
@@ -205,9 +207,58 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
     return add_cond (p, key, value, false, err, errlen);
   if (strcmp (key, "zone_offline") == 0)
     return add_cond (p, key, value, true, err, errlen);
+  if (strcmp (key, "irqmode") == 0)
+    return parse_u32 (key, value, &p->queue.irqmode, err, errlen);
+  if (strcmp (key, "completion_nsec") == 0)
+    return parse_u64 (key, value, &p->queue.completion_nsec, err, errlen);
+  if (strcmp (key, "hw_queue_depth") == 0)
+    return parse_u32 (key, value, &p->queue.hw_queue_depth, err, errlen);
+  if (strcmp (key, "submit_queues") == 0) {
+    /* null_blk's is an int, and <= 0 means 1. */
+    if (value[0] == '-' && strspn (value + 1, "0123456789") == strlen (value + 1)
+        && value[1] != '\0') {
+      p->queue.submit_queues = 1;
+      return 0;
+    }
+    return parse_u32 (key, value, &p->queue.submit_queues, err, errlen);
+  }
+  if (strcmp (key, "shared_tags") == 0 || strcmp (key, "host_tags") == 0)
+    return parse_bool (key, value, &p->queue.shared_tags, err, errlen);
+  if (strcmp (key, "shared_tag_bitmap") == 0)
+    return parse_bool (key, value, &p->queue.shared_tag_bitmap, err, errlen);
+  if (strcmp (key, "nr_devices") == 0) {
+    if (parse_u32 (key, value, &p->nr_devices, err, errlen) == -1)
+      return -1;
+    if (p->nr_devices == 0 || p->nr_devices > PARAMS_MAX_DEVICES)
+      return bad (err, errlen, "%s=%s: must be from 1 to 1024 (null_blk's 0, "
+                  "configfs devices only, has no meaning without configfs)",
+                  key, value);
+    return 0;
+  }
+  {
+    /* The plugin's other keys: named, so that nobody takes the silence
+     * for support.
+     */
+    static const char *const plugin_only[] = {
+      "mbps", "cache_size", "badblocks", "pipeline_zoned_writes",
+      "pipeline_wait_ms", "pipeline_max_waiting", "device_lock",
+    };
+    for (size_t i = 0; i < sizeof plugin_only / sizeof plugin_only[0]; i++)
+      if (strcmp (key, plugin_only[i]) == 0) {
+        snprintf (err, errlen, "%s: not supported by zonednull-server yet "
+                  "(use nbdkit zonednull)", key);
+        return -1;
+      }
+  }
   snprintf (err, errlen, "unknown parameter '%s' (see zonednull-server --help)",
             key);
   return -1;
+}
+
+int
+params_check (struct server_params *p, char *err, size_t errlen)
+{
+  return zn_queue_config_check (&p->queue, err, errlen) < 0 ? -1 : 0;
 }
 
 int

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zonednull/queue.h"
 #include "zonednull/zoned.h"
 
 /* zone_readonly / zone_offline toggle, so their order matters. */
@@ -14,8 +15,12 @@ struct cond_setting {
   uint64_t sector;
 };
 
+#define PARAMS_MAX_DEVICES 1024   /* the plugin's limit */
+
 struct server_params {
   struct zn_config cfg;
+  struct zn_queue_config queue;   /* all but mbps */
+  uint32_t nr_devices;
   struct cond_setting *conds;
   size_t nr_conds;
 };
@@ -26,6 +31,9 @@ void params_free (struct server_params *p);
 /* Applies one KEY=VALUE; -1 with a message naming the key and the rule. */
 int params_set (struct server_params *p, const char *arg, char *err,
                 size_t errlen);
+
+/* null_blk's validation of the queue parameters; -1 with a message. */
+int params_check (struct server_params *p, char *err, size_t errlen);
 
 /* The zone_readonly / zone_offline settings, on the powered-on device. */
 int params_apply_conds (const struct server_params *p, struct zn_dev *dev,

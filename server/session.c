@@ -96,20 +96,26 @@ static const char *const context_names[] = {
 enum phase { PH_CLIENT_FLAGS, PH_OPTIONS, PH_TRANSMISSION };
 
 struct session {
-  const struct served_device *sd;
+  const struct served *sv;
+  void *owner;                  /* for sv->admit */
   enum phase phase;
   bool no_zeroes;
   bool structured;
   unsigned options_seen;
   /* The export of the transmission phase. */
+  const struct served_device *d;
   bool control;
-  char export_name[16];
-  /* Contexts chosen by SET_META_CONTEXT for meta_export. */
+  /* Contexts chosen by SET_META_CONTEXT for this export. */
   bool meta[3];
   bool meta_any;
-  char meta_export[16];
+  const struct served_device *meta_d;
+  bool meta_control;
   struct zn_control_conn conn;
   struct outbuf out;
+  size_t ready;                 /* out's bytes that may be sent */
+  /* Ends (offsets in out) of the replies held for completion, FIFO. */
+  size_t *held;
+  unsigned held_head, held_count, held_cap;
 };
 
 /* ---- output -------------------------------------------------------------- */
@@ -175,7 +181,7 @@ out_reserve (struct outbuf *b, size_t n)
   return p;
 }
 
-void
+static void
 outbuf_consume (struct outbuf *b, size_t n)
 {
   if (n >= b->len) {
@@ -206,30 +212,41 @@ be64 (const unsigned char *p)
 
 /* ---- exports ------------------------------------------------------------- */
 
-/* "" and "nullb0" are the device, "nullb0/control" its zone control. */
-static int
-find_export (const char *name, size_t len, bool *control)
+/* nullbN is a device, nullbN/control its zone control; "" is nullb0. */
+static const struct served_device *
+find_export (const struct served *sv, const char *name, size_t len,
+             bool *control)
 {
-  static const char data[] = ZN_DEFAULT_DEVICE;
-  static const char ctl[] = ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX;
+  if (len == 0)
+    return &sv->devices[0];
+  for (unsigned i = 0; i < sv->nr_devices; i++) {
+    const struct served_device *d = &sv->devices[i];
 
-  if (len == 0 || (len == sizeof data - 1 && memcmp (name, data, len) == 0)) {
-    *control = false;
-    return 0;
+    if (len == strlen (d->name) && memcmp (name, d->name, len) == 0) {
+      *control = false;
+      return d;
+    }
+    if (len == strlen (d->control_name)
+        && memcmp (name, d->control_name, len) == 0) {
+      *control = true;
+      return d;
+    }
   }
-  if (len == sizeof ctl - 1 && memcmp (name, ctl, len) == 0) {
-    *control = true;
-    return 0;
-  }
-  return -1;
+  return NULL;
+}
+
+static const char *
+export_name (const struct served_device *d, bool control)
+{
+  return control ? d->control_name : d->name;
 }
 
 static uint64_t
-export_size (const struct session *s, bool control)
+export_size (const struct served_device *d, bool control)
 {
   if (control)
-    return zn_control_size (s->sd->ctl);
-  return zn_dev_geometry (s->sd->dev)->capacity << ZN_SECTOR_SHIFT;
+    return zn_control_size (d->ctl);
+  return zn_dev_geometry (d->dev)->capacity << ZN_SECTOR_SHIFT;
 }
 
 static uint16_t
@@ -237,11 +254,11 @@ export_flags (const struct session *s, bool control)
 {
   uint16_t f = TF_HAS_FLAGS | TF_SEND_FLUSH | TF_CAN_MULTI_CONN;
 
-  if (s->sd->readonly)
+  if (s->sv->readonly)
     f |= TF_READ_ONLY;
   if (!control) {
     f |= TF_SEND_FUA;
-    if (!s->sd->readonly)
+    if (!s->sv->readonly)
       f |= TF_SEND_TRIM;
   }
   return f;
@@ -308,14 +325,15 @@ reply_server (struct session *s, uint32_t opt, const char *name,
 }
 
 static void
-reply_info_export (struct session *s, uint32_t opt, bool control)
+reply_info_export (struct session *s, uint32_t opt,
+                   const struct served_device *d, bool control)
 {
   out_be64 (&s->out, REPLY_MAGIC);
   out_be32 (&s->out, opt);
   out_be32 (&s->out, REP_INFO);
   out_be32 (&s->out, 12);
   out_be16 (&s->out, INFO_EXPORT);
-  out_be64 (&s->out, export_size (s, control));
+  out_be64 (&s->out, export_size (d, control));
   out_be16 (&s->out, export_flags (s, control));
 }
 
@@ -323,9 +341,10 @@ reply_info_export (struct session *s, uint32_t opt, bool control)
  * the advertised maximum.  The control export takes any byte range.
  */
 static void
-reply_info_block_size (struct session *s, uint32_t opt, bool control)
+reply_info_block_size (struct session *s, uint32_t opt,
+                       const struct served_device *d, bool control)
 {
-  uint32_t lbs = zn_dev_geometry (s->sd->dev)->block_size;
+  uint32_t lbs = zn_dev_geometry (d->dev)->block_size;
 
   out_be64 (&s->out, REPLY_MAGIC);
   out_be32 (&s->out, opt);
@@ -362,15 +381,16 @@ export_description (bool control)
 static long
 opt_export_name (struct session *s, const unsigned char *data, uint32_t len)
 {
-  bool control;
+  const struct served_device *d;
+  bool control = false;
   unsigned char zeroes[124] = { 0 };
 
-  if (find_export ((const char *) data, len, &control) == -1)
+  d = find_export (s->sv, (const char *) data, len, &control);
+  if (d == NULL)
     return -1;
+  s->d = d;
   s->control = control;
-  snprintf (s->export_name, sizeof s->export_name, "%s",
-            control ? ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX : ZN_DEFAULT_DEVICE);
-  out_be64 (&s->out, export_size (s, control));
+  out_be64 (&s->out, export_size (d, control));
   out_be16 (&s->out, export_flags (s, control));
   if (!s->no_zeroes)
     out_bytes (&s->out, zeroes, sizeof zeroes);
@@ -384,7 +404,8 @@ opt_info_go (struct session *s, uint32_t opt, const unsigned char *data,
 {
   uint32_t nl;
   uint16_t nr;
-  bool control, want_name = false, want_desc = false;
+  const struct served_device *d;
+  bool control = false, want_name = false, want_desc = false;
 
   if (len < 6 || (nl = be32 (data)) > len - 6
       || (nr = be16 (data + 4 + nl), len != 6 + nl + 2u * nr)) {
@@ -392,10 +413,12 @@ opt_info_go (struct session *s, uint32_t opt, const unsigned char *data,
                opt == OPT_GO ? "NBD_OPT_GO" : "NBD_OPT_INFO");
     return;
   }
-  if (find_export ((const char *) data + 4, nl, &control) == -1) {
-    opt_error (s, opt, REP_ERR_UNKNOWN, "no export named '%.*s' (exports: '"
-               ZN_DEFAULT_DEVICE "' and '" ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX
-               "')", (int) (nl > 200 ? 200 : nl), (const char *) data + 4);
+  d = find_export (s->sv, (const char *) data + 4, nl, &control);
+  if (d == NULL) {
+    opt_error (s, opt, REP_ERR_UNKNOWN, "no export named '%.*s' (exports: "
+               "nullb0 to nullb%u, each with /control)",
+               (int) (nl > 200 ? 200 : nl), (const char *) data + 4,
+               s->sv->nr_devices - 1);
     return;
   }
   for (uint16_t i = 0; i < nr; i++) {
@@ -404,21 +427,18 @@ opt_info_go (struct session *s, uint32_t opt, const unsigned char *data,
     want_name |= type == INFO_NAME;
     want_desc |= type == INFO_DESCRIPTION;
   }
-  reply_info_export (s, opt, control);
-  reply_info_block_size (s, opt, control);
+  reply_info_export (s, opt, d, control);
+  reply_info_block_size (s, opt, d, control);
   if (want_name)
-    reply_info_string (s, opt, INFO_NAME,
-                       control ? ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX
-                               : ZN_DEFAULT_DEVICE);
+    reply_info_string (s, opt, INFO_NAME, export_name (d, control));
   if (want_desc)
     reply_info_string (s, opt, INFO_DESCRIPTION, export_description (control));
   opt_reply (s, opt, REP_ACK, NULL, 0);
   if (opt == OPT_GO) {
+    s->d = d;
     s->control = control;
-    snprintf (s->export_name, sizeof s->export_name, "%s",
-              control ? ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX : ZN_DEFAULT_DEVICE);
     /* Contexts chosen for another export do not carry over. */
-    if (strcmp (s->meta_export, s->export_name) != 0)
+    if (s->meta_d != d || s->meta_control != control)
       memset (s->meta, 0, sizeof s->meta), s->meta_any = false;
     s->phase = PH_TRANSMISSION;
   }
@@ -445,7 +465,8 @@ opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
 {
   bool list = opt == OPT_LIST_META_CONTEXT;
   const char *what = list ? "NBD_OPT_LIST_META_CONTEXT" : "NBD_OPT_SET_META_CONTEXT";
-  bool control, chosen[3] = { false, false, false };
+  const struct served_device *d;
+  bool control = false, chosen[3] = { false, false, false };
   uint32_t nl, nq, pos;
 
   if (!list && !s->structured) {
@@ -473,7 +494,8 @@ opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
     opt_error (s, opt, REP_ERR_INVALID, "%s: trailing bytes", what);
     return;
   }
-  if (find_export ((const char *) data + 4, nl, &control) == -1) {
+  d = find_export (s->sv, (const char *) data + 4, nl, &control);
+  if (d == NULL) {
     opt_error (s, opt, REP_ERR_UNKNOWN, "%s: no export named '%.*s'", what,
                (int) (nl > 200 ? 200 : nl), (const char *) data + 4);
     return;
@@ -507,8 +529,8 @@ opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
   if (!list) {
     memcpy (s->meta, chosen, sizeof s->meta);
     s->meta_any = chosen[CTX_ALLOCATION] || chosen[CTX_ZONES];
-    snprintf (s->meta_export, sizeof s->meta_export, "%s",
-              control ? ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX : ZN_DEFAULT_DEVICE);
+    s->meta_d = d;
+    s->meta_control = control;
   }
   opt_reply (s, opt, REP_ACK, NULL, 0);
 }
@@ -529,9 +551,11 @@ handle_option (struct session *s, uint32_t opt, const unsigned char *data,
       opt_error (s, opt, REP_ERR_INVALID, "NBD_OPT_LIST takes no data");
       return 0;
     }
-    reply_server (s, opt, ZN_DEFAULT_DEVICE, export_description (false));
-    reply_server (s, opt, ZN_DEFAULT_DEVICE ZN_CONTROL_SUFFIX,
-                  export_description (true));
+    for (unsigned i = 0; i < s->sv->nr_devices; i++) {
+      reply_server (s, opt, s->sv->devices[i].name, export_description (false));
+      reply_server (s, opt, s->sv->devices[i].control_name,
+                    export_description (true));
+    }
     opt_reply (s, opt, REP_ACK, NULL, 0);
     return 0;
   case OPT_INFO:
@@ -642,7 +666,7 @@ errno_name (int err)
 static void
 cmd_read (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
 {
-  const struct zn_geometry *geo = zn_dev_geometry (s->sd->dev);
+  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
   size_t header = s->structured ? 20 + 8 : 16;
   size_t mark = s->out.len;
   unsigned char *buf;
@@ -651,11 +675,11 @@ cmd_read (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
   /* Read straight into the output buffer, behind the reply header. */
   buf = out_reserve (&s->out, header + count) + header;
   if (s->control)
-    r = zn_control_pread (s->sd->ctl, &s->conn, s->sd->readonly, buf, count, offset);
+    r = zn_control_pread (s->d->ctl, &s->conn, s->sv->readonly, buf, count, offset);
   else {
-    r = zn_read (s->sd->dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
+    r = zn_read (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
     if (r < 0)
-      zn_control_log_error (s->sd->ctl, CMD_READ, offset, count, -r);
+      zn_control_log_error (s->d->ctl, CMD_READ, offset, count, -r);
   }
   if (r < 0) {
     s->out.len = mark;
@@ -678,15 +702,15 @@ static void
 cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
            const unsigned char *data)
 {
-  const struct zn_geometry *geo = zn_dev_geometry (s->sd->dev);
+  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
   int r;
 
   if (s->control)
-    r = zn_control_pwrite (s->sd->ctl, &s->conn, data, count, offset);
+    r = zn_control_pwrite (s->d->ctl, &s->conn, data, count, offset);
   else {
-    r = zn_write (s->sd->dev, data, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
+    r = zn_write (s->d->dev, data, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
     if (r < 0)
-      zn_control_log_error (s->sd->ctl, CMD_WRITE, offset, count, -r);
+      zn_control_log_error (s->d->ctl, CMD_WRITE, offset, count, -r);
   }
   if (r < 0) {
     if (s->control)
@@ -709,7 +733,7 @@ cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
 static void
 cmd_trim (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
 {
-  const struct zn_geometry *geo = zn_dev_geometry (s->sd->dev);
+  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
   uint64_t zone_bytes = geo->zone_sectors << ZN_SECTOR_SHIFT;
   uint64_t size = geo->capacity << ZN_SECTOR_SHIFT;
   uint64_t end = offset + count;
@@ -726,10 +750,10 @@ cmd_trim (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
                  "only sequential zones can be reset", offset / zone_bytes);
     return;
   }
-  r = zn_zone_mgmt (s->sd->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
+  r = zn_zone_mgmt (s->d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
                     (uint64_t) count >> ZN_SECTOR_SHIFT);
   if (r < 0) {
-    zn_control_log_error (s->sd->ctl, CMD_TRIM, offset, count, -r);
+    zn_control_log_error (s->d->ctl, CMD_TRIM, offset, count, -r);
     reply_error (s, cookie, -r, "trim: reset of zones %" PRIu64 " to %" PRIu64
                  " failed (a READONLY or OFFLINE zone cannot be reset): %s",
                  offset / zone_bytes, (end - 1) / zone_bytes, errno_name (-r));
@@ -807,7 +831,7 @@ block_status_chunk (struct session *s, uint64_t cookie, int ctx, bool last,
   chunk_header (s, last ? REPLY_FLAG_DONE : 0, REPLY_BLOCK_STATUS, cookie, 0);
   out_be32 (&s->out, (uint32_t) ctx);
   while (e.next < e.end && !(one && e.count == 1)
-         && (n = zn_report_zones (s->sd->dev, sector, zones, REPORT_BATCH)) > 0) {
+         && (n = zn_report_zones (s->d->dev, sector, zones, REPORT_BATCH)) > 0) {
     for (unsigned i = 0; i < n; i++) {
       const struct zn_zone *z = &zones[i];
       uint64_t zend = z->start + z->len;
@@ -879,14 +903,14 @@ static int
 check_request (struct session *s, uint16_t type, uint16_t flags,
                uint64_t offset, uint32_t count, char *why, size_t whylen)
 {
-  uint64_t size = export_size (s, s->control);
-  uint32_t lbs = zn_dev_geometry (s->sd->dev)->block_size;
+  uint64_t size = export_size (s->d, s->control);
+  uint32_t lbs = zn_dev_geometry (s->d->dev)->block_size;
 
   if (flags & ~CMD_FLAGS_KNOWN) {
     snprintf (why, whylen, "unknown command flags 0x%" PRIx16, flags);
     return EINVAL;
   }
-  if (s->sd->readonly && (type == CMD_WRITE || type == CMD_TRIM)) {
+  if (s->sv->readonly && (type == CMD_WRITE || type == CMD_TRIM)) {
     snprintf (why, whylen, "the server is read-only (-r)");
     return EPERM;
   }
@@ -991,16 +1015,18 @@ handle_request (struct session *s, const unsigned char *data, size_t avail)
 /* ---- the state machine --------------------------------------------------- */
 
 struct session *
-session_new (const struct served_device *sd)
+session_new (const struct served *sv, void *owner)
 {
   struct session *s = calloc (1, sizeof *s);
 
   if (s == NULL)
     return NULL;
-  s->sd = sd;
+  s->sv = sv;
+  s->owner = owner;
   out_be64 (&s->out, NBDMAGIC);
   out_be64 (&s->out, IHAVEOPT);
   out_be16 (&s->out, FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES);
+  s->ready = s->out.len;
   return s;
 }
 
@@ -1010,6 +1036,7 @@ session_free (struct session *s)
   if (s == NULL)
     return;
   free (s->out.data);
+  free (s->held);
   free (s);
 }
 
@@ -1019,10 +1046,85 @@ session_output (struct session *s)
   return &s->out;
 }
 
-const char *
-session_export (const struct session *s)
+const struct served_device *
+session_device (const struct session *s, bool *control)
 {
-  return s->phase == PH_TRANSMISSION ? s->export_name : NULL;
+  if (s->phase != PH_TRANSMISSION)
+    return NULL;
+  *control = s->control;
+  return s->d;
+}
+
+/* Keeps the reply just queued until session_complete_one releases it. */
+static void
+hold_reply (struct session *s)
+{
+  if (s->held_count == s->held_cap) {
+    unsigned cap = s->held_cap ? s->held_cap * 2 : 64;
+    size_t *p = malloc (cap * sizeof *p);
+
+    if (p == NULL) {
+      fputs ("zonednull-server: out of memory\n", stderr);
+      abort ();
+    }
+    for (unsigned i = 0; i < s->held_count; i++)
+      p[i] = s->held[(s->held_head + i) % s->held_cap];
+    free (s->held);
+    s->held = p;
+    s->held_head = 0;
+    s->held_cap = cap;
+  }
+  s->held[(s->held_head + s->held_count++) % s->held_cap] = s->out.len;
+}
+
+bool
+session_complete_one (struct session *s)
+{
+  if (s->held_count == 0)
+    return false;
+  s->ready = s->held[s->held_head];
+  s->held_head = (s->held_head + 1) % s->held_cap;
+  if (--s->held_count == 0)
+    s->ready = s->out.len;
+  return true;
+}
+
+size_t
+session_ready (const struct session *s)
+{
+  return s->ready;
+}
+
+void
+session_sent (struct session *s, size_t n)
+{
+  outbuf_consume (&s->out, n);
+  s->ready -= n;
+  for (unsigned i = 0; i < s->held_count; i++)
+    s->held[(s->held_head + i) % s->held_cap] -= n;
+}
+
+
+/* Which requests hold a tag, as the plugin's data callbacks do: complete
+ * reads, writes, flushes and trims of a device export.
+ */
+static bool
+takes_tag (const struct session *s, const unsigned char *data, size_t avail)
+{
+  uint32_t count = be32 (data + 24);
+
+  if (s->control || be32 (data) != REQUEST_MAGIC)
+    return false;
+  switch (be16 (data + 6)) {
+  case CMD_WRITE:
+    return count <= MAX_REQUEST && avail >= 28 + (size_t) count;
+  case CMD_READ:
+  case CMD_FLUSH:
+  case CMD_TRIM:
+    return true;
+  default:
+    return false;
+  }
 }
 
 /* One step: consumes one unit (flags, option, request) or nothing. */
@@ -1068,10 +1170,20 @@ step (struct session *s, const unsigned char *data, size_t len)
     r = handle_option (s, opt, data + 16, olen);
     return r < 0 ? -1 : 16 + (long) olen;
   }
-  case PH_TRANSMISSION:
+  case PH_TRANSMISSION: {
+    bool tagged;
+    long r;
+
     if (len < 28)
       return 0;
-    return handle_request (s, data, len);
+    tagged = takes_tag (s, data, len);
+    if (tagged && s->sv->admit && !s->sv->admit (s->owner, s))
+      return 0;
+    r = handle_request (s, data, len);
+    if (tagged && s->sv->delayed)
+      hold_reply (s);
+    return r;
+  }
   }
   return -1;
 }
@@ -1084,11 +1196,20 @@ session_input (struct session *s, const unsigned char *data, size_t len)
   while (s->out.len < SESSION_OUTPUT_LIMIT) {
     long r = step (s, data + used, len - used);
 
-    if (r < 0)
+    if (r < 0) {
+      /* What was queued goes out before the connection closes. */
+      while (session_complete_one (s))
+        ;
+      s->ready = s->out.len;
       return -1;
+    }
     if (r == 0)
-      return (long) used;
+      break;
     used += (size_t) r;
+    if (s->held_count == 0)
+      s->ready = s->out.len;
   }
+  if (s->held_count == 0)
+    s->ready = s->out.len;
   return (long) used;
 }

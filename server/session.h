@@ -13,12 +13,30 @@
 
 struct zn_dev;
 struct zn_control;
+struct zn_queues;
+struct session;
 
-/* What every connection of the server shares. */
+/* One device: exports nullbN and nullbN/control. */
 struct served_device {
+  char name[16];
+  char control_name[32];
   struct zn_dev *dev;
   struct zn_control *ctl;
+  struct zn_queues *qs;         /* the transport's, for its tags */
+};
+
+/* What every connection of the server shares. */
+struct served {
+  struct served_device *devices;
+  unsigned nr_devices;
   bool readonly;                /* -r: no write, trim or control command */
+  bool delayed;                 /* replies wait for session_complete_one */
+  /* Asked before each data request (read, write, flush, trim of a
+   * device): true if it may start now, which takes a tag; false stops
+   * session_input until the transport offers the input again.  NULL
+   * admits everything.
+   */
+  bool (*admit) (void *owner, struct session *s);
 };
 
 /* Bytes waiting to be sent. */
@@ -27,9 +45,8 @@ struct outbuf {
   size_t len, cap;
 };
 
-struct session;
-
-struct session *session_new (const struct served_device *sd);
+/* owner is passed to sv->admit. */
+struct session *session_new (const struct served *sv, void *owner);
 void session_free (struct session *s);
 
 /* session_input stops taking requests once this much output is queued, so
@@ -47,13 +64,24 @@ void session_free (struct session *s);
  */
 long session_input (struct session *s, const unsigned char *data, size_t len);
 
-/* The replies queued so far; the caller removes what it sent. */
+/* The replies queued so far, the ones still held (irqmode=2) at the end. */
 struct outbuf *session_output (struct session *s);
 
-/* The export chosen, once in the transmission phase; NULL before. */
-const char *session_export (const struct session *s);
+/* How many bytes at the start of the output may be sent now. */
+size_t session_ready (const struct session *s);
 
-/* Drops the first n bytes of an outbuf. */
-void outbuf_consume (struct outbuf *b, size_t n);
+/* The caller sent the first n ready bytes. */
+void session_sent (struct session *s, size_t n);
+
+/* With delayed replies: releases the reply of the oldest admitted request
+ * (it completed); returns false when none is held.
+ */
+bool session_complete_one (struct session *s);
+
+/* The device chosen, once in the transmission phase (NULL before), and
+ * whether its control export was chosen.
+ */
+const struct served_device *session_device (const struct session *s,
+                                            bool *control);
 
 #endif

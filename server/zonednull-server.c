@@ -10,16 +10,19 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -27,6 +30,7 @@
 #include <ev.h>
 
 #include "zonednull/control.h"
+#include "zonednull/queue.h"
 #include "zonednull/zoned.h"
 #include "params.h"
 #include "session.h"
@@ -44,7 +48,8 @@ static bool foreground;                 /* -f: do not daemonize */
 static bool verbose;                    /* -v: log connections */
 static bool exit_with_parent;           /* stop when the parent exits */
 
-static struct served_device served;
+static struct served served;
+static struct zn_queue_config qcfg;
 static int listen_fd = -1;
 
 struct conn {
@@ -54,11 +59,179 @@ struct conn {
   unsigned char *in;
   size_t in_len, in_cap;
   bool closing;                 /* send what is queued, then close */
+  /* Its hardware queue, once a device export was chosen. */
+  struct served_device *d;
+  unsigned queue;
+  unsigned held;                /* its requests in the completion ring */
+  bool waiting;                 /* in its pool's FIFO for a tag */
+  struct conn *wait_next;
   struct conn *next, *prev;
 };
 
 static struct conn *conns;      /* every open connection, for shutdown */
 static unsigned long nr_conns_total;
+
+/* ---- tags and timed completion --------------------------------------------
+ *
+ * The tag sets, pools and counters are the plugin's (lib/queue.c); what
+ * the plugin does by sleeping in a worker thread is done here by holding
+ * the reply.  A request takes a tag before it is applied; with irqmode=2
+ * its reply is released, and the tag freed, completion_nsec after the tag
+ * was taken.  A connection whose next request finds no tag waits in its
+ * pool's FIFO and stops reading requests until a tag is freed.
+ *
+ * completion_nsec is the same for every request, so completions come due
+ * in the order tags were taken: one ring, and one timerfd armed for its
+ * head (libev's timers have millisecond resolution under epoll, too
+ * coarse for 10 us completions).
+ */
+static struct zn_tagset **tagsets;
+static unsigned nr_tagsets;
+
+struct wait_fifo {
+  struct conn *head, *tail;
+};
+static struct wait_fifo *waits;  /* tagset t, pool p: waits[t * pools + p] */
+
+struct completion {
+  uint64_t due;                 /* CLOCK_MONOTONIC ns */
+  struct conn *c;               /* NULL once the connection closed */
+  struct zn_queues *qs;
+  struct zn_request rq;
+};
+static struct completion *ring;
+static unsigned ring_head, ring_count, ring_cap;
+static int timer_fd = -1;
+static ev_io timer_watcher;
+
+static uint64_t
+ns_of (struct timespec ts)
+{
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static void
+arm_timer (void)
+{
+  struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+
+  if (ring_count > 0) {
+    uint64_t due = ring[ring_head].due;
+
+    its.it_value.tv_sec = (time_t) (due / 1000000000u);
+    its.it_value.tv_nsec = (long) (due % 1000000000u);
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+      its.it_value.tv_nsec = 1;
+  }
+  timerfd_settime (timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void
+ring_push (struct conn *c, const struct zn_request *rq)
+{
+  if (ring_count == ring_cap) {
+    unsigned cap = ring_cap ? ring_cap * 2 : 256;
+    struct completion *p = malloc (cap * sizeof *p);
+
+    if (p == NULL) {
+      fputs ("zonednull-server: out of memory\n", stderr);
+      abort ();
+    }
+    for (unsigned i = 0; i < ring_count; i++)
+      p[i] = ring[(ring_head + i) % ring_cap];
+    free (ring);
+    ring = p;
+    ring_head = 0;
+    ring_cap = cap;
+  }
+  ring[(ring_head + ring_count++) % ring_cap] = (struct completion) {
+    .due = ns_of (zn_request_due (c->d->qs, rq)), .c = c, .qs = c->d->qs,
+    .rq = *rq,
+  };
+  c->held++;
+  if (ring_count == 1)
+    arm_timer ();
+}
+
+static struct wait_fifo *
+fifo_of (const struct conn *c)
+{
+  unsigned pools = qcfg.shared_tag_bitmap ? 1 : qcfg.submit_queues;
+  unsigned set = qcfg.shared_tags ? 0 : (unsigned) (c->d - served.devices);
+
+  return &waits[set * pools + zn_queues_pool (c->d->qs, c->queue)];
+}
+
+static void
+wait_add (struct conn *c)
+{
+  struct wait_fifo *w = fifo_of (c);
+
+  c->waiting = true;
+  c->wait_next = NULL;
+  if (w->tail)
+    w->tail->wait_next = c;
+  else
+    w->head = c;
+  w->tail = c;
+}
+
+static void
+wait_remove (struct conn *c)
+{
+  struct wait_fifo *w;
+  struct conn **pp, *prev = NULL;
+
+  if (!c->waiting)
+    return;
+  w = fifo_of (c);
+  for (pp = &w->head; *pp != c; pp = &(*pp)->wait_next)
+    prev = *pp;
+  *pp = c->wait_next;
+  if (w->tail == c)
+    w->tail = prev;
+  c->waiting = false;
+}
+
+/* A connection feeds a hardware queue once it chose a device export. */
+static void
+attach (struct conn *c)
+{
+  bool control;
+  const struct served_device *d;
+
+  if (c->d)
+    return;
+  d = session_device (c->session, &control);
+  if (d == NULL || control)
+    return;
+  c->d = &served.devices[d - served.devices];
+  c->queue = zn_queues_attach (c->d->qs);
+}
+
+/* served.admit: the next data request of the connection may start if it
+ * gets a tag.
+ */
+static bool
+admit (void *owner, struct session *s)
+{
+  struct conn *c = owner;
+  struct zn_request rq;
+
+  (void) s;
+  attach (c);
+  if (!zn_queue_try_begin (c->d->qs, c->queue, !c->waiting, &rq)) {
+    if (!c->waiting)
+      wait_add (c);
+    return false;
+  }
+  wait_remove (c);
+  if (served.delayed)
+    ring_push (c, &rq);
+  else
+    zn_queue_complete (c->d->qs, &rq);
+  return true;
+}
 
 static void
 conn_free (struct ev_loop *loop, struct conn *c)
@@ -72,6 +245,20 @@ conn_free (struct ev_loop *loop, struct conn *c)
     conns = c->next;
   if (c->next)
     c->next->prev = c->prev;
+  /* Its requests stay in flight, holding their tags, until they are due,
+   * as a request of a vanished submitter would in the kernel.
+   */
+  for (unsigned i = 0; c->held > 0 && i < ring_count; i++) {
+    struct completion *e = &ring[(ring_head + i) % ring_cap];
+
+    if (e->c == c) {
+      e->c = NULL;
+      c->held--;
+    }
+  }
+  wait_remove (c);
+  if (c->d)
+    zn_queues_detach (c->d->qs, c->queue);
   if (verbose)
     fprintf (stderr, "zonednull-server: connection %d closed\n", c->fd);
   session_free (c->session);
@@ -79,15 +266,15 @@ conn_free (struct ev_loop *loop, struct conn *c)
   free (c);
 }
 
-/* Sends what the session queued; false when the connection is gone. */
+/* Sends what the session may send; false when the connection is gone. */
 static bool
 conn_send (struct ev_loop *loop, struct conn *c)
 {
-  struct outbuf *out = session_output (c->session);
-  size_t sent = 0;
+  size_t ready = session_ready (c->session), sent = 0;
+  const unsigned char *data = session_output (c->session)->data;
 
-  while (sent < out->len) {
-    ssize_t n = send (c->fd, out->data + sent, out->len - sent, MSG_NOSIGNAL);
+  while (sent < ready) {
+    ssize_t n = send (c->fd, data + sent, ready - sent, MSG_NOSIGNAL);
 
     if (n > 0) {
       sent += (size_t) n;
@@ -100,32 +287,34 @@ conn_send (struct ev_loop *loop, struct conn *c)
     conn_free (loop, c);
     return false;
   }
-  outbuf_consume (out, sent);
+  session_sent (c->session, sent);
   return true;
 }
 
-/* Hands buffered input to the session. */
+/* Hands buffered input to the session, as far as tags allow. */
 static void
 conn_process (struct conn *c)
 {
   long used = session_input (c->session, c->in, c->in_len);
 
+  attach (c);
   if (used < 0) {
     c->closing = true;
     c->in_len = 0;
+    wait_remove (c);
     return;
   }
   memmove (c->in, c->in + used, c->in_len - (size_t) used);
   c->in_len -= (size_t) used;
-  /* A full buffer the session cannot use, with room for output, is a
-   * framing error (no request is that large).
+  /* A full buffer the session cannot use, with room for output and a
+   * tag, is a framing error (no request is that large).
    */
-  if (c->in_len == c->in_cap && c->in_cap >= MAX_INBUF
+  if (c->in_len == c->in_cap && c->in_cap >= MAX_INBUF && !c->waiting
       && session_output (c->session)->len < SESSION_OUTPUT_LIMIT)
     c->closing = true;
 }
 
-/* Sends, takes more buffered requests while the output allows, and
+/* Sends, takes more buffered requests while output and tags allow, and
  * chooses which events to wait for.
  */
 static void
@@ -136,15 +325,16 @@ conn_flush (struct ev_loop *loop, struct conn *c)
   for (;;) {
     if (!conn_send (loop, c))
       return;
-    if (out->len > 0 || c->closing || c->in_len == 0)
+    if (session_ready (c->session) > 0 || c->closing || c->in_len == 0
+        || c->waiting || out->len >= SESSION_OUTPUT_LIMIT)
       break;
     /* Requests held back by the output limit. */
     conn_process (c);
-    if (out->len == 0)
+    if (session_ready (c->session) == 0)
       break;
   }
 
-  if (out->len > 0)
+  if (session_ready (c->session) > 0)
     ev_io_start (loop, &c->wio);
   else {
     ev_io_stop (loop, &c->wio);
@@ -158,6 +348,51 @@ conn_flush (struct ev_loop *loop, struct conn *c)
     ev_io_stop (loop, &c->rio);
   else
     ev_io_start (loop, &c->rio);
+}
+
+/* Completions that came due release their replies and tags; then the
+ * connections waiting for tags go on, longest waiter first.
+ */
+static void
+timer_cb (struct ev_loop *loop, ev_io *w, int revents)
+{
+  uint64_t expirations, now;
+  struct timespec ts;
+  unsigned nr_fifos = nr_tagsets * (qcfg.shared_tag_bitmap ? 1 : qcfg.submit_queues);
+  struct conn *c;
+
+  (void) revents;
+  if (read (w->fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+    return;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  now = ns_of (ts);
+  while (ring_count > 0 && ring[ring_head].due <= now) {
+    struct completion e = ring[ring_head];
+
+    ring_head = (ring_head + 1) % ring_cap;
+    ring_count--;
+    if (e.c) {
+      session_complete_one (e.c->session);
+      e.c->held--;
+    }
+    zn_queue_complete (e.qs, &e.rq);
+  }
+  /* One send per connection for all its completed replies. */
+  for (c = conns; c; ) {
+    struct conn *next = c->next;
+
+    if (session_ready (c->session) > 0)
+      conn_flush (loop, c);
+    c = next;
+  }
+  for (unsigned i = 0; i < nr_fifos; i++)
+    while ((c = waits[i].head) != NULL) {
+      conn_process (c);
+      conn_flush (loop, c);
+      if (waits[i].head == c)
+        break;                  /* still no tag for it */
+    }
+  arm_timer ();
 }
 
 static void
@@ -218,7 +453,7 @@ accept_cb (struct ev_loop *loop, ev_io *w, int revents)
   if (!unix_path)
     setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   c = calloc (1, sizeof *c);
-  if (c == NULL || (c->session = session_new (&served)) == NULL) {
+  if (c == NULL || (c->session = session_new (&served, c)) == NULL) {
     free (c);
     close (fd);
     return;
@@ -329,6 +564,70 @@ write_pidfile (const char *path)
   return 0;
 }
 
+/* nullb0 ... nullb<nr_devices-1>, with their tag sets, as the plugin
+ * makes them.
+ */
+static int
+devices_create (const struct server_params *p, char *err, size_t errlen)
+{
+  unsigned nr_pools = qcfg.shared_tag_bitmap ? 1 : qcfg.submit_queues;
+
+  nr_tagsets = qcfg.shared_tags ? 1 : p->nr_devices;
+  tagsets = calloc (nr_tagsets, sizeof *tagsets);
+  waits = calloc ((size_t) nr_tagsets * nr_pools, sizeof *waits);
+  served.devices = calloc (p->nr_devices, sizeof *served.devices);
+  if (tagsets == NULL || waits == NULL || served.devices == NULL) {
+    snprintf (err, errlen, "out of memory");
+    return -1;
+  }
+  for (unsigned i = 0; i < nr_tagsets; i++)
+    if ((tagsets[i] = zn_tagset_create (&qcfg)) == NULL) {
+      snprintf (err, errlen, "out of memory for %" PRIu32 " tags",
+                qcfg.hw_queue_depth);
+      return -1;
+    }
+  for (unsigned i = 0; i < p->nr_devices; i++) {
+    struct served_device *d = &served.devices[i];
+
+    served.nr_devices = i + 1;
+    snprintf (d->name, sizeof d->name, "nullb%u", i);
+    snprintf (d->control_name, sizeof d->control_name, "%s"
+              ZN_CONTROL_SUFFIX, d->name);
+    d->dev = zn_dev_create (&p->cfg, err, errlen);
+    if (d->dev == NULL) {
+      if (err[0] == '\0')
+        snprintf (err, errlen, "%s", strerror (errno));
+      return -1;
+    }
+    if (params_apply_conds (p, d->dev, err, errlen) == -1)
+      return -1;
+    d->qs = zn_queues_create (tagsets[qcfg.shared_tags ? 0 : i], &qcfg);
+    d->ctl = zn_control_create (d->dev);
+    if (d->qs == NULL || d->ctl == NULL) {
+      snprintf (err, errlen, "out of memory for %s", d->name);
+      return -1;
+    }
+    zn_control_set_queues (d->ctl, d->qs, &qcfg, &p->cfg, i, p->nr_devices);
+  }
+  return 0;
+}
+
+static void
+devices_destroy (void)
+{
+  for (unsigned i = 0; i < served.nr_devices; i++) {
+    zn_control_destroy (served.devices[i].ctl);
+    zn_queues_destroy (served.devices[i].qs);
+    zn_dev_destroy (served.devices[i].dev);
+  }
+  free (served.devices);
+  for (unsigned i = 0; tagsets && i < nr_tagsets; i++)
+    zn_tagset_destroy (tagsets[i]);
+  free (tagsets);
+  free (waits);
+  free (ring);
+}
+
 static void
 usage (FILE *fp)
 {
@@ -350,10 +649,12 @@ usage (FILE *fp)
          "Device parameters are the nbdkit plugin's, with null_blk's names\n"
          "and units (see nbdkit-zonednull-plugin(1)): size, zone_size,\n"
          "zone_capacity, zone_nr_conv, zone_max_open, zone_max_active,\n"
-         "blocksize, max_sectors, memory_backed, zone_readonly, zone_offline.\n"
+         "blocksize, max_sectors, memory_backed, zone_readonly, zone_offline,\n"
+         "nr_devices, irqmode, completion_nsec, hw_queue_depth, submit_queues,\n"
+         "shared_tags (host_tags), shared_tag_bitmap.\n"
          "\n"
-         "Exports: nullb0 (the default) and nullb0/control\n"
-         "(zonednull-control(5)).  See zonednull-server(8).\n", fp);
+         "Exports: nullb0 (the default) ... nullb<nr_devices-1>, each with\n"
+         "/control (zonednull-control(5)).  See zonednull-server(8).\n", fp);
 }
 
 static void
@@ -419,30 +720,25 @@ main (int argc, char **argv)
       return EXIT_FAILURE;
     }
 
-  served.dev = zn_dev_create (&params.cfg, err, sizeof err);
-  if (served.dev == NULL) {
-    fprintf (stderr, "zonednull-server: %s\n", err[0] ? err : strerror (errno));
+  if (params_check (&params, err, sizeof err) == -1) {
+    fprintf (stderr, "zonednull-server: %s\n", err);
     params_free (&params);
     return EXIT_FAILURE;
   }
-  if (params_apply_conds (&params, served.dev, err, sizeof err) == -1) {
+  qcfg = params.queue;
+  served.delayed = qcfg.irqmode == 2 && qcfg.completion_nsec > 0;
+  served.admit = admit;
+  if (devices_create (&params, err, sizeof err) == -1) {
     fprintf (stderr, "zonednull-server: %s\n", err);
     params_free (&params);
-    zn_dev_destroy (served.dev);
+    devices_destroy ();
     return EXIT_FAILURE;
   }
   params_free (&params);
-  served.ctl = zn_control_create (served.dev);
-  if (served.ctl == NULL) {
-    fputs ("zonednull-server: out of memory\n", stderr);
-    zn_dev_destroy (served.dev);
-    return EXIT_FAILURE;
-  }
 
   listen_fd = unix_path ? listen_unix (unix_path) : listen_tcp (ipaddr, port);
   if (listen_fd == -1) {
-    zn_control_destroy (served.ctl);
-    zn_dev_destroy (served.dev);
+    devices_destroy ();
     return EXIT_FAILURE;
   }
   /* The death signal goes through the loop like a real SIGTERM, so the
@@ -467,6 +763,18 @@ main (int argc, char **argv)
   loop = ev_default_loop (EVFLAG_AUTO);
   ev_io_init (&listen_watcher, accept_cb, listen_fd, EV_READ);
   ev_io_start (loop, &listen_watcher);
+  /* The default 50 us of timer slack would be half a typical
+   * completion_nsec.
+   */
+  if (served.delayed)
+    prctl (PR_SET_TIMERSLACK, 1UL);
+  timer_fd = timerfd_create (CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (timer_fd == -1) {
+    fprintf (stderr, "zonednull-server: timerfd_create: %s\n", strerror (errno));
+    return EXIT_FAILURE;
+  }
+  ev_io_init (&timer_watcher, timer_cb, timer_fd, EV_READ);
+  ev_io_start (loop, &timer_watcher);
   ev_signal_init (&sigterm, stop_cb, SIGTERM);
   ev_signal_start (loop, &sigterm);
   ev_signal_init (&sigint, stop_cb, SIGINT);
@@ -477,10 +785,11 @@ main (int argc, char **argv)
   ev_io_stop (loop, &listen_watcher);
   ev_signal_stop (loop, &sigterm);
   ev_signal_stop (loop, &sigint);
+  ev_io_stop (loop, &timer_watcher);
   shutdown_all (loop);
+  close (timer_fd);
   ev_loop_destroy (loop);
-  zn_control_destroy (served.ctl);
-  zn_dev_destroy (served.dev);
+  devices_destroy ();
   if (verbose)
     fprintf (stderr, "zonednull-server: stopped after %lu connections\n",
              nr_conns_total);

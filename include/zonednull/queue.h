@@ -90,6 +90,23 @@ void zn_queue_begin (struct zn_queues *qs, unsigned queue, uint64_t bytes,
                      struct zn_request *rq);
 void zn_queue_end (struct zn_queues *qs, struct zn_request *rq);
 
+/* The same for an event loop, which must not block.  zn_queue_try_begin
+ * takes a tag only if one is free and no thread waits for it; otherwise
+ * it returns false, and the caller queues the request itself (FIFO per
+ * pool, see zn_queues_pool) and tries again when a tag is freed.  A
+ * request counts once in "waited": pass first_try on its first attempt
+ * only.  There is no mbps throttle.  When zn_request_due comes, the caller
+ * sends the reply and calls zn_queue_complete, which frees the tag.
+ */
+bool zn_queue_try_begin (struct zn_queues *qs, unsigned queue, bool first_try,
+                         struct zn_request *rq);
+struct timespec zn_request_due (const struct zn_queues *qs,
+                                const struct zn_request *rq);
+void zn_queue_complete (struct zn_queues *qs, struct zn_request *rq);
+
+/* The pool of the tag set that a hardware queue draws from. */
+unsigned zn_queues_pool (const struct zn_queues *qs, unsigned queue);
+
 /* Copies the device's counters to *dev and those of up to max queues to
  * queues[]; returns the number of queues.
  */
