@@ -42,7 +42,11 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
            "zone_size=3:zone_size" \
            "size=1x:size=1x" \
            "memory_backed=maybe:expected a boolean" \
-           "zone_readonly=0 zone_nr_conv=1:conventional zone 0"; do
+           "zone_readonly=0 zone_nr_conv=1:conventional zone 0" \
+           "irqmode=3:irqmode" \
+           "hw_queue_depth=0:hw_queue_depth" \
+           "nr_devices=0:nr_devices=0" \
+           "mbps=10:mbps: not supported by zonednull-server"; do
   args=${bad%%:*} text=${bad#*:}
   # shellcheck disable=SC2086 # args is a list of KEY=VALUE words
   if "$srv" -f -U "$tmpdir/bad.sock" $args 2>"$tmpdir/err"; then
@@ -293,6 +297,90 @@ for f in (lambda: h.pwrite(b"\0" * 4096, 0), lambda: h.trim(1 << 20, 0)):
 EOF
 "$zn" reset "$uri" 2>"$tmpdir/err" && fail "reset on a read-only server"
 grep -q EPERM "$tmpdir/err" || fail "read-only reset: $(cat "$tmpdir/err")"
+stop_server "$pid"
+
+# ---- devices, tags and timed completion -------------------------------------
+
+# Two devices behind one pool of 2 tags (host tags, one bitmap for the
+# two hardware queues), each request held 20 ms.  Two connections to
+# nullb1 send 8 reads each at once: every request completes, at most 2 at
+# a time, so the 16 take at least 8 rounds of 20 ms; both queues and only
+# nullb1 count them.
+start_native tags size=64 zone_size=4 nr_devices=2 irqmode=2 \
+  completion_nsec=20000000 hw_queue_depth=2 submit_queues=2 host_tags=1 \
+  shared_tag_bitmap=1
+nbdinfo --list "$uri" >"$tmpdir/list" || fail "nbdinfo --list"
+for e in nullb0 nullb0/control nullb1 nullb1/control; do
+  grep -qx "export=\"$e\":" "$tmpdir/list" || fail "export $e not listed"
+done
+uri1="nbd+unix:///nullb1?socket=$sock"
+py "$uri1" <<'PY'
+import nbd, sys, time
+hs = [nbd.NBD() for _ in range(2)]
+for h in hs:
+    h.connect_uri(sys.argv[1])
+start = time.monotonic()
+cmds = [(h, h.aio_pread(nbd.Buffer(4096), 4096 * i))
+        for i in range(8) for h in hs]
+for h, c in cmds:
+    while not h.aio_command_completed(c):
+        h.poll(-1)
+took = time.monotonic() - start
+assert took >= 8 * 0.020, "16 requests on 2 tags of 20 ms took %.3f s" % took
+# A client that leaves with requests in flight.
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+for i in range(4):
+    h.aio_pread(nbd.Buffer(4096), 0)
+h.shutdown()
+PY
+"$zn" info --json "$uri1" >"$tmpdir/info1.json" || fail "info nullb1"
+"$zn" info --json "nbd+unix:///nullb0?socket=$sock" >"$tmpdir/info0.json" ||
+  fail "info nullb0"
+py "$tmpdir/info1.json" "$tmpdir/info0.json" <<'PY'
+import json, sys
+i, i0 = (json.load(open(f)) for f in sys.argv[1:])
+t, q = i["tags"], i["queues"]
+assert i["device_index"] == 1 and i["nr_devices"] == 2, i
+assert i["tag_pools"] == 1 and i["shared_tags"] and i["shared_tag_bitmap"], i
+assert len(q) == 2 and all(x["completed"] >= 8 for x in q), q
+assert t["completed"] == sum(x["completed"] for x in q), i
+assert t["peak"] == 2 and t["waited"] > 0, t
+assert i0["tags"]["completed"] == 0, i0["tags"]
+PY
+# Of the departed client's 4 requests, the 2 that got tags complete and
+# free them; the 2 still waiting for a tag went with the connection.
+tries=0
+until "$zn" info --json "$uri1" >"$tmpdir/info1.json" &&
+      /usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["tags"]; sys.exit(not (t["in_use"] == 0 and t["completed"] == 18))' "$tmpdir/info1.json"; do
+  tries=$((tries + 1))
+  [ "$tries" -le 100 ] || fail "tags not returned: $(cat "$tmpdir/info1.json")"
+  sleep 0.1
+done
+stop_server "$pid"
+
+# Without the shared bitmap each hardware queue has its own 2 tags.
+start_native pools size=8 zone_size=1 irqmode=2 completion_nsec=5000000 \
+  hw_queue_depth=2 submit_queues=2
+py "$uri" <<'PY'
+import nbd, sys
+hs = [nbd.NBD() for _ in range(2)]
+for h in hs:
+    h.connect_uri(sys.argv[1])
+cmds = [(h, h.aio_pread(nbd.Buffer(512), 0)) for _ in range(6) for h in hs]
+for h, c in cmds:
+    while not h.aio_command_completed(c):
+        h.poll(-1)
+PY
+"$zn" info --json "$uri" >"$tmpdir/pools.json" || fail "info pools"
+py "$tmpdir/pools.json" <<'PY'
+import json, sys
+i = json.load(open(sys.argv[1]))
+assert i["tag_pools"] == 2 and not i["shared_tag_bitmap"], i
+assert [x["completed"] for x in i["queues"]] == [6, 6], i["queues"]
+assert all(x["peak"] == 2 for x in i["queues"]), i["queues"]
+assert i["tags"]["peak"] >= 3, i["tags"]
+PY
 stop_server "$pid"
 
 # ---- daemon mode over TCP ---------------------------------------------------
