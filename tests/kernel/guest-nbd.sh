@@ -27,10 +27,17 @@ wait_detached () {
   done
   [ "$(cat "/sys/block/$1/size")" = 0 ]
 }
+# detach DEV: nbd-client -d, and the kernel must let go of the device.
+detach () {
+  run_ok "nbd-client -d /dev/$1 detaches" nbd-client -d "/dev/$1"
+  if wait_detached "$1"; then pass "$1 has size 0 after the detach"
+  else fail "$1 still has size $(cat "/sys/block/$1/size") after the detach"; fi
+}
 
 modprobe nbd nbds_max=4 || { fail "modprobe nbd"; exit 1; }
 
 # ---- server A: 4096-byte blocks, the named export ------------------------
+echo "-- nbdkit zonednull on port $PORT_A"
 # size=$A_SIZE MiB, 1 MiB zones (2048 sectors), zone 0 conventional.
 if ! o=$(nbd-client "$HOST" "$PORT_A" /dev/nbd0 -N nullb0 -b 4096 2>&1); then
   fail "nbd-client -N nullb0 -b 4096 attaches: $o"
@@ -94,34 +101,38 @@ run_ok "dd iflag=direct reads the same 64 KiB back" \
   sh -c 'dd if=/dev/nbd0 bs=65536 skip=64 count=1 iflag=direct 2>/dev/null | cmp - /tmp/data'
 cp /tmp/data "$out/zone4.bin"
 
-run_ok "nbd-client -d /dev/nbd0 detaches" nbd-client -d /dev/nbd0
-if wait_detached nbd0; then pass "nbd0 has size 0 after the detach"
-else fail "nbd0 still has size $(cat /sys/block/nbd0/size) after the detach"; fi
+detach nbd0
 
-# ---- server A again: two connections, two hardware queues -----------------
-if o=$(nbd-client "$HOST" "$PORT_A" /dev/nbd1 -N nullb0 -b 4096 -C 2 2>&1); then
-  pass "nbd-client -C 2 attaches"
-  expect_eq "two hardware queues (-C 2)" "$(ls /sys/block/nbd1/mq | wc -l)" 2
+# two_queues SERVER PORT DEV BLOCKSIZE MIB0 MIB1 TAG: attaches with -C 2
+# and writes 512 KiB at MIB0 and at MIB1 (the starts of empty zones), one
+# writer per connection.
+two_queues () {
+  name=$1 port=$2 dev=$3 bs=$4 m0=$5 m1=$6 tag=$7
+  if ! o=$(nbd-client "$HOST" "$port" "/dev/$dev" -N nullb0 -b "$bs" -C 2 2>&1); then
+    fail "nbd-client -C 2 attaches server $name: $o"
+    return
+  fi
+  pass "nbd-client $HOST $port /dev/$dev -N nullb0 -b $bs -C 2 attaches server $name"
+  expect_eq "two hardware queues (-C 2)" "$(ls "/sys/block/$dev/mq" | wc -l)" 2
   # blk-mq maps CPU i to hardware queue i, and queue i sends on socket i:
   # a writer pinned to each CPU uses each connection.
-  taskset -c 0 zntrace seqwrite /dev/nbd1 $((10 * MiB)) 65536 8 101 >/tmp/w0 2>&1 &
+  taskset -c 0 zntrace seqwrite "/dev/$dev" $((m0 * MiB)) 65536 8 "$tag" >/tmp/w0 2>&1 &
   p0=$!
-  taskset -c 1 zntrace seqwrite /dev/nbd1 $((11 * MiB)) 65536 8 111 >/tmp/w1 2>&1 &
+  taskset -c 1 zntrace seqwrite "/dev/$dev" $((m1 * MiB)) 65536 8 $((tag + 10)) >/tmp/w1 2>&1 &
   p1=$!
   wait $p0; r0=$?
   wait $p1; r1=$?
-  expect_eq "writer on CPU 0 (zone 10) succeeds $(cat /tmp/w0)" $r0 0
-  expect_eq "writer on CPU 1 (zone 11) succeeds $(cat /tmp/w1)" $r1 0
-  run_ok "zone 10 reads back" zntrace expect /dev/nbd1 $((10 * MiB)) 524288 101
-  run_ok "zone 11 reads back" zntrace expect /dev/nbd1 $((11 * MiB)) 524288 111
+  expect_eq "writer on CPU 0 (at $m0 MiB) succeeds $(cat /tmp/w0)" $r0 0
+  expect_eq "writer on CPU 1 (at $m1 MiB) succeeds $(cat /tmp/w1)" $r1 0
+  run_ok "$m0 MiB reads back" zntrace expect "/dev/$dev" $((m0 * MiB)) 524288 "$tag"
+  run_ok "$m1 MiB reads back" zntrace expect "/dev/$dev" $((m1 * MiB)) 524288 $((tag + 10))
   expect_eq "over -C 2, a write behind the write pointer still fails with EIO" \
-    "$(zntrace write /dev/nbd1 $((10 * MiB)) 4096 102)" "res=-5(EIO)"
-  run_ok "nbd-client -d /dev/nbd1 detaches" nbd-client -d /dev/nbd1
-  if wait_detached nbd1; then pass "nbd1 has size 0 after the detach"
-  else fail "nbd1 still has size $(cat /sys/block/nbd1/size) after the detach"; fi
-else
-  fail "nbd-client -C 2 attaches: $o"
-fi
+    "$(zntrace write "/dev/$dev" $((m0 * MiB)) 4096 $((tag + 1)))" "res=-5(EIO)"
+  detach "$dev"
+}
+
+# ---- server A again: two connections, two hardware queues -----------------
+two_queues a "$PORT_A" nbd1 4096 10 11 101
 
 # What the host must find on server A (zone, sectors past the start, cond).
 cat >"$out/expect-a" <<EXP
@@ -134,26 +145,31 @@ cat >"$out/expect-a" <<EXP
 11 I1024
 EXP
 
+# fill_capacity DEV SIZE-MIB: checks the size and block size of a B-like
+# device (512-byte blocks, 4 MiB zones with 3 MiB capacity), then writes
+# zone 1 up to its capacity, after which it is full.
+fill_capacity () {
+  expect_eq "blockdev --getsize64" "$(/usr/sbin/blockdev --getsize64 "/dev/$1")" $(($2 * MiB))
+  expect_eq "blockdev --getss" "$(/usr/sbin/blockdev --getss "/dev/$1")" 512
+  run_ok "512-byte O_DIRECT writes at the write pointer (zone 1)" \
+    zntrace seqwrite "/dev/$1" $((4 * MiB)) 512 8 201
+  run_ok "writing up to the zone capacity (3 MiB) succeeds" \
+    zntrace seqwrite "/dev/$1" $((4 * MiB + 4096)) 131072 23 202
+  run_ok "... the last 124 KiB too" \
+    zntrace write "/dev/$1" $((4 * MiB + 4096 + 23 * 131072)) 126976 203
+  expect_eq "a write at the capacity (zone full) fails with EIO" \
+    "$(zntrace write "/dev/$1" $((7 * MiB)) 4096 204)" "res=-5(EIO)"
+  expect_eq "a write into the full zone's start fails with EIO" \
+    "$(zntrace write "/dev/$1" $((4 * MiB)) 512 205)" "res=-5(EIO)"
+  run_ok "zone 1 reads back (first 4 KiB)" zntrace expect "/dev/$1" $((4 * MiB)) 512 201
+}
+
 # ---- server B: 512-byte blocks, default export, capacity < zone size ------
-# 4 MiB zones with 3 MiB capacity.
+echo "-- nbdkit zonednull on port $PORT_B"
 if o=$(nbd-client "$HOST" "$PORT_B" /dev/nbd2 -b 512 2>&1); then
   pass "nbd-client without -N attaches the default export"
-  expect_eq "blockdev --getsize64 (server B)" \
-    "$(/usr/sbin/blockdev --getsize64 /dev/nbd2)" $((B_SIZE * MiB))
-  expect_eq "blockdev --getss (server B)" "$(/usr/sbin/blockdev --getss /dev/nbd2)" 512
-  run_ok "512-byte O_DIRECT writes at the write pointer (zone 1)" \
-    zntrace seqwrite /dev/nbd2 $((4 * MiB)) 512 8 201
-  run_ok "writing up to the zone capacity (3 MiB) succeeds" \
-    zntrace seqwrite /dev/nbd2 $((4 * MiB + 4096)) 131072 23 202
-  run_ok "... the last 124 KiB too" \
-    zntrace write /dev/nbd2 $((4 * MiB + 4096 + 23 * 131072)) 126976 203
-  expect_eq "a write at the capacity (zone full) fails with EIO" \
-    "$(zntrace write /dev/nbd2 $((7 * MiB)) 4096 204)" "res=-5(EIO)"
-  expect_eq "a write into the full zone's start fails with EIO" \
-    "$(zntrace write /dev/nbd2 $((4 * MiB)) 512 205)" "res=-5(EIO)"
-  run_ok "zone 1 reads back (first 4 KiB)" zntrace expect /dev/nbd2 $((4 * MiB)) 512 201
-  run_ok "nbd-client -d /dev/nbd2 detaches" nbd-client -d /dev/nbd2
-  wait_detached nbd2 || fail "nbd2 still attached after the detach"
+  fill_capacity nbd2 "$B_SIZE"
+  detach nbd2
 else
   fail "nbd-client without -N attaches the default export: $o"
 fi
