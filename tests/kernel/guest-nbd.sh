@@ -1,9 +1,11 @@
 #!/bin/sh
-# Guest: the Linux kernel's nbd client against zonednull on the host.
-# Sourced settings (params): HOST, PORT_A, PORT_B and the servers' configs.
+# Guest: the Linux kernel's nbd client against zonednull on the host:
+# nbdkit zonednull (servers A and B) and zonednull-server (server S).
+# Sourced settings (params): HOST, PORT_A, PORT_B, PORT_S and the sizes.
 # Prints one "ok"/"FAIL" line per assertion; exits 1 if any failed.  Writes
 # what the host checks afterwards into /out/nbd/: the write pointers this
-# script produced, and a data file it wrote and read back.
+# script produced, a data file it wrote and read back, and checksums of
+# data as the guest read it.
 . /test/params
 out=/out/nbd
 mkdir -p "$out"
@@ -33,8 +35,16 @@ detach () {
   if wait_detached "$1"; then pass "$1 has size 0 after the detach"
   else fail "$1 still has size $(cat "/sys/block/$1/size") after the detach"; fi
 }
+# record_sum SERVER DEV OFFSET LENGTH (64 KiB multiples): the checksum of
+# what the guest reads there, which the host compares with what it reads
+# from the server itself.
+record_sum () {
+  sum=$(dd if="/dev/$2" bs=65536 skip=$(($3 / 65536)) count=$(($4 / 65536)) \
+          iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)
+  echo "$3 $4 $sum" >>"$out/sums-$1"
+}
 
-modprobe nbd nbds_max=4 || { fail "modprobe nbd"; exit 1; }
+modprobe nbd nbds_max=6 || { fail "modprobe nbd"; exit 1; }
 
 # ---- server A: 4096-byte blocks, the named export ------------------------
 echo "-- nbdkit zonednull on port $PORT_A"
@@ -105,7 +115,7 @@ detach nbd0
 
 # two_queues SERVER PORT DEV BLOCKSIZE MIB0 MIB1 TAG: attaches with -C 2
 # and writes 512 KiB at MIB0 and at MIB1 (the starts of empty zones), one
-# writer per connection.
+# writer per connection; the sums of both go to the host.
 two_queues () {
   name=$1 port=$2 dev=$3 bs=$4 m0=$5 m1=$6 tag=$7
   if ! o=$(nbd-client "$HOST" "$port" "/dev/$dev" -N nullb0 -b "$bs" -C 2 2>&1); then
@@ -128,6 +138,8 @@ two_queues () {
   run_ok "$m1 MiB reads back" zntrace expect "/dev/$dev" $((m1 * MiB)) 524288 $((tag + 10))
   expect_eq "over -C 2, a write behind the write pointer still fails with EIO" \
     "$(zntrace write "/dev/$dev" $((m0 * MiB)) 4096 $((tag + 1)))" "res=-5(EIO)"
+  record_sum "$name" "$dev" $((m0 * MiB)) 524288
+  record_sum "$name" "$dev" $((m1 * MiB)) 524288
   detach "$dev"
 }
 
@@ -175,6 +187,39 @@ else
 fi
 cat >"$out/expect-b" <<EXP
 1 F6144
+EXP
+
+# ---- server S: zonednull-server, configured like B --------------------------
+echo "-- zonednull-server on port $PORT_S"
+if o=$(nbd-client "$HOST" "$PORT_S" /dev/nbd3 -N nullb0 -b 512 2>&1); then
+  pass "nbd-client -N nullb0 -b 512 attaches zonednull-server"
+  fill_capacity nbd3 "$S_SIZE"
+  record_sum s nbd3 $((4 * MiB)) $((3 * MiB))
+  # Zone 2: the discard must take the write pointer back to the zone's
+  # start, so the old one is refused afterwards.
+  run_ok "128 KiB at zone 2's write pointer" zntrace seqwrite /dev/nbd3 $((8 * MiB)) 65536 2 301
+  run_ok "blkdiscard of zone 2 succeeds" /usr/sbin/blkdiscard -f -o $((8 * MiB)) -l $((4 * MiB)) /dev/nbd3
+  run_ok "after the discard, zone 2 takes a write at its start again" \
+    zntrace write /dev/nbd3 $((8 * MiB)) 65536 302
+  run_ok "... and it reads back" zntrace expect /dev/nbd3 $((8 * MiB)) 65536 302
+  expect_eq "after the discard, the old write pointer of zone 2 is refused" \
+    "$(zntrace write /dev/nbd3 $((8 * MiB + 131072)) 512 303)" "res=-5(EIO)"
+  if /usr/sbin/blkdiscard -f -o $((8 * MiB)) -l $((2 * MiB)) /dev/nbd3 >/dev/null 2>&1; then
+    fail "a discard of half a zone must fail, it succeeded"
+  else
+    pass "a discard of half a zone fails"
+  fi
+  record_sum s nbd3 $((8 * MiB)) 65536
+  detach nbd3
+else
+  fail "nbd-client -N nullb0 -b 512 attaches zonednull-server: $o"
+fi
+two_queues s "$PORT_S" nbd4 512 12 16 401
+cat >"$out/expect-s" <<EXP
+1 F6144
+2 I128
+3 I1024
+4 I1024
 EXP
 
 echo "guest-nbd: $fails failure(s)"
