@@ -2,9 +2,10 @@
 # check-kernel.sh: the real-kernel tier (`make check-kernel`).
 #
 # Boots Debian's kernel under qemu (TCG, no KVM) once.  In the guest:
-#  - the kernel's nbd client attaches `nbdkit zonednull` running here on
-#    127.0.0.1 (the guest's 10.0.2.2) and guest-nbd.sh asserts the outcome
-#    of writes, discards, multi-conn and detaches;
+#  - the kernel's nbd client attaches two `nbdkit zonednull` servers and
+#    one `zonednull-server` running here on 127.0.0.1 (the guest's
+#    10.0.2.2), each with one connection and with -C 2, and guest-nbd.sh
+#    asserts the outcome of writes, discards, multi-conn and detaches;
 #  - the real null_blk is loaded with random zoned configurations and
 #    zntrace records a trace of random ops on each.
 # Back on the host: the servers' zone state and data are checked against
@@ -12,7 +13,8 @@
 # model and over NBD (tests/replay).  Any failure fails the run.
 #
 # Environment (set by tests/kernel/local.mk):
-#   ZONEDNULL_PLUGIN ZONEDNULL_CLI ZONEDNULL_SRCDIR REPLAY ZNTRACE NBDKIT
+#   ZONEDNULL_PLUGIN ZONEDNULL_SERVER ZONEDNULL_CLI ZONEDNULL_SRCDIR REPLAY
+#   ZNTRACE NBDKIT
 #   ZN_KERNEL_CACHE   downloads and the base initramfs (kept between runs)
 #   ZN_KERNEL_WORK    this run's files (recreated)
 #   ZN_KERNEL_SEED    forces the run's seed (printed on every run)
@@ -40,13 +42,17 @@ fail () { echo "check-kernel: FAIL: $*"; failures=$((failures + 1)); }
 die () { echo "check-kernel: ERROR: $*" >&2; cleanup; exit 2; }
 note () { echo "check-kernel: $*"; }
 
-for v in ZONEDNULL_PLUGIN ZONEDNULL_CLI REPLAY ZNTRACE; do
+for v in ZONEDNULL_PLUGIN ZONEDNULL_SERVER ZONEDNULL_CLI REPLAY ZNTRACE; do
   eval "f=\${$v:-}"
   if [ -z "$f" ] || [ ! -e "$f" ]; then
     echo "check-kernel: $v ('$f') is missing" >&2
     exit 2
   fi
 done
+[ -x "$ZONEDNULL_SERVER" ] || {
+  echo "check-kernel: ZONEDNULL_SERVER ('$ZONEDNULL_SERVER') is not executable" >&2
+  exit 2
+}
 
 server_pids=
 cleanup () {
@@ -138,9 +144,14 @@ A_TAGS="submit_queues=2 host_tags=1 shared_tag_bitmap=1 hw_queue_depth=2"
 A_CONFIG="size=$A_SIZE zone_size=1 zone_nr_conv=1 zone_max_open=8 zone_max_active=10 blocksize=4096 memory_backed=1 $A_TAGS"
 B_SIZE=32
 B_CONFIG="size=$B_SIZE zone_size=4 zone_capacity=3 blocksize=512 memory_backed=1"
+S_SIZE=32
+S_CONFIG="size=$S_SIZE zone_size=4 zone_capacity=3 blocksize=512 memory_backed=1"
 
-# start_server NAME CONFIG: nbdkit with the build's plugin on a free
-# loopback port, every request logged by the log filter.  Sets $port.
+# start_server NAME CONFIG: on a free loopback port, sets $port and $pid.
+# Server s is zonednull-server, which logs its connections (-v) and needs
+# no preload: the build links the sanitizers into it when it uses them.
+# The others are nbdkit with the build's plugin, every request logged by
+# the log filter.
 start_server () {
   name=$1 config=$2
   attempt=0
@@ -149,7 +160,11 @@ start_server () {
     randn 20000
     port=$((30000 + r))
     rm -f "$work/$name.pid"
-    if [ -n "${ZONEDNULL_PRELOAD:-}" ]; then
+    if [ "$name" = s ]; then
+      # shellcheck disable=SC2086
+      "$ZONEDNULL_SERVER" -f -v -i 127.0.0.1 -p "$port" -P "$work/$name.pid" \
+        --exit-with-parent $config </dev/null 2>"$work/$name.err" &
+    elif [ -n "${ZONEDNULL_PRELOAD:-}" ]; then
       # shellcheck disable=SC2086
       LD_PRELOAD=$ZONEDNULL_PRELOAD ASAN_OPTIONS=detect_leaks=0 \
         "$NBDKIT" -f -i 127.0.0.1 -p "$port" -P "$work/$name.pid" --filter=log \
@@ -173,12 +188,14 @@ start_server () {
     kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
   done
   cat "$work/$name.err" >&2
-  die "nbdkit $config did not start"
+  die "server $name ($config) did not start"
 }
 start_server a "$A_CONFIG"; PORT_A=$port
 start_server b "$B_CONFIG"; PORT_B=$port
+start_server s "$S_CONFIG"; PORT_S=$port S_PID=$pid
 note "nbdkit zonednull $A_CONFIG on 127.0.0.1:$PORT_A"
 note "nbdkit zonednull $B_CONFIG on 127.0.0.1:$PORT_B"
+note "zonednull-server $S_CONFIG on 127.0.0.1:$PORT_S"
 
 # ---- the per-run initramfs, appended to the cached base -----------------
 stage=$work/stage
@@ -192,8 +209,10 @@ cat >"$stage/test/params" <<EOF
 HOST=10.0.2.2
 PORT_A=$PORT_A
 PORT_B=$PORT_B
+PORT_S=$PORT_S
 A_SIZE=$A_SIZE
 B_SIZE=$B_SIZE
+S_SIZE=$S_SIZE
 EOF
 (cd "$stage" && find test usr | LC_ALL=C sort | cpio -o -H newc --quiet) >"$work/run.cpio" ||
   die "cpio of the run's files failed"
@@ -217,6 +236,7 @@ note "VM ran $((boot_end - boot_start)) s (qemu exit $qrc)"
 # The servers' logs as the guest left them (host checks connect too).
 cp "$work/a.log" "$work/a.guest.log"
 cp "$work/b.log" "$work/b.guest.log"
+cp "$work/s.err" "$work/s.guest.err"
 
 guest_rc=$(sed -n 's/^ZNVM_RC=\([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
 out=$work/out
@@ -254,12 +274,33 @@ check_zones () {
   if [ -n "$bad" ]; then fail "server $name after the guest: $bad"
   else note "ok: server $name's zones are as the guest left them: $(awk '{printf "%s ", $2}' "$work/$name.tokens")"; fi
 }
-if [ -f "$out/nbd/expect-a" ]; then
+if [ -f "$out/nbd/expect-a" ] && [ -f "$out/nbd/expect-s" ]; then
   check_zones a "nbd://127.0.0.1:$PORT_A/" "$out/nbd/expect-a"
   check_zones b "nbd://127.0.0.1:$PORT_B/" "$out/nbd/expect-b"
+  check_zones s "nbd://127.0.0.1:$PORT_S/nullb0" "$out/nbd/expect-s"
 else
   fail "the guest's nbd tests left no expectations"
 fi
+
+# check_sums NAME URI: the host reads from the server what the guest read
+# (the checksums in sums-NAME), in 64 KiB requests.
+check_sums () {
+  name=$1 uri=$2
+  [ -s "$out/nbd/sums-$name" ] || { fail "the guest left no checksums for server $name"; return; }
+  while read -r off len want; do
+    got=$(nbdsh -u "$uri" -c "import sys
+for o in range($off, $off + $len, 65536):
+    sys.stdout.buffer.write(h.pread(min(65536, $off + $len - o), o))" </dev/null |
+          sha256sum | cut -d' ' -f1)
+    if [ "$got" = "$want" ]; then
+      note "ok: server $name: the host reads what the guest read at byte $off ($len bytes)"
+    else
+      fail "server $name: the host reads other data than the guest at byte $off ($len bytes)"
+    fi
+  done <"$out/nbd/sums-$name"
+}
+check_sums a "nbd://127.0.0.1:$PORT_A/nullb0"
+check_sums s "nbd://127.0.0.1:$PORT_S/nullb0"
 
 # Data the guest wrote with dd, read on the host through libnbd.
 if [ -f "$out/nbd/zone4.bin" ]; then
@@ -327,6 +368,19 @@ for s in a b; do
   [ "$nc" -eq "$nd" ] || fail "server $s: $nc connections but $nd disconnects"
 done
 
+# Server s's connections, from its -v log: the -C 1 attach and the two of
+# -C 2, at least two open at once, and none left open after the detaches.
+read -r sn speak sopen <<EOF
+$(awk '/ accepted$/ { n++; open++; if (open > peak) peak = open }
+       / closed$/ { open-- }
+       END { print n + 0, peak + 0, open + 0 }' "$work/s.guest.err")
+EOF
+if [ "$sn" -eq 3 ] && [ "$speak" -ge 2 ] && [ "$sopen" -eq 0 ]; then
+  note "ok: zonednull-server: 3 connections, $speak at once, all closed"
+else
+  fail "zonednull-server saw $sn connections (expected 3), at most $speak at once (expected 2), $sopen still open"
+fi
+
 # ---- host: replay the null_blk traces --------------------------------------
 while read -r name tseed n settings; do
   trace=$out/traces/$name.trace
@@ -384,6 +438,17 @@ while read -r name tseed n settings; do
     note "kept $keep/$name.trace (a regression trace for tests/traces/)"
   fi
 done <"$conf"
+
+# zonednull-server ends on SIGTERM with status 0; anything else is a crash
+# or, in the sanitizer build, a leak.
+kill "$S_PID" 2>/dev/null
+wait "$S_PID"
+src=$?
+rest=
+for p in $server_pids; do [ "$p" = "$S_PID" ] || rest="$rest $p"; done
+server_pids=$rest
+if [ "$src" -eq 0 ]; then note "ok: zonednull-server stopped cleanly on SIGTERM"
+else fail "zonednull-server exited with status $src on SIGTERM: $(tail -n 5 "$work/s.err")"; fi
 
 cleanup
 end_time=$(date +%s)

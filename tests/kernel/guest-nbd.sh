@@ -1,9 +1,11 @@
 #!/bin/sh
-# Guest: the Linux kernel's nbd client against zonednull on the host.
-# Sourced settings (params): HOST, PORT_A, PORT_B and the servers' configs.
+# Guest: the Linux kernel's nbd client against zonednull on the host:
+# nbdkit zonednull (servers A and B) and zonednull-server (server S).
+# Sourced settings (params): HOST, PORT_A, PORT_B, PORT_S and the sizes.
 # Prints one "ok"/"FAIL" line per assertion; exits 1 if any failed.  Writes
 # what the host checks afterwards into /out/nbd/: the write pointers this
-# script produced, and a data file it wrote and read back.
+# script produced, a data file it wrote and read back, and checksums of
+# data as the guest read it.
 . /test/params
 out=/out/nbd
 mkdir -p "$out"
@@ -27,10 +29,25 @@ wait_detached () {
   done
   [ "$(cat "/sys/block/$1/size")" = 0 ]
 }
+# detach DEV: nbd-client -d, and the kernel must let go of the device.
+detach () {
+  run_ok "nbd-client -d /dev/$1 detaches" nbd-client -d "/dev/$1"
+  if wait_detached "$1"; then pass "$1 has size 0 after the detach"
+  else fail "$1 still has size $(cat "/sys/block/$1/size") after the detach"; fi
+}
+# record_sum SERVER DEV OFFSET LENGTH (64 KiB multiples): the checksum of
+# what the guest reads there, which the host compares with what it reads
+# from the server itself.
+record_sum () {
+  sum=$(dd if="/dev/$2" bs=65536 skip=$(($3 / 65536)) count=$(($4 / 65536)) \
+          iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)
+  echo "$3 $4 $sum" >>"$out/sums-$1"
+}
 
-modprobe nbd nbds_max=4 || { fail "modprobe nbd"; exit 1; }
+modprobe nbd nbds_max=6 || { fail "modprobe nbd"; exit 1; }
 
 # ---- server A: 4096-byte blocks, the named export ------------------------
+echo "-- nbdkit zonednull on port $PORT_A"
 # size=$A_SIZE MiB, 1 MiB zones (2048 sectors), zone 0 conventional.
 if ! o=$(nbd-client "$HOST" "$PORT_A" /dev/nbd0 -N nullb0 -b 4096 2>&1); then
   fail "nbd-client -N nullb0 -b 4096 attaches: $o"
@@ -94,34 +111,40 @@ run_ok "dd iflag=direct reads the same 64 KiB back" \
   sh -c 'dd if=/dev/nbd0 bs=65536 skip=64 count=1 iflag=direct 2>/dev/null | cmp - /tmp/data'
 cp /tmp/data "$out/zone4.bin"
 
-run_ok "nbd-client -d /dev/nbd0 detaches" nbd-client -d /dev/nbd0
-if wait_detached nbd0; then pass "nbd0 has size 0 after the detach"
-else fail "nbd0 still has size $(cat /sys/block/nbd0/size) after the detach"; fi
+detach nbd0
 
-# ---- server A again: two connections, two hardware queues -----------------
-if o=$(nbd-client "$HOST" "$PORT_A" /dev/nbd1 -N nullb0 -b 4096 -C 2 2>&1); then
-  pass "nbd-client -C 2 attaches"
-  expect_eq "two hardware queues (-C 2)" "$(ls /sys/block/nbd1/mq | wc -l)" 2
+# two_queues SERVER PORT DEV BLOCKSIZE MIB0 MIB1 TAG: attaches with -C 2
+# and writes 512 KiB at MIB0 and at MIB1 (the starts of empty zones), one
+# writer per connection; the sums of both go to the host.
+two_queues () {
+  name=$1 port=$2 dev=$3 bs=$4 m0=$5 m1=$6 tag=$7
+  if ! o=$(nbd-client "$HOST" "$port" "/dev/$dev" -N nullb0 -b "$bs" -C 2 2>&1); then
+    fail "nbd-client -C 2 attaches server $name: $o"
+    return
+  fi
+  pass "nbd-client $HOST $port /dev/$dev -N nullb0 -b $bs -C 2 attaches server $name"
+  expect_eq "two hardware queues (-C 2)" "$(ls "/sys/block/$dev/mq" | wc -l)" 2
   # blk-mq maps CPU i to hardware queue i, and queue i sends on socket i:
   # a writer pinned to each CPU uses each connection.
-  taskset -c 0 zntrace seqwrite /dev/nbd1 $((10 * MiB)) 65536 8 101 >/tmp/w0 2>&1 &
+  taskset -c 0 zntrace seqwrite "/dev/$dev" $((m0 * MiB)) 65536 8 "$tag" >/tmp/w0 2>&1 &
   p0=$!
-  taskset -c 1 zntrace seqwrite /dev/nbd1 $((11 * MiB)) 65536 8 111 >/tmp/w1 2>&1 &
+  taskset -c 1 zntrace seqwrite "/dev/$dev" $((m1 * MiB)) 65536 8 $((tag + 10)) >/tmp/w1 2>&1 &
   p1=$!
   wait $p0; r0=$?
   wait $p1; r1=$?
-  expect_eq "writer on CPU 0 (zone 10) succeeds $(cat /tmp/w0)" $r0 0
-  expect_eq "writer on CPU 1 (zone 11) succeeds $(cat /tmp/w1)" $r1 0
-  run_ok "zone 10 reads back" zntrace expect /dev/nbd1 $((10 * MiB)) 524288 101
-  run_ok "zone 11 reads back" zntrace expect /dev/nbd1 $((11 * MiB)) 524288 111
+  expect_eq "writer on CPU 0 (at $m0 MiB) succeeds $(cat /tmp/w0)" $r0 0
+  expect_eq "writer on CPU 1 (at $m1 MiB) succeeds $(cat /tmp/w1)" $r1 0
+  run_ok "$m0 MiB reads back" zntrace expect "/dev/$dev" $((m0 * MiB)) 524288 "$tag"
+  run_ok "$m1 MiB reads back" zntrace expect "/dev/$dev" $((m1 * MiB)) 524288 $((tag + 10))
   expect_eq "over -C 2, a write behind the write pointer still fails with EIO" \
-    "$(zntrace write /dev/nbd1 $((10 * MiB)) 4096 102)" "res=-5(EIO)"
-  run_ok "nbd-client -d /dev/nbd1 detaches" nbd-client -d /dev/nbd1
-  if wait_detached nbd1; then pass "nbd1 has size 0 after the detach"
-  else fail "nbd1 still has size $(cat /sys/block/nbd1/size) after the detach"; fi
-else
-  fail "nbd-client -C 2 attaches: $o"
-fi
+    "$(zntrace write "/dev/$dev" $((m0 * MiB)) 4096 $((tag + 1)))" "res=-5(EIO)"
+  record_sum "$name" "$dev" $((m0 * MiB)) 524288
+  record_sum "$name" "$dev" $((m1 * MiB)) 524288
+  detach "$dev"
+}
+
+# ---- server A again: two connections, two hardware queues -----------------
+two_queues a "$PORT_A" nbd1 4096 10 11 101
 
 # What the host must find on server A (zone, sectors past the start, cond).
 cat >"$out/expect-a" <<EXP
@@ -134,31 +157,69 @@ cat >"$out/expect-a" <<EXP
 11 I1024
 EXP
 
+# fill_capacity DEV SIZE-MIB: checks the size and block size of a B-like
+# device (512-byte blocks, 4 MiB zones with 3 MiB capacity), then writes
+# zone 1 up to its capacity, after which it is full.
+fill_capacity () {
+  expect_eq "blockdev --getsize64" "$(/usr/sbin/blockdev --getsize64 "/dev/$1")" $(($2 * MiB))
+  expect_eq "blockdev --getss" "$(/usr/sbin/blockdev --getss "/dev/$1")" 512
+  run_ok "512-byte O_DIRECT writes at the write pointer (zone 1)" \
+    zntrace seqwrite "/dev/$1" $((4 * MiB)) 512 8 201
+  run_ok "writing up to the zone capacity (3 MiB) succeeds" \
+    zntrace seqwrite "/dev/$1" $((4 * MiB + 4096)) 131072 23 202
+  run_ok "... the last 124 KiB too" \
+    zntrace write "/dev/$1" $((4 * MiB + 4096 + 23 * 131072)) 126976 203
+  expect_eq "a write at the capacity (zone full) fails with EIO" \
+    "$(zntrace write "/dev/$1" $((7 * MiB)) 4096 204)" "res=-5(EIO)"
+  expect_eq "a write into the full zone's start fails with EIO" \
+    "$(zntrace write "/dev/$1" $((4 * MiB)) 512 205)" "res=-5(EIO)"
+  run_ok "zone 1 reads back (first 4 KiB)" zntrace expect "/dev/$1" $((4 * MiB)) 512 201
+}
+
 # ---- server B: 512-byte blocks, default export, capacity < zone size ------
-# 4 MiB zones with 3 MiB capacity.
+echo "-- nbdkit zonednull on port $PORT_B"
 if o=$(nbd-client "$HOST" "$PORT_B" /dev/nbd2 -b 512 2>&1); then
   pass "nbd-client without -N attaches the default export"
-  expect_eq "blockdev --getsize64 (server B)" \
-    "$(/usr/sbin/blockdev --getsize64 /dev/nbd2)" $((B_SIZE * MiB))
-  expect_eq "blockdev --getss (server B)" "$(/usr/sbin/blockdev --getss /dev/nbd2)" 512
-  run_ok "512-byte O_DIRECT writes at the write pointer (zone 1)" \
-    zntrace seqwrite /dev/nbd2 $((4 * MiB)) 512 8 201
-  run_ok "writing up to the zone capacity (3 MiB) succeeds" \
-    zntrace seqwrite /dev/nbd2 $((4 * MiB + 4096)) 131072 23 202
-  run_ok "... the last 124 KiB too" \
-    zntrace write /dev/nbd2 $((4 * MiB + 4096 + 23 * 131072)) 126976 203
-  expect_eq "a write at the capacity (zone full) fails with EIO" \
-    "$(zntrace write /dev/nbd2 $((7 * MiB)) 4096 204)" "res=-5(EIO)"
-  expect_eq "a write into the full zone's start fails with EIO" \
-    "$(zntrace write /dev/nbd2 $((4 * MiB)) 512 205)" "res=-5(EIO)"
-  run_ok "zone 1 reads back (first 4 KiB)" zntrace expect /dev/nbd2 $((4 * MiB)) 512 201
-  run_ok "nbd-client -d /dev/nbd2 detaches" nbd-client -d /dev/nbd2
-  wait_detached nbd2 || fail "nbd2 still attached after the detach"
+  fill_capacity nbd2 "$B_SIZE"
+  detach nbd2
 else
   fail "nbd-client without -N attaches the default export: $o"
 fi
 cat >"$out/expect-b" <<EXP
 1 F6144
+EXP
+
+# ---- server S: zonednull-server, configured like B --------------------------
+echo "-- zonednull-server on port $PORT_S"
+if o=$(nbd-client "$HOST" "$PORT_S" /dev/nbd3 -N nullb0 -b 512 2>&1); then
+  pass "nbd-client -N nullb0 -b 512 attaches zonednull-server"
+  fill_capacity nbd3 "$S_SIZE"
+  record_sum s nbd3 $((4 * MiB)) $((3 * MiB))
+  # Zone 2: the discard must take the write pointer back to the zone's
+  # start, so the old one is refused afterwards.
+  run_ok "128 KiB at zone 2's write pointer" zntrace seqwrite /dev/nbd3 $((8 * MiB)) 65536 2 301
+  run_ok "blkdiscard of zone 2 succeeds" /usr/sbin/blkdiscard -f -o $((8 * MiB)) -l $((4 * MiB)) /dev/nbd3
+  run_ok "after the discard, zone 2 takes a write at its start again" \
+    zntrace write /dev/nbd3 $((8 * MiB)) 65536 302
+  run_ok "... and it reads back" zntrace expect /dev/nbd3 $((8 * MiB)) 65536 302
+  expect_eq "after the discard, the old write pointer of zone 2 is refused" \
+    "$(zntrace write /dev/nbd3 $((8 * MiB + 131072)) 512 303)" "res=-5(EIO)"
+  if /usr/sbin/blkdiscard -f -o $((8 * MiB)) -l $((2 * MiB)) /dev/nbd3 >/dev/null 2>&1; then
+    fail "a discard of half a zone must fail, it succeeded"
+  else
+    pass "a discard of half a zone fails"
+  fi
+  record_sum s nbd3 $((8 * MiB)) 65536
+  detach nbd3
+else
+  fail "nbd-client -N nullb0 -b 512 attaches zonednull-server: $o"
+fi
+two_queues s "$PORT_S" nbd4 512 12 16 401
+cat >"$out/expect-s" <<EXP
+1 F6144
+2 I128
+3 I1024
+4 I1024
 EXP
 
 echo "guest-nbd: $fails failure(s)"

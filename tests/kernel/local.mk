@@ -1,7 +1,7 @@
 # The real-kernel tier, `make check-kernel`: Debian's kernel under qemu
-# (TCG, no KVM) attaches the build's plugin with its nbd client, and the
-# real null_blk in the same VM is traced and replayed against the model and
-# over NBD.  See tests/kernel/check-kernel.sh and the README.
+# (TCG, no KVM) attaches the build's plugin and zonednull-server with its
+# nbd client, and the real null_blk in the same VM is traced and replayed
+# against the model and over NBD.  See tests/kernel/check-kernel.sh and the README.
 #
 #   make check-kernel [ZN_KERNEL_SEED=N] [ZN_KERNEL_TRACES=N] [ZN_KERNEL_OPS=N]
 
@@ -21,6 +21,7 @@ tests/kernel/zntrace$(EXEEXT): $(srcdir)/tests/kernel/zntrace.c
 
 check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT)
 	ZONEDNULL_PLUGIN='$(abs_builddir)/plugin/.libs/nbdkit-zonednull-plugin.so' \
+	ZONEDNULL_SERVER='$(abs_builddir)/server/zonednull-server$(EXEEXT)' \
 	ZONEDNULL_PRELOAD='$(SANITIZER_PRELOAD)' \
 	ZONEDNULL_CLI='$(abs_builddir)/cli/zonednull' \
 	ZONEDNULL_SRCDIR='$(abs_srcdir)' \
