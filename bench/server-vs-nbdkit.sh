@@ -2,11 +2,14 @@
 # zonednull-server against nbdkit hosting the zonednull plugin and against
 # nbdkit's null plugin, side by side in one run: fio's stock nbd engine,
 # 4 KiB random reads, iodepth 1, 16 and 64, with 1 and 2 connections
-# (numjobs, one connection each).  Each cell is the median of REPEATS
-# runs of SECONDS each; the table gives IOPS and the ratios.
+# (numjobs, one connection each).  Then null_blk's timed completion,
+# 100 us with 256 tags, at depth 256.  Each cell is the median of REPEATS
+# runs of SECONDS_PER_RUN each; the tables give IOPS, the ratios, and the
+# CPU each server used, since on a small machine fio itself can be the
+# limit.
 #
 #   bench/server-vs-nbdkit.sh [BUILDDIR]     (default: build)
-#   REPEATS=5 SECONDS=5 bench/server-vs-nbdkit.sh
+#   REPEATS=5 SECONDS_PER_RUN=5 bench/server-vs-nbdkit.sh
 #
 # Reads, because random writes break the zone rules by design; every
 # read of a conventional-zone device goes through the same model path.
@@ -27,41 +30,84 @@ trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$tmp"' EXIT
 # sequential zone): reads cost the same everywhere.
 device="size=256 zone_size=16 zone_nr_conv=15"
 
-wait_sock () {
+# start NAME COMMAND...: a server on $tmp/NAME.sock; its PID in $NAME_pid.
+start () {
+  name=$1
+  shift
+  "$@" </dev/null & pids="$pids $!"
+  eval "${name}_pid=$!"
   i=0
-  while [ ! -S "$1" ]; do i=$((i + 1)); [ $i -lt 100 ] || exit 1; sleep 0.05; done
+  while [ ! -S "$tmp/$name.sock" ]; do i=$((i + 1)); [ $i -lt 100 ] || exit 1; sleep 0.05; done
 }
 
-"$server" -f -U "$tmp/native.sock" $device & pids="$pids $!"
-nbdkit -f -U "$tmp/plugin.sock" "$plugin" $device & pids="$pids $!"
-nbdkit -f -U "$tmp/null.sock" null size=256M & pids="$pids $!"
-for s in native plugin null; do wait_sock "$tmp/$s.sock"; done
+start native "$server" -f -U "$tmp/native.sock" $device
+start plugin nbdkit -f -U "$tmp/plugin.sock" "$plugin" $device
+start null nbdkit -f -U "$tmp/null.sock" null size=256M
+# Timed completion, 100 us, 256 tags: nbdkit needs a thread per tag.
+timed="irqmode=2 completion_nsec=100000 hw_queue_depth=256"
+start ntimed "$server" -f -U "$tmp/ntimed.sock" $device $timed
+start ptimed nbdkit -t 256 -f -U "$tmp/ptimed.sock" "$plugin" $device $timed
 
-# iops TARGET DEPTH JOBS: one fio run's total read IOPS.
-iops () {
-  fio --name=bench --ioengine=nbd --uri="nbd+unix:///?socket=$tmp/$1.sock" \
+ticks=$(getconf CLK_TCK)
+cpu_ticks () { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# run TARGET DEPTH JOBS: appends "IOPS CPU" of one fio run to
+# $tmp/TARGET.runs, CPU being the server's cores in use (user + system
+# time of all its threads over the run's wall time).
+run () {
+  eval "pid=\$${1}_pid"
+  c0=$(cpu_ticks "$pid") t0=$(date +%s%N)
+  io=$(fio --name=bench --ioengine=nbd --uri="nbd+unix:///?socket=$tmp/$1.sock" \
       --rw=randread --bs=4k --iodepth="$2" --numjobs="$3" --group_reporting \
       --time_based --runtime="$secs" --size=256M --output-format=terse \
-      --terse-version=3 2>/dev/null | awk -F';' '/^3;/ { print $8 }'
+      --terse-version=3 2>/dev/null | awk -F';' '/^3;/ { print $8 }')
+  c1=$(cpu_ticks "$pid") t1=$(date +%s%N)
+  echo "$io $(awk -v c="$((c1 - c0))" -v hz="$ticks" -v ns="$((t1 - t0))" \
+              'BEGIN { printf "%.2f", c / hz / (ns / 1e9) }')" >>"$tmp/$1.runs"
 }
 
+# median FILE COLUMN
 median () {
-  sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+  awk -v k="$2" '{ print $k }' "$1" | sort -n |
+    awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+
+# cells TARGET... DEPTH JOBS: REPEATS interleaved runs of each target, so
+# that noise hits all alike.
+cells () {
+  depth=$1 jobs=$2
+  shift 2
+  for t in "$@"; do : >"$tmp/$t.runs"; done
+  r=0
+  while [ $r -lt "$repeats" ]; do
+    for t in "$@"; do run "$t" "$depth" "$jobs"; done
+    r=$((r + 1))
+  done
 }
 
-printf '%-6s %-5s %12s %12s %12s %9s %9s\n' depth conns server nbdkit-zn nbdkit-null vs-zn vs-null
+echo "IOPS (median of $repeats runs of ${secs}s), and the servers' CPU in cores"
+printf '%-6s %-5s %9s %9s %9s %7s %7s %6s %6s %9s\n' depth conns server nbdkit-zn \
+  nbdkit-null vs-zn vs-null cpu cpu-zn iops/cpu
 for depth in 1 16 64; do
   for jobs in 1 2; do
-    for t in native plugin null; do : >"$tmp/$t.runs"; done
-    r=0
-    while [ $r -lt "$repeats" ]; do
-      # Interleaved, so that noise hits all three alike.
-      for t in native plugin null; do iops $t $depth $jobs >>"$tmp/$t.runs"; done
-      r=$((r + 1))
-    done
-    n=$(median <"$tmp/native.runs") p=$(median <"$tmp/plugin.runs") z=$(median <"$tmp/null.runs")
-    printf '%-6s %-5s %12s %12s %12s %9s %9s\n' "$depth" "$jobs" "$n" "$p" "$z" \
-      "$(awk -v a="$n" -v b="$p" 'BEGIN { printf "%.2fx", a / b }')" \
-      "$(awk -v a="$n" -v b="$z" 'BEGIN { printf "%.2fx", a / b }')"
+    cells "$depth" "$jobs" native plugin null
+    n=$(median "$tmp/native.runs" 1) p=$(median "$tmp/plugin.runs" 1)
+    z=$(median "$tmp/null.runs" 1)
+    nc=$(median "$tmp/native.runs" 2) pc=$(median "$tmp/plugin.runs" 2)
+    printf '%-6s %-5s %9s %9s %9s %7s %7s %6s %6s %9s\n' "$depth" "$jobs" \
+      "$n" "$p" "$z" "$(ratio "$n" "$p")" "$(ratio "$n" "$z")" "$nc" "$pc" \
+      "$(awk -v a="$n" -v b="$nc" -v c="$p" -v d="$pc" 'BEGIN { printf "%.2fx", (a / b) / (c / d) }')"
   done
 done
+echo
+echo "Timed completion ($timed), depth 256; the untimed server is the CPU limit"
+printf '%-5s %9s %9s %9s %7s %9s %6s\n' conns server nbdkit-zn untimed vs-zn of-limit cpu
+for jobs in 1 2; do
+  cells 256 "$jobs" ntimed ptimed native
+  n=$(median "$tmp/ntimed.runs" 1) p=$(median "$tmp/ptimed.runs" 1)
+  u=$(median "$tmp/native.runs" 1) nc=$(median "$tmp/ntimed.runs" 2)
+  printf '%-5s %9s %9s %9s %7s %9s %6s\n' "$jobs" "$n" "$p" "$u" \
+    "$(ratio "$n" "$p")" "$(ratio "$n" "$u")" "$nc"
+done
+echo "(256 tags / 100 us would allow 2560000 IOPS; 0.8 of it is 2048000)"
