@@ -152,6 +152,9 @@ params_free (struct server_params *p)
   free (p->conds);
   p->conds = NULL;
   p->nr_conds = 0;
+  free (p->badblocks);
+  p->badblocks = NULL;
+  p->nr_badblocks = 0;
 }
 
 int
@@ -226,6 +229,20 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
     return parse_bool (key, value, &p->queue.shared_tags, err, errlen);
   if (strcmp (key, "shared_tag_bitmap") == 0)
     return parse_bool (key, value, &p->queue.shared_tag_bitmap, err, errlen);
+  if (strcmp (key, "cache_size") == 0)
+    return parse_mib (key, value, &cfg->cache_size, err, errlen);
+  if (strcmp (key, "device_lock") == 0)
+    return parse_bool (key, value, &cfg->device_lock, err, errlen);
+  if (strcmp (key, "badblocks") == 0) {
+    const char **b = realloc (p->badblocks,
+                              (p->nr_badblocks + 1) * sizeof *b);
+
+    if (b == NULL)
+      return bad (err, errlen, "%s=%s: out of memory", key, value);
+    p->badblocks = b;
+    p->badblocks[p->nr_badblocks++] = value;
+    return 0;
+  }
   if (strcmp (key, "nr_devices") == 0) {
     if (parse_u32 (key, value, &p->nr_devices, err, errlen) == -1)
       return -1;
@@ -240,8 +257,8 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
      * for support.
      */
     static const char *const plugin_only[] = {
-      "mbps", "cache_size", "badblocks", "pipeline_zoned_writes",
-      "pipeline_wait_ms", "pipeline_max_waiting", "device_lock",
+      "mbps", "pipeline_zoned_writes", "pipeline_wait_ms",
+      "pipeline_max_waiting",
     };
     for (size_t i = 0; i < sizeof plugin_only / sizeof plugin_only[0]; i++)
       if (strcmp (key, plugin_only[i]) == 0) {
@@ -262,8 +279,8 @@ params_check (struct server_params *p, char *err, size_t errlen)
 }
 
 int
-params_apply_conds (const struct server_params *p, struct zn_dev *dev,
-                    char *err, size_t errlen)
+params_apply (const struct server_params *p, struct zn_dev *dev, char *err,
+              size_t errlen)
 {
   const struct zn_geometry *geo = zn_dev_geometry (dev);
 
@@ -286,5 +303,12 @@ params_apply_conds (const struct server_params *p, struct zn_dev *dev,
                 s->offline ? "offline" : "read-only");
     return -1;
   }
+  for (size_t i = 0; i < p->nr_badblocks; i++)
+    if (zn_badblocks_parse (dev, p->badblocks[i]) < 0) {
+      snprintf (err, errlen, "badblocks=%s: expected +FIRST-LAST to add or "
+                "-FIRST-LAST to remove an inclusive range of 512-byte "
+                "sectors, with FIRST <= LAST", p->badblocks[i]);
+      return -1;
+    }
   return 0;
 }

@@ -23,6 +23,8 @@ struct server_params {
   uint32_t nr_devices;
   struct cond_setting *conds;
   size_t nr_conds;
+  const char **badblocks;         /* "+A-B" / "-A-B", in order (argv's) */
+  size_t nr_badblocks;
 };
 
 void params_init (struct server_params *p);
@@ -35,8 +37,10 @@ int params_set (struct server_params *p, const char *arg, char *err,
 /* null_blk's validation of the queue parameters; -1 with a message. */
 int params_check (struct server_params *p, char *err, size_t errlen);
 
-/* The zone_readonly / zone_offline settings, on the powered-on device. */
-int params_apply_conds (const struct server_params *p, struct zn_dev *dev,
-                        char *err, size_t errlen);
+/* The zone_readonly / zone_offline and badblocks settings, on the
+ * powered-on device.
+ */
+int params_apply (const struct server_params *p, struct zn_dev *dev,
+                  char *err, size_t errlen);
 
 #endif

@@ -700,7 +700,7 @@ cmd_read (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
 
 static void
 cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
-           const unsigned char *data)
+           bool fua, const unsigned char *data)
 {
   const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
   int r;
@@ -708,7 +708,8 @@ cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
   if (s->control)
     r = zn_control_pwrite (s->d->ctl, &s->conn, data, count, offset);
   else {
-    r = zn_write (s->d->dev, data, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
+    r = (fua ? zn_write_fua : zn_write)
+      (s->d->dev, data, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
     if (r < 0)
       zn_control_log_error (s->d->ctl, CMD_WRITE, offset, count, -r);
   }
@@ -995,12 +996,12 @@ handle_request (struct session *s, const unsigned char *data, size_t avail)
     cmd_read (s, cookie, offset, count);
     return 28;
   case CMD_WRITE:
-    /* A write is in the zone table and the store before it returns, so
-     * FUA needs nothing more.
-     */
-    cmd_write (s, cookie, offset, count, data + 28);
+    /* With cache_size, FUA writes around the volatile cache. */
+    cmd_write (s, cookie, offset, count, flags & CMD_FLAG_FUA, data + 28);
     return 28 + (long) count;
   case CMD_FLUSH:
+    if (!s->control)
+      zn_flush (s->d->dev);
     reply_ok (s, cookie);
     return 28;
   case CMD_TRIM:

@@ -599,7 +599,7 @@ devices_create (const struct server_params *p, char *err, size_t errlen)
         snprintf (err, errlen, "%s", strerror (errno));
       return -1;
     }
-    if (params_apply_conds (p, d->dev, err, errlen) == -1)
+    if (params_apply (p, d->dev, err, errlen) == -1)
       return -1;
     d->qs = zn_queues_create (tagsets[qcfg.shared_tags ? 0 : i], &qcfg);
     d->ctl = zn_control_create (d->dev);
