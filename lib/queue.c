@@ -338,6 +338,21 @@ count_put (struct hwq *q)
  * its size is paid back from later ticks, so any request size works and
  * the long-run rate is exactly mbps.
  */
+/* Adds the budget of the ticks that passed; under throttle_lock. */
+static void
+refill (struct zn_queues *qs)
+{
+  struct timespec t;
+
+  now (&t);
+  while (!before (&t, &qs->next_tick)) {
+    qs->tokens += qs->budget;
+    if (qs->tokens > qs->budget)
+      qs->tokens = qs->budget;
+    add_nsec (&qs->next_tick, THROTTLE_TICK_NSEC);
+  }
+}
+
 static void
 throttle (struct zn_queues *qs, uint64_t bytes)
 {
@@ -345,13 +360,7 @@ throttle (struct zn_queues *qs, uint64_t bytes)
 
   pthread_mutex_lock (&qs->throttle_lock);
   for (;;) {
-    now (&t);
-    while (!before (&t, &qs->next_tick)) {
-      qs->tokens += qs->budget;
-      if (qs->tokens > qs->budget)
-        qs->tokens = qs->budget;
-      add_nsec (&qs->next_tick, THROTTLE_TICK_NSEC);
-    }
+    refill (qs);
     if (qs->tokens > 0) {
       qs->tokens -= (int64_t) bytes;
       break;
@@ -422,6 +431,32 @@ zn_queue_complete (struct zn_queues *qs, struct zn_request *rq)
   count_put (&qs->hwqs[rq->queue]);
   count_put (&qs->dev);
   pool_put (pool_of (qs, rq->queue));
+}
+
+uint64_t
+zn_queue_throttled_until (struct zn_queues *qs)
+{
+  uint64_t until = 0;
+
+  if (!qs->cfg.mbps)
+    return 0;
+  pthread_mutex_lock (&qs->throttle_lock);
+  refill (qs);
+  if (qs->tokens <= 0)
+    until = (uint64_t) qs->next_tick.tv_sec * NSEC_PER_SEC
+            + (uint64_t) qs->next_tick.tv_nsec;
+  pthread_mutex_unlock (&qs->throttle_lock);
+  return until;
+}
+
+void
+zn_queue_charge (struct zn_queues *qs, uint64_t bytes)
+{
+  if (!qs->cfg.mbps)
+    return;
+  pthread_mutex_lock (&qs->throttle_lock);
+  qs->tokens -= (int64_t) bytes;
+  pthread_mutex_unlock (&qs->throttle_lock);
 }
 
 unsigned

@@ -24,10 +24,11 @@ static struct served served = { .devices = devices, .nr_devices = 2 };
 static unsigned tags_left;
 
 static bool
-admit (void *owner, struct session *s)
+admit (void *owner, struct session *s, uint64_t bytes)
 {
   (void) owner;
   (void) s;
+  (void) bytes;
   if (tags_left == 0)
     return false;
   tags_left--;

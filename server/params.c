@@ -243,6 +243,8 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
     p->badblocks[p->nr_badblocks++] = value;
     return 0;
   }
+  if (strcmp (key, "mbps") == 0)
+    return parse_u32 (key, value, &p->queue.mbps, err, errlen);
   if (strcmp (key, "nr_devices") == 0) {
     if (parse_u32 (key, value, &p->nr_devices, err, errlen) == -1)
       return -1;
@@ -257,8 +259,7 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
      * for support.
      */
     static const char *const plugin_only[] = {
-      "mbps", "pipeline_zoned_writes", "pipeline_wait_ms",
-      "pipeline_max_waiting",
+      "pipeline_zoned_writes", "pipeline_wait_ms", "pipeline_max_waiting",
     };
     for (size_t i = 0; i < sizeof plugin_only / sizeof plugin_only[0]; i++)
       if (strcmp (key, plugin_only[i]) == 0) {

@@ -1110,16 +1110,21 @@ session_sent (struct session *s, size_t n)
  * reads, writes, flushes and trims of a device export.
  */
 static bool
-takes_tag (const struct session *s, const unsigned char *data, size_t avail)
+takes_tag (const struct session *s, const unsigned char *data, size_t avail,
+           uint64_t *bytes)
 {
   uint32_t count = be32 (data + 24);
 
+  *bytes = 0;
   if (s->control || be32 (data) != REQUEST_MAGIC)
     return false;
   switch (be16 (data + 6)) {
   case CMD_WRITE:
+    *bytes = count;
     return count <= MAX_REQUEST && avail >= 28 + (size_t) count;
   case CMD_READ:
+    *bytes = count;
+    return true;
   case CMD_FLUSH:
   case CMD_TRIM:
     return true;
@@ -1173,12 +1178,13 @@ step (struct session *s, const unsigned char *data, size_t len)
   }
   case PH_TRANSMISSION: {
     bool tagged;
+    uint64_t bytes;
     long r;
 
     if (len < 28)
       return 0;
-    tagged = takes_tag (s, data, len);
-    if (tagged && s->sv->admit && !s->sv->admit (s->owner, s))
+    tagged = takes_tag (s, data, len, &bytes);
+    if (tagged && s->sv->admit && !s->sv->admit (s->owner, s, bytes))
       return 0;
     r = handle_request (s, data, len);
     if (tagged && s->sv->delayed)

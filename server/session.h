@@ -32,11 +32,12 @@ struct served {
   bool readonly;                /* -r: no write, trim or control command */
   bool delayed;                 /* replies wait for session_complete_one */
   /* Asked before each data request (read, write, flush, trim of a
-   * device): true if it may start now, which takes a tag; false stops
+   * device; bytes is what a read or write moves): true if it may start
+   * now, which takes a tag; false stops
    * session_input until the transport offers the input again.  NULL
    * admits everything.
    */
-  bool (*admit) (void *owner, struct session *s);
+  bool (*admit) (void *owner, struct session *s, uint64_t bytes);
 };
 
 /* Bytes waiting to be sent. */

@@ -65,6 +65,8 @@ struct conn {
   unsigned held;                /* its requests in the completion ring */
   bool waiting;                 /* in its pool's FIFO for a tag */
   struct conn *wait_next;
+  bool throttled;               /* waiting for the mbps budget */
+  struct conn *throttle_next;
   struct conn *next, *prev;
 };
 
@@ -193,6 +195,45 @@ wait_remove (struct conn *c)
   c->waiting = false;
 }
 
+/* mbps: connections over their device's budget retry at its next tick
+ * (null_blk's 20 ms ticks: libev's timer resolution is enough).
+ */
+static struct conn *throttled;
+static ev_timer throttle_timer;
+static uint64_t throttle_due;   /* when throttle_timer fires, ns */
+
+static void
+throttle_add (struct conn *c, uint64_t until)
+{
+  struct ev_loop *loop = ev_default_loop (0);
+  struct timespec ts;
+
+  c->throttled = true;
+  c->throttle_next = throttled;
+  throttled = c;
+  if (ev_is_active (&throttle_timer) && throttle_due <= until)
+    return;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  ev_timer_stop (loop, &throttle_timer);
+  ev_timer_set (&throttle_timer,
+                until > ns_of (ts) ? (double) (until - ns_of (ts)) / 1e9 : 0., 0.);
+  ev_timer_start (loop, &throttle_timer);
+  throttle_due = until;
+}
+
+static void
+throttle_remove (struct conn *c)
+{
+  struct conn **pp;
+
+  if (!c->throttled)
+    return;
+  for (pp = &throttled; *pp != c; pp = &(*pp)->throttle_next)
+    ;
+  *pp = c->throttle_next;
+  c->throttled = false;
+}
+
 /* A connection feeds a hardware queue once it chose a device export. */
 static void
 attach (struct conn *c)
@@ -213,19 +254,27 @@ attach (struct conn *c)
  * gets a tag.
  */
 static bool
-admit (void *owner, struct session *s)
+admit (void *owner, struct session *s, uint64_t bytes)
 {
   struct conn *c = owner;
   struct zn_request rq;
+  uint64_t until;
 
   (void) s;
   attach (c);
+  if (c->throttled)
+    return false;
+  if (bytes && (until = zn_queue_throttled_until (c->d->qs)) != 0) {
+    throttle_add (c, until);
+    return false;
+  }
   if (!zn_queue_try_begin (c->d->qs, c->queue, !c->waiting, &rq)) {
     if (!c->waiting)
       wait_add (c);
     return false;
   }
   wait_remove (c);
+  zn_queue_charge (c->d->qs, bytes);
   if (served.delayed)
     ring_push (c, &rq);
   else
@@ -257,6 +306,7 @@ conn_free (struct ev_loop *loop, struct conn *c)
     }
   }
   wait_remove (c);
+  throttle_remove (c);
   if (c->d)
     zn_queues_detach (c->d->qs, c->queue);
   if (verbose)
@@ -302,6 +352,7 @@ conn_process (struct conn *c)
     c->closing = true;
     c->in_len = 0;
     wait_remove (c);
+    throttle_remove (c);
     return;
   }
   memmove (c->in, c->in + used, c->in_len - (size_t) used);
@@ -310,6 +361,7 @@ conn_process (struct conn *c)
    * tag, is a framing error (no request is that large).
    */
   if (c->in_len == c->in_cap && c->in_cap >= MAX_INBUF && !c->waiting
+      && !c->throttled
       && session_output (c->session)->len < SESSION_OUTPUT_LIMIT)
     c->closing = true;
 }
@@ -326,7 +378,7 @@ conn_flush (struct ev_loop *loop, struct conn *c)
     if (!conn_send (loop, c))
       return;
     if (session_ready (c->session) > 0 || c->closing || c->in_len == 0
-        || c->waiting || out->len >= SESSION_OUTPUT_LIMIT)
+        || c->waiting || c->throttled || out->len >= SESSION_OUTPUT_LIMIT)
       break;
     /* Requests held back by the output limit. */
     conn_process (c);
@@ -393,6 +445,23 @@ timer_cb (struct ev_loop *loop, ev_io *w, int revents)
         break;                  /* still no tag for it */
     }
   arm_timer ();
+}
+
+/* A tick of the mbps budget: the throttled connections try again. */
+static void
+throttle_cb (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  struct conn *c = throttled, *next;
+
+  (void) w;
+  (void) revents;
+  throttled = NULL;
+  for (; c; c = next) {
+    next = c->throttle_next;
+    c->throttled = false;
+    conn_process (c);
+    conn_flush (loop, c);
+  }
 }
 
 static void
@@ -650,8 +719,9 @@ usage (FILE *fp)
          "and units (see nbdkit-zonednull-plugin(1)): size, zone_size,\n"
          "zone_capacity, zone_nr_conv, zone_max_open, zone_max_active,\n"
          "blocksize, max_sectors, memory_backed, zone_readonly, zone_offline,\n"
-         "nr_devices, irqmode, completion_nsec, hw_queue_depth, submit_queues,\n"
-         "shared_tags (host_tags), shared_tag_bitmap.\n"
+         "nr_devices, cache_size, badblocks, device_lock, irqmode,\n"
+         "completion_nsec, hw_queue_depth, submit_queues, shared_tags\n"
+         "(host_tags), shared_tag_bitmap, mbps.\n"
          "\n"
          "Exports: nullb0 (the default) ... nullb<nr_devices-1>, each with\n"
          "/control (zonednull-control(5)).  See zonednull-server(8).\n", fp);
@@ -775,6 +845,7 @@ main (int argc, char **argv)
   }
   ev_io_init (&timer_watcher, timer_cb, timer_fd, EV_READ);
   ev_io_start (loop, &timer_watcher);
+  ev_init (&throttle_timer, throttle_cb);
   ev_signal_init (&sigterm, stop_cb, SIGTERM);
   ev_signal_start (loop, &sigterm);
   ev_signal_init (&sigint, stop_cb, SIGINT);
@@ -786,6 +857,7 @@ main (int argc, char **argv)
   ev_signal_stop (loop, &sigterm);
   ev_signal_stop (loop, &sigint);
   ev_io_stop (loop, &timer_watcher);
+  ev_timer_stop (loop, &throttle_timer);
   shutdown_all (loop);
   close (timer_fd);
   ev_loop_destroy (loop);

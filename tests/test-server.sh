@@ -46,7 +46,7 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
            "irqmode=3:irqmode" \
            "hw_queue_depth=0:hw_queue_depth" \
            "nr_devices=0:nr_devices=0" \
-           "mbps=10:mbps: not supported by zonednull-server"; do
+           "pipeline_zoned_writes=1:pipeline_zoned_writes: not supported by zonednull-server"; do
   args=${bad%%:*} text=${bad#*:}
   # shellcheck disable=SC2086 # args is a list of KEY=VALUE words
   if "$srv" -f -U "$tmpdir/bad.sock" $args 2>"$tmpdir/err"; then
@@ -381,6 +381,23 @@ assert [x["completed"] for x in i["queues"]] == [6, 6], i["queues"]
 assert all(x["peak"] == 2 for x in i["queues"]), i["queues"]
 assert i["tags"]["peak"] >= 3, i["tags"]
 PY
+stop_server "$pid"
+
+# mbps=1: 1 MiB of reads takes about a second, whatever the depth.
+start_native mbps size=8 zone_size=1 mbps=1
+py "$uri" <<'PY'
+import nbd, sys, time
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+start = time.monotonic()
+cmds = [h.aio_pread(nbd.Buffer(65536), 65536 * i) for i in range(16)]
+for c in cmds:
+    while not h.aio_command_completed(c):
+        h.poll(-1)
+took = time.monotonic() - start
+assert took >= 0.8, "1 MiB at mbps=1 took %.3f s" % took
+PY
+"$zn" info --json "$uri" | grep -q '"mbps": 1,' || fail "info lacks mbps 1"
 stop_server "$pid"
 
 # ---- daemon mode over TCP ---------------------------------------------------

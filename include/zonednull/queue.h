@@ -95,9 +95,15 @@ void zn_queue_end (struct zn_queues *qs, struct zn_request *rq);
  * it returns false, and the caller queues the request itself (FIFO per
  * pool, see zn_queues_pool) and tries again when a tag is freed.  A
  * request counts once in "waited": pass first_try on its first attempt
- * only.  There is no mbps throttle.  When zn_request_due comes, the caller
- * sends the reply and calls zn_queue_complete, which frees the tag.
+ * only.  When zn_request_due comes, the caller sends the reply and calls
+ * zn_queue_complete, which frees the tag.
+ *
+ * The mbps throttle: zn_queue_throttled_until is 0 when a request may
+ * start now, else the CLOCK_MONOTONIC time in ns to try again;
+ * zn_queue_charge pays for a request that started.
  */
+uint64_t zn_queue_throttled_until (struct zn_queues *qs);
+void zn_queue_charge (struct zn_queues *qs, uint64_t bytes);
 bool zn_queue_try_begin (struct zn_queues *qs, unsigned queue, bool first_try,
                          struct zn_request *rq);
 struct timespec zn_request_due (const struct zn_queues *qs,
