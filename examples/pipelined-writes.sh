@@ -12,6 +12,9 @@
 #                       pipeline_zoned_writes=1: writes ahead of the write
 #                       pointer wait for it instead of failing
 #
+# and, when zonednull-server is built, one write per zone and no lock at
+# all against it: it applies a connection's requests in order.
+#
 # The 100 us completion (irqmode=2 completion_nsec=100000) and
 # pipeline_zoned_writes belong to the queueing model (issue 5).  The
 # script probes whether the plugin accepts them, runs what it can and
@@ -19,12 +22,14 @@
 #
 # Usage: examples/pipelined-writes.sh [SECONDS]     (default 5 per mode)
 # From a build in build/ (./run test makes one); ZONEDNULL_BUILDDIR,
-# ZONEDNULL_PLUGIN, ZONEDNULL_FIO_ENGINE, NBDKIT and FIO override.
+# ZONEDNULL_PLUGIN, ZONEDNULL_FIO_ENGINE, ZONEDNULL_SERVER, NBDKIT and FIO
+# override.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=${ZONEDNULL_BUILDDIR:-$here/../build}
 plugin=${ZONEDNULL_PLUGIN:-$build/plugin/.libs/nbdkit-zonednull-plugin.so}
 engine=${ZONEDNULL_FIO_ENGINE:-$build/engine/.libs/zonednull-fio.so}
+native=${ZONEDNULL_SERVER:-$build/server/zonednull-server}
 nbdkit=${NBDKIT:-nbdkit}
 fio=${FIO:-fio}
 runtime=${1:-5}
@@ -79,16 +84,23 @@ not the seed's experiment.
 MSG
 fi
 
-# run_mode NAME ZONE_WRITE_LOCK KEY=VALUE...: serves the device with the
-# given extra parameters, runs examples/pipelined-writes.fio against it
-# and prints one result line.
+# run_mode NAME ZONE_WRITE_LOCK nbdkit|native KEY=VALUE...: serves the
+# device (nbdkit with the plugin, or zonednull-server) with the given
+# extra parameters, runs examples/pipelined-writes.fio against it and
+# prints one result line.
 run_mode () {
-  mode=$1 lock=$2
-  shift 2
+  mode=$1 lock=$2 kind=$3
+  shift 3
   rm -f "$tmp/sock" "$tmp/pid"
-  # shellcheck disable=SC2086
-  "$nbdkit" -f -U "$tmp/sock" -P "$tmp/pid" "$plugin" $device "$@" \
-    2>"$tmp/server.log" &
+  if [ "$kind" = native ]; then
+    # shellcheck disable=SC2086
+    "$native" -f -U "$tmp/sock" -P "$tmp/pid" $device "$@" \
+      2>"$tmp/server.log" &
+  else
+    # shellcheck disable=SC2086
+    "$nbdkit" -f -U "$tmp/sock" -P "$tmp/pid" "$plugin" $device "$@" \
+      2>"$tmp/server.log" &
+  fi
   server=$!
   tries=0
   until [ -s "$tmp/pid" ] && [ -S "$tmp/sock" ]; do
@@ -139,13 +151,22 @@ echo "4 KiB writes, iodepth 64, batch 16, 1 MiB device = one 1 MiB zone, ${runti
 echo "server: $device ${params:-(no completion delay)}"
 printf '%-20s %-12s %10s %10s  %s\n' mode engine IOPS writes result
 # shellcheck disable=SC2086
-run_mode "no ordering" 0 $strict
+run_mode "no ordering" 0 nbdkit $strict
 # shellcheck disable=SC2086
-run_mode "one write per zone" 1 $params
+run_mode "one write per zone" 1 nbdkit $params
 if [ -n "$have_pipeline" ]; then
   # shellcheck disable=SC2086
-  run_mode pipelined 0 $params pipeline_zoned_writes=1
+  run_mode pipelined 0 nbdkit $params pipeline_zoned_writes=1
 else
   printf '%-20s %-12s %10s %10s  %s\n' pipelined lock=0 - - \
     "not run: the server has no pipeline_zoned_writes (issue 5)"
+fi
+# zonednull-server applies a connection's requests in the order they were
+# sent, so without any zone lock the writes arrive in order: what the
+# kernel's pipelining keeps through the block layer.
+if [ -x "$native" ]; then
+  # shellcheck disable=SC2086
+  run_mode "srv: one per zone" 1 native $params
+  # shellcheck disable=SC2086
+  run_mode "srv: in order" 0 native $params
 fi
