@@ -31,12 +31,14 @@ fio_cmd () {
 # run_fio NAME ARG...: one fio job NAME through the engine against $uri,
 # file name "zn" (fio shares zone state between jobs by file name).  Sets
 # $rc; fio's report is in $tmpdir/NAME.out, its messages in NAME.err.
+# fio runs in $tmpdir, where it leaves its verify state files.
 run_fio () {
   name=$1
   shift
-  fio_cmd --output-format=normal,json --output="$tmpdir/$name.out" \
-    --name="$name" --ioengine="external:$ZONEDNULL_FIO_ENGINE" \
-    --uri="$uri" --filename=zn "$@" >"$tmpdir/$name.err" 2>&1
+  (cd "$tmpdir" &&
+   fio_cmd --output-format=normal,json --output="$tmpdir/$name.out" \
+     --name="$name" --ioengine="external:$ZONEDNULL_FIO_ENGINE" \
+     --uri="$uri" --filename=zn "$@" >"$tmpdir/$name.err" 2>&1)
   rc=$?
 }
 
