@@ -490,6 +490,74 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
   return ret;
 }
 
+/* The same wait for an event loop, which cannot block: see zoned.h.  Only
+ * a request's first part can be ahead of a write pointer (its later parts
+ * start where it left off, or at a zone start).
+ */
+int
+zn_pipeline_begin (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors,
+                   struct zn_pipeline_wait *w)
+{
+  struct zone *z;
+  uint64_t n;
+  int ret = 0;
+
+  if (!dev->pipeline || nr_sectors == 0 || sector >= dev->geo.capacity)
+    return 0;
+  z = zone_of (dev, sector);
+  if (z->type == ZN_ZONE_CONVENTIONAL)
+    return 0;
+  n = z->start + z->len - sector < nr_sectors ? z->start + z->len - sector
+                                              : nr_sectors;
+  zone_lock (z);
+  if (sector <= z->wp || sector + n > z->start + z->capacity
+      || !writable_cond (zone_cond (dev, z)))
+    ret = 0;
+  else if (z->nr_waiting >= dev->pipeline_max_waiting) {
+    atomic_fetch_add (&dev->pl_failed, 1);
+    ret = -EBUSY;
+  }
+  else {
+    z->nr_waiting++;
+    atomic_fetch_add (&dev->pl_waiting, 1);
+    atomic_fetch_add (&dev->pl_waited, 1);
+    *w = (struct zn_pipeline_wait) { .sector = sector, .gen = z->fail_gen };
+    ret = 1;
+  }
+  zone_unlock (z);
+  return ret;
+}
+
+int
+zn_pipeline_poll (struct zn_dev *dev, const struct zn_pipeline_wait *w)
+{
+  struct zone *z = zone_of (dev, w->sector);
+  int ret;
+
+  zone_lock (z);
+  if (w->gen != z->fail_gen)
+    ret = -EIO;
+  else
+    ret = w->sector > z->wp && writable_cond (zone_cond (dev, z));
+  zone_unlock (z);
+  return ret;
+}
+
+void
+zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
+                 int result)
+{
+  struct zone *z = zone_of (dev, w->sector);
+
+  zone_lock (z);
+  z->nr_waiting--;
+  atomic_fetch_sub (&dev->pl_waiting, 1);
+  if (result)
+    atomic_fetch_add (result == -ETIMEDOUT ? &dev->pl_timeouts
+                                           : &dev->pl_failed, 1);
+  zone_unlock (z);
+}
+
 /* ---- data path -------------------------------------------------------- */
 
 static uint64_t

@@ -6,6 +6,7 @@
  * keeps its output under the limit plus one reply, and the device's zone
  * table stays consistent (every write pointer inside its zone).
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,19 +21,26 @@
 static struct served_device devices[2];
 static struct served served = { .devices = devices, .nr_devices = 2 };
 
-/* Tags this piece may hand out: data requests beyond them wait. */
-static unsigned tags_left;
+/* Tags this piece may hand out: data requests beyond them wait.  Every
+ * third write is parked, and parked writes are resumed a piece later.
+ */
+static unsigned tags_left, writes_seen;
+static uint64_t parked_ids[64];
+static unsigned nr_parked;
 
-static bool
-admit (void *owner, struct session *s, uint64_t bytes)
+static int
+admit (void *owner, struct session *s, const struct data_request *rq)
 {
   (void) owner;
   (void) s;
-  (void) bytes;
   if (tags_left == 0)
-    return false;
+    return ADMIT_LATER;
   tags_left--;
-  return true;
+  if (rq->write && ++writes_seen % 3 == 0 && nr_parked < 64) {
+    parked_ids[nr_parked++] = rq->id;
+    return ADMIT_PARK;
+  }
+  return 0;
 }
 
 static void
@@ -118,11 +126,16 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       abort ();
     memmove (pending, pending + used, pending_len - (size_t) used);
     pending_len -= (size_t) used;
+    /* Parked writes go on, the odd ones failed. */
+    for (unsigned i = 0; i < nr_parked; i++)
+      session_resume (s, parked_ids[i], i % 2 ? EIO : 0, true);
+    nr_parked = 0;
     /* Output is drained as a client would read it. */
     while (session_complete_one (s))
       ;
     session_sent (s, session_ready (s));
   }
+  nr_parked = 0;               /* the next input's session numbers anew */
   check_zones (devices[0].dev);
   check_zones (devices[1].dev);
   free (pending);

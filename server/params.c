@@ -62,6 +62,17 @@ parse_u32 (const char *key, const char *value, uint32_t *out, char *err,
 
 /* A bare number is MiB; 64M, 1G, 1024K... are bytes with a binary suffix. */
 static int
+parse_positive (const char *key, const char *value, uint32_t *out, char *err,
+                size_t errlen)
+{
+  if (parse_u32 (key, value, out, err, errlen) == -1)
+    return -1;
+  if (*out == 0)
+    return bad (err, errlen, "%s=%s: must be at least 1", key, value);
+  return 0;
+}
+
+static int
 parse_mib (const char *key, const char *value, uint64_t *mib, char *err,
            size_t errlen)
 {
@@ -254,20 +265,12 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
                   key, value);
     return 0;
   }
-  {
-    /* The plugin's other keys: named, so that nobody takes the silence
-     * for support.
-     */
-    static const char *const plugin_only[] = {
-      "pipeline_zoned_writes", "pipeline_wait_ms", "pipeline_max_waiting",
-    };
-    for (size_t i = 0; i < sizeof plugin_only / sizeof plugin_only[0]; i++)
-      if (strcmp (key, plugin_only[i]) == 0) {
-        snprintf (err, errlen, "%s: not supported by zonednull-server yet "
-                  "(use nbdkit zonednull)", key);
-        return -1;
-      }
-  }
+  if (strcmp (key, "pipeline_zoned_writes") == 0)
+    return parse_bool (key, value, &cfg->pipeline_zoned_writes, err, errlen);
+  if (strcmp (key, "pipeline_wait_ms") == 0)
+    return parse_positive (key, value, &cfg->pipeline_wait_ms, err, errlen);
+  if (strcmp (key, "pipeline_max_waiting") == 0)
+    return parse_positive (key, value, &cfg->pipeline_max_waiting, err, errlen);
   snprintf (err, errlen, "unknown parameter '%s' (see zonednull-server --help)",
             key);
   return -1;

@@ -116,6 +116,17 @@ struct session {
   /* Ends (offsets in out) of the replies held for completion, FIFO. */
   size_t *held;
   unsigned held_head, held_count, held_cap;
+  uint64_t next_id;             /* of the next data request */
+  int forced_error;             /* the admitted request fails with it */
+  struct parked *parked;        /* writes waiting for a write pointer */
+};
+
+struct parked {
+  uint64_t id, cookie, offset;
+  uint32_t count;
+  bool fua;
+  unsigned char *data;
+  struct parked *next;
 };
 
 /* ---- output -------------------------------------------------------------- */
@@ -659,6 +670,8 @@ errno_name (int err)
   case EOVERFLOW: return "EOVERFLOW: active zones exceeded";
   case ENOMEM: return "ENOMEM";
   case EPERM: return "EPERM";
+  case ETIMEDOUT: return "EIO: waited pipeline_wait_ms for the write pointer";
+  case EBUSY: return "EIO: pipeline_max_waiting writes already wait";
   default: return "error";
   }
 }
@@ -708,8 +721,10 @@ cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
   if (s->control)
     r = zn_control_pwrite (s->d->ctl, &s->conn, data, count, offset);
   else {
-    r = (fua ? zn_write_fua : zn_write)
-      (s->d->dev, data, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
+    r = s->forced_error ? -s->forced_error
+      : (fua ? zn_write_fua : zn_write)
+          (s->d->dev, data, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
+    s->forced_error = 0;
     if (r < 0)
       zn_control_log_error (s->d->ctl, CMD_WRITE, offset, count, -r);
   }
@@ -718,7 +733,11 @@ cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
       reply_error (s, cookie, -r, "control: a command is one %d-byte write at "
                    "offset 0 (zonednull-control(5))", ZN_COMMAND_SIZE);
     else
-      reply_error (s, cookie, -r, "write: offset %" PRIu64 " length %" PRIu32
+      /* A pipelined write's reasons for failing are EIO on the wire, as
+       * null_blk would fail it; the control channel keeps the reason.
+       */
+      reply_error (s, cookie, r == -ETIMEDOUT || r == -EBUSY ? EIO : -r,
+                   "write: offset %" PRIu64 " length %" PRIu32
                    " in zone %" PRIu64 ": %s", offset, count,
                    (offset >> ZN_SECTOR_SHIFT) / geo->zone_sectors,
                    errno_name (-r));
@@ -1038,6 +1057,13 @@ session_free (struct session *s)
     return;
   free (s->out.data);
   free (s->held);
+  while (s->parked) {
+    struct parked *p = s->parked;
+
+    s->parked = p->next;
+    free (p->data);
+    free (p);
+  }
   free (s);
 }
 
@@ -1107,30 +1133,78 @@ session_sent (struct session *s, size_t n)
 
 
 /* Which requests hold a tag, as the plugin's data callbacks do: complete
- * reads, writes, flushes and trims of a device export.
+ * reads, writes, flushes and trims of a device export.  Fills *rq.
  */
 static bool
 takes_tag (const struct session *s, const unsigned char *data, size_t avail,
-           uint64_t *bytes)
+           struct data_request *rq)
 {
   uint32_t count = be32 (data + 24);
 
-  *bytes = 0;
+  *rq = (struct data_request) {
+    .offset = be64 (data + 16), .count = count,
+    .write = be16 (data + 6) == CMD_WRITE,
+    .bytes = be16 (data + 6) <= CMD_WRITE ? count : 0,
+  };
   if (s->control || be32 (data) != REQUEST_MAGIC)
     return false;
   switch (be16 (data + 6)) {
   case CMD_WRITE:
-    *bytes = count;
     return count <= MAX_REQUEST && avail >= 28 + (size_t) count;
   case CMD_READ:
-    *bytes = count;
-    return true;
+    return count <= MAX_REQUEST;
   case CMD_FLUSH:
   case CMD_TRIM:
     return true;
   default:
     return false;
   }
+}
+
+/* Keeps an admitted write aside until session_resume: its request
+ * already passed the framing checks of takes_tag.
+ */
+static long
+park (struct session *s, const unsigned char *data)
+{
+  uint32_t count = be32 (data + 24);
+  struct parked *p = malloc (sizeof *p), **tail;
+
+  if (p == NULL || (p->data = malloc (count ? count : 1)) == NULL) {
+    fputs ("zonednull-server: out of memory\n", stderr);
+    abort ();
+  }
+  p->id = s->next_id - 1;
+  p->cookie = be64 (data + 8);
+  p->offset = be64 (data + 16);
+  p->count = count;
+  p->fua = be16 (data + 4) & CMD_FLAG_FUA;
+  memcpy (p->data, data + 28, count);
+  p->next = NULL;
+  for (tail = &s->parked; *tail; tail = &(*tail)->next)
+    ;
+  *tail = p;
+  return 28 + (long) count;
+}
+
+void
+session_resume (struct session *s, uint64_t id, int err, bool hold)
+{
+  struct parked **pp, *p;
+
+  for (pp = &s->parked; *pp && (*pp)->id != id; pp = &(*pp)->next)
+    ;
+  if ((p = *pp) == NULL)
+    return;
+  *pp = p->next;
+  s->forced_error = err;
+  cmd_write (s, p->cookie, p->offset, p->count, p->fua, p->data);
+  if (hold)
+    hold_reply (s);
+  else if (s->held_count == 0)
+    s->ready = s->out.len;
+  free (p->data);
+  free (p);
 }
 
 /* One step: consumes one unit (flags, option, request) or nothing. */
@@ -1177,16 +1251,31 @@ step (struct session *s, const unsigned char *data, size_t len)
     return r < 0 ? -1 : 16 + (long) olen;
   }
   case PH_TRANSMISSION: {
+    struct data_request rq;
     bool tagged;
-    uint64_t bytes;
+    char why[200];
     long r;
 
     if (len < 28)
       return 0;
-    tagged = takes_tag (s, data, len, &bytes);
-    if (tagged && s->sv->admit && !s->sv->admit (s->owner, s, bytes))
-      return 0;
+    /* A request refused outright takes no tag, as in the plugin. */
+    tagged = takes_tag (s, data, len, &rq)
+      && check_request (s, be16 (data + 6), be16 (data + 4), rq.offset,
+                        rq.count, why, sizeof why) == 0;
+    if (tagged && s->sv->admit) {
+      int v;
+
+      rq.id = s->next_id;
+      v = s->sv->admit (s->owner, s, &rq);
+      if (v == ADMIT_LATER)
+        return 0;
+      s->next_id++;
+      if (v == ADMIT_PARK)
+        return park (s, data);
+      s->forced_error = v;
+    }
     r = handle_request (s, data, len);
+    s->forced_error = 0;
     if (tagged && s->sv->delayed)
       hold_reply (s);
     return r;

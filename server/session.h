@@ -25,19 +25,37 @@ struct served_device {
   struct zn_queues *qs;         /* the transport's, for its tags */
 };
 
+/* A data request (read, write, flush or trim of a device) about to start.
+ * id numbers the session's requests, so that a parked write can be
+ * resumed by it.
+ */
+struct data_request {
+  uint64_t id;
+  bool write;
+  uint64_t offset;
+  uint32_t count;
+  uint64_t bytes;               /* moved: a read's or write's count */
+};
+
+/* served.admit's answers besides 0 (start it now) and a positive errno
+ * (start it, but fail it with that error).
+ */
+#define ADMIT_LATER -1          /* not now: session_input stops here */
+#define ADMIT_PARK  -2          /* a write that waits for its zone's write
+                                   pointer: the session keeps it aside and
+                                   goes on; session_resume applies it */
+
 /* What every connection of the server shares. */
 struct served {
   struct served_device *devices;
   unsigned nr_devices;
   bool readonly;                /* -r: no write, trim or control command */
   bool delayed;                 /* replies wait for session_complete_one */
-  /* Asked before each data request (read, write, flush, trim of a
-   * device; bytes is what a read or write moves): true if it may start
-   * now, which takes a tag; false stops
-   * session_input until the transport offers the input again.  NULL
-   * admits everything.
+  /* Asked before each data request: 0, a positive errno, ADMIT_LATER or
+   * ADMIT_PARK (see above); all but ADMIT_LATER mean the request took a
+   * tag.  NULL admits everything.
    */
-  bool (*admit) (void *owner, struct session *s, uint64_t bytes);
+  int (*admit) (void *owner, struct session *s, const struct data_request *rq);
 };
 
 /* Bytes waiting to be sent. */
@@ -78,6 +96,11 @@ void session_sent (struct session *s, size_t n);
  * (it completed); returns false when none is held.
  */
 bool session_complete_one (struct session *s);
+
+/* Applies the parked write id (or, with err, fails it with that errno)
+ * and queues its reply, held for session_complete_one if hold.
+ */
+void session_resume (struct session *s, uint64_t id, int err, bool hold);
 
 /* The device chosen, once in the transmission phase (NULL before), and
  * whether its control export was chosen.

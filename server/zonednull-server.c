@@ -67,6 +67,7 @@ struct conn {
   struct conn *wait_next;
   bool throttled;               /* waiting for the mbps budget */
   struct conn *throttle_next;
+  struct pending *pending;      /* its parked writes */
   struct conn *next, *prev;
 };
 
@@ -128,9 +129,14 @@ arm_timer (void)
   timerfd_settime (timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+/* A completion never comes due before the one queued ahead of it: a
+ * parked write that waited past its own due time completes at once.
+ */
 static void
 ring_push (struct conn *c, const struct zn_request *rq)
 {
+  uint64_t due = ns_of (zn_request_due (c->d->qs, rq));
+
   if (ring_count == ring_cap) {
     unsigned cap = ring_cap ? ring_cap * 2 : 256;
     struct completion *p = malloc (cap * sizeof *p);
@@ -146,9 +152,10 @@ ring_push (struct conn *c, const struct zn_request *rq)
     ring_head = 0;
     ring_cap = cap;
   }
+  if (ring_count > 0 && ring[(ring_head + ring_count - 1) % ring_cap].due > due)
+    due = ring[(ring_head + ring_count - 1) % ring_cap].due;
   ring[(ring_head + ring_count++) % ring_cap] = (struct completion) {
-    .due = ns_of (zn_request_due (c->d->qs, rq)), .c = c, .qs = c->d->qs,
-    .rq = *rq,
+    .due = due, .c = c, .qs = c->d->qs, .rq = *rq,
   };
   c->held++;
   if (ring_count == 1)
@@ -234,6 +241,52 @@ throttle_remove (struct conn *c)
   c->throttled = false;
 }
 
+/* pipeline_zoned_writes: a write ahead of its zone's write pointer is
+ * parked, holding its tag, while its connection goes on with the requests
+ * behind it (NBD replies may come in any order); it is applied once the
+ * write pointer reaches it, or failed when the wait fails or exceeds
+ * pipeline_wait_ms.
+ */
+struct pending {
+  uint64_t id;                  /* the session's */
+  struct zn_pipeline_wait wait;
+  uint64_t deadline;            /* CLOCK_MONOTONIC ns */
+  struct zn_request rq;         /* its tag */
+  struct pending *next;
+};
+static unsigned nr_pending;
+static uint64_t pipeline_wait_ns;
+static ev_timer pipeline_timer;
+
+static void pipeline_retry (struct ev_loop *loop);
+
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ns_of (ts);
+}
+
+static void
+pending_add (struct conn *c, uint64_t id, const struct zn_pipeline_wait *w,
+             const struct zn_request *rq)
+{
+  struct pending *p = malloc (sizeof *p);
+
+  if (p == NULL) {
+    fputs ("zonednull-server: out of memory\n", stderr);
+    abort ();
+  }
+  *p = (struct pending) {
+    .id = id, .wait = *w, .deadline = now_ns () + pipeline_wait_ns,
+    .rq = *rq, .next = c->pending,
+  };
+  c->pending = p;
+  nr_pending++;
+}
+
 /* A connection feeds a hardware queue once it chose a device export. */
 static void
 attach (struct conn *c)
@@ -250,36 +303,46 @@ attach (struct conn *c)
   c->queue = zn_queues_attach (c->d->qs);
 }
 
-/* served.admit: the next data request of the connection may start if it
- * gets a tag.
+/* served.admit: the next data request of the connection may start once
+ * the mbps budget allows and it gets a tag; a pipelined write ahead of
+ * its write pointer is then parked.
  */
-static bool
-admit (void *owner, struct session *s, uint64_t bytes)
+static int
+admit (void *owner, struct session *s, const struct data_request *drq)
 {
   struct conn *c = owner;
   struct zn_request rq;
+  struct zn_pipeline_wait w;
   uint64_t until;
+  int v = 0;
 
   (void) s;
   attach (c);
   if (c->throttled)
-    return false;
-  if (bytes && (until = zn_queue_throttled_until (c->d->qs)) != 0) {
+    return ADMIT_LATER;
+  if (drq->bytes && (until = zn_queue_throttled_until (c->d->qs)) != 0) {
     throttle_add (c, until);
-    return false;
+    return ADMIT_LATER;
   }
   if (!zn_queue_try_begin (c->d->qs, c->queue, !c->waiting, &rq)) {
     if (!c->waiting)
       wait_add (c);
-    return false;
+    return ADMIT_LATER;
   }
   wait_remove (c);
-  zn_queue_charge (c->d->qs, bytes);
+  zn_queue_charge (c->d->qs, drq->bytes);
+  if (drq->write)
+    v = zn_pipeline_begin (c->d->dev, drq->offset >> ZN_SECTOR_SHIFT,
+                           drq->count >> ZN_SECTOR_SHIFT, &w);
+  if (v == 1) {
+    pending_add (c, drq->id, &w, &rq);
+    return ADMIT_PARK;
+  }
   if (served.delayed)
     ring_push (c, &rq);
   else
     zn_queue_complete (c->d->qs, &rq);
-  return true;
+  return v < 0 ? -v : 0;
 }
 
 static void
@@ -307,6 +370,16 @@ conn_free (struct ev_loop *loop, struct conn *c)
   }
   wait_remove (c);
   throttle_remove (c);
+  /* Its parked writes will never be answered; their tags are free. */
+  while (c->pending) {
+    struct pending *p = c->pending;
+
+    c->pending = p->next;
+    zn_pipeline_end (c->d->dev, &p->wait, -EIO);
+    zn_queue_complete (c->d->qs, &p->rq);
+    free (p);
+    nr_pending--;
+  }
   if (c->d)
     zn_queues_detach (c->d->qs, c->queue);
   if (verbose)
@@ -445,6 +518,69 @@ timer_cb (struct ev_loop *loop, ev_io *w, int revents)
         break;                  /* still no tag for it */
     }
   arm_timer ();
+  pipeline_retry (loop);
+}
+
+/* Applies or fails the parked writes whose wait is over; each applied
+ * write can end the wait of others, so until nothing changes.  Then the
+ * timer is armed for the earliest deadline left.
+ */
+static void
+pipeline_retry (struct ev_loop *loop)
+{
+  uint64_t first = UINT64_MAX;
+  bool progress = nr_pending > 0;
+
+  while (progress) {
+    progress = false;
+    for (struct conn *c = conns, *next; c; c = next) {
+      bool resumed = false;
+
+      next = c->next;
+      for (struct pending **pp = &c->pending; *pp; ) {
+        struct pending *p = *pp;
+        int v = zn_pipeline_poll (c->d->dev, &p->wait), err;
+
+        if (v == 1 && now_ns () < p->deadline) {
+          pp = &p->next;
+          continue;
+        }
+        err = v == 1 ? ETIMEDOUT : -v;
+        *pp = p->next;
+        nr_pending--;
+        zn_pipeline_end (c->d->dev, &p->wait, -err);
+        session_resume (c->session, p->id, err, served.delayed);
+        if (served.delayed)
+          ring_push (c, &p->rq);
+        else
+          zn_queue_complete (c->d->qs, &p->rq);
+        free (p);
+        resumed = progress = true;
+      }
+      if (resumed)
+        conn_flush (loop, c);
+    }
+  }
+  for (struct conn *c = conns; c && nr_pending > 0; c = c->next)
+    for (struct pending *p = c->pending; p; p = p->next)
+      if (p->deadline < first)
+        first = p->deadline;
+  ev_timer_stop (loop, &pipeline_timer);
+  if (first != UINT64_MAX) {
+    uint64_t now = now_ns ();
+
+    ev_timer_set (&pipeline_timer,
+                  first > now ? (double) (first - now) / 1e9 : 0., 0.);
+    ev_timer_start (loop, &pipeline_timer);
+  }
+}
+
+static void
+pipeline_cb (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  (void) w;
+  (void) revents;
+  pipeline_retry (loop);
 }
 
 /* A tick of the mbps budget: the throttled connections try again. */
@@ -462,6 +598,7 @@ throttle_cb (struct ev_loop *loop, ev_timer *w, int revents)
     conn_process (c);
     conn_flush (loop, c);
   }
+  pipeline_retry (loop);
 }
 
 static void
@@ -500,6 +637,7 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
   c->in_len += (size_t) n;
   conn_process (c);
   conn_flush (loop, c);
+  pipeline_retry (loop);
 }
 
 static void
@@ -507,6 +645,7 @@ conn_writable (struct ev_loop *loop, ev_io *w, int revents)
 {
   (void) revents;
   conn_flush (loop, w->data);
+  pipeline_retry (loop);
 }
 
 static void
@@ -721,7 +860,8 @@ usage (FILE *fp)
          "blocksize, max_sectors, memory_backed, zone_readonly, zone_offline,\n"
          "nr_devices, cache_size, badblocks, device_lock, irqmode,\n"
          "completion_nsec, hw_queue_depth, submit_queues, shared_tags\n"
-         "(host_tags), shared_tag_bitmap, mbps.\n"
+         "(host_tags), shared_tag_bitmap, mbps, pipeline_zoned_writes,\n"
+         "pipeline_wait_ms, pipeline_max_waiting.\n"
          "\n"
          "Exports: nullb0 (the default) ... nullb<nr_devices-1>, each with\n"
          "/control (zonednull-control(5)).  See zonednull-server(8).\n", fp);
@@ -796,6 +936,9 @@ main (int argc, char **argv)
     return EXIT_FAILURE;
   }
   qcfg = params.queue;
+  pipeline_wait_ns = (uint64_t) (params.cfg.pipeline_wait_ms
+                                 ? params.cfg.pipeline_wait_ms
+                                 : ZN_PIPELINE_WAIT_MS) * 1000000u;
   served.delayed = qcfg.irqmode == 2 && qcfg.completion_nsec > 0;
   served.admit = admit;
   if (devices_create (&params, err, sizeof err) == -1) {
@@ -846,6 +989,7 @@ main (int argc, char **argv)
   ev_io_init (&timer_watcher, timer_cb, timer_fd, EV_READ);
   ev_io_start (loop, &timer_watcher);
   ev_init (&throttle_timer, throttle_cb);
+  ev_init (&pipeline_timer, pipeline_cb);
   ev_signal_init (&sigterm, stop_cb, SIGTERM);
   ev_signal_start (loop, &sigterm);
   ev_signal_init (&sigint, stop_cb, SIGINT);
@@ -858,6 +1002,7 @@ main (int argc, char **argv)
   ev_signal_stop (loop, &sigint);
   ev_io_stop (loop, &timer_watcher);
   ev_timer_stop (loop, &throttle_timer);
+  ev_timer_stop (loop, &pipeline_timer);
   shutdown_all (loop);
   close (timer_fd);
   ev_loop_destroy (loop);

@@ -4,8 +4,7 @@
  * outcomes and counters are checked, never speed.
  *
  * With ZONEDNULL_TARGET=server the same checks run against
- * zonednull-server (tests/test-server-queue.sh), except pipelined writes,
- * which it refuses.
+ * zonednull-server (tests/test-server-queue.sh).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -560,11 +559,9 @@ main (void)
                                                   "server") == 0;
   if (native)
     CHECK (getenv ("ZONEDNULL_SERVER") != NULL);
-  else {
-    test_pipelined ();
-    test_pipeline_timeout ();
-  }
+  test_pipelined ();
   test_strict ();
+  test_pipeline_timeout ();
   test_tags (false);
   test_tags (true);
   test_devices ();

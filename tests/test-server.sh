@@ -46,7 +46,7 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
            "irqmode=3:irqmode" \
            "hw_queue_depth=0:hw_queue_depth" \
            "nr_devices=0:nr_devices=0" \
-           "pipeline_zoned_writes=1:pipeline_zoned_writes: not supported by zonednull-server"; do
+           "pipeline_wait_ms=0:pipeline_wait_ms=0: must be at least 1"; do
   args=${bad%%:*} text=${bad#*:}
   # shellcheck disable=SC2086 # args is a list of KEY=VALUE words
   if "$srv" -f -U "$tmpdir/bad.sock" $args 2>"$tmpdir/err"; then

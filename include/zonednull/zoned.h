@@ -182,6 +182,26 @@ struct zn_pipeline_stats {
 
 void zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s);
 
+/* The pipelined wait for an event loop, which must not block in zn_write.
+ * zn_pipeline_begin: 0 if the write may be applied now (with
+ * pipeline_zoned_writes off, always), 1 if it must wait for its zone's
+ * write pointer (*w describes the wait), -EBUSY if pipeline_max_waiting
+ * writes already wait on the zone.  While it waits, zn_pipeline_poll is
+ * 1, then 0 once zn_write may be called (it will not block), or -EIO if
+ * the wait failed as zn_write's would.  The caller bounds the wait with
+ * pipeline_wait_ms, and calls zn_pipeline_end once with the outcome (0,
+ * -EIO or -ETIMEDOUT) for the counters.
+ */
+struct zn_pipeline_wait {
+  uint64_t sector;
+  uint64_t gen;
+};
+int zn_pipeline_begin (struct zn_dev *dev, uint64_t sector,
+                       uint64_t nr_sectors, struct zn_pipeline_wait *w);
+int zn_pipeline_poll (struct zn_dev *dev, const struct zn_pipeline_wait *w);
+void zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
+                      int result);
+
 /* Bad blocks, as null_blk's configfs "badblocks": inclusive ranges of
  * 512-byte sectors.  A read or write part that overlaps one fails with
  * -EIO and transfers nothing; a zoned write has already opened its zone
