@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,10 +169,43 @@ params_free (struct server_params *p)
   p->nr_badblocks = 0;
 }
 
+/* The keys that only store a value, with null_blk's names and units. */
+enum key_kind { K_MIB, K_U32, K_U64, K_BOOL, K_POSITIVE };
+struct plain_key {
+  const char *name;
+  enum key_kind kind;
+  size_t offset;                /* in struct server_params */
+};
+#define CFG(field) offsetof (struct server_params, cfg.field)
+#define QUEUE(field) offsetof (struct server_params, queue.field)
+static const struct plain_key plain_keys[] = {
+  { "size", K_MIB, CFG (size) },
+  { "zone_size", K_MIB, CFG (zone_size) },
+  { "zone_capacity", K_MIB, CFG (zone_capacity) },
+  { "zone_nr_conv", K_U32, CFG (zone_nr_conv) },
+  { "zone_max_open", K_U32, CFG (zone_max_open) },
+  { "zone_max_active", K_U32, CFG (zone_max_active) },
+  { "blocksize", K_U32, CFG (blocksize) },
+  { "bs", K_U32, CFG (blocksize) },
+  { "max_sectors", K_U32, CFG (max_sectors) },
+  { "memory_backed", K_BOOL, CFG (memory_backed) },
+  { "cache_size", K_MIB, CFG (cache_size) },
+  { "device_lock", K_BOOL, CFG (device_lock) },
+  { "pipeline_zoned_writes", K_BOOL, CFG (pipeline_zoned_writes) },
+  { "pipeline_wait_ms", K_POSITIVE, CFG (pipeline_wait_ms) },
+  { "pipeline_max_waiting", K_POSITIVE, CFG (pipeline_max_waiting) },
+  { "irqmode", K_U32, QUEUE (irqmode) },
+  { "completion_nsec", K_U64, QUEUE (completion_nsec) },
+  { "hw_queue_depth", K_U32, QUEUE (hw_queue_depth) },
+  { "shared_tags", K_BOOL, QUEUE (shared_tags) },
+  { "host_tags", K_BOOL, QUEUE (shared_tags) },
+  { "shared_tag_bitmap", K_BOOL, QUEUE (shared_tag_bitmap) },
+  { "mbps", K_U32, QUEUE (mbps) },
+};
+
 int
 params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
 {
-  struct zn_config *cfg = &p->cfg;
   char key[64];
   const char *eq = strchr (arg, '='), *value;
   size_t klen;
@@ -189,24 +223,20 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
   key[klen] = '\0';
   value = eq + 1;
 
-  if (strcmp (key, "size") == 0)
-    return parse_mib (key, value, &cfg->size, err, errlen);
-  if (strcmp (key, "zone_size") == 0)
-    return parse_mib (key, value, &cfg->zone_size, err, errlen);
-  if (strcmp (key, "zone_capacity") == 0)
-    return parse_mib (key, value, &cfg->zone_capacity, err, errlen);
-  if (strcmp (key, "zone_nr_conv") == 0)
-    return parse_u32 (key, value, &cfg->zone_nr_conv, err, errlen);
-  if (strcmp (key, "zone_max_open") == 0)
-    return parse_u32 (key, value, &cfg->zone_max_open, err, errlen);
-  if (strcmp (key, "zone_max_active") == 0)
-    return parse_u32 (key, value, &cfg->zone_max_active, err, errlen);
-  if (strcmp (key, "blocksize") == 0 || strcmp (key, "bs") == 0)
-    return parse_u32 (key, value, &cfg->blocksize, err, errlen);
-  if (strcmp (key, "max_sectors") == 0)
-    return parse_u32 (key, value, &cfg->max_sectors, err, errlen);
-  if (strcmp (key, "memory_backed") == 0)
-    return parse_bool (key, value, &cfg->memory_backed, err, errlen);
+  for (size_t i = 0; i < sizeof plain_keys / sizeof plain_keys[0]; i++) {
+    const struct plain_key *k = &plain_keys[i];
+    void *field = (char *) p + k->offset;
+
+    if (strcmp (key, k->name) != 0)
+      continue;
+    switch (k->kind) {
+    case K_MIB: return parse_mib (key, value, field, err, errlen);
+    case K_U32: return parse_u32 (key, value, field, err, errlen);
+    case K_U64: return parse_u64 (key, value, field, err, errlen);
+    case K_BOOL: return parse_bool (key, value, field, err, errlen);
+    case K_POSITIVE: return parse_positive (key, value, field, err, errlen);
+    }
+  }
   if (strcmp (key, "zoned") == 0) {
     bool zoned;
 
@@ -221,12 +251,6 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
     return add_cond (p, key, value, false, err, errlen);
   if (strcmp (key, "zone_offline") == 0)
     return add_cond (p, key, value, true, err, errlen);
-  if (strcmp (key, "irqmode") == 0)
-    return parse_u32 (key, value, &p->queue.irqmode, err, errlen);
-  if (strcmp (key, "completion_nsec") == 0)
-    return parse_u64 (key, value, &p->queue.completion_nsec, err, errlen);
-  if (strcmp (key, "hw_queue_depth") == 0)
-    return parse_u32 (key, value, &p->queue.hw_queue_depth, err, errlen);
   if (strcmp (key, "submit_queues") == 0) {
     /* null_blk's is an int, and <= 0 means 1. */
     if (value[0] == '-' && strspn (value + 1, "0123456789") == strlen (value + 1)
@@ -236,14 +260,6 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
     }
     return parse_u32 (key, value, &p->queue.submit_queues, err, errlen);
   }
-  if (strcmp (key, "shared_tags") == 0 || strcmp (key, "host_tags") == 0)
-    return parse_bool (key, value, &p->queue.shared_tags, err, errlen);
-  if (strcmp (key, "shared_tag_bitmap") == 0)
-    return parse_bool (key, value, &p->queue.shared_tag_bitmap, err, errlen);
-  if (strcmp (key, "cache_size") == 0)
-    return parse_mib (key, value, &cfg->cache_size, err, errlen);
-  if (strcmp (key, "device_lock") == 0)
-    return parse_bool (key, value, &cfg->device_lock, err, errlen);
   if (strcmp (key, "badblocks") == 0) {
     const char **b = realloc (p->badblocks,
                               (p->nr_badblocks + 1) * sizeof *b);
@@ -254,8 +270,6 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
     p->badblocks[p->nr_badblocks++] = value;
     return 0;
   }
-  if (strcmp (key, "mbps") == 0)
-    return parse_u32 (key, value, &p->queue.mbps, err, errlen);
   if (strcmp (key, "nr_devices") == 0) {
     if (parse_u32 (key, value, &p->nr_devices, err, errlen) == -1)
       return -1;
@@ -265,12 +279,6 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
                   key, value);
     return 0;
   }
-  if (strcmp (key, "pipeline_zoned_writes") == 0)
-    return parse_bool (key, value, &cfg->pipeline_zoned_writes, err, errlen);
-  if (strcmp (key, "pipeline_wait_ms") == 0)
-    return parse_positive (key, value, &cfg->pipeline_wait_ms, err, errlen);
-  if (strcmp (key, "pipeline_max_waiting") == 0)
-    return parse_positive (key, value, &cfg->pipeline_max_waiting, err, errlen);
   snprintf (err, errlen, "unknown parameter '%s' (see zonednull-server --help)",
             key);
   return -1;
