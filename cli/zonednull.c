@@ -311,13 +311,13 @@ parse_options (int argc, char **argv, struct options *o)
     /* No default range: "the whole device" is too easy to get by
      * mistake when every read and write there then fails.
      */
+    if (o->have_count)
+      usage_error ("badblocks acts on sectors, not zones: --count does not "
+                   "apply");
     if (!o->have_offset)
       usage_error ("badblocks needs -o SECTOR, the first sector of the range");
     if (!o->have_length)
       usage_error ("badblocks needs -l SECTORS, the number of sectors");
-    if (o->have_count)
-      usage_error ("badblocks acts on sectors, not zones: --count does not "
-                   "apply");
   }
   if (o->cmd->kind == K_POWER
       && (o->have_offset || o->have_count || o->have_length))
