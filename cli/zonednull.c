@@ -2,8 +2,8 @@
  *
  * Subcommands, options and the report format follow util-linux's blkzone,
  * so that scripts written for blkzone (fio's t/zbd, blktests) can call this
- * instead; info, readonly, offline and --json are additions.  See
- * zonednull(1).
+ * instead; info, readonly, offline, badblocks, power-cycle and --json are
+ * additions.  See zonednull(1).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,7 +27,9 @@
 /* Zones asked for per report call, as blkzone does. */
 #define REPORT_BATCH 4096u
 
-enum kind { K_REPORT, K_CAPACITY, K_ACTION, K_INFO, K_TOGGLE };
+enum kind {
+  K_REPORT, K_CAPACITY, K_ACTION, K_INFO, K_TOGGLE, K_BADBLOCKS, K_POWER,
+};
 
 struct command {
   const char *name;
@@ -50,6 +52,10 @@ static const struct command commands[] = {
     "Toggle the read-only condition of a zone" },
   { "offline", K_TOGGLE, TOGGLE_OFFLINE,
     "Toggle the offline condition of a zone" },
+  { "badblocks", K_BADBLOCKS, 0,
+    "Mark a range of sectors bad, or good again with --clear" },
+  { "power-cycle", K_POWER, 0,
+    "Power the device off and on, losing unflushed cached data" },
 };
 
 struct options {
@@ -59,7 +65,7 @@ struct options {
   uint64_t length;
   uint32_t count;
   bool have_offset, have_length, have_count;
-  bool verbose, json;
+  bool verbose, json, clear;
 };
 
 static void
@@ -69,11 +75,11 @@ usage (FILE *out)
            "Usage:\n"
            " %s <command> [options] <uri>\n"
            "\n"
-           "Run a zone command on a zonednull device served over NBD.\n"
+           "Run a command on a zonednull device served over NBD.\n"
            "\n"
            "Commands:\n", PROG);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    fprintf (out, " %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf (out, " %-12s %s\n", commands[i].name, commands[i].help);
   fprintf (out,
            "\n"
            "Options:\n"
@@ -81,6 +87,7 @@ usage (FILE *out)
            " -l, --length <sectors>  sectors to act on (512-byte sectors)\n"
            " -c, --count <number>    number of zones to act on\n"
            " -f, --force             accepted for blkzone compatibility\n"
+           "     --clear             badblocks: mark the range good again\n"
            " -v, --verbose           display more details\n"
            "     --json              JSON output (report, capacity, info)\n"
            " -h, --help              display this help\n"
@@ -190,7 +197,7 @@ parse_number (const char *s, uint64_t *value)
 static void
 parse_options (int argc, char **argv, struct options *o)
 {
-  enum { OPT_JSON = 256 };
+  enum { OPT_JSON = 256, OPT_CLEAR };
   static const struct option longopts[] = {
     { "offset", required_argument, NULL, 'o' },
     { "length", required_argument, NULL, 'l' },
@@ -198,6 +205,7 @@ parse_options (int argc, char **argv, struct options *o)
     { "force", no_argument, NULL, 'f' },
     { "verbose", no_argument, NULL, 'v' },
     { "json", no_argument, NULL, OPT_JSON },
+    { "clear", no_argument, NULL, OPT_CLEAR },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -253,6 +261,9 @@ parse_options (int argc, char **argv, struct options *o)
     case OPT_JSON:
       o->json = true;
       break;
+    case OPT_CLEAR:
+      o->clear = true;
+      break;
     case 'h':
       usage (stdout);
       exit (EXIT_SUCCESS);
@@ -294,6 +305,24 @@ parse_options (int argc, char **argv, struct options *o)
   if (o->cmd->kind == K_INFO
       && (o->have_offset || o->have_count || o->have_length))
     usage_error ("info takes no --offset, --length or --count");
+  if (o->clear && o->cmd->kind != K_BADBLOCKS)
+    usage_error ("--clear applies to badblocks only");
+  if (o->cmd->kind == K_BADBLOCKS) {
+    /* No default range: "the whole device" is too easy to get by
+     * mistake when every read and write there then fails.
+     */
+    if (o->have_count)
+      usage_error ("badblocks acts on sectors, not zones: --count does not "
+                   "apply");
+    if (!o->have_offset)
+      usage_error ("badblocks needs -o SECTOR, the first sector of the range");
+    if (!o->have_length)
+      usage_error ("badblocks needs -l SECTORS, the number of sectors");
+  }
+  if (o->cmd->kind == K_POWER
+      && (o->have_offset || o->have_count || o->have_length))
+    usage_error ("power-cycle acts on the whole device: it takes no "
+                 "--offset, --length or --count");
 }
 
 /* blkzone's abbreviations, indexed by the low four bits of the condition. */
@@ -546,6 +575,55 @@ cmd_toggle (struct zn_client *c, const struct zn_control_info *geo,
   }
 }
 
+/* badblocks: configfs "+A-B", or "-A-B" with --clear.  Bad blocks are
+ * not a zone matter (conventional zones have them too), so no zone
+ * alignment; and as configfs, no check against the capacity either: a
+ * range past the end is accepted and never hit.
+ */
+static void
+cmd_badblocks (struct zn_client *c, const struct options *o)
+{
+  struct zn_control_queue_info q;
+  char range[96], what[128];
+  int r;
+
+  /* The server refuses a range that wraps past the last sector number;
+   * name it without wrapping too.
+   */
+  if (o->length - 1 > UINT64_MAX - o->offset)
+    snprintf (range, sizeof range, "%" PRIu64 " sectors from sector %" PRIu64,
+              o->length, o->offset);
+  else
+    snprintf (range, sizeof range, "sectors %" PRIu64 "-%" PRIu64,
+              o->offset, o->offset + o->length - 1);
+  snprintf (what, sizeof what, "badblocks%s %s", o->clear ? " --clear" : "",
+            range);
+
+  r = zn_client_badblocks (c, !o->clear, o->offset, o->length);
+  if (r < 0)
+    die_client (c, what, r);
+  if (o->verbose) {
+    printf ("%s: %s marked %s", o->uri, range, o->clear ? "good" : "bad");
+    /* Ranges merge and split, so the count says more than the request. */
+    if (zn_client_queue_info (c, &q) == 0)
+      printf (" (%" PRIu32 " bad block range%s on the device)",
+              q.nr_badblocks, q.nr_badblocks == 1 ? "" : "s");
+    printf ("\n");
+  }
+}
+
+static void
+cmd_power_cycle (struct zn_client *c, const struct options *o)
+{
+  int r = zn_client_power_cycle (c);
+
+  if (r < 0)
+    die_client (c, "power-cycle", r);
+  if (o->verbose)
+    printf ("%s: powered off and on: cached data not written back is lost, "
+            "sequential zones are EMPTY\n", o->uri);
+}
+
 static const char *
 limit (uint32_t v, char *buf, size_t len)
 {
@@ -754,6 +832,12 @@ main (int argc, char **argv)
     break;
   case K_INFO:
     cmd_info (c, &o);
+    break;
+  case K_BADBLOCKS:
+    cmd_badblocks (c, &o);
+    break;
+  case K_POWER:
+    cmd_power_cycle (c, &o);
     break;
   }
   zn_client_close (c);

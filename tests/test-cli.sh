@@ -1,7 +1,8 @@
 #!/bin/sh
 # The zonednull CLI against the plugin: every subcommand with its outcome,
 # the report parsed as blkzone's, JSON validated, bad URIs and ranges
-# refused, a read-only server, and two clients changing zones at once.
+# refused, a read-only server, two clients changing zones at once, bad
+# blocks and a power cycle with a volatile write cache.
 #
 # Device: 8 zones of 1 MiB (2048 sectors), zone 0 conventional, at most 2
 # open and 3 active zones.
@@ -129,6 +130,50 @@ write_sectors () {
     fail "write of $2 sectors at $1 failed: $(cat "$tmpdir/nbdsh.out")"
 }
 
+# write_fails SECTOR COUNT: a write through NBD at SECTOR must fail with
+# EIO, as a write over a bad block does.
+write_fails () {
+  nbdsh -u "$uri" -c "
+import errno, sys
+try:
+    h.pwrite(b'\\x5a' * ($2 * 512), $1 * 512)
+except nbd.Error as e:
+    # errno is the name, errnum the number.
+    sys.exit(0 if e.errnum == errno.EIO else 'failed with %s' % e)
+sys.exit('succeeded')
+" >"$tmpdir/nbdsh.out" 2>&1 ||
+    fail "write of $2 sectors at $1 did not fail with EIO: $(cat "$tmpdir/nbdsh.out")"
+}
+
+# fill SECTOR COUNT BYTE [flush]: writes COUNT sectors of BYTE (a number)
+# at SECTOR without FUA, then a flush if asked.
+fill () {
+  nbdsh -u "$uri" -c "h.pwrite(bytes([$3]) * ($2 * 512), $1 * 512)" \
+    ${4:+-c h.flush()} >"$tmpdir/nbdsh.out" 2>&1 ||
+    fail "write of $2 sectors of $3 at $1 failed: $(cat "$tmpdir/nbdsh.out")"
+}
+
+# expect_data SECTOR COUNT BYTE: the data at SECTOR must be COUNT sectors
+# of BYTE.
+expect_data () {
+  nbdsh -u "$uri" -c "
+import sys
+got = h.pread($2 * 512, $1 * 512)
+bad = sorted(set(got) - {$3})
+sys.exit('bytes %s besides %d' % (bad, $3) if bad else 0)
+" >"$tmpdir/nbdsh.out" 2>&1 ||
+    fail "sectors $1+$2 do not hold only $3: $(cat "$tmpdir/nbdsh.out")"
+}
+
+# info_json KEY: a member of `zonednull info --json`.
+info_json () {
+  ok info --json "$uri"
+  /usr/bin/python3 -c '
+import json, sys
+print(json.load(open(sys.argv[1]))[sys.argv[2]])
+' "$tmpdir/out" "$1" || fail "info --json has no $1: $(cat "$tmpdir/out")"
+}
+
 # shellcheck disable=SC2086 # $device is a list of key=value words
 start_server dev $device
 dev_pid=$pid dev_uri=$uri dev_sock=$sock
@@ -137,7 +182,8 @@ dev_pid=$pid dev_uri=$uri dev_sock=$sock
 
 ok --help
 grep -q '^Usage:' "$tmpdir/out" || fail "--help prints no usage"
-for c in report capacity reset open close finish info readonly offline; do
+for c in report capacity reset open close finish info readonly offline \
+         badblocks power-cycle; do
   grep -q "^ $c " "$tmpdir/out" || fail "--help does not list $c"
 done
 ok -V
@@ -161,6 +207,20 @@ refused 2 "readonly needs -o" readonly "$uri"
 refused 2 "acts on one zone" offline -o 2048 -c 2 "$uri"
 refused 2 "info takes no" info -o 0 "$uri"
 refused 2 "unrecognized option" report --bogus "$uri"
+refused 2 "badblocks needs -o SECTOR" badblocks -l 8 "$uri"
+refused 2 "badblocks needs -o SECTOR" badblocks --clear -l 8 "$uri"
+refused 2 "badblocks needs -l SECTORS" badblocks -o 0 "$uri"
+refused 2 "--length must be at least 1" badblocks -o 0 -l 0 "$uri"
+refused 2 "--count does not apply" badblocks -o 0 -c 1 "$uri"
+refused 2 "failed to parse number of sectors" badblocks -o 0 -l 8x "$uri"
+refused 2 "--clear applies to badblocks only" reset --clear "$uri"
+refused 2 "--json applies to" badblocks --json -o 0 -l 8 "$uri"
+for opt in "-o 0" "-l 8" "-c 1"; do
+  # shellcheck disable=SC2086 # an option and its value
+  refused 2 "power-cycle acts on the whole device: it takes no --offset, --length or --count" \
+    power-cycle $opt "$uri"
+done
+refused 2 "--json applies to" power-cycle --json "$uri"
 
 # ---- bad URIs and exports --------------------------------------------
 
@@ -418,6 +478,92 @@ elif "$NBDKIT" --dump-config | grep -qx 'tls=yes'; then
   stop_server "$pid"
 fi
 
+# ---- bad blocks and a power cycle ---------------------------------------
+
+# A 1 MiB volatile write cache, so that a power cycle has data to lose.
+# shellcheck disable=SC2086
+start_server cache $device cache_size=1
+[ "$(info_json badblock_ranges)" = 0 ] || fail "badblock_ranges at start"
+[ "$(info_json cache_size)" = 1048576 ] || fail "cache_size: $(cat "$tmpdir/out")"
+
+# A sequential zone: a write over the bad range fails and leaves the write
+# pointer where it was.
+ok badblocks -v -o $((2 * ZS + 8)) -l 8 "$uri"
+grep -qxF "$uri: sectors 4104-4111 marked bad (1 bad block range on the device)" \
+  "$tmpdir/out" || fail "badblocks -v: $(cat "$tmpdir/out")"
+[ "$(info_json badblock_ranges)" = 1 ] || fail "badblock_ranges after badblocks"
+[ "$(info_field 'bad block ranges')" = 1 ] || fail "info text: bad block ranges"
+write_fails $((2 * ZS)) 16
+report -o $((2 * ZS)) -c 1
+[ "$(cut -d' ' -f4 "$tmpdir/zones")" = 0 ] ||
+  fail "a write over a bad block moved the write pointer: $(cat "$tmpdir/out")"
+# Sectors outside the range stay good.
+write_sectors $((2 * ZS)) 8
+
+# A conventional zone has bad blocks as well; a clear of part of a range
+# splits it.
+ok badblocks -o 16 -l 16 "$uri"
+ok badblocks --clear -o 20 -l 4 "$uri"
+[ "$(info_json badblock_ranges)" = 3 ] || fail "badblock_ranges after a split"
+write_fails 16 1
+write_fails 24 8
+write_sectors 20 4
+ok badblocks --clear -v -o 16 -l 16 "$uri"
+grep -qxF "$uri: sectors 16-31 marked good (1 bad block range on the device)" \
+  "$tmpdir/out" || fail "badblocks --clear -v: $(cat "$tmpdir/out")"
+write_sectors 16 16
+ok badblocks --clear -o $((2 * ZS + 8)) -l 8 "$uri"
+[ "$(info_json badblock_ranges)" = 0 ] || fail "badblock_ranges after --clear"
+[ "$(info_field 'bad block ranges')" = 0 ] || fail "info text: bad block ranges 0"
+write_sectors $((2 * ZS + 8)) 8
+report -o $((2 * ZS)) -c 1
+[ "$(cut -d' ' -f4 "$tmpdir/zones")" = 16 ] ||
+  fail "write after --clear: $(cat "$tmpdir/out")"
+# A range wrapping past the last sector number: the device's EINVAL.
+refused 1 "badblocks 2 sectors from sector 18446744073709551615: EINVAL: Invalid argument" \
+  badblocks -o 0xffffffffffffffff -l 2 "$uri"
+refused 1 "badblocks --clear sectors 18446744073709551615-18446744073709551615: EINVAL" \
+  badblocks --clear -o 0xffffffffffffffff -l 1 "$uri"
+
+# Power cycle: in the conventional zone, flushed data survives and data
+# written since is lost; every sequential zone is EMPTY.
+fill 0 8 17 flush
+fill 64 8 17 flush
+[ "$(info_json cache_dirty)" = 0 ] || fail "cache_dirty after a flush"
+fill 0 8 34
+fill 128 8 34
+[ "$(info_json cache_dirty)" = 8192 ] || fail "cache_dirty of 2 unflushed writes"
+[ "$(info_field 'write cache')" = "1048576 bytes (8192 not written back)" ] ||
+  fail "info text: write cache: $(cat "$tmpdir/out")"
+expect_data 0 8 34
+ok close -o $((2 * ZS)) -c 1 "$uri"
+ok open -o $((3 * ZS)) -c 1 "$uri"
+ok finish -o $((4 * ZS)) -c 1 "$uri"
+expect_zone 2 "$(seq_zone 2 16 4 cl)"
+expect_zone 4 "$(seq_zone 4 $ZS 14 fu)"
+check_counters 0 1 1
+ok power-cycle -v "$uri"
+grep -qxF "$uri: powered off and on: cached data not written back is lost, sequential zones are EMPTY" \
+  "$tmpdir/out" || fail "power-cycle -v: $(cat "$tmpdir/out")"
+report
+[ "$(sed -n 1p "$tmpdir/zones")" = "0 $ZS $ZS 0 0 nw 1 CONVENTIONAL" ] ||
+  fail "zone 0 after a power cycle: $(sed -n 1p "$tmpdir/zones")"
+i=1
+while [ $i -lt 8 ]; do
+  [ "$(sed -n "$((i + 1))p" "$tmpdir/zones")" = "$(seq_zone $i 0 1 em)" ] ||
+    fail "zone $i after a power cycle: $(sed -n "$((i + 1))p" "$tmpdir/zones")"
+  i=$((i + 1))
+done
+check_counters 0 0 0
+[ "$(info_json cache_dirty)" = 0 ] || fail "cache_dirty after a power cycle"
+expect_data 0 8 17
+expect_data 64 8 17
+expect_data 128 8 0
+# Without -v, nothing on stdout.
+ok power-cycle "$uri"
+[ ! -s "$tmpdir/out" ] || fail "power-cycle printed: $(cat "$tmpdir/out")"
+stop_server "$pid"
+
 # ---- read-only server ----------------------------------------------------
 
 # shellcheck disable=SC2086
@@ -433,6 +579,13 @@ done
 refused 1 "EPERM" reset "$uri"
 refused 1 "readonly zone 1 (sectors 2048-4095): EPERM" readonly -o $ZS "$uri"
 refused 1 "offline zone 1 (sectors 2048-4095): EPERM" offline -o $ZS "$uri"
+refused 1 "badblocks sectors 2048-2055: EPERM" badblocks -o $ZS -l 8 "$uri"
+grep -qF "read-only" "$tmpdir/err" || fail "badblocks: $(cat "$tmpdir/err")"
+refused 1 "badblocks --clear sectors 2048-2055: EPERM" \
+  badblocks --clear -o $ZS -l 8 "$uri"
+[ "$(info_json badblock_ranges)" = 0 ] || fail "a read-only server took bad blocks"
+refused 1 "power-cycle: EPERM" power-cycle "$uri"
+grep -qF "read-only" "$tmpdir/err" || fail "power-cycle: $(cat "$tmpdir/err")"
 report
 [ "$(awk '$5 == 1' "$tmpdir/zones" | wc -l)" -eq 7 ] ||
   fail "a read-only server changed: $(cat "$tmpdir/out")"
