@@ -5,6 +5,7 @@
 #
 #   bench/run.sh [BUILDDIR]        default BUILDDIR: ./build
 #   REPEATS=3 RUNTIME=2 OUT=bench/results bench/run.sh
+#   ONLY="pipelining server" bench/run.sh
 #
 # Needs nbdkit (null and memory plugins), fio with its nbd engine, and
 # optionally qemu-nbd.  Where zones matter this script drives the device
@@ -281,11 +282,13 @@ report () {
   if command -v gnuplot >/dev/null; then
     awk -F'\t' '{ gsub(/ /, "_", $2); print NR, $2, $3 }' "$results" >"$tmp/plot.dat"
     gnuplot <<GP
-set terminal png size 1200,700
+set terminal png noenhanced size 1400,900
 set output "$OUT/results.png"
 set style fill solid
 set boxwidth 0.7
-set xtics rotate by -60 font ",8"
+set bmargin 22
+set rmargin 10
+set xtics rotate by -60 font ",9"
 set ylabel "IOPS (median)"
 plot "$tmp/plot.dat" using 1:3:xtic(2) with boxes notitle
 GP
@@ -293,6 +296,12 @@ GP
   cat "$OUT/results.md"
 }
 
-only=${ONLY:-"inflight pipelining host_tags zone_locking peers"}
+# ---- 5. zonednull-server against nbdkit (its own script and table) ---------
+server () {
+  REPEATS=$REPEATS SECONDS_PER_RUN=$RUNTIME sh bench/server-vs-nbdkit.sh "$build" |
+    tee "$OUT/server-vs-nbdkit.txt"
+}
+
+only=${ONLY:-"inflight pipelining host_tags zone_locking peers server"}
 for e in $only; do $e; done
 report
