@@ -234,16 +234,22 @@ ok capacity "nbd+unix:///null%62%30?socket=$dev_sock"
 
 # ---- report and capacity ---------------------------------------------
 
-report
-[ "$(wc -l <"$tmpdir/zones")" -eq 8 ] || fail "report: $(cat "$tmpdir/out")"
-[ "$(sed -n 1p "$tmpdir/zones")" = "0 $ZS $ZS 0 0 nw 1 CONVENTIONAL" ] ||
-  fail "zone 0: $(sed -n 1p "$tmpdir/zones")"
-i=1
-while [ $i -lt 8 ]; do
-  [ "$(sed -n "$((i + 1))p" "$tmpdir/zones")" = "$(seq_zone $i 0 1 em)" ] ||
-    fail "zone $i: $(sed -n "$((i + 1))p" "$tmpdir/zones")"
-  i=$((i + 1))
-done
+# expect_fresh [WHEN]: the report shows zone 0 conventional and every
+# sequential zone EMPTY, as at power-on.
+expect_fresh () {
+  report
+  [ "$(wc -l <"$tmpdir/zones")" -eq 8 ] || fail "report$1: $(cat "$tmpdir/out")"
+  [ "$(sed -n 1p "$tmpdir/zones")" = "0 $ZS $ZS 0 0 nw 1 CONVENTIONAL" ] ||
+    fail "zone 0$1: $(sed -n 1p "$tmpdir/zones")"
+  i=1
+  while [ $i -lt 8 ]; do
+    [ "$(sed -n "$((i + 1))p" "$tmpdir/zones")" = "$(seq_zone $i 0 1 em)" ] ||
+      fail "zone $i$1: $(sed -n "$((i + 1))p" "$tmpdir/zones")"
+    i=$((i + 1))
+  done
+}
+
+expect_fresh
 # The exact text of one line, as blkzone prints it.
 grep -qxF '  start: 0x000000800, len 0x000800, cap 0x000800, wptr 0x000000 reset:0 non-seq:0, zcond: 1(em) [type: 2(SEQ_WRITE_REQUIRED)]' \
   "$tmpdir/out" || fail "zone 1's line differs from blkzone's: $(sed -n 2p "$tmpdir/out")"
@@ -545,15 +551,7 @@ check_counters 0 1 1
 ok power-cycle -v "$uri"
 grep -qxF "$uri: powered off and on: cached data not written back is lost, sequential zones are EMPTY" \
   "$tmpdir/out" || fail "power-cycle -v: $(cat "$tmpdir/out")"
-report
-[ "$(sed -n 1p "$tmpdir/zones")" = "0 $ZS $ZS 0 0 nw 1 CONVENTIONAL" ] ||
-  fail "zone 0 after a power cycle: $(sed -n 1p "$tmpdir/zones")"
-i=1
-while [ $i -lt 8 ]; do
-  [ "$(sed -n "$((i + 1))p" "$tmpdir/zones")" = "$(seq_zone $i 0 1 em)" ] ||
-    fail "zone $i after a power cycle: $(sed -n "$((i + 1))p" "$tmpdir/zones")"
-  i=$((i + 1))
-done
+expect_fresh " after a power cycle"
 check_counters 0 0 0
 [ "$(info_json cache_dirty)" = 0 ] || fail "cache_dirty after a power cycle"
 expect_data 0 8 17
