@@ -966,6 +966,54 @@ command_name (uint16_t type)
   return type < sizeof names / sizeof names[0] ? names[type] : "command";
 }
 
+/* Keeps the reply just queued until session_complete_one releases it. */
+static void
+hold_reply (struct session *s)
+{
+  if (s->held_count == s->held_cap) {
+    unsigned cap = s->held_cap ? s->held_cap * 2 : 64;
+    size_t *p = malloc (cap * sizeof *p);
+
+    if (p == NULL) {
+      fputs ("zonednull-server: out of memory\n", stderr);
+      abort ();
+    }
+    for (unsigned i = 0; i < s->held_count; i++)
+      p[i] = s->held[(s->held_head + i) % s->held_cap];
+    free (s->held);
+    s->held = p;
+    s->held_head = 0;
+    s->held_cap = cap;
+  }
+  s->held[(s->held_head + s->held_count++) % s->held_cap] = s->out.len;
+}
+
+/* Keeps an admitted write aside until session_resume; handle_request
+ * has checked it.
+ */
+static long
+park (struct session *s, const unsigned char *data)
+{
+  uint32_t count = be32 (data + 24);
+  struct parked *p = malloc (sizeof *p), **tail;
+
+  if (p == NULL || (p->data = malloc (count ? count : 1)) == NULL) {
+    fputs ("zonednull-server: out of memory\n", stderr);
+    abort ();
+  }
+  p->id = s->next_id - 1;
+  p->cookie = be64 (data + 8);
+  p->offset = be64 (data + 16);
+  p->count = count;
+  p->fua = be16 (data + 4) & CMD_FLAG_FUA;
+  memcpy (p->data, data + 28, count);
+  p->next = NULL;
+  for (tail = &s->parked; *tail; tail = &(*tail)->next)
+    ;
+  *tail = p;
+  return 28 + (long) count;
+}
+
 /* One request whose header is at data (28 bytes) and whose payload, for a
  * write, follows.
  */
@@ -976,6 +1024,8 @@ handle_request (struct session *s, const unsigned char *data, size_t avail)
   uint64_t cookie = be64 (data + 8), offset = be64 (data + 16);
   uint32_t count = be32 (data + 24);
   char why[200];
+  long used = 28;
+  bool tagged;
   int err;
 
   if (be32 (data) != REQUEST_MAGIC)
@@ -1010,26 +1060,50 @@ handle_request (struct session *s, const unsigned char *data, size_t avail)
     return 28 + (type == CMD_WRITE ? (long) count : 0);
   }
 
+  /* A valid read, write, flush or trim of a device takes a tag, as the
+   * plugin's data callbacks do; a request refused above takes none.
+   */
+  tagged = !s->control && type != CMD_BLOCK_STATUS;
+  if (tagged && s->sv->admit) {
+    struct data_request rq = {
+      .id = s->next_id, .write = type == CMD_WRITE, .offset = offset,
+      .count = count, .bytes = type == CMD_READ || type == CMD_WRITE ? count : 0,
+    };
+    int v = s->sv->admit (s->owner, s, &rq);
+
+    if (v == ADMIT_LATER)
+      return 0;
+    s->next_id++;
+    if (v == ADMIT_PARK)
+      return park (s, data);
+    s->forced_error = v;
+  }
+
   switch (type) {
   case CMD_READ:
     cmd_read (s, cookie, offset, count);
-    return 28;
+    break;
   case CMD_WRITE:
     /* With cache_size, FUA writes around the volatile cache. */
     cmd_write (s, cookie, offset, count, flags & CMD_FLAG_FUA, data + 28);
-    return 28 + (long) count;
+    used += count;
+    break;
   case CMD_FLUSH:
     if (!s->control)
       zn_flush (s->d->dev);
     reply_ok (s, cookie);
-    return 28;
+    break;
   case CMD_TRIM:
     cmd_trim (s, cookie, offset, count);
-    return 28;
+    break;
   default:
     cmd_block_status (s, cookie, offset, count, flags);
-    return 28;
+    break;
   }
+  s->forced_error = 0;
+  if (tagged && s->sv->delayed)
+    hold_reply (s);
+  return used;
 }
 
 /* ---- the state machine --------------------------------------------------- */
@@ -1082,28 +1156,6 @@ session_device (const struct session *s, bool *control)
   return s->d;
 }
 
-/* Keeps the reply just queued until session_complete_one releases it. */
-static void
-hold_reply (struct session *s)
-{
-  if (s->held_count == s->held_cap) {
-    unsigned cap = s->held_cap ? s->held_cap * 2 : 64;
-    size_t *p = malloc (cap * sizeof *p);
-
-    if (p == NULL) {
-      fputs ("zonednull-server: out of memory\n", stderr);
-      abort ();
-    }
-    for (unsigned i = 0; i < s->held_count; i++)
-      p[i] = s->held[(s->held_head + i) % s->held_cap];
-    free (s->held);
-    s->held = p;
-    s->held_head = 0;
-    s->held_cap = cap;
-  }
-  s->held[(s->held_head + s->held_count++) % s->held_cap] = s->out.len;
-}
-
 bool
 session_complete_one (struct session *s)
 {
@@ -1131,61 +1183,6 @@ session_sent (struct session *s, size_t n)
     s->held[(s->held_head + i) % s->held_cap] -= n;
 }
 
-
-/* Which requests hold a tag, as the plugin's data callbacks do: complete
- * reads, writes, flushes and trims of a device export.  Fills *rq.
- */
-static bool
-takes_tag (const struct session *s, const unsigned char *data, size_t avail,
-           struct data_request *rq)
-{
-  uint32_t count = be32 (data + 24);
-
-  *rq = (struct data_request) {
-    .offset = be64 (data + 16), .count = count,
-    .write = be16 (data + 6) == CMD_WRITE,
-    .bytes = be16 (data + 6) <= CMD_WRITE ? count : 0,
-  };
-  if (s->control || be32 (data) != REQUEST_MAGIC)
-    return false;
-  switch (be16 (data + 6)) {
-  case CMD_WRITE:
-    return count <= MAX_REQUEST && avail >= 28 + (size_t) count;
-  case CMD_READ:
-    return count <= MAX_REQUEST;
-  case CMD_FLUSH:
-  case CMD_TRIM:
-    return true;
-  default:
-    return false;
-  }
-}
-
-/* Keeps an admitted write aside until session_resume: its request
- * already passed the framing checks of takes_tag.
- */
-static long
-park (struct session *s, const unsigned char *data)
-{
-  uint32_t count = be32 (data + 24);
-  struct parked *p = malloc (sizeof *p), **tail;
-
-  if (p == NULL || (p->data = malloc (count ? count : 1)) == NULL) {
-    fputs ("zonednull-server: out of memory\n", stderr);
-    abort ();
-  }
-  p->id = s->next_id - 1;
-  p->cookie = be64 (data + 8);
-  p->offset = be64 (data + 16);
-  p->count = count;
-  p->fua = be16 (data + 4) & CMD_FLAG_FUA;
-  memcpy (p->data, data + 28, count);
-  p->next = NULL;
-  for (tail = &s->parked; *tail; tail = &(*tail)->next)
-    ;
-  *tail = p;
-  return 28 + (long) count;
-}
 
 void
 session_resume (struct session *s, uint64_t id, int err, bool hold)
@@ -1250,36 +1247,8 @@ step (struct session *s, const unsigned char *data, size_t len)
     r = handle_option (s, opt, data + 16, olen);
     return r < 0 ? -1 : 16 + (long) olen;
   }
-  case PH_TRANSMISSION: {
-    struct data_request rq;
-    bool tagged;
-    char why[200];
-    long r;
-
-    if (len < 28)
-      return 0;
-    /* A request refused outright takes no tag, as in the plugin. */
-    tagged = takes_tag (s, data, len, &rq)
-      && check_request (s, be16 (data + 6), be16 (data + 4), rq.offset,
-                        rq.count, why, sizeof why) == 0;
-    if (tagged && s->sv->admit) {
-      int v;
-
-      rq.id = s->next_id;
-      v = s->sv->admit (s->owner, s, &rq);
-      if (v == ADMIT_LATER)
-        return 0;
-      s->next_id++;
-      if (v == ADMIT_PARK)
-        return park (s, data);
-      s->forced_error = v;
-    }
-    r = handle_request (s, data, len);
-    s->forced_error = 0;
-    if (tagged && s->sv->delayed)
-      hold_reply (s);
-    return r;
-  }
+  case PH_TRANSMISSION:
+    return len < 28 ? 0 : handle_request (s, data, len);
   }
   return -1;
 }

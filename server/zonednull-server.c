@@ -113,6 +113,15 @@ ns_of (struct timespec ts)
   return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ns_of (ts);
+}
+
 static void
 arm_timer (void)
 {
@@ -213,17 +222,16 @@ static void
 throttle_add (struct conn *c, uint64_t until)
 {
   struct ev_loop *loop = ev_default_loop (0);
-  struct timespec ts;
+  uint64_t now = now_ns ();
 
   c->throttled = true;
   c->throttle_next = throttled;
   throttled = c;
   if (ev_is_active (&throttle_timer) && throttle_due <= until)
     return;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
   ev_timer_stop (loop, &throttle_timer);
-  ev_timer_set (&throttle_timer,
-                until > ns_of (ts) ? (double) (until - ns_of (ts)) / 1e9 : 0., 0.);
+  ev_timer_set (&throttle_timer, until > now ? (double) (until - now) / 1e9 : 0.,
+                0.);
   ev_timer_start (loop, &throttle_timer);
   throttle_due = until;
 }
@@ -259,15 +267,6 @@ static uint64_t pipeline_wait_ns;
 static ev_timer pipeline_timer;
 
 static void pipeline_retry (struct ev_loop *loop);
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ns_of (ts);
-}
 
 static void
 pending_add (struct conn *c, uint64_t id, const struct zn_pipeline_wait *w,
@@ -482,15 +481,13 @@ static void
 timer_cb (struct ev_loop *loop, ev_io *w, int revents)
 {
   uint64_t expirations, now;
-  struct timespec ts;
   unsigned nr_fifos = nr_tagsets * (qcfg.shared_tag_bitmap ? 1 : qcfg.submit_queues);
   struct conn *c;
 
   (void) revents;
   if (read (w->fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
     return;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  now = ns_of (ts);
+  now = now_ns ();
   while (ring_count > 0 && ring[ring_head].due <= now) {
     struct completion e = ring[ring_head];
 
