@@ -66,6 +66,7 @@ enum {
 #define REPLY_FLAG_DONE     1
 #define REPLY_NONE          0
 #define REPLY_OFFSET_DATA   1
+#define REPLY_OFFSET_HOLE   2
 #define REPLY_BLOCK_STATUS  5
 #define REPLY_ERROR         (1u << 15 | 1)
 
@@ -676,6 +677,12 @@ errno_name (int err)
   }
 }
 
+static bool
+all_zero (const unsigned char *p, size_t n)
+{
+  return p[0] == 0 && memcmp (p, p + 1, n - 1) == 0;
+}
+
 static void
 cmd_read (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
 {
@@ -702,6 +709,17 @@ cmd_read (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
     return;
   }
   s->out.len = mark;
+  /* A read of zeros, as every read of an unwritten or memoryless device
+   * is, goes as a hole: 32 bytes instead of the data, and one receive
+   * and one copy less for the client (qemu-nbd does the same).  A single
+   * chunk, so NBD_CMD_FLAG_DF is honoured too.
+   */
+  if (s->structured && count > 0 && all_zero (buf, count)) {
+    chunk_header (s, REPLY_FLAG_DONE, REPLY_OFFSET_HOLE, cookie, 12);
+    out_be64 (&s->out, offset);
+    out_be32 (&s->out, count);
+    return;
+  }
   if (s->structured) {
     chunk_header (s, REPLY_FLAG_DONE, REPLY_OFFSET_DATA, cookie, 8 + count);
     out_be64 (&s->out, offset);

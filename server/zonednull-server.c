@@ -47,6 +47,7 @@ static const char *pidfile;             /* -P: written once listening */
 static bool foreground;                 /* -f: do not daemonize */
 static bool verbose;                    /* -v: log connections */
 static bool exit_with_parent;           /* stop when the parent exits */
+static uint64_t busy_poll_ns = 20000;   /* --busy-poll: awake after input */
 
 static struct served served;
 static struct zn_queue_config qcfg;
@@ -598,6 +599,35 @@ throttle_cb (struct ev_loop *loop, ev_timer *w, int revents)
   pipeline_retry (loop);
 }
 
+/* ---- busy polling ----------------------------------------------------------
+ *
+ * After input the loop keeps polling without sleeping for busy_poll_ns,
+ * so that a client's next request finds the server awake.  Otherwise
+ * every request of a client that keeps a queue full wakes a sleeping
+ * process, and on a virtual machine that wakeup costs more than the
+ * request (qemu's iothreads poll for the same reason).  An active idle
+ * watcher is how libev polls without blocking.
+ */
+static ev_idle busy_poll_watcher;
+static uint64_t busy_poll_until;
+
+static void
+busy_poll_cb (struct ev_loop *loop, ev_idle *w, int revents)
+{
+  (void) revents;
+  if (now_ns () >= busy_poll_until)
+    ev_idle_stop (loop, w);
+}
+
+static void
+busy_poll (struct ev_loop *loop)
+{
+  if (busy_poll_ns == 0)
+    return;
+  busy_poll_until = now_ns () + busy_poll_ns;
+  ev_idle_start (loop, &busy_poll_watcher);
+}
+
 static void
 conn_readable (struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -635,6 +665,7 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
   conn_process (c);
   conn_flush (loop, c);
   pipeline_retry (loop);
+  busy_poll (loop);
 }
 
 static void
@@ -848,6 +879,8 @@ usage (FILE *fp)
          " -r, --readonly       refuse writes, trims and zone commands\n"
          " -v, --verbose        log connections to stderr\n"
          "     --exit-with-parent  stop (as on SIGTERM) when the parent exits\n"
+         "     --busy-poll US   poll without sleeping for US microseconds after\n"
+         "                      a request (default 20; 0: always sleep)\n"
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
@@ -862,6 +895,24 @@ usage (FILE *fp)
          "\n"
          "Exports: nullb0 (the default) ... nullb<nr_devices-1>, each with\n"
          "/control (zonednull-control(5)).  See zonednull-server(8).\n", fp);
+}
+
+/* --busy-poll US: whole microseconds, at most one second. */
+static int
+parse_busy_poll (const char *arg)
+{
+  char *end;
+  unsigned long us;
+
+  errno = 0;
+  us = strtoul (arg, &end, 10);
+  if (errno || end == arg || *end || arg[0] == '-' || us > 1000000) {
+    fprintf (stderr, "zonednull-server: --busy-poll '%s': must be a whole "
+             "number of microseconds from 0 to 1000000\n", arg);
+    return -1;
+  }
+  busy_poll_ns = (uint64_t) us * 1000u;
+  return 0;
 }
 
 static void
@@ -889,6 +940,7 @@ main (int argc, char **argv)
     { "readonly", no_argument, NULL, 'r' },
     { "verbose", no_argument, NULL, 'v' },
     { "exit-with-parent", no_argument, NULL, 'E' },
+    { "busy-poll", required_argument, NULL, 'B' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -911,6 +963,10 @@ main (int argc, char **argv)
     case 'r': served.readonly = true; break;
     case 'v': verbose = true; break;
     case 'E': exit_with_parent = true; break;
+    case 'B':
+      if (parse_busy_poll (optarg) == -1)
+        return 2;
+      break;
     case 'h': usage (stdout); return EXIT_SUCCESS;
     case 'V': printf ("zonednull-server %s\n", PACKAGE_VERSION); return EXIT_SUCCESS;
     default: usage (stderr); return 2;
@@ -991,8 +1047,11 @@ main (int argc, char **argv)
   ev_signal_start (loop, &sigterm);
   ev_signal_init (&sigint, stop_cb, SIGINT);
   ev_signal_start (loop, &sigint);
+  ev_idle_init (&busy_poll_watcher, busy_poll_cb);
 
   ev_run (loop, 0);
+
+  ev_idle_stop (loop, &busy_poll_watcher);
 
   ev_io_stop (loop, &listen_watcher);
   ev_signal_stop (loop, &sigterm);

@@ -55,7 +55,19 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
   grep -qF -- "$text" "$tmpdir/err" ||
     fail "zonednull-server $args: message lacks '$text': $(cat "$tmpdir/err")"
 done
+for bad in 5x -1 1000001 ''; do
+  if "$srv" -f -U "$tmpdir/bad.sock" --busy-poll="$bad" 2>"$tmpdir/err"; then
+    fail "zonednull-server --busy-poll='$bad' started"
+  fi
+  grep -qF -- "--busy-poll '$bad': must be a whole number of microseconds" "$tmpdir/err" ||
+    fail "--busy-poll='$bad': $(cat "$tmpdir/err")"
+done
 [ ! -e "$tmpdir/bad.sock" ] || fail "a refused configuration left a socket"
+# A server that always sleeps serves the same.
+start_native nopoll --busy-poll=0 size=16 zone_size=2 memory_backed=1
+nbdsh -u "$uri" -c 'h.pwrite(b"\x01" * 4096, 0); assert h.pread(4096, 0) == b"\x01" * 4096' ||
+  fail "--busy-poll=0: write and read back"
+stop_server "$pid"
 
 # ---- the golden traces over the server -----------------------------------
 
@@ -111,6 +123,22 @@ try:
 except nbd.Error as e:
     assert e.errnum == 5, e          # EIO
 h.pwrite(b"\x44" * 4096, 4096)        # the conventional zone: anywhere
+
+# Reads of zeros come as one hole chunk, reads of data as one data chunk;
+# past a write pointer null_blk reads 0xFF, which is data.
+def chunks(n, off, flags=0):
+    seen = []
+    def chunk(buf, offset, status, err):
+        seen.append((status, offset, len(buf)))
+        return 0
+    data = h.pread_structured(n, off, chunk, flags)
+    return seen, data
+assert chunks(4096, 8192) == ([(nbd.READ_HOLE, 8192, 4096)], bytes(4096))
+assert chunks(4096, 4096) == ([(nbd.READ_DATA, 4096, 4096)], b"\x44" * 4096)
+assert chunks(8192, 0) == ([(nbd.READ_DATA, 0, 8192)],
+                           bytes(4096) + b"\x44" * 4096)
+assert chunks(4096, Z + 12288) == ([(nbd.READ_DATA, Z + 12288, 4096)],
+                                   b"\xff" * 4096)
 
 got = {}
 def cb(metacontext, offset, entries, err):
