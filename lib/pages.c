@@ -1,82 +1,56 @@
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "pages.h"
 
-#define PAGE_SHIFT 12
-#define PAGE_SIZE (UINT64_C(1) << PAGE_SHIFT)
-
 void
-pages_init (struct zn_pages *p, uint64_t zone_bytes)
+pages_init (struct zn_pages *p, uint64_t zone_bytes, bool sequential)
 {
-  p->page = NULL;
-  p->nr_pages = (zone_bytes + PAGE_SIZE - 1) >> PAGE_SHIFT;
+  p->data = NULL;
+  p->bytes = zone_bytes;
+  p->sequential = sequential;
 }
 
 int
 pages_reserve (struct zn_pages *p, uint64_t off, uint64_t len)
 {
-  if (len == 0)
+  void *m;
+
+  (void) off;
+  if (len == 0 || p->data)
     return 0;
-  if (!p->page) {
-    p->page = calloc (p->nr_pages, sizeof *p->page);
-    if (!p->page)
-      return -ENOSPC;
-  }
-  for (uint64_t i = off >> PAGE_SHIFT; i <= (off + len - 1) >> PAGE_SHIFT; i++) {
-    if (!p->page[i]) {
-      p->page[i] = calloc (1, PAGE_SIZE);
-      if (!p->page[i])
-        return -ENOSPC;
-    }
-  }
+  m = mmap (NULL, p->bytes, PROT_READ | PROT_WRITE,
+            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED)
+    return -ENOSPC;
+  /* Random writes to a conventional zone would each cost 2 MiB. */
+  madvise (m, p->bytes, p->sequential ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  p->data = m;
   return 0;
 }
 
 void
 pages_copy_in (struct zn_pages *p, uint64_t off, const void *buf, uint64_t len)
 {
-  const unsigned char *src = buf;
-
-  while (len) {
-    uint64_t in_page = off & (PAGE_SIZE - 1);
-    uint64_t n = PAGE_SIZE - in_page < len ? PAGE_SIZE - in_page : len;
-
-    memcpy (p->page[off >> PAGE_SHIFT] + in_page, src, n);
-    src += n;
-    off += n;
-    len -= n;
-  }
+  if (len)
+    memcpy (p->data + off, buf, len);
 }
 
 void
 pages_copy_out (const struct zn_pages *p, uint64_t off, void *buf, uint64_t len)
 {
-  unsigned char *dst = buf;
-
-  while (len) {
-    uint64_t in_page = off & (PAGE_SIZE - 1);
-    uint64_t n = PAGE_SIZE - in_page < len ? PAGE_SIZE - in_page : len;
-    const unsigned char *page = p->page ? p->page[off >> PAGE_SHIFT] : NULL;
-
-    if (page)
-      memcpy (dst, page + in_page, n);
-    else
-      memset (dst, 0, n);
-    dst += n;
-    off += n;
-    len -= n;
-  }
+  if (p->data)
+    memcpy (buf, p->data + off, len);
+  else
+    memset (buf, 0, len);
 }
 
 void
 pages_free (struct zn_pages *p)
 {
-  if (!p->page)
+  if (!p->data)
     return;
-  for (uint64_t i = 0; i < p->nr_pages; i++)
-    free (p->page[i]);
-  free (p->page);
-  p->page = NULL;
+  munmap (p->data, p->bytes);
+  p->data = NULL;
 }

@@ -22,7 +22,9 @@
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
 
-/* Every zone table update happens under the model's own locks. */
+/* Every zone table update happens under the model's own locks; see
+ * zonednull_thread_model for when requests still run one at a time.
+ */
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
 /* Callbacks have fixed signatures; most ignore the handle and flags. */
@@ -445,6 +447,25 @@ zonednull_config_complete (void)
   nr_cond_settings = 0;
   free_badblocks_settings ();
   return 0;
+}
+
+/* nbdkit's worker threads serve a connection's requests in parallel,
+ * which reorders them: a client's sequential writes then reach a zone
+ * out of order, and all but the first of each batch fail or wait.  That
+ * parallelism is needed only by requests that sleep in the plugin (timed
+ * completion, the mbps budget, a pipelined write waiting for a request
+ * behind it on the same connection); without those, a connection's
+ * requests run in the order they were sent, as zonednull-server runs
+ * them, and connections still run in parallel.
+ */
+static int
+zonednull_thread_model (void)
+{
+  bool requests_sleep = (qcfg.irqmode == 2 && qcfg.completion_nsec > 0)
+                        || qcfg.mbps > 0 || cfg.pipeline_zoned_writes;
+
+  return requests_sleep ? NBDKIT_THREAD_MODEL_PARALLEL
+                        : NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS;
 }
 
 #define zonednull_config_help \
@@ -907,6 +928,7 @@ static struct nbdkit_plugin plugin = {
   .config            = zonednull_config,
   .config_complete   = zonednull_config_complete,
   .config_help       = zonednull_config_help,
+  .thread_model      = zonednull_thread_model,
   .magic_config_key  = "size",
   .list_exports      = zonednull_list_exports,
   .default_export    = zonednull_default_export,
