@@ -6,7 +6,8 @@
 # 100 us with 256 tags, at depth 256.  Each cell is the median of REPEATS
 # runs of SECONDS_PER_RUN each; the tables give IOPS, the ratios, and the
 # CPU each server used, since on a small machine fio itself can be the
-# limit.
+# limit.  A last table takes the server's two advantages apart: busy
+# polling (--busy-poll), and reads of zeros sent as holes.
 #
 #   bench/server-vs-nbdkit.sh [BUILDDIR]     (default: build)
 #   REPEATS=5 SECONDS_PER_RUN=5 bench/server-vs-nbdkit.sh
@@ -47,6 +48,16 @@ start null nbdkit -f -U "$tmp/null.sock" null size=256M
 timed="irqmode=2 completion_nsec=100000 hw_queue_depth=256"
 start ntimed "$server" -f -U "$tmp/ntimed.sock" $device $timed
 start ptimed nbdkit -t 256 -f -U "$tmp/ptimed.sock" "$plugin" $device $timed
+# Where the gains come from: the server sleeping between requests, and
+# reads of data (64 MiB written first) instead of zeros, which go as holes.
+start nopoll "$server" --busy-poll=0 -f -U "$tmp/nopoll.sock" $device
+start ndata "$server" -f -U "$tmp/ndata.sock" $device memory_backed=1
+start pdata nbdkit -f -U "$tmp/pdata.sock" "$plugin" $device memory_backed=1
+for t in ndata pdata; do
+  fio --name=fill --ioengine=nbd --uri="nbd+unix:///?socket=$tmp/$t.sock" \
+      --rw=write --bs=1m --size=64M --iodepth=4 >/dev/null 2>&1 ||
+    { echo "bench: filling $t failed" >&2; exit 1; }
+done
 
 ticks=$(getconf CLK_TCK)
 cpu_ticks () { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -59,7 +70,7 @@ run () {
   c0=$(cpu_ticks "$pid") t0=$(date +%s%N)
   io=$(fio --name=bench --ioengine=nbd --uri="nbd+unix:///?socket=$tmp/$1.sock" \
       --rw=randread --bs=4k --iodepth="$2" --numjobs="$3" --group_reporting \
-      --time_based --runtime="$secs" --size=256M --output-format=terse \
+      --time_based --runtime="$secs" --size="${span:-256M}" --output-format=terse \
       --terse-version=3 2>/dev/null | awk -F';' '/^3;/ { print $8 }')
   c1=$(cpu_ticks "$pid") t1=$(date +%s%N)
   echo "$io $(awk -v c="$((c1 - c0))" -v hz="$ticks" -v ns="$((t1 - t0))" \
@@ -111,3 +122,13 @@ for jobs in 1 2; do
     "$(ratio "$n" "$p")" "$(ratio "$n" "$u")" "$nc"
 done
 echo "(256 tags / 100 us would allow 2560000 IOPS; 0.8 of it is 2048000)"
+echo
+echo "Where the gains come from: depth 16, 1 connection; data reads cover 64 MiB of written data"
+printf '%-30s %9s %9s %7s\n' case server nbdkit-zn vs-zn
+cells 16 1 native nopoll plugin
+n=$(median "$tmp/native.runs" 1) q=$(median "$tmp/nopoll.runs" 1) p=$(median "$tmp/plugin.runs" 1)
+printf '%-30s %9s %9s %7s\n' "zeros (holes), busy-poll 20us" "$n" "$p" "$(ratio "$n" "$p")"
+printf '%-30s %9s %9s %7s\n' "zeros (holes), --busy-poll=0" "$q" "$p" "$(ratio "$q" "$p")"
+span=64M cells 16 1 ndata pdata
+n=$(median "$tmp/ndata.runs" 1) p=$(median "$tmp/pdata.runs" 1)
+printf '%-30s %9s %9s %7s\n' "data, busy-poll 20us" "$n" "$p" "$(ratio "$n" "$p")"
