@@ -239,16 +239,22 @@ peer_server () {
 peers () {
   local servers="zonednull-null server-null nbdkit-null zonednull-memory server-memory nbdkit-memory"
   command -v qemu-nbd >/dev/null && servers="$servers qemu-nbd-null"
+  local -A v
+  # The servers take turns within each repeat, so that a slow spell of the
+  # machine (first touches of its memory, say) hits them all alike.
   for job in $peer_jobs; do
     IFS=: read -r rw depth jobs <<<"$job"
-    for srv in $servers; do
-      local v=()
-      for _ in $(seq "$REPEATS"); do
+    v=()
+    for _ in $(seq "$REPEATS"); do
+      for srv in $servers; do
         peer_server "$srv"
-        v+=("$(fio_iops "$rw" "$depth" "$jobs")")
+        v[$srv]="${v[$srv]:-} $(fio_iops "$rw" "$depth" "$jobs")"
         stop
       done
-      record peers "$srv $rw qd$depth jobs$jobs" "${v[@]}"
+    done
+    for srv in $servers; do
+      # shellcheck disable=SC2086 # one word per repeat
+      record peers "$srv $rw qd$depth jobs$jobs" ${v[$srv]}
     done
   done
 }

@@ -83,4 +83,27 @@ $((MiB + 8192)) $((6 * MiB - 8192)) 1
 $((7 * MiB)) $MiB 0"
 
 stop_server "$pid"
+
+# Without requests that sleep, nbdkit runs a connection's requests in the
+# order they were sent: zn-bench keeps 64 sequential writes to each zone
+# in flight, zone after zone, and under the strict rule none may fail
+# (with nbdkit's threads in parallel thousands do).  With timed
+# completion the threads run in parallel, and pipeline_zoned_writes
+# restores the order.
+znbench=${ZONEDNULL_BUILDDIR:-.}/bench/zn-bench
+n=0
+for extra in "" "irqmode=2 completion_nsec=100000 pipeline_zoned_writes=1"; do
+  n=$((n + 1))
+  # shellcheck disable=SC2086 # extra is a list of KEY=VALUE words
+  start_server burst$n size=16 zone_size=1 memory_backed=1 $extra
+  out=$("$znbench" --mode zonewrite --depth 64 --zone-inflight 64 \
+          --seconds 60 "$uri") || fail "zn-bench ($extra): $out"
+  case $out in
+  *" errors=0"*) ;;
+  *) fail "64 writes in flight per zone ($extra): $out" ;;
+  esac
+  nbdsh_do -c "assert h.pread(4096, 16 * $MiB - 4096) != b'\xff' * 4096" ||
+    fail "the device is not full after zn-bench ($extra): $out"
+  stop_server "$pid"
+done
 exit 0
