@@ -1,23 +1,19 @@
 /* Memory of one zone: an anonymous mapping made on the zone's first write
  * and dropped by a reset.  The kernel gives it pages as they are first
  * written, zeroed, so memory follows what is written, as in null_blk,
- * without an allocation per page.  A sequential zone is written from its
- * start up, so it takes huge pages: at most one partly used huge page
- * per zone, and one page fault per 2 MiB written instead of per 4 KiB.
+ * without an allocation per page.
  */
 #ifndef ZONEDNULL_PAGES_H
 #define ZONEDNULL_PAGES_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 struct zn_pages {
   unsigned char *data;      /* NULL until the zone is first written */
   uint64_t bytes;
-  bool sequential;
 };
 
-void pages_init (struct zn_pages *p, uint64_t zone_bytes, bool sequential);
+void pages_init (struct zn_pages *p, uint64_t zone_bytes);
 
 /* Makes [off, off+len) writable, so that the copy after it cannot fail.
  * Returns 0 or -ENOSPC.

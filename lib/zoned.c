@@ -127,8 +127,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
       z->capacity = z->len < geo.zone_capacity ? z->len : geo.zone_capacity;
       z->wp = z->start;
     }
-    pages_init (&z->pages, z->len << ZN_SECTOR_SHIFT,
-                z->type == ZN_ZONE_SEQWRITE_REQ);
+    pages_init (&z->pages, z->len << ZN_SECTOR_SHIFT);
   }
   return dev;
 }
