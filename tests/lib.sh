@@ -76,6 +76,9 @@ start_server () {
   shift
   sock=$tmpdir/$name.sock
   pidfile=$tmpdir/$name.pid
+  # What an earlier server of this name left (nbdkit leaves its socket)
+  # would pass for ours, or stop ours from listening.
+  rm -f "$pidfile" "$sock"
   if [ "${ZONEDNULL_TARGET:-nbdkit}" = server ]; then
     "$ZONEDNULL_SERVER" -f --exit-with-parent -U "$sock" -P "$pidfile" "$@" \
       </dev/null 2>"$tmpdir/$name.log" &

@@ -91,11 +91,9 @@ stop_server "$pid"
 # completion the threads run in parallel, and pipeline_zoned_writes
 # restores the order.
 znbench=${ZONEDNULL_BUILDDIR:-.}/bench/zn-bench
-n=0
 for extra in "" "irqmode=2 completion_nsec=100000 pipeline_zoned_writes=1"; do
-  n=$((n + 1))
   # shellcheck disable=SC2086 # extra is a list of KEY=VALUE words
-  start_server burst$n size=16 zone_size=1 memory_backed=1 $extra
+  start_server burst size=16 zone_size=1 memory_backed=1 $extra
   out=$("$znbench" --mode zonewrite --depth 64 --zone-inflight 64 \
           --seconds 60 "$uri") || fail "zn-bench ($extra): $out"
   case $out in

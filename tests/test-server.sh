@@ -24,6 +24,7 @@ start_native () {
   shift
   sock=$tmpdir/$name.sock
   pidfile=$tmpdir/$name.pid
+  rm -f "$pidfile"
   "$srv" -f -U "$sock" -P "$pidfile" "$@" </dev/null 2>"$tmpdir/$name.log" &
   pid=$!
   await_server "zonednull-server $*"
