@@ -111,6 +111,12 @@ zn_queue_config_check (struct zn_queue_config *cfg, char *err, size_t errlen)
   return 0;
 }
 
+bool
+zn_queue_timed (const struct zn_queue_config *cfg)
+{
+  return cfg->irqmode == 2 && cfg->completion_nsec > 0;
+}
+
 /* ---- time ---------------------------------------------------------------- */
 
 static void
@@ -389,7 +395,7 @@ zn_queue_begin (struct zn_queues *qs, unsigned queue, uint64_t bytes,
 void
 zn_queue_end (struct zn_queues *qs, struct zn_request *rq)
 {
-  if (qs->cfg.irqmode == 2 && qs->cfg.completion_nsec) {
+  if (zn_queue_timed (&qs->cfg)) {
     struct timespec deadline = rq->tag_time;
 
     add_nsec (&deadline, (int64_t) qs->cfg.completion_nsec);

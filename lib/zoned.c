@@ -432,19 +432,16 @@ writable_cond (uint8_t cond)
     && cond != ZN_COND_OFFLINE;
 }
 
-/* Waits until a write of n sectors at sector, ahead of the wp, is at the
- * wp.  Writes that can never succeed (behind the wp, past the capacity,
- * to a FULL, READONLY or OFFLINE zone) do not wait: the ordinary checks
- * then fail them at once.  A waiting write changes no zone state.
+/* Whether a write of n sectors at sector must wait for the wp (1, and it
+ * is counted as waiting until wait_end), may go now (0), or may not wait
+ * because pipeline_max_waiting writes already do (-EBUSY).  Writes that
+ * can never succeed (behind the wp, past the capacity, to a FULL,
+ * READONLY or OFFLINE zone) do not wait: the ordinary checks then fail
+ * them at once.  Zone lock held.
  */
 static int
-pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+wait_begin (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
 {
-  struct timespec deadline;
-  struct wp_waiter me;
-  uint64_t gen = z->fail_gen;
-  int ret = 0;
-
   if (sector <= z->wp || sector + n > z->start + z->capacity
       || !writable_cond (zone_cond (dev, z)))
     return 0;
@@ -452,7 +449,37 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
     atomic_fetch_add (&dev->pl_failed, 1);
     return -EBUSY;
   }
+  z->nr_waiting++;
+  atomic_fetch_add (&dev->pl_waiting, 1);
+  atomic_fetch_add (&dev->pl_waited, 1);
+  return 1;
+}
 
+/* A wait is over, with result 0, -ETIMEDOUT or -EIO.  Zone lock held. */
+static void
+wait_end (struct zn_dev *dev, struct zone *z, int result)
+{
+  z->nr_waiting--;
+  atomic_fetch_sub (&dev->pl_waiting, 1);
+  if (result)
+    atomic_fetch_add (result == -ETIMEDOUT ? &dev->pl_timeouts
+                                           : &dev->pl_failed, 1);
+}
+
+/* Waits until a write of n sectors at sector, ahead of the wp, is at the
+ * wp.  A waiting write changes no zone state.
+ */
+static int
+pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+{
+  struct timespec deadline;
+  struct wp_waiter me;
+  uint64_t gen = z->fail_gen;
+  int ret = wait_begin (dev, z, sector, n);
+
+  if (ret != 1)
+    return ret;
+  ret = 0;
   clock_gettime (CLOCK_MONOTONIC, &deadline);
   deadline.tv_sec += dev->pipeline_wait_ms / 1000;
   deadline.tv_nsec += (long) (dev->pipeline_wait_ms % 1000) * 1000000;
@@ -464,9 +491,6 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
   pthread_cond_init (&me.cond, &dev->wp_condattr);
   me.next = z->waiters;
   z->waiters = &me;
-  z->nr_waiting++;
-  atomic_fetch_add (&dev->pl_waiting, 1);
-  atomic_fetch_add (&dev->pl_waited, 1);
   while (sector > z->wp && gen == z->fail_gen
          && writable_cond (zone_cond (dev, z))) {
     if (pthread_cond_timedwait (&me.cond, z->mutex, &deadline) == ETIMEDOUT
@@ -481,12 +505,9 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
       break;
     }
   pthread_cond_destroy (&me.cond);
-  z->nr_waiting--;
-  atomic_fetch_sub (&dev->pl_waiting, 1);
   if (ret == 0 && gen != z->fail_gen)
     ret = -EIO;
-  if (ret)
-    atomic_fetch_add (ret == -ETIMEDOUT ? &dev->pl_timeouts : &dev->pl_failed, 1);
+  wait_end (dev, z, ret);
   return ret;
 }
 
@@ -500,7 +521,7 @@ zn_pipeline_begin (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors,
 {
   struct zone *z;
   uint64_t n;
-  int ret = 0;
+  int ret;
 
   if (!dev->pipeline || nr_sectors == 0 || sector >= dev->geo.capacity)
     return 0;
@@ -510,20 +531,9 @@ zn_pipeline_begin (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors,
   n = z->start + z->len - sector < nr_sectors ? z->start + z->len - sector
                                               : nr_sectors;
   zone_lock (z);
-  if (sector <= z->wp || sector + n > z->start + z->capacity
-      || !writable_cond (zone_cond (dev, z)))
-    ret = 0;
-  else if (z->nr_waiting >= dev->pipeline_max_waiting) {
-    atomic_fetch_add (&dev->pl_failed, 1);
-    ret = -EBUSY;
-  }
-  else {
-    z->nr_waiting++;
-    atomic_fetch_add (&dev->pl_waiting, 1);
-    atomic_fetch_add (&dev->pl_waited, 1);
+  ret = wait_begin (dev, z, sector, n);
+  if (ret == 1)
     *w = (struct zn_pipeline_wait) { .sector = sector, .gen = z->fail_gen };
-    ret = 1;
-  }
   zone_unlock (z);
   return ret;
 }
@@ -550,11 +560,7 @@ zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
   struct zone *z = zone_of (dev, w->sector);
 
   zone_lock (z);
-  z->nr_waiting--;
-  atomic_fetch_sub (&dev->pl_waiting, 1);
-  if (result)
-    atomic_fetch_add (result == -ETIMEDOUT ? &dev->pl_timeouts
-                                           : &dev->pl_failed, 1);
+  wait_end (dev, z, result);
   zone_unlock (z);
 }
 

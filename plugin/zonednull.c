@@ -461,8 +461,8 @@ zonednull_config_complete (void)
 static int
 zonednull_thread_model (void)
 {
-  bool requests_sleep = (qcfg.irqmode == 2 && qcfg.completion_nsec > 0)
-                        || qcfg.mbps > 0 || cfg.pipeline_zoned_writes;
+  bool requests_sleep = zn_queue_timed (&qcfg) || qcfg.mbps > 0
+                        || cfg.pipeline_zoned_writes;
 
   return requests_sleep ? NBDKIT_THREAD_MODEL_PARALLEL
                         : NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS;

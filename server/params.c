@@ -61,7 +61,6 @@ parse_u32 (const char *key, const char *value, uint32_t *out, char *err,
   return 0;
 }
 
-/* A bare number is MiB; 64M, 1G, 1024K... are bytes with a binary suffix. */
 static int
 parse_positive (const char *key, const char *value, uint32_t *out, char *err,
                 size_t errlen)
@@ -73,6 +72,7 @@ parse_positive (const char *key, const char *value, uint32_t *out, char *err,
   return 0;
 }
 
+/* A bare number is MiB; 64M, 1G, 1024K... are bytes with a binary suffix. */
 static int
 parse_mib (const char *key, const char *value, uint64_t *mib, char *err,
            size_t errlen)

@@ -521,15 +521,21 @@ timer_cb (struct ev_loop *loop, ev_io *w, int revents)
 
 /* Applies or fails the parked writes whose wait is over; each applied
  * write can end the wait of others, so until nothing changes.  Then the
- * timer is armed for the earliest deadline left.
+ * timer is armed for the earliest deadline left.  Called after every
+ * event, so with nothing parked it returns at once (a timer armed for a
+ * write that has gone since only fires once, to no effect).
  */
 static void
 pipeline_retry (struct ev_loop *loop)
 {
   uint64_t first = UINT64_MAX;
-  bool progress = nr_pending > 0;
+  bool progress = true;
 
+  if (nr_pending == 0)
+    return;
   while (progress) {
+    uint64_t now = now_ns ();
+
     progress = false;
     for (struct conn *c = conns, *next; c; c = next) {
       bool resumed = false;
@@ -539,7 +545,7 @@ pipeline_retry (struct ev_loop *loop)
         struct pending *p = *pp;
         int v = zn_pipeline_poll (c->d->dev, &p->wait), err;
 
-        if (v == 1 && now_ns () < p->deadline) {
+        if (v == 1 && now < p->deadline) {
           pp = &p->next;
           continue;
         }
@@ -992,7 +998,7 @@ main (int argc, char **argv)
   pipeline_wait_ns = (uint64_t) (params.cfg.pipeline_wait_ms
                                  ? params.cfg.pipeline_wait_ms
                                  : ZN_PIPELINE_WAIT_MS) * 1000000u;
-  served.delayed = qcfg.irqmode == 2 && qcfg.completion_nsec > 0;
+  served.delayed = zn_queue_timed (&qcfg);
   served.admit = admit;
   if (devices_create (&params, err, sizeof err) == -1) {
     fprintf (stderr, "zonednull-server: %s\n", err);

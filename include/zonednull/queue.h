@@ -48,6 +48,11 @@ void zn_queue_config_init (struct zn_queue_config *cfg);
  */
 int zn_queue_config_check (struct zn_queue_config *cfg, char *err, size_t errlen);
 
+/* Whether requests complete completion_nsec after their tag (irqmode=2
+ * with a delay) rather than at once.
+ */
+bool zn_queue_timed (const struct zn_queue_config *cfg);
+
 /* Counters of one hardware queue, or of a whole device (summed, with the
  * device's own peak).  All but in_use only grow.
  */
