@@ -21,7 +21,6 @@
  * or malformed traces.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -30,13 +29,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "zonednull/client.h"
 #include "zonednull/zoned.h"
+#include "spawn.h"
 
 enum { RC_MATCH = 0, RC_MISMATCH = 1, RC_TROUBLE = 2 };
 
@@ -159,76 +157,25 @@ static const char *connect_uri;
 
 struct nbd_dev {
   struct zn_client *client;
-  pid_t server;                 /* 0 when connected to a running server */
+  struct spawned server;        /* pid 0 when connected to a running one */
   char dir[200];                /* holds the socket, pidfile and log */
 };
 
-static void
-remove_server_files (struct nbd_dev *d)
-{
-  static const char *const names[] = { "sock", "pid", "log" };
-  char path[220];
-
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    snprintf (path, sizeof path, "%s/%s", d->dir, names[i]);
-    unlink (path);
-  }
-  rmdir (d->dir);
-}
-
-static void
-stop_server (struct nbd_dev *d)
-{
-  int status;
-
-  if (d->server <= 0)
-    return;
-  kill (d->server, SIGTERM);
-  while (waitpid (d->server, &status, 0) == -1 && errno == EINTR)
-    ;
-  d->server = 0;
-}
-
-/* Copies nbdkit's startup messages (why it refused a configuration) into
- * err.
- */
-static void
-server_log (struct nbd_dev *d, char *err, size_t errlen)
-{
-  char path[220];
-  FILE *fp;
-  size_t n = 0;
-
-  snprintf (path, sizeof path, "%s/log", d->dir);
-  fp = fopen (path, "r");
-  if (fp) {
-    n = fread (err, 1, errlen - 1, fp);
-    fclose (fp);
-  }
-  while (n > 0 && err[n - 1] == '\n')
-    n--;
-  err[n] = '\0';
-  if (n == 0)
-    snprintf (err, errlen, "nbdkit exited at startup");
-}
-
-/* Runs `nbdkit -f -U DIR/sock -P DIR/pid PLUGIN KEY=VALUE...` with the
- * trace's configuration and waits until it listens (it writes the pidfile
- * then).  ZONEDNULL_PRELOAD is preloaded into it, as the shell tests do,
- * for a plugin built with the sanitizers.
+/* Runs `nbdkit -f -U DIR/dev.sock -P DIR/dev.pid PLUGIN KEY=VALUE...` with
+ * the trace's configuration and waits until it listens.
+ * ZONEDNULL_PRELOAD is preloaded into it, as the shell tests do, for a
+ * plugin built with the sanitizers.  A refusal comes with nbdkit's
+ * startup messages (why it refused the configuration) in err.
  */
 static bool
 start_server (struct nbd_dev *d, const struct zn_config *cfg, bool *refused,
               char *err, size_t errlen)
 {
-  char keys[9][48], sock[220], pidfile[220], log[220];
+  char keys[9][48];
   const char *nbdkit = getenv ("NBDKIT");
-  const char *preload = getenv ("ZONEDNULL_PRELOAD");
-  char *argv[20];
-  int argc = 0, nkeys = 0;
-  struct stat st;
-
   const char *tmp = getenv ("TMPDIR");
+  char *argv[20];
+  int argc = 0, nkeys = 0, status;
 
   snprintf (d->dir, sizeof d->dir, "%s/zonednull-replay.XXXXXX",
             tmp && *tmp ? tmp : "/tmp");
@@ -237,9 +184,7 @@ start_server (struct nbd_dev *d, const struct zn_config *cfg, bool *refused,
     d->dir[0] = '\0';
     return false;
   }
-  snprintf (sock, sizeof sock, "%s/sock", d->dir);
-  snprintf (pidfile, sizeof pidfile, "%s/pid", d->dir);
-  snprintf (log, sizeof log, "%s/log", d->dir);
+  spawn_paths (&d->server, d->dir, "dev");
 
   snprintf (keys[nkeys++], 48, "size=%" PRIu64, cfg->size);
   snprintf (keys[nkeys++], 48, "zone_size=%" PRIu64, cfg->zone_size);
@@ -257,54 +202,29 @@ start_server (struct nbd_dev *d, const struct zn_config *cfg, bool *refused,
   argv[argc++] = "-f";
   argv[argc++] = "--exit-with-parent";
   argv[argc++] = "-U";
-  argv[argc++] = sock;
+  argv[argc++] = d->server.sock;
   argv[argc++] = "-P";
-  argv[argc++] = pidfile;
+  argv[argc++] = d->server.pidfile;
   argv[argc++] = (char *) nbdkit_plugin;
   for (int i = 0; i < nkeys; i++)
     argv[argc++] = keys[i];
   argv[argc] = NULL;
 
-  fflush (NULL);
-  d->server = fork ();
-  if (d->server == -1) {
-    snprintf (err, errlen, "fork: %s", strerror (errno));
-    d->server = 0;
+  switch (spawn_server (&d->server, argv, getenv ("ZONEDNULL_PRELOAD"),
+                        &status)) {
+  case 0:
+    return true;
+  case -1:
+    *refused = status != -1 && WIFEXITED (status)
+      && WEXITSTATUS (status) == 1;
+    spawn_log (&d->server, err, errlen);
+    if (err[0] == '\0')
+      snprintf (err, errlen, "nbdkit exited at startup");
+    return false;
+  default:
+    snprintf (err, errlen, "nbdkit did not start listening within 60 s");
     return false;
   }
-  if (d->server == 0) {
-    int fd = open (log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-    if (fd >= 0) {
-      dup2 (fd, 2);
-      close (fd);
-    }
-    if (preload && *preload) {
-      setenv ("LD_PRELOAD", preload, 1);
-      setenv ("ASAN_OPTIONS", "detect_leaks=0", 1);
-    }
-    execvp (argv[0], argv);
-    fprintf (stderr, "cannot run %s: %s\n", argv[0], strerror (errno));
-    _exit (127);
-  }
-
-  /* Up to 60 s: nbdkit under a sanitizer or valgrind starts slowly. */
-  for (int tries = 0; tries < 6000; tries++) {
-    struct timespec tick = { 0, 10 * 1000 * 1000 };
-    int status;
-
-    if (stat (pidfile, &st) == 0 && st.st_size > 0 && stat (sock, &st) == 0)
-      return true;
-    if (waitpid (d->server, &status, WNOHANG) == d->server) {
-      d->server = 0;
-      *refused = WIFEXITED (status) && WEXITSTATUS (status) == 1;
-      server_log (d, err, errlen);
-      return false;
-    }
-    nanosleep (&tick, NULL);
-  }
-  snprintf (err, errlen, "nbdkit did not start listening within 60 s");
-  return false;
 }
 
 static void nbd_close (void *h);
@@ -326,7 +246,7 @@ nbd_open (const struct zn_config *cfg, bool *refused, char *err, size_t errlen)
       nbd_close (d);
       return NULL;
     }
-    snprintf (uri, sizeof uri, "nbd+unix:///?socket=%s/sock", d->dir);
+    snprintf (uri, sizeof uri, "%s", d->server.uri);
   }
   d->client = zn_client_connect (uri, err, errlen);
   if (!d->client) {
@@ -342,9 +262,10 @@ nbd_close (void *h)
   struct nbd_dev *d = h;
 
   zn_client_close (d->client);
-  stop_server (d);
-  if (d->dir[0])
-    remove_server_files (d);
+  if (d->dir[0]) {
+    spawn_stop (&d->server, SIGTERM);
+    rmdir (d->dir);
+  }
   free (d);
 }
 

@@ -12,16 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libnbd.h>
 
 #include "zonednull/client.h"
 #include "check.h"
+#include "spawn.h"
 
 #define ZS 2048                         /* zone size, sectors */
 #define ZB (ZS * 512)                   /* zone size, bytes */
@@ -34,41 +32,34 @@ static const char *const default_device[] = {
   "zone_max_active=3", "memory_backed=1", NULL,
 };
 
-struct server {
-  pid_t pid;
-  char sock[256];
-  char pidfile[256];
-  char log[256];
-  char uri[512];
-};
-
 static char tmpdir[200];
 
 /* Servers still running, stopped at exit when a CHECK fails mid-test. */
 #define MAX_SERVERS 4
-static struct server *running[MAX_SERVERS];
+static struct spawned *running[MAX_SERVERS];
+
+static void
+forget (struct spawned *s)
+{
+  for (int i = 0; i < MAX_SERVERS; i++)
+    if (running[i] == s)
+      running[i] = NULL;
+}
 
 /* Starts nbdkit [-r] PLUGIN ARGS... on a socket of its own; returns once
- * it listens (its pidfile is written after the socket is bound).
+ * it listens.
  */
 static void
-start_server (struct server *s, const char *name, bool readonly,
+start_server (struct spawned *s, const char *name, bool readonly,
               const char *plugin, const char *const *args)
 {
   const char *nbdkit = getenv ("NBDKIT");
-  const char *preload = getenv ("ZONEDNULL_PRELOAD");
   const char *argv[MAX_ARGS];
   size_t n = 0;
-  struct stat st;
+  int i = 0, status, r;
 
-  if (nbdkit == NULL || *nbdkit == '\0')
-    nbdkit = "nbdkit";
-  snprintf (s->sock, sizeof s->sock, "%s/%s.sock", tmpdir, name);
-  snprintf (s->pidfile, sizeof s->pidfile, "%s/%s.pid", tmpdir, name);
-  snprintf (s->log, sizeof s->log, "%s/%s.log", tmpdir, name);
-  snprintf (s->uri, sizeof s->uri, "nbd+unix:///?socket=%s", s->sock);
-
-  argv[n++] = nbdkit;
+  spawn_paths (s, tmpdir, name);
+  argv[n++] = nbdkit && *nbdkit ? nbdkit : "nbdkit";
   argv[n++] = "-f";
   argv[n++] = "--exit-with-parent";
   argv[n++] = "-U";
@@ -84,74 +75,29 @@ start_server (struct server *s, const char *name, bool readonly,
   }
   argv[n] = NULL;
 
-  fflush (NULL);
-  s->pid = fork ();
-  CHECK (s->pid != -1);
-  if (s->pid > 0) {
-    int i = 0;
+  while (i < MAX_SERVERS && running[i])
+    i++;
+  CHECK (i < MAX_SERVERS);
+  running[i] = s;
+  r = spawn_server (s, (char **) argv, getenv ("ZONEDNULL_PRELOAD"), &status);
+  if (r == -1) {
+    char log[4096];
 
-    while (i < MAX_SERVERS && running[i])
-      i++;
-    CHECK (i < MAX_SERVERS);
-    running[i] = s;
+    forget (s);
+    spawn_log (s, log, sizeof log);
+    fprintf (stderr, "%s\nnbdkit exited at startup (status %d)\n",
+             log, status);
+    spawn_stop (s, SIGTERM);
+    exit (EXIT_FAILURE);
   }
-  if (s->pid == 0) {
-    /* Keep the server's log (expected errors included) out of the
-     * test's output unless it fails to start.
-     */
-    if (freopen (s->log, "w", stderr) == NULL)
-      _exit (126);
-    /* nbdkit is not built with the sanitizers, but the plugin may be. */
-    if (preload && *preload) {
-      setenv ("LD_PRELOAD", preload, 1);
-      setenv ("ASAN_OPTIONS", "detect_leaks=0", 1);
-    }
-    execvp (argv[0], (char **) argv);
-    perror (argv[0]);
-    _exit (127);
-  }
-
-  for (int tries = 0;; tries++) {
-    struct timespec ts = { 0, 50 * 1000 * 1000 };
-    int status;
-
-    if (stat (s->pidfile, &st) == 0 && st.st_size > 0)
-      break;
-    if (waitpid (s->pid, &status, WNOHANG) == s->pid) {
-      FILE *fp = fopen (s->log, "r");
-      char line[512];
-
-      /* Reaped: its PID must not be signalled at exit. */
-      for (int i = 0; i < MAX_SERVERS; i++)
-        if (running[i] == s)
-          running[i] = NULL;
-      while (fp && fgets (line, sizeof line, fp))
-        fputs (line, stderr);
-      if (fp)
-        fclose (fp);
-      unlink (s->log);
-      unlink (s->sock);
-      fprintf (stderr, "nbdkit exited at startup (status %d)\n", status);
-      exit (EXIT_FAILURE);
-    }
-    CHECK (tries < 1200);
-    nanosleep (&ts, NULL);
-  }
+  CHECK_EQ (r, 0);
 }
 
 static void
-stop_server (struct server *s)
+stop_server (struct spawned *s)
 {
-  int status;
-
-  for (int i = 0; i < MAX_SERVERS; i++)
-    if (running[i] == s)
-      running[i] = NULL;
-  CHECK (kill (s->pid, SIGTERM) == 0);
-  CHECK (waitpid (s->pid, &status, 0) == s->pid);
-  unlink (s->sock);
-  unlink (s->pidfile);
-  unlink (s->log);
+  forget (s);
+  CHECK_EQ (spawn_stop (s, SIGTERM), 0);
 }
 
 static void
@@ -159,14 +105,10 @@ cleanup (void)
 {
   for (int i = 0; i < MAX_SERVERS; i++)
     if (running[i]) {
-      struct server *s = running[i];
+      struct spawned *s = running[i];
 
       running[i] = NULL;
-      kill (s->pid, SIGTERM);
-      waitpid (s->pid, NULL, 0);
-      unlink (s->sock);
-      unlink (s->pidfile);
-      unlink (s->log);
+      spawn_stop (s, SIGTERM);
     }
   rmdir (tmpdir);
 }
@@ -272,7 +214,7 @@ check_counters (struct zn_client *c)
 }
 
 static void
-test_connect_errors (const struct server *s)
+test_connect_errors (const struct spawned *s)
 {
   char uri[600];
 
@@ -504,7 +446,7 @@ test_readonly_offline (struct zn_client *c)
 static void
 test_readonly_server (void)
 {
-  struct server s;
+  struct spawned s;
   struct zn_control_info info;
   struct zn_zone zones[NR_ZONES];
   struct zn_client *c;
@@ -538,7 +480,7 @@ static void
 test_not_zonednull (void)
 {
   static const char *const args[] = { "1M", NULL };
-  struct server s;
+  struct spawned s;
 
   start_server (&s, "memory", false, "memory", args);
   connect_fails (s.uri, "not a zonednull server");
@@ -552,7 +494,7 @@ test_large_report (void)
   static const char *const args[] = {
     "size=17000", "zone_size=1", "zone_nr_conv=3", NULL,
   };
-  struct server s;
+  struct spawned s;
   struct zn_client *c;
   struct zn_zone *zones = calloc (17001, sizeof *zones);
   int n;
@@ -611,7 +553,7 @@ worker (void *arg)
 }
 
 static void
-test_concurrent_clients (const struct server *s)
+test_concurrent_clients (const struct spawned *s)
 {
   struct worker w[2] = {
     { s->uri, 1, 0 },
@@ -642,7 +584,7 @@ test_concurrent_clients (const struct server *s)
 int
 main (void)
 {
-  struct server s;
+  struct spawned s;
   struct zn_client *c;
   char uri[600];
 

@@ -7,20 +7,17 @@
  * zonednull-server (tests/test-server-queue.sh).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libnbd.h>
 
 #include "check.h"
+#include "spawn.h"
 #include "zonednull/client.h"
 
 #define MAX_ARGS 32
@@ -28,42 +25,29 @@
 #define ZONE_BYTES (1 << 20)
 #define PER_CONN 16              /* writes per connection, = nbdkit -t */
 
-struct server {
-  pid_t pid;
-  char sock[256];
-  char pidfile[256];
-  char log[256];
-  char uri[512];
-};
-
 static char tmpdir[200];
-static struct server *running;
+static struct spawned *running;
 static bool native;             /* zonednull-server instead of nbdkit */
 
-/* nbdkit -t 16 PLUGIN ARGS... on a socket of its own, in the foreground
- * of a child; returns once it listens.
+/* nbdkit -t 16 PLUGIN ARGS... (or zonednull-server ARGS...) on a socket of
+ * its own; returns once it listens.
  */
 static void
-start_server (struct server *s, const char *name, const char *const *args)
+start_server (struct spawned *s, const char *name, const char *const *args)
 {
   const char *nbdkit = getenv ("NBDKIT");
   const char *preload = getenv ("ZONEDNULL_PRELOAD");
   const char *argv[MAX_ARGS];
   size_t n = 0;
-  struct stat st;
+  int status, r;
 
-  if (nbdkit == NULL || *nbdkit == '\0')
-    nbdkit = "nbdkit";
-  snprintf (s->sock, sizeof s->sock, "%s/%s.sock", tmpdir, name);
-  snprintf (s->pidfile, sizeof s->pidfile, "%s/%s.pid", tmpdir, name);
-  snprintf (s->log, sizeof s->log, "%s/%s.log", tmpdir, name);
-  snprintf (s->uri, sizeof s->uri, "nbd+unix:///?socket=%s", s->sock);
+  spawn_paths (s, tmpdir, name);
   if (native) {
     argv[n++] = getenv ("ZONEDNULL_SERVER");
     preload = NULL;             /* linked with the sanitizers itself */
   }
   else
-    argv[n++] = nbdkit;
+    argv[n++] = nbdkit && *nbdkit ? nbdkit : "nbdkit";
   argv[n++] = "-f";
   argv[n++] = "--exit-with-parent";
   if (!native) {
@@ -82,50 +66,26 @@ start_server (struct server *s, const char *name, const char *const *args)
   }
   argv[n] = NULL;
 
-  fflush (NULL);
-  s->pid = fork ();
-  CHECK (s->pid != -1);
-  if (s->pid == 0) {
-    if (freopen (s->log, "w", stderr) == NULL)
-      _exit (126);
-    if (preload && *preload) {
-      setenv ("LD_PRELOAD", preload, 1);
-      setenv ("ASAN_OPTIONS", "detect_leaks=0", 1);
-    }
-    execvp (argv[0], (char **) argv);
-    _exit (127);
-  }
   running = s;
-  for (int tries = 0;; tries++) {
-    struct timespec ts = { 0, 50 * 1000 * 1000 };
-    int status;
+  r = spawn_server (s, (char **) argv, preload, &status);
+  if (r == -1) {
+    char log[4096];
 
-    if (stat (s->pidfile, &st) == 0 && st.st_size > 0)
-      break;
-    if (waitpid (s->pid, &status, WNOHANG) == s->pid) {
-      char cmd[300];
-
-      running = NULL;
-      snprintf (cmd, sizeof cmd, "cat %s >&2", s->log);
-      if (system (cmd) != 0)
-        fprintf (stderr, "(no log)\n");
-      fprintf (stderr, "%s exited at startup (status %d)\n", argv[0], status);
-      exit (EXIT_FAILURE);
-    }
-    CHECK (tries < 1200);
-    nanosleep (&ts, NULL);
+    running = NULL;
+    spawn_log (s, log, sizeof log);
+    fprintf (stderr, "%s\n%s exited at startup (status %d)\n",
+             log, argv[0], status);
+    spawn_stop (s, SIGTERM);
+    exit (EXIT_FAILURE);
   }
+  CHECK_EQ (r, 0);
 }
 
 static void
-stop_server (struct server *s)
+stop_server (struct spawned *s)
 {
   running = NULL;
-  CHECK (kill (s->pid, SIGTERM) == 0);
-  CHECK (waitpid (s->pid, NULL, 0) == s->pid);
-  unlink (s->sock);
-  unlink (s->pidfile);
-  unlink (s->log);
+  CHECK_EQ (spawn_stop (s, SIGTERM), 0);
 }
 
 /* After a failed check: the test's own connections are still open, so
@@ -134,18 +94,13 @@ stop_server (struct server *s)
 static void
 cleanup (void)
 {
-  if (running) {
-    kill (running->pid, SIGKILL);
-    waitpid (running->pid, NULL, 0);
-    unlink (running->sock);
-    unlink (running->pidfile);
-    unlink (running->log);
-  }
+  if (running)
+    spawn_stop (running, SIGKILL);
   rmdir (tmpdir);
 }
 
 static struct nbd_handle *
-connect_export (const struct server *s, const char *export)
+connect_export (const struct spawned *s, const char *export)
 {
   struct nbd_handle *h = nbd_create ();
   char uri[600];
@@ -160,7 +115,7 @@ connect_export (const struct server *s, const char *export)
 }
 
 static struct zn_client *
-client (const struct server *s, const char *export)
+client (const struct spawned *s, const char *export)
 {
   char uri[600], err[1024];
   struct zn_client *c;
@@ -261,7 +216,7 @@ wp_bytes (struct zn_client *c, uint64_t zone_offset)
  * they reach the server out of order.
  */
 static void
-write_zone_out_of_order (const struct server *s, struct result *res,
+write_zone_out_of_order (const struct spawned *s, struct result *res,
                          unsigned char (*bufs)[BLOCK])
 {
   struct nbd_handle *hs[2] = { connect_export (s, ""), connect_export (s, "") };
@@ -285,7 +240,7 @@ test_pipelined (void)
     "size=8", "zone_size=1", "memory_backed=1", "pipeline_zoned_writes=1",
     "pipeline_wait_ms=60000", "irqmode=2", "completion_nsec=100000", NULL,
   };
-  struct server s;
+  struct spawned s;
   struct zn_client *c;
   struct result res[2 * PER_CONN];
   static unsigned char bufs[2 * PER_CONN][BLOCK], got[BLOCK];
@@ -325,7 +280,7 @@ test_strict (void)
   const char *const args[] = {
     "size=8", "zone_size=1", "memory_backed=1", NULL,
   };
-  struct server s;
+  struct spawned s;
   struct zn_client *c;
   struct result res[2 * PER_CONN];
   static unsigned char bufs[2 * PER_CONN][BLOCK];
@@ -359,7 +314,7 @@ test_pipeline_timeout (void)
     "size=8", "zone_size=1", "pipeline_zoned_writes=1", "pipeline_wait_ms=10",
     NULL,
   };
-  struct server s;
+  struct spawned s;
   struct zn_client *c;
   static unsigned char buf[BLOCK];
   int err;
@@ -388,7 +343,7 @@ test_tags (bool shared_bitmap)
     "hw_queue_depth=2", "submit_queues=2",
     shared_bitmap ? "shared_tag_bitmap=1" : "shared_tag_bitmap=0", NULL,
   };
-  struct server s;
+  struct spawned s;
   struct zn_client *c;
   struct nbd_handle *hs[3];
   struct result res[3][8];
@@ -446,7 +401,7 @@ test_devices (void)
   const char *const args[] = {
     "size=8", "zone_size=1", "nr_devices=3", "host_tags=1", NULL,
   };
-  struct server s;
+  struct spawned s;
   struct zn_client *c0, *c2;
   static unsigned char buf[BLOCK];
   struct zn_control_queue_info q;
@@ -476,7 +431,7 @@ test_badblocks (void)
     "size=8", "zone_size=1", "zone_nr_conv=1", "memory_backed=1",
     "badblocks=+16-23", "badblocks=+100-199", "badblocks=-100-199", NULL,
   };
-  struct server s;
+  struct spawned s;
   struct zn_client *c;
   static unsigned char buf[BLOCK];
 
@@ -510,7 +465,7 @@ test_cache (void)
     "size=8", "zone_size=1", "zone_nr_conv=1", "memory_backed=1",
     "cache_size=1", NULL,
   };
-  struct server s;
+  struct spawned s;
   struct zn_client *c;
   struct nbd_handle *h;
   static unsigned char buf[BLOCK], got[BLOCK], zero[BLOCK];
