@@ -14,7 +14,7 @@ TESTS += tests/test-queue
 
 # pipeline_zoned_writes in the device model.
 check_PROGRAMS += tests/test-pipeline
-tests_test_pipeline_SOURCES = tests/test-pipeline.c tests/check.h
+tests_test_pipeline_SOURCES = tests/test-pipeline.c tests/check.h tests/dev.h
 tests_test_pipeline_LDADD = lib/libzonednull.la
 TESTS += tests/test-pipeline
 
@@ -32,6 +32,6 @@ EXTRA_DIST += tests/test-plugin-queue-config.sh
 
 # Bad blocks in the device model.
 check_PROGRAMS += tests/test-badblocks
-tests_test_badblocks_SOURCES = tests/test-badblocks.c tests/check.h
+tests_test_badblocks_SOURCES = tests/test-badblocks.c tests/check.h tests/dev.h
 tests_test_badblocks_LDADD = lib/libzonednull.la
 TESTS += tests/test-badblocks

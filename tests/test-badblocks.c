@@ -8,23 +8,20 @@
 #include <string.h>
 
 #include "check.h"
+#include "dev.h"
 #include "zonednull/zoned.h"
 
 static struct zn_dev *
 make_dev (void)
 {
   struct zn_config cfg;
-  char err[256];
-  struct zn_dev *dev;
 
   zn_config_init (&cfg);
   cfg.size = 8;
   cfg.zone_size = 1;
   cfg.zone_nr_conv = 1;
   cfg.memory_backed = true;
-  dev = zn_dev_create (&cfg, err, sizeof err);
-  CHECK (dev != NULL);
-  return dev;
+  return create (&cfg);
 }
 
 static void
@@ -101,8 +98,6 @@ static struct zn_dev *
 make_cached (uint64_t cache_size, bool memory_backed)
 {
   struct zn_config cfg;
-  char err[256];
-  struct zn_dev *dev;
 
   zn_config_init (&cfg);
   cfg.size = 8;
@@ -111,9 +106,7 @@ make_cached (uint64_t cache_size, bool memory_backed)
   cfg.zone_max_open = 2;
   cfg.memory_backed = memory_backed;
   cfg.cache_size = cache_size;
-  dev = zn_dev_create (&cfg, err, sizeof err);
-  CHECK (dev != NULL);
-  return dev;
+  return create (&cfg);
 }
 
 /* Sectors [sector, sector + 8) hold byte v everywhere. */

@@ -16,6 +16,7 @@
 
 #include "zonednull/zoned.h"
 #include "check.h"
+#include "dev.h"
 
 #define NTHREADS 8
 #define BLK 8                   /* sectors per 4 KiB block */
@@ -27,42 +28,6 @@ xmalloc (size_t n)
   void *p = malloc (n);
   CHECK (p != NULL);
   return p;
-}
-
-static struct zn_dev *
-create (const struct zn_config *c)
-{
-  char err[256] = "";
-  struct zn_dev *d = zn_dev_create (c, err, sizeof err);
-
-  if (d == NULL)
-    fprintf (stderr, "zn_dev_create failed: %s\n", err);
-  CHECK (d != NULL);
-  return d;
-}
-
-/* Data depends only on the absolute location (and an optional tag), so
- * any write that lands where it should leaves recognisable bytes.
- */
-static uint64_t
-word_at (uint64_t byte_off, unsigned tag)
-{
-  uint64_t x = (byte_off + 1) * UINT64_C (0x9E3779B97F4A7C15);
-  x ^= (uint64_t) (tag + 1) * UINT64_C (0xD6E8FEB86659FD93);
-  x ^= x >> 31;
-  return x | 1;                 /* never all zeros */
-}
-
-static void
-fill (void *buf, uint64_t sector, uint64_t nr, unsigned tag)
-{
-  unsigned char *p = buf;
-  uint64_t i;
-
-  for (i = 0; i < nr * ZN_SECTOR_SIZE; i += 8) {
-    uint64_t w = word_at (sector * ZN_SECTOR_SIZE + i, tag);
-    memcpy (p + i, &w, 8);
-  }
 }
 
 static bool
@@ -81,7 +46,7 @@ sector_is_pattern (const unsigned char *p, uint64_t sector, unsigned tag)
 {
   unsigned char want[ZN_SECTOR_SIZE];
 
-  fill (want, sector, 1, tag);
+  fill_pattern (want, sector, 1, tag);
   return memcmp (p, want, ZN_SECTOR_SIZE) == 0;
 }
 
@@ -118,7 +83,7 @@ fill_worker (void *p)
     for (k = 0; k < a->zones_per_thread; k++) {
       uint32_t zone = a->id + k * NTHREADS;
       uint64_t sector = zone * g->zone_sectors + off;
-      fill (buf, sector, BLK, 0);
+      fill_pattern (buf, sector, BLK, 0);
       CHECK_EQ (zn_write (a->dev, buf, sector, BLK), 0);
     }
   return NULL;
@@ -244,7 +209,7 @@ race_worker (void *p)
         continue;               /* FULL by finish, READONLY, ... */
       if (z.wp + nr > z.start + z.len)
         nr = z.start + z.len - z.wp;
-      fill (buf, z.wp, nr, 0);
+      fill_pattern (buf, z.wp, nr, 0);
       res = zn_write (a->dev, buf, z.wp, nr);
     }
     else if (what < 8) {

@@ -14,6 +14,7 @@
 
 #include "zonednull/zoned.h"
 #include "check.h"
+#include "dev.h"
 
 #define Z 2048                  /* sectors in a 1 MiB zone */
 #define MAX_ZONES 64
@@ -38,18 +39,6 @@ cfg (uint64_t size, uint64_t zone_size, uint64_t zone_cap, uint32_t conv,
   c.max_sectors = 0;
   c.memory_backed = true;
   return c;
-}
-
-static struct zn_dev *
-create (const struct zn_config *c)
-{
-  char err[256] = "";
-  struct zn_dev *d = zn_dev_create (c, err, sizeof err);
-
-  if (d == NULL)
-    fprintf (stderr, "zn_dev_create failed: %s\n", err);
-  CHECK (d != NULL);
-  return d;
 }
 
 static struct zn_dev *
@@ -142,30 +131,6 @@ opn (struct zn_dev *d, enum zn_zone_op op, uint32_t first, uint32_t count)
 {
   return zn_zone_mgmt (d, op, zstart (d, first),
                        (uint64_t) count * zn_dev_geometry (d)->zone_sectors);
-}
-
-/* Data written by the tests: each 8-byte word depends on its absolute
- * byte offset and on a tag, so stale or misplaced data is detected.
- */
-static uint64_t
-pattern_word (uint64_t byte_off, unsigned tag)
-{
-  uint64_t x = (byte_off + 1) * UINT64_C (0x9E3779B97F4A7C15);
-  x ^= (uint64_t) (tag + 1) * UINT64_C (0xC2B2AE3D27D4EB4F);
-  x ^= x >> 29;
-  return x | 1;                 /* never all zeros */
-}
-
-static void
-fill_pattern (void *buf, uint64_t sector, uint64_t nr, unsigned tag)
-{
-  unsigned char *p = buf;
-  uint64_t i;
-
-  for (i = 0; i < nr * ZN_SECTOR_SIZE; i += 8) {
-    uint64_t w = pattern_word (sector * ZN_SECTOR_SIZE + i, tag);
-    memcpy (p + i, &w, 8);
-  }
 }
 
 static void *

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "dev.h"
 #include "zonednull/zoned.h"
 
 #define BLOCK_SECTORS 8            /* 4 KiB writes */
@@ -26,8 +27,6 @@ make_dev (bool pipeline, uint32_t wait_ms, uint32_t max_waiting,
           uint32_t max_open, uint32_t max_active)
 {
   struct zn_config cfg;
-  char err[256];
-  struct zn_dev *dev;
 
   zn_config_init (&cfg);
   cfg.size = 8;
@@ -39,11 +38,7 @@ make_dev (bool pipeline, uint32_t wait_ms, uint32_t max_waiting,
   cfg.pipeline_wait_ms = wait_ms;
   cfg.pipeline_max_waiting = max_waiting;
   cfg.device_lock = device_lock;
-  dev = zn_dev_create (&cfg, err, sizeof err);
-  if (!dev)
-    fprintf (stderr, "zn_dev_create: %s\n", err);
-  CHECK (dev != NULL);
-  return dev;
+  return create (&cfg);
 }
 
 static uint64_t
