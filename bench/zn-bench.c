@@ -1,7 +1,8 @@
 /* zn-bench: a small libnbd load generator for the seed experiments, used
- * where fio's stock nbd engine cannot express the zone rules (zonednull's
- * fio engine lives on another branch).  One thread drives every
- * connection with libnbd aio and prints one line of results.
+ * where a run needs an exact number of writes per zone in flight, which
+ * fio's stock nbd engine cannot express (examples/pipelined-writes.sh runs
+ * the pipelining experiment with fio and zonednull's engine).  One thread
+ * drives every connection with libnbd aio and prints one line of results.
  *
  *   zn-bench [options] URI...       one connection per URI (repeat a URI
  *                                   for several connections to a device)

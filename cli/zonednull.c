@@ -338,22 +338,6 @@ cond_abbrev (uint8_t cond)
 }
 
 static const char *
-cond_name (uint8_t cond)
-{
-  switch (cond) {
-  case ZN_COND_NOT_WP: return "NOT_WP";
-  case ZN_COND_EMPTY: return "EMPTY";
-  case ZN_COND_IMP_OPEN: return "IMP_OPEN";
-  case ZN_COND_EXP_OPEN: return "EXP_OPEN";
-  case ZN_COND_CLOSED: return "CLOSED";
-  case ZN_COND_READONLY: return "READONLY";
-  case ZN_COND_FULL: return "FULL";
-  case ZN_COND_OFFLINE: return "OFFLINE";
-  default: return "UNKNOWN";
-  }
-}
-
-static const char *
 type_name (uint8_t type)
 {
   static const char *const names[] = {
@@ -428,7 +412,7 @@ print_zone_json (const struct zn_zone *z, bool first)
   printf (", \"type\": %u, \"type_name\": \"%s\", \"cond\": %u"
           ", \"cond_name\": \"%s\"}",
           (unsigned) z->type, type_name (z->type), (unsigned) z->cond,
-          cond_name (z->cond));
+          zn_cond_name (z->cond));
 }
 
 /* report and capacity: the zones from the one holding the offset, as many
@@ -571,7 +555,7 @@ cmd_toggle (struct zn_client *c, const struct zn_control_info *geo,
     if (r < 0)
       die_client (c, what, r);
     if (r == 1)
-      printf ("%s: %s is now %s\n", o->uri, range, cond_name (z.cond));
+      printf ("%s: %s is now %s\n", o->uri, range, zn_cond_name (z.cond));
   }
 }
 

@@ -955,22 +955,6 @@ zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s)
 }
 
 const char *
-zn_cond_name (uint8_t cond)
-{
-  switch (cond) {
-  case ZN_COND_NOT_WP: return "NOT_WP";
-  case ZN_COND_EMPTY: return "EMPTY";
-  case ZN_COND_IMP_OPEN: return "IMP_OPEN";
-  case ZN_COND_EXP_OPEN: return "EXP_OPEN";
-  case ZN_COND_CLOSED: return "CLOSED";
-  case ZN_COND_READONLY: return "READONLY";
-  case ZN_COND_FULL: return "FULL";
-  case ZN_COND_OFFLINE: return "OFFLINE";
-  default: return "UNKNOWN";
-  }
-}
-
-const char *
 zn_op_name (enum zn_zone_op op)
 {
   switch (op) {

@@ -216,8 +216,24 @@ int zn_badblocks_parse (struct zn_dev *dev, const char *spec);
 size_t zn_badblocks_list (struct zn_dev *dev, uint64_t *first, uint64_t *last,
                           size_t max);
 
-/* Short names for logs and reports: "EMPTY", "IMP_OPEN", ... */
-const char *zn_cond_name (uint8_t cond);
+/* Short names for logs and reports: "EMPTY", "IMP_OPEN", ...  Inline, so
+ * that clients which do not link the model (the CLI) have it too.
+ */
+static inline const char *
+zn_cond_name (uint8_t cond)
+{
+  switch (cond) {
+  case ZN_COND_NOT_WP: return "NOT_WP";
+  case ZN_COND_EMPTY: return "EMPTY";
+  case ZN_COND_IMP_OPEN: return "IMP_OPEN";
+  case ZN_COND_EXP_OPEN: return "EXP_OPEN";
+  case ZN_COND_CLOSED: return "CLOSED";
+  case ZN_COND_READONLY: return "READONLY";
+  case ZN_COND_FULL: return "FULL";
+  case ZN_COND_OFFLINE: return "OFFLINE";
+  default: return "UNKNOWN";
+  }
+}
 const char *zn_op_name (enum zn_zone_op op);
 
 #endif /* ZONEDNULL_ZONED_H */
