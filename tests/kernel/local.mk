@@ -15,7 +15,7 @@ ZN_KERNEL_OPS ?= 400
 
 # The guest's static tool: the null_blk tracer and O_DIRECT I/O helper.
 # Built with the host compiler, without the sanitizer flags.
-tests/kernel/zntrace$(EXEEXT): $(srcdir)/tests/kernel/zntrace.c
+tests/kernel/zntrace$(EXEEXT): $(srcdir)/tests/kernel/zntrace.c $(srcdir)/tests/trace-format.h
 	@$(MKDIR_P) tests/kernel
 	$(AM_V_CC)$(CC) -static -O2 $(WARN_CFLAGS) -o $@ $(srcdir)/tests/kernel/zntrace.c
 
@@ -47,4 +47,5 @@ EXTRA_DIST += \
 	tests/kernel/guest-run.sh \
 	tests/kernel/guest-nbd.sh \
 	tests/kernel/guest-nullblk.sh \
-	tests/kernel/zntrace.c
+	tests/kernel/zntrace.c \
+	tests/trace-format.h

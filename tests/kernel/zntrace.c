@@ -40,18 +40,10 @@
 #include <linux/blkzoned.h>
 #include <linux/fs.h>
 
-#define GOLDEN UINT64_C(0x9E3779B97F4A7C15)
+#include "../trace-format.h"
+
 #define MAXW 31                 /* blocks of 4 KiB per write */
 #define BLK 8                   /* sectors per 4 KiB block */
-
-static uint64_t
-mix64 (uint64_t z)
-{
-  z += GOLDEN;
-  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-  return z ^ (z >> 31);
-}
 
 static uint64_t rng_state;
 
@@ -66,50 +58,6 @@ static uint64_t
 rndn (uint64_t n)
 {
   return n ? rnd () % n : 0;
-}
-
-static void
-fill_pattern (unsigned char *buf, size_t nbytes, uint64_t op, uint64_t seed,
-              uint64_t offset)
-{
-  uint64_t salt = (op << 40) ^ (seed * GOLDEN);
-
-  for (size_t k = 0; k + 8 <= nbytes; k += 8) {
-    uint64_t w = mix64 (salt ^ (offset + k));
-
-    for (unsigned b = 0; b < 8; b++)
-      buf[k + b] = (unsigned char) (w >> (8 * b));
-  }
-}
-
-static uint64_t
-fnv1a64 (const unsigned char *p, size_t n)
-{
-  uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ p[i]) * UINT64_C(0x100000001b3);
-  return h;
-}
-
-static const char *
-errno_name (int e)
-{
-  switch (e) {
-  case EIO: return "EIO";
-  case EINVAL: return "EINVAL";
-  case ETOOMANYREFS: return "ETOOMANYREFS";
-  case EOVERFLOW: return "EOVERFLOW";
-  case ENOSPC: return "ENOSPC";
-  case EBUSY: return "EBUSY";
-  case EAGAIN: return "EAGAIN";
-  case ENOTTY: return "ENOTTY";
-  case EOPNOTSUPP: return "EOPNOTSUPP";
-  case EBADF: return "EBADF";
-  case ENXIO: return "ENXIO";
-  case ENODATA: return "ENODATA";
-  default: return "E?";
-  }
 }
 
 /* "0", "+<bytes>" or "-<errno>(<NAME>)" for a transfer of want bytes. */
