@@ -38,6 +38,15 @@ cleanup () {
 trap cleanup EXIT
 trap 'exit 1' HUP INT TERM
 
+# need_nbdsh: nbdsh and python3 must be Debian's (pyenv's python lacks
+# the nbd module), so /usr/bin goes first in PATH.
+need_nbdsh () {
+  PATH=/usr/bin:$PATH
+  export PATH
+  /usr/bin/python3 -c 'import nbd' 2>/dev/null ||
+    skip "python3-libnbd is not installed (nbdsh needs it)"
+}
+
 # exec_nbdkit ARG...: replaces the (sub)shell by nbdkit.  nbdkit is not
 # built with the sanitizers, so their runtimes are preloaded for a
 # sanitized plugin to load.  Run it in a subshell or in the background.

@@ -8,11 +8,7 @@
 # open and 3 active zones.
 . "$(dirname "$0")/lib.sh"
 
-# nbdsh and python3 must be Debian's (pyenv's python lacks the nbd module).
-PATH=/usr/bin:$PATH
-export PATH
-/usr/bin/python3 -c 'import nbd' 2>/dev/null ||
-  skip "python3-libnbd is not installed (nbdsh needs it)"
+need_nbdsh
 
 : "${ZONEDNULL_CLI:=${ZONEDNULL_BUILDDIR:-.}/cli/zonednull}"
 [ -x "$ZONEDNULL_CLI" ] || fail "no CLI at $ZONEDNULL_CLI"

@@ -6,11 +6,7 @@
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-# nbdsh runs the first python3 on PATH; Debian's has the nbd module.
-PATH=/usr/bin:$PATH
-export PATH
-/usr/bin/python3 -c 'import nbd' 2>/dev/null ||
-  skip "python3-libnbd is not installed (nbdsh needs it)"
+need_nbdsh
 
 MiB=1048576
 

@@ -5,10 +5,7 @@
 # hostile clients beside a well-behaved one, daemon mode and SIGTERM.
 . "$(dirname "$0")/lib.sh"
 
-PATH=/usr/bin:$PATH
-export PATH
-/usr/bin/python3 -c 'import nbd' 2>/dev/null ||
-  skip "python3-libnbd is not installed (nbdsh needs it)"
+need_nbdsh
 
 : "${ZONEDNULL_SERVER:=${ZONEDNULL_BUILDDIR:-.}/server/zonednull-server}"
 [ -x "$ZONEDNULL_SERVER" ] || fail "no server at $ZONEDNULL_SERVER"
