@@ -49,6 +49,13 @@ pages_copy_out (const struct zn_pages *p, uint64_t off, void *buf, uint64_t len)
 }
 
 void
+pages_discard (struct zn_pages *p)
+{
+  if (p->data)
+    madvise (p->data, p->bytes, MADV_DONTNEED);
+}
+
+void
 pages_free (struct zn_pages *p)
 {
   if (!p->data)

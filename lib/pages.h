@@ -1,7 +1,9 @@
-/* Memory of one zone: an anonymous mapping made on the zone's first write
- * and dropped by a reset.  The kernel gives it pages as they are first
- * written, zeroed, so memory follows what is written, as in null_blk,
- * without an allocation per page.
+/* Memory of one zone: an anonymous mapping made on the zone's first write.
+ * The kernel gives it pages as they are first written, zeroed, so memory
+ * follows what is written, as in null_blk, without an allocation per page.
+ * A reset gives the pages back but keeps the mapping: unmapping zones in
+ * any order splits the kernel's merged mappings, and past vm.max_map_count
+ * (65530) munmap and mmap fail.
  */
 #ifndef ZONEDNULL_PAGES_H
 #define ZONEDNULL_PAGES_H
@@ -24,6 +26,8 @@ void pages_copy_in (struct zn_pages *p, uint64_t off,
 /* Bytes never written read as zeros. */
 void pages_copy_out (const struct zn_pages *p, uint64_t off,
                      void *buf, uint64_t len);
+/* Drops the data (a reset): the zone reads as zeros again. */
+void pages_discard (struct zn_pages *p);
 void pages_free (struct zn_pages *p);
 
 #endif

@@ -803,7 +803,7 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
   }
   res_unlock (dev);
   if (ret == 0 && op == ZN_OP_RESET)
-    pages_free (&z->pages);
+    pages_discard (&z->pages);
   if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
     wake_waiters (z, true);
   zone_unlock (z);
@@ -825,7 +825,7 @@ reset_all (struct zn_dev *dev)
       discard = reset_zone (dev, z) == 0;
     res_unlock (dev);
     if (discard) {
-      pages_free (&z->pages);
+      pages_discard (&z->pages);
       wake_waiters (z, true);
     }
     zone_unlock (z);
@@ -889,7 +889,7 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
   }
   res_unlock (dev);
   if (discard)
-    pages_free (&z->pages);
+    pages_discard (&z->pages);
   wake_waiters (z, true);
   zone_unlock (z);
   return 0;

@@ -1469,6 +1469,47 @@ test_read_not_memory_backed (void)
   zn_dev_destroy (d);
 }
 
+static long
+nr_mappings (void)
+{
+  FILE *fp = fopen ("/proc/self/maps", "r");
+  long n = 0;
+  int c;
+
+  CHECK (fp != NULL);
+  while ((c = getc (fp)) != EOF)
+    n += c == '\n';
+  fclose (fp);
+  return n;
+}
+
+/* Zone memory stays one merged mapping whatever the order of resets:
+ * unmapping every other zone would leave a mapping per zone, and past
+ * vm.max_map_count (65530) resets and first writes would fail.
+ */
+static void
+test_reset_keeps_mappings (void)
+{
+  const uint32_t nr = 2000;
+  struct zn_dev *d = mk (nr, 1, 0, 0, 0, 0);
+  long before;
+
+  for (uint32_t i = 0; i < nr; i++)
+    CHECK_EQ (wrz (d, i, 0, 8), 0);
+  before = nr_mappings ();
+  for (uint32_t i = 0; i < nr; i += 2)
+    CHECK_EQ (op1 (d, ZN_OP_RESET, i), 0);
+  CHECK (nr_mappings () < before + 16);
+  /* Reset zones read as before: 0xFF past the wp, zeros once finished. */
+  CHECK (reads_fill (d, zstart (d, 0), 8, 0xFF));
+  CHECK_EQ (op1 (d, ZN_OP_FINISH, 0), 0);
+  CHECK (reads_fill (d, zstart (d, 0), 8, 0x00));
+  CHECK_EQ (wrz (d, 2, 0, 8), 0);
+  CHECK (reads_pattern (d, zstart (d, 2), 8, 0));
+  CHECK (reads_pattern (d, zstart (d, 1), 8, 0));
+  zn_dev_destroy (d);
+}
+
 /* ------------------------------------------------------------------ */
 /* Requests (§8) */
 
@@ -1747,6 +1788,7 @@ main (void)
 
   test_read_content ();
   test_read_not_memory_backed ();
+  test_reset_keeps_mappings ();
 
   test_request_bounds_alignment ();
   test_write_zone_crossing ();
