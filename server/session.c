@@ -39,6 +39,7 @@ enum {
 #define REP_INFO          3
 #define REP_META_CONTEXT  4
 #define REP_ERR_UNSUP     (UINT32_C (1) << 31 | 1)
+#define REP_ERR_POLICY    (UINT32_C (1) << 31 | 2)
 #define REP_ERR_INVALID   (UINT32_C (1) << 31 | 3)
 #define REP_ERR_UNKNOWN   (UINT32_C (1) << 31 | 6)
 #define REP_ERR_TOO_BIG   (UINT32_C (1) << 31 | 9)
@@ -88,7 +89,11 @@ static const char *const context_names[] = {
 #define MAX_OPTION_LEN   (64 * 1024)
 #define MAX_REQUEST      (32 * 1024 * 1024)  /* advertised maximum block size */
 #define MAX_NAME         4096                /* NBD's limit on string lengths */
-#define MAX_OPTIONS      1024                /* options before GO */
+/* Options before GO: enough for a client that asks about every export
+ * (nbdinfo --list sends two per export), not for one that never ends.
+ */
+#define MAX_OPTIONS_BASE 1024
+#define MAX_OPTIONS_PER_EXPORT 8
 #define REPORT_BATCH     64
 
 /* ---- the session ------------------------------------------------------- */
@@ -1222,6 +1227,13 @@ session_resume (struct session *s, uint64_t id, int err, bool hold)
   free (p);
 }
 
+static unsigned
+max_options (const struct session *s)
+{
+  /* Each device has a data export and a control export. */
+  return MAX_OPTIONS_BASE + 2 * s->sv->nr_devices * MAX_OPTIONS_PER_EXPORT;
+}
+
 /* One step: consumes one unit (flags, option, request) or nothing. */
 static long
 step (struct session *s, const unsigned char *data, size_t len)
@@ -1260,8 +1272,11 @@ step (struct session *s, const unsigned char *data, size_t len)
     }
     if (len < 16 + (size_t) olen)
       return 0;
-    if (++s->options_seen > MAX_OPTIONS)
+    if (++s->options_seen > max_options (s)) {
+      opt_error (s, opt, REP_ERR_POLICY, "more than %u options before "
+                 "NBD_OPT_GO", max_options (s));
       return -1;
+    }
     r = handle_option (s, opt, data + 16, olen);
     return r < 0 ? -1 : 16 + (long) olen;
   }

@@ -409,6 +409,38 @@ assert i["tags"]["peak"] >= 3, i["tags"]
 PY
 stop_server "$pid"
 
+# Many devices: one connection can ask about all 1200 exports (nbdinfo
+# --list sends two options per export).
+start_native many size=16 zone_size=4 nr_devices=600
+nbdinfo --list "$uri" >"$tmpdir/list" || fail "nbdinfo --list of 600 devices"
+[ "$(grep -c '^export=' "$tmpdir/list")" = 1200 ] ||
+  fail "nbdinfo --list of 600 devices: $(grep -c '^export=' "$tmpdir/list") exports"
+stop_server "$pid"
+
+# A client that never stops negotiating is refused, with a reason, after
+# 1024 options plus 8 per export; the server carries on.
+start_native options size=8 zone_size=1
+py "$uri" <<'PY'
+import nbd, sys
+h = nbd.NBD()
+h.set_opt_mode(True)
+h.connect_uri(sys.argv[1])
+n = 0
+try:
+    while n < 2000:
+        h.opt_list(lambda name, desc: 0)
+        n += 1
+except nbd.Error as e:
+    err = str(e)
+else:
+    raise AssertionError("2000 NBD_OPT_LIST accepted")
+assert 1000 <= n <= 1040, (n, err)
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+assert h.get_size() == 8 << 20
+PY
+stop_server "$pid"
+
 # mbps=1: 1 MiB of reads takes about a second, whatever the depth.
 start_native mbps size=8 zone_size=1 mbps=1
 py "$uri" <<'PY'
