@@ -52,6 +52,7 @@ static uint64_t busy_poll_ns = 20000;   /* --busy-poll: awake after input */
 static struct served served;
 static struct zn_queue_config qcfg;
 static int listen_fd = -1;
+static ev_io listen_watcher;
 
 struct conn {
   int fd;
@@ -682,6 +683,20 @@ conn_writable (struct ev_loop *loop, ev_io *w, int revents)
   pipeline_retry (loop);
 }
 
+/* Out of file descriptors, the listening socket stays readable: accepting
+ * pauses for a moment instead of spinning on EMFILE.
+ */
+static ev_timer accept_pause;
+static bool accept_failing;     /* said once until an accept succeeds */
+
+static void
+accept_resume_cb (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  (void) w;
+  (void) revents;
+  ev_io_start (loop, &listen_watcher);
+}
+
 static void
 accept_cb (struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -690,8 +705,20 @@ accept_cb (struct ev_loop *loop, ev_io *w, int revents)
 
   (void) revents;
   fd = accept4 (w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd == -1)
+  if (fd == -1) {
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS
+        || errno == ENOMEM) {
+      if (!accept_failing)
+        fprintf (stderr, "zonednull-server: accept: %s; new connections "
+                 "wait\n", strerror (errno));
+      accept_failing = true;
+      ev_io_stop (loop, &listen_watcher);
+      ev_timer_set (&accept_pause, 0.1, 0.);
+      ev_timer_start (loop, &accept_pause);
+    }
     return;
+  }
+  accept_failing = false;
   if (!unix_path)
     setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   c = calloc (1, sizeof *c);
@@ -953,7 +980,6 @@ main (int argc, char **argv)
   };
   struct server_params params;
   struct ev_loop *loop;
-  ev_io listen_watcher;
   ev_signal sigterm, sigint;
   char err[512] = "";
   int c;
@@ -1049,6 +1075,7 @@ main (int argc, char **argv)
   ev_io_start (loop, &timer_watcher);
   ev_init (&throttle_timer, throttle_cb);
   ev_init (&pipeline_timer, pipeline_cb);
+  ev_init (&accept_pause, accept_resume_cb);
   ev_signal_init (&sigterm, stop_cb, SIGTERM);
   ev_signal_start (loop, &sigterm);
   ev_signal_init (&sigint, stop_cb, SIGINT);
@@ -1065,6 +1092,7 @@ main (int argc, char **argv)
   ev_io_stop (loop, &timer_watcher);
   ev_timer_stop (loop, &throttle_timer);
   ev_timer_stop (loop, &pipeline_timer);
+  ev_timer_stop (loop, &accept_pause);
   shutdown_all (loop);
   close (timer_fd);
   ev_loop_destroy (loop);

@@ -325,6 +325,41 @@ EOF
 grep -q EPERM "$tmpdir/err" || fail "read-only reset: $(cat "$tmpdir/err")"
 stop_server "$pid"
 
+# ---- out of file descriptors ------------------------------------------------
+
+# With 40 descriptors, 60 clients that connect and stay use them up: the
+# server says so once and pauses accepting (it used to spin on EMFILE),
+# then serves again once they leave.
+name=fdlimit sock=$tmpdir/fdlimit.sock pidfile=$tmpdir/fdlimit.pid
+rm -f "$pidfile"
+(ulimit -n 40 && exec "$srv" -f -U "$sock" -P "$pidfile" size=8 zone_size=1) \
+  </dev/null 2>"$tmpdir/fdlimit.log" &
+pid=$!
+await_server "zonednull-server with 40 descriptors"
+py "$sock" "$uri" "$tmpdir/fdlimit.log" <<'EOF'
+import nbd, socket, sys, time
+path, uri, log = sys.argv[1:]
+held = []
+for _ in range(60):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    held.append(s)
+for _ in range(600):
+    if "Too many open files" in open(log).read():
+        break
+    time.sleep(0.1)
+else:
+    raise SystemExit("no message about the descriptor limit: " + open(log).read())
+for s in held:
+    s.close()
+h = nbd.NBD()
+h.connect_uri(uri)
+assert h.pread(4096, 0) == b"\0" * 4096
+EOF
+[ "$(grep -c 'accept: Too many open files' "$tmpdir/fdlimit.log")" = 1 ] ||
+  fail "descriptor limit: $(cat "$tmpdir/fdlimit.log")"
+stop_server "$pid"
+
 # ---- devices, tags and timed completion -------------------------------------
 
 # Two devices behind one pool of 2 tags (host tags, one bitmap for the
