@@ -948,6 +948,28 @@ parse_busy_poll (const char *arg)
   return 0;
 }
 
+/* -p PORT: a number from 1 to 65535, or a service name for getaddrinfo
+ * (which would take 99999 as port 34463).
+ */
+static int
+parse_port (const char *arg)
+{
+  char *end;
+  unsigned long n;
+
+  if (arg[0] >= '0' && arg[0] <= '9') {
+    errno = 0;
+    n = strtoul (arg, &end, 10);
+    if (errno || *end || n == 0 || n > 65535) {
+      fprintf (stderr, "zonednull-server: -p '%s': a port number must be "
+               "from 1 to 65535\n", arg);
+      return -1;
+    }
+  }
+  port = arg;
+  return 0;
+}
+
 static void
 shutdown_all (struct ev_loop *loop)
 {
@@ -989,7 +1011,10 @@ main (int argc, char **argv)
     switch (c) {
     case 'U': unix_path = optarg; break;
     case 'i': ipaddr = optarg; break;
-    case 'p': port = optarg; break;
+    case 'p':
+      if (parse_port (optarg) == -1)
+        return 2;
+      break;
     case 'f': foreground = true; break;
     case 'P': pidfile = optarg; break;
     case 'r': served.readonly = true; break;

@@ -60,6 +60,14 @@ for bad in 5x -1 1000001 ''; do
   grep -qF -- "--busy-poll '$bad': must be a whole number of microseconds" "$tmpdir/err" ||
     fail "--busy-poll='$bad': $(cat "$tmpdir/err")"
 done
+for bad in 0 99999 12x; do
+  # getaddrinfo alone would listen on 99999 mod 65536.
+  if "$srv" -f -p "$bad" size=8 zone_size=1 2>"$tmpdir/err"; then
+    fail "zonednull-server -p $bad started"
+  fi
+  grep -qF -- "-p '$bad': a port number must be from 1 to 65535" "$tmpdir/err" ||
+    fail "-p $bad: $(cat "$tmpdir/err")"
+done
 [ ! -e "$tmpdir/bad.sock" ] || fail "a refused configuration left a socket"
 # A server that always sleeps serves the same.
 start_native nopoll --busy-poll=0 size=16 zone_size=2 memory_backed=1
