@@ -983,6 +983,18 @@ shutdown_all (struct ev_loop *loop)
     unlink (pidfile);
 }
 
+/* Listening, but the pidfile is not written yet: the socket goes, the
+ * pidfile path is not ours to remove.
+ */
+static int
+stop_before_serving (int status)
+{
+  pidfile = NULL;
+  shutdown_all (NULL);
+  devices_destroy ();
+  return status;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -1070,17 +1082,15 @@ main (int argc, char **argv)
    */
   if (exit_with_parent) {
     prctl (PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid () == 1) {
-      shutdown_all (NULL);
-      return EXIT_SUCCESS;
-    }
+    if (getppid () == 1)
+      return stop_before_serving (EXIT_SUCCESS);
   }
   if (!foreground && daemon (1, 0) == -1) {
     fprintf (stderr, "zonednull-server: daemon: %s\n", strerror (errno));
-    return EXIT_FAILURE;
+    return stop_before_serving (EXIT_FAILURE);
   }
   if (pidfile && write_pidfile (pidfile) == -1)
-    return EXIT_FAILURE;
+    return stop_before_serving (EXIT_FAILURE);
 
   signal (SIGPIPE, SIG_IGN);
   loop = ev_default_loop (EVFLAG_AUTO);

@@ -68,6 +68,13 @@ for bad in 0 99999 12x; do
   grep -qF -- "-p '$bad': a port number must be from 1 to 65535" "$tmpdir/err" ||
     fail "-p $bad: $(cat "$tmpdir/err")"
 done
+# A pidfile that cannot be written stops the server, socket removed.
+if "$srv" -f -U "$tmpdir/bad.sock" -P "$tmpdir/no/such/dir/pid" size=8 \
+     zone_size=1 2>"$tmpdir/err"; then
+  fail "zonednull-server started without its pidfile"
+fi
+grep -qF -- "-P $tmpdir/no/such/dir/pid: No such file or directory" "$tmpdir/err" ||
+  fail "unwritable pidfile: $(cat "$tmpdir/err")"
 [ ! -e "$tmpdir/bad.sock" ] || fail "a refused configuration left a socket"
 # A server that always sleeps serves the same.
 start_native nopoll --busy-poll=0 size=16 zone_size=2 memory_backed=1
