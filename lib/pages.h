@@ -1,9 +1,9 @@
 /* Memory of one zone: an anonymous mapping made on the zone's first write.
  * The kernel gives it pages as they are first written, zeroed, so memory
  * follows what is written, as in null_blk, without an allocation per page.
- * A reset gives the pages back but keeps the mapping: unmapping zones in
- * any order splits the kernel's merged mappings, and past vm.max_map_count
- * (65530) munmap and mmap fail.
+ * A reset gives the pages back but keeps the mapping: the kernel merges
+ * neighbouring zone mappings, unmapping zones in an arbitrary order would
+ * split them again, and past vm.max_map_count (65530) munmap and mmap fail.
  */
 #ifndef ZONEDNULL_PAGES_H
 #define ZONEDNULL_PAGES_H
