@@ -1014,7 +1014,9 @@ main (int argc, char **argv)
   };
   struct server_params params;
   struct ev_loop *loop;
-  ev_signal sigterm, sigint;
+  /* As nbdkit does, a hangup or quit stops the server like SIGTERM. */
+  static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+  ev_signal stoppers[sizeof stop_signals / sizeof stop_signals[0]];
   char err[512] = "";
   int c;
 
@@ -1111,10 +1113,10 @@ main (int argc, char **argv)
   ev_init (&throttle_timer, throttle_cb);
   ev_init (&pipeline_timer, pipeline_cb);
   ev_init (&accept_pause, accept_resume_cb);
-  ev_signal_init (&sigterm, stop_cb, SIGTERM);
-  ev_signal_start (loop, &sigterm);
-  ev_signal_init (&sigint, stop_cb, SIGINT);
-  ev_signal_start (loop, &sigint);
+  for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++) {
+    ev_signal_init (&stoppers[i], stop_cb, stop_signals[i]);
+    ev_signal_start (loop, &stoppers[i]);
+  }
   ev_idle_init (&busy_poll_watcher, busy_poll_cb);
 
   ev_run (loop, 0);
@@ -1122,8 +1124,8 @@ main (int argc, char **argv)
   ev_idle_stop (loop, &busy_poll_watcher);
 
   ev_io_stop (loop, &listen_watcher);
-  ev_signal_stop (loop, &sigterm);
-  ev_signal_stop (loop, &sigint);
+  for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++)
+    ev_signal_stop (loop, &stoppers[i]);
   ev_io_stop (loop, &timer_watcher);
   ev_timer_stop (loop, &throttle_timer);
   ev_timer_stop (loop, &pipeline_timer);

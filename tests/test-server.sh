@@ -318,6 +318,16 @@ rc=$?
 server_pids=
 [ ! -e "$dev_sock" ] || fail "socket left behind"
 [ ! -e "$tmpdir/dev.pid" ] || fail "pidfile left behind"
+# A hangup (the terminal closed) or SIGQUIT stops it the same way.
+for sig in HUP QUIT; do
+  start_native "sig$sig" size=8 zone_size=1
+  kill -s "$sig" "$pid"
+  wait "$pid"
+  rc=$?
+  [ "$rc" -eq 0 ] || fail "exit status $rc after SIG$sig"
+  server_pids=
+  [ ! -e "$sock" ] && [ ! -e "$pidfile" ] || fail "files left after SIG$sig"
+done
 
 # ---- read-only ---------------------------------------------------------------
 
@@ -371,8 +381,12 @@ h = nbd.NBD()
 h.connect_uri(uri)
 assert h.pread(4096, 0) == b"\0" * 4096
 EOF
-[ "$(grep -c 'accept: Too many open files' "$tmpdir/fdlimit.log")" = 1 ] ||
-  fail "descriptor limit: $(cat "$tmpdir/fdlimit.log")"
+# Once per episode: a second one may come while the server closes the
+# connections of the clients that left; retrying every 100 ms would say
+# it dozens of times.
+n=$(grep -c 'accept: Too many open files' "$tmpdir/fdlimit.log")
+[ "$n" -ge 1 ] && [ "$n" -le 3 ] ||
+  fail "descriptor limit, said $n times: $(cat "$tmpdir/fdlimit.log")"
 stop_server "$pid"
 
 # ---- devices, tags and timed completion -------------------------------------
