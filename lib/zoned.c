@@ -8,10 +8,12 @@
  * Lock order: zone lock, then resource lock.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zoned-internal.h"
 
@@ -71,6 +73,29 @@ zone_of (struct zn_dev *dev, uint64_t sector)
 
 /* ---- device ----------------------------------------------------------- */
 
+/* The zone table is made up front, as null_blk does.  One that needs more
+ * than half the machine's memory (size given in bytes instead of MiB, say)
+ * would only end with the OOM killer, after a long time of paging.
+ */
+static int
+check_zone_table (const struct zn_config *cfg, uint32_t nr_zones,
+                  char *err, size_t errlen)
+{
+  long pages = sysconf (_SC_PHYS_PAGES), page_size = sysconf (_SC_PAGESIZE);
+  double need = (double) nr_zones * sizeof (struct zone);
+  double half = (double) pages * (double) page_size / 2;
+
+  if (pages <= 0 || page_size <= 0 || need <= half)
+    return 0;
+  if (err && errlen)
+    snprintf (err, errlen, "size=%" PRIu64 " zone_size=%" PRIu64 ": %" PRIu32
+              " zones need %.1f GiB of zone table, more than half of this "
+              "machine's %.1f GiB of memory", cfg->size, cfg->zone_size,
+              nr_zones, need / (1 << 30), 2 * half / (1 << 30));
+  errno = ENOMEM;
+  return -1;
+}
+
 struct zn_dev *
 zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
 {
@@ -78,6 +103,8 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   struct zn_geometry geo;
 
   if (zn_geometry_from_config (cfg, &geo, err, errlen) < 0)
+    return NULL;
+  if (check_zone_table (cfg, geo.nr_zones, err, errlen) < 0)
     return NULL;
 
   dev = calloc (1, sizeof *dev);

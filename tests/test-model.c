@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include "zonednull/zoned.h"
@@ -406,6 +407,29 @@ test_config_zone_size (void)
   CHECK_EQ (zn_dev_geometry (d)->nr_zones, 1);
   CHECK_EQ (zn_dev_geometry (d)->nr_conv, 0);
   zn_dev_destroy (d);
+}
+
+/* A zone table larger than half the machine's memory is refused before
+ * it is allocated: 2^32 - 1 zones of some hundred bytes each is far more
+ * than any test machine has.
+ */
+static void
+test_config_zone_table_too_large (void)
+{
+  struct zn_config c = cfg (UINT32_MAX, 1, 0, 0, 0, 0);
+  char err[256] = "";
+
+  if ((double) sysconf (_SC_PHYS_PAGES) * sysconf (_SC_PAGESIZE) > 0x1p40)
+    return;                     /* a machine with more than 1 TiB */
+  errno = 0;
+  CHECK (zn_dev_create (&c, err, sizeof err) == NULL);
+  CHECK_EQ (errno, ENOMEM);
+  if (strstr (err, "size=4294967295 zone_size=1: 4294967295 zones need") == NULL
+      || strstr (err, "zone table") == NULL)
+    fprintf (stderr, "message: %s\n", err);
+  CHECK (strstr (err, "size=4294967295 zone_size=1: 4294967295 zones need")
+         != NULL);
+  CHECK (strstr (err, "zone table") != NULL);
 }
 
 static void
@@ -1756,6 +1780,7 @@ main (void)
   test_geometry_cap_gap ();
   test_geometry_conv_clamp ();
   test_config_zone_size ();
+  test_config_zone_table_too_large ();
   test_config_zone_capacity ();
   test_config_blocksize ();
   test_config_max_sectors ();
