@@ -12,12 +12,11 @@ pages_init (struct zn_pages *p, uint64_t zone_bytes)
 }
 
 int
-pages_reserve (struct zn_pages *p, uint64_t off, uint64_t len)
+pages_reserve (struct zn_pages *p)
 {
   void *m;
 
-  (void) off;
-  if (len == 0 || p->data)
+  if (p->data)
     return 0;
   m = mmap (NULL, p->bytes, PROT_READ | PROT_WRITE,
             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -17,10 +17,10 @@ struct zn_pages {
 
 void pages_init (struct zn_pages *p, uint64_t zone_bytes);
 
-/* Makes [off, off+len) writable, so that the copy after it cannot fail.
- * Returns 0 or -ENOSPC.
+/* Maps the zone's memory on its first write, so that the copy after it
+ * cannot fail.  Returns 0 or -ENOSPC.
  */
-int pages_reserve (struct zn_pages *p, uint64_t off, uint64_t len);
+int pages_reserve (struct zn_pages *p);
 void pages_copy_in (struct zn_pages *p, uint64_t off,
                     const void *buf, uint64_t len);
 /* Bytes never written read as zeros. */

@@ -612,7 +612,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     if (badblocks_hit (dev, sector, n))
       ret = -EIO;
     else if (store)
-      ret = pages_reserve (&z->pages, off, len);
+      ret = pages_reserve (&z->pages);
     if (ret == 0 && dev->cache_bytes)
       ret = cache_before_write (dev, z, off, len, fua);
   }
@@ -634,7 +634,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     if (ret == 0 && badblocks_hit (dev, sector, n))
       ret = -EIO;
     if (ret == 0 && store)
-      ret = pages_reserve (&z->pages, off, len);
+      ret = pages_reserve (&z->pages);
     if (ret == 0)
       advance_wp (dev, z, n);
     res_unlock (dev);
