@@ -837,7 +837,7 @@ write_pidfile (const char *path)
  * makes them.
  */
 static int
-devices_create (const struct server_params *p, char *err, size_t errlen)
+devices_create (const struct zn_params *p, char *err, size_t errlen)
 {
   unsigned nr_pools = qcfg.shared_tag_bitmap ? 1 : qcfg.submit_queues;
 
@@ -1012,7 +1012,7 @@ main (int argc, char **argv)
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
   };
-  struct server_params params;
+  struct zn_params params;
   struct ev_loop *loop;
   /* As nbdkit does, a hangup or quit stops the server like SIGTERM. */
   static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };

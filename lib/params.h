@@ -1,6 +1,7 @@
-/* zonednull-server's device parameters: the plugin's keys and rules. */
-#ifndef ZONEDNULL_SERVER_PARAMS_H
-#define ZONEDNULL_SERVER_PARAMS_H
+/* The device parameters of zonednull-server and zonednull-ublk: the
+ * plugin's keys and rules, parsed by one piece of code. */
+#ifndef ZONEDNULL_PARAMS_H
+#define ZONEDNULL_PARAMS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,7 +18,7 @@ struct cond_setting {
 
 #define PARAMS_MAX_DEVICES 1024   /* the plugin's limit */
 
-struct server_params {
+struct zn_params {
   struct zn_config cfg;
   struct zn_queue_config queue;   /* all but mbps */
   uint32_t nr_devices;
@@ -27,20 +28,20 @@ struct server_params {
   size_t nr_badblocks;
 };
 
-void params_init (struct server_params *p);
-void params_free (struct server_params *p);
+void params_init (struct zn_params *p);
+void params_free (struct zn_params *p);
 
 /* Applies one KEY=VALUE; -1 with a message naming the key and the rule. */
-int params_set (struct server_params *p, const char *arg, char *err,
+int params_set (struct zn_params *p, const char *arg, char *err,
                 size_t errlen);
 
 /* null_blk's validation of the queue parameters; -1 with a message. */
-int params_check (struct server_params *p, char *err, size_t errlen);
+int params_check (struct zn_params *p, char *err, size_t errlen);
 
 /* The zone_readonly / zone_offline and badblocks settings, on the
  * powered-on device.
  */
-int params_apply (const struct server_params *p, struct zn_dev *dev,
+int params_apply (const struct zn_params *p, struct zn_dev *dev,
                   char *err, size_t errlen);
 
 #endif

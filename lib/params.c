@@ -1,4 +1,4 @@
-/* The device's KEY=VALUE parameters for zonednull-server.
+/* The device's KEY=VALUE parameters for zonednull-server and zonednull-ublk.
  *
  * Same keys, units and rules as the nbdkit plugin, so that a command line
  * moves between the two servers unchanged: sizes in MiB when bare (as in
@@ -131,7 +131,7 @@ parse_bool (const char *key, const char *value, bool *b, char *err,
 }
 
 static int
-add_cond (struct server_params *p, const char *key, const char *value,
+add_cond (struct zn_params *p, const char *key, const char *value,
           bool offline, char *err, size_t errlen)
 {
   struct cond_setting *c;
@@ -150,7 +150,7 @@ add_cond (struct server_params *p, const char *key, const char *value,
 }
 
 void
-params_init (struct server_params *p)
+params_init (struct zn_params *p)
 {
   memset (p, 0, sizeof *p);
   zn_config_init (&p->cfg);
@@ -159,7 +159,7 @@ params_init (struct server_params *p)
 }
 
 void
-params_free (struct server_params *p)
+params_free (struct zn_params *p)
 {
   free (p->conds);
   p->conds = NULL;
@@ -174,10 +174,10 @@ enum key_kind { K_MIB, K_U32, K_U64, K_BOOL, K_POSITIVE };
 struct plain_key {
   const char *name;
   enum key_kind kind;
-  size_t offset;                /* in struct server_params */
+  size_t offset;                /* in struct zn_params */
 };
-#define CFG(field) offsetof (struct server_params, cfg.field)
-#define QUEUE(field) offsetof (struct server_params, queue.field)
+#define CFG(field) offsetof (struct zn_params, cfg.field)
+#define QUEUE(field) offsetof (struct zn_params, queue.field)
 static const struct plain_key plain_keys[] = {
   { "size", K_MIB, CFG (size) },
   { "zone_size", K_MIB, CFG (zone_size) },
@@ -204,7 +204,7 @@ static const struct plain_key plain_keys[] = {
 };
 
 int
-params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
+params_set (struct zn_params *p, const char *arg, char *err, size_t errlen)
 {
   char key[64];
   const char *eq = strchr (arg, '='), *value;
@@ -279,19 +279,19 @@ params_set (struct server_params *p, const char *arg, char *err, size_t errlen)
                   key, value);
     return 0;
   }
-  snprintf (err, errlen, "unknown parameter '%s' (see zonednull-server --help)",
+  snprintf (err, errlen, "unknown parameter '%s' (see --help)",
             key);
   return -1;
 }
 
 int
-params_check (struct server_params *p, char *err, size_t errlen)
+params_check (struct zn_params *p, char *err, size_t errlen)
 {
   return zn_queue_config_check (&p->queue, err, errlen) < 0 ? -1 : 0;
 }
 
 int
-params_apply (const struct server_params *p, struct zn_dev *dev, char *err,
+params_apply (const struct zn_params *p, struct zn_dev *dev, char *err,
               size_t errlen)
 {
   const struct zn_geometry *geo = zn_dev_geometry (dev);
