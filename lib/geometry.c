@@ -118,6 +118,8 @@ zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
     .max_active = (uint32_t) max_active,
     .block_size = cfg->blocksize,
     .max_sectors = (uint32_t) max_sectors,
+    .max_append_sectors = (uint32_t) (max_sectors < cfg->zone_size * MIB_SECTORS
+                                      ? max_sectors : cfg->zone_size * MIB_SECTORS),
     .memory_backed = cfg->memory_backed,
   };
   return 0;

@@ -599,15 +599,22 @@ zone_bytes (const struct zone *z, uint64_t sector)
   return (sector - z->start) << ZN_SECTOR_SHIFT;
 }
 
+/* A write, or with append a zone append, which takes the write pointer
+ * as its sector under the zone lock (and reports it in *sector): the one
+ * place the two differ, as in null_blk's null_zone_write.
+ */
 static int
 write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
-            uint64_t sector, uint64_t n, bool fua)
+            uint64_t *sectorp, uint64_t n, bool fua, bool append)
 {
-  uint64_t off = zone_bytes (z, sector), len = n << ZN_SECTOR_SHIFT;
+  uint64_t sector = *sectorp, off, len = n << ZN_SECTOR_SHIFT;
   bool store = dev->geo.memory_backed;
   int ret = 0;
 
   zone_lock (z);
+  if (append)
+    *sectorp = sector = z->wp;
+  off = zone_bytes (z, sector);
   if (z->type == ZN_ZONE_CONVENTIONAL) {
     if (badblocks_hit (dev, sector, n))
       ret = -EIO;
@@ -619,7 +626,8 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
   else {
     bool at_wp;
 
-    if (dev->pipeline && (ret = pipeline_wait (dev, z, sector, n)) != 0) {
+    if (dev->pipeline && !append
+        && (ret = pipeline_wait (dev, z, sector, n)) != 0) {
       zone_unlock (z);
       return ret;
     }
@@ -638,8 +646,10 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     if (ret == 0)
       advance_wp (dev, z, n);
     res_unlock (dev);
-    /* The writes queued behind a failed write at the wp cannot succeed. */
-    if (dev->pipeline && (ret == 0 || at_wp))
+    /* The writes queued behind a failed write at the wp cannot succeed;
+     * a failed append moved nothing and leaves them waiting.
+     */
+    if (dev->pipeline && (ret == 0 || (at_wp && !append)))
       wake_waiters (z, ret != 0);
   }
   if (ret == 0 && store)
@@ -740,14 +750,14 @@ static int
 write_part (struct zn_dev *dev, struct zone *z, void *buf,
             uint64_t sector, uint64_t n)
 {
-  return write_zone (dev, z, buf, sector, n, false);
+  return write_zone (dev, z, buf, &sector, n, false, false);
 }
 
 static int
 write_part_fua (struct zn_dev *dev, struct zone *z, void *buf,
                 uint64_t sector, uint64_t n)
 {
-  return write_zone (dev, z, buf, sector, n, true);
+  return write_zone (dev, z, buf, &sector, n, true, false);
 }
 
 int
@@ -762,6 +772,33 @@ zn_write_fua (struct zn_dev *dev, const void *buf, uint64_t sector,
               uint64_t nr_sectors)
 {
   return for_each_part (dev, write_part_fua, (void *) buf, sector, nr_sectors);
+}
+
+/* The block layer's checks come first (blk_check_zone_append): an append
+ * must start a sequential zone and fit the append limit, since it cannot
+ * be split.  A FULL, READONLY or OFFLINE zone and data past the capacity
+ * then fail in write_open_zone, as a write at the wp would.
+ */
+int
+zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
+                uint64_t nr_sectors, bool fua, uint64_t *written)
+{
+  struct zone *z;
+  int ret;
+
+  if (nr_sectors == 0)
+    return -EINVAL;
+  ret = check_request (dev, sector, nr_sectors);
+  if (ret)
+    return ret;
+  z = zone_of (dev, sector);
+  if (z->type == ZN_ZONE_CONVENTIONAL || sector != z->start
+      || nr_sectors > dev->geo.max_append_sectors)
+    return -EIO;
+  ret = write_zone (dev, z, buf, &sector, nr_sectors, fua, true);
+  if (ret == 0 && written)
+    *written = sector;
+  return ret;
 }
 
 /* ---- power ---------------------------------------------------------------- */

@@ -5,6 +5,7 @@
  * valgrind and ASan; nothing here depends on timing.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -469,11 +470,157 @@ test_races (void)
     run_race (&races[i]);
 }
 
+/* ------------------------------------------------------------------ */
+/* (c) Zone appends racing with each other and with writes at the wp on
+ * one zone: every success lands at its own place, the successes tile the
+ * zone from its start to its capacity without overlap or gap, and each
+ * reads back as written.
+ */
+
+#define APPEND_ZONE_MIB 16
+#define APPENDERS 4
+#define WP_WRITERS 4
+#define APPEND_MAX_OPS 20000
+
+struct landed {
+  uint64_t at, nr;
+  unsigned tag;
+};
+
+struct append_arg {
+  struct zn_dev *dev;
+  unsigned id;
+  bool writer;                  /* writes at the wp it last saw instead */
+  uint64_t seed;
+  struct landed *done;
+  unsigned nr_done;
+};
+
+static void *
+append_worker (void *p)
+{
+  struct append_arg *a = p;
+  uint64_t start = zn_dev_geometry (a->dev)->zone_sectors;   /* zone 1 */
+  unsigned char *buf = xmalloc (8 * BLK * ZN_SECTOR_SIZE);
+
+  for (unsigned k = 0; k < APPEND_MAX_OPS; k++) {
+    uint64_t nr = (1 + rnd (&a->seed) % 8) * BLK, at = UINT64_MAX;
+    unsigned tag = a->id * APPEND_MAX_OPS + k;
+    struct zn_zone z;
+    int r;
+
+    CHECK_EQ (zn_report_zones (a->dev, start, &z, 1), 1);
+    if (z.cond == ZN_COND_FULL)
+      break;
+    fill_pattern (buf, 0, nr, tag);
+    if (a->writer) {
+      if (z.wp + nr > z.start + z.capacity)
+        continue;               /* would be refused, or reach the next zone */
+      at = z.wp;
+      r = zn_write (a->dev, buf, at, nr);
+    }
+    else {
+      r = zn_zone_append (a->dev, buf, start, nr, false, &at);
+      CHECK (r != 0 || (at >= start && at + nr <= start + z.capacity));
+      /* The wp only grows here, so an append may fail only if it no
+       * longer fits: it takes whatever wp it finds, however others race.
+       */
+      if (r == -EIO) {
+        CHECK_EQ (zn_report_zones (a->dev, start, &z, 1), 1);
+        CHECK (z.cond == ZN_COND_FULL || z.wp + nr > z.start + z.capacity);
+      }
+    }
+    /* Failures: the zone filled, nr did not fit, or (a writer) the wp
+     * moved under it.  None of them may have written anything.
+     */
+    CHECK (r == 0 || r == -EIO);
+    if (r == 0)
+      a->done[a->nr_done++] = (struct landed) { at, nr, tag };
+  }
+  free (buf);
+  return NULL;
+}
+
+static int
+by_sector (const void *x, const void *y)
+{
+  const struct landed *a = x, *b = y;
+
+  return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static void
+test_append_race (void)
+{
+  struct zn_config c;
+  struct zn_dev *d;
+  struct append_arg args[APPENDERS + WP_WRITERS];
+  pthread_t th[APPENDERS + WP_WRITERS];
+  struct landed *all;
+  unsigned n = 0, appended = 0;
+  uint64_t start, next;
+  struct zn_zone z;
+
+  zn_config_init (&c);
+  c.size = 2 * APPEND_ZONE_MIB;
+  c.zone_size = APPEND_ZONE_MIB;
+  c.zone_nr_conv = 0;
+  c.memory_backed = true;
+  d = create (&c);
+  start = zn_dev_geometry (d)->zone_sectors;
+  for (unsigned i = 0; i < APPENDERS + WP_WRITERS; i++) {
+    args[i] = (struct append_arg) {
+      .dev = d, .id = i, .writer = i >= APPENDERS,
+      .seed = 0x9E3779B97F4A7C15u * (i + 1),
+      .done = xmalloc (APPEND_MAX_OPS * sizeof (struct landed)),
+    };
+    CHECK_EQ (pthread_create (&th[i], NULL, append_worker, &args[i]), 0);
+  }
+  for (unsigned i = 0; i < APPENDERS + WP_WRITERS; i++)
+    CHECK_EQ (pthread_join (th[i], NULL), 0);
+
+  all = xmalloc ((APPENDERS + WP_WRITERS) * APPEND_MAX_OPS * sizeof *all);
+  for (unsigned i = 0; i < APPENDERS + WP_WRITERS; i++) {
+    memcpy (all + n, args[i].done, args[i].nr_done * sizeof *all);
+    n += args[i].nr_done;
+    if (!args[i].writer)
+      appended += args[i].nr_done;
+    free (args[i].done);
+  }
+  qsort (all, n, sizeof *all, by_sector);
+  next = start;
+  for (unsigned i = 0; i < n; i++) {
+    unsigned char *got = xmalloc (all[i].nr * ZN_SECTOR_SIZE);
+    unsigned char *want = xmalloc (all[i].nr * ZN_SECTOR_SIZE);
+
+    if (all[i].at != next)
+      fprintf (stderr, "append race: data at %" PRIu64 ", expected %" PRIu64
+               " (an overlap or a gap)\n", all[i].at, next);
+    CHECK_EQ (all[i].at, next);
+    fill_pattern (want, 0, all[i].nr, all[i].tag);
+    CHECK_EQ (zn_read (d, got, all[i].at, all[i].nr), 0);
+    CHECK (memcmp (got, want, all[i].nr * ZN_SECTOR_SIZE) == 0);
+    next += all[i].nr;
+    free (want);
+    free (got);
+  }
+  CHECK_EQ (zn_report_zones (d, start, &z, 1), 1);
+  CHECK_EQ (z.cond, ZN_COND_FULL);
+  CHECK_EQ (next, z.start + z.capacity);
+  /* How many writes win against the appenders is up to the scheduler. */
+  CHECK (appended > 0);
+  printf ("append race: %u appends and %u writes at the wp tile the zone\n",
+          appended, n - appended);
+  free (all);
+  zn_dev_destroy (d);
+}
+
 int
 main (void)
 {
   test_parallel_fill ();
   test_races ();
+  test_append_race ();
   printf ("test-concurrency: all tests passed\n");
   return EXIT_SUCCESS;
 }

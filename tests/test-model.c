@@ -1770,6 +1770,214 @@ test_names (void)
   }
 }
 
+/* ------------------------------------------------------------------ */
+/* Zone append (null_blk's null_zone_write with append, and the block
+ * layer's blk_check_zone_append in front of it)
+ */
+
+/* Appends nr sectors of the pattern tag (laid out as if at sector 0) to
+ * the zone; *at gets the sector it landed at, or all-ones on failure.
+ */
+static int
+app (struct zn_dev *d, uint32_t zone, uint64_t nr, unsigned tag, uint64_t *at)
+{
+  void *buf = xmalloc (nr * ZN_SECTOR_SIZE);
+  uint64_t written = UINT64_MAX;
+  int r;
+
+  fill_pattern (buf, 0, nr, tag);
+  r = zn_zone_append (d, buf, zstart (d, zone), nr, false, &written);
+  free (buf);
+  if (at)
+    *at = written;
+  return r;
+}
+
+/* Whether [sector, sector+nr) holds what app wrote with tag. */
+static bool
+reads_appended (struct zn_dev *d, uint64_t sector, uint64_t nr, unsigned tag)
+{
+  unsigned char *buf = xmalloc (nr * ZN_SECTOR_SIZE);
+  unsigned char *want = xmalloc (nr * ZN_SECTOR_SIZE);
+  bool ok;
+
+  fill_pattern (want, 0, nr, tag);
+  ok = zn_read (d, buf, sector, nr) == 0
+    && memcmp (buf, want, nr * ZN_SECTOR_SIZE) == 0;
+  free (want);
+  free (buf);
+  return ok;
+}
+
+static void
+test_append_basic (void)
+{
+  struct zn_dev *d = mk (8, 1, 1, 1, 0, 0);
+  uint64_t at;
+
+  CHECK_EQ (zn_dev_geometry (d)->max_append_sectors, 255);
+  CHECK_EQ (app (d, 1, 16, 1, &at), 0);
+  CHECK_EQ (at, zstart (d, 1));
+  EXPECT_ZONE (d, 1, ZN_COND_IMP_OPEN, 16);
+  EXPECT_COUNTERS (d, 1, 0, 0);
+  CHECK_EQ (app (d, 1, 8, 2, &at), 0);
+  CHECK_EQ (at, zstart (d, 1) + 16);
+  EXPECT_ZONE (d, 1, ZN_COND_IMP_OPEN, 24);
+  CHECK (reads_appended (d, zstart (d, 1), 16, 1));
+  CHECK (reads_appended (d, zstart (d, 1) + 16, 8, 2));
+  CHECK (reads_fill (d, zstart (d, 1) + 24, 8, 0xFF));
+
+  /* An append and a write at the wp share one wp. */
+  CHECK_EQ (wrz (d, 1, 24, 8), 0);
+  CHECK_EQ (app (d, 1, 8, 3, &at), 0);
+  CHECK_EQ (at, zstart (d, 1) + 32);
+
+  /* Appends to an explicitly opened or a closed zone keep or reopen it. */
+  CHECK_EQ (op1 (d, ZN_OP_OPEN, 2), 0);
+  CHECK_EQ (app (d, 2, 8, 4, &at), 0);
+  EXPECT_ZONE (d, 2, ZN_COND_EXP_OPEN, 8);
+  CHECK_EQ (op1 (d, ZN_OP_CLOSE, 2), 0);
+  EXPECT_ZONE (d, 2, ZN_COND_CLOSED, 8);
+  CHECK_EQ (app (d, 2, 8, 5, &at), 0);
+  CHECK_EQ (at, zstart (d, 2) + 8);
+  EXPECT_ZONE (d, 2, ZN_COND_IMP_OPEN, 16);
+  EXPECT_COUNTERS (d, 2, 0, 0);
+
+  /* The largest append fits exactly; the written sector may be NULL. */
+  {
+    void *buf = xmalloc (255 * ZN_SECTOR_SIZE);
+    memset (buf, 0x5A, 255 * ZN_SECTOR_SIZE);
+    CHECK_EQ (zn_zone_append (d, buf, zstart (d, 3), 255, true, NULL), 0);
+    free (buf);
+  }
+  EXPECT_ZONE (d, 3, ZN_COND_IMP_OPEN, 255);
+  zn_dev_destroy (d);
+}
+
+static void
+test_append_refused (void)
+{
+  struct zn_dev *d = mk (16, 2, 1, 1, 0, 0);   /* len 4096, cap 2048 */
+  struct snapshot s;
+  uint64_t at;
+  void *buf = xmalloc (4096 * ZN_SECTOR_SIZE);
+
+  memset (buf, 0x33, 4096 * ZN_SECTOR_SIZE);
+  CHECK_EQ (app (d, 1, 8, 1, NULL), 0);
+  snap (d, &s);
+  /* Conventional zones take no appends. */
+  CHECK_EQ (app (d, 0, 8, 1, &at), -EIO);
+  CHECK (at == UINT64_MAX);
+  /* Not at a zone start: not even at the wp. */
+  CHECK_EQ (zn_zone_append (d, buf, zstart (d, 1) + 8, 8, false, &at), -EIO);
+  CHECK_EQ (zn_zone_append (d, buf, zstart (d, 2) + 2048, 8, false, &at), -EIO);
+  /* Never split: over the append limit. */
+  CHECK_EQ (zn_zone_append (d, buf, zstart (d, 2), 256, false, &at), -EIO);
+  /* Block layer checks. */
+  CHECK_EQ (zn_zone_append (d, buf, zstart (d, 2), 0, false, &at), -EINVAL);
+  CHECK_EQ (zn_zone_append (d, buf, zn_dev_geometry (d)->capacity, 8, false,
+                            &at), -EINVAL);
+  CHECK (same_state (d, &s));
+
+  /* Past the capacity: refused whole, nothing written. */
+  CHECK_EQ (wrz (d, 1, 8, 2048 - 16), 0);
+  EXPECT_ZONE (d, 1, ZN_COND_IMP_OPEN, 2040);
+  snap (d, &s);
+  CHECK_EQ (app (d, 1, 16, 2, &at), -EIO);
+  CHECK (same_state (d, &s));
+  CHECK (reads_fill (d, zstart (d, 1) + 2040, 16, 0xFF));
+  CHECK_EQ (app (d, 1, 8, 2, &at), 0);
+  CHECK_EQ (at, zstart (d, 1) + 2040);
+  EXPECT_ZONE (d, 1, ZN_COND_FULL, 2048);
+  EXPECT_COUNTERS (d, 0, 0, 0);
+  /* FULL, READONLY and OFFLINE zones take none. */
+  CHECK_EQ (app (d, 1, 8, 3, &at), -EIO);
+  CHECK_EQ (op1 (d, ZN_OP_FINISH, 2), 0);
+  CHECK_EQ (app (d, 2, 8, 3, &at), -EIO);
+  CHECK_EQ (zn_zone_set_readonly (d, zstart (d, 3)), 0);
+  CHECK_EQ (app (d, 3, 8, 3, &at), -EIO);
+  CHECK_EQ (zn_zone_set_offline (d, zstart (d, 4)), 0);
+  CHECK_EQ (app (d, 4, 8, 3, &at), -EIO);
+  EXPECT_ZONE_NO_WP (d, 4, ZN_COND_OFFLINE);
+  /* After a reset the zone takes appends from its start again. */
+  CHECK_EQ (op1 (d, ZN_OP_RESET, 1), 0);
+  CHECK_EQ (app (d, 1, 8, 4, &at), 0);
+  CHECK_EQ (at, zstart (d, 1));
+  free (buf);
+  zn_dev_destroy (d);
+}
+
+/* 4 KiB blocks: the append limit is max_sectors rounded down to a block,
+ * and sub-block appends are refused as any unaligned request.
+ */
+static void
+test_append_block_size (void)
+{
+  struct zn_config c = cfg (8, 1, 1, 0, 0, 0);
+  struct zn_dev *d;
+  uint64_t at;
+
+  c.blocksize = 4096;
+  d = create (&c);
+  CHECK_EQ (zn_dev_geometry (d)->max_append_sectors, 248);
+  CHECK_EQ (app (d, 1, 1, 1, &at), -EINVAL);
+  CHECK_EQ (app (d, 1, 256, 1, &at), -EIO);
+  CHECK_EQ (app (d, 1, 248, 1, &at), 0);
+  CHECK_EQ (app (d, 1, 8, 2, &at), 0);
+  CHECK_EQ (at, zstart (d, 1) + 248);
+  EXPECT_ZONE (d, 1, ZN_COND_IMP_OPEN, 256);
+  zn_dev_destroy (d);
+}
+
+/* Resource checks are those of a write at the wp (§3.3). */
+static void
+test_append_limits (void)
+{
+  struct zn_dev *d = mk_c4 ();                 /* open 2, active 3 */
+  struct snapshot s;
+  uint64_t at;
+
+  /* Implicit close of the first IMP_OPEN zone, round-robin. */
+  CHECK_EQ (app (d, 1, 8, 1, NULL), 0);
+  CHECK_EQ (app (d, 2, 8, 1, NULL), 0);
+  CHECK_EQ (app (d, 3, 8, 1, &at), 0);
+  CHECK_EQ (at, zstart (d, 3));
+  EXPECT_ZONE (d, 1, ZN_COND_CLOSED, 8);
+  EXPECT_ZONE (d, 3, ZN_COND_IMP_OPEN, 8);
+  EXPECT_COUNTERS (d, 2, 0, 1);
+  /* Active limit: three active, an EMPTY zone is refused. */
+  snap (d, &s);
+  CHECK_EQ (app (d, 4, 8, 1, NULL), -EOVERFLOW);
+  CHECK (same_state (d, &s));
+  /* Open limit with both open zones explicit: no victim. */
+  CHECK_EQ (op1 (d, ZN_OP_RESET, 3), 0);
+  CHECK_EQ (op1 (d, ZN_OP_OPEN, 2), 0);
+  CHECK_EQ (op1 (d, ZN_OP_OPEN, 4), 0);
+  EXPECT_COUNTERS (d, 0, 2, 1);
+  snap (d, &s);
+  CHECK_EQ (app (d, 1, 8, 1, NULL), -ETOOMANYREFS);
+  CHECK (same_state (d, &s));
+  zn_dev_destroy (d);
+}
+
+/* A bad block fails an append as a write: the zone is already open. */
+static void
+test_append_badblocks (void)
+{
+  struct zn_dev *d = mk (8, 1, 1, 0, 0, 0);
+  uint64_t at;
+
+  CHECK_EQ (zn_badblocks_set (d, zstart (d, 1) + 8, zstart (d, 1) + 8), 0);
+  CHECK_EQ (app (d, 1, 8, 1, &at), 0);
+  CHECK_EQ (app (d, 1, 8, 2, &at), -EIO);
+  EXPECT_ZONE (d, 1, ZN_COND_IMP_OPEN, 8);
+  CHECK_EQ (app (d, 2, 16, 1, &at), 0);
+  CHECK_EQ (zn_badblocks_set (d, zstart (d, 3), zstart (d, 3)), 0);
+  CHECK_EQ (app (d, 3, 8, 1, &at), -EIO);
+  EXPECT_ZONE (d, 3, ZN_COND_IMP_OPEN, 0);
+  zn_dev_destroy (d);
+}
+
 int
 main (void)
 {
@@ -1820,6 +2028,12 @@ main (void)
   test_write_max_sectors_split ();
   test_report_zones ();
   test_names ();
+
+  test_append_basic ();
+  test_append_refused ();
+  test_append_block_size ();
+  test_append_limits ();
+  test_append_badblocks ();
 
   printf ("test-model: all tests passed\n");
   return EXIT_SUCCESS;

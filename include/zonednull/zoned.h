@@ -66,6 +66,8 @@ struct zn_geometry {
   uint32_t max_active;      /* clamped; 0 = no limit */
   uint32_t block_size;      /* bytes */
   uint32_t max_sectors;     /* rounded down to the block size */
+  uint32_t max_append_sectors; /* largest zone append: min (max_sectors,
+                                  zone_sectors), the block layer's limit */
   bool memory_backed;
 };
 
@@ -140,6 +142,20 @@ int zn_write (struct zn_dev *dev, const void *buf,
 /* A write with FUA: with a cache, its data is durable when it returns. */
 int zn_write_fua (struct zn_dev *dev, const void *buf,
                   uint64_t sector, uint64_t nr_sectors);
+
+/* Zone append (REQ_OP_ZONE_APPEND): writes nr_sectors at the write
+ * pointer of the sequential zone that starts at sector and sets *written
+ * to the sector the data landed at.  The checks, implicit open, resource
+ * limits and errors are those of a write at the write pointer; it is one
+ * part, never split, and atomic against other writes to the zone.  As the
+ * block layer and null_blk refuse them: -EIO for a sector that is not the
+ * start of a sequential zone (a conventional zone included), for more than
+ * max_append_sectors, and for data past the zone's capacity; -EINVAL for
+ * a request that is empty, unaligned or past the end of the device.
+ * With fua, as zn_write_fua.
+ */
+int zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
+                    uint64_t nr_sectors, bool fua, uint64_t *written);
 
 /* The volatile write cache (cache_size).  zn_flush makes every completed
  * write durable (a no-op without a cache).  zn_power_cycle is configfs
