@@ -82,40 +82,13 @@ fi
 case $seed in ''|*[!0-9]*) die "ZN_KERNEL_SEED must be a decimal number" ;; esac
 note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_SEED=$seed)"
 
-# A portable LCG on the seed, so that a seed means the same configs on
-# every machine; r holds the result.
-rng=$((seed % 2147483648))
-randn () {
-  rng=$(( (rng * 1103515245 + 12345) % 2147483648 ))
-  r=$(( (rng / 65536) * $1 / 32768 ))   # the high bits: the low ones cycle
-}
-
+# The random configurations (tests/kernel/draw.sh, shared with the 6.12
+# tier); the same LCG then picks the servers' ports.
+. "$here/draw.sh"
+zn_rng_init "$seed"
 conf=$work/traces.conf
 : >"$conf"
-k=1
-while [ "$k" -le "$ntraces" ]; do
-  randn 3; zs=$((1 << r))                 # zone size 1, 2 or 4 MiB
-  randn 9; nz=$((4 + r))                  # 4..12 zones
-  size=$((zs * nz))
-  # Now and then a smaller last zone (a runt), as null_blk allows.
-  randn 4
-  if [ "$zs" -gt 1 ] && [ "$r" -eq 0 ]; then randn $((zs - 1)); size=$((size - 1 - r)); fi
-  cap=$zs
-  if [ "$zs" -gt 1 ]; then
-    randn 2
-    if [ "$r" -eq 1 ]; then randn $((zs - 1)); cap=$((1 + r)); fi
-  fi
-  randn 3; conv=$r
-  randn 5; mo=$r
-  randn 5; ma=$r
-  randn 2; bs=$((r == 1 ? 4096 : 512))
-  randn 32768; t1=$r
-  randn 32768; tseed=$((t1 * 32768 + r + 1))
-  echo "rand$k-seed$tseed $tseed $nops size=$size zone_size=$zs zone_capacity=$cap" \
-    "zone_nr_conv=$conv zone_max_open=$mo zone_max_active=$ma blocksize=$bs" \
-    "memory_backed=1 irqmode=0 completion_nsec=0 hw_queue_depth=64" >>"$conf"
-  k=$((k + 1))
-done
+zn_draw_configs "$conf" "$ntraces" "$nops"
 # One oracle configuration with the oracle's seed: zntrace must reproduce
 # the published recording's first ops exactly (checks the tracer itself).
 # ZN_KERNEL_GOLDEN=all takes every oracle file (with ZN_KERNEL_GOLDEN_OPS=1500,

@@ -1,19 +1,32 @@
 #!/bin/sh
-# prepare.sh CACHE: the guest kernel and the base initramfs of the
-# real-kernel tier, built once and cached in CACHE (git-ignored).
+# prepare.sh CACHE [SUITE [MODULE...]]: a guest kernel and its base
+# initramfs for the real-kernel tiers, built once and cached in CACHE
+# (git-ignored).
 #
 #   CACHE/<pkg>.deb             Debian's kernel image package (apt-get download,
 #                               never installed)
 #   CACHE/<kver>/vmlinux        the ELF kernel, for qemu's fast PVH boot
 #   CACHE/<kver>/base.cpio      busybox, nbd-client, util-linux tools with their
 #                               libraries, the needed modules, /init
-#   CACHE/current               "<kver>", for the caller
+#   CACHE/current               "<kver>", for the caller (CACHE/current-SUITE
+#                               with a SUITE)
 #
-# ZN_KERNEL_PACKAGE picks the package (default: the one linux-image-amd64
-# depends on).  Rebuilds base.cpio when /init or this script changes.
+# Without SUITE the kernel is the one the host's APT sources give
+# linux-image-amd64 (Debian 12: 6.1).  With a SUITE (e.g. bookworm-backports)
+# it is the one linux-image-amd64 depends on in that suite of the Debian
+# archive, looked up with a private APT sources file and private package
+# lists under CACHE/apt/SUITE: the host's APT configuration is not touched.
+# MODULE... replaces the default module list (the 6.1 tier's: configfs,
+# null_blk, nbd, virtio net); their dependencies come through modules.dep.
+#
+# ZN_KERNEL_PACKAGE picks the package instead; ZN_KERNEL_MIRROR the archive
+# of a SUITE (default http://deb.debian.org/debian).  Rebuilds base.cpio
+# when /init, this script or the module list changes.
 set -eu
 
-cache=${1:?usage: prepare.sh CACHE-DIR}
+cache=${1:?usage: prepare.sh CACHE-DIR [SUITE [MODULE...]]}
+suite=${2:-}
+[ $# -ge 2 ] && shift 2 || shift $#
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
@@ -31,28 +44,64 @@ file_is_static () { ! ldd "$1" >/dev/null 2>&1; }
 file_is_static /bin/busybox || die "/bin/busybox is not static (install busybox-static)"
 
 # ---- the kernel package --------------------------------------------------
+# apt_q CMD ARG...: apt-get or apt-cache, on the host's APT configuration or,
+# with a SUITE, on the private one under CACHE/apt/SUITE.
+if [ -n "$suite" ]; then
+  case $suite in *[!a-z0-9.-]*|'') die "bad suite name '$suite'" ;; esac
+  aptdir=$cache/apt/$suite
+  mkdir -p "$aptdir/lists/partial" "$aptdir/cache/archives/partial"
+  keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+  [ -f "$keyring" ] || die "$keyring is missing (Debian: debian-archive-keyring)"
+  echo "deb [signed-by=$keyring] ${ZN_KERNEL_MIRROR:-http://deb.debian.org/debian} $suite main" \
+    >"$aptdir/sources.list"
+  apt_q () {
+    cmd=$1; shift
+    "$cmd" -o Dir::Etc::SourceList="$aptdir/sources.list" \
+      -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists="$aptdir/lists" \
+      -o Dir::Cache="$aptdir/cache" "$@"
+  }
+  current=$cache/current-$suite
+  where="in $suite"
+else
+  apt_q () { "$@"; }
+  current=$cache/current
+  where="in the host's APT sources"
+fi
+apt_update () {
+  apt_q apt-get update -qq >"$cache/update.log" 2>&1 ||
+    { [ -z "$suite" ] || { cat "$cache/update.log" >&2; die "apt-get update of $suite failed"; }; }
+}
+image_dep () {
+  apt_q apt-cache depends linux-image-amd64 2>/dev/null |
+    sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n 1
+}
+
 pkg=${ZN_KERNEL_PACKAGE:-}
+if [ -z "$pkg" ] && [ -n "$suite" ] && [ -f "$current" ]; then
+  # A cached kernel of this suite: no network needed.
+  pkg=linux-image-$(cat "$current")
+  ls "$cache/${pkg}"_*.deb >/dev/null 2>&1 || pkg=
+fi
 if [ -z "$pkg" ]; then
-  pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-          sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n 1)
+  [ -z "$suite" ] || [ -n "$(ls "$aptdir/lists" | grep _Packages || true)" ] || apt_update
+  pkg=$(image_dep)
   [ -n "$pkg" ] || {
     # The package lists may be missing on a fresh machine.
-    apt-get update -qq >/dev/null 2>&1 || true
-    pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-            sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n 1)
+    apt_update
+    pkg=$(image_dep)
   }
-  [ -n "$pkg" ] || die "cannot tell which linux-image package linux-image-amd64 wants"
+  [ -n "$pkg" ] || die "cannot tell which linux-image package linux-image-amd64 wants $where"
 fi
 kver=${pkg#linux-image-}
 
 deb=$(ls "$cache/${pkg}"_*.deb 2>/dev/null | head -n 1 || true)
 if [ -z "$deb" ]; then
-  echo "check-kernel: downloading $pkg (apt-get download, not installed)"
+  echo "check-kernel: downloading $pkg $where (apt-get download, not installed)"
   # apt warns when _apt cannot write the folder; only a failure matters.
   # Stale package lists may name a version the archive dropped: update once.
-  (cd "$cache" && apt-get download -q "$pkg" >"$cache/download.log" 2>&1) ||
-    { apt-get update -qq >/dev/null 2>&1
-      (cd "$cache" && apt-get download -q "$pkg" >"$cache/download.log" 2>&1); } ||
+  (cd "$cache" && apt_q apt-get download -q "$pkg" >"$cache/download.log" 2>&1) ||
+    { apt_update
+      (cd "$cache" && apt_q apt-get download -q "$pkg" >"$cache/download.log" 2>&1); } ||
     { cat "$cache/download.log" >&2; die "apt-get download $pkg failed"; }
   deb=$(ls "$cache/${pkg}"_*.deb | head -n 1)
 fi
@@ -64,9 +113,11 @@ if [ ! -f "$kdir/vmlinux" ] || [ ! -f "$kdir/modroot/lib/modules/$kver/modules.d
   dpkg -x "$deb" "$kdir.tmp/pkg"
   bz=$kdir.tmp/pkg/boot/vmlinuz-$kver
   [ -f "$bz" ] || die "$deb holds no boot/vmlinuz-$kver"
-  # The bzImage wraps an xz-compressed ELF vmlinux: find the xz magic
-  # FD 37 7A 58 5A 00 and decompress from there (xz stops at the stream's
-  # end and complains about the trailing bytes, hence the 2>/dev/null).
+  # The bzImage wraps a compressed ELF vmlinux: xz in 6.1 (magic
+  # FD 37 7A 58 5A 00), zstd in 6.12 (28 B5 2F FD).  Find the magic and
+  # decompress from there (both stop at the stream's end and complain
+  # about the trailing bytes, hence the 2>/dev/null); the first output
+  # that is an ELF file is the kernel.
   found=
   for off in $(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$bz" | cut -d: -f1); do
     tail -c +"$((off + 1))" "$bz" | xz -dc 2>/dev/null >"$kdir.tmp/vmlinux" || true
@@ -75,7 +126,17 @@ if [ ! -f "$kdir/vmlinux" ] || [ ! -f "$kdir/modroot/lib/modules/$kver/modules.d
       break
     fi
   done
-  [ -n "$found" ] || die "no xz-compressed ELF kernel found in $bz"
+  if [ -z "$found" ]; then
+    command -v zstd >/dev/null 2>&1 || die "zstd is missing (Debian: zstd)"
+    for off in $(LC_ALL=C grep -obUaP '\x28\xb5\x2f\xfd' "$bz" | cut -d: -f1); do
+      tail -c +"$((off + 1))" "$bz" | zstd -dcq 2>/dev/null >"$kdir.tmp/vmlinux" || true
+      if [ "$(head -c 4 "$kdir.tmp/vmlinux" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+        found=1
+        break
+      fi
+    done
+  fi
+  [ -n "$found" ] || die "no xz- or zstd-compressed ELF kernel found in $bz"
   cp "$kdir.tmp/pkg/boot/config-$kver" "$kdir.tmp/config"
   # The package ships no modules.dep (depmod runs at installation).
   mkdir -p "$kdir.tmp/modroot/lib/modules"
@@ -86,9 +147,15 @@ if [ ! -f "$kdir/vmlinux" ] || [ ! -f "$kdir/modroot/lib/modules/$kver/modules.d
 fi
 
 # ---- the base initramfs -------------------------------------------------
-stamp=$(cat "$here/prepare.sh" "$here/init" | cksum | cut -d' ' -f1)
+if [ $# -gt 0 ]; then
+  mods=$*
+else
+  mods="configfs null_blk nbd virtio virtio_ring virtio_pci virtio_pci_modern_dev
+    virtio_pci_legacy_dev failover net_failover virtio_net"
+fi
+stamp=$({ cat "$here/prepare.sh" "$here/init"; echo $mods; } | cksum | cut -d' ' -f1)
 if [ -f "$kdir/base.cpio" ] && [ "$(cat "$kdir/base.stamp" 2>/dev/null)" = "$stamp" ]; then
-  echo "$kver" >"$cache/current"
+  echo "$kver" >"$current"
   exit 0
 fi
 
@@ -129,16 +196,28 @@ copy_binary "$(which_bin blkzone)" /usr/sbin/blkzone
 copy_binary "$(which_bin blkdiscard)" /usr/sbin/blkdiscard
 copy_binary "$(which_bin blockdev)" /usr/sbin/blockdev
 
-# Modules and their dependencies, found through the package's modules.dep.
-mods="configfs null_blk nbd virtio virtio_ring virtio_pci virtio_pci_modern_dev
-  virtio_pci_legacy_dev failover net_failover virtio_net"
+# Modules and their dependencies, found through the package's modules.dep
+# (a name matches its file with - or _), plus their soft dependencies
+# (modules.softdep "pre:", aliases resolved through modules.alias: btrfs
+# wants crypto-crc32c, libcrc32c crc32c, f2fs crc32).  Compressed modules
+# (6.12 ships .ko.xz) are copied as they are: busybox's modprobe and insmod
+# decompress xz themselves (checked on 6.12).
 msrc=$kdir/modroot/lib/modules/$kver
-need=
+mod_re () { echo "$1" | sed 's/[-_]/[-_]/g'; }
+soft=
 for m in $mods; do
-  path=$(grep -E "(^|/)$m\.ko(\.[a-z]+)?:" "$msrc/modules.dep" | head -n 1 | cut -d: -f1 || true)
+  for s in $(sed -n "s/^softdep $(mod_re "$m") pre: *//p" "$msrc/modules.softdep" 2>/dev/null); do
+    alias_of=$(awk -v a="$s" '$1 == "alias" && $2 == a { print $3 }' "$msrc/modules.alias")
+    soft="$soft ${alias_of:-$s}"
+  done
+done
+need=
+for m in $mods $soft; do
+  re=$(mod_re "$m")
+  path=$(grep -E "(^|/)$re\.ko(\.[a-z]+)?:" "$msrc/modules.dep" | head -n 1 | cut -d: -f1 || true)
   if [ -z "$path" ]; then
     # Built in (not in modules.dep): nothing to copy.
-    grep -qE "(^|/)$m\.ko" "$msrc/modules.builtin" 2>/dev/null && continue
+    grep -qE "(^|/)$re\.ko" "$msrc/modules.builtin" 2>/dev/null && continue
     die "module $m not found in $kver"
   fi
   need="$need $path $(grep -E "^$path:" "$msrc/modules.dep" | cut -d: -f2)"
@@ -147,6 +226,9 @@ for path in $need; do
   mkdir -p "$(dirname "lib/modules/$kver/$path")"
   cp "$msrc/$path" "lib/modules/$kver/$path"
 done
+# With a module list of its own (the newer tiers), /sbin/modprobe too: the
+# kernel's request_module runs it (crypto algorithms, e.g. crc32c for btrfs).
+[ $# -gt 0 ] && ln -s /bin/busybox sbin/modprobe
 for f in modules.order modules.builtin modules.builtin.modinfo; do
   [ -f "$msrc/$f" ] && cp "$msrc/$f" "lib/modules/$kver/"
 done
@@ -162,5 +244,5 @@ find . | LC_ALL=C sort | cpio -o -H newc --quiet >"$kdir/base.cpio"
 cd "$kdir"
 rm -rf "$root"
 echo "$stamp" >"$kdir/base.stamp"
-echo "$kver" >"$cache/current"
+echo "$kver" >"$current"
 echo "check-kernel: base initramfs for $kver: $(du -h "$kdir/base.cpio" | cut -f1)"
