@@ -1,0 +1,22 @@
+# zonednull-ublk: the device model as a real zoned block device through
+# Linux's ublk driver (liburing; built only when configure finds it).
+if HAVE_LIBURING
+sbin_PROGRAMS += ublk/zonednull-ublk
+ublk_zonednull_ublk_SOURCES = \
+	server/session.c \
+	server/session.h \
+	ublk/ctrl.c \
+	ublk/ctrl.h \
+	ublk/io.c \
+	ublk/io.h \
+	ublk/nbd.c \
+	ublk/nbd.h \
+	ublk/ublk-abi.h \
+	ublk/zonednull-ublk.c
+ublk_zonednull_ublk_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
+	-I$(top_srcdir)/server
+ublk_zonednull_ublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
+ublk_zonednull_ublk_LDADD = lib/libzonednull.la $(LIBURING_LIBS) $(LIBEV_LIBS)
+endif
+man8_MANS += man/zonednull-ublk.8
+EXTRA_DIST += ublk/local.mk

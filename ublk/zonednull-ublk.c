@@ -1,0 +1,691 @@
+/* zonednull-ublk: the null_blk zoned device model as a real host-managed
+ * zoned block device, /dev/ublkbN, through Linux's ublk driver.
+ *
+ * The main thread does the control commands and waits for a stop
+ * signal; each hardware queue has a thread (io.c); the control socket,
+ * for the zonednull CLI, has another (nbd.c).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
+
+#include "zonednull/control.h"
+#include "zonednull/queue.h"
+#include "zonednull/zoned.h"
+#include "params.h"
+#include "ublk-abi.h"
+#include "ctrl.h"
+#include "io.h"
+#include "nbd.h"
+
+#define PROG "zonednull-ublk"
+#define RUN_DIR "/run/zonednull-ublk"
+
+/* Command line settings. */
+static const char *pidfile;             /* -P: written once started */
+static bool foreground;                 /* -f: do not daemonize */
+static const char *control_socket;      /* --control-socket, or default */
+static bool no_control_socket;          /* --no-control-socket */
+
+/* Everything one run sets up, so that teardown undoes exactly that. */
+struct run {
+  struct zn_params params;
+  struct zn_dev *dev;
+  struct zn_tagset *tagset;
+  struct zn_queues *qs;
+  struct zu_ctrl ctrl;
+  uint32_t dev_id;
+  bool added, started;
+  struct zu_device d;
+  struct zu_queue **queues;
+  unsigned nr_queues;           /* started */
+  struct zu_nbd *nbd;
+  char socket_path[108];
+  bool default_socket;
+  bool pidfile_written;
+  int ready_fd;                 /* daemon: the parent waits on it */
+};
+
+static void __attribute__ ((format (printf, 1, 2)))
+error (const char *fmt, ...)
+{
+  va_list ap;
+
+  fputs (PROG ": ", stderr);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+}
+
+/* ---- what ublk cannot express ------------------------------------------ */
+
+/* Refused before anything is created, each naming its key. */
+static int
+check_expressible (const struct zn_params *p)
+{
+  const struct zn_queue_config *q = &p->queue;
+
+  if (p->nr_devices != 1) {
+    error ("nr_devices=%" PRIu32 ": zonednull-ublk serves one device per "
+           "process; start one process per device", p->nr_devices);
+    return -1;
+  }
+  if (q->hw_queue_depth > ZU_MAX_QUEUE_DEPTH) {
+    error ("hw_queue_depth=%" PRIu32 ": ublk allows at most %d tags per "
+           "queue", q->hw_queue_depth, ZU_MAX_QUEUE_DEPTH);
+    return -1;
+  }
+  if (q->submit_queues > ZU_MAX_NR_QUEUES) {
+    error ("submit_queues=%" PRIu32 ": ublk allows at most %d queues",
+           q->submit_queues, ZU_MAX_NR_QUEUES);
+    return -1;
+  }
+  /* ublk gives every queue its own hw_queue_depth kernel tags; one pool
+   * shared by all queues would let the kernel send more requests than
+   * null_blk has tags.
+   */
+  if (q->shared_tag_bitmap && q->submit_queues > 1) {
+    error ("shared_tag_bitmap=1 with submit_queues=%" PRIu32 ": ublk has "
+           "no tag space shared between queues", q->submit_queues);
+    return -1;
+  }
+  return 0;
+}
+
+static int
+check_geometry (const struct zn_geometry *geo, const struct zn_config *cfg)
+{
+  /* ublk counts dev_sectors / chunk_sectors zones and reports no more, so
+   * the kernel's zone revalidation would find the capacity not covered.
+   */
+  if (geo->capacity % geo->zone_sectors != 0) {
+    error ("size=%" PRIu64 " is not a multiple of zone_size=%" PRIu64
+           ": ublk cannot expose a smaller last zone", cfg->size,
+           cfg->zone_size);
+    return -1;
+  }
+  if (geo->capacity / geo->zone_sectors > UINT32_MAX
+      || geo->zone_sectors > UINT32_MAX) {
+    error ("zone_size=%" PRIu64 ": too large for ublk's chunk_sectors",
+           cfg->zone_size);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- privileges and kernel support -------------------------------------- */
+
+static bool
+have_cap_sys_admin (void)
+{
+  struct __user_cap_header_struct h = {
+    .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0,
+  };
+  struct __user_cap_data_struct data[2];
+
+  if (syscall (SYS_capget, &h, data) != 0)
+    return geteuid () == 0;
+  return (data[CAP_SYS_ADMIN / 32].effective
+          & (UINT32_C (1) << (CAP_SYS_ADMIN % 32))) != 0;
+}
+
+static int
+preflight (void)
+{
+  struct stat st;
+
+  if (stat (ZU_CONTROL_DEVICE, &st) == -1) {
+    if (errno == ENOENT)
+      error (ZU_CONTROL_DEVICE " is missing: the ublk driver is not "
+             "loaded (modprobe ublk_drv)");
+    else
+      error (ZU_CONTROL_DEVICE ": %s", strerror (errno));
+    return -1;
+  }
+  /* Zoned ublk devices cannot be unprivileged. */
+  if (!have_cap_sys_admin ()) {
+    error ("a zoned ublk device needs root (CAP_SYS_ADMIN)");
+    return -1;
+  }
+  return 0;
+}
+
+static int
+check_features (struct run *r)
+{
+  uint64_t features = 0;
+  int v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_GET_FEATURES, UINT32_MAX, &features,
+                       sizeof features, 0);
+
+  if (v < 0) {
+    error ("this kernel's ublk driver has no GET_FEATURES (%s): zoned ublk "
+           "devices need Linux 6.6 or later", strerror (-v));
+    return -1;
+  }
+  if (!(features & ZU_F_ZONED) || !(features & ZU_F_USER_COPY)) {
+    error ("this kernel's ublk driver has no zoned devices (features "
+           "0x%" PRIx64 "): it needs CONFIG_BLK_DEV_ZONED and Linux 6.6 or "
+           "later", features);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- the ublk device ---------------------------------------------------- */
+
+static uint32_t
+io_buf_bytes (const struct zn_geometry *geo)
+{
+  uint32_t page = (uint32_t) sysconf (_SC_PAGESIZE);
+
+  /* The kernel rounds this down to pages and then requires max_sectors
+   * to fit, so round up.
+   */
+  return (geo->max_sectors * ZN_SECTOR_SIZE + page - 1) / page * page;
+}
+
+static int
+add_device (struct run *r)
+{
+  const struct zn_geometry *geo = r->d.geo;
+  struct zu_dev_info info = {
+    .nr_hw_queues = (uint16_t) r->params.queue.submit_queues,
+    .queue_depth = (uint16_t) r->params.queue.hw_queue_depth,
+    .max_io_buf_bytes = io_buf_bytes (geo),
+    .dev_id = UINT32_MAX,               /* the kernel picks N */
+    .ublksrv_pid = getpid (),
+    .flags = ZU_F_USER_COPY | ZU_F_ZONED | ZU_F_CMD_IOCTL_ENCODE,
+  };
+  int v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_ADD_DEV, UINT32_MAX, &info,
+                       sizeof info, 0);
+
+  if (v < 0) {
+    error ("ADD_DEV: %s", strerror (-v));
+    return -1;
+  }
+  r->dev_id = info.dev_id;
+  r->added = true;
+  if (!(info.flags & ZU_F_ZONED)) {
+    error ("ADD_DEV: the kernel dropped the zoned flag");
+    return -1;
+  }
+  return 0;
+}
+
+/* The character device appears once udev (or devtmpfs) made it. */
+static int
+open_cdev (struct run *r)
+{
+  char path[64];
+
+  snprintf (path, sizeof path, "/dev/ublkc%" PRIu32, r->dev_id);
+  for (int i = 0; i < 500; i++) {
+    r->d.cdev_fd = open (path, O_RDWR | O_CLOEXEC);
+    if (r->d.cdev_fd != -1 || errno != ENOENT)
+      break;
+    nanosleep (&(struct timespec) { 0, 10000000 }, NULL);
+  }
+  if (r->d.cdev_fd == -1) {
+    error ("%s: %s", path, strerror (errno));
+    return -1;
+  }
+  return 0;
+}
+
+static unsigned
+log2_of (uint32_t v)
+{
+  unsigned s = 0;
+
+  while ((UINT32_C (1) << (s + 1)) <= v)
+    s++;
+  return s;
+}
+
+/* What null_blk shows for the same configuration (zn_dev_geometry). */
+static int
+set_params (struct run *r)
+{
+  const struct zn_geometry *geo = r->d.geo;
+  uint64_t cache_size, dirty;
+  unsigned shift = log2_of (geo->block_size);
+  struct zu_params p = { .len = sizeof p,
+                         .types = ZU_PARAM_TYPE_BASIC | ZU_PARAM_TYPE_ZONED };
+  int v;
+
+  /* null_blk advertises a write cache, and FUA with it, only when it
+   * has one (cache_size > 0 and memory_backed).
+   */
+  zn_cache_stats (r->dev, &cache_size, &dirty);
+  if (cache_size > 0)
+    p.basic.attrs = ZU_ATTR_VOLATILE_CACHE | ZU_ATTR_FUA;
+  p.basic.logical_bs_shift = (uint8_t) shift;
+  p.basic.physical_bs_shift = (uint8_t) shift;
+  /* ublk sets io_min and io_opt to 1 << shift: the block size is what
+   * null_blk's io_min comes to.
+   */
+  p.basic.io_min_shift = (uint8_t) shift;
+  p.basic.io_opt_shift = (uint8_t) shift;
+  p.basic.max_sectors = geo->max_sectors;
+  p.basic.chunk_sectors = (uint32_t) geo->zone_sectors;
+  p.basic.dev_sectors = geo->capacity;
+  p.zoned.max_open_zones = geo->max_open;
+  p.zoned.max_active_zones = geo->max_active;
+  p.zoned.max_zone_append_sectors = geo->max_append_sectors;
+  v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_SET_PARAMS, r->dev_id, &p, sizeof p, 0);
+  if (v < 0) {
+    error ("SET_PARAMS: %s", strerror (-v));
+    return -1;
+  }
+  return 0;
+}
+
+static int
+start_queues (struct run *r)
+{
+  char err[256];
+  int v;
+
+  r->queues = calloc (r->d.nr_queues, sizeof *r->queues);
+  if (r->queues == NULL) {
+    error ("out of memory");
+    return -1;
+  }
+  for (unsigned q = 0; q < r->d.nr_queues; q++) {
+    r->queues[q] = zu_queue_start (&r->d, q, err, sizeof err);
+    if (r->queues[q] == NULL) {
+      error ("%s", err);
+      break;
+    }
+    r->nr_queues = q + 1;
+  }
+  v = zu_queues_wait_ready (&r->d, r->nr_queues);
+  if (v < 0) {
+    error ("fetching requests: %s", strerror (-v));
+    return -1;
+  }
+  return r->nr_queues == r->d.nr_queues ? 0 : -1;
+}
+
+/* START_DEV returns once the kernel read every zone through the queues
+ * and added the disk.
+ */
+static int
+start_device (struct run *r)
+{
+  int v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_START_DEV, r->dev_id, NULL, 0,
+                       (uint64_t) getpid ());
+
+  if (v < 0) {
+    error ("START_DEV: %s%s", strerror (-v),
+           v == -EINVAL ? " (the kernel refused the zone layout or the "
+           "parameters; see dmesg)" : "");
+    return -1;
+  }
+  r->started = true;
+  return 0;
+}
+
+static int
+start_control_socket (struct run *r)
+{
+  const struct zn_params *p = &r->params;
+  char err[256];
+
+  if (no_control_socket)
+    return 0;
+  if (control_socket)
+    snprintf (r->socket_path, sizeof r->socket_path, "%s", control_socket);
+  else {
+    if (mkdir (RUN_DIR, 0755) == -1 && errno != EEXIST) {
+      error (RUN_DIR ": %s (use --control-socket=PATH or "
+             "--no-control-socket)", strerror (errno));
+      return -1;
+    }
+    snprintf (r->socket_path, sizeof r->socket_path,
+              RUN_DIR "/ublkb%" PRIu32 ".sock", r->dev_id);
+    r->default_socket = true;
+  }
+  r->nbd = zu_nbd_start (r->socket_path, r->dev, r->qs, &p->queue, &p->cfg,
+                         err, sizeof err);
+  if (r->nbd == NULL) {
+    error ("%s", err);
+    return -1;
+  }
+  return 0;
+}
+
+/* Stops what was started, in the order the kernel needs: STOP_DEV
+ * drains in-flight I/O, so the queues keep serving until it returns;
+ * DEL_DEV waits for the character device to be closed.
+ */
+static void
+teardown (struct run *r)
+{
+  int v;
+
+  if (r->started) {
+    v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_STOP_DEV, r->dev_id, NULL, 0, 0);
+    if (v < 0)
+      error ("STOP_DEV: %s", strerror (-v));
+  }
+  if (r->d.stop_fd != -1)
+    eventfd_write (r->d.stop_fd, 1);
+  for (unsigned q = 0; q < r->nr_queues; q++)
+    zu_queue_join (r->queues[q]);
+  free (r->queues);
+  if (r->d.stop_fd != -1)
+    close (r->d.stop_fd);
+  if (r->d.cdev_fd != -1)
+    close (r->d.cdev_fd);
+  if (r->added) {
+    v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_DEL_DEV, r->dev_id, NULL, 0, 0);
+    if (v < 0)
+      error ("DEL_DEV: %s", strerror (-v));
+  }
+  zu_ctrl_close (&r->ctrl);
+  zu_nbd_stop (r->nbd);
+  if (r->default_socket)
+    rmdir (RUN_DIR);            /* unless another instance uses it */
+  if (r->pidfile_written)
+    unlink (pidfile);
+}
+
+/* ---- daemon ------------------------------------------------------------- */
+
+/* The parent stays until the device is started, so that what it prints
+ * (the device path) is usable the moment it exits, and its exit status
+ * says whether starting worked.  ublk binds each queue to the thread
+ * that fetched it, so the process that serves must be the one that sets
+ * the device up: hence a fork before anything is created in the kernel.
+ */
+static int
+daemonize (struct run *r)
+{
+  int fds[2];
+  pid_t pid;
+
+  if (pipe2 (fds, O_CLOEXEC) == -1) {
+    error ("pipe: %s", strerror (errno));
+    return -1;
+  }
+  fflush (stdout);
+  pid = fork ();
+  if (pid == -1) {
+    error ("fork: %s", strerror (errno));
+    return -1;
+  }
+  if (pid > 0) {
+    char line[256];
+    ssize_t n;
+    int status = 0;
+
+    close (fds[1]);
+    n = read (fds[0], line, sizeof line - 1);
+    if (n > 0) {
+      fwrite (line, 1, (size_t) n, stdout);
+      exit (fflush (stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+    }
+    while (waitpid (pid, &status, 0) == -1 && errno == EINTR)
+      ;
+    exit (WIFEXITED (status) && WEXITSTATUS (status) != 0
+          ? WEXITSTATUS (status) : EXIT_FAILURE);
+  }
+  close (fds[0]);
+  r->ready_fd = fds[1];
+  setsid ();
+  return 0;
+}
+
+static int
+write_pidfile (const char *path)
+{
+  char tmp[4096];
+  FILE *fp;
+
+  /* Written whole and renamed, so a reader never sees it half-written. */
+  snprintf (tmp, sizeof tmp, "%s.tmp", path);
+  fp = fopen (tmp, "w");
+  if (fp == NULL || fprintf (fp, "%ld\n", (long) getpid ()) < 0
+      || fclose (fp) != 0 || rename (tmp, path) == -1) {
+    error ("-P %s: %s", path, strerror (errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Tells the user (and the parent) that the device is there. */
+static int
+announce (struct run *r)
+{
+  char line[64];
+  int n = snprintf (line, sizeof line, "/dev/ublkb%" PRIu32 "\n", r->dev_id);
+
+  if (pidfile) {
+    if (write_pidfile (pidfile) == -1)
+      return -1;
+    r->pidfile_written = true;
+  }
+  if (r->nbd)
+    fprintf (stderr, PROG ": /dev/ublkb%" PRIu32 " started; control: "
+             "zonednull info 'nbd+unix:///" ZN_DEFAULT_DEVICE "?socket=%s'\n",
+             r->dev_id, r->socket_path);
+  if (r->ready_fd == -1) {
+    fputs (line, stdout);
+    fflush (stdout);
+    return 0;
+  }
+  if (write (r->ready_fd, line, (size_t) n) != n)
+    return -1;
+  close (r->ready_fd);
+  r->ready_fd = -1;
+  /* The parent is gone: nobody reads our output any more. */
+  int null = open ("/dev/null", O_RDWR);
+  if (null != -1) {
+    dup2 (null, STDIN_FILENO);
+    dup2 (null, STDOUT_FILENO);
+    dup2 (null, STDERR_FILENO);
+    if (null > STDERR_FILENO)
+      close (null);
+  }
+  return 0;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static int
+create_model (struct run *r)
+{
+  struct zn_queue_config *qcfg = &r->params.queue;
+  char err[512] = "";
+
+  r->dev = zn_dev_create (&r->params.cfg, err, sizeof err);
+  if (r->dev == NULL) {
+    error ("%s", err[0] ? err : strerror (errno));
+    return -1;
+  }
+  if (params_apply (&r->params, r->dev, err, sizeof err) == -1) {
+    error ("%s", err);
+    return -1;
+  }
+  r->d.dev = r->dev;
+  r->d.geo = zn_dev_geometry (r->dev);
+  if (check_geometry (r->d.geo, &r->params.cfg) == -1)
+    return -1;
+  r->tagset = zn_tagset_create (qcfg);
+  r->qs = r->tagset ? zn_queues_create (r->tagset, qcfg) : NULL;
+  if (r->qs == NULL) {
+    error ("out of memory for %" PRIu32 " tags", qcfg->hw_queue_depth);
+    return -1;
+  }
+  /* Queue q of the model is ublk queue q. */
+  for (unsigned q = 0; q < qcfg->submit_queues; q++)
+    zn_queues_attach (r->qs);
+  r->d.qs = r->qs;
+  r->d.timed = zn_queue_timed (qcfg);
+  r->d.nr_queues = qcfg->submit_queues;
+  r->d.depth = qcfg->hw_queue_depth;
+  r->d.buf_bytes = io_buf_bytes (r->d.geo);
+  return 0;
+}
+
+static void
+destroy_model (struct run *r)
+{
+  if (r->qs)
+    for (unsigned q = 0; q < r->params.queue.submit_queues; q++)
+      zn_queues_detach (r->qs, q);
+  zn_queues_destroy (r->qs);
+  zn_tagset_destroy (r->tagset);
+  zn_dev_destroy (r->dev);
+}
+
+static int
+wait_for_stop (void)
+{
+  sigset_t set;
+  int sig;
+
+  sigemptyset (&set);
+  sigaddset (&set, SIGTERM);
+  sigaddset (&set, SIGINT);
+  sigaddset (&set, SIGHUP);
+  sigaddset (&set, SIGQUIT);
+  return sigwait (&set, &sig);
+}
+
+/* Creates, starts and serves the device until a stop signal. */
+static int
+serve (struct run *r)
+{
+  int v;
+
+  if ((v = zu_ctrl_open (&r->ctrl)) < 0) {
+    error (ZU_CONTROL_DEVICE ": %s", strerror (-v));
+    return -1;
+  }
+  if (check_features (r) == -1 || add_device (r) == -1
+      || open_cdev (r) == -1 || set_params (r) == -1)
+    return -1;
+  r->d.stop_fd = eventfd (0, EFD_CLOEXEC);
+  if (r->d.stop_fd == -1) {
+    error ("eventfd: %s", strerror (errno));
+    return -1;
+  }
+  if (start_queues (r) == -1 || start_control_socket (r) == -1
+      || start_device (r) == -1 || announce (r) == -1)
+    return -1;
+  wait_for_stop ();
+  return 0;
+}
+
+static void
+usage (FILE *fp)
+{
+  fputs ("Usage: zonednull-ublk [OPTIONS] [KEY=VALUE...]\n"
+         "Exposes Linux null_blk's zoned device model as /dev/ublkbN through\n"
+         "the ublk driver (Linux 6.6+, ublk_drv, root).\n"
+         "\n"
+         "Options:\n"
+         " -f, --foreground          do not become a daemon\n"
+         " -P, --pidfile FILE        write the PID once the device is started\n"
+         "     --control-socket PATH serve nullb0 and nullb0/control over NBD\n"
+         "                           on this Unix socket (default\n"
+         "                           " RUN_DIR "/ublkbN.sock)\n"
+         "     --no-control-socket   no control socket\n"
+         " -h, --help                this text\n"
+         " -V, --version             the version\n"
+         "\n"
+         "Prints the device path (/dev/ublkbN) on stdout once it is started.\n"
+         "Device parameters are zonednull-server's (see zonednull-server(8)\n"
+         "and nbdkit-zonednull-plugin(1)); nr_devices must be 1.\n"
+         "See zonednull-ublk(8).\n", fp);
+}
+
+static int
+parse_args (int argc, char **argv, struct zn_params *p)
+{
+  static const struct option long_options[] = {
+    { "foreground", no_argument, NULL, 'f' },
+    { "pidfile", required_argument, NULL, 'P' },
+    { "control-socket", required_argument, NULL, 'C' },
+    { "no-control-socket", no_argument, NULL, 'N' },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+  };
+  char err[512] = "";
+  int c;
+
+  while ((c = getopt_long (argc, argv, "fP:hV", long_options, NULL)) != -1) {
+    switch (c) {
+    case 'f': foreground = true; break;
+    case 'P': pidfile = optarg; break;
+    case 'C': control_socket = optarg; break;
+    case 'N': no_control_socket = true; break;
+    case 'h': usage (stdout); exit (EXIT_SUCCESS);
+    case 'V': printf (PROG " %s\n", PACKAGE_VERSION); exit (EXIT_SUCCESS);
+    default: usage (stderr); return 2;
+    }
+  }
+  for (int i = optind; i < argc; i++)
+    if (params_set (p, argv[i], err, sizeof err) == -1) {
+      error ("%s", err);
+      return EXIT_FAILURE;
+    }
+  if (params_check (p, err, sizeof err) == -1) {
+    error ("%s", err);
+    return EXIT_FAILURE;
+  }
+  return check_expressible (p) == -1 ? EXIT_FAILURE : 0;
+}
+
+int
+main (int argc, char **argv)
+{
+  struct run r = { .ready_fd = -1, .d = { .cdev_fd = -1, .stop_fd = -1 } };
+  sigset_t stop;
+  int status;
+
+  r.ctrl.fd = -1;
+  pthread_mutex_init (&r.d.lock, NULL);
+  pthread_cond_init (&r.d.cond, NULL);
+  params_init (&r.params);
+  status = parse_args (argc, argv, &r.params);
+  if (status == 0 && (create_model (&r) == -1 || preflight () == -1))
+    status = EXIT_FAILURE;
+  if (status == 0) {
+    /* Stop signals wait for sigwait, in every thread created later. */
+    sigemptyset (&stop);
+    sigaddset (&stop, SIGTERM);
+    sigaddset (&stop, SIGINT);
+    sigaddset (&stop, SIGHUP);
+    sigaddset (&stop, SIGQUIT);
+    pthread_sigmask (SIG_BLOCK, &stop, NULL);
+    signal (SIGPIPE, SIG_IGN);
+    if ((!foreground && daemonize (&r) == -1) || serve (&r) == -1)
+      status = EXIT_FAILURE;
+    teardown (&r);
+  }
+  destroy_model (&r);
+  params_free (&r.params);
+  pthread_cond_destroy (&r.d.cond);
+  pthread_mutex_destroy (&r.d.lock);
+  return status;
+}
