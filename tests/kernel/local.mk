@@ -1,17 +1,26 @@
-# The real-kernel tier, `make check-kernel`: Debian's kernel under qemu
-# (TCG, no KVM) attaches the build's plugin and zonednull-server with its
-# nbd client, and the real null_blk in the same VM is traced and replayed
-# against the model and over NBD.  See tests/kernel/check-kernel.sh and the README.
+# The real-kernel tiers, `make check-kernel`: Debian's kernels under qemu
+# (TCG, no KVM).  Tier 6.1 (tests/kernel/check-kernel.sh): the kernel's nbd
+# client attaches the build's plugin and zonednull-server, and the real
+# null_blk in the same VM is traced and replayed against the model and over
+# NBD.  Tier 6.12 (tests/kernel/check-ublk.sh, bookworm-backports): the real
+# null_blk and zonednull-ublk side by side on the same random configurations
+# and traces, then zoned consumers on zonednull-ublk.  See the README.
 #
 #   make check-kernel [ZN_KERNEL_SEED=N] [ZN_KERNEL_TRACES=N] [ZN_KERNEL_OPS=N]
+#                     [ZN_KERNEL_TIERS="6.1 6.12"]
 
-# Downloads (the kernel package) and the base initramfs, kept between runs.
+# Downloads (the kernel packages) and the base initramfs, kept between runs.
 ZN_KERNEL_CACHE ?= $(abs_top_srcdir)/.cache/kernel
-# Empty: a fresh random seed, printed.  Set it to reproduce a run.
+# Empty: a fresh random seed, printed, the same for both tiers (so that they
+# draw the same configurations).  Set it to reproduce a run.
 ZN_KERNEL_SEED ?=
-# Random null_blk configurations per run, and ops per trace.
+# Random null_blk configurations per run (in each tier), and ops per trace.
 ZN_KERNEL_TRACES ?= 5
 ZN_KERNEL_OPS ?= 400
+# The tiers to run, in order; each runs even when the one before failed.
+ZN_KERNEL_TIERS ?= 6.1 6.12
+# The 6.12 tier's zonednull-ublk (built when liburing is found).
+ZONEDNULL_UBLK ?= $(abs_builddir)/ublk/zonednull-ublk$(EXEEXT)
 
 # The guest's static tool: the null_blk tracer and O_DIRECT I/O helper.
 # Built with the host compiler, without the sanitizer flags.
@@ -20,21 +29,34 @@ tests/kernel/zntrace$(EXEEXT): $(srcdir)/tests/kernel/zntrace.c $(srcdir)/tests/
 	$(AM_V_CC)$(CC) -static -O2 $(WARN_CFLAGS) -o $@ $(srcdir)/tests/kernel/zntrace.c
 
 check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT)
-	ZONEDNULL_PLUGIN='$(abs_builddir)/plugin/.libs/nbdkit-zonednull-plugin.so' \
-	ZONEDNULL_SERVER='$(abs_builddir)/server/zonednull-server$(EXEEXT)' \
-	ZONEDNULL_PRELOAD='$(SANITIZER_PRELOAD)' \
-	ZONEDNULL_CLI='$(abs_builddir)/cli/zonednull' \
-	ZONEDNULL_SRCDIR='$(abs_srcdir)' \
-	REPLAY='$(abs_builddir)/tests/replay$(EXEEXT)' \
-	ZNTRACE='$(abs_builddir)/tests/kernel/zntrace$(EXEEXT)' \
-	NBDKIT='$(NBDKIT)' \
-	ZN_KERNEL_CACHE='$(ZN_KERNEL_CACHE)' \
-	ZN_KERNEL_WORK='$(abs_builddir)/tests/kernel/run' \
-	ZN_KERNEL_KEEP='$(abs_builddir)/tests/kernel/failed' \
-	ZN_KERNEL_SEED='$(ZN_KERNEL_SEED)' \
-	ZN_KERNEL_TRACES='$(ZN_KERNEL_TRACES)' \
-	ZN_KERNEL_OPS='$(ZN_KERNEL_OPS)' \
-	$(SHELL) $(srcdir)/tests/kernel/check-kernel.sh
+	@seed='$(ZN_KERNEL_SEED)'; \
+	[ -n "$$seed" ] || seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
+	rc=0; \
+	for tier in $(ZN_KERNEL_TIERS); do \
+	  case $$tier in \
+	    6.1) script=check-kernel.sh work=run keep=failed ;; \
+	    6.12) script=check-ublk.sh work=run-6.12 keep=failed-6.12 ;; \
+	    *) echo "check-kernel: unknown tier '$$tier' (ZN_KERNEL_TIERS: 6.1 6.12)"; rc=1; continue ;; \
+	  esac; \
+	  echo "check-kernel: ---- tier $$tier ($$script)"; \
+	  ZONEDNULL_PLUGIN='$(abs_builddir)/plugin/.libs/nbdkit-zonednull-plugin.so' \
+	  ZONEDNULL_SERVER='$(abs_builddir)/server/zonednull-server$(EXEEXT)' \
+	  ZONEDNULL_UBLK='$(ZONEDNULL_UBLK)' \
+	  ZONEDNULL_PRELOAD='$(SANITIZER_PRELOAD)' \
+	  ZONEDNULL_CLI='$(abs_builddir)/cli/zonednull' \
+	  ZONEDNULL_SRCDIR='$(abs_srcdir)' \
+	  REPLAY='$(abs_builddir)/tests/replay$(EXEEXT)' \
+	  ZNTRACE='$(abs_builddir)/tests/kernel/zntrace$(EXEEXT)' \
+	  NBDKIT='$(NBDKIT)' \
+	  ZN_KERNEL_CACHE='$(ZN_KERNEL_CACHE)' \
+	  ZN_KERNEL_WORK="$(abs_builddir)/tests/kernel/$$work" \
+	  ZN_KERNEL_KEEP="$(abs_builddir)/tests/kernel/$$keep" \
+	  ZN_KERNEL_SEED="$$seed" \
+	  ZN_KERNEL_TRACES='$(ZN_KERNEL_TRACES)' \
+	  ZN_KERNEL_OPS='$(ZN_KERNEL_OPS)' \
+	  $(SHELL) $(srcdir)/tests/kernel/$$script || rc=1; \
+	done; \
+	exit $$rc
 
 .PHONY: check-kernel
 CLEANFILES += tests/kernel/zntrace$(EXEEXT)
@@ -42,10 +64,13 @@ CLEANFILES += tests/kernel/zntrace$(EXEEXT)
 EXTRA_DIST += \
 	tests/kernel/local.mk \
 	tests/kernel/check-kernel.sh \
+	tests/kernel/check-ublk.sh \
+	tests/kernel/draw.sh \
 	tests/kernel/prepare.sh \
 	tests/kernel/init \
 	tests/kernel/guest-run.sh \
 	tests/kernel/guest-nbd.sh \
 	tests/kernel/guest-nullblk.sh \
+	tests/kernel/guest-ublk.sh \
 	tests/kernel/zntrace.c \
 	tests/trace-format.h

@@ -1,0 +1,229 @@
+#!/bin/sh
+# check-ublk.sh: the 6.12 tier of `make check-kernel`.
+#
+# Boots Debian's 6.12 kernel (bookworm-backports) under qemu (TCG) once.
+# In the guest (tests/kernel/guest-ublk.sh), for random configurations
+# drawn as the 6.1 tier draws them (tests/kernel/draw.sh): the real
+# null_blk and zonednull-ublk with the same settings, the same zntrace
+# trace on each, compared line by line, with their queue attributes and
+# zone reports; configurations null_blk refuses must be refused by
+# zonednull-ublk and the other way round.  Then, when
+# tests/kernel/prepare-consumers.sh and guest-ublk-consumers.sh exist, the
+# zoned consumers (fio, f2fs, btrfs, dm) against zonednull-ublk.
+#
+# Environment (set by tests/kernel/local.mk):
+#   ZONEDNULL_SRCDIR ZNTRACE
+#   ZONEDNULL_UBLK    the zonednull-ublk binary; when missing (no liburing)
+#                     only the null_blk side runs and the rest is skipped
+#   ZN_KERNEL_CACHE   downloads and base initramfs (kept between runs)
+#   ZN_KERNEL_WORK    this run's files (recreated)
+#   ZN_KERNEL_SEED ZN_KERNEL_TRACES ZN_KERNEL_OPS   as for the 6.1 tier
+#   ZN_KERNEL_KEEP    where failing configurations' files are kept
+#   ZN_UBLK_SUITE     the Debian suite of the kernel (bookworm-backports)
+#   ZN_UBLK_KERNEL_PACKAGE  a kernel package instead of linux-image-amd64's
+#   ZN_UBLK_DROP      KEY names not passed to zonednull-ublk (default none)
+#   ZN_UBLK_MEM       guest memory (default 2G with the consumers, else 1G)
+#   ZN_KERNEL_VM_TIMEOUT  wall-clock bound on the VM (default 600 s)
+set -u
+
+srcdir=${ZONEDNULL_SRCDIR:?}
+here=$srcdir/tests/kernel
+work=${ZN_KERNEL_WORK:?}
+cache=${ZN_KERNEL_CACHE:?}
+ntraces=${ZN_KERNEL_TRACES:-5}
+nops=${ZN_KERNEL_OPS:-400}
+suite=${ZN_UBLK_SUITE:-bookworm-backports}
+PATH=/usr/bin:/bin:/usr/sbin:/sbin:$PATH
+export PATH
+
+start_time=$(date +%s)
+failures=0
+fail () { echo "check-ublk: FAIL: $*"; failures=$((failures + 1)); }
+die () { echo "check-ublk: ERROR: $*" >&2; exit 2; }
+note () { echo "check-ublk: $*"; }
+
+[ -n "${ZNTRACE:-}" ] && [ -x "$ZNTRACE" ] || die "ZNTRACE ('${ZNTRACE:-}') is missing"
+ublk=${ZONEDNULL_UBLK:-}
+if [ -z "$ublk" ] || [ ! -e "$ublk" ]; then
+  note "SKIP: zonednull-ublk ('$ublk') is not built (no liburing?): null_blk alone, no differential"
+  ublk=
+fi
+
+rm -rf "$work"
+mkdir -p "$work" || exit 2
+keep=${ZN_KERNEL_KEEP:-$(dirname "$work")/failed-6.12}
+
+# ---- kernel and base initramfs (cached) ----------------------------------
+# configfs, null_blk, ublk_drv for the differential; virtio_net because
+# /init brings up eth0; f2fs, btrfs and dm-mod (dm-linear is part of it)
+# for the consumers.  prepare.sh adds their dependencies and soft
+# dependencies (xor, raid6_pq, libcrc32c, crc32c, ...).
+ZN_KERNEL_PACKAGE=${ZN_UBLK_KERNEL_PACKAGE:-} \
+  sh "$here/prepare.sh" "$cache" "$suite" configfs null_blk ublk_drv \
+    failover net_failover virtio_net f2fs btrfs dm-mod || exit 2
+kver=$(cat "$cache/current-$suite")
+kdir=$cache/$kver
+
+# ---- seed and configurations ---------------------------------------------
+if [ -n "${ZN_KERNEL_SEED:-}" ]; then
+  seed=$ZN_KERNEL_SEED
+else
+  seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+fi
+case $seed in ''|*[!0-9]*) die "ZN_KERNEL_SEED must be a decimal number" ;; esac
+note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_TIERS=6.12 ZN_KERNEL_SEED=$seed)"
+. "$here/draw.sh"
+zn_rng_init "$seed"
+conf=$work/traces.conf
+: >"$conf"
+zn_draw_configs "$conf" "$ntraces" "$nops"
+while read -r name tseed n settings; do
+  note "config $name: $settings"
+done <"$conf"
+
+# ---- the per-run initramfs -------------------------------------------------
+stage=$work/stage
+mkdir -p "$stage/test" "$stage/usr/bin" "$stage/usr/lib"
+cp "$here/guest-ublk.sh" "$stage/test/"
+cp "$conf" "$stage/test/traces.conf"
+cp "$ZNTRACE" "$stage/usr/bin/zntrace"
+consumers=
+if [ -f "$here/guest-ublk-consumers.sh" ] && [ -f "$here/prepare-consumers.sh" ]; then
+  consumers=1
+fi
+cat >"$stage/test/run.sh" <<EOF
+#!/bin/sh
+# Guest: /test/run.sh of the 6.12 tier, run by /init.  Both parts always run.
+export PATH=/test:/usr/sbin:/usr/bin:/sbin:/bin
+rc=0
+echo "== null_blk and zonednull-ublk"
+sh /test/guest-ublk.sh || rc=1
+if [ -f /test/guest-ublk-consumers.sh ]; then
+  echo "== zoned consumers on zonednull-ublk"
+  sh /test/guest-ublk-consumers.sh || rc=1
+fi
+exit \$rc
+EOF
+
+# copy_binary SRC DST: into the stage, with the libraries ldd lists that
+# are not the host's system ones at the same paths; a libtool wrapper's
+# real binary and the build's own libraries (from its .libs) too.
+copy_binary () {
+  src=$1 dst=$2
+  bdir=$(cd "$(dirname "$src")/.." && pwd)
+  if [ "$(head -c 4 "$src" | od -An -c | tr -d ' ')" != '177ELF' ] &&
+     [ -x "$(dirname "$src")/.libs/$(basename "$src")" ]; then
+    src=$(dirname "$src")/.libs/$(basename "$src")
+  fi
+  cp -L "$src" "$stage$dst"
+  libpath=$(ls -d "$bdir"/*/.libs 2>/dev/null | tr '\n' ':')
+  LD_LIBRARY_PATH=$libpath ldd "$src" 2>/dev/null |
+    sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p' |
+  while read -r lib; do
+    case $lib in
+      "$bdir"/*) cp -L "$lib" "$stage/usr/lib/" ;;
+      *) [ -e "$stage$lib" ] || { mkdir -p "$stage$(dirname "$lib")"; cp -L "$lib" "$stage$lib"; } ;;
+    esac
+  done
+}
+if [ -n "$ublk" ]; then
+  copy_binary "$ublk" /usr/bin/zonednull-ublk || die "cannot copy $ublk into the guest"
+  guest_ublk=/usr/bin/zonednull-ublk
+else
+  guest_ublk=
+fi
+cat >"$stage/test/params" <<EOF
+UBLK=$guest_ublk
+UBLK_DROP="${ZN_UBLK_DROP:-}"
+EOF
+if [ -n "$consumers" ]; then
+  if [ -n "$ublk" ]; then
+    cp "$here/guest-ublk-consumers.sh" "$stage/test/"
+    note "preparing the zoned consumers (prepare-consumers.sh)"
+    if ccpio=$(sh "$here/prepare-consumers.sh" "$cache" "$kver" "$kdir/modroot" | tail -n 1) &&
+       [ -f "$ccpio" ]; then
+      note "consumers: $ccpio ($(du -h "$ccpio" | cut -f1))"
+    else
+      fail "prepare-consumers.sh failed: the consumers do not run"
+      rm -f "$stage/test/guest-ublk-consumers.sh"
+      consumers= ccpio=
+    fi
+  else
+    note "SKIP: the zoned consumers need zonednull-ublk"
+    consumers=
+  fi
+fi
+chmod 755 "$stage/test/"*.sh "$stage/usr/bin/"*
+(cd "$stage" && find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort | cpio -o -H newc --quiet) \
+  >"$work/run.cpio" || die "cpio of the run's files failed"
+if [ -n "$consumers" ]; then
+  cat "$kdir/base.cpio" "$ccpio" "$work/run.cpio" >"$work/initrd.cpio"
+  mem=${ZN_UBLK_MEM:-2G}
+else
+  cat "$kdir/base.cpio" "$work/run.cpio" >"$work/initrd.cpio"
+  mem=${ZN_UBLK_MEM:-1G}
+fi
+
+# ---- boot ----------------------------------------------------------------
+note "booting $kver under qemu (TCG, 2 vCPUs, $mem)"
+boot_start=$(date +%s)
+timeout "${ZN_KERNEL_VM_TIMEOUT:-600}" qemu-system-x86_64 \
+  -machine pc -accel tcg,thread=multi -cpu max -smp 2 -m "$mem" \
+  -nodefaults -display none -no-reboot -monitor none \
+  -kernel "$kdir/vmlinux" -initrd "$work/initrd.cpio" \
+  -append "console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off no_timer_check random.trust_cpu=on 8250.nr_uarts=2" \
+  -serial "file:$work/console.log" -serial "file:$work/ttyS1.log" \
+  -netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0,romfile= \
+  </dev/null >"$work/qemu.log" 2>&1
+qrc=$?
+boot_end=$(date +%s)
+note "VM ran $((boot_end - boot_start)) s (qemu exit $qrc)"
+
+guest_rc=$(sed -n 's/^ZNVM_RC=\([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
+out=$work/out
+mkdir -p "$out"
+if [ -z "$guest_rc" ]; then
+  echo "--- console"; tail -n 40 "$work/console.log"; cat "$work/qemu.log"
+  fail "the VM died before reporting (qemu exit $qrc, log $work/console.log)"
+  note "files of this run: $work"
+  exit 1
+fi
+sed -n '/^=====ZNOUT-BEGIN=====/,/^=====ZNOUT-END=====/p' "$work/ttyS1.log" |
+  sed '1d;$d' | tr -d '\r' | base64 -d | tar xzf - -C "$out" ||
+  { fail "cannot unpack the guest's results from $work/ttyS1.log"; exit 1; }
+[ -f "$out/guest-error" ] && fail "guest: $(cat "$out/guest-error")"
+sed 's/^/guest: /' "$out/run.log"
+npass=$(grep -c '^PASS' "$out/run.log")
+nfail=$(grep -c '^FAIL' "$out/run.log")
+failures=$((failures + nfail))
+[ "$guest_rc" -eq 0 ] || [ "$nfail" -gt 0 ] ||
+  fail "guest tests failed (status $guest_rc) without a FAIL line"
+grep -q '^counts: ' "$out/run.log" || fail "guest-ublk.sh did not finish (no counts line)"
+
+# Failing configurations: their files (both traces, reports, attributes,
+# zonednull-ublk's output) are kept; a null_blk trace is a regression
+# trace for tests/traces/ (its header names the 6.12 kernel).
+for d in "$out"/ublk/*/; do
+  [ -f "$d/FAILED" ] || continue
+  n=$(basename "$d")
+  mkdir -p "$keep"
+  rm -rf "${keep:?}/$n"
+  cp -r "$d" "$keep/$n"
+  note "kept $keep/$n"
+done
+
+counts=$(sed -n 's/^counts: //p' "$out/run.log" | head -n 1)
+eval "$(echo "$counts" | tr ' ' '\n' | grep -E '^[a-z_]+=[0-9]+$' | sed 's/^/c_/')" 2>/dev/null
+end_time=$(date +%s)
+note "configurations drawn: ${c_configs:-0} of $ntraces; ops traced per device: $nops;" \
+  "identical: ${c_identical:-0} of ${c_traced:-0} traced on both; refused by both: ${c_refused_both:-0}"
+note "guest checks: $npass PASS, $nfail FAIL"
+note "seed $seed, $((end_time - start_time)) s in all"
+if [ "$failures" -gt 0 ]; then
+  note "$failures failure(s); reproduce with: make check-kernel ZN_KERNEL_TIERS=6.12 ZN_KERNEL_SEED=$seed"
+  note "files of this run: $work"
+  exit 1
+fi
+rm -rf "$work"
+note "PASS"
+exit 0
