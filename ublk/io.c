@@ -283,6 +283,9 @@ start_request (struct zu_queue *q, unsigned tag)
    * and its tags are the model's pool, so a tag is always free; the
    * queue model gives the tag time and the counters.
    */
+  if ((iod.op_flags & 0xff) < ZU_NR_OPS)
+    atomic_fetch_add_explicit (&q->d->served[iod.op_flags & 0xff], 1,
+                               memory_order_relaxed);
   s->tagged = zn_queue_try_begin (q->d->qs, q->id, true, &s->rq);
   if (bytes)
     zn_queue_charge (q->d->qs, bytes);
@@ -466,6 +469,28 @@ queue_free (struct zu_queue *q)
   free (q->buf);
   free (q->zones);
   free (q);
+}
+
+void
+zu_served_summary (struct zu_device *d, char *buf, size_t len)
+{
+  static const struct { unsigned op; const char *name; } names[] = {
+    { ZU_OP_READ, "reads" }, { ZU_OP_WRITE, "writes" },
+    { ZU_OP_ZONE_APPEND, "zone appends" }, { ZU_OP_FLUSH, "flushes" },
+    { ZU_OP_REPORT_ZONES, "zone reports" }, { ZU_OP_ZONE_OPEN, "opens" },
+    { ZU_OP_ZONE_CLOSE, "closes" }, { ZU_OP_ZONE_FINISH, "finishes" },
+    { ZU_OP_ZONE_RESET, "resets" }, { ZU_OP_ZONE_RESET_ALL, "resets of all zones" },
+  };
+  size_t used = 0;
+
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && used < len; i++) {
+    int n = snprintf (buf + used, len - used, "%s%llu %s", i ? ", " : "",
+                      atomic_load (&d->served[names[i].op]), names[i].name);
+    if (n < 0)
+      break;
+    used += (size_t) n;
+  }
 }
 
 void

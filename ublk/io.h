@@ -5,12 +5,14 @@
 #define ZONEDNULL_UBLK_IO_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
+#include "ublk-abi.h"
 
 /* What all queues of the device share. */
 struct zu_device {
@@ -27,7 +29,15 @@ struct zu_device {
   pthread_cond_t cond;
   unsigned nr_ready;
   int error;                    /* the first queue's failure, -errno */
+  /* Requests served, by ublk operation (op_flags & 0xff), for the line
+   * printed at exit: the one way to see, say, that btrfs wrote with zone
+   * appends.
+   */
+  atomic_ullong served[ZU_NR_OPS];
 };
+
+/* "N reads, M writes, ..." of the operations served, into buf. */
+void zu_served_summary (struct zu_device *d, char *buf, size_t len);
 
 struct zu_queue;
 

@@ -60,6 +60,7 @@ enum {
   ZU_OP_ZONE_RESET_ALL = 14,
   ZU_OP_ZONE_RESET = 15,
   ZU_OP_REPORT_ZONES = 18,
+  ZU_NR_OPS
 };
 #define ZU_IO_F_FUA (1u << 13)
 

@@ -390,6 +390,13 @@ teardown (struct run *r)
   for (unsigned q = 0; q < r->nr_queues; q++)
     zu_queue_join (r->queues[q]);
   free (r->queues);
+  if (r->started) {
+    char served[512];
+
+    zu_served_summary (&r->d, served, sizeof served);
+    fprintf (stderr, PROG ": /dev/ublkb%" PRIu32 " served %s\n", r->dev_id,
+             served);
+  }
   if (r->d.stop_fd != -1)
     close (r->d.stop_fd);
   if (r->d.cdev_fd != -1)
