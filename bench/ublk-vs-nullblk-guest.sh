@@ -1,0 +1,143 @@
+# Guest half of bench/ublk-vs-nullblk.sh (busybox sh, Linux 6.12 under
+# qemu TCG).  The host prepends the settings:
+#   CONF       KEY=VALUE... for both devices (null_blk configfs and
+#              zonednull-ublk)
+#   ZONE_MB    the zone size in MiB (from CONF)
+#   RUNTIME    seconds per fio run; REPEATS rounds
+#   READ_ZONES zones filled first and read at random
+# Runs as /test/guest-ublk-consumers.sh of tests/kernel/check-ublk.sh, after
+# its guest-ublk.sh has loaded null_blk and ublk_drv.  Prints one line per
+# fio run:
+#   RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS
+# (ticks: USER_HZ of /proc/stat; CPU_TICKS the guest's busy time on all
+# CPUs, CTXT its context switches, UBLK_TICKS zonednull-ublk's user+system
+# time, 0 for null_blk), and INFO lines.  No pass or fail on speed: a
+# failed run gives IOPS 0 and an ERROR line.
+. /test/params
+FIO=/opt/fio/fio
+BLKZONE=/usr/sbin/blkzone
+info () { echo "INFO $*"; }
+err () { echo "ERROR $*"; }
+
+modprobe null_blk nr_devices=0 2>/dev/null
+modprobe ublk_drv 2>/dev/null
+[ -x "$FIO" ] || { err "no $FIO"; exit 1; }
+[ -n "$UBLK" ] || { err "no zonednull-ublk"; exit 1; }
+
+# ---- the two devices -------------------------------------------------------
+cfs=/sys/kernel/config/nullb/nullb0
+mkdir "$cfs" || { err "mkdir $cfs"; exit 1; }
+echo 1 >"$cfs/zoned"
+for kv in $CONF; do
+  echo "${kv#*=}" >"$cfs/${kv%%=*}" || { err "null_blk: cannot set $kv"; exit 1; }
+done
+echo 1 >"$cfs/power" || { err "null_blk refuses $CONF"; exit 1; }
+nullb=/dev/nullb0
+# shellcheck disable=SC2086
+"$UBLK" -f --no-control-socket $CONF >/tmp/ublk.out 2>/tmp/ublk.err &
+ublk_pid=$!
+ublk=
+n=0
+while [ $n -lt 300 ] && [ -z "$ublk" ]; do
+  ublk=$(head -n 1 /tmp/ublk.out 2>/dev/null)
+  kill -0 $ublk_pid 2>/dev/null || break
+  [ -n "$ublk" ] || sleep 0.1
+  n=$((n + 1))
+done
+n=0
+while [ -n "$ublk" ] && [ ! -b "$ublk" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+[ -b "$ublk" ] || { err "zonednull-ublk gave no device: $(cat /tmp/ublk.err)"; exit 1; }
+[ -b "$nullb" ] || { err "no $nullb"; exit 1; }
+# The same I/O path on both: no I/O scheduler.  (6.12 gives a device of
+# one hardware queue mq-deadline by default: zonednull-ublk's; null_blk has
+# a poll queue besides its submit queue, hence two, and gets none.)
+for d in $nullb $ublk; do
+  b=${d#/dev/}
+  echo none >/sys/block/$b/queue/scheduler || err "cannot set no scheduler on $d"
+  a=
+  for f in zoned nr_zones chunk_sectors max_sectors_kb nr_requests scheduler write_cache; do
+    a="$a $f=$(cat /sys/block/$b/queue/$f 2>/dev/null | tr ' ' ,)"
+  done
+  info "$d:$a hw_queues=$(ls /sys/block/$b/mq | wc -l)"
+done
+info "zonednull-ublk pid $ublk_pid; guest: $(nproc) CPUs, $(uname -r)"
+
+zone=$((ZONE_MB * 1048576))
+nzones=$(cat /sys/block/nullb0/queue/nr_zones)
+rbytes=$((READ_ZONES * zone))
+# The write jobs use the zones after the read zones: 4 jobs of WZ zones.
+wz=$(( (nzones - READ_ZONES) / 4 ))
+[ "$wz" -ge 1 ] || { err "too few zones: $nzones"; exit 1; }
+wstart=$rbytes
+wlen=$((4 * wz * zone))
+
+fio_common="--ioengine=io_uring --direct=1 --bs=4k --output-format=terse
+  --terse-version=3 --group_reporting --thread"
+
+# Fill the read zones on both devices (1 MiB sequential writes).
+for d in $nullb $ublk; do
+  $BLKZONE reset "$d"
+  # shellcheck disable=SC2086
+  $FIO --name=fill --filename="$d" --ioengine=io_uring --direct=1 --bs=1M \
+    --iodepth=4 --rw=write --zonemode=zbd --offset=0 --size=$rbytes \
+    --output-format=terse >/tmp/fill.out 2>&1 ||
+    { err "fill of $d failed: $(tail -n 3 /tmp/fill.out)"; exit 1; }
+  info "filled $READ_ZONES zones of $d: $($BLKZONE report -c "$READ_ZONES" "$d" | tr -s ' ' | cut -d, -f4 | tr '\n' ' ')"
+done
+
+cpu () { awk '$1 == "cpu" { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; t = 0; for (i = 2; i <= NF; i++) t += $i; print b, t } $1 == "ctxt" { print $2 }' /proc/stat | tr '\n' ' '; }
+pticks () { if [ "$1" = "$ublk" ]; then awk '{ print $14 + $15 }' /proc/$ublk_pid/stat; else echo 0; fi; }
+
+# run JOB DEV REPEAT
+run () {
+  job=$1 d=$2 rep=$3
+  case $job in
+    randread_qd16)
+      args="--rw=randread --iodepth=16 --offset=0 --size=$rbytes" col=6 ;;
+    seqwrite_qd1)
+      args="--rw=write --iodepth=1 --zonemode=zbd --offset=$wstart --size=$wlen" col=47 ;;
+    seqwrite_qd16_1zone)
+      args="--rw=write --iodepth=16 --zonemode=zbd --offset=$wstart --size=$wlen" col=47 ;;
+    seqwrite_qd16_4zones)
+      args="--rw=write --iodepth=4 --numjobs=4 --zonemode=zbd --offset=$wstart
+        --size=$((wz * zone)) --offset_increment=$((wz * zone))" col=47 ;;
+  esac
+  case $job in seqwrite*) $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d" ;; esac
+  set -- $(cpu) $(pticks "$d")
+  b0=$1 t0=$2 c0=$3 p0=$4
+  # shellcheck disable=SC2086
+  $FIO --name="$job" --filename="$d" $fio_common $args --time_based \
+    --runtime="$RUNTIME" >/tmp/fio.out 2>/tmp/fio.err
+  frc=$?
+  set -- $(cpu) $(pticks "$d")
+  b1=$1 t1=$2 c1=$3 p1=$4
+  line=$(grep '^3;' /tmp/fio.out | tail -n 1)
+  if [ $frc -ne 0 ] || [ -z "$line" ]; then
+    err "$job on $d (repeat $rep): fio exited $frc: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
+    iops=0 kb=0
+  else
+    iops=$(echo "$line" | cut -d';' -f$((col + 2)))
+    kb=$(echo "$line" | cut -d';' -f$col)
+  fi
+  case $job in seqwrite*) $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d" ;; esac
+  name=nullb; [ "$d" = "$ublk" ] && name=ublk
+  echo "RESULT $job $name $rep $iops $((kb / 4)) $((b1 - b0)) $((c1 - c0)) $((p1 - p0)) $((t1 - t0))"
+}
+
+info "read zones $READ_ZONES ($rbytes bytes), write jobs at $wstart: 4 x $wz zones; ${RUNTIME}s per run, $REPEATS repeats"
+rep=1
+while [ $rep -le "$REPEATS" ]; do
+  for job in randread_qd16 seqwrite_qd1 seqwrite_qd16_1zone seqwrite_qd16_4zones; do
+    # The devices take turns, and which goes first alternates.
+    if [ $((rep % 2)) -eq 1 ]; then order="$nullb $ublk"; else order="$ublk $nullb"; fi
+    for d in $order; do run $job "$d" $rep; done
+  done
+  rep=$((rep + 1))
+done
+
+kill -TERM $ublk_pid
+wait $ublk_pid
+info "zonednull-ublk exited $?"
+echo 0 >"$cfs/power"
+rmdir "$cfs"
+exit 0

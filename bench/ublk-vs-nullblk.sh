@@ -1,0 +1,139 @@
+#!/bin/sh
+# bench/ublk-vs-nullblk.sh [BUILDDIR]: zonednull-ublk against the real
+# null_blk, in one VM of Debian's Linux 6.12 (bookworm-backports) under qemu
+# TCG, 2 vCPUs.  A benchmark, not a test: nothing passes or fails on speed.
+#
+# Both devices get the same configuration (CONF): a configfs null_blk
+# (/dev/nullb0) and zonednull-ublk (/dev/ublkbN).  The guest's static fio
+# (io_uring, direct=1, 4 KiB) runs on each, the two devices taking turns
+# within each repeat (which goes first alternates):
+#   randread_qd16         random reads over READ_ZONES zones written first
+#   seqwrite_qd1          sequential writes, zonemode=zbd
+#   seqwrite_qd16_1zone   the same at iodepth 16: zone write plugging (6.10+)
+#                         sends one write per zone at a time to the driver
+#   seqwrite_qd16_4zones  4 jobs x iodepth 4, each in its own zones: 4
+#                         writes in flight at the driver
+# Medians over REPEATS of IOPS per device, the ratio ublk/null_blk, and per
+# I/O: the guest's busy CPU time, its context switches, and zonednull-ublk's
+# own CPU time.  The table goes to stdout and to OUT (default
+# bench/results/ublk-vs-nullblk.txt); the raw lines to OUT's .raw.
+#
+#   bench/ublk-vs-nullblk.sh [BUILDDIR]       default BUILDDIR: ./build
+#   REPEATS=5 RUNTIME=3 READ_ZONES=2 bench/ublk-vs-nullblk.sh build-bench
+#   ZN_BENCH_KEEP=1 keeps the temporary directory (the tier's log and files)
+#   CONF="size=1024 zone_size=64 ..." (zone_size in MiB; size a multiple)
+#
+# The VM is the 6.12 tier's: this script calls tests/kernel/check-ublk.sh
+# (which calls prepare.sh and prepare-consumers.sh for the kernel, the base
+# initramfs and the static fio, cached in ZN_KERNEL_CACHE, default
+# .cache/kernel) on a shadow source tree whose tests/kernel/ holds the
+# tier's own scripts and, as guest-ublk-consumers.sh, this benchmark's guest
+# half (bench/ublk-vs-nullblk-guest.sh).  With ZN_KERNEL_TRACES=0 the tier's
+# differential draws no configuration: its guest-ublk.sh only loads
+# null_blk and ublk_drv.  Needs what the tier needs (qemu-system-x86,
+# busybox-static, ... and the consumers' host packages).
+set -eu
+cd "$(dirname "$0")/.."
+top=$(pwd)
+build=${1:-$top/build}
+build=$(cd "$build" && pwd)
+REPEATS=${REPEATS:-5}
+RUNTIME=${RUNTIME:-3}
+READ_ZONES=${READ_ZONES:-2}
+CONF=${CONF:-size=1024 zone_size=64 zone_nr_conv=0 memory_backed=1 submit_queues=1 hw_queue_depth=64 irqmode=1}
+OUT=${OUT:-$top/bench/results/ublk-vs-nullblk.txt}
+cache=${ZN_KERNEL_CACHE:-$top/.cache/kernel}
+fio_src=${FIO_SRCDIR:-$(ls -d "$top"/.cache/fio/fio-* 2>/dev/null | sort -V | tail -n 1)}
+
+ublk=$build/ublk/zonednull-ublk
+zntrace=$build/tests/kernel/zntrace
+[ -x "$ublk" ] || { echo "ublk-vs-nullblk: $ublk is not built (liburing?)" >&2; exit 1; }
+[ -x "$zntrace" ] || make -C "$build" tests/kernel/zntrace >/dev/null
+zone_mb=
+for kv in $CONF; do case $kv in zone_size=*) zone_mb=${kv#zone_size=} ;; esac; done
+[ -n "$zone_mb" ] || { echo "ublk-vs-nullblk: CONF needs zone_size" >&2; exit 1; }
+
+tmp=$(mktemp -d /tmp/zn-ublk-bench.XXXXXX)
+trap '[ -n "${ZN_BENCH_KEEP:-}" ] || rm -rf "$tmp"' EXIT
+shadow=$tmp/src/tests/kernel
+mkdir -p "$shadow"
+for f in prepare.sh prepare-consumers.sh init draw.sh guest-ublk.sh; do
+  ln -s "$top/tests/kernel/$f" "$shadow/$f"
+done
+{
+  echo "CONF='$CONF'"
+  echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES"
+  cat "$top/bench/ublk-vs-nullblk-guest.sh"
+} >"$shadow/guest-ublk-consumers.sh"
+
+# 4 jobs x 2 devices per repeat, each RUNTIME plus fio's start and the
+# zone resets (slow under TCG); the boot and the fill on top.
+vm_timeout=${ZN_KERNEL_VM_TIMEOUT:-$((300 + REPEATS * 8 * (RUNTIME + 8)))}
+start=$(date +%s)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "ublk-vs-nullblk: $REPEATS repeats of ${RUNTIME}s; CONF: $CONF" >&2
+rc=0
+ZONEDNULL_SRCDIR=$tmp/src ZONEDNULL_UBLK=$ublk ZNTRACE=$zntrace \
+  ZN_KERNEL_CACHE=$cache ZN_KERNEL_WORK=$tmp/work ZN_KERNEL_KEEP=$tmp/failed \
+  ZN_KERNEL_TRACES=0 ZN_KERNEL_SEED=1 ZN_KERNEL_VM_TIMEOUT=$vm_timeout \
+  FIO_SRCDIR=$fio_src \
+  sh "$top/tests/kernel/check-ublk.sh" >"$tmp/tier.log" 2>&1 || rc=$?
+end=$(date +%s)
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+grep -E '^check-ublk: (booting|VM ran|FAIL|ERROR)' "$tmp/tier.log" >&2 || true
+sed -n 's/^guest: //p' "$tmp/tier.log" >"$tmp/guest.log"
+grep -E '^(INFO|ERROR)' "$tmp/guest.log" >&2 || true
+grep '^RESULT ' "$tmp/guest.log" >"$tmp/raw" || true
+if [ ! -s "$tmp/raw" ]; then
+  echo "ublk-vs-nullblk: no results (check-ublk.sh exit $rc); its log:" >&2
+  tail -n 40 "$tmp/tier.log" >&2
+  exit 1
+fi
+
+# RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS
+table () {
+  echo "zonednull-ublk against null_blk, Linux $(sed -n 's/^INFO .*guest: [0-9]* CPUs, //p' "$tmp/guest.log" | head -n 1),"
+  echo "qemu TCG, 2 vCPUs, $(date -u +%Y-%m-%d); host: $(nproc) CPUs, load average $load0 at the start, $load1 at the end."
+  echo "Both devices: $CONF."
+  echo "fio $("$cache/consumers/fio" --version 2>/dev/null || echo static) io_uring direct=1 bs=4k; medians of $REPEATS runs of ${RUNTIME}s, the devices taking turns."
+  echo "Per I/O: cpu = the guest's busy CPU time (both vCPUs, us), ctx = guest context switches,"
+  echo "daemon = zonednull-ublk's own CPU time (us); from /proc/stat at USER_HZ (10 ms ticks)."
+  echo "vcpu-nb, vcpu-ub, daemon (right): the same as vCPUs busy during the run (of 2)."
+  echo
+  awk '
+    { k = $2 SUBSEP $3; n[k]++; i = n[k]
+      iops[k, i] = $5
+      if ($6 > 0) { cpu[k, i] = $7 * 10000 / $6; ctx[k, i] = $8 / $6; dmn[k, i] = $9 * 10000 / $6 }
+      else { cpu[k, i] = 0; ctx[k, i] = 0; dmn[k, i] = 0 }
+      bus[k, i] = $10 > 0 ? $7 * 2 / $10 : 0; dcp[k, i] = $10 > 0 ? $9 * 2 / $10 : 0
+      if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 } }
+    function med(a, k,   m, j, t, v, c) {
+      m = n[k]
+      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
+      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    END {
+      printf "%-22s %9s %9s %7s   %6s %6s %5s %5s %6s   %5s %5s %6s\n", "job", "null_blk", "ublk", "ratio", "cpu-nb", "cpu-ub", "ctx-nb", "ctx-ub", "daemon", "vcpu-nb", "vcpu-ub", "daemon"
+      for (j = 1; j <= nj; j++) {
+        a = jobs[j] SUBSEP "nullb"; b = jobs[j] SUBSEP "ublk"
+        x = med(iops, a); y = med(iops, b)
+        printf "%-22s %9d %9d %6.2fx   %6.1f %6.1f %5.2f %5.2f %6.1f   %7.2f %7.2f %6.2f\n", jobs[j], x, y, (x > 0 ? y / x : 0),
+          med(cpu, a), med(cpu, b), med(ctx, a), med(ctx, b), med(dmn, b), med(bus, a), med(bus, b), med(dcp, b)
+      }
+    }' "$tmp/raw"
+  echo
+  echo "IOPS per run (repeat: null_blk ublk):"
+  awk '{ v[$2, $4, $3] = $5; if (!($2 in s)) { s[$2] = 1; j[++nj] = $2 } if ($4 > nr) nr = $4 }
+    END { for (a = 1; a <= nj; a++) { line = sprintf("%-22s", j[a])
+            for (r = 1; r <= nr; r++) line = line sprintf(" %d: %d %d", r, v[j[a], r, "nullb"], v[j[a], r, "ublk"])
+            print line } }' "$tmp/raw"
+  echo
+  echo "The VM ran $(sed -n 's/^check-ublk: VM ran \([0-9]*\) s.*/\1/p' "$tmp/tier.log") s; the script $((end - start)) s."
+}
+table | tee "$tmp/table"
+mkdir -p "$(dirname "$OUT")"
+cp "$tmp/table" "$OUT"
+cp "$tmp/raw" "${OUT%.txt}.raw"
+grep -q '^ERROR' "$tmp/guest.log" && { echo "ublk-vs-nullblk: some runs failed (ERROR lines above)" >&2; exit 1; }
+exit 0
