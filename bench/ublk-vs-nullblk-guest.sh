@@ -137,7 +137,7 @@ done
 
 kill -TERM $ublk_pid
 wait $ublk_pid
-info "zonednull-ublk exited $?"
+info "zonednull-ublk exited $?: $(tail -n 4 /tmp/ublk.err | tr '\n' ' ')"
 echo 0 >"$cfs/power"
 rmdir "$cfs"
 exit 0
