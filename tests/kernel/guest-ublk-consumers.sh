@@ -12,6 +12,8 @@
 #           each test's outcome must be the same on both
 #   f2fs    mkfs.f2fs -m, files, fsck.f2fs, remount, checksums
 #   btrfs   mkfs.btrfs -O zoned, files, btrfs check, remount, checksums
+#   f2fscap, btrfscap  the same with zone capacity below the zone size and
+#           512-byte blocks
 # Prints "ok   - ..." / "FAIL - ..." lines, writes its files into
 # /out/consumers/, exits non-zero on any failure.
 #
@@ -24,7 +26,7 @@ out=/out/consumers
 mkdir -p "$out"
 ZNU=${ZONEDNULL_UBLK:-/usr/bin/zonednull-ublk}
 TARGET=${ZN_CONS_TARGET:-ublk}
-STEPS=${ZN_CONS_STEPS:-fio dm sigterm zbd f2fs btrfs}
+STEPS=${ZN_CONS_STEPS:-fio dm sigterm zbd f2fs btrfs f2fscap btrfscap}
 FIO=/opt/fio/fio
 ZBD=/opt/fio/t/zbd/test-zbd-support
 GNUPATH=/opt/gnu/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -42,6 +44,10 @@ G_ZBD="size=256 zone_size=1 zone_nr_conv=25 zone_max_open=8 blocksize=4096 memor
 G_F2FS="size=256 zone_size=4 zone_nr_conv=8 zone_max_open=8 blocksize=4096 memory_backed=1"
 # btrfs: power-of-two zones >= 4 MiB, zone append, max active >= 8.
 G_BTRFS="size=256 zone_size=4 zone_nr_conv=0 zone_max_active=8 zone_max_open=8 blocksize=4096 memory_backed=1"
+# The same with zone capacity below the zone size (f2fs: kernel 5.10+,
+# btrfs: 5.16+) and 512-byte blocks.
+G_F2FS_CAP="size=256 zone_size=4 zone_capacity=3 zone_nr_conv=8 zone_max_open=8 blocksize=512 memory_backed=1"
+G_BTRFS_CAP="size=256 zone_size=4 zone_capacity=3 zone_nr_conv=0 zone_max_active=10 blocksize=512 memory_backed=1"
 
 # The t/zbd tests run here: none of the 15-30 s timed ones (30-32, 48,
 # 51, 54, 57, 58) and no SCSI-only ones (9, 10).
@@ -375,8 +381,8 @@ fs_verify () {
   (cd "$1" && sha256sum -c "$2") >"$2.check" 2>&1
 }
 fs_step () {
-  fs=$1 geom=$2
-  target_up "$fs" $geom || return
+  label=$1 fs=$2 geom=$3
+  target_up "$label" $geom || return
   mkdir -p "$MNT"
   t0=$(now)
   if [ "$fs" = f2fs ]; then
@@ -387,48 +393,50 @@ fs_step () {
     modprobe blake2b_generic 2>/dev/null; modprobe btrfs 2>/dev/null
     mkfs=$(mkfs.btrfs -f -O zoned -m single -d single "$DEV" 2>&1); rc=$?
   fi
-  echo "$mkfs" >"$out/$fs-mkfs.log"
+  echo "$mkfs" >"$out/$label-mkfs.log"
   if [ $rc != 0 ]; then
-    fail "$fs: mkfs on $DEV ($geom) exited $rc: $(echo "$mkfs" | grep -iE 'error|not|fail' | head -n 3 | tr '\n' ' ')"
+    fail "$label: mkfs on $DEV ($geom) exited $rc: $(echo "$mkfs" | grep -iE 'error|not|fail' | head -n 3 | tr '\n' ' ')"
     dev_down; return
   fi
-  ok "$fs: mkfs on $DEV ($geom)"
-  if ! mount -t "$fs" "$DEV" "$MNT" 2>"$out/$fs-mount.log"; then
-    fail "$fs: mount: $(cat "$out/$fs-mount.log") $(dmesg | grep -i "$fs" | tail -n 3 | tr '\n' ' ')"
+  ok "$label: mkfs on $DEV ($geom)"
+  if ! mount -t "$fs" "$DEV" "$MNT" 2>"$out/$label-mount.log"; then
+    fail "$label: mount: $(cat "$out/$label-mount.log") $(dmesg | grep -i "$fs" | tail -n 3 | tr '\n' ' ')"
     dev_down; return
   fi
-  if fs_files "$MNT" "$out/$fs.sums" && sync; then
-    ok "$fs: $(wc -l <"$out/$fs.sums") files written and synced"
+  if fs_files "$MNT" "$out/$label.sums" && sync; then
+    ok "$label: $(wc -l <"$out/$label.sums") files written and synced"
   else
-    fail "$fs: writing files failed: $(dmesg | tail -n 3 | tr '\n' ' ')"
+    fail "$label: writing files failed: $(dmesg | tail -n 3 | tr '\n' ' ')"
   fi
-  df -k "$MNT" >"$out/$fs-df.txt" 2>&1
-  umount "$MNT" || fail "$fs: umount"
-  zones "$DEV" 0 100 >"$out/$fs-zones.txt"
+  df -k "$MNT" >"$out/$label-df.txt" 2>&1
+  umount "$MNT" || fail "$label: umount"
+  zones "$DEV" 0 100 >"$out/$label-zones.txt"
   if [ "$fs" = f2fs ]; then
-    fsck.f2fs -f "$DEV" >"$out/$fs-fsck.log" 2>&1; rc=$?
+    fsck.f2fs -f "$DEV" >"$out/$label-fsck.log" 2>&1; rc=$?
   else
-    btrfs check "$DEV" >"$out/$fs-fsck.log" 2>&1; rc=$?
+    btrfs check "$DEV" >"$out/$label-fsck.log" 2>&1; rc=$?
   fi
-  [ $rc = 0 ] && ok "$fs: $( [ "$fs" = f2fs ] && echo fsck.f2fs -f || echo btrfs check ) finds no errors" ||
-    fail "$fs: fsck exited $rc: $(grep -iE 'error|fail|corrupt|wrong|invalid' "$out/$fs-fsck.log" | head -n 3 | tr '\n' ' ')"
-  if mount -t "$fs" "$DEV" "$MNT" 2>>"$out/$fs-mount.log"; then
-    if fs_verify "$MNT" "$out/$fs.sums"; then
-      ok "$fs: after remount every checksum matches"
+  [ $rc = 0 ] && ok "$label: $( [ "$fs" = f2fs ] && echo fsck.f2fs -f || echo btrfs check ) finds no errors" ||
+    fail "$label: fsck exited $rc: $(grep -iE 'error|fail|corrupt|wrong|invalid' "$out/$label-fsck.log" | head -n 3 | tr '\n' ' ')"
+  if mount -t "$fs" "$DEV" "$MNT" 2>>"$out/$label-mount.log"; then
+    if fs_verify "$MNT" "$out/$label.sums"; then
+      ok "$label: after remount every checksum matches"
     else
-      fail "$fs: checksums differ after remount: $(grep -v ': OK' "$out/$fs.sums.check" | head -n 3 | tr '\n' ' ')"
+      fail "$label: checksums differ after remount: $(grep -v ': OK' "$out/$label.sums.check" | head -n 3 | tr '\n' ' ')"
     fi
     # More writes on the remounted file system, then a clean unmount.
     dd if=/dev/urandom of="$MNT/c/after" bs=1048576 count=8 2>/dev/null && sync ||
-      fail "$fs: a write after the remount failed"
-    umount "$MNT" || fail "$fs: second umount"
+      fail "$label: a write after the remount failed"
+    umount "$MNT" || fail "$label: second umount"
   else
-    fail "$fs: second mount: $(tail -n 2 "$out/$fs-mount.log")"
+    fail "$label: second mount: $(tail -n 2 "$out/$label-mount.log")"
   fi
   dev_down
 }
-step_f2fs () { fs_step f2fs "$G_F2FS"; }
-step_btrfs () { fs_step btrfs "$G_BTRFS"; }
+step_f2fs () { fs_step f2fs f2fs "$G_F2FS"; }
+step_btrfs () { fs_step btrfs btrfs "$G_BTRFS"; }
+step_f2fscap () { fs_step f2fscap f2fs "$G_F2FS_CAP"; }
+step_btrfscap () { fs_step btrfscap btrfs "$G_BTRFS_CAP"; }
 
 # ---- run ------------------------------------------------------------------
 for s in $STEPS; do
