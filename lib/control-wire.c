@@ -60,6 +60,7 @@ zn_control_encode_header (void *page, const struct zn_control_info *info)
   put32 (p + 72, info->imp_open);
   put32 (p + 76, info->exp_open);
   put32 (p + 80, info->closed);
+  put32 (p + 84, info->max_append_sectors);
   put64 (p + 88, info->result_seq);
   put32 (p + 96, info->result_op);
   put32 (p + 100, info->result_errno);
@@ -91,6 +92,7 @@ zn_control_decode_header (const void *page, struct zn_control_info *info)
     .imp_open = get32 (p + 72),
     .exp_open = get32 (p + 76),
     .closed = get32 (p + 80),
+    .max_append_sectors = get32 (p + 84),
     .result_seq = get64 (p + 88),
     .result_op = get32 (p + 96),
     .result_errno = get32 (p + 100),
@@ -242,7 +244,7 @@ zn_control_decode_command (const void *buf, enum zn_command *op,
   const unsigned char *p = buf;
   uint32_t code = get32 (p + 4);
 
-  if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN || code > ZN_CMD_POWER_CYCLE)
+  if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN || code > ZN_CMD_APPEND)
     return -EINVAL;
   *op = (enum zn_command) code;
   *sector = get64 (p + 8);

@@ -3,7 +3,9 @@
  * Any NBD server hosting the device model routes its control export here.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,12 +111,20 @@ zn_control_destroy (struct zn_control *ctl)
   free (ctl);
 }
 
+/* The largest APPEND must fit in one write at offset 0, and on a device
+ * of few zones its data is longer than the descriptors.
+ */
 uint64_t
 zn_control_size (const struct zn_control *ctl)
 {
+  const struct zn_geometry *geo = zn_dev_geometry (ctl->dev);
   uint64_t end = ZN_CONTROL_HEADER_SIZE
-    + (uint64_t) zn_dev_geometry (ctl->dev)->nr_zones * ZN_CONTROL_ZONE_SIZE;
+    + (uint64_t) geo->nr_zones * ZN_CONTROL_ZONE_SIZE;
+  uint64_t append = ZN_COMMAND_SIZE
+    + ((uint64_t) geo->max_append_sectors << ZN_SECTOR_SHIFT);
 
+  if (append > end)
+    end = append;
   return (end + ZN_CONTROL_HEADER_SIZE - 1) / ZN_CONTROL_HEADER_SIZE
     * ZN_CONTROL_HEADER_SIZE;
 }
@@ -180,6 +190,7 @@ render_header (struct zn_control *ctl, const struct zn_control_conn *conn,
     .imp_open = counters.imp_open,
     .exp_open = counters.exp_open,
     .closed = counters.closed,
+    .max_append_sectors = geo->max_append_sectors,
     .result_seq = conn->seq,
     .result_op = conn->op,
     .result_errno = conn->err,
@@ -271,6 +282,8 @@ execute (struct zn_control *ctl, enum zn_command op,
     return -find_logged_error (ctl, (uint32_t) arg, sector, nr_sectors);
   case ZN_CMD_POWER_CYCLE:
     return zn_power_cycle (ctl->dev);
+  case ZN_CMD_APPEND:           /* carries data: see append */
+    break;
   case ZN_CMD_BADBLOCKS_SET:
   case ZN_CMD_BADBLOCKS_CLEAR:
     if (nr_sectors == 0 || sector + nr_sectors < sector)
@@ -282,16 +295,70 @@ execute (struct zn_control *ctl, enum zn_command op,
   return -EINVAL;
 }
 
+/* An APPEND's data follows its command in the same write, so the append
+ * is one NBD request: no other command of the connection can come
+ * between the data and its result.
+ */
+static int
+append (struct zn_control *ctl, struct zn_control_conn *conn,
+        const unsigned char *data, uint64_t count, uint64_t sector,
+        uint64_t nr_sectors, uint64_t arg, char *why, size_t whylen)
+{
+  uint64_t data_len = count - ZN_COMMAND_SIZE;
+  uint64_t landed = sector;
+  int r;
+
+  if (arg & ~(uint64_t) ZN_APPEND_F_FUA) {
+    snprintf (why, whylen, "APPEND: unknown argument bits 0x%" PRIx64
+              " (only bit 0, FUA, is defined)", arg & ~(uint64_t) ZN_APPEND_F_FUA);
+    return -EINVAL;
+  }
+  if (nr_sectors > UINT64_MAX >> ZN_SECTOR_SHIFT
+      || data_len != nr_sectors << ZN_SECTOR_SHIFT) {
+    snprintf (why, whylen, "APPEND of %" PRIu64 " sectors must be one write "
+              "of %d + 512 * %" PRIu64 " bytes at offset 0, the command then "
+              "its data; got %" PRIu64 " bytes", nr_sectors, ZN_COMMAND_SIZE,
+              nr_sectors, count);
+    return -EINVAL;
+  }
+  r = zn_zone_append (ctl->dev, data + ZN_COMMAND_SIZE, sector, nr_sectors,
+                      arg & ZN_APPEND_F_FUA, &landed);
+  conn->err = (uint32_t) -r;
+  conn->seq++;
+  conn->op = ZN_CMD_APPEND;
+  conn->sector = r == 0 ? landed : sector;
+  conn->nr_sectors = nr_sectors;
+  return 0;
+}
+
 int
 zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
-                   const void *buf, uint64_t count, uint64_t offset)
+                   const void *buf, uint64_t count, uint64_t offset,
+                   char *why, size_t whylen)
 {
   enum zn_command op;
   uint64_t sector, nr_sectors, arg;
 
-  if (offset != 0 || count != ZN_COMMAND_SIZE
-      || zn_control_decode_command (buf, &op, &sector, &nr_sectors, &arg) < 0)
+  if (offset != 0 || count < ZN_COMMAND_SIZE) {
+    snprintf (why, whylen, "a command is one write at offset 0 of at least "
+              "%d bytes (zonednull-control(5)); got %" PRIu64 " bytes at "
+              "offset %" PRIu64, ZN_COMMAND_SIZE, count, offset);
     return -EINVAL;
+  }
+  if (zn_control_decode_command (buf, &op, &sector, &nr_sectors, &arg) < 0) {
+    snprintf (why, whylen, "the command has a bad magic or an unknown op "
+              "(zonednull-control(5))");
+    return -EINVAL;
+  }
+  if (op == ZN_CMD_APPEND)
+    return append (ctl, conn, buf, count, sector, nr_sectors, arg,
+                   why, whylen);
+  if (count != ZN_COMMAND_SIZE) {
+    snprintf (why, whylen, "a command other than APPEND is exactly %d bytes "
+              "(zonednull-control(5)); got %" PRIu64 " bytes",
+              ZN_COMMAND_SIZE, count);
+    return -EINVAL;
+  }
 
   conn->err = (uint32_t) -execute (ctl, op, sector, nr_sectors, arg);
   conn->seq++;

@@ -755,12 +755,12 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
   int r;
 
   if (h->control) {
-    r = zn_control_pwrite (h->d->ctl, &h->conn, buf, count, offset);
+    char why[256] = "";
+
+    r = zn_control_pwrite (h->d->ctl, &h->conn, buf, count, offset,
+                           why, sizeof why);
     if (r < 0) {
-      nbdkit_error ("control: a command is one %d-byte write at offset 0 "
-                    "with a valid magic and op (zonednull-control(5)); got "
-                    "%" PRIu32 " bytes at offset %" PRIu64,
-                    ZN_COMMAND_SIZE, count, offset);
+      nbdkit_error ("control: %s", why);
       nbdkit_set_error (-r);
       return -1;
     }

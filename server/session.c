@@ -739,10 +739,12 @@ cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
            bool fua, const unsigned char *data)
 {
   const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
+  char why[256] = "";
   int r;
 
   if (s->control)
-    r = zn_control_pwrite (s->d->ctl, &s->conn, data, count, offset);
+    r = zn_control_pwrite (s->d->ctl, &s->conn, data, count, offset,
+                           why, sizeof why);
   else {
     r = s->forced_error ? -s->forced_error
       : (fua ? zn_write_fua : zn_write)
@@ -753,8 +755,7 @@ cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
   }
   if (r < 0) {
     if (s->control)
-      reply_error (s, cookie, -r, "control: a command is one %d-byte write at "
-                   "offset 0 (zonednull-control(5))", ZN_COMMAND_SIZE);
+      reply_error (s, cookie, -r, "control: %s", why);
     else
       /* A pipelined write's reasons for failing are EIO on the wire, as
        * null_blk would fail it; the control channel keeps the reason.

@@ -10,15 +10,19 @@
  *                                  command
  *   [4096, 4096 + 64 * nr_zones)   one 64-byte descriptor per zone, live
  *
- * The export is rounded up to a multiple of 4096 bytes; bytes past the
- * last descriptor read as zero.  Reads work on a read-only server.
+ * The export is at least 32 + 512 * max_append_sectors bytes, so that the
+ * largest APPEND fits in one write, and is rounded up to a multiple of
+ * 4096 bytes; bytes past the last descriptor read as zero.  Reads work on
+ * a read-only server.
  *
- * A command is a 32-byte write at offset 0.  The write succeeds when the
- * command was well formed and executed, whatever its outcome; the exact
- * errno is then in the header page's result fields (read it back on the
- * same connection).  A malformed command fails the write with EINVAL.  On
- * a read-only server (nbdkit -r) every write, hence every command, fails
- * with EPERM.
+ * A command is a 32-byte write at offset 0; an APPEND's write carries its
+ * data after those 32 bytes.  The write succeeds when the command was well
+ * formed and executed, whatever its outcome; the exact errno is then in
+ * the header page's result fields (read it back on the same connection).
+ * A malformed command fails the write with EINVAL.  On a read-only server
+ * (nbdkit -r) every write, hence every command, fails with EPERM.  The
+ * result is per connection: a client must not have two commands in
+ * flight on one connection.
  *
  * All integers are big-endian, as in NBD.  Layouts (byte offsets):
  *
@@ -31,7 +35,8 @@
  *  56  u32 max_active (0 = none)       60  u32 block_size (bytes)
  *  64  u32 max_sectors                 68  u32 flags (ZN_CONTROL_F_*)
  *  72  u32 imp_open                    76  u32 exp_open
- *  80  u32 closed                      84  u32 reserved (0)
+ *  80  u32 closed                      84  u32 max_append_sectors (0: no
+ *                                          APPEND; older servers)
  *  88  u64 result_seq: commands executed on this connection
  *  96  u32 result_op                  100  u32 result_errno (0 = success)
  * 104  u64 result_sector              112  u64 result_nr_sectors
@@ -46,11 +51,22 @@
  * Command (32 bytes)
  *   0  u32 magic ZN_COMMAND_MAGIC      4  u32 op (ZN_CMD_*)
  *   8  u64 sector                     16  u64 nr_sectors
- *  24  u64 reserved (0)
+ *  24  u64 argument (0 unless the op says otherwise)
+ *
+ * ZN_CMD_APPEND is a zone append (REQ_OP_ZONE_APPEND): sector is the
+ * start of a sequential zone, nr_sectors the data's length, bit 0 of the
+ * argument FUA (ZN_APPEND_F_FUA; other bits must be zero), and the write
+ * is exactly 32 + 512 * nr_sectors bytes: the command, then the data.  It
+ * is atomic against every other write to the zone, from any connection.
+ * On success result_sector is the sector the data landed at; the errnos
+ * are zn_zone_append's (EIO for a conventional zone, a sector that is not
+ * a zone start, more than max_append_sectors, a FULL zone or data past
+ * the zone capacity; ETOOMANYREFS and EOVERFLOW for the limits; EINVAL
+ * for an empty or unaligned length).
  *
  * ZN_CMD_DATA_ERRNO asks for the exact errno of a failed data request on
  * the device's data export: sector and nr_sectors carry the request's byte
- * offset and length, and the low 32 bits of the reserved field its NBD
+ * offset and length, and the low 32 bits of the argument its NBD
  * command type (NBD_CMD_READ 0, WRITE 1, TRIM 4, WRITE_ZEROES 6).  The
  * result is the errno of the most recent failed request that matches, or 0
  * if none of the last ZN_CONTROL_ERROR_LOG failures matches.
@@ -59,6 +75,7 @@
 #define ZONEDNULL_CONTROL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define ZN_CONTROL_VERSION 1
@@ -116,7 +133,10 @@ enum zn_command {
   ZN_CMD_BADBLOCKS_SET = 8,  /* [sector, sector + nr_sectors) becomes bad */
   ZN_CMD_BADBLOCKS_CLEAR = 9, /* ... becomes good again */
   ZN_CMD_POWER_CYCLE = 10,   /* configfs power=0, power=1 */
+  ZN_CMD_APPEND = 11,        /* zone append; the data follows the command */
 };
+
+#define ZN_APPEND_F_FUA (1u << 0)   /* APPEND's argument: write with FUA */
 
 /* ---- encoding (lib/control-wire.c; used by both sides) ---------------- */
 
@@ -135,6 +155,7 @@ struct zn_control_info {
   uint32_t imp_open;
   uint32_t exp_open;
   uint32_t closed;
+  uint32_t max_append_sectors; /* 0: the server has no APPEND */
   uint64_t result_seq;
   uint32_t result_op;
   uint32_t result_errno;
@@ -227,10 +248,14 @@ uint64_t zn_control_size (const struct zn_control *ctl);
 void zn_control_log_error (struct zn_control *ctl, uint32_t nbd_cmd,
                            uint64_t offset, uint64_t count, int err);
 
-/* Return 0 or a negative errno for the NBD request itself. */
+/* Return 0 or a negative errno for the NBD request itself.  A write that
+ * is refused as malformed (-EINVAL) leaves in why a message naming the
+ * rule it broke, for the server's log or the NBD error reply.
+ */
 int zn_control_pread (struct zn_control *ctl, const struct zn_control_conn *conn,
                       bool readonly, void *buf, uint64_t count, uint64_t offset);
 int zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
-                       const void *buf, uint64_t count, uint64_t offset);
+                       const void *buf, uint64_t count, uint64_t offset,
+                       char *why, size_t whylen);
 
 #endif /* ZONEDNULL_CONTROL_H */
