@@ -325,18 +325,17 @@ zn_client_queue_info (struct zn_client *c, struct zn_control_queue_info *q)
   return 0;
 }
 
-/* Sends one command and reads its result back.  Returns 0 with the
- * header in *info, or a negative errno if the command did not execute.
+/* Sends one command (for APPEND, followed by its data) and reads its
+ * result back.  Returns 0 with the header in *info, or a negative errno
+ * if the command did not execute.
  */
 static int
-command (struct zn_client *c, enum zn_command op, uint64_t sector,
-         uint64_t nr_sectors, uint64_t arg, struct zn_control_info *info)
+send_command (struct zn_client *c, enum zn_command op, const void *buf,
+              size_t len, struct zn_control_info *info)
 {
-  unsigned char cmd[ZN_COMMAND_SIZE];
   int r;
 
-  zn_control_encode_command (cmd, op, sector, nr_sectors, arg);
-  if (nbd_pwrite (c->ctl, cmd, sizeof cmd, 0, 0) == -1) {
+  if (nbd_pwrite (c->ctl, buf, len, 0, 0) == -1) {
     int err = nbd_errno ();
 
     if (err == EPERM)
@@ -368,6 +367,16 @@ command (struct zn_client *c, enum zn_command op, uint64_t sector,
     return -EPROTO;
   }
   return 0;
+}
+
+static int
+command (struct zn_client *c, enum zn_command op, uint64_t sector,
+         uint64_t nr_sectors, uint64_t arg, struct zn_control_info *info)
+{
+  unsigned char cmd[ZN_COMMAND_SIZE];
+
+  zn_control_encode_command (cmd, op, sector, nr_sectors, arg);
+  return send_command (c, op, cmd, sizeof cmd, info);
 }
 
 /* Runs a command whose result is an errno of the device. */
@@ -429,6 +438,77 @@ int
 zn_client_power_cycle (struct zn_client *c)
 {
   return device_command (c, ZN_CMD_POWER_CYCLE, 0, 0);
+}
+
+static int
+append (struct zn_client *c, const void *buf, uint64_t sector,
+        uint64_t nr_sectors, bool fua, uint64_t *written)
+{
+  struct zn_control_info info;
+  unsigned char *msg;
+  size_t len;
+  int r;
+
+  if (c->geo.max_append_sectors == 0) {
+    set_error (c, "the server predates zone append (its control header "
+               "advertises no max_append_sectors)");
+    return -EOPNOTSUPP;
+  }
+  /* The block layer fails an append it would have to split with EIO;
+   * refusing it here also keeps the write within the control export,
+   * which the server sizes for the largest append only.
+   */
+  if (nr_sectors > c->geo.max_append_sectors) {
+    set_error (c, "zone append of %llu sectors exceeds the device's "
+               "max_append_sectors (%u): an append cannot be split",
+               (unsigned long long) nr_sectors, c->geo.max_append_sectors);
+    return -EIO;
+  }
+  len = ZN_COMMAND_SIZE + (size_t) nr_sectors * ZN_SECTOR_SIZE;
+  msg = malloc (len);
+  if (msg == NULL) {
+    set_error (c, "%s", strerror (ENOMEM));
+    return -ENOMEM;
+  }
+  zn_control_encode_command (msg, ZN_CMD_APPEND, sector, nr_sectors,
+                             fua ? ZN_APPEND_F_FUA : 0);
+  if (nr_sectors)
+    memcpy (msg + ZN_COMMAND_SIZE, buf, len - ZN_COMMAND_SIZE);
+  r = send_command (c, ZN_CMD_APPEND, msg, len, &info);
+  free (msg);
+  if (r < 0)
+    return r;
+  if (info.result_errno) {
+    set_error (c, "zone append of %llu sectors to the zone at sector %llu: "
+               "%s", (unsigned long long) nr_sectors,
+               (unsigned long long) sector, strerror ((int) info.result_errno));
+    return -(int) info.result_errno;
+  }
+  if (info.result_sector < sector
+      || info.result_sector - sector >= c->geo.zone_sectors) {
+    set_error (c, "the server says the append landed at sector %llu, "
+               "outside the zone at sector %llu",
+               (unsigned long long) info.result_sector,
+               (unsigned long long) sector);
+    return -EPROTO;
+  }
+  if (written)
+    *written = info.result_sector;
+  return 0;
+}
+
+int
+zn_client_append (struct zn_client *c, const void *buf, uint64_t sector,
+                  uint64_t nr_sectors, uint64_t *written)
+{
+  return append (c, buf, sector, nr_sectors, false, written);
+}
+
+int
+zn_client_append_fua (struct zn_client *c, const void *buf, uint64_t sector,
+                      uint64_t nr_sectors, uint64_t *written)
+{
+  return append (c, buf, sector, nr_sectors, true, written);
 }
 
 int

@@ -128,6 +128,27 @@ int zn_client_badblocks (struct zn_client *c, bool bad,
  */
 int zn_client_power_cycle (struct zn_client *c);
 
+/* Zone append (REQ_OP_ZONE_APPEND) over the control channel: writes
+ * nr_sectors of buf (512 * nr_sectors bytes) at the write pointer of the
+ * sequential zone that starts at sector, and sets *written (if not NULL)
+ * to the sector the data landed at.  Data and result travel in one
+ * control request, and the device places the data under its zone lock:
+ * appenders on other connections or hosts never overlap, and each gets
+ * its own sector back.  Returns 0 or the device's exact errno: -EIO for a
+ * conventional zone, a sector that is not a zone start, more than the
+ * device's max_append_sectors (zn_client_info; refused before sending), a
+ * FULL, READONLY or OFFLINE zone, or data past the zone capacity;
+ * -ETOOMANYREFS or -EOVERFLOW when the open or active limit is reached;
+ * -EINVAL for nr_sectors 0 or not a multiple of the block size.
+ * -EOPNOTSUPP when the server predates zone append.  The _fua variant
+ * writes with FUA (durable at once with cache_size).
+ */
+int zn_client_append (struct zn_client *c, const void *buf, uint64_t sector,
+                      uint64_t nr_sectors, uint64_t *written);
+int zn_client_append_fua (struct zn_client *c, const void *buf,
+                          uint64_t sector, uint64_t nr_sectors,
+                          uint64_t *written);
+
 /* Reads or writes the data export (offset and count in bytes, at most
  * 64 MiB per call, libnbd's limit).  Returns 0 or a negative errno: when
  * the server failed the request, the exact errno the device gave (for
