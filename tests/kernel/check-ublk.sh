@@ -26,6 +26,8 @@
 #                     zonednull-ublk refuses fails (default: XFAIL, since
 #                     ublk_drv cannot expose a smaller last zone)
 #   ZN_UBLK_CONSUMERS 0: leave the zoned consumers out
+#   ZN_CONS_* ZN_ZBD_*  passed into the guest, for guest-ublk-consumers.sh
+#                     (e.g. ZN_CONS_STEPS="fio dm f2fs btrfs")
 #   ZN_UBLK_MEM       guest memory (default 2G with the consumers, else 1G)
 #   ZN_UBLK_KEEP_WORK non-empty: keep ZN_KERNEL_WORK after a passing run
 #   ZN_KERNEL_VM_TIMEOUT  wall-clock bound on the VM (default 600 s)
@@ -97,10 +99,15 @@ if [ -f "$here/guest-ublk-consumers.sh" ] && [ -f "$here/prepare-consumers.sh" ]
   if [ "${ZN_UBLK_CONSUMERS:-1}" = 0 ]; then note "SKIP: the zoned consumers (ZN_UBLK_CONSUMERS=0)"
   else consumers=1; fi
 fi
+# The consumers' settings (ZN_CONS_*, ZN_ZBD_*, see guest-ublk-consumers.sh)
+# pass from the host's environment into the guest's.
+passenv=$(env | grep -E '^ZN_(CONS|ZBD)_[A-Z0-9_]*=' | grep -v "'" |
+            sed "s/^\([^=]*\)=\(.*\)$/export \1='\2'/" || true)
 cat >"$stage/test/run.sh" <<EOF
 #!/bin/sh
 # Guest: /test/run.sh of the 6.12 tier, run by /init.  Both parts always run.
 export PATH=/test:/usr/sbin:/usr/bin:/sbin:/bin
+$passenv
 rc=0
 echo "== null_blk and zonednull-ublk"
 sh /test/guest-ublk.sh || rc=1
