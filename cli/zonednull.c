@@ -2,8 +2,8 @@
  *
  * Subcommands, options and the report format follow util-linux's blkzone,
  * so that scripts written for blkzone (fio's t/zbd, blktests) can call this
- * instead; info, readonly, offline, badblocks, power-cycle and --json are
- * additions.  See zonednull(1).
+ * instead; info, readonly, offline, badblocks, power-cycle, append and
+ * --json are additions.  See zonednull(1).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +29,7 @@
 
 enum kind {
   K_REPORT, K_CAPACITY, K_ACTION, K_INFO, K_TOGGLE, K_BADBLOCKS, K_POWER,
+  K_APPEND,
 };
 
 struct command {
@@ -56,6 +57,8 @@ static const struct command commands[] = {
     "Mark a range of sectors bad, or good again with --clear" },
   { "power-cycle", K_POWER, 0,
     "Power the device off and on, losing unflushed cached data" },
+  { "append", K_APPEND, 0,
+    "Zone append: write data at a zone's write pointer, print its sector" },
 };
 
 struct options {
@@ -66,6 +69,10 @@ struct options {
   uint32_t count;
   bool have_offset, have_length, have_count;
   bool verbose, json, clear;
+  /* append: the data, from a file or one repeated byte. */
+  const char *file;
+  uint8_t pattern;
+  bool have_pattern, fua;
 };
 
 static void
@@ -88,8 +95,11 @@ usage (FILE *out)
            " -c, --count <number>    number of zones to act on\n"
            " -f, --force             accepted for blkzone compatibility\n"
            "     --clear             badblocks: mark the range good again\n"
+           "     --file <file>       append: the data (\"-\" for standard input)\n"
+           "     --pattern <byte>    append: data of this byte, -l sectors of it\n"
+           "     --fua               append: write with FUA\n"
            " -v, --verbose           display more details\n"
-           "     --json              JSON output (report, capacity, info)\n"
+           "     --json              JSON output (report, capacity, info, append)\n"
            " -h, --help              display this help\n"
            " -V, --version           display the version\n"
            "\n"
@@ -197,7 +207,7 @@ parse_number (const char *s, uint64_t *value)
 static void
 parse_options (int argc, char **argv, struct options *o)
 {
-  enum { OPT_JSON = 256, OPT_CLEAR };
+  enum { OPT_JSON = 256, OPT_CLEAR, OPT_FILE, OPT_PATTERN, OPT_FUA };
   static const struct option longopts[] = {
     { "offset", required_argument, NULL, 'o' },
     { "length", required_argument, NULL, 'l' },
@@ -206,6 +216,9 @@ parse_options (int argc, char **argv, struct options *o)
     { "verbose", no_argument, NULL, 'v' },
     { "json", no_argument, NULL, OPT_JSON },
     { "clear", no_argument, NULL, OPT_CLEAR },
+    { "file", required_argument, NULL, OPT_FILE },
+    { "pattern", required_argument, NULL, OPT_PATTERN },
+    { "fua", no_argument, NULL, OPT_FUA },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -264,6 +277,19 @@ parse_options (int argc, char **argv, struct options *o)
     case OPT_CLEAR:
       o->clear = true;
       break;
+    case OPT_FILE:
+      o->file = optarg;
+      break;
+    case OPT_PATTERN:
+      if (!parse_number (optarg, &n) || n > 255)
+        usage_error ("failed to parse pattern byte: '%s' (0 to 255, or 0x0 "
+                     "to 0xff)", optarg);
+      o->pattern = (uint8_t) n;
+      o->have_pattern = true;
+      break;
+    case OPT_FUA:
+      o->fua = true;
+      break;
     case 'h':
       usage (stdout);
       exit (EXIT_SUCCESS);
@@ -292,8 +318,22 @@ parse_options (int argc, char **argv, struct options *o)
   if (o->have_count && o->have_length)
     usage_error ("options --count and --length are mutually exclusive");
   if (o->json && o->cmd->kind != K_REPORT && o->cmd->kind != K_CAPACITY
-      && o->cmd->kind != K_INFO)
-    usage_error ("--json applies to report, capacity and info only");
+      && o->cmd->kind != K_INFO && o->cmd->kind != K_APPEND)
+    usage_error ("--json applies to report, capacity, info and append only");
+  if ((o->file || o->have_pattern || o->fua) && o->cmd->kind != K_APPEND)
+    usage_error ("--file, --pattern and --fua apply to append only");
+  if (o->cmd->kind == K_APPEND) {
+    if (!o->have_offset)
+      usage_error ("append needs -o SECTOR, the start of the zone to "
+                   "append to");
+    if (o->have_count)
+      usage_error ("append acts on one zone: --count does not apply");
+    if (!o->file == !o->have_pattern)
+      usage_error ("append needs its data: one of --file FILE and "
+                   "--pattern BYTE");
+    if (o->have_pattern && !o->have_length)
+      usage_error ("append --pattern needs -l SECTORS, the data's length");
+  }
   if (o->cmd->kind == K_TOGGLE) {
     if (!o->have_offset)
       usage_error ("%s needs -o SECTOR, a sector of the zone to toggle",
@@ -608,6 +648,119 @@ cmd_power_cycle (struct zn_client *c, const struct options *o)
             "sequential zones are EMPTY\n", o->uri);
 }
 
+/* The data of an append: the first len bytes of the file, or all of it
+ * when len is 0, refusing a file longer than max bytes (an append cannot
+ * be split, so more than the device's limit could never be sent).
+ */
+static unsigned char *
+read_data (const char *file, uint64_t len, uint64_t max, uint64_t *got)
+{
+  FILE *fp = strcmp (file, "-") == 0 ? stdin : fopen (file, "rb");
+  uint64_t want = len ? len : max + 1;
+  unsigned char *buf;
+  size_t n;
+
+  if (fp == NULL)
+    die ("append: %s: %s", file, strerror (errno));
+  buf = malloc (want ? want : 1);
+  if (buf == NULL)
+    die ("%s", strerror (ENOMEM));
+  n = fread (buf, 1, want, fp);
+  if (ferror (fp)) {
+    int err = errno;
+
+    free (buf);
+    die ("append: reading %s: %s", file, strerror (err));
+  }
+  if (fp != stdin)
+    fclose (fp);
+  if (len && n < len) {
+    free (buf);
+    die ("append: %s holds %zu bytes, fewer than the %" PRIu64 " of -l %"
+         PRIu64 " sectors", file, n, len, len / ZN_SECTOR_SIZE);
+  }
+  if (!len && n > max) {
+    free (buf);
+    die ("append: %s is larger than the device's max_append_sectors (%"
+         PRIu64 " sectors); an append cannot be split: use -l",
+         file, max / ZN_SECTOR_SIZE);
+  }
+  if (n == 0) {
+    free (buf);
+    die ("append: %s is empty: there is nothing to append", file);
+  }
+  if (n % ZN_SECTOR_SIZE) {
+    free (buf);
+    die ("append: %s holds %zu bytes, not a whole number of 512-byte "
+         "sectors", file, n);
+  }
+  *got = n;
+  return buf;
+}
+
+/* append: one zone append, atomic on the server; the sector it landed at
+ * is the output, so that scripts can record where their data went.
+ */
+static void
+cmd_append (struct zn_client *c, const struct zn_control_info *geo,
+            const struct options *o)
+{
+  uint64_t zs = geo->zone_sectors, bytes = 0, sectors, at = 0;
+  uint64_t max = (uint64_t) geo->max_append_sectors * ZN_SECTOR_SIZE;
+  unsigned char *buf;
+  char range[128], what[160];
+  int r;
+
+  if (geo->max_append_sectors == 0)
+    die ("append: the server predates zone append (no max_append_sectors "
+         "in its control header)");
+  if (o->offset >= geo->capacity)
+    die ("append: offset %" PRIu64 " is at or beyond the end of the device "
+         "(%" PRIu64 " sectors)", o->offset, geo->capacity);
+  if (o->offset % zs)
+    die ("append: offset %" PRIu64 " is not the start of a zone (zone size "
+         "%" PRIu64 " sectors)", o->offset, zs);
+  if (o->have_length && o->length > geo->max_append_sectors) {
+    /* The library refuses it before looking at the data (EIO, as the
+     * block layer): the file need not be read.
+     */
+    sectors = o->length;
+    buf = malloc (1);
+  }
+  else if (o->file) {
+    buf = read_data (o->file, o->have_length ? o->length * ZN_SECTOR_SIZE : 0,
+                     max, &bytes);
+    sectors = bytes / ZN_SECTOR_SIZE;
+  }
+  else {
+    sectors = o->length;
+    bytes = sectors * ZN_SECTOR_SIZE;
+    buf = malloc (bytes ? bytes : 1);
+    if (buf)
+      memset (buf, o->pattern, bytes);
+  }
+  if (buf == NULL)
+    die ("%s", strerror (ENOMEM));
+
+  describe_range (range, sizeof range, geo, o->offset,
+                  o->offset + zs > geo->capacity ? geo->capacity - o->offset
+                  : zs);
+  snprintf (what, sizeof what, "append %s", range);
+  r = (o->fua ? zn_client_append_fua : zn_client_append)
+    (c, buf, o->offset, sectors, &at);
+  free (buf);
+  if (r < 0)
+    die_client (c, what, r);
+  if (o->json)
+    printf ("{\"sector\": %" PRIu64 ", \"nr_sectors\": %" PRIu64 "}\n",
+            at, sectors);
+  else if (o->verbose)
+    printf ("%s: %" PRIu64 " sector%s appended to %s at sector %" PRIu64
+            "\n", o->uri, sectors, sectors == 1 ? "" : "s", range, at);
+  else
+    printf ("%" PRIu64 "\n", at);
+}
+
 static const char *
 limit (uint32_t v, char *buf, size_t len)
 {
@@ -735,6 +888,7 @@ cmd_info (struct zn_client *c, const struct options *o)
             "  \"nr_conv\": %" PRIu32 ",\n"
             "  \"block_size\": %" PRIu32 ",\n"
             "  \"max_sectors\": %" PRIu32 ",\n"
+            "  \"max_append_sectors\": %" PRIu32 ",\n"
             "  \"max_open\": %" PRIu32 ",\n"
             "  \"max_active\": %" PRIu32 ",\n"
             "  \"memory_backed\": %s,\n"
@@ -746,7 +900,8 @@ cmd_info (struct zn_client *c, const struct options *o)
             "  \"active\": %" PRIu32,
             i.version, i.capacity, i.capacity * ZN_SECTOR_SIZE,
             i.zone_sectors, i.zone_capacity, i.nr_zones, i.nr_conv,
-            i.block_size, i.max_sectors, i.max_open, i.max_active,
+            i.block_size, i.max_sectors, i.max_append_sectors, i.max_open,
+            i.max_active,
             i.flags & ZN_CONTROL_F_MEMORY_BACKED ? "true" : "false",
             i.flags & ZN_CONTROL_F_READONLY ? "true" : "false",
             i.imp_open, i.exp_open, i.closed, open, active);
@@ -762,6 +917,7 @@ cmd_info (struct zn_client *c, const struct options *o)
           " sequential write required)\n"
           "block size:        %" PRIu32 " bytes\n"
           "max sectors:       %" PRIu32 "\n"
+          "max append:        %" PRIu32 " sectors\n"
           "max open zones:    %s\n"
           "max active zones:  %s\n"
           "memory backed:     %s\n"
@@ -773,7 +929,7 @@ cmd_info (struct zn_client *c, const struct options *o)
           "active:            %" PRIu32 "\n",
           i.capacity, i.capacity * ZN_SECTOR_SIZE, i.zone_sectors,
           i.zone_capacity, i.nr_zones, i.nr_conv, i.nr_zones - i.nr_conv,
-          i.block_size, i.max_sectors,
+          i.block_size, i.max_sectors, i.max_append_sectors,
           limit (i.max_open, b1, sizeof b1),
           limit (i.max_active, b2, sizeof b2),
           i.flags & ZN_CONTROL_F_MEMORY_BACKED ? "yes" : "no",
@@ -822,6 +978,9 @@ main (int argc, char **argv)
     break;
   case K_POWER:
     cmd_power_cycle (c, &o);
+    break;
+  case K_APPEND:
+    cmd_append (c, &geo, &o);
     break;
   }
   zn_client_close (c);
