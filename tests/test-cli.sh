@@ -179,7 +179,7 @@ dev_pid=$pid dev_uri=$uri dev_sock=$sock
 ok --help
 grep -q '^Usage:' "$tmpdir/out" || fail "--help prints no usage"
 for c in report capacity reset open close finish info readonly offline \
-         badblocks power-cycle; do
+         badblocks power-cycle append; do
   grep -q "^ $c " "$tmpdir/out" || fail "--help does not list $c"
 done
 ok -V
@@ -217,6 +217,18 @@ for opt in "-o 0" "-l 8" "-c 1"; do
     power-cycle $opt "$uri"
 done
 refused 2 "--json applies to" power-cycle --json "$uri"
+refused 2 "append needs -o SECTOR" append --pattern 1 -l 8 "$uri"
+refused 2 "append needs its data: one of --file FILE and --pattern BYTE" \
+  append -o $ZS -l 8 "$uri"
+refused 2 "append needs its data: one of --file FILE and --pattern BYTE" \
+  append -o $ZS -l 8 --pattern 1 --file /dev/null "$uri"
+refused 2 "append --pattern needs -l SECTORS" append -o $ZS --pattern 1 "$uri"
+refused 2 "append acts on one zone: --count does not apply" \
+  append -o $ZS -c 1 --pattern 1 "$uri"
+refused 2 "failed to parse pattern byte" append -o $ZS -l 1 --pattern 256 "$uri"
+refused 2 "--file, --pattern and --fua apply to append only" \
+  report --pattern 1 "$uri"
+refused 2 "--file, --pattern and --fua apply to append only" reset --fua "$uri"
 
 # ---- bad URIs and exports --------------------------------------------
 
@@ -453,6 +465,97 @@ check_counters 0 1 1
 ok reset "$uri"
 check_counters 0 0 0
 
+# ---- zone append ---------------------------------------------------------
+
+[ "$(info_field 'max append')" = "255 sectors" ] || fail "info: max append"
+[ "$(info_json max_append_sectors)" = 255 ] || fail "info --json: max_append_sectors"
+
+# The output is the sector the data landed at; the data follows the wp.
+ok append -o $ZS -l 8 --pattern 0x11 "$uri"
+[ "$(cat "$tmpdir/out")" = $ZS ] || fail "append: $(cat "$tmpdir/out")"
+ok append -o $ZS -l 16 --pattern 0x22 --fua "$uri"
+[ "$(cat "$tmpdir/out")" = $((ZS + 8)) ] || fail "append --fua: $(cat "$tmpdir/out")"
+expect_data $ZS 8 17
+expect_data $((ZS + 8)) 16 34
+expect_zone 1 "$(seq_zone 1 24 2 oi)"
+# From a file, and from standard input with -l taking its first sectors.
+head -c $((255 * 512)) /dev/urandom >"$tmpdir/append.data"
+ok append -v -o $ZS --file "$tmpdir/append.data" "$uri"
+grep -qxF "$uri: 255 sectors appended to zone 1 (sectors 2048-4095) at sector $((ZS + 24))" \
+  "$tmpdir/out" || fail "append -v: $(cat "$tmpdir/out")"
+run append --json -o $ZS -l 2 --file - "$uri" <"$tmpdir/append.data"
+[ "$rc" -eq 0 ] || fail "append --file -: $(cat "$tmpdir/err")"
+/usr/bin/python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+sys.exit(0 if a == {"sector": int(sys.argv[2]), "nr_sectors": 2} else "append --json: %s" % a)
+' "$tmpdir/out" $((ZS + 24 + 255)) || fail "append --json"
+nbdsh -u "$uri" -c "
+import sys
+want = open('$tmpdir/append.data', 'rb').read()
+got = h.pread(257 * 512, ($ZS + 24) * 512)
+sys.exit(0 if got == want + want[:1024] else 'appended file data differs')
+" >"$tmpdir/nbdsh.out" 2>&1 || fail "append --file: $(cat "$tmpdir/nbdsh.out")"
+
+# The device's refusals, with its errno; the CLI's own, naming the rule.
+refused 1 "append zone 0 (sectors 0-2047): EIO" append -o 0 -l 1 --pattern 1 "$uri"
+refused 1 "append zone 1 (sectors 2048-4095): EIO: zone append of 256 sectors exceeds the device's max_append_sectors (255)" \
+  append -o $ZS -l 256 --pattern 1 "$uri"
+refused 1 "append: offset 2056 is not the start of a zone (zone size 2048 sectors)" \
+  append -o $((ZS + 8)) -l 1 --pattern 1 "$uri"
+refused 1 "at or beyond the end" append -o 16384 -l 1 --pattern 1 "$uri"
+head -c 1000 /dev/zero >"$tmpdir/odd.data"
+refused 1 "holds 1000 bytes, not a whole number of 512-byte sectors" \
+  append -o $ZS --file "$tmpdir/odd.data" "$uri"
+refused 1 "is empty" append -o $ZS --file /dev/null "$uri"
+refused 1 "fewer than the 1024 of -l 2 sectors" \
+  append -o $ZS -l 2 --file "$tmpdir/odd.data" "$uri"
+cat "$tmpdir/append.data" "$tmpdir/append.data" >"$tmpdir/big.data"
+refused 1 "larger than the device's max_append_sectors (255 sectors)" \
+  append -o $ZS --file "$tmpdir/big.data" "$uri"
+refused 1 "append: $tmpdir/absent: No such file or directory" \
+  append -o $ZS --file "$tmpdir/absent" "$uri"
+expect_zone 1 "$(seq_zone 1 281 2 oi)"
+# A full zone, and the limits (2 open, 3 active): with zone 1 closed and
+# zones 3 and 4 explicitly open, the closed zone has no open slot to
+# reopen in and an empty zone no active slot.
+ok finish -o $((2 * ZS)) -c 1 "$uri"
+refused 1 "append zone 2 (sectors 4096-6143): EIO" append -o $((2 * ZS)) -l 1 --pattern 1 "$uri"
+ok close -o $ZS -c 1 "$uri"
+ok open -o $((3 * ZS)) -c 2 "$uri"
+check_counters 0 2 1
+refused 1 "append zone 1 (sectors 2048-4095): ETOOMANYREFS" \
+  append -o $ZS -l 1 --pattern 1 "$uri"
+refused 1 "append zone 5 (sectors 10240-12287): EOVERFLOW" \
+  append -o $((5 * ZS)) -l 1 --pattern 1 "$uri"
+ok append -o $((4 * ZS)) -l 1 --pattern 1 "$uri"
+[ "$(cat "$tmpdir/out")" = $((4 * ZS)) ] || fail "append to an open zone: $(cat "$tmpdir/out")"
+expect_zone 1 "$(seq_zone 1 281 4 cl)"
+ok reset "$uri"
+
+# Two CLIs appending to one zone at once: 10 pieces each of its own byte;
+# the landed sectors tile the zone's start and each piece holds its byte.
+append_loop () {
+  i=0
+  while [ $i -lt 10 ]; do
+    "$zn" append -o $((6 * ZS)) -l 8 --pattern "$1" "$uri" || exit 1
+    i=$((i + 1))
+  done
+}
+append_loop 0x41 >"$tmpdir/append41.out" 2>"$tmpdir/append41.err" &
+append41=$!
+append_loop 0x42 >"$tmpdir/append42.out" 2>"$tmpdir/append42.err" &
+append42=$!
+wait $append41 || fail "appender 1 failed: $(cat "$tmpdir/append41.err")"
+wait $append42 || fail "appender 2 failed: $(cat "$tmpdir/append42.err")"
+[ "$(sort -n "$tmpdir/append41.out" "$tmpdir/append42.out" | tr '\n' ' ')" = \
+  "$(i=0; while [ $i -lt 20 ]; do printf '%d ' $((6 * ZS + 8 * i)); i=$((i + 1)); done)" ] ||
+  fail "concurrent appends do not tile the zone: $(cat "$tmpdir/append41.out" "$tmpdir/append42.out" | tr '\n' ' ')"
+while read -r at; do expect_data "$at" 8 65; done <"$tmpdir/append41.out"
+while read -r at; do expect_data "$at" 8 66; done <"$tmpdir/append42.out"
+expect_zone 6 "$(seq_zone 6 160 2 oi)"
+ok reset "$uri"
+
 stop_server "$dev_pid"
 
 # ---- TLS ---------------------------------------------------------------
@@ -579,6 +682,8 @@ refused 1 "badblocks --clear sectors 2048-2055: EPERM" \
   badblocks --clear -o $ZS -l 8 "$uri"
 [ "$(info_json badblock_ranges)" = 0 ] || fail "a read-only server took bad blocks"
 refused 1 "power-cycle: EPERM" power-cycle "$uri"
+refused 1 "append zone 1 (sectors 2048-4095): EPERM" append -o $ZS -l 1 --pattern 1 "$uri"
+grep -qF "read-only" "$tmpdir/err" || fail "append: $(cat "$tmpdir/err")"
 grep -qF "read-only" "$tmpdir/err" || fail "power-cycle: $(cat "$tmpdir/err")"
 report
 [ "$(awk '$5 == 1' "$tmpdir/zones" | wc -l)" -eq 7 ] ||
