@@ -479,8 +479,8 @@ append (struct zn_client *c, const void *buf, uint64_t sector,
   if (r < 0)
     return r;
   if (info.result_errno) {
-    set_error (c, "zone append of %llu sectors to the zone at sector %llu: "
-               "%s", (unsigned long long) nr_sectors,
+    set_error (c, "zone append of %llu sector%s to the zone at sector %llu: "
+               "%s", (unsigned long long) nr_sectors, nr_sectors == 1 ? "" : "s",
                (unsigned long long) sector, strerror ((int) info.result_errno));
     return -(int) info.result_errno;
   }
