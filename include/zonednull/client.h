@@ -174,6 +174,23 @@ int zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
 /* The libnbd handle of the data export, owned by the client. */
 struct nbd_handle *zn_client_data_handle (struct zn_client *c);
 
+/* Exact errnos per request, whatever other clients do.  A data
+ * connection opened here belongs to a session of its own (the id is
+ * chosen at random and carried in the export name the server sees): the
+ * server records the failures of that connection for the session alone,
+ * and zn_client_session_errno asks for the errno of the most recent
+ * failed request of the session with that NBD command type, byte offset
+ * and count.  The answer is exact as long as the caller never has two
+ * requests of the same type, offset and count in flight on the
+ * connection at once.  Returns a connected libnbd handle that the caller
+ * owns (nbd_close), or NULL with the reason in zn_client_error().
+ */
+struct nbd_handle *zn_client_open_data (struct zn_client *c,
+                                        uint64_t *session);
+int zn_client_session_errno (struct zn_client *c, uint64_t session,
+                             uint32_t nbd_cmd, uint64_t offset,
+                             uint64_t count, int *err);
+
 /* "EIO", "ETOOMANYREFS", ... for a positive errno; "EUNKNOWN" for one
  * this library does not name.
  */
