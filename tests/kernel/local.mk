@@ -72,5 +72,7 @@ EXTRA_DIST += \
 	tests/kernel/guest-nbd.sh \
 	tests/kernel/guest-nullblk.sh \
 	tests/kernel/guest-ublk.sh \
+	tests/kernel/prepare-consumers.sh \
+	tests/kernel/guest-ublk-consumers.sh \
 	tests/kernel/zntrace.c \
 	tests/trace-format.h
