@@ -396,8 +396,8 @@ handle_cqe (struct zu_queue *q, const struct io_uring_cqe *cqe)
 
 /* ---- the thread ---------------------------------------------------------- */
 
-static void
-report_ready (struct zu_device *d, int err)
+void
+zu_queue_report_ready (struct zu_device *d, int err)
 {
   pthread_mutex_lock (&d->lock);
   d->nr_ready++;
@@ -434,7 +434,7 @@ queue_main (void *arg)
   io_uring_prep_poll_add (sqe, q->d->stop_fd, POLLIN);
   io_uring_sqe_set_data64 (sqe, UD (UD_STOP, 0));
   r = io_uring_submit (&q->ring);
-  report_ready (q->d, r < 0 ? r : 0);
+  zu_queue_report_ready (q->d, r < 0 ? r : 0);
   if (r < 0)
     return NULL;
 

@@ -34,6 +34,12 @@ struct zu_device {
    * appends.
    */
   atomic_ullong served[ZU_NR_OPS];
+  /* --connect only (remote.c): the request timeout, and whether the
+   * server was lost (then every request fails with EIO).
+   */
+  unsigned timeout_s;
+  atomic_bool dead;
+  uint32_t dev_id;
 };
 
 /* "N reads, M writes, ..." of the operations served, into buf. */
@@ -46,6 +52,9 @@ struct zu_queue;
  */
 struct zu_queue *zu_queue_start (struct zu_device *d, unsigned q,
                                  char *err, size_t errlen);
+
+/* A queue thread says its fetches are submitted (err 0) or failed. */
+void zu_queue_report_ready (struct zu_device *d, int err);
 
 /* Waits until every started queue submitted its fetches; 0 or -errno. */
 int zu_queues_wait_ready (struct zu_device *d, unsigned nr_started);

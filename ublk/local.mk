@@ -1,5 +1,6 @@
 # zonednull-ublk: the device model as a real zoned block device through
-# Linux's ublk driver (liburing; built only when configure finds it).
+# Linux's ublk driver (liburing; built only when configure finds it);
+# --connect serves a remote zonednull server's device (libnbd).
 if HAVE_LIBURING
 sbin_PROGRAMS += ublk/zonednull-ublk
 ublk_zonednull_ublk_SOURCES = \
@@ -11,12 +12,16 @@ ublk_zonednull_ublk_SOURCES = \
 	ublk/io.h \
 	ublk/nbd.c \
 	ublk/nbd.h \
+	ublk/remote.c \
+	ublk/remote.h \
 	ublk/ublk-abi.h \
 	ublk/zonednull-ublk.c
 ublk_zonednull_ublk_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
 	-I$(top_srcdir)/server
-ublk_zonednull_ublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
-ublk_zonednull_ublk_LDADD = lib/libzonednull.la $(LIBURING_LIBS) $(LIBEV_LIBS)
+ublk_zonednull_ublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS) $(LIBNBD_CFLAGS)
+ublk_zonednull_ublk_LDADD = lib/libzonednull.la \
+	client/libzonednull-client.la $(LIBURING_LIBS) $(LIBNBD_LIBS) \
+	$(LIBEV_LIBS)
 endif
 man8_MANS += man/zonednull-ublk.8
 EXTRA_DIST += ublk/local.mk

@@ -3,7 +3,10 @@
  *
  * The main thread does the control commands and waits for a stop
  * signal; each hardware queue has a thread (io.c); the control socket,
- * for the zonednull CLI, has another (nbd.c).
+ * for the zonednull CLI, has another (nbd.c).  With --connect=URI the
+ * zones live on a remote zonednull server instead of in the process, and
+ * each queue has a thread, an NBD data connection and a control worker
+ * (remote.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +27,7 @@
 #include <sys/wait.h>
 #include <linux/capability.h>
 
+#include "zonednull/client.h"
 #include "zonednull/control.h"
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
@@ -32,6 +36,7 @@
 #include "ctrl.h"
 #include "io.h"
 #include "nbd.h"
+#include "remote.h"
 
 #define PROG "zonednull-ublk"
 #define RUN_DIR "/run/zonednull-ublk"
@@ -41,6 +46,9 @@ static const char *pidfile;             /* -P: written once started */
 static bool foreground;                 /* -f: do not daemonize */
 static const char *control_socket;      /* --control-socket, or default */
 static bool no_control_socket;          /* --no-control-socket */
+static const char *connect_uri;         /* --connect: the remote server */
+static unsigned timeout_s = 30;         /* --timeout: per request */
+static unsigned opt_queues, opt_depth;  /* --queues, --depth (0: server's) */
 
 /* Everything one run sets up, so that teardown undoes exactly that. */
 struct run {
@@ -53,6 +61,9 @@ struct run {
   bool added, started;
   struct zu_device d;
   struct zu_queue **queues;
+  struct zu_rqueue **rqueues;   /* --connect */
+  struct zn_geometry rgeo;      /* --connect: the server's geometry */
+  uint64_t cache_size;          /* a volatile write cache: FUA, flush */
   unsigned nr_queues;           /* started */
   struct zu_nbd *nbd;
   char socket_path[108];
@@ -114,6 +125,13 @@ check_geometry (const struct zn_geometry *geo, const struct zn_config *cfg)
   /* ublk counts dev_sectors / chunk_sectors zones and reports no more, so
    * the kernel's zone revalidation would find the capacity not covered.
    */
+  if (geo->capacity % geo->zone_sectors != 0 && connect_uri) {
+    error ("%s: the server's device has %" PRIu64 " sectors, not a "
+           "multiple of its zone size of %" PRIu64 " sectors: ublk cannot "
+           "expose a smaller last zone", connect_uri, geo->capacity,
+           geo->zone_sectors);
+    return -1;
+  }
   if (geo->capacity % geo->zone_sectors != 0) {
     error ("size=%" PRIu64 " is not a multiple of zone_size=%" PRIu64
            ": ublk cannot expose a smaller last zone", cfg->size,
@@ -263,7 +281,6 @@ static int
 set_params (struct run *r)
 {
   const struct zn_geometry *geo = r->d.geo;
-  uint64_t cache_size, dirty;
   unsigned shift = log2_of (geo->block_size);
   struct zu_params p = { .len = sizeof p,
                          .types = ZU_PARAM_TYPE_BASIC | ZU_PARAM_TYPE_ZONED };
@@ -272,8 +289,7 @@ set_params (struct run *r)
   /* null_blk advertises a write cache, and FUA with it, only when it
    * has one (cache_size > 0 and memory_backed).
    */
-  zn_cache_stats (r->dev, &cache_size, &dirty);
-  if (cache_size > 0)
+  if (r->cache_size > 0)
     p.basic.attrs = ZU_ATTR_VOLATILE_CACHE | ZU_ATTR_FUA;
   p.basic.logical_bs_shift = (uint8_t) shift;
   p.basic.physical_bs_shift = (uint8_t) shift;
@@ -307,9 +323,20 @@ start_queues (struct run *r)
     error ("out of memory");
     return -1;
   }
+  if (connect_uri) {
+    r->rqueues = calloc (r->d.nr_queues, sizeof *r->rqueues);
+    if (r->rqueues == NULL) {
+      error ("out of memory");
+      return -1;
+    }
+  }
   for (unsigned q = 0; q < r->d.nr_queues; q++) {
-    r->queues[q] = zu_queue_start (&r->d, q, err, sizeof err);
-    if (r->queues[q] == NULL) {
+    void *started = connect_uri
+      ? (void *) (r->rqueues[q] = zu_rqueue_start (&r->d, q, connect_uri,
+                                                   err, sizeof err))
+      : (void *) (r->queues[q] = zu_queue_start (&r->d, q, err, sizeof err));
+
+    if (started == NULL) {
       error ("%s", err);
       break;
     }
@@ -388,8 +415,12 @@ teardown (struct run *r)
   if (r->d.stop_fd != -1)
     eventfd_write (r->d.stop_fd, 1);
   for (unsigned q = 0; q < r->nr_queues; q++)
-    zu_queue_join (r->queues[q]);
+    if (connect_uri)
+      zu_rqueue_join (r->rqueues[q]);
+    else
+      zu_queue_join (r->queues[q]);
   free (r->queues);
+  free (r->rqueues);
   if (r->started) {
     char served[512];
 
@@ -489,6 +520,10 @@ announce (struct run *r)
       return -1;
     r->pidfile_written = true;
   }
+  if (connect_uri)
+    fprintf (stderr, PROG ": /dev/ublkb%" PRIu32 " started; its zones are "
+             "on %s (%u queue%s of %u tags)\n", r->dev_id, connect_uri,
+             r->d.nr_queues, r->d.nr_queues == 1 ? "" : "s", r->d.depth);
   if (r->nbd)
     fprintf (stderr, PROG ": /dev/ublkb%" PRIu32 " started; control: "
              "zonednull info 'nbd+unix:///" ZN_DEFAULT_DEVICE "?socket=%s'\n",
@@ -549,6 +584,82 @@ create_model (struct run *r)
   r->d.nr_queues = qcfg->submit_queues;
   r->d.depth = qcfg->hw_queue_depth;
   r->d.buf_bytes = io_buf_bytes (r->d.geo);
+  {
+    uint64_t dirty;
+
+    zn_cache_stats (r->dev, &r->cache_size, &dirty);
+  }
+  return 0;
+}
+
+/* --connect: the device is the server's.  Its geometry and limits come
+ * from the control header, its queues and write cache from the header's
+ * queue section (when the server has one); --queues and --depth
+ * override the queues.
+ */
+static int
+connect_remote (struct run *r)
+{
+  struct zn_control_info info;
+  struct zn_control_queue_info qi;
+  struct zn_geometry *g = &r->rgeo;
+  char why[1024] = "";
+  struct zn_client *c = zn_client_connect (connect_uri, why, sizeof why);
+  unsigned queues = 1, depth = 64;
+  int v;
+
+  if (c == NULL) {
+    error ("--connect=%s: %s", connect_uri, why);
+    return -1;
+  }
+  v = zn_client_info (c, &info);
+  if (v < 0) {
+    error ("--connect=%s: %s", connect_uri, zn_client_error (c));
+    zn_client_close (c);
+    return -1;
+  }
+  if (zn_client_queue_info (c, &qi) == 0) {
+    queues = qi.submit_queues ? qi.submit_queues : 1;
+    depth = qi.hw_queue_depth ? qi.hw_queue_depth : 64;
+    r->cache_size = qi.cache_size;
+  }
+  zn_client_close (c);
+  if (info.max_append_sectors == 0) {
+    error ("--connect=%s: the server has no zone append (an older "
+           "zonednull): zoned ublk devices need it", connect_uri);
+    return -1;
+  }
+  *g = (struct zn_geometry) {
+    .capacity = info.capacity, .zone_sectors = info.zone_sectors,
+    .zone_capacity = info.zone_capacity, .nr_zones = info.nr_zones,
+    .nr_conv = info.nr_conv, .max_open = info.max_open,
+    .max_active = info.max_active, .block_size = info.block_size,
+    .max_sectors = info.max_sectors,
+    .max_append_sectors = info.max_append_sectors,
+    .memory_backed = (info.flags & ZN_CONTROL_F_MEMORY_BACKED) != 0,
+  };
+  if (info.flags & ZN_CONTROL_F_READONLY) {
+    error ("--connect=%s: the server is read-only: a zoned device that "
+           "refuses every write is of no use", connect_uri);
+    return -1;
+  }
+  if (check_geometry (g, &r->params.cfg) == -1)
+    return -1;
+  if (opt_queues)
+    queues = opt_queues;
+  if (opt_depth)
+    depth = opt_depth;
+  if (queues > ZU_MAX_NR_QUEUES)
+    queues = ZU_MAX_NR_QUEUES;
+  if (depth > ZU_MAX_QUEUE_DEPTH)
+    depth = ZU_MAX_QUEUE_DEPTH;
+  r->params.queue.submit_queues = queues;
+  r->params.queue.hw_queue_depth = depth;
+  r->d.geo = g;
+  r->d.nr_queues = queues;
+  r->d.depth = depth;
+  r->d.buf_bytes = io_buf_bytes (g);
+  r->d.timeout_s = timeout_s;
   return 0;
 }
 
@@ -595,7 +706,9 @@ serve (struct run *r)
     error ("eventfd: %s", strerror (errno));
     return -1;
   }
-  if (start_queues (r) == -1 || start_control_socket (r) == -1
+  r->d.dev_id = r->dev_id;
+  if (start_queues (r) == -1
+      || (!connect_uri && start_control_socket (r) == -1)
       || start_device (r) == -1 || announce (r) == -1)
     return -1;
   wait_for_stop ();
@@ -606,6 +719,7 @@ static void
 usage (FILE *fp)
 {
   fputs ("Usage: zonednull-ublk [OPTIONS] [KEY=VALUE...]\n"
+         "       zonednull-ublk [OPTIONS] --connect=URI\n"
          "Exposes Linux null_blk's zoned device model as /dev/ublkbN through\n"
          "the ublk driver (Linux 6.6+, ublk_drv, root).\n"
          "\n"
@@ -616,6 +730,16 @@ usage (FILE *fp)
          "                           on this Unix socket (default\n"
          "                           " RUN_DIR "/ublkbN.sock)\n"
          "     --no-control-socket   no control socket\n"
+         " -c, --connect URI         the zones live on this zonednull server\n"
+         "                           (nbd://HOST[:PORT]/[EXPORT],\n"
+         "                           nbd+unix:///[EXPORT]?socket=PATH, TLS)\n"
+         "     --timeout SECONDS     with --connect: fail a request the\n"
+         "                           server does not answer in time (30)\n"
+         "     --queues N            with --connect: ublk queues, one NBD\n"
+         "                           connection each (the server's\n"
+         "                           submit_queues)\n"
+         "     --depth N             with --connect: tags per queue (the\n"
+         "                           server's hw_queue_depth)\n"
          " -h, --help                this text\n"
          " -V, --version             the version\n"
          "\n"
@@ -623,6 +747,28 @@ usage (FILE *fp)
          "Device parameters are zonednull-server's (see zonednull-server(8)\n"
          "and nbdkit-zonednull-plugin(1)); nr_devices must be 1.\n"
          "See zonednull-ublk(8).\n", fp);
+}
+
+static bool timeout_set;
+
+static int
+parse_count (const char *opt, const char *arg, unsigned min, unsigned max,
+             unsigned *out)
+{
+  char *end;
+  unsigned long v;
+
+  errno = 0;
+  v = strtoul (arg, &end, 10);
+  if (errno || end == arg || *end || v < min || v > max) {
+    error ("%s=%s: expected a whole number from %u to %u", opt, arg, min,
+           max);
+    return -1;
+  }
+  *out = (unsigned) v;
+  if (strcmp (opt, "--timeout") == 0)
+    timeout_set = true;
+  return 0;
 }
 
 static int
@@ -633,6 +779,10 @@ parse_args (int argc, char **argv, struct zn_params *p)
     { "pidfile", required_argument, NULL, 'P' },
     { "control-socket", required_argument, NULL, 'C' },
     { "no-control-socket", no_argument, NULL, 'N' },
+    { "connect", required_argument, NULL, 'c' },
+    { "timeout", required_argument, NULL, 'T' },
+    { "queues", required_argument, NULL, 'Q' },
+    { "depth", required_argument, NULL, 'D' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -640,16 +790,55 @@ parse_args (int argc, char **argv, struct zn_params *p)
   char err[512] = "";
   int c;
 
-  while ((c = getopt_long (argc, argv, "fP:hV", long_options, NULL)) != -1) {
+  while ((c = getopt_long (argc, argv, "fP:c:hV", long_options, NULL))
+         != -1) {
     switch (c) {
     case 'f': foreground = true; break;
     case 'P': pidfile = optarg; break;
     case 'C': control_socket = optarg; break;
     case 'N': no_control_socket = true; break;
+    case 'c': connect_uri = optarg; break;
+    case 'T':
+      if (parse_count ("--timeout", optarg, 1, 86400, &timeout_s) == -1)
+        return 2;
+      break;
+    case 'Q':
+      if (parse_count ("--queues", optarg, 1, ZU_MAX_NR_QUEUES,
+                       &opt_queues) == -1)
+        return 2;
+      break;
+    case 'D':
+      if (parse_count ("--depth", optarg, 1, ZU_MAX_QUEUE_DEPTH,
+                       &opt_depth) == -1)
+        return 2;
+      break;
     case 'h': usage (stdout); exit (EXIT_SUCCESS);
     case 'V': printf (PROG " %s\n", PACKAGE_VERSION); exit (EXIT_SUCCESS);
     default: usage (stderr); return 2;
     }
+  }
+  if (connect_uri) {
+    /* The server defines the device. */
+    if (optind < argc) {
+      const char *eq = strchr (argv[optind], '=');
+
+      error ("%.*s: device parameters are the server's with --connect; "
+             "set them where %s is served", eq ? (int) (eq - argv[optind])
+             : (int) strlen (argv[optind]), argv[optind], connect_uri);
+      return EXIT_FAILURE;
+    }
+    if (control_socket || no_control_socket) {
+      error ("--control-socket and --no-control-socket are for the "
+             "in-process device: with --connect, use the server (%s) "
+             "for zone control", connect_uri);
+      return EXIT_FAILURE;
+    }
+    return 0;
+  }
+  if (timeout_set || opt_queues || opt_depth) {
+    error ("--timeout, --queues and --depth go with --connect; without "
+           "it, use irqmode, submit_queues and hw_queue_depth");
+    return EXIT_FAILURE;
   }
   for (int i = optind; i < argc; i++)
     if (params_set (p, argv[i], err, sizeof err) == -1) {
@@ -675,7 +864,8 @@ main (int argc, char **argv)
   pthread_cond_init (&r.d.cond, NULL);
   params_init (&r.params);
   status = parse_args (argc, argv, &r.params);
-  if (status == 0 && (create_model (&r) == -1 || preflight () == -1))
+  if (status == 0 && ((connect_uri ? connect_remote (&r) : create_model (&r))
+                      == -1 || preflight () == -1))
     status = EXIT_FAILURE;
   if (status == 0) {
     /* Stop signals wait for sigwait, in every thread created later. */
