@@ -3,6 +3,8 @@
  * written down in exactly one place.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "zonednull/control.h"
@@ -244,11 +246,70 @@ zn_control_decode_command (const void *buf, enum zn_command *op,
   const unsigned char *p = buf;
   uint32_t code = get32 (p + 4);
 
-  if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN || code > ZN_CMD_APPEND)
+  if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN || code > ZN_CMD_SESSION_ERRNO)
     return -EINVAL;
   *op = (enum zn_command) code;
   *sector = get64 (p + 8);
   *nr_sectors = get64 (p + 16);
   *arg = get64 (p + 24);
   return 0;
+}
+
+int
+zn_control_session_name (char *buf, size_t len, const char *device,
+                         uint64_t session)
+{
+  if (session == 0)
+    return -EINVAL;
+  if (device == NULL || *device == '\0')
+    device = ZN_DEFAULT_DEVICE;
+  return snprintf (buf, len, "%s" ZN_SESSION_INFIX "%016" PRIx64,
+                   device, session);
+}
+
+int
+zn_control_parse_session_name (const char *name, size_t len,
+                               const char *device, uint64_t *session)
+{
+  size_t dl = strlen (device), il = strlen (ZN_SESSION_INFIX);
+  uint64_t id = 0;
+
+  if (len < dl + il || memcmp (name, device, dl) != 0
+      || memcmp (name + dl, ZN_SESSION_INFIX, il) != 0)
+    return 0;
+  name += dl + il;
+  len -= dl + il;
+  if (len != ZN_SESSION_ID_DIGITS)
+    return -EINVAL;
+  for (size_t i = 0; i < len; i++) {
+    char ch = name[i];
+    unsigned v;
+
+    if (ch >= '0' && ch <= '9')
+      v = (unsigned) (ch - '0');
+    else if (ch >= 'a' && ch <= 'f')
+      v = (unsigned) (ch - 'a' + 10);
+    else if (ch >= 'A' && ch <= 'F')
+      v = (unsigned) (ch - 'A' + 10);
+    else
+      return -EINVAL;
+    id = id << 4 | v;
+  }
+  if (id == 0)
+    return -EINVAL;
+  *session = id;
+  return 1;
+}
+
+void
+zn_control_encode_session_errno (void *buf, uint64_t session,
+                                 uint32_t nbd_cmd, uint64_t offset,
+                                 uint64_t count)
+{
+  unsigned char *p = buf;
+
+  zn_control_encode_command (p, ZN_CMD_SESSION_ERRNO, offset, count, 0);
+  put64 (p + ZN_COMMAND_SIZE, session);
+  put32 (p + ZN_COMMAND_SIZE + 8, nbd_cmd);
+  put32 (p + ZN_COMMAND_SIZE + 12, 0);
 }

@@ -20,12 +20,33 @@ struct logged_error {
   int err;
 };
 
+/* A session's own log of failures (see control.h).  It lives in a hash
+ * table by id while attached or kept; a session with no connection is
+ * also on the idle list, most recently detached first, and the oldest is
+ * dropped once ZN_CONTROL_SESSIONS are idle.
+ */
+struct zn_control_session {
+  uint64_t id;
+  unsigned refs;                /* connections attached */
+  struct zn_control_session *hnext;
+  struct zn_control_session *iprev, *inext;
+  unsigned log_next;
+  unsigned log_used;
+  struct logged_error log[ZN_CONTROL_SESSION_LOG];
+};
+
+#define SESSION_BUCKETS 1024
+
 struct zn_control {
   struct zn_dev *dev;
+  /* Guards the device-wide log and every session. */
   pthread_mutex_t log_lock;
   struct logged_error log[ZN_CONTROL_ERROR_LOG];   /* a ring */
   unsigned log_next;
   unsigned log_used;
+  struct zn_control_session *buckets[SESSION_BUCKETS];
+  struct zn_control_session *idle_head, *idle_tail;
+  unsigned nr_idle;
   /* The queue section: the device's queues and fixed settings. */
   struct zn_queues *qs;
   struct zn_control_queue_info qinfo;
@@ -107,6 +128,13 @@ zn_control_destroy (struct zn_control *ctl)
 {
   if (!ctl)
     return;
+  for (unsigned i = 0; i < SESSION_BUCKETS; i++)
+    while (ctl->buckets[i]) {
+      struct zn_control_session *s = ctl->buckets[i];
+
+      ctl->buckets[i] = s->hnext;
+      free (s);
+    }
   pthread_mutex_destroy (&ctl->log_lock);
   free (ctl);
 }
@@ -129,39 +157,181 @@ zn_control_size (const struct zn_control *ctl)
     * ZN_CONTROL_HEADER_SIZE;
 }
 
-void
-zn_control_log_error (struct zn_control *ctl, uint32_t nbd_cmd,
-                      uint64_t offset, uint64_t count, int err)
+/* A ring of size entries; called with log_lock held. */
+static void
+ring_add (struct logged_error *ring, unsigned size, unsigned *next,
+          unsigned *used, uint32_t nbd_cmd, uint64_t offset, uint64_t count,
+          int err)
 {
-  pthread_mutex_lock (&ctl->log_lock);
-  ctl->log[ctl->log_next] = (struct logged_error) {
+  ring[*next] = (struct logged_error) {
     .nbd_cmd = nbd_cmd, .offset = offset, .count = count, .err = err,
   };
-  ctl->log_next = (ctl->log_next + 1) % ZN_CONTROL_ERROR_LOG;
-  if (ctl->log_used < ZN_CONTROL_ERROR_LOG)
-    ctl->log_used++;
-  pthread_mutex_unlock (&ctl->log_lock);
+  *next = (*next + 1) % size;
+  if (*used < size)
+    (*used)++;
 }
 
 /* The most recent failure of that request wins: a client asks right after
  * its own request failed.
  */
 static int
+ring_find (const struct logged_error *ring, unsigned size, unsigned next,
+           unsigned used, uint32_t nbd_cmd, uint64_t offset, uint64_t count)
+{
+  for (unsigned i = 1; i <= used; i++) {
+    const struct logged_error *e = &ring[(next + size - i) % size];
+
+    if (e->nbd_cmd == nbd_cmd && e->offset == offset && e->count == count)
+      return e->err;
+  }
+  return 0;
+}
+
+void
+zn_control_log_error (struct zn_control *ctl, uint32_t nbd_cmd,
+                      uint64_t offset, uint64_t count, int err)
+{
+  pthread_mutex_lock (&ctl->log_lock);
+  ring_add (ctl->log, ZN_CONTROL_ERROR_LOG, &ctl->log_next, &ctl->log_used,
+            nbd_cmd, offset, count, err);
+  pthread_mutex_unlock (&ctl->log_lock);
+}
+
+static int
 find_logged_error (struct zn_control *ctl, uint32_t nbd_cmd,
                    uint64_t offset, uint64_t count)
 {
+  int err;
+
+  pthread_mutex_lock (&ctl->log_lock);
+  err = ring_find (ctl->log, ZN_CONTROL_ERROR_LOG, ctl->log_next,
+                   ctl->log_used, nbd_cmd, offset, count);
+  pthread_mutex_unlock (&ctl->log_lock);
+  return err;
+}
+
+/* ---- sessions ----------------------------------------------------------- */
+
+static unsigned
+bucket_of (uint64_t id)
+{
+  /* Clients pick ids at random; the multiply spreads any that are not. */
+  return (unsigned) ((id * UINT64_C(0x9e3779b97f4a7c15)) >> 54)
+    % SESSION_BUCKETS;
+}
+
+/* With log_lock held. */
+static struct zn_control_session *
+session_find (struct zn_control *ctl, uint64_t id)
+{
+  struct zn_control_session *s = ctl->buckets[bucket_of (id)];
+
+  while (s && s->id != id)
+    s = s->hnext;
+  return s;
+}
+
+static void
+idle_unlink (struct zn_control *ctl, struct zn_control_session *s)
+{
+  if (s->iprev)
+    s->iprev->inext = s->inext;
+  else
+    ctl->idle_head = s->inext;
+  if (s->inext)
+    s->inext->iprev = s->iprev;
+  else
+    ctl->idle_tail = s->iprev;
+  s->iprev = s->inext = NULL;
+  ctl->nr_idle--;
+}
+
+static void
+session_drop (struct zn_control *ctl, struct zn_control_session *s)
+{
+  struct zn_control_session **pp = &ctl->buckets[bucket_of (s->id)];
+
+  while (*pp != s)
+    pp = &(*pp)->hnext;
+  *pp = s->hnext;
+  idle_unlink (ctl, s);
+  free (s);
+}
+
+struct zn_control_session *
+zn_control_session_attach (struct zn_control *ctl, uint64_t id)
+{
+  struct zn_control_session *s;
+
+  pthread_mutex_lock (&ctl->log_lock);
+  s = session_find (ctl, id);
+  if (s) {
+    if (s->refs == 0)
+      idle_unlink (ctl, s);
+  }
+  else if ((s = calloc (1, sizeof *s)) != NULL) {
+    unsigned b = bucket_of (id);
+
+    s->id = id;
+    s->hnext = ctl->buckets[b];
+    ctl->buckets[b] = s;
+  }
+  if (s)
+    s->refs++;
+  pthread_mutex_unlock (&ctl->log_lock);
+  return s;
+}
+
+void
+zn_control_session_detach (struct zn_control *ctl,
+                           struct zn_control_session *s)
+{
+  if (s == NULL)
+    return;
+  pthread_mutex_lock (&ctl->log_lock);
+  if (--s->refs == 0) {
+    s->inext = ctl->idle_head;
+    s->iprev = NULL;
+    if (ctl->idle_head)
+      ctl->idle_head->iprev = s;
+    else
+      ctl->idle_tail = s;
+    ctl->idle_head = s;
+    ctl->nr_idle++;
+    while (ctl->nr_idle > ZN_CONTROL_SESSIONS)
+      session_drop (ctl, ctl->idle_tail);
+  }
+  pthread_mutex_unlock (&ctl->log_lock);
+}
+
+void
+zn_control_session_log_error (struct zn_control *ctl,
+                              struct zn_control_session *s,
+                              uint32_t nbd_cmd, uint64_t offset,
+                              uint64_t count, int err)
+{
+  if (s == NULL) {
+    zn_control_log_error (ctl, nbd_cmd, offset, count, err);
+    return;
+  }
+  pthread_mutex_lock (&ctl->log_lock);
+  ring_add (s->log, ZN_CONTROL_SESSION_LOG, &s->log_next, &s->log_used,
+            nbd_cmd, offset, count, err);
+  pthread_mutex_unlock (&ctl->log_lock);
+}
+
+static int
+find_session_error (struct zn_control *ctl, uint64_t id, uint32_t nbd_cmd,
+                    uint64_t offset, uint64_t count)
+{
+  struct zn_control_session *s;
   int err = 0;
 
   pthread_mutex_lock (&ctl->log_lock);
-  for (unsigned i = 1; i <= ctl->log_used; i++) {
-    const struct logged_error *e =
-      &ctl->log[(ctl->log_next + ZN_CONTROL_ERROR_LOG - i) % ZN_CONTROL_ERROR_LOG];
-
-    if (e->nbd_cmd == nbd_cmd && e->offset == offset && e->count == count) {
-      err = e->err;
-      break;
-    }
-  }
+  s = session_find (ctl, id);
+  if (s)
+    err = ring_find (s->log, ZN_CONTROL_SESSION_LOG, s->log_next,
+                     s->log_used, nbd_cmd, offset, count);
   pthread_mutex_unlock (&ctl->log_lock);
   return err;
 }
@@ -283,6 +453,7 @@ execute (struct zn_control *ctl, enum zn_command op,
   case ZN_CMD_POWER_CYCLE:
     return zn_power_cycle (ctl->dev);
   case ZN_CMD_APPEND:           /* carries data: see append */
+  case ZN_CMD_SESSION_ERRNO:    /* carries a payload: see session_errno */
     break;
   case ZN_CMD_BADBLOCKS_SET:
   case ZN_CMD_BADBLOCKS_CLEAR:
@@ -331,6 +502,61 @@ append (struct zn_control *ctl, struct zn_control_conn *conn,
   return 0;
 }
 
+static uint64_t
+payload64 (const unsigned char *p)
+{
+  uint64_t v = 0;
+
+  for (int i = 0; i < 8; i++)
+    v = v << 8 | p[i];
+  return v;
+}
+
+static uint32_t
+payload32 (const unsigned char *p)
+{
+  return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16
+    | (uint32_t) p[2] << 8 | p[3];
+}
+
+/* SESSION_ERRNO: the session id and the NBD command type follow the
+ * command, as an APPEND's data does.
+ */
+static int
+session_errno (struct zn_control *ctl, struct zn_control_conn *conn,
+               const unsigned char *data, uint64_t count, uint64_t offset,
+               uint64_t length, uint64_t arg, char *why, size_t whylen)
+{
+  const unsigned char *p = data + ZN_COMMAND_SIZE;
+  uint64_t id;
+
+  if (count != ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE) {
+    snprintf (why, whylen, "SESSION_ERRNO must be one write of %d + %d bytes "
+              "at offset 0, the command then the session id and the NBD "
+              "command type; got %" PRIu64 " bytes", ZN_COMMAND_SIZE,
+              ZN_SESSION_ERRNO_SIZE, count);
+    return -EINVAL;
+  }
+  id = payload64 (p);
+  if (arg != 0 || payload32 (p + 12) != 0) {
+    snprintf (why, whylen, "SESSION_ERRNO: the argument and the payload's "
+              "bytes 12 to 15 must be zero");
+    return -EINVAL;
+  }
+  if (id == 0) {
+    snprintf (why, whylen, "SESSION_ERRNO: session 0 is no session (ask "
+              "DATA_ERRNO for plain connections)");
+    return -EINVAL;
+  }
+  conn->err = (uint32_t) find_session_error (ctl, id, payload32 (p + 8),
+                                             offset, length);
+  conn->seq++;
+  conn->op = ZN_CMD_SESSION_ERRNO;
+  conn->sector = offset;
+  conn->nr_sectors = length;
+  return 0;
+}
+
 int
 zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
                    const void *buf, uint64_t count, uint64_t offset,
@@ -353,9 +579,13 @@ zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
   if (op == ZN_CMD_APPEND)
     return append (ctl, conn, buf, count, sector, nr_sectors, arg,
                    why, whylen);
+  if (op == ZN_CMD_SESSION_ERRNO)
+    return session_errno (ctl, conn, buf, count, sector, nr_sectors, arg,
+                          why, whylen);
   if (count != ZN_COMMAND_SIZE) {
-    snprintf (why, whylen, "a command other than APPEND is exactly %d bytes "
-              "(zonednull-control(5)); got %" PRIu64 " bytes",
+    snprintf (why, whylen, "a command other than APPEND and SESSION_ERRNO "
+              "is exactly %d bytes (zonednull-control(5)); got %" PRIu64
+              " bytes",
               ZN_COMMAND_SIZE, count);
     return -EINVAL;
   }
