@@ -90,6 +90,10 @@ struct handle {
   bool readonly;
   unsigned queue;               /* data export: the hardware queue it feeds */
   struct zn_control_conn conn;
+  /* Data export "nullbN/session/ID": the session its failures go to
+   * (NULL: the device-wide log).
+   */
+  struct zn_control_session *session;
 };
 
 static void
@@ -519,13 +523,20 @@ zonednull_default_export (int readonly UNUSED, int is_tls UNUSED)
   return ZN_DEFAULT_DEVICE;
 }
 
-/* "" is nullb0, as the default export. */
+/* "" is nullb0, as the default export.  A data export may be named
+ * "nullbN/session/ID" (zonednull-control(5)): *session is then its id,
+ * otherwise 0.  *bad is set for a session name with a malformed id.
+ */
 static struct device *
-find_device (const char *name, bool *control)
+find_device (const char *name, bool *control, uint64_t *session, bool *bad)
 {
+  *session = 0;
+  *bad = false;
   if (strcmp (name, "") == 0)
     name = ZN_DEFAULT_DEVICE;
   for (uint32_t i = 0; i < nr_devices; i++) {
+    int r;
+
     if (strcmp (name, devices[i].name) == 0) {
       *control = false;
       return &devices[i];
@@ -533,6 +544,16 @@ find_device (const char *name, bool *control)
     if (strcmp (name, devices[i].control_name) == 0) {
       *control = true;
       return &devices[i];
+    }
+    r = zn_control_parse_session_name (name, strlen (name), devices[i].name,
+                                       session);
+    if (r == 1) {
+      *control = false;
+      return &devices[i];
+    }
+    if (r < 0) {
+      *bad = true;
+      return NULL;
     }
   }
   return NULL;
@@ -543,6 +564,8 @@ zonednull_open (int readonly)
 {
   const char *name = nbdkit_export_name ();
   struct handle *h;
+  uint64_t session;
+  bool bad;
 
   if (name == NULL)
     name = "";
@@ -552,12 +575,28 @@ zonednull_open (int readonly)
     return NULL;
   }
   h->readonly = readonly;
-  h->d = find_device (name, &h->control);
-  if (h->d == NULL) {
-    nbdkit_error ("no export named '%s' (exports: nullb0 to nullb%" PRIu32
-                  ", each with /control)", name, nr_devices - 1);
+  h->d = find_device (name, &h->control, &session, &bad);
+  if (h->d == NULL && bad) {
+    nbdkit_error ("export '%s': a session's name is nullbN" ZN_SESSION_INFIX
+                  "ID, ID being %d hex digits, not all zero "
+                  "(zonednull-control(5))", name, ZN_SESSION_ID_DIGITS);
     free (h);
     return NULL;
+  }
+  if (h->d == NULL) {
+    nbdkit_error ("no export named '%s' (exports: nullb0 to nullb%" PRIu32
+                  ", each with /control and /session/ID)", name,
+                  nr_devices - 1);
+    free (h);
+    return NULL;
+  }
+  if (session) {
+    h->session = zn_control_session_attach (h->d->ctl, session);
+    if (h->session == NULL) {
+      nbdkit_error ("export '%s': out of memory for the session", name);
+      free (h);
+      return NULL;
+    }
   }
   /* Each connection to a data export is one hardware queue's submitter. */
   if (!h->control)
@@ -570,6 +609,10 @@ zonednull_close (void *handle)
 {
   struct handle *h = handle;
 
+  /* The session first: once the queue counts the connection gone, its
+   * session is idle (tests wait for that).
+   */
+  zn_control_session_detach (h->d->ctl, h->session);
   if (!h->control)
     zn_queues_detach (h->d->qs, h->queue);
   free (h);
@@ -702,13 +745,18 @@ check_alignment (struct device *d, const char *what, uint32_t count,
   return 0;
 }
 
-/* A failed data request: logged, remembered for DATA_ERRNO, sent. */
+/* A failed data request: logged, remembered for DATA_ERRNO (or the
+ * connection's session, for SESSION_ERRNO), sent.
+ */
 static int
-data_error (struct device *d, const char *what, uint32_t nbd_cmd,
+data_error (struct handle *h, const char *what, uint32_t nbd_cmd,
             uint32_t count, uint64_t offset, int err)
 {
+  struct device *d = h->d;
+
   request_error (d, what, count, offset, err);
-  zn_control_log_error (d->ctl, nbd_cmd, offset, count, err);
+  zn_control_session_log_error (d->ctl, h->session, nbd_cmd, offset, count,
+                                err);
   nbdkit_set_error (wire_errno (err));
   return -1;
 }
@@ -742,7 +790,7 @@ zonednull_pread (void *handle, void *buf, uint32_t count,
                count >> ZN_SECTOR_SHIFT);
   zn_queue_end (h->d->qs, &rq);
   if (r < 0)
-    return data_error (h->d, "pread", NBD_CMD_READ, count, offset, -r);
+    return data_error (h, "pread", NBD_CMD_READ, count, offset, -r);
   return 0;
 }
 
@@ -773,7 +821,7 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
     (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
   zn_queue_end (h->d->qs, &rq);
   if (r < 0)
-    return data_error (h->d, "pwrite", NBD_CMD_WRITE, count, offset, -r);
+    return data_error (h, "pwrite", NBD_CMD_WRITE, count, offset, -r);
   return 0;
 }
 
@@ -845,7 +893,8 @@ zonednull_trim (void *handle, uint32_t count, uint64_t offset,
                     ": reset of zones %" PRIu64 " to %" PRIu64
                     " failed (a READONLY or OFFLINE zone cannot be reset): %s",
                     d->name, offset, count, first, last, error_text (-r));
-    zn_control_log_error (d->ctl, NBD_CMD_TRIM, offset, count, -r);
+    zn_control_session_log_error (d->ctl, h->session, NBD_CMD_TRIM, offset,
+                                  count, -r);
     nbdkit_set_error (wire_errno (-r));
     return -1;
   }

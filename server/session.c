@@ -116,6 +116,10 @@ struct session {
   const struct served_device *meta_d;
   bool meta_control;
   struct zn_control_conn conn;
+  /* A data export opened as "nullbN/session/ID": the session its failures
+   * are logged for (NULL: the device-wide log).
+   */
+  struct zn_control_session *zsession;
   struct outbuf out;
   size_t ready;                 /* out's bytes that may be sent */
   /* Ends (offsets in out) of the replies held for completion, FIFO. */
@@ -228,15 +232,22 @@ be64 (const unsigned char *p)
 
 /* ---- exports ------------------------------------------------------------- */
 
-/* nullbN is a device, nullbN/control its zone control; "" is nullb0. */
+/* nullbN is a device, nullbN/control its zone control, nullbN/session/ID
+ * the device for a session (*session is then ID, otherwise 0); "" is
+ * nullb0.  NULL for an unknown name, with *bad set when it is a session's
+ * name with a malformed ID.
+ */
 static const struct served_device *
 find_export (const struct served *sv, const char *name, size_t len,
-             bool *control)
+             bool *control, uint64_t *session, bool *bad)
 {
+  *session = 0;
+  *bad = false;
   if (len == 0)
     return &sv->devices[0];
   for (unsigned i = 0; i < sv->nr_devices; i++) {
     const struct served_device *d = &sv->devices[i];
+    int r;
 
     if (len == strlen (d->name) && memcmp (name, d->name, len) == 0) {
       *control = false;
@@ -247,8 +258,43 @@ find_export (const struct served *sv, const char *name, size_t len,
       *control = true;
       return d;
     }
+    r = zn_control_parse_session_name (name, len, d->name, session);
+    if (r == 1) {
+      *control = false;
+      return d;
+    }
+    if (r < 0) {
+      *bad = true;
+      return NULL;
+    }
   }
   return NULL;
+}
+
+/* The export chosen for transmission; false when out of memory for its
+ * session.
+ */
+static bool
+choose_export (struct session *s, const struct served_device *d,
+               bool control, uint64_t session)
+{
+  struct zn_control_session *zs = NULL;
+
+  if (session && (zs = zn_control_session_attach (d->ctl, session)) == NULL)
+    return false;
+  s->d = d;
+  s->control = control;
+  s->zsession = zs;
+  return true;
+}
+
+/* A failed data request, for DATA_ERRNO or the session's SESSION_ERRNO. */
+static void
+log_failure (struct session *s, uint32_t nbd_cmd, uint64_t offset,
+             uint32_t count, int err)
+{
+  zn_control_session_log_error (s->d->ctl, s->zsession, nbd_cmd, offset,
+                                count, err);
 }
 
 static const char *
@@ -398,14 +444,13 @@ static long
 opt_export_name (struct session *s, const unsigned char *data, uint32_t len)
 {
   const struct served_device *d;
-  bool control = false;
+  bool control = false, bad;
+  uint64_t session;
   unsigned char zeroes[124] = { 0 };
 
-  d = find_export (s->sv, (const char *) data, len, &control);
-  if (d == NULL)
+  d = find_export (s->sv, (const char *) data, len, &control, &session, &bad);
+  if (d == NULL || !choose_export (s, d, control, session))
     return -1;
-  s->d = d;
-  s->control = control;
   out_be64 (&s->out, export_size (d, control));
   out_be16 (&s->out, export_flags (s, control));
   if (!s->no_zeroes)
@@ -421,7 +466,9 @@ opt_info_go (struct session *s, uint32_t opt, const unsigned char *data,
   uint32_t nl;
   uint16_t nr;
   const struct served_device *d;
-  bool control = false, want_name = false, want_desc = false;
+  bool control = false, want_name = false, want_desc = false, bad;
+  uint64_t session;
+  char session_name[64];
 
   if (len < 6 || (nl = be32 (data)) > len - 6
       || (nr = be16 (data + 4 + nl), len != 6 + nl + 2u * nr)) {
@@ -429,10 +476,19 @@ opt_info_go (struct session *s, uint32_t opt, const unsigned char *data,
                opt == OPT_GO ? "NBD_OPT_GO" : "NBD_OPT_INFO");
     return;
   }
-  d = find_export (s->sv, (const char *) data + 4, nl, &control);
+  d = find_export (s->sv, (const char *) data + 4, nl, &control, &session,
+                   &bad);
+  if (d == NULL && bad) {
+    opt_error (s, opt, REP_ERR_INVALID, "export '%.*s': a session's name is "
+               "nullbN" ZN_SESSION_INFIX "ID, ID being %d hex digits, not "
+               "all zero (zonednull-control(5))",
+               (int) (nl > 200 ? 200 : nl), (const char *) data + 4,
+               ZN_SESSION_ID_DIGITS);
+    return;
+  }
   if (d == NULL) {
     opt_error (s, opt, REP_ERR_UNKNOWN, "no export named '%.*s' (exports: "
-               "nullb0 to nullb%u, each with /control)",
+               "nullb0 to nullb%u, each with /control and /session/ID)",
                (int) (nl > 200 ? 200 : nl), (const char *) data + 4,
                s->sv->nr_devices - 1);
     return;
@@ -443,16 +499,25 @@ opt_info_go (struct session *s, uint32_t opt, const unsigned char *data,
     want_name |= type == INFO_NAME;
     want_desc |= type == INFO_DESCRIPTION;
   }
+  if (opt == OPT_GO && !choose_export (s, d, control, session)) {
+    /* The client may fall back to the plain name. */
+    opt_error (s, opt, REP_ERR_UNKNOWN,
+               "out of memory for the session");
+    return;
+  }
   reply_info_export (s, opt, d, control);
   reply_info_block_size (s, opt, d, control);
-  if (want_name)
+  if (want_name && session) {
+    zn_control_session_name (session_name, sizeof session_name, d->name,
+                             session);
+    reply_info_string (s, opt, INFO_NAME, session_name);
+  }
+  else if (want_name)
     reply_info_string (s, opt, INFO_NAME, export_name (d, control));
   if (want_desc)
     reply_info_string (s, opt, INFO_DESCRIPTION, export_description (control));
   opt_reply (s, opt, REP_ACK, NULL, 0);
   if (opt == OPT_GO) {
-    s->d = d;
-    s->control = control;
     /* Contexts chosen for another export do not carry over. */
     if (s->meta_d != d || s->meta_control != control)
       memset (s->meta, 0, sizeof s->meta), s->meta_any = false;
@@ -482,7 +547,8 @@ opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
   bool list = opt == OPT_LIST_META_CONTEXT;
   const char *what = list ? "NBD_OPT_LIST_META_CONTEXT" : "NBD_OPT_SET_META_CONTEXT";
   const struct served_device *d;
-  bool control = false, chosen[3] = { false, false, false };
+  bool control = false, chosen[3] = { false, false, false }, bad;
+  uint64_t session;
   uint32_t nl, nq, pos;
 
   if (!list && !s->structured) {
@@ -510,9 +576,11 @@ opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
     opt_error (s, opt, REP_ERR_INVALID, "%s: trailing bytes", what);
     return;
   }
-  d = find_export (s->sv, (const char *) data + 4, nl, &control);
+  d = find_export (s->sv, (const char *) data + 4, nl, &control, &session,
+                   &bad);
   if (d == NULL) {
-    opt_error (s, opt, REP_ERR_UNKNOWN, "%s: no export named '%.*s'", what,
+    opt_error (s, opt, bad ? REP_ERR_INVALID : REP_ERR_UNKNOWN,
+               "%s: no export named '%.*s'", what,
                (int) (nl > 200 ? 200 : nl), (const char *) data + 4);
     return;
   }
@@ -704,7 +772,7 @@ cmd_read (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
   else {
     r = zn_read (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
     if (r < 0)
-      zn_control_log_error (s->d->ctl, CMD_READ, offset, count, -r);
+      log_failure (s, CMD_READ, offset, count, -r);
   }
   if (r < 0) {
     s->out.len = mark;
@@ -751,7 +819,7 @@ cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
           (s->d->dev, data, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
     s->forced_error = 0;
     if (r < 0)
-      zn_control_log_error (s->d->ctl, CMD_WRITE, offset, count, -r);
+      log_failure (s, CMD_WRITE, offset, count, -r);
   }
   if (r < 0) {
     if (s->control)
@@ -797,7 +865,7 @@ cmd_trim (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
   r = zn_zone_mgmt (s->d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
                     (uint64_t) count >> ZN_SECTOR_SHIFT);
   if (r < 0) {
-    zn_control_log_error (s->d->ctl, CMD_TRIM, offset, count, -r);
+    log_failure (s, CMD_TRIM, offset, count, -r);
     reply_error (s, cookie, -r, "trim: reset of zones %" PRIu64 " to %" PRIu64
                  " failed (a READONLY or OFFLINE zone cannot be reset): %s",
                  offset / zone_bytes, (end - 1) / zone_bytes, errno_name (-r));
@@ -1153,6 +1221,8 @@ session_free (struct session *s)
 {
   if (s == NULL)
     return;
+  if (s->zsession)
+    zn_control_session_detach (s->d->ctl, s->zsession);
   free (s->out.data);
   free (s->held);
   while (s->parked) {
