@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <libnbd.h>
 
@@ -23,6 +26,12 @@
 struct zn_client {
   struct nbd_handle *data;
   struct nbd_handle *ctl;
+  /* For further data connections (zn_client_open_data). */
+  char *uri;
+  /* The session of the data connection; 0 when the server has none. */
+  uint64_t session;
+  /* The server refused a session's export name: it predates sessions. */
+  bool no_sessions;
   /* The geometry never changes, so it is read once, at connect. */
   struct zn_control_info geo;
   /* Commands executed on the control connection, to check that each
@@ -125,6 +134,85 @@ describe_bad_header (const unsigned char *p, char *msg, size_t len)
   else
     snprintf (msg, len, "unexpected header or descriptor size in the "
               "control header");
+}
+
+/* A fresh session id: random, never 0. */
+static uint64_t
+new_session_id (void)
+{
+  static uint64_t counter;
+  uint64_t id = 0;
+
+  while (id == 0) {
+    if (getrandom (&id, sizeof id, 0) != (ssize_t) sizeof id) {
+      /* No getrandom (old kernel): mix what differs between clients. */
+      struct timespec ts;
+      uint64_t z;
+
+      clock_gettime (CLOCK_REALTIME, &ts);
+      z = (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec
+        + ((uint64_t) getpid () << 32) + ++counter * UINT64_C(0x9e3779b97f4a7c15);
+      z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+      z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+      id = z ^ (z >> 31);
+    }
+  }
+  return id;
+}
+
+/* Connects a data handle to the URI's export in a session of its own:
+ * option mode swaps in "<device>/session/<id>" for the URI's export name,
+ * as connect_control does for the control export.  When that fails for
+ * any reason but the connection itself, the handle is dropped and a plain
+ * nbd_connect_uri tried, so that a server predating sessions is served as
+ * before (*session 0; the client remembers not to try again) and any
+ * other failure is reported in libnbd's own words.  Returns the handle,
+ * or NULL with the reason in err.
+ */
+static struct nbd_handle *
+connect_data (struct zn_client *c, const char *uri, uint64_t *session,
+              char *err, size_t errlen)
+{
+  struct nbd_handle *h;
+
+  *session = 0;
+  if (!c->no_sessions) {
+    char *export = NULL;
+    char name[256];
+    uint64_t id = new_session_id ();
+    int n = -1;
+
+    h = new_handle ();
+    if (h == NULL || nbd_set_opt_mode (h, true) == -1
+        || nbd_connect_uri (h, uri) == -1) {
+      snprintf (err, errlen, "%s", nbd_get_error ());
+      nbd_close (h);
+      return NULL;
+    }
+    if (nbd_aio_is_negotiating (h)
+        && (export = nbd_get_export_name (h)) != NULL)
+      n = zn_control_session_name (name, sizeof name, export, id);
+    free (export);
+    if (n > 0 && (size_t) n < sizeof name
+        && nbd_set_export_name (h, name) == 0 && nbd_opt_go (h) == 0) {
+      *session = id;
+      return h;
+    }
+    if (nbd_aio_is_negotiating (h))
+      nbd_opt_abort (h);
+    else
+      nbd_shutdown (h, 0);
+    nbd_close (h);
+  }
+
+  h = new_handle ();
+  if (h == NULL || nbd_connect_uri (h, uri) == -1) {
+    snprintf (err, errlen, "%s", nbd_get_error ());
+    nbd_close (h);
+    return NULL;
+  }
+  c->no_sessions = true;
+  return h;
 }
 
 /* Connects the control handle: the URI gives the server and the data
@@ -243,15 +331,14 @@ zn_client_connect (const char *uri, char *err, size_t errlen)
     snprintf (err, errlen, "%s", strerror (ENOMEM));
     return NULL;
   }
-  c->data = new_handle ();
-  if (c->data == NULL) {
-    snprintf (err, errlen, "%s", nbd_get_error ());
+  c->uri = strdup (uri);
+  if (c->uri == NULL) {
+    snprintf (err, errlen, "%s", strerror (ENOMEM));
     goto fail;
   }
-  if (nbd_connect_uri (c->data, uri) == -1) {
-    snprintf (err, errlen, "%s", nbd_get_error ());
+  c->data = connect_data (c, uri, &c->session, err, errlen);
+  if (c->data == NULL)
     goto fail;
-  }
   if (connect_control (c, uri, err, errlen) == -1)
     goto fail;
 
@@ -289,6 +376,7 @@ zn_client_close (struct zn_client *c)
       nbd_shutdown (c->ctl, 0);
     nbd_close (c->ctl);
   }
+  free (c->uri);
   free (c);
 }
 
@@ -511,17 +599,62 @@ zn_client_append_fua (struct zn_client *c, const void *buf, uint64_t sector,
   return append (c, buf, sector, nr_sectors, true, written);
 }
 
-int
-zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
-                      uint64_t offset, uint64_t count, int *err)
+struct nbd_handle *
+zn_client_open_data (struct zn_client *c, uint64_t *session)
 {
-  struct zn_control_info info;
-  int r = command (c, ZN_CMD_DATA_ERRNO, offset, count, nbd_cmd, &info);
+  char err[sizeof c->error];
+  uint64_t id;
+  struct nbd_handle *h = connect_data (c, c->uri, &id, err, sizeof err);
+  int64_t size;
 
+  if (h == NULL) {
+    set_error (c, "%s", err);
+    return NULL;
+  }
+  size = nbd_get_size (h);
+  if (size < 0 || (uint64_t) size != c->geo.capacity * ZN_SECTOR_SIZE) {
+    set_error (c, "the data export has %lld bytes, its control header says "
+               "%llu sectors", (long long) size,
+               (unsigned long long) c->geo.capacity);
+    nbd_shutdown (h, 0);
+    nbd_close (h);
+    return NULL;
+  }
+  if (session)
+    *session = id;
+  return h;
+}
+
+int
+zn_client_session_errno (struct zn_client *c, uint64_t session,
+                         uint32_t nbd_cmd, uint64_t offset, uint64_t count,
+                         int *err)
+{
+  unsigned char msg[ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE];
+  struct zn_control_info info;
+  int r;
+
+  /* No session (a server that predates them): the device-wide log. */
+  if (session == 0)
+    r = command (c, ZN_CMD_DATA_ERRNO, offset, count, nbd_cmd, &info);
+  else {
+    zn_control_encode_session_errno (msg, session, nbd_cmd, offset, count);
+    r = send_command (c, ZN_CMD_SESSION_ERRNO, msg, sizeof msg, &info);
+  }
   if (r < 0)
     return r;
   *err = (int) info.result_errno;
   return 0;
+}
+
+/* The client's own data connection is in a session when the server has
+ * them, so the answer is this client's alone.
+ */
+int
+zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
+                      uint64_t offset, uint64_t count, int *err)
+{
+  return zn_client_session_errno (c, c->session, nbd_cmd, offset, count, err);
 }
 
 int

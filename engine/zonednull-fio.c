@@ -144,6 +144,7 @@ struct zf_req_list {
 struct zf_conn {
   struct nbd_handle *h;
   bool owned;                   /* not the client's own data handle */
+  uint64_t session;             /* owned: its session (0: the server has none) */
 };
 
 /* A sequential zone's write lock, with the writes waiting for it. */
@@ -241,25 +242,16 @@ put_client (struct thread_data *td, struct zn_client *zc)
     zn_client_close (zc);
 }
 
-/* A further data connection of the job; the URI was checked by
- * zn_client_connect() already.
+/* A further data connection of the job, to the client's URI, in a
+ * session of its own so that its failures have exact errnos.
  */
 static struct nbd_handle *
-connect_data (const char *uri)
+connect_data (struct zn_client *zc, const char *uri, uint64_t *session)
 {
-  struct nbd_handle *h = nbd_create ();
+  struct nbd_handle *h = zn_client_open_data (zc, session);
 
-  if (h == NULL) {
-    log_err ("%s: nbd_create: %s\n", ENGINE, nbd_get_error ());
-    return NULL;
-  }
-  /* As the client library does: TLS files may be named in the URI. */
-  if (nbd_set_uri_allow_local_file (h, true) == -1
-      || nbd_connect_uri (h, uri) == -1) {
-    log_err ("%s: uri=%s: %s\n", ENGINE, uri, nbd_get_error ());
-    nbd_close (h);
-    return NULL;
-  }
+  if (h == NULL)
+    log_err ("%s: uri=%s: %s\n", ENGINE, uri, zn_client_error (zc));
   return h;
 }
 
@@ -390,10 +382,12 @@ open_data_connections (struct zf_engine *e, const char *uri, unsigned n)
   e->conns[0].owned = false;
   e->nconns = 1;
   while (e->nconns < n) {
-    struct nbd_handle *h = connect_data (uri);
+    uint64_t session = 0;
+    struct nbd_handle *h = connect_data (e->zc, uri, &session);
 
     if (h == NULL)
       return -1;
+    e->conns[e->nconns].session = session;
     e->conns[e->nconns].h = h;
     e->conns[e->nconns].owned = true;
     e->nconns++;
@@ -649,14 +643,20 @@ zf_queue (struct thread_data *td, struct io_u *io_u)
 static int
 device_errno (struct zf_engine *e, const struct zf_req *r)
 {
+  const struct zf_conn *conn = &e->conns[r->conn];
   int err = 0;
 
-  if (r->nbd_cmd == UINT32_MAX || e->zc == NULL
-      || zn_client_data_errno (e->zc, r->nbd_cmd, r->io_u->offset,
-                               r->io_u->xfer_buflen, &err) < 0
-      || err == 0)
+  if (r->nbd_cmd == UINT32_MAX || e->zc == NULL)
     return r->error;
-  return err;
+  /* Each connection's session answers for its own requests alone. */
+  if (!conn->owned
+      ? zn_client_data_errno (e->zc, r->nbd_cmd, r->io_u->offset,
+                              r->io_u->xfer_buflen, &err) < 0
+      : zn_client_session_errno (e->zc, conn->session, r->nbd_cmd,
+                                 r->io_u->offset, r->io_u->xfer_buflen,
+                                 &err) < 0)
+    return r->error;
+  return err ? err : r->error;
 }
 
 /* Passes r's zone lock to the next waiting write, sending it; writes that
