@@ -609,7 +609,11 @@ connect_remote (struct run *r)
   int v;
 
   if (c == NULL) {
-    error ("--connect=%s: %s", connect_uri, why);
+    bool tls = strncmp (connect_uri, "nbds", 4) == 0;
+
+    error ("--connect=%s: %s%s", connect_uri, why,
+           tls ? " (TLS was asked for: the server refused it, or the "
+           "certificates or PSK do not match)" : "");
     return -1;
   }
   v = zn_client_info (c, &info);

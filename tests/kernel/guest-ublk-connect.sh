@@ -135,7 +135,10 @@ checks () {
   check "$u: after the zone operations the reports agree" same_reports "$u"
 
   # btrfs writes its data with zone append.
-  if [ "${ZN_CONNECT_BTRFS:-1}" != 0 ] && command -v mkfs.btrfs >/dev/null; then
+  ma=$(attr max_active_zones)
+  if [ "$ma" -gt 0 ] && [ "$ma" -lt 8 ]; then
+    echo "# $u: max_active_zones $ma: btrfs needs 8 active zones, the btrfs check is left out"
+  elif [ "${ZN_CONNECT_BTRFS:-1}" != 0 ] && command -v mkfs.btrfs >/dev/null; then
     mkdir -p /mnt/znc
     if mkfs.btrfs -f -q -O zoned -d single -m single "$dev" >$work/mkfs.out 2>&1 \
         && mount -t btrfs "$dev" /mnt/znc 2>$work/mount.err; then
@@ -149,7 +152,7 @@ checks () {
       umount /mnt/znc 2>/dev/null
       check "$u: after btrfs the reports agree" same_reports "$u"
     else
-      fail "$u: btrfs: $(cat $work/mkfs.out $work/mount.err 2>/dev/null | tail -3)"
+      fail "$u: btrfs: $(cat $work/mkfs.out $work/mount.err 2>/dev/null | tail -3) $(dmesg | grep -i btrfs | tail -2)"
     fi
     blkzone reset "$dev"
   fi
