@@ -106,7 +106,7 @@ dev_up () {
     "$ZNU" -f -P "$out/$name.pid" "$@" >"$out/$name.stdout" 2>"$out/$name.stderr" &
     UPID=$!
     n=300
-    while ! grep -q '^/dev/ublkb[0-9]' "$out/$name.stdout"; do
+    while ! grep -qs '^/dev/ublkb[0-9]' "$out/$name.stdout"; do
       if dead "$UPID" || [ $n -le 0 ]; then
         if dead "$UPID"; then wait "$UPID"; why="exited with status $?"
         else why="printed no device in 30 s"; kill -KILL "$UPID" 2>/dev/null; reap "$UPID" 50; fi
