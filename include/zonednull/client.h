@@ -176,14 +176,30 @@ struct nbd_handle *zn_client_data_handle (struct zn_client *c);
 
 /* Exact errnos per request, whatever other clients do.  A data
  * connection opened here belongs to a session of its own (the id is
- * chosen at random and carried in the export name the server sees): the
- * server records the failures of that connection for the session alone,
- * and zn_client_session_errno asks for the errno of the most recent
- * failed request of the session with that NBD command type, byte offset
- * and count.  The answer is exact as long as the caller never has two
- * requests of the same type, offset and count in flight on the
- * connection at once.  Returns a connected libnbd handle that the caller
- * owns (nbd_close), or NULL with the reason in zn_client_error().
+ * chosen at random and carried in the export name the server sees,
+ * "<device>/session/<16 hex digits>"): the server records the failures of
+ * that connection for the session alone, and zn_client_session_errno asks
+ * for the errno of the most recent failed request of the session with
+ * that NBD command type, byte offset and count.  The answer is exact as
+ * long as the caller never has two requests of the same type, offset and
+ * count in flight on the connection at once.  zn_client_open_data
+ * connects to the client's URI (same server, export and TLS settings) and
+ * returns a connected libnbd handle that the caller owns (nbd_shutdown,
+ * nbd_close), with its session id in *session (if not NULL), or NULL with
+ * the reason in zn_client_error().  The client's own data connection
+ * (zn_client_data_handle) is in a session too, the one
+ * zn_client_data_errno asks.
+ *
+ * A server that predates sessions refuses the name: the handle is then
+ * connected to the plain export and *session is 0, and
+ * zn_client_session_errno with session 0 asks the device-wide log
+ * (DATA_ERRNO), exact only while no other client fails the same request.
+ * The server keeps a session's last ZN_CONTROL_SESSION_LOG failures; a
+ * session's log outlives its last connection for a while (the
+ * ZN_CONTROL_SESSIONS most recently closed sessions of the device are
+ * kept).  zn_client_session_errno returns 0 with *err set to the positive
+ * errno, or 0 when no failure matches (keep libnbd's errno then); a
+ * negative errno if the query itself failed.
  */
 struct nbd_handle *zn_client_open_data (struct zn_client *c,
                                         uint64_t *session);
