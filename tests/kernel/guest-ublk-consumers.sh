@@ -345,6 +345,7 @@ zbd_run () {
     rm -f "$ZBD.log.$tn"
   done
   echo "# total $(( $(now) - t_all )) s on $DEV ($G_ZBD)" >>"$res"
+  echo "# scheduler: $(cat "/sys/block/$(basename "$DEV")/queue/scheduler")" >>"$res"
   dev_down
 }
 step_zbd () {
