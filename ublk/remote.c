@@ -821,8 +821,14 @@ rqueue_free (struct zu_rqueue *q)
       fprintf (stderr, "zonednull-ublk: queue %u: the control worker is "
                "still waiting for the server; leaving it\n", q->id);
       pthread_detach (q->worker);
+      /* The worker never touches the ring or the descriptors; the
+       * mapping holds the character device open, and DEL_DEV waits for
+       * its last close.
+       */
       if (q->ring_ready)
         io_uring_queue_exit (&q->ring);
+      if (q->descs)
+        munmap (q->descs, q->descs_len);
       return;
     }
   }

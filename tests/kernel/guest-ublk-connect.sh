@@ -206,6 +206,25 @@ failure () {
   kill -KILL $spid 2>/dev/null; wait $spid 2>/dev/null
 }
 
+# idle_stop: the server stops answering while nothing is in flight; SIGTERM
+# must still delete the device (nothing waits for the server's goodbye).
+idle_stop () {
+  sock=$work/f-idle.sock
+  rm -f $sock
+  $ZN_CONNECT_SERVER -f -U $sock size=64 zone_size=8 memory_backed=1 >$work/fs.out 2>&1 &
+  spid=$!
+  i=0; while [ ! -S $sock ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  if start_dev "nbd+unix:///?socket=$sock" --timeout=$timeout_s; then
+    kill -STOP $spid
+    t0=$(now)
+    check "idle SIGSTOP: SIGTERM stops and deletes $dev" stop_dev $((timeout_s + 5))
+    echo "# idle SIGSTOP: stopped in $(secs_since $t0) s"
+  else
+    fail "idle SIGSTOP: zonednull-ublk --connect starts: $(cat $work/ublk.err)"
+  fi
+  kill -KILL $spid 2>/dev/null; wait $spid 2>/dev/null
+}
+
 # ---- refusals ---------------------------------------------------------------
 refusals () {
   zonednull-ublk --connect='nbd+unix:///?socket=/nonexistent.sock' >/dev/null 2>$work/r.err
@@ -249,6 +268,7 @@ for u in $uris; do checks "$u"; done
 if [ -n "${ZN_CONNECT_SERVER:-}" ]; then
   failure KILL
   failure STOP
+  idle_stop
   for p in $spids; do kill $p; wait $p 2>/dev/null; done
 fi
 echo "# guest-ublk-connect: $passes passed, $fails failed"
