@@ -3,7 +3,10 @@
 # --connect serves a remote zonednull server's device (libnbd).
 if HAVE_LIBURING
 sbin_PROGRAMS += ublk/zonednull-ublk
+# The client library's code is linked in, so that the program is one
+# binary to copy into a guest (no libtool wrapper, no rpath).
 ublk_zonednull_ublk_SOURCES = \
+	client/client.c \
 	server/session.c \
 	server/session.h \
 	ublk/ctrl.c \
@@ -19,9 +22,8 @@ ublk_zonednull_ublk_SOURCES = \
 ublk_zonednull_ublk_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
 	-I$(top_srcdir)/server
 ublk_zonednull_ublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS) $(LIBNBD_CFLAGS)
-ublk_zonednull_ublk_LDADD = lib/libzonednull.la \
-	client/libzonednull-client.la $(LIBURING_LIBS) $(LIBNBD_LIBS) \
-	$(LIBEV_LIBS)
+ublk_zonednull_ublk_LDADD = lib/libzonednull.la $(LIBURING_LIBS) \
+	$(LIBNBD_LIBS) $(LIBEV_LIBS)
 endif
 man8_MANS += man/zonednull-ublk.8
 EXTRA_DIST += ublk/local.mk

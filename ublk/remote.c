@@ -38,45 +38,10 @@
 #include "io.h"
 #include "remote.h"
 
-/* ---- per-session data connections ---------------------------------------
- *
- * zn_client_open_data and zn_client_session_errno give each queue a data
- * connection whose failures the server records for it alone.  Until the
- * client library has them, they are weak references: without them, the
- * queue drives its worker client's own data connection and asks for
- * errnos with zn_client_data_errno (exact unless another client fails a
- * request of the same type, offset and length at the same moment).
+/* Each queue's data connection is a session of its own
+ * (zn_client_open_data), so the errno the server recorded for a failed
+ * request is that request's, whatever other clients fail meanwhile.
  */
-#pragma weak zn_client_open_data
-#pragma weak zn_client_session_errno
-
-static bool
-have_sessions (void)
-{
-  return zn_client_open_data != NULL && zn_client_session_errno != NULL;
-}
-
-/* The data connection of queue q; *owned says whether the caller closes
- * it (a session's own) or the client does.
- */
-static struct nbd_handle *
-open_data (struct zn_client *c, uint64_t *session, bool *owned)
-{
-  *owned = have_sessions ();
-  if (*owned)
-    return zn_client_open_data (c, session);
-  *session = 0;
-  return zn_client_data_handle (c);
-}
-
-static int
-data_errno (struct zn_client *c, uint64_t session, uint32_t nbd_cmd,
-            uint64_t offset, uint64_t count, int *err)
-{
-  if (have_sessions ())
-    return zn_client_session_errno (c, session, nbd_cmd, offset, count, err);
-  return zn_client_data_errno (c, nbd_cmd, offset, count, err);
-}
 
 /* ---- the queue ----------------------------------------------------------- */
 
@@ -142,7 +107,6 @@ struct zu_rqueue {
   bool done;
   /* The data connection. */
   struct nbd_handle *h;
-  bool h_owned;
   uint64_t session;
   bool h_dead;                  /* libnbd said so, or we shut it down */
   bool in_armed, out_armed;
@@ -309,7 +273,7 @@ run_job (struct zu_rqueue *q, struct rslot *s)
     break;
   case J_ERRNO:
     s->job_errno = 0;
-    r = data_errno (c, q->session, s->nbd_cmd,
+    r = zn_client_session_errno (c, q->session, s->nbd_cmd,
                     s->iod.start_sector << ZN_SECTOR_SHIFT,
                     (uint64_t) s->iod.nr_sectors << ZN_SECTOR_SHIFT,
                     &s->job_errno);
@@ -797,7 +761,7 @@ queue_main (void *arg)
 static void
 rqueue_free (struct zu_rqueue *q)
 {
-  if (q->h && q->h_owned) {
+  if (q->h) {
     /* Say goodbye unless the server is gone; never wait for it. */
     if (!q->h_dead && !atomic_load (&q->d->dead))
       nbd_aio_disconnect (q->h, 0);
@@ -903,7 +867,7 @@ zu_rqueue_start (struct zu_device *d, unsigned id, const char *uri,
     snprintf (err, errlen, "queue %u: %s: %s", id, uri, why);
     goto fail;
   }
-  q->h = open_data (q->c, &q->session, &q->h_owned);
+  q->h = zn_client_open_data (q->c, &q->session);
   if (q->h == NULL) {
     snprintf (err, errlen, "queue %u: data connection to %s: %s", id, uri,
               zn_client_error (q->c));
