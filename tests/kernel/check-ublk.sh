@@ -9,7 +9,11 @@
 # zone reports; configurations null_blk refuses must be refused by
 # zonednull-ublk and the other way round.  Then, when
 # tests/kernel/prepare-consumers.sh and guest-ublk-consumers.sh exist, the
-# zoned consumers (fio, f2fs, btrfs, dm) against zonednull-ublk.
+# zoned consumers (fio, f2fs, btrfs, dm) against zonednull-ublk.  Last,
+# tests/kernel/guest-ublk-connect.sh: zonednull-ublk --connect to a
+# zonednull-server and an nbdkit zonednull started here on loopback (the
+# guest's 10.0.2.2) and to servers of the guest's own, which it kills and
+# stops mid-write.
 #
 # Environment (set by tests/kernel/local.mk):
 #   ZONEDNULL_SRCDIR ZNTRACE
@@ -26,6 +30,8 @@
 #                     zonednull-ublk refuses fails (default: XFAIL, since
 #                     ublk_drv cannot expose a smaller last zone)
 #   ZN_UBLK_CONSUMERS 0: leave the zoned consumers out
+#   ZN_UBLK_CONNECT   0: leave zonednull-ublk --connect out
+#   ZONEDNULL_SERVER ZONEDNULL_PLUGIN ZONEDNULL_CLI NBDKIT  for --connect
 #   ZN_CONS_* ZN_ZBD_*  passed into the guest, for guest-ublk-consumers.sh
 #                     (e.g. ZN_CONS_STEPS="fio dm f2fs btrfs")
 #   ZN_UBLK_MEM       guest memory (default 2G with the consumers, else 1G)
@@ -88,6 +94,54 @@ while read -r name tseed n settings; do
   note "config $name: $settings"
 done <"$conf"
 
+# ---- zonednull servers on the host, for zonednull-ublk --connect ----------
+# A zonednull-server and an nbdkit zonednull on free loopback ports (the
+# guest's 10.0.2.2), stopped by PID at exit.  Their device: memory-backed,
+# an open limit (ETOOMANYREFS), no active limit and 4 MiB zones (btrfs).
+CONNECT_CONFIG="size=128 zone_size=4 zone_max_open=4 memory_backed=1"
+server_pids=
+stop_servers () {
+  for p in $server_pids; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  server_pids=
+}
+trap stop_servers EXIT
+trap 'exit 1' HUP INT TERM
+# host_server NAME: zonednull-server (server) or nbdkit (nbdkit) with
+# CONNECT_CONFIG; sets $port, or returns 1.
+host_server () {
+  name=$1 attempt=0 pidf=$work/$name.pid
+  while [ "$attempt" -lt 8 ]; do
+    attempt=$((attempt + 1))
+    randn 20000
+    port=$((30000 + r))
+    rm -f "$pidf"
+    # shellcheck disable=SC2086
+    case $name in
+      server) "$ZONEDNULL_SERVER" -f -i 127.0.0.1 -p "$port" -P "$pidf" \
+                --exit-with-parent $CONNECT_CONFIG </dev/null 2>"$work/$name.err" & ;;
+      nbdkit) LD_PRELOAD=${ZONEDNULL_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0 \
+                "${NBDKIT:-nbdkit}" -f -i 127.0.0.1 -p "$port" -P "$pidf" \
+                "$ZONEDNULL_PLUGIN" $CONNECT_CONFIG </dev/null 2>"$work/$name.err" & ;;
+    esac
+    pid=$! tries=0
+    while [ ! -s "$pidf" ] && kill -0 "$pid" 2>/dev/null && [ $tries -lt 300 ]; do
+      sleep 0.1; tries=$((tries + 1))
+    done
+    if [ -s "$pidf" ]; then server_pids="$server_pids $pid"; return 0; fi
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  done
+  cat "$work/$name.err" >&2
+  return 1
+}
+connect_uris=
+if [ -n "$ublk" ] && [ -f "$here/guest-ublk-connect.sh" ] && [ "${ZN_UBLK_CONNECT:-1}" != 0 ]; then
+  if host_server server; then connect_uris="nbd://10.0.2.2:$port/"
+  else fail "zonednull-server ($CONNECT_CONFIG) did not start"; fi
+  if host_server nbdkit; then connect_uris="$connect_uris nbd://10.0.2.2:$port/"
+  else fail "nbdkit zonednull ($CONNECT_CONFIG) did not start"; fi
+  note "servers for --connect ($CONNECT_CONFIG):$(echo " $connect_uris" | sed 's|nbd://10.0.2.2:| 127.0.0.1:|g')"
+fi
+
 # ---- the per-run initramfs -------------------------------------------------
 stage=$work/stage
 mkdir -p "$stage/test" "$stage/usr/bin" "$stage/usr/lib"
@@ -114,6 +168,11 @@ sh /test/guest-ublk.sh || rc=1
 if [ -f /test/guest-ublk-consumers.sh ]; then
   echo "== zoned consumers on zonednull-ublk"
   sh /test/guest-ublk-consumers.sh || rc=1
+fi
+if [ -f /test/guest-ublk-connect.sh ]; then
+  echo "== zonednull-ublk --connect"
+  ZN_CONNECT_URIS="$connect_uris" ZN_CONNECT_SERVER=/usr/bin/zonednull-server \
+    sh /test/guest-ublk-connect.sh || rc=1
 fi
 exit \$rc
 EOF
@@ -142,6 +201,14 @@ copy_binary () {
 if [ -n "$ublk" ]; then
   copy_binary "$ublk" /usr/bin/zonednull-ublk || die "cannot copy $ublk into the guest"
   guest_ublk=/usr/bin/zonednull-ublk
+  if [ -n "$connect_uris" ]; then
+    # --connect's checks: the CLI to compare reports, and a server of the
+    # guest's own that they can kill and stop.
+    cp "$here/guest-ublk-connect.sh" "$stage/test/"
+    copy_binary "$ZONEDNULL_CLI" /usr/bin/zonednull || die "cannot copy $ZONEDNULL_CLI into the guest"
+    copy_binary "$ZONEDNULL_SERVER" /usr/bin/zonednull-server ||
+      die "cannot copy $ZONEDNULL_SERVER into the guest"
+  fi
 else
   guest_ublk=
 fi
@@ -187,7 +254,7 @@ timeout "${ZN_KERNEL_VM_TIMEOUT:-600}" qemu-system-x86_64 \
   -kernel "$kdir/vmlinux" -initrd "$work/initrd.cpio" \
   -append "console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off no_timer_check random.trust_cpu=on 8250.nr_uarts=2" \
   -serial "file:$work/console.log" -serial "file:$work/ttyS1.log" \
-  -netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0,romfile= \
+  -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile= \
   </dev/null >"$work/qemu.log" 2>&1
 qrc=$?
 boot_end=$(date +%s)
