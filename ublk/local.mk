@@ -17,6 +17,8 @@ ublk_zonednull_ublk_SOURCES = \
 	ublk/nbd.h \
 	ublk/remote.c \
 	ublk/remote.h \
+	ublk/ring.c \
+	ublk/ring.h \
 	ublk/ublk-abi.h \
 	ublk/zonednull-ublk.c
 ublk_zonednull_ublk_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \

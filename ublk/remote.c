@@ -26,16 +26,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <linux/blkzoned.h>
 
-#include <liburing.h>
 #include <libnbd.h>
 
 #include "zonednull/client.h"
-#include "ublk-abi.h"
-#include "io.h"
 #include "remote.h"
 
 /* Each queue's data connection is a session of its own
@@ -45,17 +41,13 @@
 
 /* ---- the queue ----------------------------------------------------------- */
 
+/* The kinds of CQE a queue has besides the ring's. */
 enum {
-  UD_IO = 0,                    /* a fetch or commit-and-fetch came back */
-  UD_NBD_IN = 1,                /* the data socket is readable */
-  UD_NBD_OUT = 2,               /* ... writable */
-  UD_WORKER = 3,                /* the worker posted results */
-  UD_TICK = 4,                  /* once a second: timeouts */
-  UD_STOP = 5,                  /* stop_fd became readable */
+  UD_NBD_IN = ZU_UD_OWN,        /* the data socket is readable */
+  UD_NBD_OUT,                   /* ... writable */
+  UD_WORKER,                    /* the worker posted results */
+  UD_TICK,                      /* once a second: timeouts */
 };
-#define UD(kind, tag) ((uint64_t) (kind) << 56 | (tag))
-#define UD_KIND(ud) ((unsigned) ((ud) >> 56))
-#define UD_TAG(ud) ((unsigned) ((ud) & 0xffff))
 
 enum slot_state {
   S_IDLE,                       /* the kernel has the tag */
@@ -96,15 +88,8 @@ struct rslot {
 };
 
 struct zu_rqueue {
-  struct zu_device *d;
-  unsigned id;
-  struct io_uring ring;
-  bool ring_ready;
-  struct zu_io_desc *descs;
-  size_t descs_len;
+  struct zu_ring r;             /* first: ring.c's callbacks get &q->r */
   struct rslot *slots;
-  unsigned dead_tags;
-  bool done;
   /* The data connection. */
   struct nbd_handle *h;
   uint64_t session;
@@ -128,61 +113,31 @@ struct zu_rqueue {
   bool worker_stop;             /* under lock */
   struct zn_zone *zones;        /* the worker's report buffer */
   unsigned max_zones;
-  pthread_t thread;
-  bool thread_started;
 };
 
 static void
 lost (struct zu_rqueue *q, const char *why)
 {
-  bool was = atomic_exchange (&q->d->dead, true);
+  bool was = atomic_exchange (&q->r.d->dead, true);
 
   if (!was) {
     fprintf (stderr, "zonednull-ublk: /dev/ublkb%" PRIu32 ": lost the "
              "server (queue %u: %s); every request now fails with EIO; "
              "stop zonednull-ublk and start it again once the server is "
-             "back\n", q->d->dev_id, q->id, why);
+             "back\n", q->r.d->dev_id, q->r.id, why);
     syslog (LOG_ERR, "/dev/ublkb%" PRIu32 ": lost the server (queue %u: "
-            "%s); every request now fails with EIO", q->d->dev_id, q->id,
+            "%s); every request now fails with EIO", q->r.d->dev_id, q->r.id,
             why);
   }
-}
-
-static struct io_uring_sqe *
-get_sqe (struct zu_rqueue *q)
-{
-  struct io_uring_sqe *sqe;
-
-  while ((sqe = io_uring_get_sqe (&q->ring)) == NULL)
-    io_uring_submit (&q->ring);
-  return sqe;
-}
-
-static void
-submit_io_cmd (struct zu_rqueue *q, unsigned tag, uint32_t op, int result,
-               uint64_t addr)
-{
-  struct io_uring_sqe *sqe = get_sqe (q);
-  struct zu_io_cmd cmd = {
-    .q_id = (uint16_t) q->id, .tag = (uint16_t) tag, .result = result,
-    .addr = addr,
-  };
-
-  memset (sqe, 0, sizeof *sqe);
-  sqe->opcode = IORING_OP_URING_CMD;
-  sqe->fd = q->d->cdev_fd;
-  sqe->cmd_op = op;
-  memcpy (sqe->cmd, &cmd, sizeof cmd);
-  io_uring_sqe_set_data64 (sqe, UD (UD_IO, tag));
 }
 
 static void
 finish (struct zu_rqueue *q, struct rslot *s, int result)
 {
   s->state = S_IDLE;
-  submit_io_cmd (q, s->tag, ZU_IO_COMMIT_AND_FETCH_REQ, result,
-                 s->iod.op_flags % 256 == ZU_OP_ZONE_APPEND && result >= 0
-                 ? s->lba : 0);
+  zu_ring_commit (&q->r, s->tag, result,
+                  s->iod.op_flags % 256 == ZU_OP_ZONE_APPEND && result >= 0
+                  ? s->lba : 0);
 }
 
 static double
@@ -196,26 +151,8 @@ static int
 ensure_buf (struct zu_rqueue *q, struct rslot *s)
 {
   if (s->buf == NULL)
-    s->buf = malloc (q->d->buf_bytes);
+    s->buf = malloc (q->r.d->buf_bytes);
   return s->buf ? 0 : -ENOMEM;
-}
-
-static int
-copy_in (struct zu_rqueue *q, struct rslot *s, size_t bytes)
-{
-  ssize_t n = pread (q->d->cdev_fd, s->buf, bytes,
-                     (off_t) zu_user_copy_pos (q->id, s->tag));
-
-  return n == (ssize_t) bytes ? 0 : -EIO;
-}
-
-static int
-copy_out (struct zu_rqueue *q, struct rslot *s, size_t bytes)
-{
-  ssize_t n = pwrite (q->d->cdev_fd, s->buf, bytes,
-                      (off_t) zu_user_copy_pos (q->id, s->tag));
-
-  return n == (ssize_t) bytes ? 0 : -EIO;
 }
 
 /* ---- the worker ---------------------------------------------------------- */
@@ -253,17 +190,8 @@ run_job (struct zu_rqueue *q, struct rslot *s)
                                       s->nr_sectors < q->max_zones
                                       ? (unsigned) s->nr_sectors
                                       : q->max_zones);
-    if (s->job_result >= 0) {
-      struct blk_zone *bz = (struct blk_zone *) (void *) s->buf;
-
-      memset (s->buf, 0, q->d->buf_bytes);
-      for (int i = 0; i < s->job_result; i++)
-        bz[i] = (struct blk_zone) {
-          .start = q->zones[i].start, .len = q->zones[i].len,
-          .wp = q->zones[i].wp, .type = q->zones[i].type,
-          .cond = q->zones[i].cond, .capacity = q->zones[i].capacity,
-        };
-    }
+    if (s->job_result >= 0)
+      zu_report_fill (q->r.d, s->buf, q->zones, (unsigned) s->job_result);
     break;
   case J_APPEND:
     s->lba = 0;
@@ -323,7 +251,7 @@ worker_main (void *arg)
    * connections: not for a server that was lost.  The queue does not
    * wait for this thread forever either (rqueue_free).
    */
-  if (!atomic_load (&q->d->dead))
+  if (!atomic_load (&q->r.d->dead))
     zn_client_close (q->c);
   q->c = NULL;
   return NULL;
@@ -334,7 +262,6 @@ static int
 job_result (struct zu_rqueue *q, struct rslot *s)
 {
   size_t bytes = (size_t) s->iod.nr_sectors << ZN_SECTOR_SHIFT;
-  ssize_t n;
   int err;
 
   switch (s->job) {
@@ -343,10 +270,7 @@ job_result (struct zu_rqueue *q, struct rslot *s)
   case J_REPORT:
     if (s->job_result < 0)
       return zu_block_errno (s->job_result);
-    /* The whole buffer, records then zeros: see io.c's report_zones. */
-    n = pwrite (q->d->cdev_fd, s->buf, q->d->buf_bytes,
-                (off_t) zu_user_copy_pos (q->id, s->tag));
-    return n > 0 ? (int) n : -EIO;
+    return zu_ring_put_report (&q->r, s->tag, s->buf);
   case J_APPEND:
     return s->job_result < 0 ? zu_block_errno (s->job_result) : (int) bytes;
   case J_ERRNO:
@@ -418,7 +342,7 @@ take_replies (struct zu_rqueue *q)
     if (s->nbd_err == 0) {
       switch (s->iod.op_flags & 0xff) {
       case ZU_OP_READ:
-        r = copy_out (q, s, bytes);
+        r = zu_ring_copy_out (&q->r, s->tag, s->buf, bytes);
         finish (q, s, r ? r : (int) bytes);
         break;
       case ZU_OP_WRITE:
@@ -429,7 +353,7 @@ take_replies (struct zu_rqueue *q)
         break;
       }
     }
-    else if (conn_gone (s->nbd_err) || atomic_load (&q->d->dead)) {
+    else if (conn_gone (s->nbd_err) || atomic_load (&q->r.d->dead)) {
       if (conn_gone (s->nbd_err))
         lost (q, strerror (s->nbd_err));
       finish (q, s, -EIO);
@@ -455,7 +379,6 @@ check_conn (struct zu_rqueue *q)
 static void
 arm_polls (struct zu_rqueue *q)
 {
-  struct io_uring_sqe *sqe;
   unsigned dir;
   int fd;
 
@@ -466,15 +389,11 @@ arm_polls (struct zu_rqueue *q)
     return;
   dir = nbd_aio_get_direction (q->h);
   if (!q->in_armed) {
-    sqe = get_sqe (q);
-    io_uring_prep_poll_add (sqe, fd, POLLIN);
-    io_uring_sqe_set_data64 (sqe, UD (UD_NBD_IN, 0));
+    zu_ring_poll (&q->r, fd, POLLIN, ZU_UD (UD_NBD_IN, 0));
     q->in_armed = true;
   }
   if (!q->out_armed && (dir & LIBNBD_AIO_DIRECTION_WRITE)) {
-    sqe = get_sqe (q);
-    io_uring_prep_poll_add (sqe, fd, POLLOUT);
-    io_uring_sqe_set_data64 (sqe, UD (UD_NBD_OUT, 0));
+    zu_ring_poll (&q->r, fd, POLLOUT, ZU_UD (UD_NBD_OUT, 0));
     q->out_armed = true;
   }
 }
@@ -511,26 +430,24 @@ static void
 start_request (struct zu_rqueue *q, unsigned tag)
 {
   struct rslot *s = &q->slots[tag];
-  const struct zn_geometry *geo = q->d->geo;
+  const struct zn_geometry *geo = q->r.d->geo;
   unsigned op;
   size_t bytes;
 
-  s->iod = q->descs[tag];
+  s->iod = q->r.descs[tag];
   op = s->iod.op_flags & 0xff;
-  if (op < ZU_NR_OPS)
-    atomic_fetch_add_explicit (&q->d->served[op], 1, memory_order_relaxed);
+  zu_ring_count (&q->r, &s->iod);
   s->fua = (s->iod.op_flags & ZU_IO_F_FUA) != 0;
   s->sector = s->iod.start_sector;
   s->nr_sectors = s->iod.nr_sectors;
   s->lba = 0;
-  bytes = op == ZU_OP_READ || op == ZU_OP_WRITE || op == ZU_OP_ZONE_APPEND
-    ? (size_t) s->iod.nr_sectors << ZN_SECTOR_SHIFT : 0;
+  bytes = (size_t) zu_data_bytes (&s->iod);
 
-  if (atomic_load (&q->d->dead) || q->h_dead) {
+  if (atomic_load (&q->r.d->dead) || q->h_dead) {
     finish (q, s, -EIO);
     return;
   }
-  if (bytes > q->d->buf_bytes || ensure_buf (q, s) < 0) {
+  if (bytes > q->r.d->buf_bytes || ensure_buf (q, s) < 0) {
     finish (q, s, -EIO);
     return;
   }
@@ -539,7 +456,7 @@ start_request (struct zu_rqueue *q, unsigned tag)
     issue (q, s, ZN_NBD_CMD_READ, bytes, false);
     return;
   case ZU_OP_WRITE:
-    if (copy_in (q, s, bytes) < 0) {
+    if (zu_ring_copy_in (&q->r, s->tag, s->buf, bytes) < 0) {
       finish (q, s, -EIO);
       return;
     }
@@ -553,7 +470,7 @@ start_request (struct zu_rqueue *q, unsigned tag)
     issue (q, s, UINT32_MAX, 0, false);
     return;
   case ZU_OP_ZONE_APPEND:
-    if (copy_in (q, s, bytes) < 0) {
+    if (zu_ring_copy_in (&q->r, s->tag, s->buf, bytes) < 0) {
       finish (q, s, -EIO);
       return;
     }
@@ -589,11 +506,8 @@ start_request (struct zu_rqueue *q, unsigned tag)
 static void
 arm_tick (struct zu_rqueue *q)
 {
-  struct io_uring_sqe *sqe = get_sqe (q);
-
   q->tick = (struct __kernel_timespec) { .tv_sec = 1, .tv_nsec = 0 };
-  io_uring_prep_timeout (sqe, &q->tick, 0, 0);
-  io_uring_sqe_set_data64 (sqe, UD (UD_TICK, 0));
+  zu_ring_timeout (&q->r, &q->tick, 0, ZU_UD (UD_TICK, 0));
 }
 
 /* Fails every request the worker holds or has not started. */
@@ -624,11 +538,11 @@ static void
 tick (struct zu_rqueue *q)
 {
   struct timespec now;
-  double limit = (double) q->d->timeout_s;
+  double limit = (double) q->r.d->timeout_s;
   bool nbd_late = false, job_late = false;
 
   clock_gettime (CLOCK_MONOTONIC, &now);
-  for (unsigned t = 0; t < q->d->depth; t++) {
+  for (unsigned t = 0; t < q->r.d->depth; t++) {
     struct rslot *s = &q->slots[t];
 
     if (s->state == S_NBD && age (&s->since, &now) > limit)
@@ -659,26 +573,46 @@ tick (struct zu_rqueue *q)
   arm_tick (q);
 }
 
-/* ---- the thread ----------------------------------------------------------- */
+/* ---- the ring's callbacks ------------------------------------------------- */
+
+static struct zu_rqueue *
+rqueue_of (struct zu_ring *r)
+{
+  return (struct zu_rqueue *) (void *) r;  /* r is the first member */
+}
 
 static void
-handle_cqe (struct zu_rqueue *q, const struct io_uring_cqe *cqe)
+arm_worker_read (struct zu_rqueue *q)
 {
-  unsigned tag = UD_TAG (cqe->user_data);
-  struct io_uring_sqe *sqe;
+  struct io_uring_sqe *sqe = zu_ring_sqe (&q->r);
 
-  switch (UD_KIND (cqe->user_data)) {
-  case UD_IO:
-    if (cqe->res == ZU_IO_RES_OK)
-      start_request (q, tag);
-    else {
-      if (cqe->res != ZU_IO_RES_ABORT)
-        fprintf (stderr, "zonednull-ublk: queue %u tag %u: %s\n", q->id,
-                 tag, strerror (-cqe->res));
-      if (++q->dead_tags == q->d->depth)
-        q->done = true;
-    }
-    break;
+  io_uring_prep_read (sqe, q->efd, &q->efd_count, sizeof q->efd_count, 0);
+  io_uring_sqe_set_data64 (sqe, ZU_UD (UD_WORKER, 0));
+  q->efd_armed = true;
+}
+
+static void
+arm (struct zu_ring *r)
+{
+  struct zu_rqueue *q = rqueue_of (r);
+
+  arm_worker_read (q);
+  arm_tick (q);
+  arm_polls (q);
+}
+
+static void
+new_request (struct zu_ring *r, unsigned tag)
+{
+  start_request (rqueue_of (r), tag);
+}
+
+static void
+handle_cqe (struct zu_ring *r, const struct io_uring_cqe *cqe)
+{
+  struct zu_rqueue *q = rqueue_of (r);
+
+  switch (ZU_UD_KIND (cqe->user_data)) {
   case UD_NBD_IN:
     q->in_armed = false;
     if (!q->h_dead) {
@@ -696,65 +630,33 @@ handle_cqe (struct zu_rqueue *q, const struct io_uring_cqe *cqe)
   case UD_WORKER:
     q->efd_armed = false;
     take_results (q);
+    if (!r->done)
+      arm_worker_read (q);
     break;
   case UD_TICK:
     tick (q);
     break;
-  case UD_STOP:
-    q->done = true;
-    break;
-  }
-  if (!q->efd_armed && !q->done) {
-    sqe = get_sqe (q);
-    io_uring_prep_read (sqe, q->efd, &q->efd_count, sizeof q->efd_count, 0);
-    io_uring_sqe_set_data64 (sqe, UD (UD_WORKER, 0));
-    q->efd_armed = true;
   }
 }
 
-static void *
-queue_main (void *arg)
+/* libnbd's callbacks only note replies (nbd_done); they are committed,
+ * and the socket polls armed again, once per batch of CQEs.
+ */
+static void
+after_batch (struct zu_ring *r)
 {
-  struct zu_rqueue *q = arg;
-  struct io_uring_sqe *sqe;
-  int r;
+  struct zu_rqueue *q = rqueue_of (r);
 
-  for (unsigned tag = 0; tag < q->d->depth; tag++)
-    submit_io_cmd (q, tag, ZU_IO_FETCH_REQ, 0, 0);
-  sqe = get_sqe (q);
-  io_uring_prep_poll_add (sqe, q->d->stop_fd, POLLIN);
-  io_uring_sqe_set_data64 (sqe, UD (UD_STOP, 0));
-  sqe = get_sqe (q);
-  io_uring_prep_read (sqe, q->efd, &q->efd_count, sizeof q->efd_count, 0);
-  io_uring_sqe_set_data64 (sqe, UD (UD_WORKER, 0));
-  q->efd_armed = true;
-  arm_tick (q);
+  take_replies (q);
   arm_polls (q);
-  r = io_uring_submit (&q->ring);
-  zu_queue_report_ready (q->d, r < 0 ? r : 0);
-  if (r < 0)
-    return NULL;
-
-  while (!q->done) {
-    struct io_uring_cqe *cqe;
-    unsigned head, seen = 0;
-
-    r = io_uring_submit_and_wait (&q->ring, 1);
-    if (r < 0 && r != -EINTR) {
-      fprintf (stderr, "zonednull-ublk: queue %u: io_uring: %s\n", q->id,
-               strerror (-r));
-      break;
-    }
-    io_uring_for_each_cqe (&q->ring, head, cqe) {
-      handle_cqe (q, cqe);
-      seen++;
-    }
-    io_uring_cq_advance (&q->ring, seen);
-    take_replies (q);
-    arm_polls (q);
-  }
-  return NULL;
 }
+
+static const struct zu_ring_ops rqueue_ops = {
+  .arm = arm,
+  .request = new_request,
+  .cqe = handle_cqe,
+  .batch = after_batch,
+};
 
 /* ---- setup and teardown ---------------------------------------------------- */
 
@@ -763,7 +665,7 @@ rqueue_free (struct zu_rqueue *q)
 {
   if (q->h) {
     /* Say goodbye unless the server is gone; never wait for it. */
-    if (!q->h_dead && !atomic_load (&q->d->dead))
+    if (!q->h_dead && !atomic_load (&q->r.d->dead))
       nbd_aio_disconnect (q->h, 0);
     nbd_close (q->h);
   }
@@ -783,29 +685,23 @@ rqueue_free (struct zu_rqueue *q)
     until.tv_sec += 2;
     if (pthread_timedjoin_np (q->worker, NULL, &until) != 0) {
       fprintf (stderr, "zonednull-ublk: queue %u: the control worker is "
-               "still waiting for the server; leaving it\n", q->id);
+               "still waiting for the server; leaving it\n", q->r.id);
       pthread_detach (q->worker);
       /* The worker never touches the ring or the descriptors; the
        * mapping holds the character device open, and DEL_DEV waits for
        * its last close.
        */
-      if (q->ring_ready)
-        io_uring_queue_exit (&q->ring);
-      if (q->descs)
-        munmap (q->descs, q->descs_len);
+      zu_ring_close (&q->r);
       return;
     }
   }
   else if (q->c)
     zn_client_close (q->c);
-  if (q->ring_ready)
-    io_uring_queue_exit (&q->ring);
-  if (q->descs)
-    munmap (q->descs, q->descs_len);
+  zu_ring_close (&q->r);
   if (q->efd != -1)
     close (q->efd);
   if (q->slots)
-    for (unsigned t = 0; t < q->d->depth; t++)
+    for (unsigned t = 0; t < q->r.d->depth; t++)
       free (q->slots[t].buf);
   free (q->slots);
   free (q->zones);
@@ -817,38 +713,22 @@ rqueue_free (struct zu_rqueue *q)
 void
 zu_rqueue_join (struct zu_rqueue *q)
 {
-  if (q->thread_started)
-    pthread_join (q->thread, NULL);
+  zu_ring_join (&q->r);
   rqueue_free (q);
-}
-
-static unsigned
-ring_entries (unsigned depth)
-{
-  unsigned n = 1;
-
-  /* A command per tag, the stop poll, the two socket polls, the eventfd
-   * read and the tick.
-   */
-  while (n < depth + 8)
-    n <<= 1;
-  return n;
 }
 
 struct zu_rqueue *
 zu_rqueue_start (struct zu_device *d, unsigned id, const char *uri,
                  char *err, size_t errlen)
 {
-  long page = sysconf (_SC_PAGESIZE);
   struct zu_rqueue *q = calloc (1, sizeof *q);
-  size_t per_queue = ZU_MAX_QUEUE_DEPTH * sizeof (struct zu_io_desc);
   char why[512];
   int r;
 
   if (q == NULL)
     goto nomem;
-  q->d = d;
-  q->id = id;
+  q->r.d = d;
+  q->r.id = id;
   q->efd = -1;
   pthread_mutex_init (&q->lock, NULL);
   pthread_cond_init (&q->cond, NULL);
@@ -881,35 +761,19 @@ zu_rqueue_start (struct zu_device *d, unsigned id, const char *uri,
     snprintf (err, errlen, "queue %u: eventfd: %s", id, strerror (errno));
     goto fail;
   }
-  q->descs_len = (d->depth * sizeof (struct zu_io_desc) + (size_t) page - 1)
-    / (size_t) page * (size_t) page;
-  q->descs = mmap (NULL, q->descs_len, PROT_READ, MAP_SHARED | MAP_POPULATE,
-                   d->cdev_fd, (off_t) (id * per_queue));
-  if (q->descs == MAP_FAILED) {
-    q->descs = NULL;
-    snprintf (err, errlen, "queue %u: mmap of the descriptors: %s", id,
-              strerror (errno));
+  /* A command per tag, the stop poll, the two socket polls, the eventfd
+   * read and the tick.
+   */
+  if (zu_ring_open (&q->r, d->depth + 8, err, errlen) < 0)
     goto fail;
-  }
-  r = io_uring_queue_init (ring_entries (d->depth), &q->ring, 0);
-  if (r < 0) {
-    snprintf (err, errlen, "queue %u: io_uring_queue_init: %s", id,
-              strerror (-r));
-    goto fail;
-  }
-  q->ring_ready = true;
   r = pthread_create (&q->worker, NULL, worker_main, q);
   if (r != 0) {
     snprintf (err, errlen, "queue %u: pthread_create: %s", id, strerror (r));
     goto fail;
   }
   q->worker_started = true;
-  r = pthread_create (&q->thread, NULL, queue_main, q);
-  if (r != 0) {
-    snprintf (err, errlen, "queue %u: pthread_create: %s", id, strerror (r));
+  if (zu_ring_start (&q->r, &rqueue_ops, err, errlen) < 0)
     goto fail;
-  }
-  q->thread_started = true;
   return q;
 
 nomem:

@@ -1,7 +1,7 @@
 /* zonednull-ublk --connect: the queues of a device whose zones live on a
  * remote zonednull server (nbdkit zonednull or zonednull-server).
  *
- * Each ublk queue has one thread and one io_uring, as in-process (io.c),
+ * Each ublk queue has one thread and one io_uring (ring.h), as in-process,
  * plus:
  *   - one NBD data connection, driven asynchronously from that ring
  *     (nbd_aio_pread/pwrite/flush; POLL_ADD on nbd_aio_get_fd, then
@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "io.h"
+#include "ring.h"
 
 struct zu_rqueue;
 

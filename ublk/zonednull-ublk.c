@@ -37,6 +37,7 @@
 #include "io.h"
 #include "nbd.h"
 #include "remote.h"
+#include "ring.h"
 
 #define PROG "zonednull-ublk"
 #define RUN_DIR "/run/zonednull-ublk"

@@ -1,0 +1,357 @@
+/* zonednull-ublk: a hardware queue's ublk side.  See ring.h.
+ *
+ * ublk hands each tag of a queue to the thread that fetched it, so every
+ * queue has its own thread and ring, and that thread alone touches them.
+ * It never sleeps except in io_uring_enter.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <linux/blkzoned.h>
+
+#include "ring.h"
+
+/* ---- the device ---------------------------------------------------------- */
+
+int
+zu_block_errno (int err)
+{
+  /* These survive ublk_drv's errno_to_blk_status and come back to the
+   * application unchanged, as null_blk's statuses would.  The model's
+   * pipelining reasons (ETIMEDOUT, EBUSY) and anything else are a plain
+   * I/O error, as null_blk fails such a request.
+   */
+  switch (err) {
+  case 0:
+  case -EIO:
+  case -EINVAL:
+  case -ENOSPC:
+  case -EOPNOTSUPP:
+  case -ETOOMANYREFS:           /* BLK_STS_ZONE_OPEN_RESOURCE */
+  case -EOVERFLOW:              /* BLK_STS_ZONE_ACTIVE_RESOURCE */
+    return err;
+  default:
+    return -EIO;
+  }
+}
+
+uint64_t
+zu_data_bytes (const struct zu_io_desc *iod)
+{
+  switch (iod->op_flags & 0xff) {
+  case ZU_OP_READ:
+  case ZU_OP_WRITE:
+  case ZU_OP_ZONE_APPEND:
+    return (uint64_t) iod->nr_sectors << ZN_SECTOR_SHIFT;
+  default:
+    return 0;
+  }
+}
+
+void
+zu_served_summary (struct zu_device *d, char *buf, size_t len)
+{
+  static const struct { unsigned op; const char *name; } names[] = {
+    { ZU_OP_READ, "reads" }, { ZU_OP_WRITE, "writes" },
+    { ZU_OP_ZONE_APPEND, "zone appends" }, { ZU_OP_FLUSH, "flushes" },
+    { ZU_OP_REPORT_ZONES, "zone reports" }, { ZU_OP_ZONE_OPEN, "opens" },
+    { ZU_OP_ZONE_CLOSE, "closes" }, { ZU_OP_ZONE_FINISH, "finishes" },
+    { ZU_OP_ZONE_RESET, "resets" }, { ZU_OP_ZONE_RESET_ALL, "resets of all zones" },
+  };
+  size_t used = 0;
+
+  buf[0] = '\0';
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && used < len; i++) {
+    int n = snprintf (buf + used, len - used, "%s%llu %s", i ? ", " : "",
+                      atomic_load (&d->served[names[i].op]), names[i].name);
+    if (n < 0)
+      break;
+    used += (size_t) n;
+  }
+}
+
+/* A queue thread says its fetches are submitted (err 0) or failed. */
+static void
+report_ready (struct zu_device *d, int err)
+{
+  pthread_mutex_lock (&d->lock);
+  d->nr_ready++;
+  if (err && d->error == 0)
+    d->error = err;
+  pthread_cond_broadcast (&d->cond);
+  pthread_mutex_unlock (&d->lock);
+}
+
+int
+zu_queues_wait_ready (struct zu_device *d, unsigned nr_started)
+{
+  int err;
+
+  pthread_mutex_lock (&d->lock);
+  while (d->nr_ready < nr_started)
+    pthread_cond_wait (&d->cond, &d->lock);
+  err = d->error;
+  pthread_mutex_unlock (&d->lock);
+  return err;
+}
+
+/* ---- submissions ---------------------------------------------------------- */
+
+struct io_uring_sqe *
+zu_ring_sqe (struct zu_ring *r)
+{
+  struct io_uring_sqe *sqe;
+
+  /* The ring has room for all the kind keeps outstanding (its nr_sqes),
+   * so a full SQ only means not yet submitted.
+   */
+  while ((sqe = io_uring_get_sqe (&r->ring)) == NULL)
+    io_uring_submit (&r->ring);
+  return sqe;
+}
+
+static void
+submit_io_cmd (struct zu_ring *r, unsigned tag, uint32_t op, int result,
+               uint64_t addr)
+{
+  struct io_uring_sqe *sqe = zu_ring_sqe (r);
+  struct zu_io_cmd cmd = {
+    .q_id = (uint16_t) r->id, .tag = (uint16_t) tag, .result = result,
+    .addr = addr,
+  };
+
+  memset (sqe, 0, sizeof *sqe);
+  sqe->opcode = IORING_OP_URING_CMD;
+  sqe->fd = r->d->cdev_fd;
+  sqe->cmd_op = op;
+  memcpy (sqe->cmd, &cmd, sizeof cmd);
+  io_uring_sqe_set_data64 (sqe, ZU_UD (ZU_UD_IO, tag));
+}
+
+void
+zu_ring_commit (struct zu_ring *r, unsigned tag, int result, uint64_t addr)
+{
+  submit_io_cmd (r, tag, ZU_IO_COMMIT_AND_FETCH_REQ, result, addr);
+}
+
+void
+zu_ring_timeout (struct zu_ring *r, struct __kernel_timespec *ts,
+                 unsigned flags, uint64_t ud)
+{
+  struct io_uring_sqe *sqe = zu_ring_sqe (r);
+
+  io_uring_prep_timeout (sqe, ts, 0, flags);
+  io_uring_sqe_set_data64 (sqe, ud);
+}
+
+void
+zu_ring_poll (struct zu_ring *r, int fd, unsigned mask, uint64_t ud)
+{
+  struct io_uring_sqe *sqe = zu_ring_sqe (r);
+
+  io_uring_prep_poll_add (sqe, fd, mask);
+  io_uring_sqe_set_data64 (sqe, ud);
+}
+
+/* ---- a request's data ------------------------------------------------------ */
+
+void
+zu_ring_count (struct zu_ring *r, const struct zu_io_desc *iod)
+{
+  unsigned op = iod->op_flags & 0xff;
+
+  if (op < ZU_NR_OPS)
+    atomic_fetch_add_explicit (&r->d->served[op], 1, memory_order_relaxed);
+}
+
+/* User copy moves the request's data with pread/pwrite on the character
+ * device; a short count means the request is not what its descriptor
+ * says, an I/O error either way.
+ */
+int
+zu_ring_copy_in (struct zu_ring *r, unsigned tag, void *buf, size_t bytes)
+{
+  ssize_t n = pread (r->d->cdev_fd, buf, bytes,
+                     (off_t) zu_user_copy_pos (r->id, tag));
+
+  return n == (ssize_t) bytes ? 0 : -EIO;
+}
+
+int
+zu_ring_copy_out (struct zu_ring *r, unsigned tag, const void *buf,
+                  size_t bytes)
+{
+  ssize_t n = pwrite (r->d->cdev_fd, buf, bytes,
+                      (off_t) zu_user_copy_pos (r->id, tag));
+
+  return n == (ssize_t) bytes ? 0 : -EIO;
+}
+
+void
+zu_report_fill (struct zu_device *d, void *buf, const struct zn_zone *zones,
+                unsigned n)
+{
+  struct blk_zone *bz = buf;
+
+  memset (buf, 0, d->buf_bytes);
+  for (unsigned i = 0; i < n; i++)
+    bz[i] = (struct blk_zone) {
+      .start = zones[i].start, .len = zones[i].len, .wp = zones[i].wp,
+      .type = zones[i].type, .cond = zones[i].cond,
+      .capacity = zones[i].capacity,
+    };
+}
+
+/* REPORT_ZONES: the kernel's buffer may be larger than the zones it asks
+ * for, and a result short of its length would requeue the request.  So
+ * the whole buffer goes out, records first and zeros after (a
+ * zero-length record ends a report); pwrite copies what fits and says how
+ * much that was, which is the result.
+ */
+int
+zu_ring_put_report (struct zu_ring *r, unsigned tag, const void *buf)
+{
+  ssize_t n = pwrite (r->d->cdev_fd, buf, r->d->buf_bytes,
+                      (off_t) zu_user_copy_pos (r->id, tag));
+
+  return n > 0 ? (int) n : -EIO;
+}
+
+/* ---- the thread ------------------------------------------------------------ */
+
+static void
+handle_cqe (struct zu_ring *r, const struct io_uring_cqe *cqe)
+{
+  unsigned tag = ZU_UD_TAG (cqe->user_data);
+
+  switch (ZU_UD_KIND (cqe->user_data)) {
+  case ZU_UD_IO:
+    if (cqe->res == ZU_IO_RES_OK)
+      r->ops->request (r, tag);
+    else {
+      if (cqe->res != ZU_IO_RES_ABORT)
+        fprintf (stderr, "zonednull-ublk: queue %u tag %u: %s\n", r->id,
+                 tag, strerror (-cqe->res));
+      if (++r->dead_tags == r->d->depth)
+        r->done = true;
+    }
+    break;
+  case ZU_UD_STOP:
+    r->done = true;
+    break;
+  default:
+    if (r->ops->cqe)
+      r->ops->cqe (r, cqe);
+    break;
+  }
+}
+
+static void *
+ring_main (void *arg)
+{
+  struct zu_ring *r = arg;
+  int err;
+
+  /* ublk makes the thread that fetches a tag its only server. */
+  for (unsigned tag = 0; tag < r->d->depth; tag++)
+    submit_io_cmd (r, tag, ZU_IO_FETCH_REQ, 0, 0);
+  zu_ring_poll (r, r->d->stop_fd, POLLIN, ZU_UD (ZU_UD_STOP, 0));
+  if (r->ops->arm)
+    r->ops->arm (r);
+  err = io_uring_submit (&r->ring);
+  report_ready (r->d, err < 0 ? err : 0);
+  if (err < 0)
+    return NULL;
+
+  while (!r->done) {
+    struct io_uring_cqe *cqe;
+    unsigned head, seen = 0;
+
+    err = io_uring_submit_and_wait (&r->ring, 1);
+    if (err < 0 && err != -EINTR) {
+      fprintf (stderr, "zonednull-ublk: queue %u: io_uring: %s\n", r->id,
+               strerror (-err));
+      break;
+    }
+    io_uring_for_each_cqe (&r->ring, head, cqe) {
+      handle_cqe (r, cqe);
+      seen++;
+    }
+    io_uring_cq_advance (&r->ring, seen);
+    if (r->ops->batch)
+      r->ops->batch (r);
+  }
+  return NULL;
+}
+
+/* ---- setup and teardown ----------------------------------------------------- */
+
+int
+zu_ring_open (struct zu_ring *r, unsigned nr_sqes, char *err, size_t errlen)
+{
+  size_t page = (size_t) sysconf (_SC_PAGESIZE);
+  size_t per_queue = ZU_MAX_QUEUE_DEPTH * sizeof (struct zu_io_desc);
+  unsigned entries = 1;
+  int e;
+
+  r->descs_len = (r->d->depth * sizeof (struct zu_io_desc) + page - 1)
+    / page * page;
+  r->descs = mmap (NULL, r->descs_len, PROT_READ, MAP_SHARED | MAP_POPULATE,
+                   r->d->cdev_fd, (off_t) (r->id * per_queue));
+  if (r->descs == MAP_FAILED) {
+    r->descs = NULL;
+    snprintf (err, errlen, "queue %u: mmap of the descriptors: %s", r->id,
+              strerror (errno));
+    return -1;
+  }
+  while (entries < nr_sqes)
+    entries <<= 1;
+  e = io_uring_queue_init (entries, &r->ring, 0);
+  if (e < 0) {
+    snprintf (err, errlen, "queue %u: io_uring_queue_init: %s", r->id,
+              strerror (-e));
+    return -1;
+  }
+  r->ring_ready = true;
+  return 0;
+}
+
+int
+zu_ring_start (struct zu_ring *r, const struct zu_ring_ops *ops, char *err,
+               size_t errlen)
+{
+  int e;
+
+  r->ops = ops;
+  e = pthread_create (&r->thread, NULL, ring_main, r);
+  if (e != 0) {
+    snprintf (err, errlen, "queue %u: pthread_create: %s", r->id,
+              strerror (e));
+    return -1;
+  }
+  r->thread_started = true;
+  return 0;
+}
+
+void
+zu_ring_join (struct zu_ring *r)
+{
+  if (r->thread_started)
+    pthread_join (r->thread, NULL);
+  r->thread_started = false;
+}
+
+void
+zu_ring_close (struct zu_ring *r)
+{
+  if (r->ring_ready)
+    io_uring_queue_exit (&r->ring);
+  r->ring_ready = false;
+  if (r->descs)
+    munmap (r->descs, r->descs_len);
+  r->descs = NULL;
+}
