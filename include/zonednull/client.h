@@ -165,8 +165,10 @@ int zn_client_pwrite (struct zn_client *c, const void *buf, size_t count,
  * failed request of type nbd_cmd (enum zn_nbd_cmd) at this byte offset and
  * count.  Returns 0 and sets *err to that positive errno, or to 0 when no
  * recent failure matches (keep libnbd's errno then); returns a negative
- * errno if the query itself failed.  The server remembers the last
- * ZN_CONTROL_ERROR_LOG failures of all clients of the device.
+ * errno if the query itself failed.  The client's data connection is a
+ * session of its own, so the answer is for this client's requests alone;
+ * against a server without sessions it comes from the device-wide log of
+ * the last ZN_CONTROL_ERROR_LOG failures of all clients.
  */
 int zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
                           uint64_t offset, uint64_t count, int *err);
