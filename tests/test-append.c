@@ -21,13 +21,12 @@
 #include <libnbd.h>
 
 #include "check.h"
-#include "spawn.h"
+#include "server-fixture.h"
 #include "zonednull/client.h"
 
 #define ZS 2048                         /* zone size, sectors */
 #define NR_ZONES 8
 #define MAX_APPEND 255                  /* the device's max_append_sectors */
-#define MAX_ARGS 32
 #define APPENDERS 4
 #define MAX_PIECES ZS                   /* one sector each at worst */
 
@@ -36,126 +35,7 @@ static const char *const default_device[] = {
   "zone_max_active=3", "memory_backed=1", NULL,
 };
 
-static char tmpdir[200];
-static struct spawned *running;
-static bool native;                     /* zonednull-server, not nbdkit */
-static const char *target;              /* for messages */
-
-static void
-start_server (struct spawned *s, const char *name, bool readonly,
-              const char *const *args)
-{
-  const char *nbdkit = getenv ("NBDKIT");
-  const char *preload = getenv ("ZONEDNULL_PRELOAD");
-  const char *argv[MAX_ARGS];
-  size_t n = 0;
-  int status, r;
-
-  spawn_paths (s, tmpdir, name);
-  if (native) {
-    argv[n++] = getenv ("ZONEDNULL_SERVER");
-    preload = NULL;             /* linked with the sanitizers itself */
-  }
-  else
-    argv[n++] = nbdkit && *nbdkit ? nbdkit : "nbdkit";
-  argv[n++] = "-f";
-  argv[n++] = "--exit-with-parent";
-  argv[n++] = "-U";
-  argv[n++] = s->sock;
-  argv[n++] = "-P";
-  argv[n++] = s->pidfile;
-  if (readonly)
-    argv[n++] = "-r";
-  if (!native)
-    argv[n++] = getenv ("ZONEDNULL_PLUGIN");
-  for (; *args; args++) {
-    CHECK (n < MAX_ARGS - 1);
-    argv[n++] = *args;
-  }
-  argv[n] = NULL;
-
-  running = s;
-  r = spawn_server (s, (char **) argv, preload, &status);
-  if (r == -1) {
-    char log[4096];
-
-    running = NULL;
-    spawn_log (s, log, sizeof log);
-    fprintf (stderr, "%s\n%s exited at startup (status %d)\n",
-             log, argv[0], status);
-    spawn_stop (s, SIGTERM);
-    exit (EXIT_FAILURE);
-  }
-  CHECK_EQ (r, 0);
-}
-
-static void
-stop_server (struct spawned *s)
-{
-  running = NULL;
-  CHECK_EQ (spawn_stop (s, SIGTERM), 0);
-}
-
-/* After a failed check the test's connections are still open, so the
- * server is killed rather than asked to finish them.
- */
-static void
-cleanup (void)
-{
-  if (running)
-    spawn_stop (running, SIGKILL);
-  rmdir (tmpdir);
-}
-
-static struct zn_client *
-connect_ok (const char *uri)
-{
-  char err[1024];
-  struct zn_client *c = zn_client_connect (uri, err, sizeof err);
-
-  if (c == NULL) {
-    fprintf (stderr, "%s: zn_client_connect (%s): %s\n", target, uri, err);
-    exit (EXIT_FAILURE);
-  }
-  return c;
-}
-
-#define EXPECT_ERRNO(c, expr, want)                                     \
-  do {                                                                  \
-    int expect_r_ = (expr);                                             \
-    if (expect_r_ != -(want)) {                                         \
-      fprintf (stderr, "%s:%d: %s: %s returned %d (%s), expected -%s "  \
-               "(message: %s)\n", __FILE__, __LINE__, target, #expr,    \
-               expect_r_,                                               \
-               expect_r_ < 0 ? zn_errno_name (-expect_r_) : "success",  \
-               #want, zn_client_error (c));                             \
-      exit (EXIT_FAILURE);                                              \
-    }                                                                   \
-  } while (0)
-
-#define EXPECT_OK(c, expr) EXPECT_ERRNO (c, expr, 0)
-
-static struct zn_zone
-zone (struct zn_client *c, unsigned idx)
-{
-  struct zn_zone z;
-
-  CHECK_EQ (zn_client_report (c, (uint64_t) idx * ZS, &z, 1), 1);
-  return z;
-}
-
-static void
-expect_zone (struct zn_client *c, unsigned idx, uint8_t cond, uint64_t wp)
-{
-  struct zn_zone z = zone (c, idx);
-
-  if (z.cond != cond || z.wp != wp) {
-    fprintf (stderr, "%s: zone %u: cond 0x%x wp %llu, expected cond 0x%x "
-             "wp %llu\n", target, idx, z.cond, (unsigned long long) z.wp,
-             cond, (unsigned long long) wp);
-    exit (EXIT_FAILURE);
-  }
-}
+#define expect_zone(c, idx, cond, wp) expect_zone_in (c, ZS, idx, cond, wp)
 
 /* FNV-1a over a piece: a checksum kept apart from the data it checks. */
 static uint64_t
@@ -229,7 +109,7 @@ expect_data (struct zn_client *c, uint64_t sector, unsigned id, unsigned seq,
   EXPECT_OK (c, zn_client_pread (c, got, sectors * 512, sector * 512));
   if (memcmp (got, want, sectors * 512) != 0) {
     fprintf (stderr, "%s: sectors %llu+%llu do not hold piece %u/%u\n",
-             target, (unsigned long long) sector,
+             fixture_target, (unsigned long long) sector,
              (unsigned long long) sectors, id, seq);
     exit (EXIT_FAILURE);
   }
@@ -353,21 +233,6 @@ test_append (struct zn_client *c)
 }
 
 /* The control export's rules, spoken raw through libnbd. */
-static struct nbd_handle *
-connect_control (const struct spawned *s)
-{
-  struct nbd_handle *h = nbd_create ();
-  char uri[600];
-
-  CHECK (h != NULL);
-  snprintf (uri, sizeof uri, "nbd+unix:///nullb0/control?socket=%s", s->sock);
-  if (nbd_connect_uri (h, uri) == -1) {
-    fprintf (stderr, "%s: %s\n", target, nbd_get_error ());
-    exit (EXIT_FAILURE);
-  }
-  return h;
-}
-
 static struct zn_control_info
 raw_header (struct nbd_handle *h)
 {
@@ -384,7 +249,7 @@ test_wire (const struct spawned *s)
 {
   /* The largest append: the command, then 255 sectors. */
   size_t big = ZN_COMMAND_SIZE + MAX_APPEND * 512;
-  struct nbd_handle *h = connect_control (s);
+  struct nbd_handle *h = nbd_connect_ok (s, "nullb0/control");
   unsigned char *buf = calloc (1, big + 512);
   struct zn_control_info info;
   int64_t size = nbd_get_size (h);
@@ -594,7 +459,8 @@ test_race (const struct spawned *s)
     CHECK (pthread_join (t[i], NULL) == 0);
   for (unsigned i = 0; i < APPENDERS; i++) {
     if (a[i].failures) {
-      fprintf (stderr, "%s: appender %u: %s\n", target, a[i].id, a[i].error);
+      fprintf (stderr, "%s: appender %u: %s\n", fixture_target, a[i].id,
+               a[i].error);
       exit (EXIT_FAILURE);
     }
     memcpy (all + n, a[i].pieces, a[i].n * sizeof *all);
@@ -606,7 +472,7 @@ test_race (const struct spawned *s)
   for (unsigned i = 0; i < n; i++) {
     if (all[i].sector != next) {
       fprintf (stderr, "%s: piece %u/%u landed at %llu, expected %llu\n",
-               target, all[i].id, all[i].seq,
+               fixture_target, all[i].id, all[i].seq,
                (unsigned long long) all[i].sector,
                (unsigned long long) next);
       exit (EXIT_FAILURE);
@@ -628,7 +494,7 @@ test_race (const struct spawned *s)
     if (id != all[i].id || seq != all[i].seq
         || checksum (p, all[i].sectors * 512) != all[i].sum) {
       fprintf (stderr, "%s: sectors %llu+%llu hold piece %u/%u, expected "
-               "%u/%u with its checksum\n", target,
+               "%u/%u with its checksum\n", fixture_target,
                (unsigned long long) all[i].sector,
                (unsigned long long) all[i].sectors, id, seq, all[i].id,
                all[i].seq);
@@ -650,13 +516,14 @@ test_readonly_server (void)
   unsigned char buf[512] = { 0 };
   uint64_t at = 0;
 
-  start_server (&s, "ro", true, default_device);
+  server_start (&s, "ro", default_device,
+                &(struct server_opts) { .readonly = true });
   c = connect_ok (s.uri);
   EXPECT_ERRNO (c, zn_client_append (c, buf, ZS, 1, &at), EPERM);
   CHECK (strstr (zn_client_error (c), "read-only") != NULL);
   expect_zone (c, 1, ZN_COND_EMPTY, ZS);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
 }
 
 /* With 4096-byte blocks, an append of part of a block is the block
@@ -673,7 +540,7 @@ test_block_size (void)
   unsigned char *buf = piece (3, 0, 16);
   uint64_t at = 0;
 
-  start_server (&s, "bs4k", false, args);
+  server_start (&s, "bs4k", args, NULL);
   c = connect_ok (s.uri);
   EXPECT_ERRNO (c, zn_client_append (c, buf, ZS, 1, &at), EINVAL);
   EXPECT_ERRNO (c, zn_client_append (c, buf, ZS, 12, &at), EINVAL);
@@ -681,7 +548,7 @@ test_block_size (void)
   CHECK_EQ (at, ZS);
   expect_data (c, ZS, 3, 0, 16);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
   free (buf);
 }
 
@@ -691,7 +558,7 @@ run_all (void)
   struct spawned s;
   struct zn_client *c;
 
-  start_server (&s, "dev", false, default_device);
+  server_start (&s, "dev", default_device, NULL);
   c = connect_ok (s.uri);
   test_append (c);
   zn_client_close (c);
@@ -699,7 +566,7 @@ run_all (void)
   test_race (&s);
   /* A second race on the same server: the zone was reset in between. */
   test_race (&s);
-  stop_server (&s);
+  server_stop (&s);
   test_readonly_server ();
   test_block_size ();
 }
@@ -707,21 +574,10 @@ run_all (void)
 int
 main (void)
 {
-  if (getenv ("ZONEDNULL_PLUGIN") == NULL || getenv ("ZONEDNULL_SERVER") == NULL) {
-    fprintf (stderr, "%s: SKIP: ZONEDNULL_PLUGIN or ZONEDNULL_SERVER is not "
-             "set; run through 'make check'\n", __FILE__);
-    return 77;
-  }
-  snprintf (tmpdir, sizeof tmpdir, "%s/zonednull-append.XXXXXX",
-            getenv ("TMPDIR") && *getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
-  CHECK (mkdtemp (tmpdir) != NULL);
-  atexit (cleanup);
-
-  native = false;
-  target = "nbdkit zonednull";
+  fixture_init (__FILE__, "append", true);
+  fixture_use (false);
   run_all ();
-  native = true;
-  target = "zonednull-server";
+  fixture_use (true);
   run_all ();
   printf ("test-append: all checks passed on both servers\n");
   return EXIT_SUCCESS;

@@ -25,13 +25,12 @@
 #include <libnbd.h>
 
 #include "check.h"
-#include "spawn.h"
+#include "server-fixture.h"
 #include "zonednull/client.h"
 
 #define ZS 2048                         /* zone size, sectors */
 #define ZB ((uint64_t) ZS * 512)        /* zone size, bytes */
 #define NR_ZONES 8
-#define MAX_ARGS 32
 #define BLOCK 4096
 /* The request both clients fail: one block, one block into zone 2. */
 #define R_OFF (2 * ZB + BLOCK)
@@ -41,109 +40,7 @@ static const char *const default_device[] = {
   "memory_backed=1", "nr_devices=2", NULL,
 };
 
-static char tmpdir[200];
-static struct spawned *running;
-static bool native;                     /* zonednull-server, not nbdkit */
-static const char *target;              /* for messages */
 static unsigned char block[BLOCK];
-
-static void
-start_server (struct spawned *s, const char *name, const char *filter,
-              const char *const *args, const char *const *more)
-{
-  const char *nbdkit = getenv ("NBDKIT");
-  const char *preload = getenv ("ZONEDNULL_PRELOAD");
-  const char *argv[MAX_ARGS];
-  size_t n = 0;
-  int status, r;
-
-  spawn_paths (s, tmpdir, name);
-  if (native) {
-    argv[n++] = getenv ("ZONEDNULL_SERVER");
-    preload = NULL;             /* linked with the sanitizers itself */
-  }
-  else
-    argv[n++] = nbdkit && *nbdkit ? nbdkit : "nbdkit";
-  argv[n++] = "-f";
-  argv[n++] = "--exit-with-parent";
-  argv[n++] = "-U";
-  argv[n++] = s->sock;
-  argv[n++] = "-P";
-  argv[n++] = s->pidfile;
-  if (filter)
-    argv[n++] = filter;
-  if (!native)
-    argv[n++] = getenv ("ZONEDNULL_PLUGIN");
-  for (; *args; args++) {
-    CHECK (n < MAX_ARGS - 1);
-    argv[n++] = *args;
-  }
-  for (; more && *more; more++) {
-    CHECK (n < MAX_ARGS - 1);
-    argv[n++] = *more;
-  }
-  argv[n] = NULL;
-
-  running = s;
-  r = spawn_server (s, (char **) argv, preload, &status);
-  if (r == -1) {
-    char log[4096];
-
-    running = NULL;
-    spawn_log (s, log, sizeof log);
-    fprintf (stderr, "%s\n%s exited at startup (status %d)\n",
-             log, argv[0], status);
-    spawn_stop (s, SIGTERM);
-    exit (EXIT_FAILURE);
-  }
-  CHECK_EQ (r, 0);
-}
-
-static void
-stop_server (struct spawned *s)
-{
-  running = NULL;
-  CHECK_EQ (spawn_stop (s, SIGTERM), 0);
-}
-
-/* After a failed check the test's connections are still open, so the
- * server is killed rather than asked to finish them.
- */
-static void
-cleanup (void)
-{
-  if (running)
-    spawn_stop (running, SIGKILL);
-  rmdir (tmpdir);
-}
-
-static struct zn_client *
-connect_ok (const char *uri)
-{
-  char err[1024];
-  struct zn_client *c = zn_client_connect (uri, err, sizeof err);
-
-  if (c == NULL) {
-    fprintf (stderr, "%s: zn_client_connect (%s): %s\n", target, uri, err);
-    exit (EXIT_FAILURE);
-  }
-  return c;
-}
-
-#define EXPECT_ERRNO(c, expr, want)                                     \
-  do {                                                                  \
-    int expect_r_ = (expr);                                             \
-    if (expect_r_ != -(want)) {                                         \
-      fprintf (stderr, "%s:%d: %s: %s returned %d (%s), expected -%s "  \
-               "(message: %s)\n", __FILE__, __LINE__, target, #expr,    \
-               expect_r_,                                               \
-               expect_r_ < 0 ? zn_errno_name (-expect_r_) : "success",  \
-               #want, zn_client_error (c));                             \
-      exit (EXIT_FAILURE);                                              \
-    }                                                                   \
-  } while (0)
-
-#define EXPECT_OK(c, expr) EXPECT_ERRNO (c, expr, 0)
 
 /* The errno a session's log (session 0: the device-wide log) holds for a
  * write of one block at off must be want (0: none).
@@ -156,7 +53,7 @@ connect_ok (const char *uri)
     if (logged_ != (want)) {                                            \
       fprintf (stderr, "%s:%d: %s: session %016llx has errno %d (%s) "  \
                "for the write at %llu, expected %s\n", __FILE__,        \
-               __LINE__, target, (unsigned long long) (session),        \
+               __LINE__, fixture_target, (unsigned long long) (session), \
                logged_, logged_ ? zn_errno_name (logged_) : "none",     \
                (unsigned long long) (off), #want);                      \
       exit (EXIT_FAILURE);                                              \
@@ -172,7 +69,7 @@ connect_ok (const char *uri)
     if (own_ != (want)) {                                               \
       fprintf (stderr, "%s:%d: %s: the client's own connection has "    \
                "errno %d (%s) for the write at %llu, expected %s\n",    \
-               __FILE__, __LINE__, target, own_,                        \
+               __FILE__, __LINE__, fixture_target, own_,                \
                own_ ? zn_errno_name (own_) : "none",                    \
                (unsigned long long) (off), #want);                      \
       exit (EXIT_FAILURE);                                              \
@@ -184,7 +81,7 @@ static void
 write_fails (struct nbd_handle *h, uint64_t off)
 {
   if (nbd_pwrite (h, block, BLOCK, off, 0) != -1) {
-    fprintf (stderr, "%s: the write at %llu succeeded\n", target,
+    fprintf (stderr, "%s: the write at %llu succeeded\n", fixture_target,
              (unsigned long long) off);
     exit (EXIT_FAILURE);
   }
@@ -194,7 +91,7 @@ static void
 write_ok (struct nbd_handle *h, uint64_t off)
 {
   if (nbd_pwrite (h, block, BLOCK, off, 0) == -1) {
-    fprintf (stderr, "%s: the write at %llu: %s\n", target,
+    fprintf (stderr, "%s: the write at %llu: %s\n", fixture_target,
              (unsigned long long) off, nbd_get_error ());
     exit (EXIT_FAILURE);
   }
@@ -233,7 +130,7 @@ open_data_ok (struct zn_client *c, uint64_t *session)
   struct nbd_handle *h = zn_client_open_data (c, session);
 
   if (h == NULL) {
-    fprintf (stderr, "%s: zn_client_open_data: %s\n", target,
+    fprintf (stderr, "%s: zn_client_open_data: %s\n", fixture_target,
              zn_client_error (c));
     exit (EXIT_FAILURE);
   }
@@ -392,7 +289,7 @@ test_names (const struct spawned *s)
     struct nbd_handle *h = raw_connect (s, good[i], why, sizeof why);
 
     if (h == NULL) {
-      fprintf (stderr, "%s: '%s' refused: %s\n", target, good[i], why);
+      fprintf (stderr, "%s: '%s' refused: %s\n", fixture_target, good[i], why);
       exit (EXIT_FAILURE);
     }
     CHECK_EQ (nbd_get_size (h), (int64_t) NR_ZONES * ZB);
@@ -403,7 +300,7 @@ test_names (const struct spawned *s)
     struct nbd_handle *h = raw_connect (s, bad[i], why, sizeof why);
 
     if (h != NULL) {
-      fprintf (stderr, "%s: '%s' accepted\n", target, bad[i]);
+      fprintf (stderr, "%s: '%s' accepted\n", fixture_target, bad[i]);
       exit (EXIT_FAILURE);
     }
   }
@@ -413,18 +310,18 @@ test_names (const struct spawned *s)
    * it in its reply, which libnbd 1.14 does not pass on, so ask nbdinfo
    * (libnbd's debug output has it).
    */
-  if (!native) {
+  if (!fixture_native) {
     spawn_log (s, log, sizeof log);
     if (strstr (log, "export 'nullb0/session/xyz': a session's name is "
                 "nullbN/session/ID, ID being 16 hex digits") == NULL) {
       fprintf (stderr, "%s: no message for the malformed session name in "
-               "the log:\n%s\n", target, log);
+               "the log:\n%s\n", fixture_target, log);
       exit (EXIT_FAILURE);
     }
   }
 
   /* A client on nullb1 is in a session of nullb1. */
-  snprintf (uri, sizeof uri, "nbd+unix:///nullb1?socket=%s", s->sock);
+  server_uri (uri, sizeof uri, s, "nullb1");
   {
     struct zn_client *c = connect_ok (uri);
     uint64_t sid = 0;
@@ -591,15 +488,17 @@ test_no_sessions (void)
     "exportname-strict=true", "exportname=nullb0",
     "exportname=nullb0/control", NULL,
   };
+  static const char *const filter[] = { "--filter=exportname", NULL };
   struct spawned s;
   struct zn_client *c;
   struct nbd_handle *h;
   uint64_t sid = 1;
   char uri[400];
 
-  start_server (&s, "old", "--filter=exportname", default_device, strict);
+  server_start (&s, "old", default_device,
+                &(struct server_opts) { .nbdkit = filter, .more = strict });
   CHECK (raw_connect (&s, "nullb0/session/0123456789abcdef", NULL, 0) == NULL);
-  snprintf (uri, sizeof uri, "nbd+unix:///nullb0?socket=%s", s.sock);
+  server_uri (uri, sizeof uri, &s, "nullb0");
   c = connect_ok (uri);
   reset_all (c);
   EXPECT_ERRNO (c, zn_client_pwrite (c, block, BLOCK, R_OFF), EIO);
@@ -616,7 +515,7 @@ test_no_sessions (void)
   EXPECT_OWN (c, R_OFF + BLOCK, EIO);
   raw_close (h);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
 }
 
 static void
@@ -624,34 +523,23 @@ run_all (void)
 {
   struct spawned s;
 
-  start_server (&s, "dev", NULL, default_device, NULL);
+  server_start (&s, "dev", default_device, NULL);
   test_exact (&s);
   test_names (&s);
   test_wire (&s);
   test_bounds (&s);
-  stop_server (&s);
-  if (!native)
+  server_stop (&s);
+  if (!fixture_native)
     test_no_sessions ();
 }
 
 int
 main (void)
 {
-  if (getenv ("ZONEDNULL_PLUGIN") == NULL || getenv ("ZONEDNULL_SERVER") == NULL) {
-    fprintf (stderr, "%s: SKIP: ZONEDNULL_PLUGIN or ZONEDNULL_SERVER is not "
-             "set; run through 'make check'\n", __FILE__);
-    return 77;
-  }
-  snprintf (tmpdir, sizeof tmpdir, "%s/zonednull-session.XXXXXX",
-            getenv ("TMPDIR") && *getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
-  CHECK (mkdtemp (tmpdir) != NULL);
-  atexit (cleanup);
-
-  native = false;
-  target = "nbdkit zonednull";
+  fixture_init (__FILE__, "session", true);
+  fixture_use (false);
   run_all ();
-  native = true;
-  target = "zonednull-server";
+  fixture_use (true);
   run_all ();
   printf ("test-session: all checks passed on both servers\n");
   return EXIT_SUCCESS;
