@@ -21,7 +21,7 @@ TESTS += tests/test-pipeline
 # Queues, tags, devices and pipelined writes through nbdkit (libnbd aio).
 check_PROGRAMS += tests/test-plugin-queue
 tests_test_plugin_queue_SOURCES = tests/test-plugin-queue.c tests/check.h \
-	tests/spawn.c tests/spawn.h
+	tests/spawn.c tests/spawn.h tests/server-fixture.c tests/server-fixture.h
 tests_test_plugin_queue_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 tests_test_plugin_queue_LDADD = client/libzonednull-client.la $(LIBNBD_LIBS)
 tests_test_plugin_queue_LDFLAGS = $(AM_LDFLAGS) -no-install

@@ -19,112 +19,17 @@
 
 #include "zonednull/client.h"
 #include "check.h"
-#include "spawn.h"
+#include "server-fixture.h"
 
 #define ZS 2048                         /* zone size, sectors */
 #define ZB (ZS * 512)                   /* zone size, bytes */
 #define NR_ZONES 8
 #define ALL_ONES UINT64_MAX
-#define MAX_ARGS 32
 
 static const char *const default_device[] = {
   "size=8", "zone_size=1", "zone_nr_conv=1", "zone_max_open=2",
   "zone_max_active=3", "memory_backed=1", NULL,
 };
-
-static char tmpdir[200];
-
-/* Servers still running, stopped at exit when a CHECK fails mid-test. */
-#define MAX_SERVERS 4
-static struct spawned *running[MAX_SERVERS];
-
-static void
-forget (struct spawned *s)
-{
-  for (int i = 0; i < MAX_SERVERS; i++)
-    if (running[i] == s)
-      running[i] = NULL;
-}
-
-/* Starts nbdkit [-r] PLUGIN ARGS... on a socket of its own; returns once
- * it listens.
- */
-static void
-start_server (struct spawned *s, const char *name, bool readonly,
-              const char *plugin, const char *const *args)
-{
-  const char *nbdkit = getenv ("NBDKIT");
-  const char *argv[MAX_ARGS];
-  size_t n = 0;
-  int i = 0, status, r;
-
-  spawn_paths (s, tmpdir, name);
-  argv[n++] = nbdkit && *nbdkit ? nbdkit : "nbdkit";
-  argv[n++] = "-f";
-  argv[n++] = "--exit-with-parent";
-  argv[n++] = "-U";
-  argv[n++] = s->sock;
-  argv[n++] = "-P";
-  argv[n++] = s->pidfile;
-  if (readonly)
-    argv[n++] = "-r";
-  argv[n++] = plugin;
-  for (; *args; args++) {
-    CHECK (n < MAX_ARGS - 1);
-    argv[n++] = *args;
-  }
-  argv[n] = NULL;
-
-  while (i < MAX_SERVERS && running[i])
-    i++;
-  CHECK (i < MAX_SERVERS);
-  running[i] = s;
-  r = spawn_server (s, (char **) argv, getenv ("ZONEDNULL_PRELOAD"), &status);
-  if (r == -1) {
-    char log[4096];
-
-    forget (s);
-    spawn_log (s, log, sizeof log);
-    fprintf (stderr, "%s\nnbdkit exited at startup (status %d)\n",
-             log, status);
-    spawn_stop (s, SIGTERM);
-    exit (EXIT_FAILURE);
-  }
-  CHECK_EQ (r, 0);
-}
-
-static void
-stop_server (struct spawned *s)
-{
-  forget (s);
-  CHECK_EQ (spawn_stop (s, SIGTERM), 0);
-}
-
-static void
-cleanup (void)
-{
-  for (int i = 0; i < MAX_SERVERS; i++)
-    if (running[i]) {
-      struct spawned *s = running[i];
-
-      running[i] = NULL;
-      spawn_stop (s, SIGTERM);
-    }
-  rmdir (tmpdir);
-}
-
-static struct zn_client *
-connect_ok (const char *uri)
-{
-  char err[1024];
-  struct zn_client *c = zn_client_connect (uri, err, sizeof err);
-
-  if (c == NULL) {
-    fprintf (stderr, "zn_client_connect (%s): %s\n", uri, err);
-    exit (EXIT_FAILURE);
-  }
-  return c;
-}
 
 /* The connection must fail with a message containing want. */
 static void
@@ -140,42 +45,8 @@ connect_fails (const char *uri, const char *want)
   }
 }
 
-/* A call that returns 0 or -errno must give exactly want. */
-#define EXPECT_ERRNO(c, expr, want)                                     \
-  do {                                                                  \
-    int expect_r_ = (expr);                                             \
-    if (expect_r_ != -(want)) {                                         \
-      fprintf (stderr, "%s:%d: %s returned %d (%s), expected -%s "      \
-               "(message: %s)\n", __FILE__, __LINE__, #expr, expect_r_, \
-               expect_r_ < 0 ? zn_errno_name (-expect_r_) : "success",  \
-               #want, zn_client_error (c));                             \
-      exit (EXIT_FAILURE);                                              \
-    }                                                                   \
-  } while (0)
-
-#define EXPECT_OK(c, expr) EXPECT_ERRNO (c, expr, 0)
-
-static struct zn_zone
-zone (struct zn_client *c, unsigned idx)
-{
-  struct zn_zone z;
-
-  CHECK_EQ (zn_client_report (c, (uint64_t) idx * ZS, &z, 1), 1);
-  return z;
-}
-
-static void
-expect_zone (struct zn_client *c, unsigned idx, uint8_t cond, uint64_t wp)
-{
-  struct zn_zone z = zone (c, idx);
-
-  if (z.cond != cond || z.wp != wp) {
-    fprintf (stderr, "zone %u: cond 0x%x wp %llu, expected cond 0x%x "
-             "wp %llu\n", idx, z.cond, (unsigned long long) z.wp, cond,
-             (unsigned long long) wp);
-    exit (EXIT_FAILURE);
-  }
-}
+#define zone(c, idx) report_zone (c, ZS, idx)
+#define expect_zone(c, idx, cond, wp) expect_zone_in (c, ZS, idx, cond, wp)
 
 /* Writes sectors at sector with a pattern; returns 0 or -errno. */
 static int
@@ -222,9 +93,10 @@ test_connect_errors (const struct spawned *s)
   connect_fails ("nbds://alice@:10809/", "names no host");
   connect_fails ("foo://x", "unknown NBD URI scheme");
   connect_fails ("", "no URI");
-  snprintf (uri, sizeof uri, "nbd+unix:///nosuch?socket=%s", s->sock);
+  server_uri (uri, sizeof uri, s, "nosuch");
   connect_fails (uri, "nosuch");
-  snprintf (uri, sizeof uri, "nbd+unix:///?socket=%s/absent.sock", tmpdir);
+  snprintf (uri, sizeof uri, "nbd+unix:///?socket=%s/absent.sock",
+            fixture_dir ());
   connect_fails (uri, "No such file or directory");
   CHECK (zn_client_connect ("nbd://", NULL, 0) == NULL);
 }
@@ -452,7 +324,8 @@ test_readonly_server (void)
   struct zn_client *c;
   unsigned char buf[512] = { 0 };
 
-  start_server (&s, "ro", true, getenv ("ZONEDNULL_PLUGIN"), default_device);
+  server_start (&s, "ro", default_device,
+                &(struct server_opts) { .readonly = true });
   c = connect_ok (s.uri);
   EXPECT_OK (c, zn_client_info (c, &info));
   CHECK (info.flags & ZN_CONTROL_F_READONLY);
@@ -470,7 +343,7 @@ test_readonly_server (void)
   for (unsigned i = 1; i < NR_ZONES; i++)
     CHECK_EQ (zones[i].cond, ZN_COND_EMPTY);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
 }
 
 /* A server that is not zonednull: nbdkit's memory plugin serves any
@@ -482,9 +355,10 @@ test_not_zonednull (void)
   static const char *const args[] = { "1M", NULL };
   struct spawned s;
 
-  start_server (&s, "memory", false, "memory", args);
+  server_start (&s, "memory", args,
+                &(struct server_opts) { .plugin = "memory" });
   connect_fails (s.uri, "not a zonednull server");
-  stop_server (&s);
+  server_stop (&s);
 }
 
 /* More zones than one 1 MiB pread of descriptors holds. */
@@ -500,7 +374,7 @@ test_large_report (void)
   int n;
 
   CHECK (zones != NULL);
-  start_server (&s, "large", false, getenv ("ZONEDNULL_PLUGIN"), args);
+  server_start (&s, "large", args, NULL);
   c = connect_ok (s.uri);
   n = zn_client_report (c, 0, zones, 17001);
   CHECK_EQ (n, 17000);
@@ -512,7 +386,7 @@ test_large_report (void)
   CHECK_EQ (n, 17000 - 16383);
   CHECK_EQ (zones[n - 1].start, (uint64_t) 16999 * ZS);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
   free (zones);
 }
 
@@ -588,17 +462,8 @@ main (void)
   struct zn_client *c;
   char uri[600];
 
-  if (getenv ("ZONEDNULL_PLUGIN") == NULL) {
-    fprintf (stderr, "%s: SKIP: ZONEDNULL_PLUGIN is not set; run through "
-             "'make check'\n", __FILE__);
-    return 77;
-  }
-  snprintf (tmpdir, sizeof tmpdir, "%s/zonednull-client.XXXXXX",
-            getenv ("TMPDIR") && *getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
-  CHECK (mkdtemp (tmpdir) != NULL);
-  atexit (cleanup);
-
-  start_server (&s, "dev", false, getenv ("ZONEDNULL_PLUGIN"), default_device);
+  fixture_init (__FILE__, "client", false);
+  server_start (&s, "dev", default_device, NULL);
   test_connect_errors (&s);
   c = connect_ok (s.uri);
   test_geometry_and_report (c);
@@ -609,14 +474,13 @@ main (void)
   zn_client_close (c);
 
   /* The default device by its name. */
-  snprintf (uri, sizeof uri, "nbd+unix:///%s?socket=%s", ZN_DEFAULT_DEVICE,
-            s.sock);
+  server_uri (uri, sizeof uri, &s, ZN_DEFAULT_DEVICE);
   c = connect_ok (uri);
   check_counters (c);
   zn_client_close (c);
 
   test_concurrent_clients (&s);
-  stop_server (&s);
+  server_stop (&s);
 
   test_readonly_server ();
   test_not_zonednull ();

@@ -17,17 +17,12 @@
 #include <libnbd.h>
 
 #include "check.h"
-#include "spawn.h"
+#include "server-fixture.h"
 #include "zonednull/client.h"
 
-#define MAX_ARGS 32
 #define BLOCK 4096
 #define ZONE_BYTES (1 << 20)
 #define PER_CONN 16              /* writes per connection, = nbdkit -t */
-
-static char tmpdir[200];
-static struct spawned *running;
-static bool native;             /* zonednull-server instead of nbdkit */
 
 /* nbdkit -t 16 PLUGIN ARGS... (or zonednull-server ARGS...) on a socket of
  * its own; returns once it listens.
@@ -35,98 +30,19 @@ static bool native;             /* zonednull-server instead of nbdkit */
 static void
 start_server (struct spawned *s, const char *name, const char *const *args)
 {
-  const char *nbdkit = getenv ("NBDKIT");
-  const char *preload = getenv ("ZONEDNULL_PRELOAD");
-  const char *argv[MAX_ARGS];
-  size_t n = 0;
-  int status, r;
+  static const char *const threads[] = { "-t", "16", NULL };
 
-  spawn_paths (s, tmpdir, name);
-  if (native) {
-    argv[n++] = getenv ("ZONEDNULL_SERVER");
-    preload = NULL;             /* linked with the sanitizers itself */
-  }
-  else
-    argv[n++] = nbdkit && *nbdkit ? nbdkit : "nbdkit";
-  argv[n++] = "-f";
-  argv[n++] = "--exit-with-parent";
-  if (!native) {
-    argv[n++] = "-t";
-    argv[n++] = "16";
-  }
-  argv[n++] = "-U";
-  argv[n++] = s->sock;
-  argv[n++] = "-P";
-  argv[n++] = s->pidfile;
-  if (!native)
-    argv[n++] = getenv ("ZONEDNULL_PLUGIN");
-  for (; *args; args++) {
-    CHECK (n < MAX_ARGS - 1);
-    argv[n++] = *args;
-  }
-  argv[n] = NULL;
-
-  running = s;
-  r = spawn_server (s, (char **) argv, preload, &status);
-  if (r == -1) {
-    char log[4096];
-
-    running = NULL;
-    spawn_log (s, log, sizeof log);
-    fprintf (stderr, "%s\n%s exited at startup (status %d)\n",
-             log, argv[0], status);
-    spawn_stop (s, SIGTERM);
-    exit (EXIT_FAILURE);
-  }
-  CHECK_EQ (r, 0);
+  server_start (s, name, args, &(struct server_opts) { .nbdkit = threads });
 }
 
-static void
-stop_server (struct spawned *s)
-{
-  running = NULL;
-  CHECK_EQ (spawn_stop (s, SIGTERM), 0);
-}
-
-/* After a failed check: the test's own connections are still open, so
- * the server is killed rather than asked to finish them.
- */
-static void
-cleanup (void)
-{
-  if (running)
-    spawn_stop (running, SIGKILL);
-  rmdir (tmpdir);
-}
-
-static struct nbd_handle *
-connect_export (const struct spawned *s, const char *export)
-{
-  struct nbd_handle *h = nbd_create ();
-  char uri[600];
-
-  CHECK (h != NULL);
-  snprintf (uri, sizeof uri, "nbd+unix:///%s?socket=%s", export, s->sock);
-  if (nbd_connect_uri (h, uri) == -1) {
-    fprintf (stderr, "nbd_connect_uri %s: %s\n", uri, nbd_get_error ());
-    exit (EXIT_FAILURE);
-  }
-  return h;
-}
-
+/* A client of export, or the test fails. */
 static struct zn_client *
 client (const struct spawned *s, const char *export)
 {
-  char uri[600], err[1024];
-  struct zn_client *c;
+  char uri[600];
 
-  snprintf (uri, sizeof uri, "nbd+unix:///%s?socket=%s", export, s->sock);
-  c = zn_client_connect (uri, err, sizeof err);
-  if (c == NULL) {
-    fprintf (stderr, "zn_client_connect %s: %s\n", uri, err);
-    exit (EXIT_FAILURE);
-  }
-  return c;
+  server_uri (uri, sizeof uri, s, export);
+  return connect_ok (uri);
 }
 
 static struct zn_control_queue_info
@@ -219,7 +135,7 @@ static void
 write_zone_out_of_order (const struct spawned *s, struct result *res,
                          unsigned char (*bufs)[BLOCK])
 {
-  struct nbd_handle *hs[2] = { connect_export (s, ""), connect_export (s, "") };
+  struct nbd_handle *hs[2] = { nbd_connect_ok (s, ""), nbd_connect_ok (s, "") };
   const int n = 2 * PER_CONN;
 
   for (int i = n - 1; i >= 0; i--) {
@@ -268,7 +184,7 @@ test_pipelined (void)
   CHECK_EQ (zn_client_pwrite (c, got, BLOCK, ZONE_BYTES + 64 * BLOCK), -EIO);
   CHECK_EQ (queue_info (c).pipeline_waited, q.pipeline_waited);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
 }
 
 /* Strict mode: whatever the order of arrival, the writes that succeeded
@@ -301,7 +217,7 @@ test_strict (void)
   CHECK (!(queue_info (c).queue_flags & ZN_QUEUE_F_PIPELINE));
   CHECK_EQ (queue_info (c).pipeline_waited, 0);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
 }
 
 /* The bound: a write ahead of the wp that nothing fills fails with EIO,
@@ -328,7 +244,7 @@ test_pipeline_timeout (void)
   CHECK_EQ (queue_info (c).pipeline_timeouts, 1);
   CHECK_EQ (wp_bytes (c, 0), 0);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
 }
 
 /* Tags: connection k feeds queue k mod submit_queues; no request fails
@@ -353,7 +269,7 @@ test_tags (bool shared_bitmap)
   start_server (&s, shared_bitmap ? "bitmap" : "tags", args);
   c = client (&s, "");                  /* its data connection: queue 0 */
   for (int i = 0; i < 3; i++)           /* queues 1, 0, 1 */
-    hs[i] = connect_export (&s, "nullb0");
+    hs[i] = nbd_connect_ok (&s, "nullb0");
   q = queue_info (c);
   CHECK_EQ (q.submit_queues, 2);
   CHECK_EQ (q.tag_pools, shared_bitmap ? 1 : 2);
@@ -389,7 +305,7 @@ test_tags (bool shared_bitmap)
   for (int i = 0; i < 3; i++)
     nbd_close (hs[i]);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
 }
 
 /* nr_devices: separate zones and queues per device; shared_tags under
@@ -420,7 +336,7 @@ test_devices (void)
   CHECK_EQ (queue_info (c0).device.completed, 0);
   zn_client_close (c0);
   zn_client_close (c2);
-  stop_server (&s);
+  server_stop (&s);
 }
 
 /* badblocks: by configuration and through the control channel. */
@@ -452,7 +368,7 @@ test_badblocks (void)
   CHECK_EQ (zn_client_badblocks (c, false, 0, 16384), 0);
   CHECK_EQ (zn_client_pwrite (c, buf, BLOCK, ZONE_BYTES), 0);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
 }
 
 /* cache_size: writes neither flushed nor FUA are lost at a power cycle
@@ -494,26 +410,15 @@ test_cache (void)
   }
   CHECK_EQ (wp_bytes (c, ZONE_BYTES), 0);
   zn_client_close (c);
-  stop_server (&s);
+  server_stop (&s);
 }
 
 int
 main (void)
 {
-  if (getenv ("ZONEDNULL_PLUGIN") == NULL) {
-    fprintf (stderr, "%s: SKIP: ZONEDNULL_PLUGIN is not set; run through "
-             "'make check'\n", __FILE__);
-    return 77;
-  }
-  snprintf (tmpdir, sizeof tmpdir, "%s/zonednull-queue.XXXXXX",
-            getenv ("TMPDIR") && *getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
-  CHECK (mkdtemp (tmpdir) != NULL);
-  atexit (cleanup);
-
-  native = getenv ("ZONEDNULL_TARGET") && strcmp (getenv ("ZONEDNULL_TARGET"),
-                                                  "server") == 0;
-  if (native)
-    CHECK (getenv ("ZONEDNULL_SERVER") != NULL);
+  fixture_init (__FILE__, "queue", false);
+  fixture_use (getenv ("ZONEDNULL_TARGET")
+               && strcmp (getenv ("ZONEDNULL_TARGET"), "server") == 0);
   test_pipelined ();
   test_strict ();
   test_pipeline_timeout ();
