@@ -30,4 +30,15 @@
     }                                                                   \
   } while (0)
 
+/* qsort's order of records by sector, for records whose first member is
+ * the uint64_t sector (a pointer to a struct is one to its first member).
+ */
+static inline int
+by_first_sector (const void *a, const void *b)
+{
+  uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+  return x < y ? -1 : x > y;
+}
+
 #endif

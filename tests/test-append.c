@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,6 +343,8 @@ struct landed {
   unsigned id, seq;
   uint64_t sum;                         /* checksum of the data sent */
 };
+_Static_assert (offsetof (struct landed, sector) == 0,
+                "by_first_sector sorts by the first member");
 
 struct appender {
   const char *uri;
@@ -430,14 +433,6 @@ appender (void *arg)
   return NULL;
 }
 
-static int
-by_sector (const void *a, const void *b)
-{
-  const struct landed *x = a, *y = b;
-
-  return x->sector < y->sector ? -1 : x->sector > y->sector;
-}
-
 static void
 test_race (const struct spawned *s)
 {
@@ -468,7 +463,7 @@ test_race (const struct spawned *s)
   }
 
   /* The pieces tile the zone: no overlap, no gap, up to its capacity. */
-  qsort (all, n, sizeof *all, by_sector);
+  qsort (all, n, sizeof *all, by_first_sector);
   for (unsigned i = 0; i < n; i++) {
     if (all[i].sector != next) {
       fprintf (stderr, "%s: piece %u/%u landed at %llu, expected %llu\n",

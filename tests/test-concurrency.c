@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -486,6 +487,8 @@ struct landed {
   uint64_t at, nr;
   unsigned tag;
 };
+_Static_assert (offsetof (struct landed, at) == 0,
+                "by_first_sector sorts by the first member");
 
 struct append_arg {
   struct zn_dev *dev;
@@ -541,14 +544,6 @@ append_worker (void *p)
   return NULL;
 }
 
-static int
-by_sector (const void *x, const void *y)
-{
-  const struct landed *a = x, *b = y;
-
-  return a->at < b->at ? -1 : a->at > b->at;
-}
-
 static void
 test_append_race (void)
 {
@@ -587,7 +582,7 @@ test_append_race (void)
       appended += args[i].nr_done;
     free (args[i].done);
   }
-  qsort (all, n, sizeof *all, by_sector);
+  qsort (all, n, sizeof *all, by_first_sector);
   next = start;
   for (unsigned i = 0; i < n; i++) {
     unsigned char *got = xmalloc (all[i].nr * ZN_SECTOR_SIZE);
