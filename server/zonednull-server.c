@@ -33,6 +33,7 @@
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
 #include "params.h"
+#include "pidfile.h"
 #include "session.h"
 
 #define READ_CHUNK (256 * 1024)
@@ -816,23 +817,6 @@ listen_tcp (const char *addr, const char *service)
   return fd;
 }
 
-static int
-write_pidfile (const char *path)
-{
-  char tmp[4096];
-  FILE *fp;
-
-  /* Written whole and renamed, so a reader never sees it half-written. */
-  snprintf (tmp, sizeof tmp, "%s.tmp", path);
-  fp = fopen (tmp, "w");
-  if (fp == NULL || fprintf (fp, "%ld\n", (long) getpid ()) < 0
-      || fclose (fp) != 0 || rename (tmp, path) == -1) {
-    fprintf (stderr, "zonednull-server: -P %s: %s\n", path, strerror (errno));
-    return -1;
-  }
-  return 0;
-}
-
 /* nullb0 ... nullb<nr_devices-1>, with their tag sets, as the plugin
  * makes them.
  */
@@ -1091,8 +1075,11 @@ main (int argc, char **argv)
     fprintf (stderr, "zonednull-server: daemon: %s\n", strerror (errno));
     return stop_before_serving (EXIT_FAILURE);
   }
-  if (pidfile && write_pidfile (pidfile) == -1)
+  if (pidfile && zn_write_pidfile (pidfile) == -1) {
+    fprintf (stderr, "zonednull-server: -P %s: %s\n", pidfile,
+             strerror (errno));
     return stop_before_serving (EXIT_FAILURE);
+  }
 
   signal (SIGPIPE, SIG_IGN);
   loop = ev_default_loop (EVFLAG_AUTO);

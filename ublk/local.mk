@@ -7,6 +7,7 @@ sbin_PROGRAMS += ublk/zonednull-ublk
 # binary to copy into a guest (no libtool wrapper, no rpath).
 ublk_zonednull_ublk_SOURCES = \
 	client/client.c \
+	server/pidfile.h \
 	server/session.c \
 	server/session.h \
 	ublk/ctrl.c \

@@ -32,6 +32,7 @@
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
 #include "params.h"
+#include "pidfile.h"
 #include "ublk-abi.h"
 #include "ctrl.h"
 #include "io.h"
@@ -492,23 +493,6 @@ daemonize (struct run *r)
   return 0;
 }
 
-static int
-write_pidfile (const char *path)
-{
-  char tmp[4096];
-  FILE *fp;
-
-  /* Written whole and renamed, so a reader never sees it half-written. */
-  snprintf (tmp, sizeof tmp, "%s.tmp", path);
-  fp = fopen (tmp, "w");
-  if (fp == NULL || fprintf (fp, "%ld\n", (long) getpid ()) < 0
-      || fclose (fp) != 0 || rename (tmp, path) == -1) {
-    error ("-P %s: %s", path, strerror (errno));
-    return -1;
-  }
-  return 0;
-}
-
 /* Tells the user (and the parent) that the device is there. */
 static int
 announce (struct run *r)
@@ -517,8 +501,10 @@ announce (struct run *r)
   int n = snprintf (line, sizeof line, "/dev/ublkb%" PRIu32 "\n", r->dev_id);
 
   if (pidfile) {
-    if (write_pidfile (pidfile) == -1)
+    if (zn_write_pidfile (pidfile) == -1) {
+      error ("-P %s: %s", pidfile, strerror (errno));
       return -1;
+    }
     r->pidfile_written = true;
   }
   if (connect_uri)
