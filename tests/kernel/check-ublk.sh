@@ -106,22 +106,24 @@ stop_servers () {
 }
 trap stop_servers EXIT
 trap 'exit 1' HUP INT TERM
-# host_server NAME: zonednull-server (server) or nbdkit (nbdkit) with
-# CONNECT_CONFIG; sets $port, or returns 1.
+# host_server KIND [NAME CONFIG]: zonednull-server (KIND server) or nbdkit
+# zonednull (KIND nbdkit) with CONFIG (default CONNECT_CONFIG), its files
+# $work/NAME.pid and .err (NAME defaults to KIND); sets $port, or returns 1
+# (a server that exits at once, e.g. refusing CONFIG, is not retried).
 host_server () {
-  name=$1 attempt=0 pidf=$work/$name.pid
+  kind=$1 hname=${2:-$1} hconfig=${3:-$CONNECT_CONFIG} attempt=0 pidf=$work/${2:-$1}.pid
   while [ "$attempt" -lt 8 ]; do
     attempt=$((attempt + 1))
     randn 20000
     port=$((30000 + r))
     rm -f "$pidf"
     # shellcheck disable=SC2086
-    case $name in
+    case $kind in
       server) "$ZONEDNULL_SERVER" -f -i 127.0.0.1 -p "$port" -P "$pidf" \
-                --exit-with-parent $CONNECT_CONFIG </dev/null 2>"$work/$name.err" & ;;
+                --exit-with-parent $hconfig </dev/null 2>"$work/$hname.err" & ;;
       nbdkit) LD_PRELOAD=${ZONEDNULL_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0 \
                 "${NBDKIT:-nbdkit}" -f -i 127.0.0.1 -p "$port" -P "$pidf" \
-                "$ZONEDNULL_PLUGIN" $CONNECT_CONFIG </dev/null 2>"$work/$name.err" & ;;
+                "$ZONEDNULL_PLUGIN" $hconfig </dev/null 2>"$work/$hname.err" & ;;
     esac
     pid=$! tries=0
     while [ ! -s "$pidf" ] && kill -0 "$pid" 2>/dev/null && [ $tries -lt 300 ]; do
@@ -129,17 +131,63 @@ host_server () {
     done
     if [ -s "$pidf" ]; then server_pids="$server_pids $pid"; return 0; fi
     kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    # Refused rather than a port in use: no point in trying again.
+    grep -qi 'address already in use\|bind' "$work/$hname.err" || break
   done
-  cat "$work/$name.err" >&2
   return 1
 }
-connect_uris=
+connect_uris= diff_ports= fs_port_f2fs= fs_port_btrfs=
+CONNECT_F2FS_CONFIG="size=256 zone_size=4 zone_nr_conv=8 zone_max_open=8 blocksize=4096 memory_backed=1"
+CONNECT_BTRFS_CONFIG="size=256 zone_size=4 zone_nr_conv=0 zone_max_active=8 zone_max_open=8 blocksize=4096 memory_backed=1"
 if [ -n "$ublk" ] && [ -f "$here/guest-ublk-connect.sh" ] && [ "${ZN_UBLK_CONNECT:-1}" != 0 ]; then
   if host_server server; then connect_uris="nbd://10.0.2.2:$port/"
-  else fail "zonednull-server ($CONNECT_CONFIG) did not start"; fi
+  else fail "zonednull-server ($CONNECT_CONFIG) did not start: $(cat "$work/server.err")"; fi
   if host_server nbdkit; then connect_uris="$connect_uris nbd://10.0.2.2:$port/"
-  else fail "nbdkit zonednull ($CONNECT_CONFIG) did not start"; fi
+  else fail "nbdkit zonednull ($CONNECT_CONFIG) did not start: $(cat "$work/nbdkit.err")"; fi
   note "servers for --connect ($CONNECT_CONFIG):$(echo " $connect_uris" | sed 's|nbd://10.0.2.2:| 127.0.0.1:|g')"
+  # The differential over --connect: for every drawn configuration but a
+  # runt, a fresh zonednull-server and a fresh nbdkit zonednull with exactly
+  # its settings; the guest traces each through zonednull-ublk --connect and
+  # compares with null_blk's trace (guest-ublk-connect.sh).  A server that
+  # does not start is "refused": the guest fails it unless null_blk refuses
+  # the configuration too.
+  k=0
+  while read -r name tseed n settings; do
+    k=$((k + 1))
+    sz=$(echo " $settings" | sed -n 's/.* size=\([0-9]*\).*/\1/p')
+    zsz=$(echo " $settings" | sed -n 's/.* zone_size=\([0-9]*\).*/\1/p')
+    if [ $((sz % zsz)) -ne 0 ]; then
+      diff_ports="${diff_ports}CONNECT_DIFF_$k=\"$name runt runt\"
+"
+      continue
+    fi
+    dp=
+    for kind in server nbdkit; do
+      if host_server $kind "$kind-$name" "$settings"; then dp="$dp $port"
+      else
+        dp="$dp refused"
+        note "$name: the host's $kind does not start: $(head -n 2 "$work/$kind-$name.err" | tr '\n' ' ')"
+      fi
+    done
+    diff_ports="${diff_ports}CONNECT_DIFF_$k=\"$name$dp\"
+"
+  done <"$conf"
+  # f2fs and btrfs on --connect, checked here afterwards: their geometries
+  # are those of the consumers' (guest-ublk-consumers.sh), memory-backed.
+  # Only with the consumers, which bring the mkfs tools into the guest.
+  if [ "${ZN_UBLK_CONSUMERS:-1}" != 0 ] && [ -f "$here/prepare-consumers.sh" ]; then
+    for fs in f2fs btrfs; do
+      if [ $fs = f2fs ]; then fsconf=$CONNECT_F2FS_CONFIG; else fsconf=$CONNECT_BTRFS_CONFIG; fi
+      if host_server server "fs-$fs" "$fsconf"; then
+        eval "fs_port_$fs=$port"
+        diff_ports="${diff_ports}CONNECT_$(echo $fs | tr a-z A-Z)=$port
+"
+        note "zonednull-server for $fs over --connect ($fsconf): 127.0.0.1:$port"
+      else
+        fail "zonednull-server for $fs ($fsconf) did not start: $(cat "$work/fs-$fs.err")"
+      fi
+    done
+  fi
 fi
 
 # ---- the per-run initramfs -------------------------------------------------
@@ -217,6 +265,9 @@ UBLK=$guest_ublk
 UBLK_DROP="${ZN_UBLK_DROP:-}"
 UBLK_STRICT_RUNT="${ZN_UBLK_STRICT_RUNT:-}"
 EOF
+# For guest-ublk-connect.sh: CONNECT_DIFF_k="NAME SERVER-PORT NBDKIT-PORT"
+# per configuration, CONNECT_F2FS and CONNECT_BTRFS (the host's ports).
+[ -n "$connect_uris" ] && printf '%s' "$diff_ports" >>"$stage/test/params"
 if [ -n "$consumers" ]; then
   if [ -n "$ublk" ]; then
     cp "$here/guest-ublk-consumers.sh" "$stage/test/"
@@ -295,12 +346,88 @@ for d in "$out"/ublk/*/; do
   note "kept $keep/$n"
 done
 
+# ---- f2fs and btrfs over --connect: the host's view of the guest's zones --
+# The guest left, per file system, its last `blkzone report` and the
+# checksums of [zone start, write pointer) of every non-empty zone
+# (conventional zones whole).  The server's report must equal it zone by
+# zone (start, write pointer, condition), and the host must read the same
+# data through libnbd.
+# zone_triples_json URI / zone_triples_text FILE: "start wp cond" per zone
+# (wp "-" for a conventional zone), from the CLI's JSON or a blkzone report.
+zone_triples_json () {
+  "$ZONEDNULL_CLI" report --json "$1" |
+    sed -n 's/.*"start": \([0-9]*\),.*"wp": \([0-9a-z]*\),.*"cond": \([0-9]*\),.*/\1 \2 \3/p' |
+    awk '{ print $1, ($3 == 0 ? "-" : $2), $3 }'
+}
+zone_triples_text () {
+  awk '{ s = $0; sub(/.*start: 0x/, "", s); sub(/,.*/, "", s)
+         w = $0; sub(/.*wptr 0x/, "", w); sub(/ .*/, "", w)
+         c = $0; sub(/.*zcond: */, "", c); sub(/\(.*/, "", c)
+         S = 0; W = 0
+         for (i = 1; i <= length(s); i++) S = S * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+         for (i = 1; i <= length(w); i++) W = W * 16 + index("0123456789abcdef", substr(w, i, 1)) - 1
+         print S, (c == 0 ? "-" : S + W), c }' "$1"
+}
+fs_host_check () {
+  fs=$1 port=$2 label=host-$1
+  uri="nbd://127.0.0.1:$port/"
+  if [ -f "$out/connect/$label.skipped" ]; then
+    note "SKIP: $fs over --connect: $(cat "$out/connect/$label.skipped") in the guest"; return
+  fi
+  if [ ! -s "$out/connect/$label.report" ] || [ ! -f "$out/connect/$label.ranges" ]; then
+    fail "$fs over --connect: the guest left no report or ranges ($out/connect/$label.*)"; return
+  fi
+  zone_triples_text "$out/connect/$label.report" >"$work/$label.guest"
+  zone_triples_json "$uri" >"$work/$label.host" || { fail "$fs: zonednull report $uri failed"; return; }
+  if cmp -s "$work/$label.guest" "$work/$label.host" && [ -s "$work/$label.host" ]; then
+    note "ok: $fs: the host's zonednull report equals the guest's last blkzone report," \
+      "$(wc -l <"$work/$label.host" | tr -d ' ') zones (start, wp, cond)," \
+      "$(awk '$3 != 1 && $3 != 0' "$work/$label.host" | wc -l | tr -d ' ') of them written"
+  else
+    fail "$fs: the host's zonednull report differs from the guest's last blkzone report" \
+      "(start wp cond; guest < > host): $(diff "$work/$label.guest" "$work/$label.host" | grep '^[<>]' | head -n 4 | tr '\n' ' ')"
+  fi
+  # The same checksums, read by the host through libnbd (nbdsh's handle h).
+  nbdsh -u "$uri" -c "import hashlib
+for line in open('$out/connect/$label.ranges'):
+    s, n, want = line.split()
+    a, e = int(s) * 512, (int(s) + int(n)) * 512
+    d = hashlib.sha256()
+    for o in range(a, e, 1 << 20):
+        d.update(h.pread(min(1 << 20, e - o), o))
+    print(s, n, d.hexdigest())" </dev/null >"$work/$label.ranges.host" 2>"$work/$label.nbdsh.err" ||
+    { fail "$fs: nbdsh $uri: $(tail -n 2 "$work/$label.nbdsh.err")"; return; }
+  nr=$(wc -l <"$out/connect/$label.ranges" | tr -d ' ')
+  mib=$(awk '{ n += $2 } END { printf "%.1f", n / 2048 }' "$out/connect/$label.ranges")
+  if [ "$nr" -gt 0 ] && cmp -s "$out/connect/$label.ranges" "$work/$label.ranges.host"; then
+    note "ok: $fs: the host reads the guest's data back through libnbd with the same checksums: $nr zones, $mib MiB"
+  else
+    fail "$fs: the host reads other data than the guest ($nr ranges; guest < > host):"       "$(diff "$out/connect/$label.ranges" "$work/$label.ranges.host" | grep '^[<>]' | head -n 4 | tr '
+' ' ')"
+  fi
+}
+[ -n "$fs_port_f2fs" ] && fs_host_check f2fs "$fs_port_f2fs"
+[ -n "$fs_port_btrfs" ] && fs_host_check btrfs "$fs_port_btrfs"
+
 counts=$(sed -n 's/^counts: //p' "$out/run.log" | head -n 1)
 eval "$(echo "$counts" | tr ' ' '\n' | grep -E '^[a-z_]+=[0-9]+$' | sed 's/^/c_/')" 2>/dev/null
 end_time=$(date +%s)
 note "configurations drawn: ${c_configs:-0} of $ntraces; ops traced per device: $nops;" \
   "identical: ${c_identical:-0} of ${c_traced:-0} traced on both; refused by both: ${c_refused_both:-0};" \
   "runts only null_blk takes (XFAIL): ${c_runt:-0}"
+if [ -n "$diff_ports" ]; then
+  dcounts=$(sed -n 's/^connect-counts: //p' "$out/run.log" | head -n 1)
+  if [ -z "$dcounts" ]; then
+    fail "guest-ublk-connect.sh did not finish the differential (no connect-counts line)"
+  else
+    eval "$(echo "$dcounts" | tr ' ' '\n' | grep -E '^[a-z_]+=[0-9]+$' | sed 's/^/d_/')" 2>/dev/null
+    note "--connect differential: configurations ${d_configs:-0} (compared ${d_compared:-0}," \
+      "refused by null_blk and both servers ${d_refused:-0}, runts or untraced skipped ${d_skipped:-0});" \
+      "ops ${d_ops:-0} per server kind; identical to null_blk: zonednull-server ${d_server_identical:-0}" \
+      "of ${d_server_traced:-0}, nbdkit zonednull ${d_nbdkit_identical:-0} of ${d_nbdkit_traced:-0}" \
+      "(queue attributes differ in ${d_attrs_differ:-0})"
+  fi
+fi
 note "guest checks: $npass PASS, $nfail FAIL"
 note "seed $seed, $((end_time - start_time)) s in all"
 if [ "$failures" -gt 0 ]; then

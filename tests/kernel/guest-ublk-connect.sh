@@ -247,7 +247,289 @@ refusals () {
   fi
 }
 
+# ---- the differential against null_blk, over --connect ------------------------
+# /test/params lines CONNECT_DIFF_k="NAME SERVER NBDKIT" (check-ublk.sh): for
+# configuration NAME of /test/traces.conf, the host's ports of a fresh
+# zonednull-server and a fresh nbdkit zonednull with exactly its settings,
+# or "runt" (the host starts none: ublk cannot expose a smaller last zone)
+# or "refused" (the server did not start).  guest-ublk.sh left null_blk's
+# trace and reports in /out/ublk/NAME/ (nullb.trace, nullb.fresh,
+# nullb.after, nullb.sysfs; nullb.refused when null_blk refused).  The
+# trace of zonednull-ublk --connect to each server with the same seed must
+# equal null_blk's (the header's dev= aside), and so must the zone reports
+# before and after it.  The queue attributes are compared and reported, not
+# counted as failures (they come from the server's limits, not a trace).
+d_configs=0 d_ops=0 d_skip=0 d_refused=0
+d_server_traced=0 d_server_identical=0 d_nbdkit_traced=0 d_nbdkit_identical=0
+d_attrs_differ=0
+diff_attrs="zoned chunk_sectors nr_zones max_open_zones max_active_zones zone_append_max_bytes
+  logical_block_size physical_block_size max_sectors_kb write_cache fua"
+# first_diff A B: the first differing line, with the one before it.
+first_diff () {
+  awk -v fa="$1" -v fb="$2" 'BEGIN {
+    n = 0
+    while (1) {
+      ra = (getline la < fa) > 0; rb = (getline lb < fb) > 0; n++
+      if (!ra && !rb) exit
+      if (!ra) la = "<end of file>"
+      if (!rb) lb = "<end of file>"
+      if (la != lb) {
+        if (n > 1) printf "      line %d (both): %s\n", n - 1, prev
+        printf "      line %d null_blk: %s\n      line %d connect:  %s\n", n, la, n, lb
+        exit
+      }
+      prev = la
+    }
+  }'
+}
+diff_one () { # diff_one NAME KIND PORT SEED NOPS
+  dn=$1 kind=$2 port=$3 dseed=$4 dnops=$5
+  dd_=/out/ublk/$dn p=/out/ublk/$dn/connect-$kind
+  u=nbd://10.0.2.2:$port/
+  if ! start_dev "$u"; then
+    fail "$dn: zonednull-ublk --connect to the host's $kind ($u): $(cat $work/ublk.err)"
+    cp $work/ublk.err "$p.ublk-err" 2>/dev/null
+    : >"$dd_/FAILED"
+    return
+  fi
+  b=${dev#/dev/}
+  for a in $diff_attrs; do
+    echo "$a $(cat "/sys/block/$b/queue/$a" 2>/dev/null || echo MISSING)"
+  done >"$p.sysfs"
+  blkzone report "$dev" 2>&1 | sed "s|$b||g" >"$p.fresh"
+  zntrace trace "$dev" "$dseed" "$dnops" >"$p.raw" 2>"$p.trace-err"
+  trc=$?
+  sed '1s| dev=[^ ]*||' "$p.raw" >"$p.trace"
+  blkzone report "$dev" 2>&1 | sed "s|$b||g" >"$p.after"
+  stop_dev 10 || fail "$dn: $kind: SIGTERM did not stop and delete $dev within 10 s"
+  eval "d_${kind}_traced=\$((d_${kind}_traced + 1))"
+  same=1
+  if [ $trc -ne 0 ]; then
+    fail "$dn: $kind: zntrace on $dev exited $trc: $(cat "$p.trace-err")"; same=
+  fi
+  for w in fresh:"fresh zone reports" trace:traces after:"zone reports after the trace"; do
+    f=${w%%:*}
+    if ! cmp -s "$dd_/nullb.$f" "$p.$f"; then
+      fail "$dn: $kind: ${w#*:} differ (null_blk, --connect to the host's $kind):"
+      first_diff "$dd_/nullb.$f" "$p.$f"
+      same=
+    fi
+  done
+  if ! cmp -s "$dd_/nullb.sysfs" "$p.sysfs"; then
+    d_attrs_differ=$((d_attrs_differ + 1))
+    echo "# $dn: $kind: queue attributes differ from null_blk's (not counted as a failure):" \
+      "$(diff "$dd_/nullb.sysfs" "$p.sysfs" 2>/dev/null | grep '^[<>]' | tr '\n' ' ')"
+  fi
+  if [ -n "$same" ]; then
+    eval "d_${kind}_identical=\$((d_${kind}_identical + 1))"
+    ok "$dn: --connect to the host's $kind: identical to null_blk: $(wc -l <"$p.trace" | tr -d ' ') trace lines, zone reports"
+  else
+    : >"$dd_/FAILED"
+  fi
+}
+differential () {
+  grep -q '^CONNECT_DIFF_' /test/params 2>/dev/null || return 0
+  echo "# the differential against null_blk over --connect"
+  sed -n 's/^CONNECT_DIFF_[0-9]*="\(.*\)"$/\1/p' /test/params >$work/diff.list
+  while read -r dn sport kport; do
+    line=$(grep "^$dn " /test/traces.conf)
+    set -- $line
+    dseed=$2 dnops=$3
+    d_configs=$((d_configs + 1))
+    if [ "$sport" = runt ]; then
+      echo "# $dn: a smaller last zone: no servers (ublk cannot expose it)"; d_skip=$((d_skip + 1)); continue
+    fi
+    if [ -f "/out/ublk/$dn/nullb.refused" ]; then
+      if [ "$sport" = refused ] && [ "$kport" = refused ]; then
+        d_refused=$((d_refused + 1))
+        ok "$dn: null_blk ($(cat "/out/ublk/$dn/nullb.refused")) and both host servers refuse the configuration"
+      else
+        fail "$dn: null_blk refuses ($(cat "/out/ublk/$dn/nullb.refused")), the host's servers: zonednull-server $sport, nbdkit $kport"
+      fi
+      continue
+    fi
+    if [ ! -f "/out/ublk/$dn/nullb.trace" ]; then
+      echo "# $dn: no null_blk trace (see guest-ublk.sh's lines): nothing to compare"; d_skip=$((d_skip + 1)); continue
+    fi
+    d_ops=$((d_ops + dnops))
+    for kp in server:$sport nbdkit:$kport; do
+      if [ "${kp#*:}" = refused ]; then
+        fail "$dn: null_blk accepts the configuration, the host's ${kp%%:*} refused it (host log: ${kp%%:*}-$dn.err)"
+        : >"/out/ublk/$dn/FAILED"
+      else
+        diff_one "$dn" "${kp%%:*}" "${kp#*:}" "$dseed" "$dnops"
+      fi
+    done
+  done <$work/diff.list
+  echo "# differential over --connect: configurations $d_configs, compared $((d_configs - d_skip - d_refused))," \
+    "ops per trace $dnops (${d_ops} per server kind), zonednull-server identical $d_server_identical of $d_server_traced," \
+    "nbdkit identical $d_nbdkit_identical of $d_nbdkit_traced, refused by all $d_refused, skipped $d_skip"
+  echo "connect-counts: configs=$d_configs compared=$((d_configs - d_skip - d_refused)) ops=$d_ops" \
+    "server_traced=$d_server_traced server_identical=$d_server_identical" \
+    "nbdkit_traced=$d_nbdkit_traced nbdkit_identical=$d_nbdkit_identical" \
+    "refused=$d_refused skipped=$d_skip attrs_differ=$d_attrs_differ"
+}
+
+# ---- two devices on one export -------------------------------------------------
+# two_devices URI: two zonednull-ublk --connect devices on the same export;
+# what one writes the other's report shows and its O_DIRECT reads return,
+# both ways, and zone operations through one are seen through the other.
+zone_line () { blkzone report -o "$2" -c 1 "$1" 2>&1; }
+zone_wp () { zone_line "$1" "$2" | sed -n 's/.*wptr 0x\([0-9a-f]*\).*/\1/p'; }
+zone_cond () { zone_line "$1" "$2" | sed -n 's/.*zcond: *\([0-9]*\).*/\1/p'; }
+two_devices () {
+  u=$1
+  echo "# two devices on $u"
+  if ! start_dev "$u"; then fail "two devices on $u: the first: $(cat $work/ublk.err)"; return; fi
+  da=$dev pa=$pid
+  if ! start_dev "$u"; then
+    fail "two devices on $u: the second: $(cat $work/ublk.err)"
+    dev=$da pid=$pa; stop_dev 10; return
+  fi
+  db=$dev pb=$pid
+  ok "two devices on $u: $da and $db"
+  blkzone reset "$da"
+  zs=$(cat /sys/block/${da#/dev/}/queue/chunk_sectors)
+  s0=$(blkzone report "$db" | sed -n '/SEQ_WRITE_REQUIRED/{s/.*start: \(0x[0-9a-f]*\),.*/\1/p;q}')
+  s0=$(hex2dec "$s0") z1=$((s0 + zs))
+  dd if=/dev/urandom of=$work/two.a bs=64k count=2 2>/dev/null
+  dd if=/dev/urandom of=$work/two.b bs=64k count=1 2>/dev/null
+  cat $work/two.a $work/two.b >$work/two.ab
+  dd if=$work/two.a of="$da" bs=64k seek=$((s0 / 128)) oflag=direct conv=notrunc 2>$work/dd.err ||
+    fail "two devices: 128 KiB written through $da at sector $s0: $(cat $work/dd.err)"
+  w=$(zone_wp "$db" $s0)
+  check "two devices: $db's report shows the write pointer $da left (wptr 0x$w, want 0x000100)" \
+    [ "$w" = 000100 ]
+  dd if="$db" bs=64k skip=$((s0 / 128)) count=2 iflag=direct 2>/dev/null | cmp -s - $work/two.a &&
+    ok "two devices: $db reads (O_DIRECT) the 128 KiB written through $da" ||
+    fail "two devices: $db reads other data than $da wrote"
+  dd if=$work/two.b of="$db" bs=64k seek=$((s0 / 128 + 2)) oflag=direct conv=notrunc 2>$work/dd.err &&
+    ok "two devices: $db writes 64 KiB at the write pointer $da left" ||
+    fail "two devices: $db's write at the write pointer $da left: $(cat $work/dd.err)"
+  w=$(zone_wp "$da" $s0)
+  check "two devices: $da's report shows the write pointer $db left (wptr 0x$w, want 0x000180)" \
+    [ "$w" = 000180 ]
+  dd if="$da" bs=64k skip=$((s0 / 128)) count=3 iflag=direct 2>/dev/null | cmp -s - $work/two.ab &&
+    ok "two devices: $da reads (O_DIRECT) both devices' 192 KiB" ||
+    fail "two devices: $da reads other data than the two wrote"
+  blkzone finish -o $z1 -c 1 "$db"
+  c=$(zone_cond "$da" $z1)
+  check "two devices: a zone finished through $db is FULL in $da's report (zcond $c)" [ "$c" = 14 ]
+  blkzone reset -o $s0 -c 2 "$da"
+  c=$(zone_cond "$db" $s0)/$(zone_cond "$db" $z1)
+  check "two devices: zones reset through $da are EMPTY in $db's report (zcond $c)" [ "$c" = 1/1 ]
+  check "two devices: SIGTERM stops and deletes $db" stop_dev 10
+  dev=$da pid=$pa
+  check "two devices: SIGTERM stops and deletes $da" stop_dev 10
+}
+
+# ---- f2fs and btrfs on host servers, checked by the host afterwards ------------
+# fs_connect LABEL FS PORT: mkfs, mount, files, sync, umount, fsck, mount,
+# checksums, umount on zonednull-ublk --connect to the host's
+# zonednull-server at PORT.  Leaves in /out/connect/: LABEL.sums (the
+# files' checksums), LABEL.report (the last blkzone report) and
+# LABEL.ranges ("START SECTORS SHA256" of [start, wp) of every non-empty
+# sequential zone, of every conventional zone whole), which check-ublk.sh
+# compares with the server's report and reads back through libnbd.
+fs_connect () {
+  label=$1 fs=$2 port=$3
+  u=nbd://10.0.2.2:$port/
+  o=/out/connect
+  mkdir -p $o /mnt/znfs
+  if ! start_dev "$u"; then fail "$label: zonednull-ublk --connect $u: $(cat $work/ublk.err)"; return; fi
+  t0=$(now)
+  if [ "$fs" = f2fs ]; then
+    modprobe crc32_generic 2>/dev/null; modprobe f2fs 2>/dev/null
+    timeout 300 mkfs.f2fs -f -m "$dev" >$o/$label-mkfs.log 2>&1; rc=$?
+  else
+    modprobe crc32c_generic 2>/dev/null; modprobe xxhash_generic 2>/dev/null
+    modprobe blake2b_generic 2>/dev/null; modprobe btrfs 2>/dev/null
+    timeout 300 mkfs.btrfs -f -O zoned -m single -d single "$dev" >$o/$label-mkfs.log 2>&1; rc=$?
+  fi
+  if [ $rc -ne 0 ]; then
+    fail "$label: mkfs on $dev exited $rc: $(grep -iE 'error|not|fail' $o/$label-mkfs.log | head -n 3 | tr '\n' ' ')"
+    stop_dev 10; return
+  fi
+  ok "$label: mkfs on $dev (--connect $u)"
+  if ! timeout 120 mount -t $fs "$dev" /mnt/znfs 2>$o/$label-mount.log; then
+    fail "$label: mount: $(cat $o/$label-mount.log) $(dmesg | grep -i $fs | tail -n 3 | tr '\n' ' ')"
+    stop_dev 10; return
+  fi
+  mkdir -p /mnt/znfs/a/b /mnt/znfs/c
+  wr=0 i=0
+  for kb in 4 12 64 100 1024 3000; do
+    dd if=/dev/urandom of=/mnt/znfs/a/f$i bs=1024 count=$kb 2>/dev/null || wr=1
+    i=$((i + 1))
+  done
+  for i in 1 2 3 4 5; do echo "small file $i" >/mnt/znfs/a/b/s$i || wr=1; done
+  dd if=/dev/urandom of=/mnt/znfs/c/big bs=1048576 count=12 2>/dev/null || wr=1
+  dd if=/dev/urandom of=/mnt/znfs/a/f3 bs=4096 count=2 seek=3 conv=notrunc 2>/dev/null || wr=1
+  cat /mnt/znfs/a/f0 >>/mnt/znfs/a/f4 || wr=1
+  rm -f /mnt/znfs/a/f1
+  (cd /mnt/znfs && find . -type f | sort | xargs sha256sum) >$o/$label.sums || wr=1
+  timeout 120 sync || wr=1
+  [ $wr = 0 ] && ok "$label: $(wc -l <$o/$label.sums | tr -d ' ') files written and synced" ||
+    fail "$label: writing the files failed: $(dmesg | tail -n 3 | tr '\n' ' ')"
+  timeout 120 umount /mnt/znfs || fail "$label: umount"
+  if [ "$fs" = f2fs ]; then timeout 300 fsck.f2fs -f "$dev" >$o/$label-fsck.log 2>&1; rc=$?
+  else timeout 300 btrfs check "$dev" >$o/$label-fsck.log 2>&1; rc=$?; fi
+  [ $rc = 0 ] && ok "$label: $( [ "$fs" = f2fs ] && echo fsck.f2fs -f || echo btrfs check ) finds no errors" ||
+    fail "$label: fsck exited $rc: $(grep -iE 'error|fail|corrupt|wrong|invalid' $o/$label-fsck.log | head -n 3 | tr '\n' ' ')"
+  if timeout 120 mount -t $fs "$dev" /mnt/znfs 2>>$o/$label-mount.log; then
+    (cd /mnt/znfs && sha256sum -c $o/$label.sums) >$o/$label.sums.check 2>&1 &&
+      ok "$label: after remount every checksum matches" ||
+      fail "$label: checksums differ after remount: $(grep -v ': OK' $o/$label.sums.check | head -n 3 | tr '\n' ' ')"
+    timeout 120 umount /mnt/znfs || fail "$label: second umount"
+  else
+    fail "$label: second mount: $(tail -n 2 $o/$label-mount.log)"
+  fi
+  blkzone report "$dev" >$o/$label.report 2>&1
+  # START SECTORS TYPE per zone with data: conventional zones whole, a
+  # sequential zone from its start to its write pointer.
+  awk '{
+    s = $0; sub(/.*start: 0x/, "", s); sub(/,.*/, "", s)
+    l = $0; sub(/.*len 0x/, "", l); sub(/,.*/, "", l)
+    w = $0; sub(/.*wptr 0x/, "", w); sub(/ .*/, "", w)
+    c = $0; sub(/.*zcond: */, "", c); sub(/\(.*/, "", c)
+    S = 0; L = 0; W = 0
+    for (i = 1; i <= length(s); i++) S = S * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+    for (i = 1; i <= length(l); i++) L = L * 16 + index("0123456789abcdef", substr(l, i, 1)) - 1
+    for (i = 1; i <= length(w); i++) W = W * 16 + index("0123456789abcdef", substr(w, i, 1)) - 1
+    if (c == 0) printf "%d %d\n", S, L
+    else if (c != 1 && W > 0) printf "%d %d\n", S, W
+  }' $o/$label.report >$work/ranges
+  : >$o/$label.ranges
+  while read -r rs rn; do
+    if [ $((rs % 8)) -eq 0 ] && [ $((rn % 8)) -eq 0 ]; then
+      h=$(dd if="$dev" bs=4096 skip=$((rs / 8)) count=$((rn / 8)) iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)
+    else
+      h=$(dd if="$dev" bs=512 skip=$rs count=$rn iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)
+    fi
+    echo "$rs $rn $h" >>$o/$label.ranges
+  done <$work/ranges
+  echo "# $label: $(wc -l <$o/$label.ranges | tr -d ' ') zones with data, $(awk '{n += $2} END {print n / 2048}' $o/$label.ranges) MiB checksummed for the host; $(secs_since $t0) s"
+  stop_dev 10 || fail "$label: SIGTERM did not stop and delete $dev"
+}
+fs_on_host () {
+  for fsp in f2fs:${CONNECT_F2FS:-} btrfs:${CONNECT_BTRFS:-}; do
+    fs=${fsp%%:*} port=${fsp#*:}
+    [ -n "$port" ] || continue
+    if ! command -v mkfs.$fs >/dev/null || { [ $fs = f2fs ] && ! command -v fsck.f2fs >/dev/null; } ||
+       { [ $fs = btrfs ] && ! command -v btrfs >/dev/null; }; then
+      echo "# SKIP: $fs over --connect: no mkfs.$fs/fsck tools in this guest (they come with the zoned consumers' cpio)"
+      mkdir -p /out/connect; echo "no tools" >/out/connect/host-$fs.skipped
+      continue
+    fi
+    fs_connect host-$fs $fs "$port"
+  done
+}
+
 [ -e /dev/ublk-control ] || { fail "no /dev/ublk-control (modprobe ublk_drv)"; exit 1; }
+[ -f /test/params ] && . /test/params
+differential
+set -- $ZN_CONNECT_URIS
+for u in "$@"; do two_devices "$u"; done
+fs_on_host
 refusals
 # 127.0.0.1 for the local TCP server.
 ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up 2>/dev/null
