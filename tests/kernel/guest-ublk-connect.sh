@@ -302,10 +302,12 @@ diff_one () { # diff_one NAME KIND PORT SEED NOPS
   sed '1s| dev=[^ ]*||' "$p.raw" >"$p.trace"
   blkzone report "$dev" 2>&1 | sed "s|$b||g" >"$p.after"
   stop_dev 10 || fail "$dn: $kind: SIGTERM did not stop and delete $dev within 10 s"
+  cp $work/ublk.err "$p.ublk-err" 2>/dev/null
   eval "d_${kind}_traced=\$((d_${kind}_traced + 1))"
   same=1
   if [ $trc -ne 0 ]; then
-    fail "$dn: $kind: zntrace on $dev exited $trc: $(cat "$p.trace-err")"; same=
+    fail "$dn: $kind: zntrace on $dev exited $trc: $(cat "$p.trace-err");" \
+      "zonednull-ublk said: $(tail -n 3 "$p.ublk-err" 2>/dev/null | tr '\n' ' ')"; same=
   fi
   for w in fresh:"fresh zone reports" trace:traces after:"zone reports after the trace"; do
     f=${w%%:*}
@@ -330,6 +332,7 @@ diff_one () { # diff_one NAME KIND PORT SEED NOPS
 differential () {
   grep -q '^CONNECT_DIFF_' /test/params 2>/dev/null || return 0
   echo "# the differential against null_blk over --connect"
+  dt0=$(now)
   sed -n 's/^CONNECT_DIFF_[0-9]*="\(.*\)"$/\1/p' /test/params >$work/diff.list
   while read -r dn sport kport; do
     line=$(grep "^$dn " /test/traces.conf)
@@ -363,7 +366,7 @@ differential () {
   done <$work/diff.list
   echo "# differential over --connect: configurations $d_configs, compared $((d_configs - d_skip - d_refused))," \
     "ops per trace $dnops (${d_ops} per server kind), zonednull-server identical $d_server_identical of $d_server_traced," \
-    "nbdkit identical $d_nbdkit_identical of $d_nbdkit_traced, refused by all $d_refused, skipped $d_skip"
+    "nbdkit identical $d_nbdkit_identical of $d_nbdkit_traced, refused by all $d_refused, skipped $d_skip; $(secs_since $dt0) s"
   echo "connect-counts: configs=$d_configs compared=$((d_configs - d_skip - d_refused)) ops=$d_ops" \
     "server_traced=$d_server_traced server_identical=$d_server_identical" \
     "nbdkit_traced=$d_nbdkit_traced nbdkit_identical=$d_nbdkit_identical" \
@@ -462,7 +465,7 @@ fs_connect () {
     i=$((i + 1))
   done
   for i in 1 2 3 4 5; do echo "small file $i" >/mnt/znfs/a/b/s$i || wr=1; done
-  dd if=/dev/urandom of=/mnt/znfs/c/big bs=1048576 count=12 2>/dev/null || wr=1
+  dd if=/dev/urandom of=/mnt/znfs/c/big bs=1048576 count=6 2>/dev/null || wr=1
   dd if=/dev/urandom of=/mnt/znfs/a/f3 bs=4096 count=2 seek=3 conv=notrunc 2>/dev/null || wr=1
   cat /mnt/znfs/a/f0 >>/mnt/znfs/a/f4 || wr=1
   rm -f /mnt/znfs/a/f1
@@ -528,8 +531,11 @@ fs_on_host () {
 [ -f /test/params ] && . /test/params
 differential
 set -- $ZN_CONNECT_URIS
+ct0=$(now)
 for u in "$@"; do two_devices "$u"; done
+echo "# two devices: $(secs_since $ct0) s"
 fs_on_host
+ct0=$(now)
 refusals
 # 127.0.0.1 for the local TCP server.
 ifconfig lo 127.0.0.1 up 2>/dev/null || ip link set lo up 2>/dev/null
@@ -553,5 +559,6 @@ if [ -n "${ZN_CONNECT_SERVER:-}" ]; then
   idle_stop
   for p in $spids; do kill $p; wait $p 2>/dev/null; done
 fi
+echo "# the checks per server, failures: $(secs_since $ct0) s"
 echo "# guest-ublk-connect: $passes passed, $fails failed"
 [ $fails -eq 0 ]
