@@ -13,7 +13,12 @@
 # tests/kernel/guest-ublk-connect.sh: zonednull-ublk --connect to a
 # zonednull-server and an nbdkit zonednull started here on loopback (the
 # guest's 10.0.2.2) and to servers of the guest's own, which it kills and
-# stops mid-write.
+# stops mid-write; two devices on one host export; the differential over
+# --connect (a fresh zonednull-server and nbdkit zonednull here per drawn
+# configuration, ports in /test/params, traces compared with null_blk's in
+# the guest); f2fs and btrfs on two more zonednull-servers here, whose
+# zones and data this script then compares with the guest's last report
+# and checksums (zonednull report, nbdsh).
 #
 # Environment (set by tests/kernel/local.mk):
 #   ZONEDNULL_SRCDIR ZNTRACE

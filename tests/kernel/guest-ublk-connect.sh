@@ -18,6 +18,11 @@
 #                      (default 5 seconds).
 #   ZN_CONNECT_BTRFS   0 to leave out the btrfs check (it needs
 #                      mkfs.btrfs and the btrfs module).
+# /test/params (from check-ublk.sh), when present: CONNECT_DIFF_k lines
+# for the differential against null_blk (see differential below; it reads
+# guest-ublk.sh's /out/ublk/NAME/ files), CONNECT_F2FS and CONNECT_BTRFS
+# (ports of host zonednull-servers for f2fs and btrfs, results in
+# /out/connect/ for the host to check).
 # Needs zonednull-ublk, zonednull (the CLI), blkzone, dd, cmp and zntrace in
 # PATH (or /usr/sbin), ublk_drv loaded.
 # Prints "ok   - ..." or "FAIL - ..." per check and exits non-zero if any
