@@ -5,13 +5,23 @@
 #   ZONE_MB    the zone size in MiB (from CONF)
 #   RUNTIME    seconds per fio run; REPEATS rounds
 #   READ_ZONES zones filled first and read at random
+#   PARTS      "local remote" or either: null_blk against zonednull-ublk,
+#              and/or the remote case below
+#   REMOTE     "KIND:PORT ..." host servers (zonednull-server, nbdkit
+#              zonednull) with CONF, memory-backed, at 10.0.2.2:PORT
+#   NBD_KO     the nbd module's path in the guest (the benchmark's own
+#              cpio: the tier's base image carries no nbd)
+#   BLOCKSIZE  the servers' logical block size (nbd-client -b)
 # Runs as /test/guest-ublk-consumers.sh of tests/kernel/check-ublk.sh, after
 # its guest-ublk.sh has loaded null_blk and ublk_drv.  Prints one line per
 # fio run:
 #   RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS
 # (ticks: USER_HZ of /proc/stat; CPU_TICKS the guest's busy time on all
 # CPUs, CTXT its context switches, UBLK_TICKS zonednull-ublk's user+system
-# time, 0 for null_blk), and INFO lines.  No pass or fail on speed: a
+# time, 0 for null_blk), and INFO lines.  The remote case, per host
+# server KIND: zonednull-ublk --connect=nbd://10.0.2.2:PORT/ (DEV connect)
+# and the kernel's nbd client on the same export (DEV nbd), JOB
+# KIND:remote_*.  No pass or fail on speed: a
 # failed run gives IOPS 0 and an ERROR line.
 . /test/params
 FIO=/opt/fio/fio
@@ -24,6 +34,40 @@ modprobe ublk_drv 2>/dev/null
 [ -x "$FIO" ] || { err "no $FIO"; exit 1; }
 [ -n "$UBLK" ] || { err "no zonednull-ublk"; exit 1; }
 
+cpu () { awk '$1 == "cpu" { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; t = 0; for (i = 2; i <= NF; i++) t += $i; print b, t } $1 == "ctxt" { print $2 }' /proc/stat | tr '\n' ' '; }
+# pid_ticks PID: its user+system ticks (0 without a PID)
+pid_ticks () { if [ -n "$1" ]; then awk '{ print $14 + $15 }' /proc/$1/stat; else echo 0; fi; }
+fio_common="--ioengine=io_uring --direct=1 --bs=4k --output-format=terse
+  --terse-version=3 --group_reporting --thread"
+# measure JOB NAME REPEAT DEV PID COL: one fio run with $args on DEV, one
+# RESULT line (PID: the daemon whose CPU time is counted, or empty).
+measure () {
+  m_job=$1 m_name=$2 m_rep=$3 m_d=$4 m_pid=$5 m_col=$6
+  set -- $(cpu) $(pid_ticks "$m_pid")
+  b0=$1 t0=$2 c0=$3 p0=$4
+  # shellcheck disable=SC2086
+  $FIO --name="${m_job#*:}" --filename="$m_d" $fio_common $args --time_based \
+    --runtime="$RUNTIME" >/tmp/fio.out 2>/tmp/fio.err
+  frc=$?
+  set -- $(cpu) $(pid_ticks "$m_pid")
+  b1=$1 t1=$2 c1=$3 p1=$4
+  line=$(grep '^3;' /tmp/fio.out | tail -n 1)
+  if [ $frc -ne 0 ] || [ -z "$line" ]; then
+    err "$m_job on $m_d (repeat $m_rep): fio exited $frc: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
+    iops=0 kb=0
+    [ -n "$m_pid" ] && err "  zonednull-ublk: $(tail -n 3 /tmp/connect.err | tr '\n' ' ')"
+    [ -b "${cdev:-}" ] && err "  zones: $($BLKZONE report -o $((${wstart:-0} / 512)) -c 4 "$cdev" | tr -s ' ' | cut -d, -f2-4 | tr '\n' ';')"
+  else
+    iops=$(echo "$line" | cut -d';' -f$((m_col + 2)))
+    kb=$(echo "$line" | cut -d';' -f$m_col)
+  fi
+  echo "RESULT $m_job $m_name $m_rep $iops $((kb / 4)) $((b1 - b0)) $((c1 - c0)) $((p1 - p0)) $((t1 - t0))"
+}
+zone=$((ZONE_MB * 1048576))
+rbytes=$((READ_ZONES * zone))
+info "guest: $(nproc) CPUs, $(uname -r)"
+
+local_part () {
 # ---- the two devices -------------------------------------------------------
 cfs=/sys/kernel/config/nullb/nullb0
 mkdir "$cfs" || { err "mkdir $cfs"; exit 1; }
@@ -60,7 +104,7 @@ for d in $nullb $ublk; do
   done
   info "$d:$a hw_queues=$(ls /sys/block/$b/mq | wc -l)"
 done
-info "zonednull-ublk pid $ublk_pid; guest: $(nproc) CPUs, $(uname -r)"
+info "zonednull-ublk pid $ublk_pid"
 
 zone=$((ZONE_MB * 1048576))
 nzones=$(cat /sys/block/nullb0/queue/nr_zones)
@@ -115,6 +159,8 @@ run () {
   if [ $frc -ne 0 ] || [ -z "$line" ]; then
     err "$job on $d (repeat $rep): fio exited $frc: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
     iops=0 kb=0
+    [ -n "$m_pid" ] && err "  zonednull-ublk: $(tail -n 3 /tmp/connect.err | tr '\n' ' ')"
+    [ -b "${cdev:-}" ] && err "  zones: $($BLKZONE report -o $((${wstart:-0} / 512)) -c 4 "$cdev" | tr -s ' ' | cut -d, -f2-4 | tr '\n' ';')"
   else
     iops=$(echo "$line" | cut -d';' -f$((col + 2)))
     kb=$(echo "$line" | cut -d';' -f$col)
@@ -140,4 +186,90 @@ wait $ublk_pid
 info "zonednull-ublk exited $?: $(tail -n 4 /tmp/ublk.err | tr '\n' ' ')"
 echo 0 >"$cfs/power"
 rmdir "$cfs"
+}
+
+# ---- the remote case: one host server export, two clients ------------------
+# remote_part KIND PORT: zonednull-ublk --connect and the kernel's nbd client
+# (nbd-client -N nullb0, one connection) attached together to the same
+# export; the read zones filled once through --connect; before and after
+# every write run the server's write zones reset through --connect's
+# blkzone (the server's zones, which both devices write).  On --connect the
+# writes are zonemode=zbd; on nbd, which has no zones, plain sequential
+# writes from the start of the same empty zones, so every write lands at
+# the server's write pointer (a connection's requests are applied in the
+# order sent).
+remote_part () {
+  kind=$1 port=$2
+  uri=nbd://10.0.2.2:$port/
+  rm -f /tmp/connect.pid
+  cdev=$("$UBLK" -P /tmp/connect.pid --connect="$uri" 2>/tmp/connect.err)
+  cpid=$(cat /tmp/connect.pid 2>/dev/null)
+  [ -b "$cdev" ] && [ -n "$cpid" ] ||
+    { err "$kind: zonednull-ublk --connect=$uri gave no device: $(cat /tmp/connect.err)"; return 1; }
+  ndev=/dev/nbd0
+  o=$(nbd-client 10.0.2.2 "$port" $ndev -N nullb0 -b "$BLOCKSIZE" 2>&1) ||
+    { err "$kind: nbd-client 10.0.2.2 $port: $o"; kill "$cpid"; return 1; }
+  for d in $cdev $ndev; do
+    b=${d#/dev/}
+    echo none >/sys/block/$b/queue/scheduler 2>/dev/null || true
+    a=
+    for f in zoned nr_zones chunk_sectors max_sectors_kb nr_requests scheduler logical_block_size; do
+      a="$a $f=$(cat /sys/block/$b/queue/$f 2>/dev/null | tr ' ' ,)"
+    done
+    info "$kind $d:$a hw_queues=$(ls /sys/block/$b/mq | wc -l) bytes=$(/usr/sbin/blockdev --getsize64 $d)"
+  done
+  info "$kind: zonednull-ublk --connect=$uri pid $cpid ($cdev), nbd-client $ndev on the same export"
+  nzones=$(cat /sys/block/${cdev#/dev/}/queue/nr_zones)
+  wz=$(( (nzones - READ_ZONES) / 4 ))
+  [ "$wz" -ge 1 ] || { err "too few zones: $nzones"; return 1; }
+  wstart=$rbytes wlen=$((4 * wz * zone))
+  $BLKZONE reset "$cdev"
+  $FIO --name=fill --filename="$cdev" --ioengine=io_uring --direct=1 --bs=1M \
+    --iodepth=4 --rw=write --zonemode=zbd --offset=0 --size=$rbytes \
+    --output-format=terse >/tmp/fill.out 2>&1 ||
+    { err "$kind: fill of $cdev failed: $(tail -n 3 /tmp/fill.out)"; return 1; }
+  info "$kind: filled $READ_ZONES zones of the server: $($BLKZONE report -c "$READ_ZONES" "$cdev" | tr -s ' ' | cut -d, -f4 | tr '\n' ' ')"
+  rep=1
+  while [ $rep -le "$REPEATS" ]; do
+    for job in randread_qd16 seqwrite_qd16 seqwrite_qd16_4zones; do
+      if [ $((rep % 2)) -eq 1 ]; then order="nbd connect"; else order="connect nbd"; fi
+      for name in $order; do
+        if [ $name = connect ]; then d=$cdev zbd="--zonemode=zbd" mpid=$cpid
+        else d=$ndev zbd= mpid=; fi
+        case $job in
+          randread_qd16) args="--rw=randread --iodepth=16 --offset=0 --size=$rbytes" col=6 ;;
+          seqwrite_qd16) args="--rw=write --iodepth=16 $zbd --offset=$wstart --size=$wlen" col=47 ;;
+          seqwrite_qd16_4zones)
+            args="--rw=write --iodepth=4 --numjobs=4 $zbd --offset=$wstart
+              --size=$((wz * zone)) --offset_increment=$((wz * zone))" col=47 ;;
+        esac
+        case $job in seqwrite*) $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$cdev" ;; esac
+        measure "$kind:remote_$job" $name $rep "$d" "$mpid" $col
+        case $job in seqwrite*)
+          [ $rep -eq 1 ] && info "$kind $name $job: write pointers after the run: $($BLKZONE report -o $((wstart / 512)) -c 4 "$cdev" | sed -n 's/.*wptr \(0x[0-9a-f]*\).*/\1/p' | tr '\n' ' ')"
+          $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$cdev" ;;
+        esac
+      done
+    done
+    rep=$((rep + 1))
+  done
+  nbd-client -d $ndev >/dev/null 2>&1 || err "$kind: nbd-client -d $ndev failed"
+  kill -TERM "$cpid"
+  n=0
+  while [ -d /proc/$cpid ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+  [ -d /proc/$cpid ] && err "$kind: zonednull-ublk --connect did not exit"
+  info "$kind: zonednull-ublk --connect stopped: $(tail -n 3 /tmp/connect.err | tr '\n' ' ')"
+  return 0
+}
+
+case " $PARTS " in *" local "*) ( local_part ) ;; esac
+case " $PARTS " in *" remote "*)
+  if [ -n "$REMOTE" ]; then
+    insmod "$NBD_KO" nbds_max=2 2>/tmp/insmod.err ||
+      modprobe nbd nbds_max=2 2>>/tmp/insmod.err || err "no nbd module: $(cat /tmp/insmod.err)"
+    for ks in $REMOTE; do remote_part "${ks%%:*}" "${ks#*:}"; done
+  else
+    err "no host servers for the remote case"
+  fi ;;
+esac
 exit 0

@@ -13,6 +13,20 @@
 #                         sends one write per zone at a time to the driver
 #   seqwrite_qd16_4zones  4 jobs x iodepth 4, each in its own zones: 4
 #                         writes in flight at the driver
+# Then the remote case, in the same VM, against one export of a
+# zonednull-server on the host (SERVERS="server nbdkit" adds an nbdkit
+# zonednull) with the same CONF, at the guest's 10.0.2.2:
+# zonednull-ublk --connect=nbd://10.0.2.2:PORT/ (/dev/ublkbN, zoned) and
+# the kernel's nbd client (nbd-client 10.0.2.2 PORT /dev/nbd0 -N nullb0
+# -b BLOCKSIZE, one connection, no zones) attached together:
+#   remote_randread_qd16         as above, over READ_ZONES zones of the server
+#   remote_seqwrite_qd16         16 writes queued, one stream; zonemode=zbd on
+#                                --connect, plain sequential writes from the
+#                                start of the same empty zones on nbd
+#   remote_seqwrite_qd16_4zones  4 jobs x iodepth 4, each in its own zones
+# the server's write zones reset (blkzone on --connect) before and after
+# every write run, the two clients taking turns as above; the ratio is
+# --connect/nbd-client.
 # Medians over REPEATS of IOPS per device, the ratio ublk/null_blk, and per
 # I/O: the guest's busy CPU time, its context switches, and zonednull-ublk's
 # own CPU time.  The table goes to stdout and to OUT (default
@@ -22,6 +36,7 @@
 #   REPEATS=5 RUNTIME=3 READ_ZONES=2 bench/ublk-vs-nullblk.sh build-bench
 #   ZN_BENCH_KEEP=1 keeps the temporary directory (the tier's log and files)
 #   CONF="size=1024 zone_size=64 ..." (zone_size in MiB; size a multiple)
+#   PARTS="local remote" (default both), SERVERS="server" (or "server nbdkit")
 #
 # The VM is the 6.12 tier's: this script calls tests/kernel/check-ublk.sh
 # (which calls prepare.sh and prepare-consumers.sh for the kernel, the base
@@ -40,6 +55,8 @@ build=$(cd "$build" && pwd)
 REPEATS=${REPEATS:-5}
 RUNTIME=${RUNTIME:-3}
 READ_ZONES=${READ_ZONES:-2}
+PARTS=${PARTS:-local remote}
+SERVERS=${SERVERS:-server}
 CONF=${CONF:-size=1024 zone_size=64 zone_nr_conv=0 memory_backed=1 submit_queues=1 hw_queue_depth=64 irqmode=1}
 OUT=${OUT:-$top/bench/results/ublk-vs-nullblk.txt}
 cache=${ZN_KERNEL_CACHE:-$top/.cache/kernel}
@@ -49,36 +66,90 @@ ublk=$build/ublk/zonednull-ublk
 zntrace=$build/tests/kernel/zntrace
 [ -x "$ublk" ] || { echo "ublk-vs-nullblk: $ublk is not built (liburing?)" >&2; exit 1; }
 [ -x "$zntrace" ] || make -C "$build" tests/kernel/zntrace >/dev/null
-zone_mb=
-for kv in $CONF; do case $kv in zone_size=*) zone_mb=${kv#zone_size=} ;; esac; done
+server=$build/server/zonednull-server
+plugin=$build/plugin/.libs/nbdkit-zonednull-plugin.so
+zone_mb= blocksize=512
+for kv in $CONF; do
+  case $kv in zone_size=*) zone_mb=${kv#zone_size=} ;; blocksize=*) blocksize=${kv#blocksize=} ;; esac
+done
 [ -n "$zone_mb" ] || { echo "ublk-vs-nullblk: CONF needs zone_size" >&2; exit 1; }
 
 tmp=$(mktemp -d /tmp/zn-ublk-bench.XXXXXX)
-trap '[ -n "${ZN_BENCH_KEEP:-}" ] || rm -rf "$tmp"' EXIT
 shadow=$tmp/src/tests/kernel
 mkdir -p "$shadow"
-for f in prepare.sh prepare-consumers.sh init draw.sh guest-ublk.sh; do
+for f in prepare.sh init draw.sh guest-ublk.sh; do
   ln -s "$top/tests/kernel/$f" "$shadow/$f"
 done
+# The tier's prepare-consumers.sh plus the nbd module, which the tier's base
+# image lacks (bench/ublk-vs-nullblk-consumers.sh).
+cp "$top/bench/ublk-vs-nullblk-consumers.sh" "$shadow/prepare-consumers.sh"
+# ---- the host servers of the remote case (stopped by PID at exit) ---------
+server_pids= remote=
+stop_servers () {
+  for p in $server_pids; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  server_pids=
+}
+trap 'stop_servers; [ -n "${ZN_BENCH_KEEP:-}" ] || rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT TERM
+case " $PARTS " in *" remote "*)
+  for kind in $SERVERS; do
+    a=0 ok=
+    while [ $a -lt 8 ] && [ -z "$ok" ]; do
+      a=$((a + 1))
+      port=$((30000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000))
+      pidf=$tmp/$kind.pid
+      rm -f "$pidf"
+      # shellcheck disable=SC2086
+      case $kind in
+        server) [ -x "$server" ] || { echo "ublk-vs-nullblk: no $server" >&2; exit 1; }
+                "$server" -f -i 127.0.0.1 -p "$port" -P "$pidf" $CONF </dev/null 2>"$tmp/$kind.err" & ;;
+        nbdkit) [ -f "$plugin" ] || { echo "ublk-vs-nullblk: no $plugin" >&2; exit 1; }
+                nbdkit -f -i 127.0.0.1 -p "$port" -P "$pidf" "$plugin" $CONF </dev/null 2>"$tmp/$kind.err" & ;;
+        *) echo "ublk-vs-nullblk: SERVERS: server or nbdkit, not $kind" >&2; exit 1 ;;
+      esac
+      pid=$! n=0
+      while [ ! -s "$pidf" ] && kill -0 "$pid" 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+      if [ -s "$pidf" ]; then
+        ok=1 server_pids="$server_pids $pid"
+      else
+        kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+        grep -qi 'in use\|bind' "$tmp/$kind.err" || break
+      fi
+    done
+    [ -n "$ok" ] || { echo "ublk-vs-nullblk: the host's $kind ($CONF) does not start: $(cat "$tmp/$kind.err")" >&2; exit 1; }
+    remote="$remote $kind:$port"
+    echo "ublk-vs-nullblk: host $kind on 127.0.0.1:$port (the guest's 10.0.2.2), $CONF" >&2
+  done ;;
+esac
+kver=$(cat "$cache/current-bookworm-backports" 2>/dev/null || true)
+nbd_ko=$(sed -n 's|^kernel/drivers/block/\(nbd\.ko[.a-z]*\):.*|\1|p' \
+           "$cache/$kver/modroot/lib/modules/$kver/modules.dep" 2>/dev/null || true)
 {
   echo "CONF='$CONF'"
   echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES"
+  echo "PARTS='$PARTS' REMOTE='${remote# }' BLOCKSIZE=$blocksize NBD_KO=/opt/bench/${nbd_ko:-nbd.ko.xz}"
   cat "$top/bench/ublk-vs-nullblk-guest.sh"
 } >"$shadow/guest-ublk-consumers.sh"
 
 # 4 jobs x 2 devices per repeat, each RUNTIME plus fio's start and the
 # zone resets (slow under TCG); the boot and the fill on top.
-vm_timeout=${ZN_KERNEL_VM_TIMEOUT:-$((300 + REPEATS * 8 * (RUNTIME + 8)))}
+nserv=$(echo $remote | wc -w)
+vm_timeout=${ZN_KERNEL_VM_TIMEOUT:-$((300 + (8 + nserv * 6) * REPEATS * (RUNTIME + 8)))}
 start=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "ublk-vs-nullblk: $REPEATS repeats of ${RUNTIME}s; CONF: $CONF" >&2
 rc=0
-ZONEDNULL_SRCDIR=$tmp/src ZONEDNULL_UBLK=$ublk ZNTRACE=$zntrace \
+ZN_BENCH_TOP=$top ZN_BENCH_TMP=$tmp \
+  ZONEDNULL_SRCDIR=$tmp/src ZONEDNULL_UBLK=$ublk ZNTRACE=$zntrace \
   ZN_KERNEL_CACHE=$cache ZN_KERNEL_WORK=$tmp/work ZN_KERNEL_KEEP=$tmp/failed \
   ZN_KERNEL_TRACES=0 ZN_KERNEL_SEED=1 ZN_KERNEL_VM_TIMEOUT=$vm_timeout \
   FIO_SRCDIR=$fio_src \
   sh "$top/tests/kernel/check-ublk.sh" >"$tmp/tier.log" 2>&1 || rc=$?
 end=$(date +%s)
+for k in $remote; do
+  p=$(cat "$tmp/${k%%:*}.pid" 2>/dev/null)
+  [ -n "$p" ] && awk '{ printf "%.1f", ($14 + $15) / 100 }' "/proc/$p/stat" >"$tmp/${k%%:*}.cpu" 2>/dev/null
+done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 grep -E '^check-ublk: (booting|VM ran|FAIL|ERROR)' "$tmp/tier.log" >&2 || true
 sed -n 's/^guest: //p' "$tmp/tier.log" >"$tmp/guest.log"
@@ -90,6 +161,39 @@ if [ ! -s "$tmp/raw" ]; then
   exit 1
 fi
 
+# summary BASE DEV BASE-LABEL DEV-LABEL: the medians table and the runs of
+# the RESULT lines whose DEV is BASE or DEV (ratio DEV/BASE).
+summary () {
+  awk -v A="$1" -v B="$2" -v LA="$3" -v LB="$4" '
+    $3 != A && $3 != B { next }
+    { k = $2 SUBSEP $3; n[k]++; i = n[k]
+      iops[k, i] = $5
+      if ($6 > 0) { cpu[k, i] = $7 * 10000 / $6; ctx[k, i] = $8 / $6; dmn[k, i] = $9 * 10000 / $6 }
+      else { cpu[k, i] = 0; ctx[k, i] = 0; dmn[k, i] = 0 }
+      bus[k, i] = $10 > 0 ? $7 * 2 / $10 : 0; dcp[k, i] = $10 > 0 ? $9 * 2 / $10 : 0
+      if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 }
+      run[$2, $4, $3] = $5; if ($4 > nr) nr = $4 }
+    function med(a, k,   m, j, t, v, c) {
+      m = n[k]
+      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
+      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    END {
+      if (!nj) exit
+      printf "%-34s %9s %9s %7s   %6s %6s %5s %5s %6s   %5s %5s %6s\n", "job", LA, LB, "ratio", "cpu-" substr(LA, 1, 2), "cpu-" substr(LB, 1, 2), "ctx-" substr(LA, 1, 2), "ctx-" substr(LB, 1, 2), "daemon", "vcpu-" substr(LA, 1, 2), "vcpu-" substr(LB, 1, 2), "daemon"
+      for (j = 1; j <= nj; j++) {
+        a = jobs[j] SUBSEP A; b = jobs[j] SUBSEP B
+        x = med(iops, a); y = med(iops, b)
+        printf "%-34s %9d %9d %6.2fx   %6.1f %6.1f %5.2f %5.2f %6.1f   %7.2f %7.2f %6.2f\n", jobs[j], x, y, (x > 0 ? y / x : 0),
+          med(cpu, a), med(cpu, b), med(ctx, a), med(ctx, b), med(dmn, b), med(bus, a), med(bus, b), med(dcp, b)
+      }
+      printf "\nIOPS per run (repeat: %s %s):\n", LA, LB
+      for (j = 1; j <= nj; j++) { line = sprintf("%-34s", jobs[j])
+        for (r = 1; r <= nr; r++) line = line sprintf(" %d: %d %d", r, run[jobs[j], r, A], run[jobs[j], r, B])
+        print line }
+    }' "$tmp/raw"
+}
 # RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS
 table () {
   echo "zonednull-ublk against null_blk, Linux $(sed -n 's/^INFO .*guest: [0-9]* CPUs, //p' "$tmp/guest.log" | head -n 1),"
@@ -98,36 +202,22 @@ table () {
   echo "fio $("$cache/consumers/fio" --version 2>/dev/null || echo static) io_uring direct=1 bs=4k; medians of $REPEATS runs of ${RUNTIME}s, the devices taking turns."
   echo "Per I/O: cpu = the guest's busy CPU time (both vCPUs, us), ctx = guest context switches,"
   echo "daemon = zonednull-ublk's own CPU time (us); from /proc/stat at USER_HZ (10 ms ticks)."
-  echo "vcpu-nb, vcpu-ub, daemon (right): the same as vCPUs busy during the run (of 2)."
-  echo
-  awk '
-    { k = $2 SUBSEP $3; n[k]++; i = n[k]
-      iops[k, i] = $5
-      if ($6 > 0) { cpu[k, i] = $7 * 10000 / $6; ctx[k, i] = $8 / $6; dmn[k, i] = $9 * 10000 / $6 }
-      else { cpu[k, i] = 0; ctx[k, i] = 0; dmn[k, i] = 0 }
-      bus[k, i] = $10 > 0 ? $7 * 2 / $10 : 0; dcp[k, i] = $10 > 0 ? $9 * 2 / $10 : 0
-      if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 } }
-    function med(a, k,   m, j, t, v, c) {
-      m = n[k]
-      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
-      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
-      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-    }
-    END {
-      printf "%-22s %9s %9s %7s   %6s %6s %5s %5s %6s   %5s %5s %6s\n", "job", "null_blk", "ublk", "ratio", "cpu-nb", "cpu-ub", "ctx-nb", "ctx-ub", "daemon", "vcpu-nb", "vcpu-ub", "daemon"
-      for (j = 1; j <= nj; j++) {
-        a = jobs[j] SUBSEP "nullb"; b = jobs[j] SUBSEP "ublk"
-        x = med(iops, a); y = med(iops, b)
-        printf "%-22s %9d %9d %6.2fx   %6.1f %6.1f %5.2f %5.2f %6.1f   %7.2f %7.2f %6.2f\n", jobs[j], x, y, (x > 0 ? y / x : 0),
-          med(cpu, a), med(cpu, b), med(ctx, a), med(ctx, b), med(dmn, b), med(bus, a), med(bus, b), med(dcp, b)
-      }
-    }' "$tmp/raw"
-  echo
-  echo "IOPS per run (repeat: null_blk ublk):"
-  awk '{ v[$2, $4, $3] = $5; if (!($2 in s)) { s[$2] = 1; j[++nj] = $2 } if ($4 > nr) nr = $4 }
-    END { for (a = 1; a <= nj; a++) { line = sprintf("%-22s", j[a])
-            for (r = 1; r <= nr; r++) line = line sprintf(" %d: %d %d", r, v[j[a], r, "nullb"], v[j[a], r, "ublk"])
-            print line } }' "$tmp/raw"
+  echo "vcpu-*, daemon (right): the same as vCPUs busy during the run (of 2)."
+  if grep -q ' nullb ' "$tmp/raw"; then
+    echo
+    summary nullb ublk null_blk ublk
+  fi
+  if grep -q ' connect ' "$tmp/raw"; then
+    echo
+    echo "The remote case, in the same VM: one export of a host server (KIND: zonednull-server or nbdkit"
+    echo "zonednull) with the same settings at 10.0.2.2, through zonednull-ublk --connect=nbd://10.0.2.2:PORT/"
+    echo "(zoned /dev/ublkbN; zonemode=zbd) and the kernel's nbd client (nbd-client 10.0.2.2 PORT /dev/nbd0"
+    echo "-N nullb0 -b $blocksize; plain sequential writes from the start of the same empty zones);"
+    echo "ratio --connect/nbd-client; daemon = zonednull-ublk --connect's CPU time.  The server runs on the host,"
+    echo "outside the guest's CPU counts:$(for k in $remote; do printf ' %s used %s s of host CPU in all;' "${k%%:*}" "$(cat "$tmp/${k%%:*}.cpu" 2>/dev/null || echo '?')"; done)"
+    echo
+    summary nbd connect nbd-client connect
+  fi
   echo
   echo "The VM ran $(sed -n 's/^check-ublk: VM ran \([0-9]*\) s.*/\1/p' "$tmp/tier.log") s; the script $((end - start)) s."
 }
