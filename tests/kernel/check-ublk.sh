@@ -129,6 +129,10 @@ host_server () {
       nbdkit) LD_PRELOAD=${ZONEDNULL_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0 \
                 "${NBDKIT:-nbdkit}" -f -i 127.0.0.1 -p "$port" -P "$pidf" \
                 "$ZONEDNULL_PLUGIN" $hconfig </dev/null 2>"$work/$hname.err" & ;;
+      nbdkit-tls) LD_PRELOAD=${ZONEDNULL_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0 \
+                "${NBDKIT:-nbdkit}" -f -i 127.0.0.1 -p "$port" -P "$pidf" \
+                --tls=require --tls-psk="$work/tls.psk" \
+                "$ZONEDNULL_PLUGIN" $hconfig </dev/null 2>"$work/$hname.err" & ;;
     esac
     pid=$! tries=0
     while [ ! -s "$pidf" ] && kill -0 "$pid" 2>/dev/null && [ $tries -lt 300 ]; do
@@ -149,7 +153,13 @@ if [ -n "$ublk" ] && [ -f "$here/guest-ublk-connect.sh" ] && [ "${ZN_UBLK_CONNEC
   else fail "zonednull-server ($CONNECT_CONFIG) did not start: $(cat "$work/server.err")"; fi
   if host_server nbdkit; then connect_uris="$connect_uris nbd://10.0.2.2:$port/"
   else fail "nbdkit zonednull ($CONNECT_CONFIG) did not start: $(cat "$work/nbdkit.err")"; fi
-  note "servers for --connect ($CONNECT_CONFIG):$(echo " $connect_uris" | sed 's|nbd://10.0.2.2:| 127.0.0.1:|g')"
+  # The same over TLS with a pre-shared key (nbdkit's --tls-psk file, in
+  # psktool's USER:HEXKEY format), reached with libnbd's nbds:// URI.
+  printf 'zonednull:%s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" >"$work/tls.psk"
+  if host_server nbdkit-tls; then
+    connect_uris="$connect_uris nbds://zonednull@10.0.2.2:$port/?tls-psk-file=/test/tls.psk"
+  else fail "nbdkit zonednull --tls=require ($CONNECT_CONFIG) did not start: $(cat "$work/nbdkit-tls.err")"; fi
+  note "servers for --connect ($CONNECT_CONFIG):$(echo " $connect_uris" | sed 's|nbds*://[a-z@]*10.0.2.2:| 127.0.0.1:|g; s|?[^ ]*||g')"
   # The differential over --connect: for every drawn configuration but a
   # runt, a fresh zonednull-server and a fresh nbdkit zonednull with exactly
   # its settings; the guest traces each through zonednull-ublk --connect and
@@ -258,6 +268,7 @@ if [ -n "$ublk" ]; then
     # --connect's checks: the CLI to compare reports, and a server of the
     # guest's own that they can kill and stop.
     cp "$here/guest-ublk-connect.sh" "$stage/test/"
+    cp "$work/tls.psk" "$stage/test/tls.psk"
     copy_binary "$ZONEDNULL_CLI" /usr/bin/zonednull || die "cannot copy $ZONEDNULL_CLI into the guest"
     copy_binary "$ZONEDNULL_SERVER" /usr/bin/zonednull-server ||
       die "cannot copy $ZONEDNULL_SERVER into the guest"
@@ -304,7 +315,9 @@ fi
 # ---- boot ----------------------------------------------------------------
 note "booting $kver under qemu (TCG, 2 vCPUs, $mem)"
 boot_start=$(date +%s)
-timeout "${ZN_KERNEL_VM_TIMEOUT:-600}" qemu-system-x86_64 \
+# Every t/zbd test (ZN_ZBD_FULL=1) keeps the VM up for about 12 minutes.
+[ "${ZN_ZBD_FULL:-0}" = 1 ] && vm_timeout=2400 || vm_timeout=600
+timeout "${ZN_KERNEL_VM_TIMEOUT:-$vm_timeout}" qemu-system-x86_64 \
   -machine pc -accel tcg,thread=multi -cpu max -smp 2 -m "$mem" \
   -nodefaults -display none -no-reboot -monitor none \
   -kernel "$kdir/vmlinux" -initrd "$work/initrd.cpio" \
