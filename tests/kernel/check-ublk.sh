@@ -41,7 +41,8 @@
 #                     (e.g. ZN_CONS_STEPS="fio dm f2fs btrfs")
 #   ZN_UBLK_MEM       guest memory (default 2G with the consumers, else 1G)
 #   ZN_UBLK_KEEP_WORK non-empty: keep ZN_KERNEL_WORK after a passing run
-#   ZN_KERNEL_VM_TIMEOUT  wall-clock bound on the VM (default 600 s)
+#   ZN_KERNEL_VM_TIMEOUT  wall-clock bound on the VM (default 600 s, 2400 s
+#                     with ZN_ZBD_FULL=1)
 set -u
 
 srcdir=${ZONEDNULL_SRCDIR:?}
