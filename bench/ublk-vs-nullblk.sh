@@ -161,10 +161,10 @@ if [ ! -s "$tmp/raw" ]; then
   exit 1
 fi
 
-# summary BASE DEV BASE-LABEL DEV-LABEL: the medians table and the runs of
+# summary BASE DEV BASE-LABEL DEV-LABEL BASE-SHORT DEV-SHORT: the medians table and the runs of
 # the RESULT lines whose DEV is BASE or DEV (ratio DEV/BASE).
 summary () {
-  awk -v A="$1" -v B="$2" -v LA="$3" -v LB="$4" '
+  awk -v A="$1" -v B="$2" -v LA="$3" -v LB="$4" -v SA="$5" -v SB="$6" '
     $3 != A && $3 != B { next }
     { k = $2 SUBSEP $3; n[k]++; i = n[k]
       iops[k, i] = $5
@@ -181,7 +181,7 @@ summary () {
     }
     END {
       if (!nj) exit
-      printf "%-34s %9s %9s %7s   %6s %6s %5s %5s %6s   %5s %5s %6s\n", "job", LA, LB, "ratio", "cpu-" substr(LA, 1, 2), "cpu-" substr(LB, 1, 2), "ctx-" substr(LA, 1, 2), "ctx-" substr(LB, 1, 2), "daemon", "vcpu-" substr(LA, 1, 2), "vcpu-" substr(LB, 1, 2), "daemon"
+      printf "%-34s %9s %9s %7s   %6s %6s %5s %5s %6s   %5s %5s %6s\n", "job", LA, LB, "ratio", "cpu-" SA, "cpu-" SB, "ctx-" SA, "ctx-" SB, "daemon", "vcpu-" SA, "vcpu-" SB, "daemon"
       for (j = 1; j <= nj; j++) {
         a = jobs[j] SUBSEP A; b = jobs[j] SUBSEP B
         x = med(iops, a); y = med(iops, b)
@@ -205,7 +205,7 @@ table () {
   echo "vcpu-*, daemon (right): the same as vCPUs busy during the run (of 2)."
   if grep -q ' nullb ' "$tmp/raw"; then
     echo
-    summary nullb ublk null_blk ublk
+    summary nullb ublk null_blk ublk nb ub
   fi
   if grep -q ' connect ' "$tmp/raw"; then
     echo
@@ -216,7 +216,7 @@ table () {
     echo "ratio --connect/nbd-client; daemon = zonednull-ublk --connect's CPU time.  The server runs on the host,"
     echo "outside the guest's CPU counts:$(for k in $remote; do printf ' %s used %s s of host CPU in all;' "${k%%:*}" "$(cat "$tmp/${k%%:*}.cpu" 2>/dev/null || echo '?')"; done)"
     echo
-    summary nbd connect nbd-client connect
+    summary nbd connect nbd-client connect nb co
   fi
   echo
   echo "The VM ran $(sed -n 's/^check-ublk: VM ran \([0-9]*\) s.*/\1/p' "$tmp/tier.log") s; the script $((end - start)) s."
