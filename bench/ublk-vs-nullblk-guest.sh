@@ -43,12 +43,14 @@ fio_common="--ioengine=io_uring --direct=1 --bs=4k --output-format=terse
 # RESULT line (PID: the daemon whose CPU time is counted, or empty).
 measure () {
   m_job=$1 m_name=$2 m_rep=$3 m_d=$4 m_pid=$5 m_col=$6
+  # shellcheck disable=SC2046
   set -- $(cpu) $(pid_ticks "$m_pid")
   b0=$1 t0=$2 c0=$3 p0=$4
   # shellcheck disable=SC2086
   $FIO --name="${m_job#*:}" --filename="$m_d" $fio_common $args --time_based \
     --runtime="$RUNTIME" >/tmp/fio.out 2>/tmp/fio.err
   frc=$?
+  # shellcheck disable=SC2046
   set -- $(cpu) $(pid_ticks "$m_pid")
   b1=$1 t1=$2 c1=$3 p1=$4
   line=$(grep '^3;' /tmp/fio.out | tail -n 1)
@@ -235,7 +237,7 @@ remote_part () {
       if [ $((rep % 2)) -eq 1 ]; then order="nbd connect"; else order="connect nbd"; fi
       for name in $order; do
         if [ $name = connect ]; then d=$cdev zbd="--zonemode=zbd" mpid=$cpid
-        else d=$ndev zbd= mpid=; fi
+        else d=$ndev zbd="" mpid=""; fi
         case $job in
           randread_qd16) args="--rw=randread --iodepth=16 --offset=0 --size=$rbytes" col=6 ;;
           seqwrite_qd16) args="--rw=write --iodepth=16 $zbd --offset=$wstart --size=$wlen" col=47 ;;

@@ -43,7 +43,11 @@
 # initramfs and the static fio, cached in ZN_KERNEL_CACHE, default
 # .cache/kernel) on a shadow source tree whose tests/kernel/ holds the
 # tier's own scripts and, as guest-ublk-consumers.sh, this benchmark's guest
-# half (bench/ublk-vs-nullblk-guest.sh).  With ZN_KERNEL_TRACES=0 the tier's
+# half (bench/ublk-vs-nullblk-guest.sh), and as prepare-consumers.sh
+# bench/ublk-vs-nullblk-consumers.sh (the tier's, plus the nbd module).
+# The host servers of the remote case are the benchmark's own (the tier
+# starts its host_servers only when the tree has guest-ublk-connect.sh,
+# which the shadow tree has not).  With ZN_KERNEL_TRACES=0 the tier's
 # differential draws no configuration: its guest-ublk.sh only loads
 # null_blk and ublk_drv.  Needs what the tier needs (qemu-system-x86,
 # busybox-static, ... and the consumers' host packages).
@@ -68,7 +72,7 @@ zntrace=$build/tests/kernel/zntrace
 [ -x "$zntrace" ] || make -C "$build" tests/kernel/zntrace >/dev/null
 server=$build/server/zonednull-server
 plugin=$build/plugin/.libs/nbdkit-zonednull-plugin.so
-zone_mb= blocksize=512
+zone_mb="" blocksize=512
 for kv in $CONF; do
   case $kv in zone_size=*) zone_mb=${kv#zone_size=} ;; blocksize=*) blocksize=${kv#blocksize=} ;; esac
 done
@@ -84,7 +88,7 @@ done
 # image lacks (bench/ublk-vs-nullblk-consumers.sh).
 cp "$top/bench/ublk-vs-nullblk-consumers.sh" "$shadow/prepare-consumers.sh"
 # ---- the host servers of the remote case (stopped by PID at exit) ---------
-server_pids= remote=
+server_pids="" remote=""
 stop_servers () {
   for p in $server_pids; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
   server_pids=
@@ -131,9 +135,10 @@ nbd_ko=$(sed -n 's|^kernel/drivers/block/\(nbd\.ko[.a-z]*\):.*|\1|p' \
   cat "$top/bench/ublk-vs-nullblk-guest.sh"
 } >"$shadow/guest-ublk-consumers.sh"
 
-# 4 jobs x 2 devices per repeat, each RUNTIME plus fio's start and the
-# zone resets (slow under TCG); the boot and the fill on top.
-nserv=$(echo $remote | wc -w)
+# 4 jobs x 2 devices per repeat, and 3 jobs x 2 clients per host server,
+# each RUNTIME plus fio's start and the zone resets (slow under TCG), with
+# room to spare; the boot and the fills on top.
+nserv=$(echo "$remote" | wc -w)
 vm_timeout=${ZN_KERNEL_VM_TIMEOUT:-$((300 + (8 + nserv * 6) * REPEATS * (RUNTIME + 8)))}
 start=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
