@@ -783,6 +783,13 @@ zonednull_pread (void *handle, void *buf, uint32_t count,
     }
     return 0;
   }
+  /* nbdkit refuses zero-length requests before calling a plugin (EINVAL;
+   * ENOSPC for writes) and zonednull-server does the same.  Should one
+   * reach us anyway, through a filter, it is a no-op, as in nbdkit's own
+   * plugins (memory, null): no tag, no error.
+   */
+  if (count == 0)
+    return 0;
   if (check_alignment (h->d, "pread", count, offset) == -1)
     return -1;
   zn_queue_begin (h->d->qs, h->queue, count, &rq);
@@ -814,6 +821,8 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
     }
     return 0;
   }
+  if (count == 0)                      /* a no-op, as in zonednull_pread */
+    return 0;
   if (check_alignment (h->d, "pwrite", count, offset) == -1)
     return -1;
   zn_queue_begin (h->d->qs, h->queue, count, &rq);
@@ -861,8 +870,9 @@ zonednull_trim (void *handle, uint32_t count, uint64_t offset,
   struct zn_request rq;
   int r;
 
-  if (count == 0 || offset % zone_bytes
-      || (count % zone_bytes && end != size)) {
+  if (count == 0)                      /* a no-op, as in zonednull_pread */
+    return 0;
+  if (offset % zone_bytes || (count % zone_bytes && end != size)) {
     nbdkit_error ("trim: offset %" PRIu64 " length %" PRIu32
                   " does not cover whole zones of %" PRIu64 " bytes",
                   offset, count, zone_bytes);

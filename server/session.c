@@ -1030,6 +1030,15 @@ check_request (struct session *s, uint16_t type, uint16_t flags,
     snprintf (why, whylen, "the control export takes reads and writes only");
     return EINVAL;
   }
+  /* nbdkit refuses a zero-length request of any kind but flush before it
+   * reaches a plugin, as ENOSPC for a write and EINVAL otherwise; so does
+   * this server.  A zero-length read has no valid structured reply: an
+   * OFFSET_DATA chunk is at least 9 bytes.
+   */
+  if (count == 0 && type != CMD_FLUSH) {
+    snprintf (why, whylen, "offset %" PRIu64 ": zero-length request", offset);
+    return type == CMD_WRITE ? ENOSPC : EINVAL;
+  }
   if (offset > size || count > size - offset) {
     snprintf (why, whylen, "offset %" PRIu64 " length %" PRIu32 " is beyond "
               "the end of the export (%" PRIu64 " bytes)", offset, count, size);
@@ -1039,10 +1048,6 @@ check_request (struct session *s, uint16_t type, uint16_t flags,
       && (offset % lbs || count % lbs)) {
     snprintf (why, whylen, "offset %" PRIu64 " length %" PRIu32 " is not a "
               "multiple of the block size %" PRIu32, offset, count, lbs);
-    return EINVAL;
-  }
-  if (type == CMD_BLOCK_STATUS && count == 0) {
-    snprintf (why, whylen, "block status of zero bytes");
     return EINVAL;
   }
   return 0;
