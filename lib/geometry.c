@@ -12,6 +12,8 @@
 #define DEFAULT_MAX_SECTORS 255   /* BLK_SAFE_MAX_SECTORS */
 #define BLK_DEF_MAX_SECTORS 2560
 #define MIN_MAX_SECTORS 8         /* one page */
+/* The largest size, MiB, whose bytes fit in an int64_t. */
+#define ZN_MAX_SIZE_MIB ((uint64_t) INT64_MAX >> 20)
 
 void
 zn_config_init (struct zn_config *cfg)
@@ -65,8 +67,14 @@ zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
     return reject (err, errlen,
                    "zone_size: must be a non-zero power of 2 MiB (got %" PRIu64 ")",
                    cfg->zone_size);
-  if (cfg->size > UINT64_MAX / 2 / MIB_SECTORS)
-    return reject (err, errlen, "size: %" PRIu64 " MiB is too large", cfg->size);
+  /* Every front end gives the size in bytes as a signed 64-bit number
+   * (NBD's export size is one to libnbd, nbdkit's get_size returns
+   * int64_t), and sectors are bytes >> 9: bytes must stay below 2^63.
+   */
+  if (cfg->size > ZN_MAX_SIZE_MIB)
+    return reject (err, errlen, "size: %" PRIu64 " MiB is too large (at most "
+                   "%" PRIu64 " MiB, 8 EiB less 1 MiB)", cfg->size,
+                   ZN_MAX_SIZE_MIB);
   if (cfg->zone_size > cfg->size)
     return reject (err, errlen,
                    "zone_size: %" PRIu64 " MiB is larger than size (%" PRIu64 " MiB)",

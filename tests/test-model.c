@@ -389,6 +389,37 @@ test_geometry_conv_clamp (void)
   }
 }
 
+/* A size whose bytes reach 2^63 would wrap the export size (issue 15,
+ * B): size is MiB, so the largest is 2^43 - 1 MiB.  Memory is allocated
+ * per zone, so the largest accepted device needs few, large zones.
+ */
+static void
+test_config_size_overflow (void)
+{
+  struct zn_config c;
+  struct zn_dev *d;
+
+  c = cfg (UINT64_C (1) << 44, UINT64_C (1) << 24, 0, 0, 0, 0);
+  EXPECT_BAD_CONFIG (&c, "size");            /* 2^64 bytes: was 0 */
+  c = cfg ((UINT64_C (1) << 44) + 16, 16, 0, 0, 0, 0);
+  EXPECT_BAD_CONFIG (&c, "size");            /* was 16 MiB */
+  c = cfg (UINT64_C (1) << 43, UINT64_C (1) << 23, 0, 0, 0, 0);
+  EXPECT_BAD_CONFIG (&c, "size");            /* 2^63 bytes */
+  c = cfg (UINT64_MAX, UINT64_C (1) << 63, 0, 0, 0, 0);
+  EXPECT_BAD_CONFIG (&c, "size");
+
+  /* The largest size, 2^43 - 1 MiB, in two zones of 2^42 MiB (the last
+   * a runt): not memory-backed, so nothing per byte is allocated.
+   */
+  c = cfg ((UINT64_C (1) << 43) - 1, UINT64_C (1) << 42, 0, 0, 0, 0);
+  c.memory_backed = false;
+  d = create (&c);
+  CHECK_EQ (zn_dev_geometry (d)->nr_zones, 2);
+  CHECK_EQ (zn_dev_geometry (d)->capacity, ((UINT64_C (1) << 43) - 1) << 11);
+  CHECK (zn_dev_geometry (d)->capacity << 9 <= (uint64_t) INT64_MAX);
+  zn_dev_destroy (d);
+}
+
 static void
 test_config_zone_size (void)
 {
@@ -1988,6 +2019,7 @@ main (void)
   test_geometry_cap_gap ();
   test_geometry_conv_clamp ();
   test_config_zone_size ();
+  test_config_size_overflow ();
   test_config_zone_table_too_large ();
   test_config_zone_capacity ();
   test_config_blocksize ();

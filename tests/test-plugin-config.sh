@@ -57,6 +57,14 @@ rejects "error: zone_capacity: .*must equal zone_size" \
 rejects "error: blocksize: .*power of 2 from 512 to 4096" blocksize=1000
 rejects "error: blocksize: .*power of 2 from 512 to 4096" blocksize=8192
 rejects "error: blocksize: .*power of 2 from 512 to 4096" bs=256
+# Sizes whose bytes do not fit in 63 bits wrapped the export size
+# (issue 15, B): 2^44 MiB was 0 bytes, 2^44 + 16 MiB 16 MiB, 2^43 MiB
+# 2^63 bytes.  The largest, 2^43 - 1 MiB, is served.
+rejects "error: size: 17592186044416 MiB is too large" \
+  size=17592186044416 zone_size=16777216
+rejects "error: size: 17592186044432 MiB is too large" size=17592186044432
+rejects "error: size: 8796093022208 MiB is too large" size=8796093022208
+expect_size 9223372036853727232 size=8796093022207 zone_size=4398046511104
 rejects "error: zoned=0: .*zoned mode only" zoned=0
 rejects "error: zoned=off: .*zoned mode only" zoned=off
 

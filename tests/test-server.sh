@@ -41,13 +41,19 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
            "size=1x:size=1x" \
            "memory_backed=maybe:expected a boolean" \
            "zone_readonly=0 zone_nr_conv=1:conventional zone 0" \
+           "size=17592186044416 zone_size=16777216:size: 17592186044416 MiB is too large" \
+           "size=17592186044432:size: 17592186044432 MiB is too large" \
+           "size=8796093022208:size: 8796093022208 MiB is too large" \
            "irqmode=3:irqmode" \
            "hw_queue_depth=0:hw_queue_depth" \
            "nr_devices=0:nr_devices=0" \
            "pipeline_wait_ms=0:pipeline_wait_ms=0: must be at least 1"; do
   args=${bad%%:*} text=${bad#*:}
+  # A server that wrongly starts serves until timeout stops it (124).
   # shellcheck disable=SC2086 # args is a list of KEY=VALUE words
-  if "$srv" -f -U "$tmpdir/bad.sock" $args 2>"$tmpdir/err"; then
+  timeout 20 "$srv" -f -U "$tmpdir/bad.sock" $args 2>"$tmpdir/err"
+  rc=$?
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
     fail "zonednull-server $args started"
   fi
   grep -qF -- "$text" "$tmpdir/err" ||
@@ -102,6 +108,12 @@ done
 
 # 8 zones of 2 MiB with 1 MiB capacity, so that extents split at the
 # capacity too; zone 0 conventional; at most 2 open zones.
+# The largest size, 2^43 - 1 MiB, is 2^63 - 2^20 bytes (issue 15, B).
+start_native huge size=8796093022207 zone_size=4398046511104
+nbdinfo --size "$uri" | grep -qx 9223372036853727232 ||
+  fail "size of the largest device: $(nbdinfo --size "$uri")"
+kill "$pid" && wait "$pid"
+
 start_native dev size=16 zone_size=2 zone_capacity=1 zone_nr_conv=1 \
   zone_max_open=2 memory_backed=1
 dev_pid=$pid dev_uri=$uri dev_sock=$sock
