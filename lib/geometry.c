@@ -12,7 +12,7 @@
 #define DEFAULT_MAX_SECTORS 255   /* BLK_SAFE_MAX_SECTORS */
 #define BLK_DEF_MAX_SECTORS 2560
 #define MIN_MAX_SECTORS 8         /* one page */
-/* The largest size, MiB, whose bytes fit in an int64_t. */
+/* The largest size (and cache_size), MiB, whose bytes fit in an int64_t. */
 #define ZN_MAX_SIZE_MIB ((uint64_t) INT64_MAX >> 20)
 
 void
@@ -74,6 +74,14 @@ zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
   if (cfg->size > ZN_MAX_SIZE_MIB)
     return reject (err, errlen, "size: %" PRIu64 " MiB is too large (at most "
                    "%" PRIu64 " MiB, 8 EiB less 1 MiB)", cfg->size,
+                   ZN_MAX_SIZE_MIB);
+  /* cache_size is MiB too, and its bytes must fit the same way; a wrapped
+   * value would give a smaller cache or none.  Refused even when not
+   * memory-backed, where it is then forced to 0: the number is wrong.
+   */
+  if (cfg->cache_size > ZN_MAX_SIZE_MIB)
+    return reject (err, errlen, "cache_size: %" PRIu64 " MiB is too large "
+                   "(at most %" PRIu64 " MiB)", cfg->cache_size,
                    ZN_MAX_SIZE_MIB);
   if (cfg->zone_size > cfg->size)
     return reject (err, errlen,

@@ -420,6 +420,38 @@ test_config_size_overflow (void)
   zn_dev_destroy (d);
 }
 
+/* cache_size is MiB; its bytes wrapped (issue 15, C): 2^44 MiB gave no
+ * cache, 2^44 + 1 MiB a cache of 1 MiB.  Refused, memory-backed or not.
+ */
+static void
+test_config_cache_size_overflow (void)
+{
+  struct zn_config c;
+  struct zn_dev *d;
+  uint64_t bytes, dirty;
+
+  c = cfg (8, 1, 0, 0, 0, 0);
+  c.cache_size = UINT64_C (1) << 44;
+  EXPECT_BAD_CONFIG (&c, "cache_size");
+  c.cache_size = (UINT64_C (1) << 44) + 1;
+  EXPECT_BAD_CONFIG (&c, "cache_size");
+  c.cache_size = UINT64_C (1) << 43;
+  EXPECT_BAD_CONFIG (&c, "cache_size");
+  c.cache_size = UINT64_MAX;
+  EXPECT_BAD_CONFIG (&c, "cache_size");
+  c.memory_backed = false;
+  EXPECT_BAD_CONFIG (&c, "cache_size");
+
+  /* The largest, 2^43 - 1 MiB, is a cache that never fills. */
+  c = cfg (8, 1, 0, 0, 0, 0);
+  c.cache_size = (UINT64_C (1) << 43) - 1;
+  d = create (&c);
+  zn_cache_stats (d, &bytes, &dirty);
+  CHECK_EQ (bytes, ((UINT64_C (1) << 43) - 1) << 20);
+  CHECK_EQ (dirty, 0);
+  zn_dev_destroy (d);
+}
+
 static void
 test_config_zone_size (void)
 {
@@ -2020,6 +2052,7 @@ main (void)
   test_geometry_conv_clamp ();
   test_config_zone_size ();
   test_config_size_overflow ();
+  test_config_cache_size_overflow ();
   test_config_zone_table_too_large ();
   test_config_zone_capacity ();
   test_config_blocksize ();

@@ -36,6 +36,11 @@ rejects "error: pipeline_max_waiting=0: must be at least 1" pipeline_max_waiting
 rejects "error: badblocks=\+9-8: expected \+FIRST-LAST" badblocks=+9-8
 rejects "error: badblocks=bad: expected" badblocks=bad
 rejects "error: cache_size=1K: .*whole number of MiB" cache_size=1K
+# Its bytes wrapped (issue 15, C): no cache, or a cache of 1 MiB.
+rejects "error: cache_size: 17592186044416 MiB is too large" \
+  cache_size=17592186044416 memory_backed=1
+rejects "error: cache_size: 17592186044417 MiB is too large" \
+  cache_size=17592186044417 memory_backed=1
 
 # info_json KEY=VALUE...: zonednull info --json of a server with these
 # settings, in $tmpdir/info.json.

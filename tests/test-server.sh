@@ -44,6 +44,8 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
            "size=17592186044416 zone_size=16777216:size: 17592186044416 MiB is too large" \
            "size=17592186044432:size: 17592186044432 MiB is too large" \
            "size=8796093022208:size: 8796093022208 MiB is too large" \
+           "cache_size=17592186044416 memory_backed=1:cache_size: 17592186044416 MiB is too large" \
+           "cache_size=17592186044417 memory_backed=1:cache_size: 17592186044417 MiB is too large" \
            "irqmode=3:irqmode" \
            "hw_queue_depth=0:hw_queue_depth" \
            "nr_devices=0:nr_devices=0" \
