@@ -61,7 +61,8 @@ zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
 
   if (!is_power_of_2 (cfg->blocksize) || cfg->blocksize < 512 || cfg->blocksize > 4096)
     return reject (err, errlen,
-                   "blocksize: must be a power of 2 from 512 to 4096 bytes (got %" PRIu32 ")",
+                   "%s: must be a power of 2 from 512 to 4096 bytes (got %" PRIu32 ")",
+                   cfg->blocksize_key ? cfg->blocksize_key : "blocksize",
                    cfg->blocksize);
   if (!is_power_of_2 (cfg->zone_size))
     return reject (err, errlen,

@@ -229,6 +229,8 @@ params_set (struct zn_params *p, const char *arg, char *err, size_t errlen)
 
     if (strcmp (key, k->name) != 0)
       continue;
+    if (k->offset == CFG (blocksize))      /* messages say bs for bs= */
+      p->cfg.blocksize_key = k->name;
     switch (k->kind) {
     case K_MIB: return parse_mib (key, value, field, err, errlen);
     case K_U32: return parse_u32 (key, value, field, err, errlen);

@@ -10,6 +10,7 @@
  * threads, to be the limit (see nbdkit-zonednull-plugin(1)).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -86,6 +87,17 @@ zn_queue_config_check (struct zn_queue_config *cfg, char *err, size_t errlen)
   if (cfg->irqmode > 2) {
     snprintf (err, errlen, "irqmode: %u is not 0 (none), 1 (softirq) or "
               "2 (timer)", cfg->irqmode);
+    return -EINVAL;
+  }
+  /* The delay is added to a timespec as an int64_t (add_nsec): larger
+   * values wrapped to negative delays, completing at once or never.
+   * INT64_MAX ns, 292 years, added to CLOCK_MONOTONIC cannot overflow a
+   * 64-bit time_t, nor the server's unsigned nanosecond due times.
+   */
+  if (cfg->completion_nsec > (uint64_t) INT64_MAX) {
+    snprintf (err, errlen, "completion_nsec: %" PRIu64 " is more than %"
+              PRId64 ", the longest delay a signed 64-bit count of "
+              "nanoseconds holds", cfg->completion_nsec, INT64_MAX);
     return -EINVAL;
   }
   if (cfg->hw_queue_depth == 0) {

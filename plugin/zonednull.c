@@ -245,8 +245,11 @@ zonednull_config (const char *key, const char *value)
     return nbdkit_parse_uint32_t (key, value, &cfg.zone_max_open);
   else if (strcmp (key, "zone_max_active") == 0)
     return nbdkit_parse_uint32_t (key, value, &cfg.zone_max_active);
-  else if (strcmp (key, "blocksize") == 0 || strcmp (key, "bs") == 0)
+  else if (strcmp (key, "blocksize") == 0 || strcmp (key, "bs") == 0) {
+    /* Messages name the key as written. */
+    cfg.blocksize_key = strcmp (key, "bs") == 0 ? "bs" : "blocksize";
     return nbdkit_parse_uint32_t (key, value, &cfg.blocksize);
+  }
   else if (strcmp (key, "max_sectors") == 0)
     return nbdkit_parse_uint32_t (key, value, &cfg.max_sectors);
   else if (strcmp (key, "memory_backed") == 0)

@@ -56,7 +56,8 @@ rejects "error: zone_capacity: .*must equal zone_size" \
   size=1000 zone_size=256 zone_capacity=200
 rejects "error: blocksize: .*power of 2 from 512 to 4096" blocksize=1000
 rejects "error: blocksize: .*power of 2 from 512 to 4096" blocksize=8192
-rejects "error: blocksize: .*power of 2 from 512 to 4096" bs=256
+# The message names the key as written (issue 15, D).
+rejects "error: bs: .*power of 2 from 512 to 4096" bs=256
 # Sizes whose bytes do not fit in 63 bits wrapped the export size
 # (issue 15, B): 2^44 MiB was 0 bytes, 2^44 + 16 MiB 16 MiB, 2^43 MiB
 # 2^63 bytes.  The largest, 2^43 - 1 MiB, is served.

@@ -36,6 +36,11 @@ rejects "error: pipeline_max_waiting=0: must be at least 1" pipeline_max_waiting
 rejects "error: badblocks=\+9-8: expected \+FIRST-LAST" badblocks=+9-8
 rejects "error: badblocks=bad: expected" badblocks=bad
 rejects "error: cache_size=1K: .*whole number of MiB" cache_size=1K
+# A signed 64-bit delay (issue 15, D): larger values wrapped negative.
+rejects "error: completion_nsec: 18446744073709551615 is more than 9223372036854775807" \
+  irqmode=2 completion_nsec=18446744073709551615
+rejects "error: completion_nsec: 9223372036854775808 is more than" \
+  irqmode=2 completion_nsec=9223372036854775808
 # Its bytes wrapped (issue 15, C): no cache, or a cache of 1 MiB.
 rejects "error: cache_size: 17592186044416 MiB is too large" \
   cache_size=17592186044416 memory_backed=1

@@ -62,6 +62,23 @@ test_config (void)
   cfg.submit_queues = ZN_QUEUE_MAX_QUEUES + 1;
   CHECK_EQ (zn_queue_config_check (&cfg, err, sizeof err), -EINVAL);
   CHECK (strstr (err, "submit_queues") != NULL);
+
+  /* completion_nsec is a signed 64-bit delay (issue 15, D): larger values
+   * wrapped negative, completing at once or never.
+   */
+  zn_queue_config_init (&cfg);
+  cfg.irqmode = 2;
+  cfg.completion_nsec = UINT64_MAX;
+  CHECK_EQ (zn_queue_config_check (&cfg, err, sizeof err), -EINVAL);
+  CHECK (strstr (err, "completion_nsec") != NULL);
+  cfg.completion_nsec = (uint64_t) INT64_MAX + 1;
+  CHECK_EQ (zn_queue_config_check (&cfg, err, sizeof err), -EINVAL);
+  CHECK (strstr (err, "completion_nsec") != NULL);
+  cfg.irqmode = 1;                  /* refused whatever the irqmode */
+  CHECK_EQ (zn_queue_config_check (&cfg, err, sizeof err), -EINVAL);
+  cfg.irqmode = 2;
+  cfg.completion_nsec = INT64_MAX;
+  CHECK_EQ (zn_queue_config_check (&cfg, err, sizeof err), 0);
 }
 
 static void

@@ -46,6 +46,10 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
            "size=8796093022208:size: 8796093022208 MiB is too large" \
            "cache_size=17592186044416 memory_backed=1:cache_size: 17592186044416 MiB is too large" \
            "cache_size=17592186044417 memory_backed=1:cache_size: 17592186044417 MiB is too large" \
+           "irqmode=2 completion_nsec=18446744073709551615:completion_nsec: 18446744073709551615 is more than 9223372036854775807" \
+           "irqmode=2 completion_nsec=9223372036854775808:completion_nsec: 9223372036854775808 is more than" \
+           "bs=256:bs: must be a power of 2" \
+           "blocksize=256:blocksize: must be a power of 2" \
            "irqmode=3:irqmode" \
            "hw_queue_depth=0:hw_queue_depth" \
            "nr_devices=0:nr_devices=0" \

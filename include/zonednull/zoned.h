@@ -47,6 +47,10 @@ struct zn_config {
    * unless memory_backed, as in null_blk.
    */
   uint64_t cache_size;
+  /* The key blocksize was given as, for messages: "bs" or "blocksize";
+   * NULL = "blocksize".  Not a setting.
+   */
+  const char *blocksize_key;
 };
 
 #define ZN_PIPELINE_WAIT_MS 1000
