@@ -81,7 +81,7 @@ done
 tmp=$(mktemp -d /tmp/zn-ublk-bench.XXXXXX)
 shadow=$tmp/src/tests/kernel
 mkdir -p "$shadow"
-for f in prepare.sh init draw.sh guest-ublk.sh; do
+for f in prepare.sh init draw.sh guest-ublk.sh guest-lib.sh; do
   ln -s "$top/tests/kernel/$f" "$shadow/$f"
 done
 # The tier's prepare-consumers.sh plus the nbd module, which the tier's base

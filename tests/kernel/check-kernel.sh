@@ -74,17 +74,11 @@ kver=$(cat "$cache/current")
 kdir=$cache/$kver
 
 # ---- seeds and configurations --------------------------------------------
-if [ -n "${ZN_KERNEL_SEED:-}" ]; then
-  seed=$ZN_KERNEL_SEED
-else
-  seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-fi
-case $seed in ''|*[!0-9]*) die "ZN_KERNEL_SEED must be a decimal number" ;; esac
-note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_SEED=$seed)"
-
-# The random configurations (tests/kernel/draw.sh, shared with the 6.12
-# tier); the same LCG then picks the servers' ports.
+# The seed and the random configurations (tests/kernel/draw.sh, shared
+# with the 6.12 tier); the same LCG then picks the servers' ports.
 . "$here/draw.sh"
+zn_seed || die "ZN_KERNEL_SEED must be a decimal number"
+note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_SEED=$seed)"
 zn_rng_init "$seed"
 conf=$work/traces.conf
 : >"$conf"

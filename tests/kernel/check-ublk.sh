@@ -84,14 +84,9 @@ kver=$(cat "$cache/current-$suite")
 kdir=$cache/$kver
 
 # ---- seed and configurations ---------------------------------------------
-if [ -n "${ZN_KERNEL_SEED:-}" ]; then
-  seed=$ZN_KERNEL_SEED
-else
-  seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-fi
-case $seed in ''|*[!0-9]*) die "ZN_KERNEL_SEED must be a decimal number" ;; esac
-note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_TIERS=6.12 ZN_KERNEL_SEED=$seed)"
 . "$here/draw.sh"
+zn_seed || die "ZN_KERNEL_SEED must be a decimal number"
+note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_TIERS=6.12 ZN_KERNEL_SEED=$seed)"
 zn_rng_init "$seed"
 conf=$work/traces.conf
 : >"$conf"
@@ -209,7 +204,7 @@ fi
 # ---- the per-run initramfs -------------------------------------------------
 stage=$work/stage
 mkdir -p "$stage/test" "$stage/usr/bin" "$stage/usr/lib"
-cp "$here/guest-ublk.sh" "$stage/test/"
+cp "$here/guest-ublk.sh" "$here/guest-lib.sh" "$stage/test/"
 cp "$conf" "$stage/test/traces.conf"
 cp "$ZNTRACE" "$stage/usr/bin/zntrace"
 consumers=

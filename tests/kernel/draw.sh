@@ -2,6 +2,7 @@
 # sourced by check-kernel.sh (6.1) and check-ublk.sh (6.12), so that a seed
 # draws the same configurations in both.
 #
+#   zn_seed                       seed = ZN_KERNEL_SEED or a random one
 #   zn_rng_init SEED              seeds the LCG
 #   randn N                       r = a number in 0..N-1
 #   zn_draw_configs FILE K NOPS   appends K lines "NAME SEED NOPS KEY=VALUE..."
@@ -10,6 +11,11 @@
 # A portable LCG on the seed, so that a seed means the same configs on
 # every machine; r holds the result.  The callers draw further numbers
 # from it afterwards (check-kernel.sh: its servers' ports).
+# zn_seed: seed = ZN_KERNEL_SEED, or a fresh random one; 1 if not decimal.
+zn_seed () {
+  seed=${ZN_KERNEL_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+  case $seed in ''|*[!0-9]*) return 1 ;; esac
+}
 zn_rng_init () {
   rng=$(($1 % 2147483648))
 }

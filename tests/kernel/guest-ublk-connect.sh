@@ -269,24 +269,7 @@ d_server_traced=0 d_server_identical=0 d_nbdkit_traced=0 d_nbdkit_identical=0
 d_attrs_differ=0
 diff_attrs="zoned chunk_sectors nr_zones max_open_zones max_active_zones zone_append_max_bytes
   logical_block_size physical_block_size max_sectors_kb write_cache fua"
-# first_diff A B: the first differing line, with the one before it.
-first_diff () {
-  awk -v fa="$1" -v fb="$2" 'BEGIN {
-    n = 0
-    while (1) {
-      ra = (getline la < fa) > 0; rb = (getline lb < fb) > 0; n++
-      if (!ra && !rb) exit
-      if (!ra) la = "<end of file>"
-      if (!rb) lb = "<end of file>"
-      if (la != lb) {
-        if (n > 1) printf "      line %d (both): %s\n", n - 1, prev
-        printf "      line %d null_blk: %s\n      line %d connect:  %s\n", n, la, n, lb
-        exit
-      }
-      prev = la
-    }
-  }'
-}
+. /test/guest-lib.sh
 diff_one () { # diff_one NAME KIND PORT SEED NOPS
   dn=$1 kind=$2 port=$3 dseed=$4 dnops=$5
   dd_=/out/ublk/$dn p=/out/ublk/$dn/connect-$kind
@@ -318,7 +301,7 @@ diff_one () { # diff_one NAME KIND PORT SEED NOPS
     f=${w%%:*}
     if ! cmp -s "$dd_/nullb.$f" "$p.$f"; then
       fail "$dn: $kind: ${w#*:} differ (null_blk, --connect to the host's $kind):"
-      first_diff "$dd_/nullb.$f" "$p.$f"
+      first_diff "$dd_/nullb.$f" "$p.$f" connect
       same=
     fi
   done

@@ -21,6 +21,7 @@
 # Sourced settings (params): UBLK (the binary, empty when not built),
 # UBLK_DROP (keys not passed to it), UBLK_STRICT_RUNT.
 . /test/params
+. /test/guest-lib.sh
 out=/out/ublk
 mkdir -p "$out"
 fails=0 configs=0 traced=0 identical=0 refused_both=0 runt=0
@@ -58,30 +59,11 @@ run_trace () {
   $BLKZONE report "$1" 2>&1 | sed "s|${1#/dev/}||g" >"$2.after"
   return $trc
 }
-# first_diff A B: the first line where the files differ, with the line
-# before it, as "line N: <A> | <B>".
-first_diff () {
-  awk -v fa="$1" -v fb="$2" 'BEGIN {
-    n = 0
-    while (1) {
-      ra = (getline la < fa) > 0; rb = (getline lb < fb) > 0; n++
-      if (!ra && !rb) exit
-      if (!ra) la = "<end of file>"
-      if (!rb) lb = "<end of file>"
-      if (la != lb) {
-        if (n > 1) printf "      line %d (both): %s\n", n - 1, prev
-        printf "      line %d null_blk: %s\n      line %d ublk:     %s\n", n, la, n, lb
-        exit
-      }
-      prev = la
-    }
-  }'
-}
 # compare WHAT FILE-A FILE-B
 compare () {
   if cmp -s "$2" "$3"; then return 0; fi
   fail "$name: $1 differ (null_blk, zonednull-ublk):"
-  first_diff "$2" "$3"
+  first_diff "$2" "$3" ublk
   return 1
 }
 

@@ -72,6 +72,7 @@ EXTRA_DIST += \
 	tests/kernel/guest-nbd.sh \
 	tests/kernel/guest-nullblk.sh \
 	tests/kernel/guest-ublk.sh \
+	tests/kernel/guest-lib.sh \
 	tests/kernel/guest-ublk-connect.sh \
 	tests/kernel/prepare-consumers.sh \
 	tests/kernel/guest-ublk-consumers.sh \
