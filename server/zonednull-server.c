@@ -50,6 +50,7 @@ static bool foreground;                 /* -f: do not daemonize */
 static bool verbose;                    /* -v: log connections */
 static bool exit_with_parent;           /* stop when the parent exits */
 static uint64_t busy_poll_ns = 20000;   /* --busy-poll: awake after input */
+static double handshake_timeout = 60.;  /* --timeout: seconds, 0 for none */
 
 static struct served served;
 static struct zn_queue_config qcfg;
@@ -63,6 +64,7 @@ struct conn {
   unsigned char *in;
   size_t in_len, in_cap;
   bool closing;                 /* send what is queued, then close */
+  ev_timer handshake;           /* --timeout, until transmission */
   /* Its hardware queue, once a device export was chosen. */
   struct served_device *d;
   unsigned queue;
@@ -434,6 +436,7 @@ conn_free (struct ev_loop *loop, struct conn *c)
 {
   ev_io_stop (loop, &c->rio);
   ev_io_stop (loop, &c->wio);
+  ev_timer_stop (loop, &c->handshake);
   close (c->fd);
   if (c->prev)
     c->prev->next = c->next;
@@ -508,11 +511,14 @@ static void
 conn_process (struct conn *c)
 {
   long used;
+  bool control;
 
   blocked_remove (c);
   used = session_input (c->session, c->in, c->in_len);
   account (c);
   attach (c);
+  if (ev_is_active (&c->handshake) && session_device (c->session, &control))
+    ev_timer_stop (ev_default_loop (0), &c->handshake);
   if (used < 0) {
     c->closing = true;
     c->in_len = 0;
@@ -800,6 +806,24 @@ conn_writable (struct ev_loop *loop, ev_io *w, int revents)
   pipeline_retry (loop);
 }
 
+/* A connection that has not reached the transmission phase --timeout
+ * after it was accepted is cut off, so that clients that connect and
+ * stall cannot hold the server's descriptors.  The timer covers the
+ * whole handshake, whatever it consists of.
+ */
+static void
+handshake_expired (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  struct conn *c = w->data;
+
+  (void) revents;
+  if (verbose)
+    fprintf (stderr, "zonednull-server: connection %d: handshake not "
+             "finished within %g s (--timeout), closed\n", c->fd,
+             handshake_timeout);
+  conn_free (loop, c);
+}
+
 /* Out of file descriptors, the listening socket stays readable: accepting
  * pauses for a moment instead of spinning on EMFILE.
  */
@@ -848,6 +872,10 @@ accept_cb (struct ev_loop *loop, ev_io *w, int revents)
   ev_io_init (&c->rio, conn_readable, fd, EV_READ);
   ev_io_init (&c->wio, conn_writable, fd, EV_WRITE);
   c->rio.data = c->wio.data = c;
+  ev_timer_init (&c->handshake, handshake_expired, handshake_timeout, 0.);
+  c->handshake.data = c;
+  if (handshake_timeout > 0)
+    ev_timer_start (loop, &c->handshake);
   c->next = conns;
   if (conns)
     conns->prev = c;
@@ -1015,6 +1043,9 @@ usage (FILE *fp)
          "     --exit-with-parent  stop (as on SIGTERM) when the parent exits\n"
          "     --busy-poll US   poll without sleeping for US microseconds after\n"
          "                      a request (default 20; 0: always sleep)\n"
+         "     --timeout S      close a connection that has not finished its\n"
+         "                      handshake S seconds after connecting (default\n"
+         "                      60; 0: never)\n"
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
@@ -1046,6 +1077,24 @@ parse_busy_poll (const char *arg)
     return -1;
   }
   busy_poll_ns = (uint64_t) us * 1000u;
+  return 0;
+}
+
+/* --timeout S: seconds, fractions allowed, at most a day. */
+static int
+parse_timeout (const char *arg)
+{
+  char *end;
+  double t;
+
+  errno = 0;
+  t = strtod (arg, &end);
+  if (errno || end == arg || *end || !(t >= 0. && t <= 86400.)) {
+    fprintf (stderr, "zonednull-server: --timeout '%s': must be a number of "
+             "seconds from 0 (no limit) to 86400\n", arg);
+    return -1;
+  }
+  handshake_timeout = t;
   return 0;
 }
 
@@ -1109,6 +1158,7 @@ main (int argc, char **argv)
     { "verbose", no_argument, NULL, 'v' },
     { "exit-with-parent", no_argument, NULL, 'E' },
     { "busy-poll", required_argument, NULL, 'B' },
+    { "timeout", required_argument, NULL, 'T' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -1142,6 +1192,10 @@ main (int argc, char **argv)
     case 'E': exit_with_parent = true; break;
     case 'B':
       if (parse_busy_poll (optarg) == -1)
+        return 2;
+      break;
+    case 'T':
+      if (parse_timeout (optarg) == -1)
         return 2;
       break;
     case 'h': usage (stdout); return EXIT_SUCCESS;
