@@ -191,6 +191,12 @@ zn_dev_geometry (const struct zn_dev *dev)
   return &dev->geo;
 }
 
+bool
+zn_dev_zone_full (const struct zn_dev *dev)
+{
+  return dev->zone_full;
+}
+
 /* ---- resource checks (called with the resource lock held) -------------- */
 
 /* Moves an IMP_OPEN or EXP_OPEN zone to CLOSED, or to EMPTY if nothing was

@@ -184,6 +184,8 @@ void zn_dev_destroy (struct zn_dev *dev);
  */
 int zn_dev_write_plugging (struct zn_dev *dev, char *err, size_t errlen);
 const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
+/* Whether the sequential zones powered on FULL (zone_full, 6.11+). */
+bool zn_dev_zone_full (const struct zn_dev *dev);
 
 /* Data path.  Requests must be aligned to the block size and lie within
  * the device (else -EINVAL).  Like the block layer, a request is split at
