@@ -144,8 +144,20 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     budget = (size_t) (data[pos - piece] >> 3) * 4096;
     approved_end = 0;
     used = session_input (s, pending, pending_len);
-    if (used < 0)
+    if (used < 0) {
+      /* As the server does after NBD_CMD_DISC: what was admitted is
+       * still answered.
+       */
+      for (unsigned i = 0; i < nr_parked; i++)
+        session_resume (s, parked_ids[i], i % 2 ? EIO : 0, true);
+      nr_parked = 0;
+      while (session_complete_one (s))
+        ;
+      session_sent (s, session_ready (s));
+      if (session_output (s)->len != 0)
+        abort ();               /* a reply left behind */
       break;
+    }
     if ((size_t) used > pending_len
         || session_output (s)->len > SESSION_OUTPUT_LIMIT + (33u << 20)
         || (approved_end && session_output (s)->len > approved_end))

@@ -10,10 +10,11 @@ man8_MANS = man/zonednull-server.8
 
 TESTS += tests/test-server.sh tests/test-cli-server.sh tests/test-server-queue.sh \
 	tests/test-zero-length.sh tests/test-server-output.sh \
-	tests/test-server-timeout.sh
+	tests/test-server-timeout.sh tests/test-server-disc.sh
 EXTRA_DIST += $(man8_MANS) tests/test-server.sh tests/test-cli-server.sh \
 	tests/test-server-queue.sh tests/test-zero-length.sh \
-	tests/test-server-output.sh tests/test-server-timeout.sh
+	tests/test-server-output.sh tests/test-server-timeout.sh \
+	tests/test-server-disc.sh
 
 # The libFuzzer target for the protocol session (clang only): built for
 # `make check` when clang is available, run briefly by tests/test-fuzz.sh.

@@ -130,6 +130,7 @@ struct session {
   uint64_t next_id;             /* of the next data request */
   int forced_error;             /* the admitted request fails with it */
   struct parked *parked;        /* writes waiting for a write pointer */
+  bool disc;                    /* NBD_CMD_DISC came */
 };
 
 struct parked {
@@ -1165,8 +1166,14 @@ handle_request (struct session *s, const unsigned char *data, size_t avail)
     if (avail < 28 + (size_t) count)
       return 0;
   }
-  if (type == CMD_DISC)
+  /* The requests before it are carried out as usual (held replies wait
+   * for their completions, parked writes for their write pointers); the
+   * server closes once they are answered.
+   */
+  if (type == CMD_DISC) {
+    s->disc = true;
     return -1;
+  }
   if (s->sv->room && !s->sv->room (s->owner, s->out.len,
                                    reply_bound (s, type, count)))
     return 0;
@@ -1406,14 +1413,19 @@ session_input (struct session *s, const unsigned char *data, size_t len)
 {
   size_t used = 0;
 
-  while (s->out.len < SESSION_OUTPUT_LIMIT) {
+  /* In the transmission phase served.room, when set, decides alone. */
+  while (s->out.len < SESSION_OUTPUT_LIMIT
+         || (s->phase == PH_TRANSMISSION && s->sv->room)) {
     long r = step (s, data + used, len - used);
 
     if (r < 0) {
-      /* What was queued goes out before the connection closes. */
-      while (session_complete_one (s))
+      /* What was queued goes out before the connection closes, at once
+       * unless the client asked to disconnect.
+       */
+      while (!s->disc && session_complete_one (s))
         ;
-      s->ready = s->out.len;
+      if (s->held_count == 0)
+        s->ready = s->out.len;
       return -1;
     }
     if (r == 0)

@@ -86,7 +86,9 @@ void session_free (struct session *s);
  * Returns how many bytes were consumed (the rest must be offered again
  * with more data appended), or -1 when the connection must be closed
  * after the queued output is sent: the client disconnected, aborted, or
- * broke the protocol.
+ * broke the protocol.  After NBD_CMD_DISC, replies still held wait for
+ * session_complete_one and parked writes for session_resume as before,
+ * since they must be answered first; otherwise all output is ready.
  */
 long session_input (struct session *s, const unsigned char *data, size_t len);
 

@@ -63,7 +63,11 @@ struct conn {
   struct session *session;
   unsigned char *in;
   size_t in_len, in_cap;
-  bool closing;                 /* send what is queued, then close */
+  bool closing;                 /* take no more requests; once every
+                                   admitted one is answered and the
+                                   output sent, close */
+  bool eof;                     /* the client sends no more */
+  bool gone;                    /* nor takes replies: they are dropped */
   ev_timer handshake;           /* --timeout, until transmission */
   /* Its hardware queue, once a device export was chosen. */
   struct served_device *d;
@@ -480,6 +484,26 @@ conn_free (struct ev_loop *loop, struct conn *c)
   free (c);
 }
 
+/* Whether requests the client sent are still to be carried out: parked
+ * writes, held replies, or received requests that wait for a tag, the
+ * mbps budget or room for their replies.  A client may leave right after
+ * its last requests (with NBD_CMD_DISC or without); they are carried out
+ * all the same, as nbdkit's threads finish theirs.
+ */
+static bool
+conn_outstanding (const struct conn *c)
+{
+  return c->pending || c->held > 0 || (c->d && c->in_len > 0 && !c->closing);
+}
+
+/* After the client's end of input: no more requests once nothing waits. */
+static void
+conn_check_end (struct conn *c)
+{
+  if (c->eof && !c->waiting && !c->throttled && !c->out_blocked)
+    c->closing = true;
+}
+
 /* Sends what the session may send; false when the connection is gone. */
 static bool
 conn_send (struct ev_loop *loop, struct conn *c)
@@ -487,7 +511,7 @@ conn_send (struct ev_loop *loop, struct conn *c)
   size_t ready = session_ready (c->session), sent = 0;
   const unsigned char *data = session_output (c->session)->data;
 
-  while (sent < ready) {
+  while (sent < ready && !c->gone) {
     ssize_t n = send (c->fd, data + sent, ready - sent, MSG_NOSIGNAL);
 
     if (n > 0) {
@@ -498,9 +522,15 @@ conn_send (struct ev_loop *loop, struct conn *c)
       continue;
     if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
       break;
-    conn_free (loop, c);
-    return false;
+    if (!conn_outstanding (c)) {
+      conn_free (loop, c);
+      return false;
+    }
+    c->gone = c->eof = true;
+    conn_check_end (c);
   }
+  if (c->gone)
+    sent = ready;
   session_sent (c->session, sent);
   account (c);
   return true;
@@ -528,6 +558,7 @@ conn_process (struct conn *c)
   }
   memmove (c->in, c->in + used, c->in_len - (size_t) used);
   c->in_len -= (size_t) used;
+  conn_check_end (c);
   /* A full buffer the session cannot use, with room for output and a
    * tag, is a framing error (no request is that large).
    */
@@ -559,13 +590,13 @@ conn_flush (struct ev_loop *loop, struct conn *c)
     ev_io_start (loop, &c->wio);
   else {
     ev_io_stop (loop, &c->wio);
-    if (c->closing) {
+    if (c->closing && !c->pending && c->held == 0) {
       conn_free (loop, c);
       return;
     }
   }
   /* Reading resumes once there is room for the reply. */
-  if (c->closing || c->out_blocked)
+  if (c->closing || c->eof || c->out_blocked)
     ev_io_stop (loop, &c->rio);
   else
     ev_io_start (loop, &c->rio);
@@ -788,7 +819,15 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
   if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return;
   if (n <= 0) {
-    conn_free (loop, c);
+    if (!conn_outstanding (c)) {
+      conn_free (loop, c);
+      return;
+    }
+    c->eof = true;
+    c->gone = n < 0;
+    conn_check_end (c);
+    conn_flush (loop, c);
+    pipeline_retry (loop);
     return;
   }
   c->in_len += (size_t) n;

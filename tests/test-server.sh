@@ -250,7 +250,8 @@ fi
 
 # 40 clients each send a different kind of damage: random bytes, a valid
 # handshake then a truncated request, oversized options and requests, bad
-# magics; each disconnects mid-stream.  Meanwhile one client keeps
+# magics, large reads whose replies they never read (then NBD_CMD_DISC, or
+# the end of their input); each disconnects mid-stream.  Meanwhile one client keeps
 # writing zone 2 sequentially and reads it back.
 py "$dev_sock" "$uri" <<'EOF'
 import nbd, os, random, socket, struct, sys, threading
@@ -263,7 +264,7 @@ def hostile(i):
     s.settimeout(5)
     try:
         s.recv(18)
-        kind = i % 8
+        kind = i % 10
         opt = lambda o, d: struct.pack(">QII", 0x49484156454F5054, o, len(d)) + d
         go = opt(7, struct.pack(">I", 0) + struct.pack(">H", 0))
         if kind == 0:
@@ -290,6 +291,18 @@ def hostile(i):
             s.sendall(opt(6, struct.pack(">I", 0xFFFFFFFF) + b"abc"))
         elif kind == 6:
             s.sendall(struct.pack(">I", 0xFFFFFFFF))
+        elif kind == 8:
+            # Large reads never read, then NBD_CMD_DISC and gone.
+            s.sendall(struct.pack(">I", 3) + go)
+            s.sendall(b"".join(struct.pack(">IHHQQI", 0x25609513, 0, 0, n, 0,
+                                           4 << 20) for n in range(50))
+                      + struct.pack(">IHHQQI", 0x25609513, 0, 2, 0, 0, 0))
+        elif kind == 9:
+            # Reads, then the end of its input without NBD_CMD_DISC.
+            s.sendall(struct.pack(">I", 3) + go)
+            s.sendall(b"".join(struct.pack(">IHHQQI", 0x25609513, 0, 0, n, 0,
+                                           1 << 20) for n in range(20)))
+            s.shutdown(socket.SHUT_WR)
         else:
             s.sendall(struct.pack(">I", 3) + go)
             for n in range(200):
@@ -456,11 +469,12 @@ assert t["completed"] == sum(x["completed"] for x in q), i
 assert t["peak"] == 2 and t["waited"] > 0, t
 assert i0["tags"]["completed"] == 0, i0["tags"]
 PY
-# Of the departed client's 4 requests, the 2 that got tags complete and
-# free them; the 2 still waiting for a tag went with the connection.
+# The departed client's 4 requests all complete, the 2 that waited for a
+# tag too: libnbd sent NBD_CMD_DISC after them, and the server handles
+# every outstanding request before it closes (issue 15).
 tries=0
 until "$zn" info --json "$uri1" >"$tmpdir/info1.json" &&
-      /usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["tags"]; sys.exit(not (t["in_use"] == 0 and t["completed"] == 18))' "$tmpdir/info1.json"; do
+      /usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["tags"]; sys.exit(not (t["in_use"] == 0 and t["completed"] == 20))' "$tmpdir/info1.json"; do
   tries=$((tries + 1))
   [ "$tries" -le 100 ] || fail "tags not returned: $(cat "$tmpdir/info1.json")"
   sleep 0.1
