@@ -486,14 +486,33 @@ conn_free (struct ev_loop *loop, struct conn *c)
 
 /* Whether requests the client sent are still to be carried out: parked
  * writes, held replies, or received requests that wait for a tag, the
- * mbps budget or room for their replies.  A client may leave right after
- * its last requests (with NBD_CMD_DISC or without); they are carried out
- * all the same, as nbdkit's threads finish theirs.
+ * mbps budget or room for their replies.  A client may end its input
+ * right after its last requests (with NBD_CMD_DISC or without); they are
+ * carried out all the same, as nbdkit's threads finish theirs.
  */
 static bool
 conn_outstanding (const struct conn *c)
 {
   return c->pending || c->held > 0 || (c->d && c->in_len > 0 && !c->closing);
+}
+
+/* The client can take no more replies.  Requests not started yet are
+ * dropped, as nbdkit stops reading a dead connection; those in flight
+ * (parked writes, held replies) still complete, their replies dropped.
+ * False when the connection was freed.
+ */
+static bool
+conn_lost (struct ev_loop *loop, struct conn *c)
+{
+  c->gone = c->eof = c->closing = true;
+  c->in_len = 0;
+  wait_remove (c);
+  throttle_remove (c);
+  blocked_remove (c);
+  if (c->pending || c->held > 0)
+    return true;
+  conn_free (loop, c);
+  return false;
 }
 
 /* After the client's end of input: no more requests once nothing waits. */
@@ -522,12 +541,8 @@ conn_send (struct ev_loop *loop, struct conn *c)
       continue;
     if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
       break;
-    if (!conn_outstanding (c)) {
-      conn_free (loop, c);
+    if (!conn_lost (loop, c))
       return false;
-    }
-    c->gone = c->eof = true;
-    conn_check_end (c);
   }
   if (c->gone)
     sent = ready;
@@ -818,13 +833,16 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
   n = recv (c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
   if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return;
-  if (n <= 0) {
-    if (!conn_outstanding (c)) {
-      conn_free (loop, c);
-      return;
-    }
+  if (n < 0) {
+    conn_lost (loop, c);
+    return;
+  }
+  if (n == 0 && !conn_outstanding (c)) {
+    conn_free (loop, c);
+    return;
+  }
+  if (n == 0) {
     c->eof = true;
-    c->gone = n < 0;
     conn_check_end (c);
     conn_flush (loop, c);
     pipeline_retry (loop);
