@@ -10,8 +10,12 @@
 #   as a parked write does, and changes nothing;
 # - reads waiting for the one tag, each held completion_nsec
 #   (irqmode=2), and reads over the mbps budget are all answered.
-# Against zonednull-server and nbdkit with the plugin (nbdkit handles
-# DISC itself; its threads finish the requests they hold).
+# Against zonednull-server and nbdkit with the plugin.  nbdkit handles
+# DISC itself: its threads finish the requests they are carrying out and
+# send their replies, but a request read by one thread and not started
+# yet when another takes NBD_CMD_DISC is refused with ESHUTDOWN (nbdkit
+# 1.32), so there a reply may also be ESHUTDOWN, with nothing applied;
+# every request still gets its reply.
 . "$(dirname "$0")/lib.sh"
 
 need_nbdsh
@@ -53,6 +57,10 @@ def request(typ, cookie, off, n, data=b""):
 
 DISC = request(2, 0, 0, 0)
 
+def results(target):
+    """The results a request that would have succeeded may have."""
+    return (0,) if target == "server" else (0, 108)
+
 def replies(s, reads):
     """Replies until the server closes: {cookie: errno}; reads maps the
     cookies of reads to their lengths."""
@@ -77,12 +85,12 @@ for target in server nbdkit; do
   # Parked writes: the wait is long enough for the other connection.
   start_server "park-$target" size=8 zone_size=1 memory_backed=1 \
     pipeline_zoned_writes=1 pipeline_wait_ms=60000
-  /usr/bin/python3 - "$sock" "$uri" "$tmpdir" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+  /usr/bin/python3 - "$sock" "$uri" "$tmpdir" "$target" >"$tmpdir/py.out" 2>&1 <<'PY' ||
 import socket, sys, time
 sys.path.insert(0, sys.argv[3])
 import nbd
 from raw import *
-path, uri = sys.argv[1:3]
+path, uri, _, target = sys.argv[1:]
 MiB = 1 << 20
 s = connect(path)
 # Zone 1's write pointer is at its start: this write waits for it.
@@ -95,8 +103,8 @@ h = nbd.NBD()
 h.connect_uri(uri)
 h.pwrite(b"\x11" * 4096, MiB)
 got = replies(s, {})
-assert got == {7: 0}, got
-assert h.pread(8192, MiB) == b"\x11" * 4096 + b"\x77" * 4096
+assert list(got) == [7] and got[7] in results(target), got
+assert h.pread(8192, MiB) == b"\x11" * 4096 + (b"\x77" if got[7] == 0 else b"\xff") * 4096
 h.shutdown()
 PY
   fail "$target: parked write applied after DISC: $(cat "$tmpdir/py.out")"
@@ -104,17 +112,18 @@ PY
 
   start_server "parkfail-$target" size=8 zone_size=1 memory_backed=1 \
     pipeline_zoned_writes=1 pipeline_wait_ms=300
-  /usr/bin/python3 - "$sock" "$uri" "$tmpdir" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+  /usr/bin/python3 - "$sock" "$uri" "$tmpdir" "$target" >"$tmpdir/py.out" 2>&1 <<'PY' ||
 import socket, sys
 sys.path.insert(0, sys.argv[3])
 import nbd
 from raw import *
-path, uri = sys.argv[1:3]
+path, uri, _, target = sys.argv[1:]
 MiB = 1 << 20
 s = connect(path)
 s.sendall(request(1, 8, MiB + 4096, 4096, b"\x88" * 4096) + DISC)
 got = replies(s, {})
-assert got == {8: 5}, got      # EIO, as when a parked write gives up
+# EIO, as when a parked write gives up
+assert list(got) == [8] and got[8] in (5,) + results(target)[1:], got
 h = nbd.NBD()
 h.connect_uri(uri)
 assert h.pread(4096, MiB + 4096) == b"\xff" * 4096    # past the wp
@@ -127,7 +136,7 @@ PY
   # flight and three wait for the tag.
   start_server "tags-$target" size=8 zone_size=1 irqmode=2 \
     completion_nsec=100000000 hw_queue_depth=1
-  /usr/bin/python3 - "$sock" "$tmpdir" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+  /usr/bin/python3 - "$sock" "$tmpdir" "$target" >"$tmpdir/py.out" 2>&1 <<'PY' ||
 import socket, sys
 sys.path.insert(0, sys.argv[2])
 from raw import *
@@ -135,14 +144,15 @@ s = connect(sys.argv[1])
 s.sendall(b"".join(request(0, k, 0, 4096) for k in range(1, 5)) + DISC)
 s.shutdown(socket.SHUT_WR)
 got = replies(s, {k: 4096 for k in range(1, 5)})
-assert got == {1: 0, 2: 0, 3: 0, 4: 0}, got
+assert sorted(got) == [1, 2, 3, 4], got
+assert all(e in results(sys.argv[3]) for e in got.values()), got
 PY
   fail "$target: tags and timed completions at DISC: $(cat "$tmpdir/py.out")"
   stop_server "$pid"
 
   # mbps=1: 1.5 MiB of reads take over a second of budget.
   start_server "mbps-$target" size=8 zone_size=1 mbps=1
-  /usr/bin/python3 - "$sock" "$tmpdir" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+  /usr/bin/python3 - "$sock" "$tmpdir" "$target" >"$tmpdir/py.out" 2>&1 <<'PY' ||
 import socket, sys
 sys.path.insert(0, sys.argv[2])
 from raw import *
@@ -150,7 +160,8 @@ s = connect(sys.argv[1])
 s.sendall(b"".join(request(0, k, 0, 512 << 10) for k in range(1, 4)) + DISC)
 s.shutdown(socket.SHUT_WR)
 got = replies(s, {k: 512 << 10 for k in range(1, 4)})
-assert got == {1: 0, 2: 0, 3: 0}, got
+assert sorted(got) == [1, 2, 3], got
+assert all(e in results(sys.argv[3]) for e in got.values()), got
 PY
   fail "$target: reads over the mbps budget at DISC: $(cat "$tmpdir/py.out")"
   stop_server "$pid"
