@@ -1059,6 +1059,11 @@ parse_port (const char *arg)
   return 0;
 }
 
+/* Long options without a short one. */
+enum {
+  OPT_TLS = 256, OPT_TLS_PSK, OPT_TLS_CERTIFICATES, OPT_TLS_VERIFY_PEER,
+};
+
 /* --tls: nbdkit's three words. */
 static int
 parse_tls (const char *arg)
@@ -1116,10 +1121,10 @@ main (int argc, char **argv)
     { "verbose", no_argument, NULL, 'v' },
     { "exit-with-parent", no_argument, NULL, 'E' },
     { "busy-poll", required_argument, NULL, 'B' },
-    { "tls", required_argument, NULL, 'T' },
-    { "tls-psk", required_argument, NULL, 'K' },
-    { "tls-certificates", required_argument, NULL, 'C' },
-    { "tls-verify-peer", no_argument, NULL, 'W' },
+    { "tls", required_argument, NULL, OPT_TLS },
+    { "tls-psk", required_argument, NULL, OPT_TLS_PSK },
+    { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
+    { "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY_PEER },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -1150,13 +1155,13 @@ main (int argc, char **argv)
       if (parse_busy_poll (optarg) == -1)
         return 2;
       break;
-    case 'T':
+    case OPT_TLS:
       if (parse_tls (optarg) == -1)
         return 2;
       break;
-    case 'K': tls_settings.pskfile = optarg; break;
-    case 'C': tls_settings.certdir = optarg; break;
-    case 'W': tls_settings.verify_peer = true; break;
+    case OPT_TLS_PSK: tls_settings.pskfile = optarg; break;
+    case OPT_TLS_CERTIFICATES: tls_settings.certdir = optarg; break;
+    case OPT_TLS_VERIFY_PEER: tls_settings.verify_peer = true; break;
     case 'h': usage (stdout); return EXIT_SUCCESS;
     case 'V': printf ("zonednull-server %s\n", PACKAGE_VERSION); return EXIT_SUCCESS;
     default: usage (stderr); return 2;
