@@ -37,9 +37,15 @@ static bool initialized;        /* gnutls_global_init was called */
 struct tls_conn {
   gnutls_session_t s;
   int fd;
-  const unsigned char *early;   /* read before the handshake began */
-  size_t early_len;
-  unsigned char *early_copy;
+  /* Bytes from the socket not yet taken by GnuTLS: first those read
+   * before the handshake began, then one recv's worth at a time, so that
+   * a batch of small records (libnbd sends a record per request) costs
+   * one system call instead of two per record.
+   */
+  unsigned char *raw;
+  size_t raw_pos, raw_len, raw_cap;
+  bool ended;                   /* the client closed behind its data */
+  int failure;                  /* a record failed behind its data */
   char error[256];
   char peer[160];
 };
@@ -305,22 +311,29 @@ tls_deinit (void)
   initialized = false;
 }
 
-/* ---- transport: the early bytes first, then the socket ------------------ */
+/* ---- transport: through the raw buffer ----------------------------------- */
+
+#define RAW_SIZE (64 * 1024)
 
 static ssize_t
 pull (gnutls_transport_ptr_t p, void *buf, size_t len)
 {
   struct tls_conn *t = p;
-  ssize_t n;
+  size_t n;
 
-  if (t->early_len > 0) {
-    n = (ssize_t) (len < t->early_len ? len : t->early_len);
-    memcpy (buf, t->early, (size_t) n);
-    t->early += n;
-    t->early_len -= (size_t) n;
-    return n;
+  if (t->raw_len == 0) {
+    ssize_t r = recv (t->fd, t->raw, t->raw_cap, 0);
+
+    if (r <= 0)
+      return r;
+    t->raw_pos = 0;
+    t->raw_len = (size_t) r;
   }
-  return recv (t->fd, buf, len, 0);
+  n = len < t->raw_len ? len : t->raw_len;
+  memcpy (buf, t->raw + t->raw_pos, n);
+  t->raw_pos += n;
+  t->raw_len -= n;
+  return (ssize_t) n;
 }
 
 static int
@@ -329,7 +342,7 @@ pull_timeout (gnutls_transport_ptr_t p, unsigned ms)
   struct tls_conn *t = p;
   struct pollfd pfd = { .fd = t->fd, .events = POLLIN };
 
-  if (t->early_len > 0)
+  if (t->raw_len > 0)
     return 1;
   return poll (&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int) ms);
 }
@@ -350,17 +363,17 @@ tls_conn_new (int fd, const void *early, size_t len)
 
   if (t == NULL)
     return NULL;
-  if (len > 0 && (t->early_copy = malloc (len)) == NULL) {
+  t->raw_cap = len > RAW_SIZE ? len : RAW_SIZE;
+  if ((t->raw = malloc (t->raw_cap)) == NULL) {
     free (t);
     return NULL;
   }
   if (len > 0)
-    memcpy (t->early_copy, early, len);
-  t->early = t->early_copy;
-  t->early_len = len;
+    memcpy (t->raw, early, len);
+  t->raw_len = len;
   t->fd = fd;
   if (gnutls_init (&s, GNUTLS_SERVER | GNUTLS_NONBLOCK) < 0) {
-    free (t->early_copy);
+    free (t->raw);
     free (t);
     return NULL;
   }
@@ -397,7 +410,7 @@ tls_conn_free (struct tls_conn *t)
   /* One try at close_notify; a client that is not reading loses it. */
   gnutls_bye (t->s, GNUTLS_SHUT_WR);
   gnutls_deinit (t->s);
-  free (t->early_copy);
+  free (t->raw);
   free (t);
 }
 
@@ -475,27 +488,48 @@ tls_wants_write (const struct tls_conn *t)
   return gnutls_record_get_direction (t->s) == 1;
 }
 
+/* One record at a time would cost the event loop a turn, and the client
+ * a reply batch, per request: libnbd sends each request as a record of
+ * its own.  So every record that has arrived is taken; an end or an error
+ * met after some data is kept for the next call.
+ */
 ssize_t
 tls_recv (struct tls_conn *t, void *buf, size_t len)
 {
-  for (;;) {
-    ssize_t r = gnutls_record_recv (t->s, buf, len);
+  size_t got = 0;
 
-    if (r >= 0)
-      return r;
+  while (got < len) {
+    ssize_t r = t->ended ? 0 : gnutls_record_recv (t->s, (char *) buf + got,
+                                                   len - got);
+
+    if (r > 0) {
+      got += (size_t) r;
+      continue;
+    }
+    if (r == GNUTLS_E_INTERRUPTED
+        || (r < 0 && r != GNUTLS_E_AGAIN && r != GNUTLS_E_PREMATURE_TERMINATION
+            && !gnutls_error_is_fatal ((int) r)))
+      continue;
+    if (got > 0) {
+      t->ended = r == 0 || r == GNUTLS_E_PREMATURE_TERMINATION;
+      if (r < 0 && r != GNUTLS_E_AGAIN && !t->ended)
+        t->failure = (int) r;
+      break;
+    }
+    if (t->failure)
+      r = t->failure;
+    if (r == 0 || r == GNUTLS_E_PREMATURE_TERMINATION)
+      return 0;               /* a client that closes without close_notify
+                                 has simply gone */
     if (r == GNUTLS_E_AGAIN) {
       errno = EAGAIN;
       return -1;
     }
-    /* A client that closes without close_notify has simply gone. */
-    if (r == GNUTLS_E_PREMATURE_TERMINATION)
-      return 0;
-    if (!gnutls_error_is_fatal ((int) r))
-      continue;
     say (t->error, sizeof t->error, "TLS: %s", gnutls_strerror ((int) r));
     errno = EPROTO;
     return -1;
   }
+  return (ssize_t) got;
 }
 
 ssize_t
@@ -524,7 +558,7 @@ tls_send (struct tls_conn *t, const void *buf, size_t len)
 bool
 tls_pending (const struct tls_conn *t)
 {
-  return gnutls_record_check_pending (t->s) > 0;
+  return gnutls_record_check_pending (t->s) > 0 || t->raw_len > 0;
 }
 
 const char *

@@ -47,7 +47,9 @@ bool tls_wants_write (const struct tls_conn *t);
 ssize_t tls_recv (struct tls_conn *t, void *buf, size_t len);
 ssize_t tls_send (struct tls_conn *t, const void *buf, size_t len);
 
-/* Decrypted bytes held inside GnuTLS that no socket event will announce. */
+/* Bytes held inside (decrypted) or beneath GnuTLS (read from the socket,
+ * not yet decrypted) that no socket event will announce.
+ */
 bool tls_pending (const struct tls_conn *t);
 
 const char *tls_error (const struct tls_conn *t);
