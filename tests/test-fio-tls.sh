@@ -10,7 +10,12 @@ psktool -u fio -p "$tmpdir/keys.psk" >/dev/null || fail "psktool"
 : "${ZONEDNULL_SERVER:=${ZONEDNULL_BUILDDIR:-.}/server/zonednull-server}"
 
 geometry="size=64 zone_size=4 zone_nr_conv=2 zone_max_open=4 memory_backed=1"
-for target in server nbdkit; do
+# nbdkit with TLS and the sanitizer runtimes preloaded hangs at exit
+# (see tests/test-replay-nbd-tls.sh): the sanitizer build runs the engine
+# against zonednull-server only.
+targets="server nbdkit"
+[ -z "${ZONEDNULL_PRELOAD:-}" ] || targets=server
+for target in $targets; do
   tls="--tls=require --tls-psk=$tmpdir/keys.psk"
   if [ "$target" = server ]; then
     ZONEDNULL_TARGET=server

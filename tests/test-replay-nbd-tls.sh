@@ -10,6 +10,11 @@ srcdir=${ZONEDNULL_SRCDIR:-$(dirname "$0")/..}
 replay=${ZONEDNULL_BUILDDIR:-.}/tests/replay
 [ -x "$replay" ] || fail "no replay at $replay"
 command -v psktool >/dev/null || skip "psktool is not installed (gnutls-bin)"
+# nbdkit with TLS and the sanitizer runtimes preloaded hangs at exit
+# (p11-kit's destructor waits in freelocale for glibc's locale lock), so
+# the sanitizer build leaves this to the plain one; its replay over
+# zonednull-server with TLS is in tests/test-server-tls.sh.
+[ -z "${ZONEDNULL_PRELOAD:-}" ] || skip "nbdkit --tls under the preloaded sanitizers hangs at exit; run by the plain build"
 psktool -u replay -p "$tmpdir/keys.psk" >/dev/null || fail "psktool"
 
 mkdir "$tmpdir/servers" || fail "mkdir $tmpdir/servers"
