@@ -407,8 +407,11 @@ tls_conn_free (struct tls_conn *t)
 {
   if (t == NULL)
     return;
-  /* One try at close_notify; a client that is not reading loses it. */
-  gnutls_bye (t->s, GNUTLS_SHUT_WR);
+  /* One try at close_notify once there is a session to close; a client
+   * that is not reading loses it.
+   */
+  if (t->peer[0])
+    gnutls_bye (t->s, GNUTLS_SHUT_WR);
   gnutls_deinit (t->s);
   free (t->raw);
   free (t);

@@ -362,6 +362,46 @@ assert h.pread(8192, 3 * (2 << 20) + 8192) == b"\x01" * 8192
 EOF
 kill -0 "$psk_pid" || fail "the server died under hostile TLS clients"
 
+# ---- a handshake that stalls inside TLS is cut off by --timeout ------------
+
+# Two clients stop in the TLS handshake, one right after the STARTTLS
+# reply, one halfway through a ClientHello; --timeout (from accept to the
+# transmission phase) closes both while a TLS client is served beside them.
+start_native stall --tls=require --tls-psk=keys.psk --timeout=1 -v size=16 zone_size=2
+py "$sock" "nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/keys.psk" <<'EOF'
+import nbd, socket, struct, sys, time
+path, uri = sys.argv[1], sys.argv[2]
+hello = bytes.fromhex("16030100c4010000c00303") + bytes(32)
+stalled = []
+for part in (b"", hello):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.recv(18)
+    s.sendall(struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 5, 0))
+    r = b""
+    while len(r) < 20:
+        r += s.recv(20 - len(r))
+    s.sendall(part)
+    stalled.append(s)
+h = nbd.NBD()
+h.set_uri_allow_local_file(True)
+h.connect_uri(uri)
+assert h.get_tls_negotiated()
+time.sleep(1.5)                  # past --timeout: the server must keep it
+assert h.pread(4096, 0) == bytes(4096)
+for s in stalled:
+    s.settimeout(60)             # cut off after 1 s; 60 leaves room for load
+    try:
+        while s.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+h.shutdown()
+EOF
+[ "$(grep -c 'handshake not finished within 1 s (--timeout)' "$tmpdir/stall.log")" -eq 2 ] ||
+  fail "stalled TLS handshakes: $(cat "$tmpdir/stall.log")"
+stop_server "$pid"
+
 # ---- the golden traces over TLS ----------------------------------------------
 
 count=0
