@@ -1,7 +1,8 @@
 #!/bin/sh
 # zonednull-server's handshake timeout (issue 15): a client that connects
-# and sends nothing, one that stops in the middle of an option and one
-# that stops between options are disconnected once --timeout has passed
+# and sends nothing, one that stops in the middle of an option, one
+# that stops between options and ones that stop in the TLS handshake
+# (with psktool) are disconnected once --timeout has passed
 # (the log says so with -v), while a client in the transmission phase is
 # not; and with few descriptors, stalled clients no longer keep a new
 # one from getting its greeting.  The assertions are that the disconnect
@@ -73,6 +74,43 @@ PY
 n=$(grep -c 'handshake not finished within 1 s (--timeout), closed' "$tmpdir/stall.log")
 [ "$n" -eq 3 ] || fail "expected 3 cut-offs in the log: $(cat "$tmpdir/stall.log")"
 stop_server "$pid"
+
+# The TLS handshake is part of the handshake: a client that stops after
+# NBD_OPT_STARTTLS's reply, or halfway through the TLS handshake (its
+# ClientHello cut short), is cut off too.
+if command -v psktool >/dev/null; then
+  psktool -u alice -p "$tmpdir/keys.psk" >/dev/null 2>&1 || fail "psktool"
+  start_server tls -v --timeout=1 --tls=require --tls-psk="$tmpdir/keys.psk" \
+    size=8 zone_size=1
+  /usr/bin/python3 - "$sock" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+import socket, struct, sys
+IHAVEOPT = 0x49484156454F5054
+def until_eof(s, what):
+    s.settimeout(60)
+    try:
+        while s.recv(65536):
+            pass
+    except socket.timeout:
+        raise SystemExit("%s: still open after 60 s" % what)
+hello = struct.pack(">I", 3) + struct.pack(">QII", IHAVEOPT, 5, 0)
+for what, more in (("after STARTTLS", b""),
+                   ("mid TLS handshake", bytes.fromhex("16030100c8010000c40303") + b"\0" * 20)):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.sendall(hello)
+    s.settimeout(60)
+    got = b""
+    while len(got) < 18 + 20:
+        got += s.recv(38 - len(got))
+    assert struct.unpack(">I", got[18 + 12:18 + 16])[0] == 1, got   # ACK
+    s.sendall(more)
+    until_eof(s, what)
+PY
+    fail "TLS: $(cat "$tmpdir/py.out")"
+  n=$(grep -c 'handshake not finished within 1 s (--timeout), closed' "$tmpdir/tls.log")
+  [ "$n" -eq 2 ] || fail "expected 2 TLS cut-offs in the log: $(cat "$tmpdir/tls.log")"
+  stop_server "$pid"
+fi
 
 # --timeout=0: no limit; the stalled client is still connected after
 # three times the default of a timed server above.
