@@ -26,7 +26,8 @@ done
 "$srv" --help | grep -q -- '--timeout S' || fail "--help lacks --timeout"
 
 ZONEDNULL_TARGET=server
-start_server stall -v --timeout=1 size=8 zone_size=1
+# 3 s: room for the well-behaved client's handshake on a loaded machine.
+start_server stall -v --timeout=3 size=8 zone_size=1
 /usr/bin/python3 - "$sock" "$uri" >"$tmpdir/py.out" 2>&1 <<'PY' ||
 import socket, struct, sys, time
 import nbd
@@ -66,12 +67,12 @@ for s, what in ((silent, "silent client"), (mid_option, "client stopped mid-opti
                 (between, "client stopped between options")):
     got = until_eof(s, what)
     assert got[:16] == struct.pack(">QQ", 0x4e42444d41474943, IHAVEOPT), (what, got[:18])
-time.sleep(2)
+time.sleep(4)
 assert h.pread(4096, 0) == bytes(4096)
 h.shutdown()
 PY
   fail "$(cat "$tmpdir/py.out")"
-n=$(grep -c 'handshake not finished within 1 s (--timeout), closed' "$tmpdir/stall.log")
+n=$(grep -c 'handshake not finished within 3 s (--timeout), closed' "$tmpdir/stall.log")
 [ "$n" -eq 3 ] || fail "expected 3 cut-offs in the log: $(cat "$tmpdir/stall.log")"
 stop_server "$pid"
 
@@ -112,8 +113,8 @@ PY
   stop_server "$pid"
 fi
 
-# --timeout=0: no limit; the stalled client is still connected after
-# three times the default of a timed server above.
+# --timeout=0: no limit; the stalled client is still connected 3 s
+# later.
 start_server notimeout --timeout=0 size=8 zone_size=1
 /usr/bin/python3 - "$sock" >"$tmpdir/py.out" 2>&1 <<'PY' ||
 import socket, sys
@@ -138,7 +139,7 @@ stop_server "$pid"
 # new client still gets its greeting and is served once they are cut off.
 name=fdlimit sock=$tmpdir/fdlimit.sock pidfile=$tmpdir/fdlimit.pid
 rm -f "$pidfile"
-prlimit --nofile=32 "$srv" -f --exit-with-parent --timeout=1 -U "$sock" \
+prlimit --nofile=32 "$srv" -f --exit-with-parent --timeout=2 -U "$sock" \
   -P "$pidfile" size=8 zone_size=1 </dev/null 2>"$tmpdir/fdlimit.log" &
 pid=$!
 await_server "zonednull-server with 32 descriptors"
@@ -153,10 +154,17 @@ for _ in range(40):
     held.append(s)
 result = []
 def good():
-    h = nbd.NBD()
-    h.connect_uri(uri)
-    result.append(h.pread(4096, 0))
-    h.shutdown()
+    # A handshake slower than the timeout on a loaded machine is cut off
+    # too; then a new client tries again.
+    for _ in range(10):
+        try:
+            h = nbd.NBD()
+            h.connect_uri(uri)
+            result.append(h.pread(4096, 0))
+            h.shutdown()
+            return
+        except nbd.Error as e:
+            print("retrying after:", e)
 t = threading.Thread(target=good, daemon=True)
 t.start()
 t.join(120)
