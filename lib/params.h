@@ -44,4 +44,8 @@ int params_check (struct zn_params *p, char *err, size_t errlen);
 int params_apply (const struct zn_params *p, struct zn_dev *dev,
                   char *err, size_t errlen);
 
+/* One badblocks setting; -1 with a message for a bad spec or a full table. */
+int params_apply_badblocks (struct zn_dev *dev, const char *spec,
+                            char *err, size_t errlen);
+
 #endif

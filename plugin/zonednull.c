@@ -21,6 +21,7 @@
 #include "zonednull/control.h"
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
+#include "params.h"
 
 /* Every zone table update happens under the model's own locks; see
  * zonednull_thread_model for when requests still run one at a time.
@@ -48,13 +49,10 @@ static size_t nr_badblocks_settings;
 /* Devices nullb0 ... nullb<nr_devices-1>, as null_blk's module creates. */
 static uint32_t nr_devices = 1;
 
-/* zone_readonly / zone_offline settings, kept in command line order
- * because each one toggles, as a write to the configfs attribute does.
+/* zone_readonly / zone_offline settings (struct cond_setting, params.h),
+ * kept in command line order because each one toggles, as a write to the
+ * configfs attribute does.
  */
-struct cond_setting {
-  bool offline;
-  uint64_t sector;
-};
 static struct cond_setting *cond_settings;
 static size_t nr_cond_settings;
 
@@ -412,10 +410,9 @@ create_device (struct device *d, uint32_t index)
     if (apply_cond_setting (d, &cond_settings[i]) == -1)
       return -1;
   for (size_t i = 0; i < nr_badblocks_settings; i++)
-    if (zn_badblocks_parse (d->dev, badblocks_settings[i]) < 0) {
-      nbdkit_error ("badblocks=%s: expected +FIRST-LAST to add or "
-                    "-FIRST-LAST to remove an inclusive range of 512-byte "
-                    "sectors, with FIRST <= LAST", badblocks_settings[i]);
+    if (params_apply_badblocks (d->dev, badblocks_settings[i],
+                                err, sizeof err) == -1) {
+      nbdkit_error ("%s", err);
       return -1;
     }
   return 0;

@@ -65,6 +65,15 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
   grep -qF -- "$text" "$tmpdir/err" ||
     fail "zonednull-server $args: message lacks '$text': $(cat "$tmpdir/err")"
 done
+# The kernel's bad block table holds 512 entries (issue 15).
+# shellcheck disable=SC2046
+timeout 20 "$srv" -f -U "$tmpdir/bad.sock" \
+  $(i=0; while [ $i -lt 512 ]; do echo "badblocks=+$((3 * i))-$((3 * i))"; i=$((i + 1)); done) \
+  badblocks=+3000-3000 2>"$tmpdir/err"
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "zonednull-server with 513 bad ranges started"
+grep -qF "badblocks=+3000-3000: the bad block table is full: as the kernel's, it holds 512 entries of at most 512 sectors, and the settings before this one take 512" \
+  "$tmpdir/err" || fail "513 bad ranges: $(cat "$tmpdir/err")"
 for bad in 5x -1 1000001 ''; do
   if "$srv" -f -U "$tmpdir/bad.sock" --busy-poll="$bad" 2>"$tmpdir/err"; then
     fail "zonednull-server --busy-poll='$bad' started"

@@ -226,13 +226,19 @@ void zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
  * 512-byte sectors.  A read or write part that overlaps one fails with
  * -EIO and transfers nothing; a zoned write has already opened its zone
  * when the check runs (6.1), but its wp does not move.  Set and clear
- * merge and split ranges; first > last is -EINVAL.
+ * merge and split ranges; first > last is -EINVAL.  The table is the
+ * kernel's struct badblocks: at most ZN_BADBLOCKS_MAX entries of at most
+ * ZN_BADBLOCKS_MAX_LEN sectors.  A set that does not fit fails with
+ * -ENOSPC and keeps the part it added, as the kernel's; a clear that can
+ * only split an entry of a full table is -ENOSPC too.
  */
+#define ZN_BADBLOCKS_MAX 512        /* PAGE_SIZE / 8 with 4 KiB pages */
+#define ZN_BADBLOCKS_MAX_LEN 512    /* sectors in one entry */
 int zn_badblocks_set (struct zn_dev *dev, uint64_t first, uint64_t last);
 int zn_badblocks_clear (struct zn_dev *dev, uint64_t first, uint64_t last);
 /* "+A-B" sets, "-A-B" clears; anything else is -EINVAL. */
 int zn_badblocks_parse (struct zn_dev *dev, const char *spec);
-/* Copies up to max ranges; returns how many there are. */
+/* Copies up to max entries; returns how many there are. */
 size_t zn_badblocks_list (struct zn_dev *dev, uint64_t *first, uint64_t *last,
                           size_t max);
 
