@@ -21,6 +21,19 @@ rejects () {
   fi
 }
 
+# The table of bad numeric values shared with zonednull-server
+# (tests/bad-values.sh): the same message from both front ends.
+bad_value () {
+  if run_nbdkit -U - "$ZONEDNULL_PLUGIN" "$1" --run true \
+       >"$tmpdir/out" 2>&1; then
+    fail "nbdkit accepted '$1'"
+  fi
+  grep -qF -- "error: $2" "$tmpdir/out" ||
+    fail "'$1': message lacks '$2': $(cat "$tmpdir/out")"
+}
+# shellcheck source=tests/bad-values.sh
+. "$(dirname "$0")/bad-values.sh"
+
 # expect_size BYTES KEY=VALUE...
 expect_size () {
   want=$1

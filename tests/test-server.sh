@@ -65,6 +65,19 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
   grep -qF -- "$text" "$tmpdir/err" ||
     fail "zonednull-server $args: message lacks '$text': $(cat "$tmpdir/err")"
 done
+# The table of bad numeric values shared with the plugin
+# (tests/bad-values.sh): the same message from both front ends.
+bad_value () {
+  timeout 20 "$srv" -f -U "$tmpdir/bad.sock" "$1" 2>"$tmpdir/err"
+  rc=$?
+  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+    fail "zonednull-server '$1' started"
+  fi
+  grep -qF -- "zonednull-server: $2" "$tmpdir/err" ||
+    fail "zonednull-server '$1': message lacks '$2': $(cat "$tmpdir/err")"
+}
+# shellcheck source=tests/bad-values.sh
+. "$(dirname "$0")/bad-values.sh"
 # The kernel's bad block table holds 512 entries (issue 15).
 # shellcheck disable=SC2046
 timeout 20 "$srv" -f -U "$tmpdir/bad.sock" \
