@@ -4,10 +4,14 @@
 # null_blk in the same VM is traced and replayed against the model and over
 # NBD.  Tier 6.12 (tests/kernel/check-ublk.sh, bookworm-backports): the real
 # null_blk and zonednull-ublk side by side on the same random configurations
-# and traces, then zoned consumers on zonednull-ublk.  See the README.
+# and traces, then zoned consumers on zonednull-ublk.  Tier 7.3
+# (tests/kernel/check-nullblk.sh, trixie-backports): the real null_blk with
+# 7.3's attributes (zone_full, bad ranges with badblocks_once and
+# badblocks_partial_io, ...) traced and replayed against the model and over
+# NBD.  See the README.
 #
 #   make check-kernel [ZN_KERNEL_SEED=N] [ZN_KERNEL_TRACES=N] [ZN_KERNEL_OPS=N]
-#                     [ZN_KERNEL_TIERS="6.1 6.12"]
+#                     [ZN_KERNEL_TIERS="6.1 6.12"]   (7.3 too: "6.1 6.12 7.3")
 
 # Downloads (the kernel packages) and the base initramfs, kept between runs.
 ZN_KERNEL_CACHE ?= $(abs_top_srcdir)/.cache/kernel
@@ -36,7 +40,8 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT)
 	  case $$tier in \
 	    6.1) script=check-kernel.sh work=run keep=failed ;; \
 	    6.12) script=check-ublk.sh work=run-6.12 keep=failed-6.12 ;; \
-	    *) echo "check-kernel: unknown tier '$$tier' (ZN_KERNEL_TIERS: 6.1 6.12)"; rc=1; continue ;; \
+	    7.3) script=check-nullblk.sh work=run-7.3 keep=failed-7.3 ;; \
+	    *) echo "check-kernel: unknown tier '$$tier' (ZN_KERNEL_TIERS: 6.1 6.12 7.3)"; rc=1; continue ;; \
 	  esac; \
 	  echo "check-kernel: ---- tier $$tier ($$script)"; \
 	  ZONEDNULL_PLUGIN='$(abs_builddir)/plugin/.libs/nbdkit-zonednull-plugin.so' \
@@ -65,6 +70,8 @@ EXTRA_DIST += \
 	tests/kernel/local.mk \
 	tests/kernel/check-kernel.sh \
 	tests/kernel/check-ublk.sh \
+	tests/kernel/check-nullblk.sh \
+	tests/kernel/replay-traces.sh \
 	tests/kernel/draw.sh \
 	tests/kernel/prepare.sh \
 	tests/kernel/init \

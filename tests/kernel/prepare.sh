@@ -4,7 +4,9 @@
 # (git-ignored).
 #
 #   CACHE/<pkg>.deb             Debian's kernel image package (apt-get download,
-#                               never installed)
+#                               never installed); from 7.x also the
+#                               linux-base-, linux-binary- and linux-modules-
+#                               packages it depends on, which hold the files
 #   CACHE/<kver>/vmlinux        the ELF kernel, for qemu's fast PVH boot
 #   CACHE/<kver>/base.cpio      busybox, nbd-client, util-linux tools with their
 #                               libraries, the needed modules, /init
@@ -94,25 +96,49 @@ if [ -z "$pkg" ]; then
 fi
 kver=${pkg#linux-image-}
 
-deb=$(ls "$cache/${pkg}"_*.deb 2>/dev/null | head -n 1 || true)
-if [ -z "$deb" ]; then
-  echo "check-kernel: downloading $pkg $where (apt-get download, not installed)"
-  # apt warns when _apt cannot write the folder; only a failure matters.
-  # Stale package lists may name a version the archive dropped: update once.
-  (cd "$cache" && apt_q apt-get download -q "$pkg" >"$cache/download.log" 2>&1) ||
-    { apt_update
-      (cd "$cache" && apt_q apt-get download -q "$pkg" >"$cache/download.log" 2>&1); } ||
-    { cat "$cache/download.log" >&2; die "apt-get download $pkg failed"; }
-  deb=$(ls "$cache/${pkg}"_*.deb | head -n 1)
-fi
+# deb_of PKG: the cached .deb of PKG, downloaded first when missing.
+deb_of () {
+  deb=$(ls "$cache/${1}"_*.deb 2>/dev/null | head -n 1 || true)
+  if [ -z "$deb" ]; then
+    echo "check-kernel: downloading $1 $where (apt-get download, not installed)" >&2
+    # apt warns when _apt cannot write the folder; only a failure matters.
+    # Stale package lists may name a version the archive dropped: update once.
+    (cd "$cache" && apt_q apt-get download -q "$1" >"$cache/download.log" 2>&1) ||
+      { apt_update >&2
+        (cd "$cache" && apt_q apt-get download -q "$1" >"$cache/download.log" 2>&1); } ||
+      { cat "$cache/download.log" >&2; die "apt-get download $1 failed"; }
+    deb=$(ls "$cache/${1}"_*.deb | head -n 1)
+  fi
+  echo "$deb"
+}
+deb=$(deb_of "$pkg") || exit 1
+# From 7.x, linux-image-<kver> holds no files: it depends on linux-base-<kver>
+# (config, modules.builtin), linux-binary-<kver> (the bzImage) and
+# linux-modules-<kver>.  Their names come from the image package's own
+# Depends, so a cached kernel needs no package lists.
+parts=$(dpkg-deb -f "$deb" Depends | tr ',' '\n' |
+          sed -n "s/^ *\(linux-\(base\|binary\|modules\)-[^ ]*\).*/\1/p" |
+          grep -F -- "-$kver" || true)
+debs=$deb
+for part in $parts; do
+  debs="$debs $(deb_of "$part")" || exit 1
+done
 
 kdir=$cache/$kver
 if [ ! -f "$kdir/vmlinux" ] || [ ! -f "$kdir/modroot/lib/modules/$kver/modules.dep" ]; then
   rm -rf "$kdir.tmp"
   mkdir -p "$kdir.tmp"
-  dpkg -x "$deb" "$kdir.tmp/pkg"
-  bz=$kdir.tmp/pkg/boot/vmlinuz-$kver
-  [ -f "$bz" ] || die "$deb holds no boot/vmlinuz-$kver"
+  for d in $debs; do dpkg -x "$d" "$kdir.tmp/pkg"; done
+  # 6.x: boot/vmlinuz-<kver>, boot/config-<kver>, lib/modules/<kver>;
+  # 7.x: all under usr/lib/modules/<kver> (vmlinuz, config).
+  if [ -d "$kdir.tmp/pkg/usr/lib/modules/$kver" ]; then
+    kmods=$kdir.tmp/pkg/usr/lib/modules/$kver
+    bz=$kmods/vmlinuz kconfig=$kmods/config
+  else
+    kmods=$kdir.tmp/pkg/lib/modules/$kver
+    bz=$kdir.tmp/pkg/boot/vmlinuz-$kver kconfig=$kdir.tmp/pkg/boot/config-$kver
+  fi
+  [ -f "$bz" ] || die "$debs hold no kernel image for $kver"
   # The bzImage wraps a compressed ELF vmlinux: xz in 6.1 (magic
   # FD 37 7A 58 5A 00), zstd in 6.12 (28 B5 2F FD).  Find the magic and
   # decompress from there (both stop at the stream's end and complain
@@ -137,10 +163,11 @@ if [ ! -f "$kdir/vmlinux" ] || [ ! -f "$kdir/modroot/lib/modules/$kver/modules.d
     done
   fi
   [ -n "$found" ] || die "no xz- or zstd-compressed ELF kernel found in $bz"
-  cp "$kdir.tmp/pkg/boot/config-$kver" "$kdir.tmp/config"
+  cp "$kconfig" "$kdir.tmp/config"
   # The package ships no modules.dep (depmod runs at installation).
   mkdir -p "$kdir.tmp/modroot/lib/modules"
-  mv "$kdir.tmp/pkg/lib/modules/$kver" "$kdir.tmp/modroot/lib/modules/$kver"
+  rm -f "$kmods/vmlinuz"
+  mv "$kmods" "$kdir.tmp/modroot/lib/modules/$kver"
   depmod -b "$kdir.tmp/modroot" "$kver"
   rm -rf "$kdir.tmp/pkg" "$kdir"
   mv "$kdir.tmp" "$kdir"

@@ -1,7 +1,7 @@
 /* zntrace: the guest-side tool of the real-kernel tier (static, no libc
  * extras beyond Linux headers).
  *
- *   zntrace trace DEV SEED NOPS
+ *   zntrace trace [--initial] [--bad=FIRST-LAST[,FIRST-LAST...]] DEV SEED NOPS
  *       Runs a random sequence of zone operations and I/O on the zoned
  *       block device DEV (the real null_blk) and prints the trace from the
  *       "# zonetrace v1" header line on, in the format of
@@ -9,6 +9,14 @@
  *       there ("How the recorder picks ops", with one correction: the
  *       write's p >= 65 branch picks any zone), so the oracle's recordings
  *       come out again for their seeds; the tier checks that every run.
+ *       --initial: no reset-all as op 0, the ops start from the state the
+ *       device powered on with (zone_full=1 makes its zones FULL); the
+ *       recorder line says start=initial and the first op is op 1.
+ *       --bad: the device's bad sector ranges (inclusive, as written to
+ *       configfs badblocks).  Before each op one more number is drawn, and
+ *       one op in eight is then aimed at a bad range instead (see
+ *       bad_op), so that writes and reads run into them; without --bad
+ *       nothing is drawn and the ops are those of the oracle's generator.
  *
  *   zntrace write DEV BYTE-OFFSET BYTES TAG
  *       One O_DIRECT pwrite of the tier's pattern for TAG.  Prints
@@ -112,6 +120,12 @@ open_dev (const char *dev)
 }
 
 /* ---- trace -------------------------------------------------------------- */
+
+#define MAXBAD 16
+
+struct bad {
+  uint64_t first, last;         /* sectors, inclusive */
+};
 
 struct dev {
   int fd;
@@ -262,8 +276,90 @@ zone_op (struct dev *d, uint64_t i, const char *name, unsigned long req,
   print_states (d);
 }
 
+static void
+do_write (struct dev *d, unsigned char *buf, uint64_t i, uint64_t seed, long z,
+          uint64_t off, uint64_t nblk)
+{
+  ssize_t n;
+  int e;
+
+  fill_pattern (buf, nblk * 4096, i, seed, off << 9);
+  n = pwrite (d->fd, buf, nblk * 4096, (off_t) (off << 9));
+  e = errno;
+  printf ("%" PRIu64 " write z=%ld sector=%" PRIu64 " nsect=%" PRIu64 " res=",
+          i, z, off, nblk * BLK);
+  print_res (n, e, nblk * 4096);
+  print_states (d);
+}
+
+static void
+do_read (struct dev *d, unsigned char *buf, uint64_t i, uint64_t z,
+         uint64_t off, uint64_t nblk)
+{
+  ssize_t n;
+  int e;
+
+  memset (buf, 0xA5, nblk * 4096);
+  n = pread (d->fd, buf, nblk * 4096, (off_t) (off << 9));
+  e = errno;
+  printf ("%" PRIu64 " read z=%" PRIu64 " sector=%" PRIu64 " nsect=%" PRIu64 " res=",
+          i, z, off, nblk * BLK);
+  print_res (n, e, nblk * 4096);
+  if (n > 0)
+    printf (" sum=%016" PRIx64, fnv1a64 (buf, (size_t) n));
+  print_states (d);
+}
+
+/* An op aimed at bad range b: in a sequential zone whose write pointer is
+ * at or before the range, a write from the write pointer that reaches into
+ * it when it is near (so a partial write stops there), else a write of
+ * MAXW blocks towards it; otherwise (conventional zone, or the write
+ * pointer past the range) a write or a read over it, from up to 3 blocks
+ * before it.  Writes and reads stay in the range's zone.
+ */
+static void
+bad_op (struct dev *d, unsigned char *buf, uint64_t i, uint64_t seed,
+        const struct bad *b)
+{
+  uint64_t z = b->first / d->zone_sectors, zs, len, wp, off, nblk;
+  const struct blk_zone *zn;
+
+  if (z >= d->nr_rep)
+    z = d->nr_rep - 1;
+  zn = &d->rep->zones[z];
+  zs = zn->start;
+  len = zn->len;
+  wp = zn->wp;
+  if (!is_conv (zn) && zn->cond != BLK_ZONE_COND_FULL && wp <= b->first) {
+    off = wp;
+    nblk = (b->first - wp) / BLK + 1 + rndn (4);
+  }
+  else {
+    uint64_t back = BLK * rndn (4);
+    bool write = is_conv (zn) && rndn (2) == 0;
+
+    off = (b->first / BLK) * BLK;
+    off = off - zs >= back ? off - back : zs;
+    nblk = (b->last - off) / BLK + 1 + rndn (3);
+    if (!write) {
+      if (nblk > 16)
+        nblk = 16;
+      if (off + BLK * nblk > zs + len)
+        nblk = (zs + len - off) / BLK;
+      do_read (d, buf, i, z, off, nblk ? nblk : 1);
+      return;
+    }
+  }
+  if (nblk > MAXW)
+    nblk = MAXW;
+  if (off + BLK * nblk > zs + len)
+    nblk = (zs + len - off) / BLK;
+  do_write (d, buf, i, seed, (long) z, off, nblk ? nblk : 1);
+}
+
 static int
-cmd_trace (const char *devpath, uint64_t seed, uint64_t nops)
+cmd_trace (const char *devpath, uint64_t seed, uint64_t nops, bool initial,
+           const struct bad *bad, unsigned nbad)
 {
   struct dev d = { .fd = open_dev (devpath) };
   uint64_t bytes;
@@ -288,7 +384,8 @@ cmd_trace (const char *devpath, uint64_t seed, uint64_t nops)
   if (!d.rep)
     return 2;
 
-  printf ("# zonetrace v1 dev=%s seed=%" PRIu64 " ops=%" PRIu64 "\n", devpath, seed, nops);
+  printf ("# zonetrace v1 dev=%s seed=%" PRIu64 " ops=%" PRIu64 "%s\n", devpath, seed, nops,
+          initial ? " start=initial" : "");
   printf ("# size_bytes=%" PRIu64 " zone_sectors=%u nr_zones=%u lbs=%d pbs=%d"
           " max_open=%lu max_active=%lu max_sectors_kb=%lu\n",
           bytes, sz, nz, lbs, pbs, sysfs_queue (devpath, "max_open_zones"),
@@ -309,22 +406,26 @@ cmd_trace (const char *devpath, uint64_t seed, uint64_t nops)
   }
 
   rng_state = mix64 (seed ^ UINT64_C(0x5a17ace5));
-  zone_op (&d, 0, "resetall", BLKRESETZONE, UINT64_MAX, 0, d.capacity);
+  if (!initial)
+    zone_op (&d, 0, "resetall", BLKRESETZONE, UINT64_MAX, 0, d.capacity);
 
   for (uint64_t i = 1; i <= nops; i++) {
-    uint64_t r = rndn (1000);
+    uint64_t r;
 
     if (d.rep_err) {
       fprintf (stderr, "zntrace: zone report failed: %s\n", strerror (d.rep_err));
       return 1;
     }
+    if (nbad && rndn (8) == 0) {
+      bad_op (&d, buf, i, seed, &bad[rndn (nbad)]);
+      continue;
+    }
+    r = rndn (1000);
     if (r < 600) {                      /* write */
       long z;
       const struct blk_zone *zn;
       uint64_t zs, cap, len, wp, off, nblk, m, l;
       bool conv;
-      ssize_t n;
-      int e;
 
       if (d.nr_zones > 4096)
         z = (long) rndn (d.nr_zones);
@@ -390,35 +491,19 @@ cmd_trace (const char *devpath, uint64_t seed, uint64_t nops)
       if (nblk == 0)
         nblk = 1;
 
-      fill_pattern (buf, nblk * 4096, i, seed, off << 9);
-      n = pwrite (d.fd, buf, nblk * 4096, (off_t) (off << 9));
-      e = errno;
-      printf ("%" PRIu64 " write z=%ld sector=%" PRIu64 " nsect=%" PRIu64 " res=",
-              i, z, off, nblk * BLK);
-      print_res (n, e, nblk * 4096);
-      print_states (&d);
+      do_write (&d, buf, i, seed, z, off, nblk);
     }
     else if (r < 700) {                 /* read */
       uint64_t z = rndn (d.nr_zones);
       const struct blk_zone *zn = &d.rep->zones[z];
       uint64_t off = zn->start + BLK * rndn (zn->len / BLK);
       uint64_t nblk = 1 + rndn (16);
-      ssize_t n;
-      int e;
 
       if (rndn (4) == 0)
         off = zn->start;
       if (off + BLK * nblk > d.capacity)
         nblk = (d.capacity - off) / BLK;
-      memset (buf, 0xA5, nblk * 4096);
-      n = pread (d.fd, buf, nblk * 4096, (off_t) (off << 9));
-      e = errno;
-      printf ("%" PRIu64 " read z=%" PRIu64 " sector=%" PRIu64 " nsect=%" PRIu64 " res=",
-              i, z, off, nblk * BLK);
-      print_res (n, e, nblk * 4096);
-      if (n > 0)
-        printf (" sum=%016" PRIx64, fnv1a64 (buf, (size_t) n));
-      print_states (&d);
+      do_read (&d, buf, i, z, off, nblk);
     }
     else if (r < 995) {                 /* zone op */
       static const char *const names[] = { "open", "close", "finish", "reset" };
@@ -455,6 +540,8 @@ cmd_trace (const char *devpath, uint64_t seed, uint64_t nops)
 }
 
 /* ---- single I/O --------------------------------------------------------- */
+
+static void usage (void);
 
 static int
 cmd_write (const char *dev, uint64_t off, uint64_t len, uint64_t tag, bool quiet)
@@ -515,10 +602,62 @@ cmd_read (const char *dev, uint64_t off, uint64_t len, bool expect, uint64_t tag
   return rc;
 }
 
+/* "FIRST-LAST[,FIRST-LAST...]" into bad[], at most MAXBAD ranges. */
+static unsigned
+parse_bad (const char *s, struct bad *bad)
+{
+  unsigned n = 0;
+  char *copy = strdup (s), *save = NULL, *tok;
+
+  if (!copy)
+    exit (2);
+  for (tok = strtok_r (copy, ",", &save); tok; tok = strtok_r (NULL, ",", &save)) {
+    char *dash = strchr (tok, '-');
+
+    if (!dash || n == MAXBAD) {
+      fprintf (stderr, "zntrace: --bad: expected up to %d FIRST-LAST ranges, got '%s'\n",
+               MAXBAD, s);
+      exit (2);
+    }
+    *dash = '\0';
+    bad[n].first = arg_u64 (tok, "bad range start");
+    bad[n].last = arg_u64 (dash + 1, "bad range end");
+    if (bad[n].last < bad[n].first) {
+      fprintf (stderr, "zntrace: --bad: range %s-%s ends before it starts\n", tok, dash + 1);
+      exit (2);
+    }
+    n++;
+  }
+  free (copy);
+  return n;
+}
+
+static int
+trace_main (int argc, char **argv)
+{
+  struct bad bad[MAXBAD];
+  unsigned nbad = 0;
+  bool initial = false;
+  int k = 2;
+
+  for (; k < argc && strncmp (argv[k], "--", 2) == 0; k++) {
+    if (strcmp (argv[k], "--initial") == 0)
+      initial = true;
+    else if (strncmp (argv[k], "--bad=", 6) == 0)
+      nbad = parse_bad (argv[k] + 6, bad);
+    else
+      usage ();
+  }
+  if (argc - k != 3)
+    usage ();
+  return cmd_trace (argv[k], arg_u64 (argv[k + 1], "seed"), arg_u64 (argv[k + 2], "op count"),
+                    initial, bad, nbad);
+}
+
 static void
 usage (void)
 {
-  fputs ("usage: zntrace trace DEV SEED NOPS\n"
+  fputs ("usage: zntrace trace [--initial] [--bad=FIRST-LAST[,...]] DEV SEED NOPS\n"
          "       zntrace write DEV BYTE-OFFSET BYTES TAG\n"
          "       zntrace seqwrite DEV BYTE-OFFSET CHUNK COUNT TAG\n"
          "       zntrace expect DEV BYTE-OFFSET BYTES TAG\n"
@@ -531,8 +670,8 @@ main (int argc, char **argv)
 {
   if (argc < 2)
     usage ();
-  if (strcmp (argv[1], "trace") == 0 && argc == 5)
-    return cmd_trace (argv[2], arg_u64 (argv[3], "seed"), arg_u64 (argv[4], "op count"));
+  if (strcmp (argv[1], "trace") == 0)
+    return trace_main (argc, argv);
   if (strcmp (argv[1], "write") == 0 && argc == 6)
     return cmd_write (argv[2], arg_u64 (argv[3], "offset"), arg_u64 (argv[4], "length"),
                       arg_u64 (argv[5], "tag"), false);

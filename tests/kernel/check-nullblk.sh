@@ -1,0 +1,136 @@
+#!/bin/sh
+# check-nullblk.sh: a null_blk tier of `make check-kernel` (the 7.3 tier).
+#
+# Boots the kernel of a Debian suite (default trixie-backports: 7.3) under
+# qemu (TCG) once.  In the guest (tests/kernel/guest-nullblk.sh), the real
+# null_blk gets random configurations with that kernel's own attributes
+# (tests/kernel/draw.sh, zn_draw_kernel_configs: zone_full,
+# zone_append_max_sectors, fua, bad ranges with badblocks_once and
+# badblocks_partial_io), and zntrace records a trace of random ops on
+# each.  Back here every trace is replayed against the model, over the
+# plugin and over zonednull-server, with the kernel its header names, and
+# a configuration null_blk refuses must be refused by both
+# (tests/kernel/replay-traces.sh).
+#
+# Environment (set by tests/kernel/local.mk):
+#   ZONEDNULL_PLUGIN ZONEDNULL_SERVER ZONEDNULL_SRCDIR REPLAY ZNTRACE NBDKIT
+#   ZN_KERNEL_CACHE ZN_KERNEL_WORK ZN_KERNEL_SEED ZN_KERNEL_TRACES
+#   ZN_KERNEL_OPS ZN_KERNEL_KEEP   as for the 6.1 tier
+#   ZN_NULLBLK_TIER   the kernel, as the tier is named (default 7.3)
+#   ZN_NULLBLK_SUITE  its Debian suite (default trixie-backports)
+#   ZN_NULLBLK_KERNEL_PACKAGE  a kernel package instead of linux-image-amd64's
+#   ZN_KERNEL_VM_TIMEOUT  wall-clock bound on the VM (default 600 s)
+set -u
+
+: "${NBDKIT:=nbdkit}"
+srcdir=${ZONEDNULL_SRCDIR:?}
+here=$srcdir/tests/kernel
+work=${ZN_KERNEL_WORK:?}
+cache=${ZN_KERNEL_CACHE:?}
+ntraces=${ZN_KERNEL_TRACES:-5}
+nops=${ZN_KERNEL_OPS:-400}
+tier=${ZN_NULLBLK_TIER:-7.3}
+suite=${ZN_NULLBLK_SUITE:-trixie-backports}
+PATH=/usr/bin:/bin:/usr/sbin:/sbin:$PATH
+export PATH
+
+start_time=$(date +%s)
+failures=0
+fail () { echo "check-nullblk: FAIL: $*"; failures=$((failures + 1)); }
+die () { echo "check-nullblk: ERROR: $*" >&2; exit 2; }
+note () { echo "check-nullblk: $*"; }
+
+for v in ZONEDNULL_PLUGIN ZONEDNULL_SERVER REPLAY ZNTRACE; do
+  eval "f=\${$v:-}"
+  [ -n "$f" ] && [ -e "$f" ] || die "$v ('$f') is missing"
+done
+
+rm -rf "$work"
+mkdir -p "$work" || exit 2
+keep=${ZN_KERNEL_KEEP:-$(dirname "$work")/failed-$tier}
+
+# ---- kernel and base initramfs (cached) ----------------------------------
+# null_blk and configfs; virtio_net because /init brings up eth0.
+ZN_KERNEL_PACKAGE=${ZN_NULLBLK_KERNEL_PACKAGE:-} \
+  sh "$here/prepare.sh" "$cache" "$suite" configfs null_blk failover net_failover virtio_net ||
+  exit 2
+kver=$(cat "$cache/current-$suite")
+kdir=$cache/$kver
+[ "$(echo "$kver" | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')" = "$tier" ] ||
+  die "$suite's kernel is $kver, not $tier (ZN_NULLBLK_TIER, ZN_NULLBLK_SUITE)"
+
+# ---- seed and configurations ---------------------------------------------
+. "$here/draw.sh"
+. "$here/replay-traces.sh"
+zn_seed || die "ZN_KERNEL_SEED must be a decimal number"
+note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_TIERS=$tier ZN_KERNEL_SEED=$seed)"
+zn_rng_init "$seed"
+conf=$work/traces.conf
+: >"$conf"
+zn_draw_kernel_configs "$conf" "$ntraces" "$nops" "$tier"
+while read -r name tseed n settings; do
+  note "config $name: $settings"
+done <"$conf"
+
+# ---- the per-run initramfs, appended to the cached base -----------------
+stage=$work/stage
+mkdir -p "$stage/test" "$stage/usr/bin"
+cp "$here/guest-nullblk.sh" "$stage/test/"
+cp "$conf" "$stage/test/traces.conf"
+cp "$ZNTRACE" "$stage/usr/bin/zntrace"
+cat >"$stage/test/run.sh" <<'RUN'
+#!/bin/sh
+# Guest: /test/run.sh of a null_blk tier, run by /init.
+export PATH=/test:/usr/sbin:/usr/bin:/sbin:/bin
+echo "== null_blk"
+sh /test/guest-nullblk.sh
+RUN
+chmod 755 "$stage/test/"*.sh "$stage/usr/bin/zntrace"
+(cd "$stage" && find test usr | LC_ALL=C sort | cpio -o -H newc --quiet) >"$work/run.cpio" ||
+  die "cpio of the run's files failed"
+cat "$kdir/base.cpio" "$work/run.cpio" >"$work/initrd.cpio"
+
+# ---- boot ----------------------------------------------------------------
+note "booting $kver under qemu (TCG, 2 vCPUs)"
+boot_start=$(date +%s)
+timeout "${ZN_KERNEL_VM_TIMEOUT:-600}" qemu-system-x86_64 \
+  -machine pc -accel tcg,thread=multi -cpu max -smp 2 -m 1G \
+  -nodefaults -display none -no-reboot -monitor none \
+  -kernel "$kdir/vmlinux" -initrd "$work/initrd.cpio" \
+  -append "console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off no_timer_check random.trust_cpu=on 8250.nr_uarts=2" \
+  -serial "file:$work/console.log" -serial "file:$work/ttyS1.log" \
+  -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile= \
+  </dev/null >"$work/qemu.log" 2>&1
+qrc=$?
+boot_end=$(date +%s)
+note "VM ran $((boot_end - boot_start)) s (qemu exit $qrc)"
+
+guest_rc=$(sed -n 's/^ZNVM_RC=\([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
+out=$work/out
+mkdir -p "$out"
+if [ -z "$guest_rc" ]; then
+  echo "--- console"; tail -n 40 "$work/console.log"; cat "$work/qemu.log"
+  fail "the VM died before reporting (qemu exit $qrc, log $work/console.log)"
+  note "files of this run: $work"
+  exit 1
+fi
+sed -n '/^=====ZNOUT-BEGIN=====/,/^=====ZNOUT-END=====/p' "$work/ttyS1.log" |
+  sed '1d;$d' | tr -d '\r' | base64 -d | tar xzf - -C "$out" ||
+  { fail "cannot unpack the guest's results from $work/ttyS1.log"; exit 1; }
+[ -f "$out/guest-error" ] && fail "guest: $(cat "$out/guest-error")"
+sed 's/^/guest: /' "$out/run.log"
+[ "$guest_rc" -eq 0 ] || fail "guest tests failed (status $guest_rc)"
+
+# ---- host: replay the traces ----------------------------------------------
+zn_replay_traces "$conf" "$out/traces" "$tier"
+
+end_time=$(date +%s)
+note "seed $seed, $((end_time - start_time)) s in all"
+if [ "$failures" -gt 0 ]; then
+  note "$failures failure(s); reproduce with: make check-kernel ZN_KERNEL_TIERS=$tier ZN_KERNEL_SEED=$seed"
+  note "files of this run: $work"
+  exit 1
+fi
+rm -rf "$work"
+note "PASS"
+exit 0
