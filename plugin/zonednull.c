@@ -154,6 +154,13 @@ create_device (struct device *d, uint32_t index)
     nbdkit_error ("%s", err[0] ? err : error_text (errno));
     return -1;
   }
+  /* NBD clients see the device as /dev/nullb0's users do, behind the
+   * block layer's zone write plugs (6.10+).
+   */
+  if (zn_dev_write_plugging (d->dev, err, sizeof err) == -1) {
+    nbdkit_error ("%s", err);
+    return -1;
+  }
   d->geo = zn_dev_geometry (d->dev);
   d->qs = zn_queues_create (tagsets[params.queue.shared_tags ? 0 : index],
                             &params.queue);
@@ -253,6 +260,12 @@ zonednull_thread_model (void)
   "device_lock=<BOOL>      One lock for all zones (for benchmarks).\n" \
   "badblocks=+A-B|-A-B     Add/remove bad sectors A..B (repeatable).\n" \
   "cache_size=<MiB>        Volatile write cache (memory_backed only).\n" \
+  "kernel=6.1|6.12|7.3     Whose null_blk to emulate (default 6.1).\n" \
+  "zone_full=<BOOL>        6.12+: sequential zones start FULL.\n" \
+  "zone_append_max_sectors=<N> 6.12+: append limit; 0 emulates appends.\n" \
+  "fua=<BOOL>              6.12+: advertise FUA with a cache (default 1).\n" \
+  "badblocks_once=<BOOL>   7.3: a bad range hit once is cleared.\n" \
+  "badblocks_partial_io=<BOOL> 7.3: transfer up to the first bad block.\n" \
   "MiB values also take a suffix (64M, 1G) but must be whole MiB.\n" \
   "Use nbdkit -t >= hw_queue_depth with irqmode=2 (see the man page)."
 
@@ -426,12 +439,16 @@ zonednull_can_extents (void *handle)
 }
 
 /* FUA is passed to the model: with a cache (cache_size) a FUA write is
- * durable at once, as null_blk writes it around its cache.
+ * durable at once, as null_blk writes it around its cache.  From 6.10
+ * null_blk advertises FUA only with cache_size and fua, and so does the
+ * data export; the control export keeps it for appends.
  */
 static int
-zonednull_can_fua (void *handle UNUSED)
+zonednull_can_fua (void *handle)
 {
-  return NBDKIT_FUA_NATIVE;
+  struct handle *h = handle;
+
+  return h->control || h->d->geo->fua ? NBDKIT_FUA_NATIVE : NBDKIT_FUA_NONE;
 }
 
 /* Describes the zones a request touches for an error message, e.g.

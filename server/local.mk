@@ -17,7 +17,7 @@ EXTRA_DIST += $(man8_MANS) tests/test-server.sh tests/test-cli-server.sh \
 # `make check` when clang is available, run briefly by tests/test-fuzz.sh.
 fuzz_session_sources = server/fuzz-session.c server/session.c lib/zoned.c \
 	lib/geometry.c lib/pages.c lib/control.c lib/control-wire.c \
-	lib/queue.c lib/badblocks.c lib/cache.c
+	lib/queue.c lib/badblocks.c lib/cache.c lib/wplug.c
 if HAVE_LIBFUZZER
 check_DATA = server/fuzz-session
 endif

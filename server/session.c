@@ -311,15 +311,20 @@ export_size (const struct served_device *d, bool control)
   return zn_dev_geometry (d->dev)->capacity << ZN_SECTOR_SHIFT;
 }
 
+/* FUA as the device advertises it: on 6.10 and later null_blk only with
+ * cache_size and fua.
+ */
 static uint16_t
-export_flags (const struct session *s, bool control)
+export_flags (const struct session *s, const struct served_device *d,
+              bool control)
 {
   uint16_t f = TF_HAS_FLAGS | TF_SEND_FLUSH | TF_CAN_MULTI_CONN;
 
   if (s->sv->readonly)
     f |= TF_READ_ONLY;
   if (!control) {
-    f |= TF_SEND_FUA;
+    if (zn_dev_geometry (d->dev)->fua)
+      f |= TF_SEND_FUA;
     if (!s->sv->readonly)
       f |= TF_SEND_TRIM;
   }
@@ -396,7 +401,7 @@ reply_info_export (struct session *s, uint32_t opt,
   out_be32 (&s->out, 12);
   out_be16 (&s->out, INFO_EXPORT);
   out_be64 (&s->out, export_size (d, control));
-  out_be16 (&s->out, export_flags (s, control));
+  out_be16 (&s->out, export_flags (s, d, control));
 }
 
 /* The block layer's rules: requests in logical blocks, no larger than
@@ -452,7 +457,7 @@ opt_export_name (struct session *s, const unsigned char *data, uint32_t len)
   if (d == NULL || !choose_export (s, d, control, session))
     return -1;
   out_be64 (&s->out, export_size (d, control));
-  out_be16 (&s->out, export_flags (s, control));
+  out_be16 (&s->out, export_flags (s, d, control));
   if (!s->no_zeroes)
     out_bytes (&s->out, zeroes, sizeof zeroes);
   s->phase = PH_TRANSMISSION;

@@ -852,6 +852,11 @@ devices_create (const struct zn_params *p, char *err, size_t errlen)
         snprintf (err, errlen, "%s", strerror (errno));
       return -1;
     }
+    /* An NBD client sees the device as /dev/nullb0's users do, behind
+     * the block layer's zone write plugs (6.10+).
+     */
+    if (zn_dev_write_plugging (d->dev, err, errlen) == -1)
+      return -1;
     if (params_apply (p, d->dev, err, errlen) == -1)
       return -1;
     d->qs = zn_queues_create (tagsets[qcfg.shared_tags ? 0 : i], &qcfg);
@@ -908,7 +913,9 @@ usage (FILE *fp)
          "nr_devices, cache_size, badblocks, device_lock, irqmode,\n"
          "completion_nsec, hw_queue_depth, submit_queues, shared_tags\n"
          "(host_tags), shared_tag_bitmap, mbps, pipeline_zoned_writes,\n"
-         "pipeline_wait_ms, pipeline_max_waiting.\n"
+         "pipeline_wait_ms, pipeline_max_waiting, kernel (6.1, 6.12, 7.3),\n"
+         "and for newer kernels zone_full, zone_append_max_sectors, fua,\n"
+         "badblocks_once, badblocks_partial_io.\n"
          "\n"
          "Exports: nullb0 (the default) ... nullb<nr_devices-1>, each with\n"
          "/control (zonednull-control(5)).  See zonednull-server(8).\n", fp);
