@@ -353,7 +353,10 @@ params_set_key (struct zn_params *p, const char *key, const char *value,
 int
 params_check (struct zn_params *p, char *err, size_t errlen)
 {
-  return zn_queue_config_check (&p->queue, err, errlen) < 0 ? -1 : 0;
+  if (zn_queue_config_check (&p->queue, err, errlen) < 0)
+    return -1;
+  /* All devices' zone tables at once, before any is allocated. */
+  return zn_zone_table_check (&p->cfg, p->nr_devices, err, errlen);
 }
 
 int

@@ -40,7 +40,9 @@ int params_set (struct zn_params *p, const char *arg, char *err,
 int params_set_key (struct zn_params *p, const char *key, const char *value,
                     char *err, size_t errlen);
 
-/* null_blk's validation of the queue parameters; -1 with a message. */
+/* null_blk's validation of the queue parameters and the geometry, and
+ * whether every device's zone table fits in memory; -1 with a message.
+ */
 int params_check (struct zn_params *p, char *err, size_t errlen);
 
 /* The zone_readonly / zone_offline and badblocks settings, on the

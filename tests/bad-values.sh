@@ -2,7 +2,8 @@
 # with the same message (issue 15, D): sourced by test-plugin-config.sh
 # and test-server.sh, which define
 #   bad_value KEY=VALUE TEXT
-# to start their front end with the one setting and expect it to stop
+#   bad_values TEXT KEY=VALUE...
+# to start their front end with the setting(s) and expect it to stop
 # before serving, with TEXT (a fixed string) in its message.
 # shellcheck shell=sh
 
@@ -52,3 +53,8 @@ bad_value "bs=256" "bs: must be a power of 2 from 512 to 4096 bytes (got 256)"
 bad_value "blocksize=256" "blocksize: must be a power of 2 from 512 to 4096 bytes (got 256)"
 bad_value "nr_devices=0" "nr_devices=0: must be from 1 to 1024"
 bad_value "pipeline_wait_ms=0" "pipeline_wait_ms=0: must be at least 1"
+
+# Zone tables of all devices together against memory (issue 15): each
+# device alone fits, 1024 of them do not; refused before any is made.
+bad_values "nr_devices=1024 size=4194304 zone_size=1: 1024 devices of 4194304 zones need" \
+  nr_devices=1024 size=4194304 zone_size=1

@@ -23,13 +23,18 @@ rejects () {
 
 # The table of bad numeric values shared with zonednull-server
 # (tests/bad-values.sh): the same message from both front ends.
-bad_value () {
-  if run_nbdkit -U - "$ZONEDNULL_PLUGIN" "$1" --run true \
+bad_values () {
+  text=$1
+  shift
+  if run_nbdkit -U - "$ZONEDNULL_PLUGIN" "$@" --run true \
        >"$tmpdir/out" 2>&1; then
-    fail "nbdkit accepted '$1'"
+    fail "nbdkit accepted '$*'"
   fi
-  grep -qF -- "error: $2" "$tmpdir/out" ||
-    fail "'$1': message lacks '$2': $(cat "$tmpdir/out")"
+  grep -qF -- "error: $text" "$tmpdir/out" ||
+    fail "'$*': message lacks '$text': $(cat "$tmpdir/out")"
+}
+bad_value () {
+  bad_values "$2" "$1"
 }
 # shellcheck source=tests/bad-values.sh
 . "$(dirname "$0")/bad-values.sh"

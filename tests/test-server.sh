@@ -67,14 +67,19 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
 done
 # The table of bad numeric values shared with the plugin
 # (tests/bad-values.sh): the same message from both front ends.
-bad_value () {
-  timeout 20 "$srv" -f -U "$tmpdir/bad.sock" "$1" 2>"$tmpdir/err"
+bad_values () {
+  text=$1
+  shift
+  timeout 20 "$srv" -f -U "$tmpdir/bad.sock" "$@" 2>"$tmpdir/err"
   rc=$?
   if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
-    fail "zonednull-server '$1' started"
+    fail "zonednull-server '$*' started"
   fi
-  grep -qF -- "zonednull-server: $2" "$tmpdir/err" ||
-    fail "zonednull-server '$1': message lacks '$2': $(cat "$tmpdir/err")"
+  grep -qF -- "zonednull-server: $text" "$tmpdir/err" ||
+    fail "zonednull-server '$*': message lacks '$text': $(cat "$tmpdir/err")"
+}
+bad_value () {
+  bad_values "$2" "$1"
 }
 # shellcheck source=tests/bad-values.sh
 . "$(dirname "$0")/bad-values.sh"

@@ -186,6 +186,13 @@ int zn_dev_write_plugging (struct zn_dev *dev, char *err, size_t errlen);
 const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
 /* Whether the sequential zones powered on FULL (zone_full, 6.11+). */
 bool zn_dev_zone_full (const struct zn_dev *dev);
+/* Whether nr_devices devices of cfg may be made: their zone tables
+ * together must fit in half of the machine's physical memory.  -1 with
+ * errno and a message naming nr_devices, size and zone_size (or the
+ * geometry's own message) when not; zn_dev_create checks one device.
+ */
+int zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
+                         char *err, size_t errlen);
 
 /* Data path.  Requests must be aligned to the block size and lie within
  * the device (else -EINVAL).  Like the block layer, a request is split at
