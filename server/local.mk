@@ -9,9 +9,11 @@ server_zonednull_server_LDADD = lib/libzonednull.la $(LIBEV_LIBS)
 man8_MANS = man/zonednull-server.8
 
 TESTS += tests/test-server.sh tests/test-cli-server.sh tests/test-server-queue.sh \
-	tests/test-zero-length.sh
+	tests/test-zero-length.sh tests/test-server-output.sh \
+	tests/test-server-timeout.sh
 EXTRA_DIST += $(man8_MANS) tests/test-server.sh tests/test-cli-server.sh \
-	tests/test-server-queue.sh tests/test-zero-length.sh
+	tests/test-server-queue.sh tests/test-zero-length.sh \
+	tests/test-server-output.sh tests/test-server-timeout.sh
 
 # The libFuzzer target for the protocol session (clang only): built for
 # `make check` when clang is available, run briefly by tests/test-fuzz.sh.
