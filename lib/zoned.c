@@ -858,9 +858,9 @@ zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
 
 /* ---- power ---------------------------------------------------------------- */
 
-/* Every zone lock, in zone order (once with device_lock). */
+/* Zone locks [first, end) in zone order (once with device_lock). */
 static void
-lock_all_zones (struct zn_dev *dev, bool lock)
+lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock)
 {
   if (dev->zones[0].mutex != &dev->zones[0].lock) {
     if (lock)
@@ -869,12 +869,19 @@ lock_all_zones (struct zn_dev *dev, bool lock)
       pthread_mutex_unlock (&dev->dev_lock);
     return;
   }
-  for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
+  for (uint32_t i = first; i < end; i++) {
     if (lock)
       zone_lock (&dev->zones[i]);
     else
       zone_unlock (&dev->zones[i]);
   }
+}
+
+
+static void
+lock_all_zones (struct zn_dev *dev, bool lock)
+{
+  lock_zones (dev, 0, dev->geo.nr_zones, lock);
 }
 
 int
@@ -1063,6 +1070,38 @@ zn_report_zones (struct zn_dev *dev, uint64_t sector,
     zone_unlock (z);
   }
   return n;
+}
+
+unsigned
+zn_report_snapshot (struct zn_dev *dev, uint32_t first, struct zn_zone *zones,
+                    unsigned max, struct zn_counters *counters)
+{
+  uint32_t nr = dev->geo.nr_zones;
+  uint32_t end = first >= nr ? first : nr - first < max ? nr : first + max;
+  /* The counters cover every zone, so every zone must hold still. */
+  uint32_t lo = counters ? 0 : first, hi = counters ? nr : end;
+
+  lock_zones (dev, lo, hi, true);
+  res_lock (dev);
+  for (uint32_t i = first; i < end; i++) {
+    struct zone *z = &dev->zones[i];
+    struct zn_zone *out = &zones[i - first];
+
+    *out = (struct zn_zone) {
+      .start = z->start, .len = z->len, .capacity = z->capacity,
+      .wp = z->wp, .type = z->type, .cond = z->cond,
+    };
+    if (dev->wplugs && z->type != ZN_ZONE_CONVENTIONAL)
+      wplug_report (dev, z, out->cond, out->wp);
+  }
+  if (counters) {
+    counters->imp_open = count (&dev->nr_imp_open);
+    counters->exp_open = count (&dev->nr_exp_open);
+    counters->closed = count (&dev->nr_closed);
+  }
+  res_unlock (dev);
+  lock_zones (dev, lo, hi, false);
+  return end > first ? end - first : 0;
 }
 
 void

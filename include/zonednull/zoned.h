@@ -256,6 +256,16 @@ int zn_zone_set_offline (struct zn_dev *dev, uint64_t sector);
  */
 unsigned zn_report_zones (struct zn_dev *dev, uint64_t sector,
                           struct zn_zone *zones, unsigned max);
+/* Zones first, first + 1, ... (up to max) and, unless counters is NULL,
+ * the counters, all from one instant: the zones involved are locked at
+ * once (every zone for the counters), where zn_report_zones locks one at
+ * a time and can show a transition that changed two zones, or a zone and
+ * a counter, half done.  For the control export's reads.  Returns the
+ * number of zones written.
+ */
+unsigned zn_report_snapshot (struct zn_dev *dev, uint32_t first,
+                             struct zn_zone *zones, unsigned max,
+                             struct zn_counters *counters);
 
 void zn_get_counters (struct zn_dev *dev, struct zn_counters *counters);
 
