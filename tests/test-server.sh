@@ -354,6 +354,45 @@ assert h.pread(8192, 2 * (2 << 20)) == b"\0" * 8192
 EOF
 kill -0 "$dev_pid" || fail "the server died under hostile clients"
 
+# A client that floods the control channel with bad ranges (issue 15):
+# the table stops at the kernel's 512 entries with ENOSPC, and the data
+# path beside it keeps working.  The ranges lie past the end, which
+# configfs accepts too.
+py "$uri" <<'EOF'
+import nbd, struct, sys, threading
+uri = sys.argv[1]
+cmd = lambda op, sector, n: struct.pack(">IIQQQ", 0x5a4e434d, op, sector, n, 0)
+base = 1 << 40
+
+def good(result):
+    h = nbd.NBD()
+    h.connect_uri(uri)
+    for k in range(32):
+        h.pwrite(bytes([k]) * 4096, 3 * (2 << 20) + k * 4096)
+    for k in range(32):
+        assert h.pread(4096, 3 * (2 << 20) + k * 4096) == bytes([k]) * 4096
+    result.append("ok")
+
+result = []
+t = threading.Thread(target=good, args=(result,))
+t.start()
+c = nbd.NBD()
+c.connect_uri(uri.replace("/?", "/nullb0/control?", 1))
+errs = []
+for i in range(2000):
+    c.pwrite(cmd(8, base + 2 * i, 1), 0)
+    errs.append(struct.unpack(">I", c.pread(4, 100))[0])
+t.join()
+assert result == ["ok"], result
+assert errs[:512] == [0] * 512, errs[:520]
+assert errs[512:] == [28] * (2000 - 512), errs[510:520]    # ENOSPC
+assert struct.unpack(">I", c.pread(4, 232))[0] == 512
+c.pwrite(cmd(9, base, 4000), 0)
+assert struct.unpack(">I", c.pread(4, 100))[0] == 0
+assert struct.unpack(">I", c.pread(4, 232))[0] == 0
+EOF
+kill -0 "$dev_pid" || fail "the server died under a flood of bad ranges"
+
 # ---- SIGTERM: clean exit, socket and pidfile removed ---------------------
 
 kill "$dev_pid"
