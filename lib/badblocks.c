@@ -1,6 +1,8 @@
 /* null_blk's bad blocks (configfs "badblocks"): ranges of 512-byte
  * sectors whatever the block size.  A read or write that overlaps one
- * fails with EIO and transfers nothing (6.1).
+ * fails with EIO and transfers nothing (6.1, 6.12); 7.3 can clear the
+ * entry met (badblocks_once) and transfer the part before it
+ * (badblocks_partial_io).
  *
  * The table behaves as the kernel's struct badblocks, which null_blk
  * uses: one page of entries (ZN_BADBLOCKS_MAX with 4 KiB pages), each at
@@ -51,23 +53,51 @@ bb_find (const struct zn_dev *dev, uint64_t sector)
   return (ptrdiff_t) lo - 1;
 }
 
-/* Whether [sector, sector + n) overlaps a bad range. */
-bool
-badblocks_hit (struct zn_dev *dev, uint64_t sector, uint64_t n)
-{
-  ptrdiff_t i;
-  bool hit;
+static int badblocks_change (struct zn_dev *dev, uint64_t first,
+                             uint64_t last, bool bad);
 
+/* null_handle_badblocks of 7.3: whether [sector, sector + n) meets a bad
+ * entry, and which: the first it meets, as the kernel names it.  With
+ * badblocks_once that entry is cleared; with badblocks_partial_io *good
+ * is the part before it (its start rounded down to the block size),
+ * which the request still transfers before it fails.  Otherwise, and on
+ * 6.1 and 6.12, *good is 0.
+ */
+bool
+badblocks_check (struct zn_dev *dev, uint64_t sector, uint64_t n,
+                 uint64_t *good)
+{
+  uint64_t first = 0, end = 0, lbs = dev->geo.block_size >> ZN_SECTOR_SHIFT;
+  bool hit = false;
+  ptrdiff_t i;
+
+  *good = 0;
   if (n == 0 || atomic_load_explicit (&dev->nr_bb, memory_order_acquire) == 0)
     return false;
   pthread_rwlock_rdlock (&dev->bb_lock);
-  /* Entries are disjoint and sorted, so their ends are sorted too: only
-   * the last one starting within the request can reach into it.
+  /* Entries are disjoint and sorted: the one starting at or before the
+   * request's first sector, if it reaches into it, else the next one.
    */
-  i = bb_find (dev, sector + n - 1);
-  hit = i >= 0 && dev->bb[i].end > sector;
+  i = bb_find (dev, sector);
+  if (i < 0 || dev->bb[i].end <= sector)
+    i++;
+  if ((size_t) i < dev->bb_used && dev->bb[i].start < sector + n
+      && dev->bb[i].end > sector) {
+    first = dev->bb[i].start;
+    end = dev->bb[i].end;
+    hit = true;
+  }
   pthread_rwlock_unlock (&dev->bb_lock);
-  return hit;
+  if (!hit)
+    return false;
+  if (dev->badblocks_once)
+    badblocks_change (dev, first, end - 1, false);
+  if (dev->badblocks_partial_io) {
+    first -= first % lbs;
+    if (sector < first)
+      *good = first - sector;
+  }
+  return true;
 }
 
 static uint64_t

@@ -642,10 +642,10 @@ static int
 write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
             uint64_t *sectorp, uint64_t n, bool fua, bool append)
 {
-  uint64_t sector = *sectorp, off, len = n << ZN_SECTOR_SHIFT;
+  uint64_t sector = *sectorp, off, xfer = 0;
   bool store = dev->geo.memory_backed;
   bool plugged = false;
-  int ret = 0;
+  int ret = 0, bb_ret = 0;
 
   zone_lock (z);
   /* The block layer's zone write plug comes first.  An emulated append
@@ -669,12 +669,14 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     *sectorp = sector = z->wp;
   off = zone_bytes (z, sector);
   if (z->type == ZN_ZONE_CONVENTIONAL) {
-    if (badblocks_hit (dev, sector, n))
-      ret = -EIO;
-    else if (store)
+    if (badblocks_check (dev, sector, n, &xfer))
+      bb_ret = -EIO;
+    else
+      xfer = n;
+    if (xfer && store)
       ret = pages_reserve (&z->pages);
-    if (ret == 0 && dev->cache_bytes)
-      ret = cache_before_write (dev, z, off, len, fua);
+    if (ret == 0 && xfer && dev->cache_bytes)
+      ret = cache_before_write (dev, z, off, xfer << ZN_SECTOR_SHIFT, fua);
   }
   else {
     bool at_wp;
@@ -691,13 +693,23 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
      */
     res_lock (dev);
     ret = write_open_zone (dev, z, sector, n);
-    /* Step 6: the zone is already open when a bad block fails the write. */
-    if (ret == 0 && badblocks_hit (dev, sector, n))
-      ret = -EIO;
+    /* Step 6: the zone is already open when a bad block fails the write.
+     * With badblocks_partial_io (7.3) the part before the bad block is
+     * written and the wp moves past it, and the write still fails.
+     */
+    if (ret == 0 && badblocks_check (dev, sector, n, &xfer)) {
+      bb_ret = -EIO;
+      if (xfer == 0)
+        ret = -EIO;
+    }
+    else
+      xfer = n;
     if (ret == 0 && store)
       ret = pages_reserve (&z->pages);
     if (ret == 0)
-      advance_wp (dev, z, n);
+      advance_wp (dev, z, xfer);
+    if (ret == 0)
+      ret = bb_ret;
     res_unlock (dev);
     /* The writes queued behind a failed write at the wp cannot succeed;
      * a failed append moved nothing and leaves them waiting.
@@ -707,10 +719,10 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     if (plugged)
       wplug_complete (dev, z, ret);
   }
-  if (ret == 0 && store)
-    pages_copy_in (&z->pages, off, buf, len);
+  if ((ret == 0 || ret == bb_ret) && xfer && store)
+    pages_copy_in (&z->pages, off, buf, xfer << ZN_SECTOR_SHIFT);
   zone_unlock (z);
-  return ret;
+  return ret ? ret : bb_ret;
 }
 
 /* Below the wp a zone reads its data (zeros where nothing was written);
@@ -729,7 +741,10 @@ read_zone (struct zn_dev *dev, struct zone *z, void *buf,
   wp = z->wp;
   res_unlock (dev);
 
-  if (cond == ZN_COND_OFFLINE || badblocks_hit (dev, sector, n)) {
+  /* A read that meets a bad block fails whole, partial or not: the
+   * request completes with the error.
+   */
+  if (cond == ZN_COND_OFFLINE || badblocks_check (dev, sector, n, &valid)) {
     zone_unlock (z);
     return -EIO;
   }

@@ -302,12 +302,15 @@ void zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
 /* Bad blocks, as null_blk's configfs "badblocks": inclusive ranges of
  * 512-byte sectors.  A read or write part that overlaps one fails with
  * -EIO and transfers nothing; a zoned write has already opened its zone
- * when the check runs (6.1), but its wp does not move.  Set and clear
- * merge and split ranges; first > last is -EINVAL.  The table is the
- * kernel's struct badblocks: at most ZN_BADBLOCKS_MAX entries of at most
- * ZN_BADBLOCKS_MAX_LEN sectors.  A set that does not fit fails with
- * -ENOSPC and keeps the part it added, as the kernel's; a clear that can
- * only split an entry of a full table is -ENOSPC too.
+ * when the check runs (6.1), but its wp does not move.  On 7.3 the entry
+ * met is cleared with badblocks_once, and with badblocks_partial_io a
+ * write part stores what lies before it and moves the wp by that much
+ * (the part still fails).  Set and clear merge and split ranges; first >
+ * last is -EINVAL.  The table is the kernel's struct badblocks: at most
+ * ZN_BADBLOCKS_MAX entries of at most ZN_BADBLOCKS_MAX_LEN sectors.  A
+ * set that does not fit fails with -ENOSPC and keeps the part it added,
+ * as the kernel's; a clear that can only split an entry of a full table
+ * is -ENOSPC too.
  */
 #define ZN_BADBLOCKS_MAX 512        /* PAGE_SIZE / 8 with 4 KiB pages */
 #define ZN_BADBLOCKS_MAX_LEN 512    /* sectors in one entry */
