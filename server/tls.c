@@ -48,6 +48,7 @@ struct tls_conn {
   int failure;                  /* a record failed behind its data */
   char error[256];
   char peer[160];
+  char psk_user[72];            /* the known user the client named */
 };
 
 static void __attribute__ ((format (printf, 3, 4)))
@@ -171,6 +172,7 @@ psk_lookup (gnutls_session_t s, const char *user, gnutls_datum_t *key)
         return -1;
       memcpy (key->data, psk_keys[i].key, psk_keys[i].len);
       key->size = (unsigned) psk_keys[i].len;
+      say (t->psk_user, sizeof t->psk_user, "%.64s", user);
       return 0;
     }
   say (t->error, sizeof t->error, "unknown PSK user '%.64s' (not in %s)",
@@ -458,7 +460,14 @@ handshake_failed (struct tls_conn *t, int r)
     gnutls_free (out.data);
     return;
   }
-  if ((r == GNUTLS_E_NO_CERTIFICATE_FOUND || r == GNUTLS_E_CERTIFICATE_REQUIRED)
+  /* A known user whose handshake fails has, most likely, another key
+   * (TLS 1.3 then reports a bad binder as an illegal parameter).
+   */
+  if (t->psk_user[0])
+    say (t->error, sizeof t->error, "TLS handshake failed for PSK user "
+         "'%s' (a key that is not the one in %s?): %s", t->psk_user,
+         settings.pskfile, gnutls_strerror (r));
+  else if ((r == GNUTLS_E_NO_CERTIFICATE_FOUND || r == GNUTLS_E_CERTIFICATE_REQUIRED)
       && settings.verify_peer)
     say (t->error, sizeof t->error, "TLS handshake failed: the client sent "
          "no certificate (--tls-verify-peer)");

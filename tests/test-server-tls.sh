@@ -249,7 +249,7 @@ EOF
 # A wrong key for a known user, and an unknown user.
 nbdinfo "nbds+unix://alice@/?socket=$psk_sock&tls-psk-file=$tmpdir/wrong.psk" \
   >out 2>&1 && fail "nbdinfo with a wrong key"
-logged psk "TLS handshake failed"
+logged psk "TLS handshake failed for PSK user 'alice' (a key that is not the one in keys.psk?)"
 nbdinfo "nbds+unix://mallory@/?socket=$psk_sock&tls-psk-file=$tmpdir/mallory.psk" \
   >out 2>&1 && fail "nbdinfo as an unknown user"
 logged psk "unknown PSK user 'mallory' (not in keys.psk)"

@@ -2,6 +2,7 @@
 # zonednull-ublk's device parameters are checked before it needs root or
 # the ublk driver: a newer kernel's key on a kernel that lacks it, and a
 # kernel that is not modelled, stop it with a message naming them.
+# shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 ublk=${ZONEDNULL_BUILDDIR:-.}/ublk/zonednull-ublk

@@ -232,8 +232,9 @@ int zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
  * write durable (a no-op without a cache).  zn_power_cycle is configfs
  * power=0 then power=1: the cache is dropped without write-back, so
  * writes neither flushed nor written with FUA are lost, and the zones
- * are rebuilt (every sequential zone EMPTY, counters zero, READONLY and
- * OFFLINE cleared, implicit-close cursor at the first sequential zone).
+ * are rebuilt (every sequential zone EMPTY, or FULL with zone_full,
+ * counters zero, READONLY and OFFLINE cleared, implicit-close cursor at
+ * the first sequential zone, no zone write plugs).
  * Stored data and bad blocks survive.  Writes waiting for their wp fail.
  */
 int zn_flush (struct zn_dev *dev);
