@@ -860,10 +860,23 @@ print_queues_text (const struct zn_control_queue_info *q)
             q->queues[n].connections);
 }
 
+/* Whose null_blk the server emulates; servers before the field are 6.1. */
+static const char *
+control_kernel (const struct zn_control_info *i)
+{
+  switch ((i->flags & ZN_CONTROL_KERNEL_MASK) >> ZN_CONTROL_KERNEL_SHIFT) {
+  case ZN_KERNEL_6_1: return "6.1";
+  case ZN_KERNEL_6_12: return "6.12";
+  case ZN_KERNEL_7_3: return "7.3";
+  default: return "unknown";
+  }
+}
+
 static void
 cmd_info (struct zn_client *c, const struct options *o)
 {
   struct zn_control_info i;
+  const char *kernel;
   uint32_t open, active;
   char b1[16], b2[16];
   struct zn_control_queue_info q;
@@ -876,10 +889,15 @@ cmd_info (struct zn_client *c, const struct options *o)
   have_q = zn_client_queue_info (c, &q) == 0;
   open = i.imp_open + i.exp_open;
   active = open + i.closed;
+  kernel = control_kernel (&i);
 
   if (o->json) {
     printf ("{\n"
             "  \"version\": %" PRIu32 ",\n"
+            "  \"kernel\": \"%s\",\n"
+            "  \"fua\": %s,\n"
+            "  \"zone_full\": %s,\n"
+            "  \"append_emulated\": %s,\n"
             "  \"capacity\": %" PRIu64 ",\n"
             "  \"size\": %" PRIu64 ",\n"
             "  \"zone_sectors\": %" PRIu64 ",\n"
@@ -898,7 +916,11 @@ cmd_info (struct zn_client *c, const struct options *o)
             "  \"closed\": %" PRIu32 ",\n"
             "  \"open\": %" PRIu32 ",\n"
             "  \"active\": %" PRIu32,
-            i.version, i.capacity, i.capacity * ZN_SECTOR_SIZE,
+            i.version, kernel,
+            i.flags & ZN_CONTROL_F_NO_FUA ? "false" : "true",
+            i.flags & ZN_CONTROL_F_ZONE_FULL ? "true" : "false",
+            i.flags & ZN_CONTROL_F_APPEND_EMULATED ? "true" : "false",
+            i.capacity, i.capacity * ZN_SECTOR_SIZE,
             i.zone_sectors, i.zone_capacity, i.nr_zones, i.nr_conv,
             i.block_size, i.max_sectors, i.max_append_sectors, i.max_open,
             i.max_active,
@@ -910,6 +932,11 @@ cmd_info (struct zn_client *c, const struct options *o)
     printf ("\n}\n");
     return;
   }
+  printf ("kernel:            %s (null_blk of Linux %s)\n"
+          "fua:               %s\n"
+          "zone_full:         %s\n",
+          kernel, kernel, i.flags & ZN_CONTROL_F_NO_FUA ? "no" : "yes",
+          i.flags & ZN_CONTROL_F_ZONE_FULL ? "yes" : "no");
   printf ("capacity:          %" PRIu64 " sectors (%" PRIu64 " bytes)\n"
           "zone size:         %" PRIu64 " sectors\n"
           "zone capacity:     %" PRIu64 " sectors\n"
@@ -917,7 +944,7 @@ cmd_info (struct zn_client *c, const struct options *o)
           " sequential write required)\n"
           "block size:        %" PRIu32 " bytes\n"
           "max sectors:       %" PRIu32 "\n"
-          "max append:        %" PRIu32 " sectors\n"
+          "max append:        %" PRIu32 " sectors%s\n"
           "max open zones:    %s\n"
           "max active zones:  %s\n"
           "memory backed:     %s\n"
@@ -930,6 +957,8 @@ cmd_info (struct zn_client *c, const struct options *o)
           i.capacity, i.capacity * ZN_SECTOR_SIZE, i.zone_sectors,
           i.zone_capacity, i.nr_zones, i.nr_conv, i.nr_zones - i.nr_conv,
           i.block_size, i.max_sectors, i.max_append_sectors,
+          i.flags & ZN_CONTROL_F_APPEND_EMULATED
+          ? " (emulated with writes)" : "",
           limit (i.max_open, b1, sizeof b1),
           limit (i.max_active, b2, sizeof b2),
           i.flags & ZN_CONTROL_F_MEMORY_BACKED ? "yes" : "no",

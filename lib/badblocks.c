@@ -1,6 +1,8 @@
 /* null_blk's bad blocks (configfs "badblocks"): ranges of 512-byte
  * sectors whatever the block size.  A read or write that overlaps one
- * fails with EIO and transfers nothing (6.1).  Kept as a sorted array of
+ * fails with EIO and transfers nothing (6.1, 6.12); 7.3 can clear a range
+ * when it is hit (badblocks_once) and transfer the part before it
+ * (badblocks_partial_io).  Kept as a sorted array of
  * disjoint ranges; changes are rare, checks frequent, so a read-write lock
  * and a count that lets the data path skip the lock when there are none.
  */
@@ -40,6 +42,54 @@ badblocks_hit (struct zn_dev *dev, uint64_t sector, uint64_t n)
     }
   pthread_rwlock_unlock (&dev->bb_lock);
   return hit;
+}
+
+static int badblocks_change (struct zn_dev *dev, uint64_t first,
+                             uint64_t last, bool bad);
+
+/* The kernel stores a range as entries of at most 512 sectors (BB_MAX_LEN)
+ * and names the first entry an I/O meets.
+ */
+#define BB_MAX_LEN 512
+
+/* null_handle_badblocks of 7.3: whether [sector, sector + n) meets a bad
+ * range.  With badblocks_once the entry met is cleared; with
+ * badblocks_partial_io *good is the part before that entry (its start
+ * rounded down to the block size), which the request still transfers
+ * before it fails.  Otherwise, and on 6.1 and 6.12, *good is 0.
+ */
+bool
+badblocks_check (struct zn_dev *dev, uint64_t sector, uint64_t n,
+                 uint64_t *good)
+{
+  uint64_t first = 0, end = 0, lbs = dev->geo.block_size >> ZN_SECTOR_SHIFT;
+  bool hit = false;
+
+  *good = 0;
+  if (atomic_load_explicit (&dev->nr_bb, memory_order_acquire) == 0)
+    return false;
+  pthread_rwlock_rdlock (&dev->bb_lock);
+  for (size_t i = 0; i < dev->bb_used && dev->bb[i].start < sector + n; i++)
+    if (dev->bb[i].end > sector) {
+      const struct zn_bb_range *r = &dev->bb[i];
+      uint64_t at = r->start < sector ? sector : r->start;
+
+      first = r->start + (at - r->start) / BB_MAX_LEN * BB_MAX_LEN;
+      end = r->end - first < BB_MAX_LEN ? r->end : first + BB_MAX_LEN;
+      hit = true;
+      break;
+    }
+  pthread_rwlock_unlock (&dev->bb_lock);
+  if (!hit)
+    return false;
+  if (dev->badblocks_once)
+    badblocks_change (dev, first, end - 1, false);
+  if (dev->badblocks_partial_io) {
+    first -= first % lbs;
+    if (sector < first)
+      *good = first - sector;
+  }
+  return true;
 }
 
 /* Sets [first, last] bad (bad = true) or good, merging neighbours. */

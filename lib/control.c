@@ -356,7 +356,11 @@ render_header (struct zn_control *ctl, const struct zn_control_conn *conn,
     .block_size = geo->block_size,
     .max_sectors = geo->max_sectors,
     .flags = (geo->memory_backed ? ZN_CONTROL_F_MEMORY_BACKED : 0)
-      | (readonly ? ZN_CONTROL_F_READONLY : 0),
+      | (readonly ? ZN_CONTROL_F_READONLY : 0)
+      | (geo->fua ? 0 : ZN_CONTROL_F_NO_FUA)
+      | (zn_dev_zone_full (ctl->dev) ? ZN_CONTROL_F_ZONE_FULL : 0)
+      | (geo->append_emulated ? ZN_CONTROL_F_APPEND_EMULATED : 0)
+      | (uint32_t) geo->kernel << ZN_CONTROL_KERNEL_SHIFT,
     .imp_open = counters.imp_open,
     .exp_open = counters.exp_open,
     .closed = counters.closed,

@@ -1,10 +1,12 @@
-/* null_blk's configuration rules at power-on (6.1): what is rejected,
- * what is silently clamped, and the geometry that results.
+/* null_blk's configuration rules at power-on (6.1, and where they differ
+ * 6.12 and 7.3): what is rejected, what is silently clamped, and the
+ * geometry that results.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "zoned-internal.h"
 
@@ -28,8 +30,50 @@ zn_config_init (struct zn_config *cfg)
     .blocksize = 512,
     .max_sectors = 0,
     .memory_backed = false,
+    .kernel = ZN_KERNEL_6_1,
+    .zone_append_max_sectors = INT32_MAX,   /* null_blk's INT_MAX */
+    .fua = true,
   };
 }
+
+static const char *const kernel_names[] = {
+  [ZN_KERNEL_6_1] = "6.1", [ZN_KERNEL_6_12] = "6.12", [ZN_KERNEL_7_3] = "7.3",
+};
+
+const char *
+zn_kernel_name (enum zn_kernel k)
+{
+  return (unsigned) k < sizeof kernel_names / sizeof kernel_names[0]
+    ? kernel_names[k] : "unknown";
+}
+
+int
+zn_kernel_parse (const char *s, enum zn_kernel *k)
+{
+  for (unsigned i = 0; i < sizeof kernel_names / sizeof kernel_names[0]; i++)
+    if (strcmp (s, kernel_names[i]) == 0) {
+      *k = (enum zn_kernel) i;
+      return 0;
+    }
+  return -EINVAL;
+}
+
+/* The attributes newer kernels added, with the release that added them
+ * and the first modelled kernel that has them.
+ */
+static const struct {
+  uint32_t bit;
+  const char *key, *since;
+  enum zn_kernel first;
+} newer_keys[] = {
+  { ZN_GIVEN_ZONE_APPEND_MAX_SECTORS, "zone_append_max_sectors", "6.10",
+    ZN_KERNEL_6_12 },
+  { ZN_GIVEN_FUA, "fua", "6.10", ZN_KERNEL_6_12 },
+  { ZN_GIVEN_ZONE_FULL, "zone_full", "6.11", ZN_KERNEL_6_12 },
+  { ZN_GIVEN_BADBLOCKS_ONCE, "badblocks_once", "6.15", ZN_KERNEL_7_3 },
+  { ZN_GIVEN_BADBLOCKS_PARTIAL_IO, "badblocks_partial_io", "6.15",
+    ZN_KERNEL_7_3 },
+};
 
 static int
 reject (char *err, size_t errlen, const char *fmt, ...)
@@ -57,7 +101,18 @@ zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
 {
   uint64_t zone_capacity = cfg->zone_capacity ? cfg->zone_capacity : cfg->zone_size;
   uint64_t nr_zones, nr_conv, nr_seq, max_open, max_active, max_sectors;
-  uint32_t lbs_sectors;
+  uint32_t lbs_sectors, append_max;
+  bool newer = cfg->kernel >= ZN_KERNEL_6_12;
+
+  if ((unsigned) cfg->kernel >= sizeof kernel_names / sizeof kernel_names[0])
+    return reject (err, errlen, "kernel: must be 6.1, 6.12 or 7.3");
+  for (unsigned i = 0; i < sizeof newer_keys / sizeof newer_keys[0]; i++)
+    if ((cfg->given & newer_keys[i].bit) && cfg->kernel < newer_keys[i].first)
+      return reject (err, errlen, "%s: null_blk of Linux %s has no %s (it "
+                     "came with %s); choose kernel=%s or later",
+                     newer_keys[i].key, zn_kernel_name (cfg->kernel),
+                     newer_keys[i].key, newer_keys[i].since,
+                     zn_kernel_name (newer_keys[i].first));
 
   if (!is_power_of_2 (cfg->blocksize) || cfg->blocksize < 512 || cfg->blocksize > 4096)
     return reject (err, errlen,
@@ -121,9 +176,34 @@ zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
   max_sectors = cfg->max_sectors ? cfg->max_sectors : DEFAULT_MAX_SECTORS;
   if (max_sectors > BLK_DEF_MAX_SECTORS)
     max_sectors = BLK_DEF_MAX_SECTORS;
+  /* 6.1 raised a limit below a page to one page; the atomic queue limits
+   * of 6.10 refuse it, and the device does not power on.
+   */
+  if (max_sectors < MIN_MAX_SECTORS && newer)
+    return reject (err, errlen, "max_sectors: %" PRIu64 " is less than a page "
+                   "(%d sectors), which Linux %s refuses (6.1 raised it to a "
+                   "page)", max_sectors, MIN_MAX_SECTORS,
+                   zn_kernel_name (cfg->kernel));
   if (max_sectors < MIN_MAX_SECTORS)
     max_sectors = MIN_MAX_SECTORS;
   max_sectors -= max_sectors % lbs_sectors;
+
+  /* The block layer's append limit: one zone, one request.  From 6.10
+   * null_blk lowers it to zone_append_max_sectors, rounded down to the
+   * block size and at most the zone capacity; 0 there makes the block
+   * layer emulate zone append with writes, under the same limit as 6.1.
+   */
+  append_max = (uint32_t) (max_sectors < cfg->zone_size * MIB_SECTORS
+                           ? max_sectors : cfg->zone_size * MIB_SECTORS);
+  if (newer) {
+    uint64_t v = cfg->zone_append_max_sectors;
+
+    v -= v % lbs_sectors;
+    if (v > zone_capacity * MIB_SECTORS)
+      v = zone_capacity * MIB_SECTORS;
+    if (v && v < append_max)
+      append_max = (uint32_t) v;
+  }
 
   *geo = (struct zn_geometry) {
     .capacity = cfg->size * MIB_SECTORS,
@@ -135,9 +215,12 @@ zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
     .max_active = (uint32_t) max_active,
     .block_size = cfg->blocksize,
     .max_sectors = (uint32_t) max_sectors,
-    .max_append_sectors = (uint32_t) (max_sectors < cfg->zone_size * MIB_SECTORS
-                                      ? max_sectors : cfg->zone_size * MIB_SECTORS),
+    .max_append_sectors = append_max,
     .memory_backed = cfg->memory_backed,
+    .kernel = cfg->kernel,
+    .append_emulated = newer && cfg->zone_append_max_sectors
+                       < lbs_sectors,
+    .fua = !newer || (cfg->fua && cfg->cache_size && cfg->memory_backed),
   };
   return 0;
 }

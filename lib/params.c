@@ -203,6 +203,25 @@ static const struct plain_key plain_keys[] = {
   { "mbps", K_U32, QUEUE (mbps) },
 };
 
+/* Attributes of newer kernels: zn_dev_create refuses the ones the chosen
+ * kernel lacks, so which were given is recorded too.
+ */
+struct newer_key {
+  const char *name;
+  enum key_kind kind;
+  size_t offset;
+  uint32_t bit;
+};
+static const struct newer_key newer_keys[] = {
+  { "zone_full", K_BOOL, CFG (zone_full), ZN_GIVEN_ZONE_FULL },
+  { "zone_append_max_sectors", K_U32, CFG (zone_append_max_sectors),
+    ZN_GIVEN_ZONE_APPEND_MAX_SECTORS },
+  { "fua", K_BOOL, CFG (fua), ZN_GIVEN_FUA },
+  { "badblocks_once", K_BOOL, CFG (badblocks_once), ZN_GIVEN_BADBLOCKS_ONCE },
+  { "badblocks_partial_io", K_BOOL, CFG (badblocks_partial_io),
+    ZN_GIVEN_BADBLOCKS_PARTIAL_IO },
+};
+
 int
 params_set (struct zn_params *p, const char *arg, char *err, size_t errlen)
 {
@@ -238,6 +257,25 @@ params_set (struct zn_params *p, const char *arg, char *err, size_t errlen)
     case K_BOOL: return parse_bool (key, value, field, err, errlen);
     case K_POSITIVE: return parse_positive (key, value, field, err, errlen);
     }
+  }
+  if (strcmp (key, "kernel") == 0) {
+    if (zn_kernel_parse (value, &p->cfg.kernel) < 0)
+      return bad (err, errlen, "%s=%s: must be 6.1, 6.12 or 7.3, the kernels "
+                  "whose null_blk zonednull models", key, value);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof newer_keys / sizeof newer_keys[0]; i++) {
+    const struct newer_key *k = &newer_keys[i];
+    void *field = (char *) p + k->offset;
+    int r;
+
+    if (strcmp (key, k->name) != 0)
+      continue;
+    r = k->kind == K_BOOL ? parse_bool (key, value, field, err, errlen)
+                          : parse_u32 (key, value, field, err, errlen);
+    if (r == 0)
+      p->cfg.given |= k->bit;
+    return r;
   }
   if (strcmp (key, "zoned") == 0) {
     bool zoned;

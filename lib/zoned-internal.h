@@ -71,6 +71,14 @@ struct zn_dev {
   atomic_ullong pl_waited;
   atomic_ullong pl_timeouts;
   atomic_ullong pl_failed;
+  /* Kernel-specific behaviour (6.12, 7.3). */
+  bool zone_full;
+  bool badblocks_once;
+  bool badblocks_partial_io;
+  /* The block layer's zone write plugs (wplug.c), NULL when the front
+   * end did not ask for them.
+   */
+  struct zn_wplug *wplugs;
 };
 
 /* geometry.c: null_blk's power-on validation and clamping. */
@@ -86,9 +94,22 @@ int cache_before_write (struct zn_dev *dev, struct zone *z, uint64_t off,
                         uint64_t len, bool fua);
 void cache_power_loss (struct zn_dev *dev);
 
+/* wplug.c, all with the zone lock held */
+void wplug_free (struct zn_dev *dev);
+int wplug_prepare (struct zn_dev *dev, struct zone *z, uint64_t *sector,
+                   uint64_t n, bool append);
+void wplug_complete (struct zn_dev *dev, struct zone *z, int ret);
+void wplug_native_append (struct zn_dev *dev, struct zone *z);
+void wplug_zone_mgmt (struct zn_dev *dev, struct zone *z, enum zn_zone_op op);
+void wplug_remove_all (struct zn_dev *dev);
+void wplug_report (struct zn_dev *dev, struct zone *z, uint8_t cond,
+                   uint64_t wp);
+
 /* badblocks.c */
 void badblocks_init (struct zn_dev *dev);
 void badblocks_free (struct zn_dev *dev);
 bool badblocks_hit (struct zn_dev *dev, uint64_t sector, uint64_t n);
+bool badblocks_check (struct zn_dev *dev, uint64_t sector, uint64_t n,
+                      uint64_t *good);
 
 #endif

@@ -1,6 +1,6 @@
 /* The zone state machine of null_blk (drivers/block/null_blk/zoned.c in
- * Linux 6.1) plus the checks and splitting the block layer does in front
- * of it.  Structure follows the driver: one small function per operation,
+ * Linux 6.1, and where they differ 6.12 and 7.3) plus the checks and
+ * splitting the block layer does in front of it.  Structure follows the driver: one small function per operation,
  * and the open/active resource checks in one place.
  *
  * Locking follows the driver's "improve zone locking" design: one lock per
@@ -127,6 +127,12 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   badblocks_init (dev);
   cache_init (dev, geo.memory_backed ? cfg->cache_size << 20 : 0);
   dev->pipeline = cfg->pipeline_zoned_writes;
+  if (geo.kernel >= ZN_KERNEL_6_12)
+    dev->zone_full = cfg->zone_full;
+  if (geo.kernel >= ZN_KERNEL_7_3) {
+    dev->badblocks_once = cfg->badblocks_once;
+    dev->badblocks_partial_io = cfg->badblocks_partial_io;
+  }
   dev->pipeline_wait_ms = cfg->pipeline_wait_ms
     ? cfg->pipeline_wait_ms : ZN_PIPELINE_WAIT_MS;
   dev->pipeline_max_waiting = cfg->pipeline_max_waiting
@@ -150,9 +156,10 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
     }
     else {
       z->type = ZN_ZONE_SEQWRITE_REQ;
-      z->cond = ZN_COND_EMPTY;
       z->capacity = z->len < geo.zone_capacity ? z->len : geo.zone_capacity;
-      z->wp = z->start;
+      /* zone_full (6.11): FULL as if written to the capacity. */
+      z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
+      z->wp = dev->zone_full ? z->start + z->capacity : z->start;
     }
     pages_init (&z->pages, z->len << ZN_SECTOR_SHIFT);
   }
@@ -172,6 +179,7 @@ zn_dev_destroy (struct zn_dev *dev)
   pthread_mutex_destroy (&dev->dev_lock);
   badblocks_free (dev);
   cache_free (dev);
+  wplug_free (dev);
   pthread_condattr_destroy (&dev->wp_condattr);
   free (dev->zones);
   free (dev);
@@ -181,6 +189,12 @@ const struct zn_geometry *
 zn_dev_geometry (const struct zn_dev *dev)
 {
   return &dev->geo;
+}
+
+bool
+zn_dev_zone_full (const struct zn_dev *dev)
+{
+  return dev->zone_full;
 }
 
 /* ---- resource checks (called with the resource lock held) -------------- */
@@ -324,7 +338,12 @@ finish_zone (struct zn_dev *dev, struct zone *z)
 
   switch (z->cond) {
   case ZN_COND_FULL:
-    return 0;
+    /* From 6.10 only a device with limits returns early; without them a
+     * FULL zone gets its wp moved to the zone's end like any other.
+     */
+    if (dev->need_res_mgmt || dev->geo.kernel < ZN_KERNEL_6_12)
+      return 0;
+    break;
   case ZN_COND_EMPTY:
     ret = check_zone_resources (dev, z);
     if (ret)
@@ -607,21 +626,41 @@ static int
 write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
             uint64_t *sectorp, uint64_t n, bool fua, bool append)
 {
-  uint64_t sector = *sectorp, off, len = n << ZN_SECTOR_SHIFT;
+  uint64_t sector = *sectorp, off, xfer = 0;
   bool store = dev->geo.memory_backed;
-  int ret = 0;
+  bool plugged = false;
+  int ret = 0, bb_ret = 0;
 
   zone_lock (z);
+  /* The block layer's zone write plug comes first.  An emulated append
+   * is a write at the plug's wp by the time null_blk sees it.
+   */
+  if (dev->wplugs && z->type != ZN_ZONE_CONVENTIONAL) {
+    if (append && !dev->geo.append_emulated)
+      wplug_native_append (dev, z);
+    else {
+      ret = wplug_prepare (dev, z, &sector, n, append);
+      if (ret) {
+        zone_unlock (z);
+        return ret;
+      }
+      *sectorp = sector;
+      append = false;
+      plugged = true;
+    }
+  }
   if (append)
     *sectorp = sector = z->wp;
   off = zone_bytes (z, sector);
   if (z->type == ZN_ZONE_CONVENTIONAL) {
-    if (badblocks_hit (dev, sector, n))
-      ret = -EIO;
-    else if (store)
+    if (badblocks_check (dev, sector, n, &xfer))
+      bb_ret = -EIO;
+    else
+      xfer = n;
+    if (xfer && store)
       ret = pages_reserve (&z->pages);
-    if (ret == 0 && dev->cache_bytes)
-      ret = cache_before_write (dev, z, off, len, fua);
+    if (ret == 0 && xfer && dev->cache_bytes)
+      ret = cache_before_write (dev, z, off, xfer << ZN_SECTOR_SHIFT, fua);
   }
   else {
     bool at_wp;
@@ -638,24 +677,36 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
      */
     res_lock (dev);
     ret = write_open_zone (dev, z, sector, n);
-    /* Step 6: the zone is already open when a bad block fails the write. */
-    if (ret == 0 && badblocks_hit (dev, sector, n))
-      ret = -EIO;
+    /* Step 6: the zone is already open when a bad block fails the write.
+     * With badblocks_partial_io (7.3) the part before the bad block is
+     * written and the wp moves past it, and the write still fails.
+     */
+    if (ret == 0 && badblocks_check (dev, sector, n, &xfer)) {
+      bb_ret = -EIO;
+      if (xfer == 0)
+        ret = -EIO;
+    }
+    else
+      xfer = n;
     if (ret == 0 && store)
       ret = pages_reserve (&z->pages);
     if (ret == 0)
-      advance_wp (dev, z, n);
+      advance_wp (dev, z, xfer);
+    if (ret == 0)
+      ret = bb_ret;
     res_unlock (dev);
     /* The writes queued behind a failed write at the wp cannot succeed;
      * a failed append moved nothing and leaves them waiting.
      */
     if (dev->pipeline && (ret == 0 || (at_wp && !append)))
       wake_waiters (z, ret != 0);
+    if (plugged)
+      wplug_complete (dev, z, ret);
   }
-  if (ret == 0 && store)
-    pages_copy_in (&z->pages, off, buf, len);
+  if ((ret == 0 || ret == bb_ret) && xfer && store)
+    pages_copy_in (&z->pages, off, buf, xfer << ZN_SECTOR_SHIFT);
   zone_unlock (z);
-  return ret;
+  return ret ? ret : bb_ret;
 }
 
 /* Below the wp a zone reads its data (zeros where nothing was written);
@@ -674,7 +725,10 @@ read_zone (struct zn_dev *dev, struct zone *z, void *buf,
   wp = z->wp;
   res_unlock (dev);
 
-  if (cond == ZN_COND_OFFLINE || badblocks_hit (dev, sector, n)) {
+  /* A read that meets a bad block fails whole, partial or not: the
+   * request completes with the error.
+   */
+  if (cond == ZN_COND_OFFLINE || badblocks_check (dev, sector, n, &valid)) {
     zone_unlock (z);
     return -EIO;
   }
@@ -839,6 +893,8 @@ zn_power_cycle (struct zn_dev *dev)
   atomic_store (&dev->nr_exp_open, 0);
   atomic_store (&dev->nr_closed, 0);
   dev->imp_close_cursor = dev->geo.nr_conv;
+  if (dev->wplugs)
+    wplug_remove_all (dev);
   res_unlock (dev);
   lock_all_zones (dev, false);
   return 0;
@@ -846,8 +902,13 @@ zn_power_cycle (struct zn_dev *dev)
 
 /* ---- zone management ---------------------------------------------------- */
 
+/* chain_ok: no zone before this one in the range failed.  The range's
+ * bios are chained, so from 6.10 an earlier failure reaches this zone's
+ * bio and its completion leaves the zone write plug alone.
+ */
 static int
-zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
+zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
+               bool chain_ok)
 {
   int ret;
 
@@ -866,6 +927,8 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
     }
   }
   res_unlock (dev);
+  if (ret == 0 && chain_ok && dev->wplugs)
+    wplug_zone_mgmt (dev, z, op);
   if (ret == 0 && op == ZN_OP_RESET)
     pages_discard (&z->pages);
   if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
@@ -892,6 +955,8 @@ reset_all (struct zn_dev *dev)
       pages_discard (&z->pages);
       wake_waiters (z, true);
     }
+    if (dev->wplugs)
+      wplug_zone_mgmt (dev, z, ZN_OP_RESET);
     zone_unlock (z);
   }
   return 0;
@@ -915,7 +980,7 @@ zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
     return reset_all (dev);
 
   for (; sector < end; sector += dev->geo.zone_sectors) {
-    int zone_ret = zone_mgmt_one (dev, zone_of (dev, sector), op);
+    int zone_ret = zone_mgmt_one (dev, zone_of (dev, sector), op, ret == 0);
     if (zone_ret)
       ret = zone_ret;
   }
@@ -992,6 +1057,8 @@ zn_report_zones (struct zn_dev *dev, uint64_t sector,
       .wp = z->wp, .type = z->type, .cond = z->cond,
     };
     res_unlock (dev);
+    if (dev->wplugs && z->type != ZN_ZONE_CONVENTIONAL)
+      wplug_report (dev, z, zones[n].cond, zones[n].wp);
     zone_unlock (z);
   }
   return n;

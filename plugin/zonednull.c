@@ -295,6 +295,35 @@ zonednull_config (const char *key, const char *value)
     return parse_nr_devices (key, value);
   else if (strcmp (key, "badblocks") == 0)
     return add_badblocks_setting (value);
+  else if (strcmp (key, "kernel") == 0) {
+    if (zn_kernel_parse (value, &cfg.kernel) < 0) {
+      nbdkit_error ("%s=%s: must be 6.1, 6.12 or 7.3, the kernels whose "
+                    "null_blk zonednull models", key, value);
+      return -1;
+    }
+    return 0;
+  }
+  /* Newer kernels' attributes; create_device refuses one the kernel lacks. */
+  else if (strcmp (key, "zone_full") == 0) {
+    cfg.given |= ZN_GIVEN_ZONE_FULL;
+    return parse_bool (key, value, &cfg.zone_full);
+  }
+  else if (strcmp (key, "zone_append_max_sectors") == 0) {
+    cfg.given |= ZN_GIVEN_ZONE_APPEND_MAX_SECTORS;
+    return nbdkit_parse_uint32_t (key, value, &cfg.zone_append_max_sectors);
+  }
+  else if (strcmp (key, "fua") == 0) {
+    cfg.given |= ZN_GIVEN_FUA;
+    return parse_bool (key, value, &cfg.fua);
+  }
+  else if (strcmp (key, "badblocks_once") == 0) {
+    cfg.given |= ZN_GIVEN_BADBLOCKS_ONCE;
+    return parse_bool (key, value, &cfg.badblocks_once);
+  }
+  else if (strcmp (key, "badblocks_partial_io") == 0) {
+    cfg.given |= ZN_GIVEN_BADBLOCKS_PARTIAL_IO;
+    return parse_bool (key, value, &cfg.badblocks_partial_io);
+  }
   else if (strcmp (key, "zone_readonly") == 0)
     return add_cond_setting (key, value, false);
   else if (strcmp (key, "zone_offline") == 0)
@@ -398,6 +427,13 @@ create_device (struct device *d, uint32_t index)
   d->dev = zn_dev_create (&cfg, err, sizeof err);
   if (d->dev == NULL) {
     nbdkit_error ("%s", err[0] ? err : error_text (errno));
+    return -1;
+  }
+  /* NBD clients see the device as /dev/nullb0's users do, behind the
+   * block layer's zone write plugs (6.10+).
+   */
+  if (zn_dev_write_plugging (d->dev, err, sizeof err) == -1) {
+    nbdkit_error ("%s", err);
     return -1;
   }
   d->geo = zn_dev_geometry (d->dev);
@@ -504,6 +540,12 @@ zonednull_thread_model (void)
   "device_lock=<BOOL>      One lock for all zones (for benchmarks).\n" \
   "badblocks=+A-B|-A-B     Add/remove bad sectors A..B (repeatable).\n" \
   "cache_size=<MiB>        Volatile write cache (memory_backed only).\n" \
+  "kernel=6.1|6.12|7.3     Whose null_blk to emulate (default 6.1).\n" \
+  "zone_full=<BOOL>        6.12+: sequential zones start FULL.\n" \
+  "zone_append_max_sectors=<N> 6.12+: append limit; 0 emulates appends.\n" \
+  "fua=<BOOL>              6.12+: advertise FUA with a cache (default 1).\n" \
+  "badblocks_once=<BOOL>   7.3: a bad range hit once is cleared.\n" \
+  "badblocks_partial_io=<BOOL> 7.3: transfer up to the first bad block.\n" \
   "MiB values also take a suffix (64M, 1G) but must be whole MiB.\n" \
   "Use nbdkit -t >= hw_queue_depth with irqmode=2 (see the man page)."
 
@@ -677,12 +719,16 @@ zonednull_can_extents (void *handle)
 }
 
 /* FUA is passed to the model: with a cache (cache_size) a FUA write is
- * durable at once, as null_blk writes it around its cache.
+ * durable at once, as null_blk writes it around its cache.  From 6.10
+ * null_blk advertises FUA only with cache_size and fua, and so does the
+ * data export; the control export keeps it for appends.
  */
 static int
-zonednull_can_fua (void *handle UNUSED)
+zonednull_can_fua (void *handle)
 {
-  return NBDKIT_FUA_NATIVE;
+  struct handle *h = handle;
+
+  return h->control || h->d->geo->fua ? NBDKIT_FUA_NATIVE : NBDKIT_FUA_NONE;
 }
 
 /* Describes the zones a request touches for an error message, e.g.

@@ -3,8 +3,9 @@
  * The input is cut into pieces at points chosen by its own bytes, so
  * requests split across reads are exercised as the event loop sees them.
  * Invariants checked: the session consumes no more than it was given,
- * keeps its output under the limit plus one reply, and the device's zone
- * table stays consistent (every write pointer inside its zone).
+ * keeps its output under the limit plus one reply, each reply within the
+ * bound it asked room for, and the device's zone table stays consistent
+ * (every write pointer inside its zone).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -43,6 +44,27 @@ admit (void *owner, struct session *s, const struct data_request *rq)
   return 0;
 }
 
+/* The output budget of this piece, as the server's served.room applies
+ * it: a request whose reply would pass it waits unless nothing is
+ * queued.  approved_end is what the output may reach with the request
+ * last given room (0: none since session_input began).
+ */
+static size_t budget, approved_end;
+
+static bool
+room (void *owner, size_t queued, size_t reply)
+{
+  (void) owner;
+  if (approved_end && queued > approved_end)
+    abort ();                   /* a reply larger than its bound */
+  if (queued > 0 && queued + reply > budget) {
+    approved_end = 0;
+    return false;
+  }
+  approved_end = queued + reply;
+  return true;
+}
+
 static void
 setup (void)
 {
@@ -70,6 +92,7 @@ setup (void)
   }
   served.delayed = true;
   served.admit = admit;
+  served.room = room;
 }
 
 static void
@@ -118,11 +141,14 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
     /* Replies are held as with irqmode=2, and completed a piece later. */
     tags_left = data[pos - piece] % 8;
+    budget = (size_t) (data[pos - piece] >> 3) * 4096;
+    approved_end = 0;
     used = session_input (s, pending, pending_len);
     if (used < 0)
       break;
     if ((size_t) used > pending_len
-        || session_output (s)->len > SESSION_OUTPUT_LIMIT + (33u << 20))
+        || session_output (s)->len > SESSION_OUTPUT_LIMIT + (33u << 20)
+        || (approved_end && session_output (s)->len > approved_end))
       abort ();
     memmove (pending, pending + used, pending_len - (size_t) used);
     pending_len -= (size_t) used;

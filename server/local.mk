@@ -9,15 +9,17 @@ server_zonednull_server_LDADD = lib/libzonednull.la $(LIBEV_LIBS)
 man8_MANS = man/zonednull-server.8
 
 TESTS += tests/test-server.sh tests/test-cli-server.sh tests/test-server-queue.sh \
-	tests/test-zero-length.sh
+	tests/test-zero-length.sh tests/test-server-output.sh \
+	tests/test-server-timeout.sh
 EXTRA_DIST += $(man8_MANS) tests/test-server.sh tests/test-cli-server.sh \
-	tests/test-server-queue.sh tests/test-zero-length.sh
+	tests/test-server-queue.sh tests/test-zero-length.sh \
+	tests/test-server-output.sh tests/test-server-timeout.sh
 
 # The libFuzzer target for the protocol session (clang only): built for
 # `make check` when clang is available, run briefly by tests/test-fuzz.sh.
 fuzz_session_sources = server/fuzz-session.c server/session.c lib/zoned.c \
 	lib/geometry.c lib/pages.c lib/control.c lib/control-wire.c \
-	lib/queue.c lib/badblocks.c lib/cache.c
+	lib/queue.c lib/badblocks.c lib/cache.c lib/wplug.c
 if HAVE_LIBFUZZER
 check_DATA = server/fuzz-session
 endif

@@ -95,6 +95,8 @@ static const char *const context_names[] = {
 #define MAX_OPTIONS_BASE 1024
 #define MAX_OPTIONS_PER_EXPORT 8
 #define REPORT_BATCH     64
+/* An empty output buffer larger than this is freed. */
+#define OUTBUF_KEEP      (1024 * 1024)
 
 /* ---- the session ------------------------------------------------------- */
 
@@ -311,15 +313,20 @@ export_size (const struct served_device *d, bool control)
   return zn_dev_geometry (d->dev)->capacity << ZN_SECTOR_SHIFT;
 }
 
+/* FUA as the device advertises it: on 6.10 and later null_blk only with
+ * cache_size and fua.
+ */
 static uint16_t
-export_flags (const struct session *s, bool control)
+export_flags (const struct session *s, const struct served_device *d,
+              bool control)
 {
   uint16_t f = TF_HAS_FLAGS | TF_SEND_FLUSH | TF_CAN_MULTI_CONN;
 
   if (s->sv->readonly)
     f |= TF_READ_ONLY;
   if (!control) {
-    f |= TF_SEND_FUA;
+    if (zn_dev_geometry (d->dev)->fua)
+      f |= TF_SEND_FUA;
     if (!s->sv->readonly)
       f |= TF_SEND_TRIM;
   }
@@ -396,7 +403,7 @@ reply_info_export (struct session *s, uint32_t opt,
   out_be32 (&s->out, 12);
   out_be16 (&s->out, INFO_EXPORT);
   out_be64 (&s->out, export_size (d, control));
-  out_be16 (&s->out, export_flags (s, control));
+  out_be16 (&s->out, export_flags (s, d, control));
 }
 
 /* The block layer's rules: requests in logical blocks, no larger than
@@ -452,7 +459,7 @@ opt_export_name (struct session *s, const unsigned char *data, uint32_t len)
   if (d == NULL || !choose_export (s, d, control, session))
     return -1;
   out_be64 (&s->out, export_size (d, control));
-  out_be16 (&s->out, export_flags (s, control));
+  out_be16 (&s->out, export_flags (s, d, control));
   if (!s->no_zeroes)
     out_bytes (&s->out, zeroes, sizeof zeroes);
   s->phase = PH_TRANSMISSION;
@@ -1111,6 +1118,27 @@ park (struct session *s, const unsigned char *data)
   return 28 + (long) count;
 }
 
+/* At most how many bytes of output a request's reply takes: a read's
+ * data, a block status's extents (at most three per zone and context),
+ * or a simple reply or an error with its message (which can be longer
+ * than a small read).
+ */
+static size_t
+reply_bound (const struct session *s, uint16_t type, uint32_t count)
+{
+  const size_t small = 20 + 6 + sizeof ((struct message *) 0)->text;
+
+  if (type == CMD_READ && count <= MAX_REQUEST && count > small - 28)
+    return 20 + 8 + (size_t) count;
+  if (type == CMD_BLOCK_STATUS && s->d && !s->control) {
+    uint64_t zone_bytes = zn_dev_geometry (s->d->dev)->zone_sectors
+                          << ZN_SECTOR_SHIFT;
+
+    return small + 2 * (24 + (count / zone_bytes + 2) * 3 * 8);
+  }
+  return small;
+}
+
 /* One request whose header is at data (28 bytes) and whose payload, for a
  * write, follows.
  */
@@ -1139,6 +1167,9 @@ handle_request (struct session *s, const unsigned char *data, size_t avail)
   }
   if (type == CMD_DISC)
     return -1;
+  if (s->sv->room && !s->sv->room (s->owner, s->out.len,
+                                   reply_bound (s, type, count)))
+    return 0;
 
   if ((type == CMD_READ) && count > MAX_REQUEST) {
     reply_error (s, cookie, EINVAL, "read of %" PRIu32 " bytes exceeds the "
@@ -1280,6 +1311,14 @@ session_sent (struct session *s, size_t n)
   s->ready -= n;
   for (unsigned i = 0; i < s->held_count; i++)
     s->held[(s->held_head + i) % s->held_cap] -= n;
+  /* A large buffer, once empty, goes back: what the server holds for
+   * output is what is queued, not the most a connection ever queued.
+   */
+  if (s->out.len == 0 && s->out.cap > OUTBUF_KEEP) {
+    free (s->out.data);
+    s->out.data = NULL;
+    s->out.cap = 0;
+  }
 }
 
 

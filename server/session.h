@@ -56,6 +56,12 @@ struct served {
    * tag.  NULL admits everything.
    */
   int (*admit) (void *owner, struct session *s, const struct data_request *rq);
+  /* Asked before each request of the transmission phase, with the bytes
+   * of output the session holds and a bound on the request's reply: true
+   * to take it, false to stop session_input there (the request is offered
+   * again later).  NULL: only SESSION_OUTPUT_LIMIT applies.
+   */
+  bool (*room) (void *owner, size_t queued, size_t reply);
 };
 
 /* Bytes waiting to be sent. */
@@ -71,7 +77,8 @@ void session_free (struct session *s);
 /* session_input stops taking requests once this much output is queued, so
  * that a client sending many large reads without reading the replies
  * cannot make the server buffer without bound.  One reply can add up to
- * the 32 MiB maximum request on top.
+ * the 32 MiB maximum request on top; served.room, when set, bounds it
+ * more tightly.
  */
 #define SESSION_OUTPUT_LIMIT (32 * 1024 * 1024)
 

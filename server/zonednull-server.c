@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -49,6 +50,7 @@ static bool foreground;                 /* -f: do not daemonize */
 static bool verbose;                    /* -v: log connections */
 static bool exit_with_parent;           /* stop when the parent exits */
 static uint64_t busy_poll_ns = 20000;   /* --busy-poll: awake after input */
+static double handshake_timeout = 60.;  /* --timeout: seconds, 0 for none */
 
 static struct served served;
 static struct zn_queue_config qcfg;
@@ -62,6 +64,7 @@ struct conn {
   unsigned char *in;
   size_t in_len, in_cap;
   bool closing;                 /* send what is queued, then close */
+  ev_timer handshake;           /* --timeout, until transmission */
   /* Its hardware queue, once a device export was chosen. */
   struct served_device *d;
   unsigned queue;
@@ -71,11 +74,92 @@ struct conn {
   bool throttled;               /* waiting for the mbps budget */
   struct conn *throttle_next;
   struct pending *pending;      /* its parked writes */
+  size_t queued;                /* its output, as last counted */
+  bool out_blocked;             /* a request waits for room for its reply */
+  struct conn *blocked_next;
   struct conn *next, *prev;
 };
 
 static struct conn *conns;      /* every open connection, for shutdown */
+static unsigned nr_conns;
 static unsigned long nr_conns_total;
+
+/* ---- the output budget -----------------------------------------------------
+ *
+ * Replies wait in memory until their client reads them, so a client that
+ * sends reads and never reads the replies would hold memory without
+ * bound.  Each connection may hold SESSION_OUTPUT_LIMIT, and all of them
+ * together OUTPUT_TOTAL_LIMIT, as each takes requests: a request whose
+ * reply does not fit waits, and its connection stops being read, until
+ * its own replies are read or others' are.  Past the total, a connection
+ * gets no more than its fair share of it, so those that do not read
+ * cannot take the room of those that do; and a reply that leaves a
+ * connection at most OUTPUT_GUARANTEED queued is always taken, so that a
+ * client that reads its replies is served whatever the others hold.  The
+ * output held is thus at most OUTPUT_TOTAL_LIMIT plus OUTPUT_GUARANTEED
+ * per connection.
+ */
+#define OUTPUT_TOTAL_LIMIT ((size_t) 256 << 20)
+#define OUTPUT_GUARANTEED (((size_t) 1 << 20) + 4096)  /* 1 MiB and headers */
+
+static size_t output_total;     /* sum of the connections' queued */
+static bool output_freed;       /* output_total went down since the retry */
+static struct conn *blocked_head, *blocked_tail;  /* FIFO of out_blocked */
+
+/* Counts what the connection's session holds now. */
+static void
+account (struct conn *c)
+{
+  size_t now = session_output (c->session)->len;
+
+  if (now < c->queued)
+    output_freed = true;
+  output_total = output_total - c->queued + now;
+  c->queued = now;
+}
+
+static void
+blocked_remove (struct conn *c)
+{
+  struct conn **pp, *prev = NULL;
+
+  if (!c->out_blocked)
+    return;
+  for (pp = &blocked_head; *pp != c; pp = &(*pp)->blocked_next)
+    prev = *pp;
+  *pp = c->blocked_next;
+  if (blocked_tail == c)
+    blocked_tail = prev;
+  c->out_blocked = false;
+}
+
+/* served.room: may the connection take a request of this reply bound? */
+static bool
+room (void *owner, size_t queued, size_t reply)
+{
+  struct conn *c = owner;
+  size_t mine = queued + reply, others = output_total - c->queued;
+  bool ok;
+
+  if (mine <= OUTPUT_GUARANTEED)
+    ok = true;
+  else if (others + mine > OUTPUT_TOTAL_LIMIT)
+    ok = false;
+  else if (queued == 0)
+    ok = true;                  /* one request of any size at a time */
+  else
+    ok = mine <= SESSION_OUTPUT_LIMIT && mine <= OUTPUT_TOTAL_LIMIT / nr_conns;
+  if (!ok && !c->out_blocked) {
+    c->out_blocked = true;
+    c->blocked_next = NULL;
+    if (blocked_tail)
+      blocked_tail->blocked_next = c;
+    else
+      blocked_head = c;
+    blocked_tail = c;
+  }
+  return ok;
+}
 
 /* ---- tags and timed completion --------------------------------------------
  *
@@ -352,6 +436,7 @@ conn_free (struct ev_loop *loop, struct conn *c)
 {
   ev_io_stop (loop, &c->rio);
   ev_io_stop (loop, &c->wio);
+  ev_timer_stop (loop, &c->handshake);
   close (c->fd);
   if (c->prev)
     c->prev->next = c->next;
@@ -372,6 +457,10 @@ conn_free (struct ev_loop *loop, struct conn *c)
   }
   wait_remove (c);
   throttle_remove (c);
+  blocked_remove (c);
+  output_total -= c->queued;
+  output_freed = true;
+  nr_conns--;
   /* Its parked writes will never be answered; their tags are free. */
   while (c->pending) {
     struct pending *p = c->pending;
@@ -413,6 +502,7 @@ conn_send (struct ev_loop *loop, struct conn *c)
     return false;
   }
   session_sent (c->session, sent);
+  account (c);
   return true;
 }
 
@@ -420,9 +510,15 @@ conn_send (struct ev_loop *loop, struct conn *c)
 static void
 conn_process (struct conn *c)
 {
-  long used = session_input (c->session, c->in, c->in_len);
+  long used;
+  bool control;
 
+  blocked_remove (c);
+  used = session_input (c->session, c->in, c->in_len);
+  account (c);
   attach (c);
+  if (ev_is_active (&c->handshake) && session_device (c->session, &control))
+    ev_timer_stop (ev_default_loop (0), &c->handshake);
   if (used < 0) {
     c->closing = true;
     c->in_len = 0;
@@ -436,7 +532,7 @@ conn_process (struct conn *c)
    * tag, is a framing error (no request is that large).
    */
   if (c->in_len == c->in_cap && c->in_cap >= MAX_INBUF && !c->waiting
-      && !c->throttled
+      && !c->throttled && !c->out_blocked
       && session_output (c->session)->len < SESSION_OUTPUT_LIMIT)
     c->closing = true;
 }
@@ -447,15 +543,13 @@ conn_process (struct conn *c)
 static void
 conn_flush (struct ev_loop *loop, struct conn *c)
 {
-  struct outbuf *out = session_output (c->session);
-
   for (;;) {
     if (!conn_send (loop, c))
       return;
     if (session_ready (c->session) > 0 || c->closing || c->in_len == 0
-        || c->waiting || c->throttled || out->len >= SESSION_OUTPUT_LIMIT)
+        || c->waiting || c->throttled)
       break;
-    /* Requests held back by the output limit. */
+    /* Requests held back by the output budget. */
     conn_process (c);
     if (session_ready (c->session) == 0)
       break;
@@ -470,8 +564,8 @@ conn_flush (struct ev_loop *loop, struct conn *c)
       return;
     }
   }
-  /* Reading resumes once the client has taken its replies. */
-  if (c->closing || out->len >= SESSION_OUTPUT_LIMIT)
+  /* Reading resumes once there is room for the reply. */
+  if (c->closing || c->out_blocked)
     ev_io_stop (loop, &c->rio);
   else
     ev_io_start (loop, &c->rio);
@@ -607,6 +701,34 @@ throttle_cb (struct ev_loop *loop, ev_timer *w, int revents)
   pipeline_retry (loop);
 }
 
+/* Once output has gone, the connections that wait for room try again,
+ * longest waiter first, before the loop sleeps.  Past the total none
+ * can be given room, so they are left alone: those waiting for their
+ * own replies to go are retried by their own conn_flush.
+ */
+static ev_prepare budget_watcher;
+
+static void
+budget_retry (struct ev_loop *loop, ev_prepare *w, int revents)
+{
+  (void) w;
+  (void) revents;
+  if (!output_freed || output_total >= OUTPUT_TOTAL_LIMIT)
+    return;
+  output_freed = false;
+  for (struct conn *c = blocked_head, *end = blocked_tail, *next; c; c = next) {
+    size_t before = c->in_len;
+    bool last = c == end;
+
+    next = c->blocked_next;
+    conn_process (c);
+    if (c->in_len != before || !c->out_blocked)
+      conn_flush (loop, c);
+    if (last)
+      break;
+  }
+}
+
 /* ---- busy polling ----------------------------------------------------------
  *
  * After input the loop keeps polling without sleeping for busy_poll_ns,
@@ -684,6 +806,24 @@ conn_writable (struct ev_loop *loop, ev_io *w, int revents)
   pipeline_retry (loop);
 }
 
+/* A connection that has not reached the transmission phase --timeout
+ * after it was accepted is cut off, so that clients that connect and
+ * stall cannot hold the server's descriptors.  The timer covers the
+ * whole handshake, whatever it consists of.
+ */
+static void
+handshake_expired (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  struct conn *c = w->data;
+
+  (void) revents;
+  if (verbose)
+    fprintf (stderr, "zonednull-server: connection %d: handshake not "
+             "finished within %g s (--timeout), closed\n", c->fd,
+             handshake_timeout);
+  conn_free (loop, c);
+}
+
 /* Out of file descriptors, the listening socket stays readable: accepting
  * pauses for a moment instead of spinning on EMFILE.
  */
@@ -732,10 +872,15 @@ accept_cb (struct ev_loop *loop, ev_io *w, int revents)
   ev_io_init (&c->rio, conn_readable, fd, EV_READ);
   ev_io_init (&c->wio, conn_writable, fd, EV_WRITE);
   c->rio.data = c->wio.data = c;
+  ev_timer_init (&c->handshake, handshake_expired, handshake_timeout, 0.);
+  c->handshake.data = c;
+  if (handshake_timeout > 0)
+    ev_timer_start (loop, &c->handshake);
   c->next = conns;
   if (conns)
     conns->prev = c;
   conns = c;
+  nr_conns++;
   nr_conns_total++;
   if (verbose)
     fprintf (stderr, "zonednull-server: connection %d accepted\n", fd);
@@ -852,6 +997,11 @@ devices_create (const struct zn_params *p, char *err, size_t errlen)
         snprintf (err, errlen, "%s", strerror (errno));
       return -1;
     }
+    /* An NBD client sees the device as /dev/nullb0's users do, behind
+     * the block layer's zone write plugs (6.10+).
+     */
+    if (zn_dev_write_plugging (d->dev, err, errlen) == -1)
+      return -1;
     if (params_apply (p, d->dev, err, errlen) == -1)
       return -1;
     d->qs = zn_queues_create (tagsets[qcfg.shared_tags ? 0 : i], &qcfg);
@@ -898,6 +1048,9 @@ usage (FILE *fp)
          "     --exit-with-parent  stop (as on SIGTERM) when the parent exits\n"
          "     --busy-poll US   poll without sleeping for US microseconds after\n"
          "                      a request (default 20; 0: always sleep)\n"
+         "     --timeout S      close a connection that has not finished its\n"
+         "                      handshake S seconds after connecting (default\n"
+         "                      60; 0: never)\n"
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
@@ -908,7 +1061,9 @@ usage (FILE *fp)
          "nr_devices, cache_size, badblocks, device_lock, irqmode,\n"
          "completion_nsec, hw_queue_depth, submit_queues, shared_tags\n"
          "(host_tags), shared_tag_bitmap, mbps, pipeline_zoned_writes,\n"
-         "pipeline_wait_ms, pipeline_max_waiting.\n"
+         "pipeline_wait_ms, pipeline_max_waiting, kernel (6.1, 6.12, 7.3),\n"
+         "and for newer kernels zone_full, zone_append_max_sectors, fua,\n"
+         "badblocks_once, badblocks_partial_io.\n"
          "\n"
          "Exports: nullb0 (the default) ... nullb<nr_devices-1>, each with\n"
          "/control (zonednull-control(5)).  See zonednull-server(8).\n", fp);
@@ -929,6 +1084,24 @@ parse_busy_poll (const char *arg)
     return -1;
   }
   busy_poll_ns = (uint64_t) us * 1000u;
+  return 0;
+}
+
+/* --timeout S: seconds, fractions allowed, at most a day. */
+static int
+parse_timeout (const char *arg)
+{
+  char *end;
+  double t;
+
+  errno = 0;
+  t = strtod (arg, &end);
+  if (errno || end == arg || *end || !(t >= 0. && t <= 86400.)) {
+    fprintf (stderr, "zonednull-server: --timeout '%s': must be a number of "
+             "seconds from 0 (no limit) to 86400\n", arg);
+    return -1;
+  }
+  handshake_timeout = t;
   return 0;
 }
 
@@ -992,6 +1165,7 @@ main (int argc, char **argv)
     { "verbose", no_argument, NULL, 'v' },
     { "exit-with-parent", no_argument, NULL, 'E' },
     { "busy-poll", required_argument, NULL, 'B' },
+    { "timeout", required_argument, NULL, 'T' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -1004,6 +1178,11 @@ main (int argc, char **argv)
   char err[512] = "";
   int c;
 
+  /* Output buffers over 1 MiB are mapped on their own and go back to
+   * the system once sent; glibc would otherwise raise this threshold
+   * after the first such buffer is freed and keep later ones in its heap.
+   */
+  mallopt (M_MMAP_THRESHOLD, 1 << 20);
   params_init (&params);
   while ((c = getopt_long (argc, argv, "U:i:p:fP:rvhV", long_options, NULL)) != -1) {
     switch (c) {
@@ -1020,6 +1199,10 @@ main (int argc, char **argv)
     case 'E': exit_with_parent = true; break;
     case 'B':
       if (parse_busy_poll (optarg) == -1)
+        return 2;
+      break;
+    case 'T':
+      if (parse_timeout (optarg) == -1)
         return 2;
       break;
     case 'h': usage (stdout); return EXIT_SUCCESS;
@@ -1049,6 +1232,7 @@ main (int argc, char **argv)
                                  : ZN_PIPELINE_WAIT_MS) * 1000000u;
   served.delayed = zn_queue_timed (&qcfg);
   served.admit = admit;
+  served.room = room;
   if (devices_create (&params, err, sizeof err) == -1) {
     fprintf (stderr, "zonednull-server: %s\n", err);
     params_free (&params);
@@ -1105,10 +1289,13 @@ main (int argc, char **argv)
     ev_signal_start (loop, &stoppers[i]);
   }
   ev_idle_init (&busy_poll_watcher, busy_poll_cb);
+  ev_prepare_init (&budget_watcher, budget_retry);
+  ev_prepare_start (loop, &budget_watcher);
 
   ev_run (loop, 0);
 
   ev_idle_stop (loop, &busy_poll_watcher);
+  ev_prepare_stop (loop, &budget_watcher);
 
   ev_io_stop (loop, &listen_watcher);
   for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++)

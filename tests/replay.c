@@ -47,6 +47,15 @@ enum { RC_MATCH = 0, RC_MISMATCH = 1, RC_TROUBLE = 2 };
 
 /* ---- the device under test ------------------------------------------- */
 
+/* What the header says to set up: the configfs values (the kernel from
+ * line 1) and the bad ranges, "+A-B", in the order they were written.
+ */
+struct trace_cfg {
+  struct zn_config cfg;
+  char **badblocks;
+  size_t nr_badblocks;
+};
+
 /* What header line 5 describes, in a form any backend can supply: an NBD
  * backend will fill it from the server rather than from the model.
  */
@@ -69,7 +78,7 @@ struct backend {
   /* NULL on failure, with a message in err; *refused tells whether the
    * device refused the configuration (rather than being unreachable).
    */
-  void *(*open) (const struct zn_config *cfg, bool *refused, char *err,
+  void *(*open) (const struct trace_cfg *tc, bool *refused, char *err,
                  size_t errlen);
   void (*close) (void *h);
   int (*info) (void *h, struct dev_info *info);
@@ -80,11 +89,27 @@ struct backend {
   int64_t (*report) (void *h, struct zn_zone *zones, unsigned max);
 };
 
+/* The traces are what a user of /dev/nullb0 saw, so the model gets the
+ * block layer's zone write plugging of the trace's kernel in front.
+ */
 static void *
-model_open (const struct zn_config *cfg, bool *refused, char *err, size_t errlen)
+model_open (const struct trace_cfg *tc, bool *refused, char *err, size_t errlen)
 {
+  struct zn_dev *dev;
+
   *refused = true;
-  return zn_dev_create (cfg, err, errlen);
+  dev = zn_dev_create (&tc->cfg, err, errlen);
+  if (dev && zn_dev_write_plugging (dev, err, errlen) < 0) {
+    zn_dev_destroy (dev);
+    return NULL;
+  }
+  for (size_t i = 0; dev && i < tc->nr_badblocks; i++)
+    if (zn_badblocks_parse (dev, tc->badblocks[i]) < 0) {
+      snprintf (err, errlen, "badblocks=%s: refused", tc->badblocks[i]);
+      zn_dev_destroy (dev);
+      return NULL;
+    }
+  return dev;
 }
 
 static void
@@ -149,6 +174,8 @@ static const struct backend model_backend = {
   .report = model_report,
 };
 
+static void die_oom (void);
+
 /* ---- the device over NBD ---------------------------------------------- */
 
 /* Set by --nbdkit (start a server per trace) or --connect (use one). */
@@ -168,14 +195,15 @@ struct nbd_dev {
  * startup messages (why it refused the configuration) in err.
  */
 static bool
-start_server (struct nbd_dev *d, const struct zn_config *cfg, bool *refused,
+start_server (struct nbd_dev *d, const struct trace_cfg *tc, bool *refused,
               char *err, size_t errlen)
 {
-  char keys[9][48];
+  const struct zn_config *cfg = &tc->cfg;
+  char keys[16][48];
   const char *nbdkit = getenv ("NBDKIT");
   const char *tmp = getenv ("TMPDIR");
-  char *argv[20];
-  int argc = 0, nkeys = 0, status;
+  char **argv;
+  int argc = 0, nkeys = 0, status, started;
 
   snprintf (d->dir, sizeof d->dir, "%s/zonednull-replay.XXXXXX",
             tmp && *tmp ? tmp : "/tmp");
@@ -197,7 +225,24 @@ start_server (struct nbd_dev *d, const struct zn_config *cfg, bool *refused,
   if (cfg->max_sectors)
     snprintf (keys[nkeys++], 48, "max_sectors=%" PRIu32, cfg->max_sectors);
   snprintf (keys[nkeys++], 48, "memory_backed=%d", cfg->memory_backed ? 1 : 0);
+  if (cfg->kernel != ZN_KERNEL_6_1)
+    snprintf (keys[nkeys++], 48, "kernel=%s", zn_kernel_name (cfg->kernel));
+  if (cfg->given & ZN_GIVEN_ZONE_FULL)
+    snprintf (keys[nkeys++], 48, "zone_full=%d", cfg->zone_full);
+  if (cfg->given & ZN_GIVEN_ZONE_APPEND_MAX_SECTORS)
+    snprintf (keys[nkeys++], 48, "zone_append_max_sectors=%" PRIu32,
+              cfg->zone_append_max_sectors);
+  if (cfg->given & ZN_GIVEN_FUA)
+    snprintf (keys[nkeys++], 48, "fua=%d", cfg->fua);
+  if (cfg->given & ZN_GIVEN_BADBLOCKS_ONCE)
+    snprintf (keys[nkeys++], 48, "badblocks_once=%d", cfg->badblocks_once);
+  if (cfg->given & ZN_GIVEN_BADBLOCKS_PARTIAL_IO)
+    snprintf (keys[nkeys++], 48, "badblocks_partial_io=%d",
+              cfg->badblocks_partial_io);
 
+  argv = calloc (12 + (size_t) nkeys + 2 * tc->nr_badblocks, sizeof *argv);
+  if (!argv)
+    die_oom ();
   argv[argc++] = (char *) (nbdkit && *nbdkit ? nbdkit : "nbdkit");
   argv[argc++] = "-f";
   argv[argc++] = "--exit-with-parent";
@@ -208,10 +253,22 @@ start_server (struct nbd_dev *d, const struct zn_config *cfg, bool *refused,
   argv[argc++] = (char *) nbdkit_plugin;
   for (int i = 0; i < nkeys; i++)
     argv[argc++] = keys[i];
+  for (size_t i = 0; i < tc->nr_badblocks; i++) {
+    size_t n = strlen (tc->badblocks[i]) + sizeof "badblocks=";
+
+    argv[argc] = malloc (n);
+    if (!argv[argc])
+      die_oom ();
+    snprintf (argv[argc++], n, "badblocks=%s", tc->badblocks[i]);
+  }
   argv[argc] = NULL;
 
-  switch (spawn_server (&d->server, argv, getenv ("ZONEDNULL_PRELOAD"),
-                        &status)) {
+  started = spawn_server (&d->server, argv, getenv ("ZONEDNULL_PRELOAD"),
+                          &status);
+  for (int i = argc - (int) tc->nr_badblocks; i < argc; i++)
+    free (argv[i]);
+  free (argv);
+  switch (started) {
   case 0:
     return true;
   case -1:
@@ -230,7 +287,7 @@ start_server (struct nbd_dev *d, const struct zn_config *cfg, bool *refused,
 static void nbd_close (void *h);
 
 static void *
-nbd_open (const struct zn_config *cfg, bool *refused, char *err, size_t errlen)
+nbd_open (const struct trace_cfg *tc, bool *refused, char *err, size_t errlen)
 {
   struct nbd_dev *d = calloc (1, sizeof *d);
   char uri[1024];
@@ -242,7 +299,7 @@ nbd_open (const struct zn_config *cfg, bool *refused, char *err, size_t errlen)
   if (connect_uri)
     snprintf (uri, sizeof uri, "%s", connect_uri);
   else {
-    if (!start_server (d, cfg, refused, err, errlen)) {
+    if (!start_server (d, tc, refused, err, errlen)) {
       nbd_close (d);
       return NULL;
     }
@@ -629,23 +686,58 @@ compare_line (const struct reader *r, const char *actual, bool op_line)
 
 /* ---- the header ------------------------------------------------------- */
 
-/* Line 2: the values written to configfs. */
+/* Line 1: "# kernel <uname -r> <uname -v>".  The release's major.minor
+ * picks the null_blk to emulate; only the modelled ones are accepted.
+ */
 static int
-parse_config (const struct reader *r, struct zn_config *cfg)
+parse_kernel (const struct reader *r, enum zn_kernel *k)
+{
+  const char *rel = r->line + strlen ("# kernel ");
+  size_t len = strspn (rel, "0123456789");
+  char version[16];
+
+  if (len && rel[len] == '.')
+    len += 1 + strspn (rel + len + 1, "0123456789");
+  if (len == 0 || len >= sizeof version)
+    return malformed (r, "no kernel release in '%s'", r->line);
+  memcpy (version, rel, len);
+  version[len] = '\0';
+  if (zn_kernel_parse (version, k) < 0)
+    return malformed (r, "kernel %s is not one zonednull models (6.1, "
+                      "6.12, 7.3)", version);
+  return RC_MATCH;
+}
+
+static void
+trace_cfg_free (struct trace_cfg *tc)
+{
+  for (size_t i = 0; i < tc->nr_badblocks; i++)
+    free (tc->badblocks[i]);
+  free (tc->badblocks);
+  tc->badblocks = NULL;
+  tc->nr_badblocks = 0;
+}
+
+/* Line 2: the values written to configfs.  badblocks may repeat. */
+static int
+parse_config (const struct reader *r, struct trace_cfg *tc)
 {
   static const char prefix[] = "# null_blk configfs:";
+  struct zn_config *cfg = &tc->cfg;
   const char *p = r->line + strlen (prefix);
   const char *tok;
   size_t len;
   unsigned seen = 0;
 
-  zn_config_init (cfg);
   while (take_token (&p, &tok, &len)) {
     static const char *const keys[] = {
       "size", "zone_size", "zone_capacity", "zone_nr_conv", "zone_max_open",
       "zone_max_active", "blocksize", "memory_backed", "max_sectors",
       /* Queueing only: they change timing, never results. */
       "irqmode", "completion_nsec", "hw_queue_depth",
+      /* Newer kernels' attributes. */
+      "zone_full", "zone_append_max_sectors", "fua", "badblocks_once",
+      "badblocks_partial_io", "badblocks",
     };
     char word[128];
     char *value;
@@ -665,6 +757,16 @@ parse_config (const struct reader *r, struct zn_config *cfg)
         break;
     if (k == sizeof keys / sizeof keys[0])
       return malformed (r, "unknown configfs key '%s'", word);
+    if (strcmp (word, "badblocks") == 0) {
+      char **b = realloc (tc->badblocks,
+                          (tc->nr_badblocks + 1) * sizeof *b);
+
+      if (!b || !(b[tc->nr_badblocks] = strdup (value)))
+        die_oom ();
+      tc->badblocks = b;
+      tc->nr_badblocks++;
+      continue;
+    }
     if (seen & (1u << k))
       return malformed (r, "configfs key '%s' given twice", word);
     seen |= 1u << k;
@@ -679,6 +781,23 @@ parse_config (const struct reader *r, struct zn_config *cfg)
       if (v > 1)
         return malformed (r, "configfs memory_backed: '%s' is not 0 or 1", value);
       cfg->memory_backed = v;
+      break;
+    case 12: case 14: case 15: case 16:
+      if (v > 1)
+        return malformed (r, "configfs %s: '%s' is not 0 or 1", word, value);
+      if (k == 12) cfg->zone_full = v, cfg->given |= ZN_GIVEN_ZONE_FULL;
+      if (k == 14) cfg->fua = v, cfg->given |= ZN_GIVEN_FUA;
+      if (k == 15)
+        cfg->badblocks_once = v, cfg->given |= ZN_GIVEN_BADBLOCKS_ONCE;
+      if (k == 16)
+        cfg->badblocks_partial_io = v,
+          cfg->given |= ZN_GIVEN_BADBLOCKS_PARTIAL_IO;
+      break;
+    case 13:
+      if (v > UINT32_MAX)
+        return malformed (r, "configfs %s: %s is out of range", word, value);
+      cfg->zone_append_max_sectors = (uint32_t) v;
+      cfg->given |= ZN_GIVEN_ZONE_APPEND_MAX_SECTORS;
       break;
     case 3: case 4: case 5: case 6: case 8:
       if (v > UINT32_MAX)
@@ -696,9 +815,13 @@ parse_config (const struct reader *r, struct zn_config *cfg)
   return RC_MATCH;
 }
 
-/* Line 4: "# zonetrace v1 dev=... seed=<seed> ops=<nops>". */
+/* Line 4: "# zonetrace v1 dev=... seed=<seed> ops=<nops>", and with
+ * "start=initial" (zntrace --initial, for zone_full) no op 0: the ops are
+ * 1..nops on the device as it powered on.
+ */
 static int
-parse_recorder (const struct reader *r, uint64_t *seed, uint64_t *nops)
+parse_recorder (const struct reader *r, uint64_t *seed, uint64_t *nops,
+                uint64_t *first)
 {
   const char *p = r->line + strlen ("# zonetrace v1");
   const char *tok, *end;
@@ -711,6 +834,8 @@ parse_recorder (const struct reader *r, uint64_t *seed, uint64_t *nops)
         return malformed (r, "bad seed '%.*s'", (int) len, tok);
       have_seed = true;
     }
+    else if (len == 13 && strncmp (tok, "start=initial", 13) == 0)
+      *first = 1;
     else if (len > 4 && strncmp (tok, "ops=", 4) == 0) {
       if (!parse_u64 (tok + 4, &end, nops) || end != tok + len)
         return malformed (r, "bad op count '%.*s'", (int) len, tok);
@@ -848,6 +973,7 @@ struct replay {
   unsigned char *buf;
   size_t buf_cap;
   struct strbuf actual;
+  struct trace_cfg tc;
 };
 
 static bool
@@ -952,6 +1078,7 @@ replay_end (struct replay *rp)
 {
   if (rp->dev)
     rp->be->close (rp->dev);
+  trace_cfg_free (&rp->tc);
   free (rp->zones);
   free (rp->buf);
   free (rp->actual.s);
@@ -960,31 +1087,35 @@ replay_end (struct replay *rp)
 static int
 replay_body (struct replay *rp, struct reader *r)
 {
-  struct zn_config cfg;
-  uint64_t nops = 0, expected_index = 0;
+  struct trace_cfg *tc = &rp->tc;
+  uint64_t nops = 0, first = 0, expected_index;
   unsigned nr_zone_lines = 0;
   int64_t nr_reported;
   char err[1024] = "";
   bool refused = false;
   int rc, got;
 
+  zn_config_init (&tc->cfg);
   if ((rc = expect_line (r, "# kernel ", "kernel")) != RC_MATCH)
+    return rc;
+  if ((rc = parse_kernel (r, &tc->cfg.kernel)) != RC_MATCH)
     return rc;
   if ((rc = expect_line (r, "# null_blk configfs:", "configfs")) != RC_MATCH)
     return rc;
-  if ((rc = parse_config (r, &cfg)) != RC_MATCH)
+  if ((rc = parse_config (r, tc)) != RC_MATCH)
     return rc;
   if ((rc = expect_line (r, "# cmd:", "command")) != RC_MATCH)
     return rc;
   if ((rc = expect_line (r, "# zonetrace v1 ", "recorder")) != RC_MATCH)
     return rc;
-  if ((rc = parse_recorder (r, &rp->seed, &nops)) != RC_MATCH)
+  if ((rc = parse_recorder (r, &rp->seed, &nops, &first)) != RC_MATCH)
     return rc;
+  expected_index = first;
 
   /* The kernel accepted this configuration, so refusing it is a failure
    * of the device, not of the trace.
    */
-  rp->dev = rp->be->open (&cfg, &refused, err, sizeof err);
+  rp->dev = rp->be->open (tc, &refused, err, sizeof err);
   if (!rp->dev && refused) {
     fprintf (stderr, "%s:2: mismatch: the %s refuses the configuration: %s\n",
              r->path, rp->be->name, err[0] ? err : strerror (errno));
@@ -1030,7 +1161,7 @@ replay_body (struct replay *rp, struct reader *r)
     struct op_line op = { 0 };
 
     if (strncmp (r->line, "# zone ", 7) == 0) {
-      if (expected_index > 0)
+      if (expected_index > first)
         return malformed (r, "zone line among the ops");
       sb_reset (&rp->actual);
       if (nr_zone_lines < nr_reported)
@@ -1045,7 +1176,7 @@ replay_body (struct replay *rp, struct reader *r)
     if (r->line[0] == '#')
       return malformed (r, "unexpected header line");
 
-    if (expected_index == 0 && nr_zone_lines < nr_reported) {
+    if (expected_index == first && nr_zone_lines < nr_reported) {
       /* The trace lists fewer zones than the device has. */
       sb_reset (&rp->actual);
       format_zone (&rp->actual, nr_zone_lines, &rp->zones[nr_zone_lines]);
@@ -1069,12 +1200,12 @@ replay_body (struct replay *rp, struct reader *r)
     return RC_TROUBLE;
   if (expected_index != nops + 1) {
     fprintf (stderr, "%s:%lu: malformed trace: it ends after %" PRIu64
-             " ops, the header announces ops 0..%" PRIu64 "\n",
-             r->path, r->lineno, expected_index, nops);
+             " ops, the header announces ops %" PRIu64 "..%" PRIu64 "\n",
+             r->path, r->lineno, expected_index - first, first, nops);
     return RC_TROUBLE;
   }
-  printf ("%s: %" PRIu64 " ops match on the %s\n", r->path, expected_index,
-          rp->be->name);
+  printf ("%s: %" PRIu64 " ops match on the %s\n", r->path,
+          expected_index - first, rp->be->name);
   return RC_MATCH;
 }
 

@@ -690,4 +690,25 @@ report
   fail "a read-only server changed: $(cat "$tmpdir/out")"
 stop_server "$pid"
 
+# ---- kernel= -------------------------------------------------------------
+
+# The default is 6.1; a 6.12 device with its attributes says so in info,
+# starts with FULL zones, and advertises no FUA without a cache.
+start_server k61 size=8 zone_size=1
+[ "$(info_field kernel)" = "6.1 (null_blk of Linux 6.1)" ] || fail "info kernel 6.1"
+"$NBDINFO" --can fua "$uri" || fail "6.1 lost FUA"
+stop_server "$pid"
+start_server k612 kernel=6.12 size=8 zone_size=1 zone_nr_conv=1 zone_full=1 \
+  fua=1 zone_append_max_sectors=0 memory_backed=1
+[ "$(info_field kernel)" = "6.12 (null_blk of Linux 6.12)" ] || fail "info kernel 6.12"
+[ "$(info_field zone_full)" = yes ] || fail "info zone_full"
+[ "$(info_field fua)" = no ] || fail "info fua without a cache"
+[ "$(info_json kernel)" = 6.12 ] || fail "info --json kernel"
+[ "$(info_json append_emulated)" = True ] || fail "info --json append_emulated"
+! "$NBDINFO" --can fua "$uri" || fail "6.12 advertises FUA without a cache"
+report
+[ "$(awk '$5 == 14' "$tmpdir/zones" | wc -l)" -eq 7 ] ||
+  fail "zone_full: not 7 FULL zones: $(cat "$tmpdir/out")"
+stop_server "$pid"
+
 exit 0

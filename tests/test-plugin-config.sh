@@ -31,7 +31,22 @@ expect_size () {
 
 # Keys: unknown, or with values nbdkit cannot parse.
 rejects "unknown parameter 'frobnicate'" frobnicate=1
-rejects "unknown parameter 'zone_append_max_sectors'" zone_append_max_sectors=8
+# Newer kernels' attributes: refused, naming key and kernel, for a kernel
+# that lacks them (6.1 is the default), even with their default values.
+for kv in zone_full=1 zone_append_max_sectors=8 fua=1 badblocks_once=1 \
+          badblocks_partial_io=0; do
+  rejects "${kv%%=*}: null_blk of Linux 6.1 has no ${kv%%=*}" "$kv"
+done
+rejects "badblocks_once: null_blk of Linux 6.12 has no badblocks_once" \
+  kernel=6.12 badblocks_once=1
+rejects "badblocks_partial_io: null_blk of Linux 6.12 has no" \
+  kernel=6.12 badblocks_partial_io=1
+rejects "kernel=6.15: must be 6.1, 6.12 or 7.3" kernel=6.15
+rejects "kernel=6: must be" kernel=6
+rejects "pipeline_zoned_writes: not with kernel=6.12" kernel=6.12 \
+  pipeline_zoned_writes=1
+# max_sectors below a page: raised to a page by 6.1, refused from 6.10.
+rejects "max_sectors: 4 is less than a page" kernel=7.3 max_sectors=4
 rejects "error: size=abc:" size=abc
 rejects "error: size=-1:" size=-1
 rejects "error: zone_size=1.5M:" zone_size=1.5M
@@ -88,6 +103,11 @@ expect_size 16777216 size=0x10 zone_size=1
 expect_size 1048576000 size=1000 zone_size=256      # runt last zone
 expect_size 8388608 size=8 zone_size=1 zoned=1 zone_readonly=2048 \
   zone_offline=4096 zone_readonly=4096
+# The newer attributes on kernels that have them.
+expect_size 8388608 size=8 zone_size=1 kernel=6.12 zone_full=1 \
+  zone_append_max_sectors=0 fua=0
+expect_size 8388608 size=8 zone_size=1 kernel=7.3 zone_full=1 \
+  zone_append_max_sectors=64 fua=1 badblocks_once=1 badblocks_partial_io=1
 # size is the magic key: a bare first argument.
 got=$(run_nbdkit -U - "$ZONEDNULL_PLUGIN" 16 zone_size=1 \
         --run "$clean_env \"\$NBDINFO\" --size \"\$uri\"") ||

@@ -53,7 +53,15 @@ for bad in "bogus=1:unknown parameter 'bogus'" \
            "irqmode=3:irqmode" \
            "hw_queue_depth=0:hw_queue_depth" \
            "nr_devices=0:nr_devices=0" \
-           "pipeline_wait_ms=0:pipeline_wait_ms=0: must be at least 1"; do
+           "pipeline_wait_ms=0:pipeline_wait_ms=0: must be at least 1" \
+           "kernel=6.15:kernel=6.15: must be 6.1, 6.12 or 7.3" \
+           "zone_full=1:zone_full: null_blk of Linux 6.1 has no zone_full" \
+           "fua=1:fua: null_blk of Linux 6.1 has no fua" \
+           "zone_append_max_sectors=8:zone_append_max_sectors: null_blk of Linux 6.1" \
+           "kernel=6.12 badblocks_once=1:badblocks_once: null_blk of Linux 6.12 has no" \
+           "kernel=6.12 badblocks_partial_io=0:badblocks_partial_io: null_blk of Linux 6.12" \
+           "kernel=7.3 max_sectors=4:max_sectors: 4 is less than a page" \
+           "kernel=6.12 pipeline_zoned_writes=1:pipeline_zoned_writes: not with kernel=6.12"; do
   args=${bad%%:*} text=${bad#*:}
   # A server that wrongly starts serves until timeout stops it (124).
   # shellcheck disable=SC2086 # args is a list of KEY=VALUE words

@@ -289,10 +289,11 @@ set_params (struct run *r)
   int v;
 
   /* null_blk advertises a write cache, and FUA with it, only when it
-   * has one (cache_size > 0 and memory_backed).
+   * has one (cache_size > 0 and memory_backed); from 6.10 FUA also needs
+   * fua (geo->fua).
    */
   if (r->cache_size > 0)
-    p.basic.attrs = ZU_ATTR_VOLATILE_CACHE | ZU_ATTR_FUA;
+    p.basic.attrs = ZU_ATTR_VOLATILE_CACHE | (geo->fua ? ZU_ATTR_FUA : 0);
   p.basic.logical_bs_shift = (uint8_t) shift;
   p.basic.physical_bs_shift = (uint8_t) shift;
   /* ublk sets io_min and io_opt to 1 << shift: the block size is what
@@ -628,6 +629,9 @@ connect_remote (struct run *r)
     .max_sectors = info.max_sectors,
     .max_append_sectors = info.max_append_sectors,
     .memory_backed = (info.flags & ZN_CONTROL_F_MEMORY_BACKED) != 0,
+    .kernel = (enum zn_kernel) ((info.flags & ZN_CONTROL_KERNEL_MASK)
+                                >> ZN_CONTROL_KERNEL_SHIFT),
+    .fua = (info.flags & ZN_CONTROL_F_NO_FUA) == 0,
   };
   if (info.flags & ZN_CONTROL_F_READONLY) {
     error ("--connect=%s: the server is read-only: a zoned device that "

@@ -126,6 +126,19 @@
 #define ZN_CONTROL_F_MEMORY_BACKED (1u << 0)
 #define ZN_CONTROL_F_READONLY (1u << 1)         /* server refuses changes */
 #define ZN_CONTROL_F_QUEUES (1u << 2)           /* queue section present */
+/* Kernel-specific parts, zero from servers that model 6.1 only (older
+ * ones included): the data export does not advertise FUA (6.10+ without
+ * cache_size and fua), sequential zones started FULL (zone_full), zone
+ * append is emulated by the block layer (zone_append_max_sectors=0).
+ */
+#define ZN_CONTROL_F_NO_FUA (1u << 3)
+#define ZN_CONTROL_F_ZONE_FULL (1u << 4)
+#define ZN_CONTROL_F_APPEND_EMULATED (1u << 5)
+/* Bits 8 to 15: whose null_blk the device emulates, enum zn_kernel
+ * (0 = 6.1).
+ */
+#define ZN_CONTROL_KERNEL_SHIFT 8
+#define ZN_CONTROL_KERNEL_MASK (0xffu << ZN_CONTROL_KERNEL_SHIFT)
 
 /* The queue section: a compatible extension of version 1.  It lives in
  * bytes that version 1 servers leave zero and version 1 clients ignore,

@@ -1,4 +1,5 @@
-/* zonednull: the Linux null_blk zoned device model (kernel 6.1 semantics).
+/* zonednull: the Linux null_blk zoned device model, as null_blk of Linux
+ * 6.1 (the default), 6.12 or 7.3 behaves (struct zn_config's kernel).
  *
  * This library knows nothing about NBD or any other transport: the nbdkit
  * plugin, the native server and the tests are thin adapters over it.
@@ -18,8 +19,33 @@
 #define ZN_SECTOR_SHIFT 9
 #define ZN_SECTOR_SIZE 512
 
+/* The kernels whose null_blk is modelled: the ones the real-kernel tier
+ * verifies.  Versions in between are not guessed at.
+ */
+enum zn_kernel {
+  ZN_KERNEL_6_1 = 0,        /* Debian 12 */
+  ZN_KERNEL_6_12,           /* Debian 13, bookworm-backports */
+  ZN_KERNEL_7_3,            /* trixie-backports */
+};
+
+/* "6.1", "6.12", "7.3" */
+const char *zn_kernel_name (enum zn_kernel k);
+/* The inverse: 0, or -EINVAL for any other string. */
+int zn_kernel_parse (const char *s, enum zn_kernel *k);
+
+/* Bits of zn_config's given: the keys that exist only in newer kernels,
+ * so that one given for a kernel that lacks it is refused even with its
+ * default value.
+ */
+#define ZN_GIVEN_ZONE_FULL               (1u << 0)
+#define ZN_GIVEN_ZONE_APPEND_MAX_SECTORS (1u << 1)
+#define ZN_GIVEN_FUA                     (1u << 2)
+#define ZN_GIVEN_BADBLOCKS_ONCE          (1u << 3)
+#define ZN_GIVEN_BADBLOCKS_PARTIAL_IO    (1u << 4)
+
 /* null_blk parameters, with null_blk's names and units. */
 struct zn_config {
+  enum zn_kernel kernel;    /* whose null_blk; default 6.1 */
   uint64_t size;            /* device size, MiB */
   uint64_t zone_size;       /* zone length, MiB, power of 2 */
   uint64_t zone_capacity;   /* writable part of a zone, MiB; 0 = zone_size */
@@ -51,12 +77,24 @@ struct zn_config {
    * NULL = "blocksize".  Not a setting.
    */
   const char *blocksize_key;
+  /* Attributes of newer kernels (refused for older ones, see given). */
+  bool zone_full;                   /* 6.11: sequential zones start FULL */
+  uint32_t zone_append_max_sectors; /* 6.10: default INT32_MAX; 0 = the
+                                       block layer emulates zone append */
+  bool fua;                         /* 6.10: default 1; FUA advertised
+                                       only with a cache and fua */
+  bool badblocks_once;              /* 6.15: a bad range hit is cleared */
+  bool badblocks_partial_io;        /* 6.15: transfer up to the first bad
+                                       block, then fail */
+  uint32_t given;                   /* ZN_GIVEN_* of the keys set */
 };
 
 #define ZN_PIPELINE_WAIT_MS 1000
 #define ZN_PIPELINE_MAX_WAITING 1024
 
-/* null_blk's defaults (configfs device: size = 250 GiB, 256 MiB zones). */
+/* null_blk's defaults (configfs device: size = 250 GiB, 256 MiB zones),
+ * kernel 6.1.
+ */
 void zn_config_init (struct zn_config *cfg);
 
 /* The device as the kernel exposes it after validation and clamping. */
@@ -71,8 +109,15 @@ struct zn_geometry {
   uint32_t block_size;      /* bytes */
   uint32_t max_sectors;     /* rounded down to the block size */
   uint32_t max_append_sectors; /* largest zone append: min (max_sectors,
-                                  zone_sectors), the block layer's limit */
+                                  zone_sectors), the block layer's limit;
+                                  from 6.10 zone_append_max_sectors too */
   bool memory_backed;
+  enum zn_kernel kernel;
+  bool append_emulated;     /* zone_append_max_sectors=0 (6.10+): appends
+                               become writes in the zone write plug */
+  bool fua;                 /* FUA is advertised: always on 6.1, as
+                               zonednull always did; from 6.10 only with
+                               cache_size and fua, as null_blk */
 };
 
 /* Zone types and conditions carry the kernel's (blkzoned.h) values. */
@@ -125,7 +170,22 @@ struct zn_dev;
 struct zn_dev *zn_dev_create (const struct zn_config *cfg,
                               char *err, size_t errlen);
 void zn_dev_destroy (struct zn_dev *dev);
+
+/* For front ends that stand for /dev/nullb0 itself (the NBD servers and
+ * the trace replay): puts the block layer's zone write plugging of 6.10
+ * and later in front of the device, as a user of /dev/nullb0 on that
+ * kernel meets it (a per-zone cached write pointer that refuses writes
+ * not at it before null_blk sees them, flagged for an update from the
+ * next zone report when a write fails; see lib/wplug.c).  Nothing for
+ * kernel 6.1.  zonednull-ublk must not call it: its host's block layer
+ * plugs the writes of /dev/ublkbN already.  Call it before any I/O.
+ * Returns -1 with a message when the configuration cannot have it:
+ * pipeline_zoned_writes waits for writes that the plug refuses.
+ */
+int zn_dev_write_plugging (struct zn_dev *dev, char *err, size_t errlen);
 const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
+/* Whether the sequential zones powered on FULL (zone_full, 6.11+). */
+bool zn_dev_zone_full (const struct zn_dev *dev);
 
 /* Data path.  Requests must be aligned to the block size and lie within
  * the device (else -EINVAL).  Like the block layer, a request is split at
