@@ -321,6 +321,12 @@ server () {
     tee "$OUT/server-vs-nbdkit.txt"
 }
 
-only=${ONLY:-"inflight pipelining host_tags zone_locking peers server"}
+# ---- 6. the same over TLS (its own script and table) -------------------------
+tls () {
+  REPEATS=$REPEATS SECONDS_PER_RUN=$RUNTIME sh bench/tls-vs-nbdkit.sh "$build" |
+    tee "$OUT/tls-vs-nbdkit.txt"
+}
+
+only=${ONLY:-"inflight pipelining host_tags zone_locking peers server tls"}
 for e in $only; do $e; done
 report

@@ -245,7 +245,9 @@ main (int argc, char **argv)
     struct conn *c = &conns[nr_conns++];
 
     c->h = nbd_create ();
-    if (!c->h || nbd_connect_uri (c->h, argv[i]) == -1) {
+    /* TLS URIs name their PSK file or certificates (tls-psk-file=). */
+    if (!c->h || nbd_set_uri_allow_local_file (c->h, true) == -1
+        || nbd_connect_uri (c->h, argv[i]) == -1) {
       fprintf (stderr, "zn-bench: %s: %s\n", argv[i], nbd_get_error ());
       return 1;
     }

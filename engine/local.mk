@@ -32,7 +32,8 @@ FIO_TESTS = \
 	tests/test-fio-engine.sh \
 	tests/test-fio-matrix-cap-eq.sh \
 	tests/test-fio-matrix-cap-lt.sh \
-	tests/test-fio-server.sh
+	tests/test-fio-server.sh \
+	tests/test-fio-tls.sh
 TESTS += $(FIO_TESTS)
 
 AM_TESTS_ENVIRONMENT += \

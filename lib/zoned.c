@@ -882,11 +882,12 @@ zn_power_cycle (struct zn_dev *dev)
   lock_all_zones (dev, true);
   res_lock (dev);
   cache_power_loss (dev);
+  /* Power-on builds the zones again, FULL with zone_full. */
   for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
 
-    z->cond = ZN_COND_EMPTY;
-    z->wp = z->start;
+    z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
+    z->wp = dev->zone_full ? z->start + z->capacity : z->start;
     wake_waiters (z, true);
   }
   atomic_store (&dev->nr_imp_open, 0);

@@ -6,6 +6,11 @@
  * keeps its output under the limit plus one reply, each reply within the
  * bound it asked room for, and the device's zone table stays consistent
  * (every write pointer inside its zone).
+ *
+ * The input's length chooses --tls (off, on, require).  An acknowledged
+ * STARTTLS is taken as a handshake that succeeded, the rest of the input
+ * as what came through it.  Under require, before that, no export may be
+ * entered and no export name sent.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -116,9 +121,11 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   struct session *s;
   unsigned char *pending = NULL;
   size_t pending_len = 0, pos = 0;
+  bool upgraded = false, control;
 
   if (devices[0].dev == NULL)
     setup ();
+  served.tls = (enum tls_mode) (size % 3);
   s = session_new (&served, NULL);
   if (s == NULL)
     return 0;
@@ -152,6 +159,17 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       abort ();
     memmove (pending, pending + used, pending_len - (size_t) used);
     pending_len -= (size_t) used;
+    if (served.tls == TLS_REQUIRE && !upgraded
+        && (session_device (s, &control) != NULL
+            || memmem (session_output (s)->data, session_output (s)->len,
+                       "nullb", 5) != NULL))
+      abort ();
+    if (session_starttls (s)) {
+      if (served.tls == TLS_OFF)
+        abort ();
+      session_tls_started (s);
+      upgraded = true;
+    }
     /* Parked writes go on, the odd ones failed. */
     for (unsigned i = 0; i < nr_parked; i++)
       session_resume (s, parked_ids[i], i % 2 ? EIO : 0, true);

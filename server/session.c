@@ -41,6 +41,7 @@ enum {
 #define REP_ERR_UNSUP     (UINT32_C (1) << 31 | 1)
 #define REP_ERR_POLICY    (UINT32_C (1) << 31 | 2)
 #define REP_ERR_INVALID   (UINT32_C (1) << 31 | 3)
+#define REP_ERR_TLS_REQD  (UINT32_C (1) << 31 | 5)
 #define REP_ERR_UNKNOWN   (UINT32_C (1) << 31 | 6)
 #define REP_ERR_TOO_BIG   (UINT32_C (1) << 31 | 9)
 
@@ -109,6 +110,9 @@ struct session {
   bool no_zeroes;
   bool structured;
   unsigned options_seen;
+  bool tls;                     /* the transport upgraded to TLS */
+  bool starttls;                /* STARTTLS acknowledged, upgrade next */
+  unsigned tls_refused;         /* options refused for want of TLS */
   /* The export of the transmission phase. */
   const struct served_device *d;
   bool control;
@@ -626,11 +630,44 @@ opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
   opt_reply (s, opt, REP_ACK, NULL, 0);
 }
 
+/* NBD_OPT_STARTTLS: acknowledged in the clear; session_input stops
+ * there, and the transport upgrades before it offers more input.
+ */
+static void
+opt_starttls (struct session *s, uint32_t len)
+{
+  if (s->sv->tls == TLS_OFF)
+    opt_error (s, OPT_STARTTLS, REP_ERR_UNSUP, "TLS is off on this server "
+               "(zonednull-server --tls)");
+  else if (len != 0)
+    opt_error (s, OPT_STARTTLS, REP_ERR_INVALID, "NBD_OPT_STARTTLS takes no "
+               "data");
+  else if (s->tls)
+    opt_error (s, OPT_STARTTLS, REP_ERR_INVALID, "TLS is already in use");
+  else {
+    opt_reply (s, OPT_STARTTLS, REP_ACK, NULL, 0);
+    s->starttls = true;
+  }
+}
+
 /* One option; data holds its len bytes. */
 static long
 handle_option (struct session *s, uint32_t opt, const unsigned char *data,
                uint32_t len)
 {
+  /* --tls=require: before the upgrade nothing is answered but STARTTLS
+   * and ABORT, as the protocol says, and the refusal names no export.
+   * EXPORT_NAME has no error reply: the client is dropped.
+   */
+  if (s->sv->tls == TLS_REQUIRE && !s->tls && opt != OPT_STARTTLS
+      && opt != OPT_ABORT) {
+    s->tls_refused++;
+    if (opt == OPT_EXPORT_NAME)
+      return -1;
+    opt_error (s, opt, REP_ERR_TLS_REQD, "TLS is required: send "
+               "NBD_OPT_STARTTLS first");
+    return 0;
+  }
   switch (opt) {
   case OPT_EXPORT_NAME:
     return opt_export_name (s, data, len);
@@ -666,7 +703,7 @@ handle_option (struct session *s, uint32_t opt, const unsigned char *data,
     opt_meta_context (s, opt, data, len);
     return 0;
   case OPT_STARTTLS:
-    opt_error (s, opt, REP_ERR_UNSUP, "TLS is not supported by zonednull-server");
+    opt_starttls (s, len);
     return 0;
   default:
     opt_error (s, opt, REP_ERR_UNSUP, "option %" PRIu32 " is not supported", opt);
@@ -1342,6 +1379,32 @@ session_resume (struct session *s, uint64_t id, int err, bool hold)
   free (p);
 }
 
+bool
+session_starttls (const struct session *s)
+{
+  return s->starttls;
+}
+
+void
+session_tls_started (struct session *s)
+{
+  s->starttls = false;
+  s->tls = true;
+  /* What was negotiated in the clear does not carry over (NBD protocol,
+   * "TLS support"): the client negotiates again inside TLS.
+   */
+  s->structured = false;
+  memset (s->meta, 0, sizeof s->meta);
+  s->meta_any = false;
+  s->meta_d = NULL;
+}
+
+unsigned
+session_tls_refused (const struct session *s)
+{
+  return s->tls_refused;
+}
+
 static unsigned
 max_options (const struct session *s)
 {
@@ -1406,7 +1469,8 @@ session_input (struct session *s, const unsigned char *data, size_t len)
 {
   size_t used = 0;
 
-  while (s->out.len < SESSION_OUTPUT_LIMIT) {
+  /* What follows STARTTLS is TLS, not NBD. */
+  while (s->out.len < SESSION_OUTPUT_LIMIT && !s->starttls) {
     long r = step (s, data + used, len - used);
 
     if (r < 0) {

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tls.h"
+
 struct zn_dev;
 struct zn_control;
 struct zn_queues;
@@ -50,6 +52,7 @@ struct served {
   struct served_device *devices;
   unsigned nr_devices;
   bool readonly;                /* -r: no write, trim or control command */
+  enum tls_mode tls;            /* --tls: STARTTLS off, allowed or needed */
   bool delayed;                 /* replies wait for session_complete_one */
   /* Asked before each data request: 0, a positive errno, ADMIT_LATER or
    * ADMIT_PARK (see above); all but ADMIT_LATER mean the request took a
@@ -108,6 +111,18 @@ bool session_complete_one (struct session *s);
  * and queues its reply, held for session_complete_one if hold.
  */
 void session_resume (struct session *s, uint64_t id, int err, bool hold);
+
+/* After an acknowledged NBD_OPT_STARTTLS: session_input consumed nothing
+ * beyond it, and the caller must send the output in the clear, run the
+ * TLS handshake on the bytes that follow, then call session_tls_started.
+ */
+bool session_starttls (const struct session *s);
+void session_tls_started (struct session *s);
+
+/* Options refused with NBD_REP_ERR_TLS_REQD (or EXPORT_NAME dropped) under
+ * --tls=require, for the log.
+ */
+unsigned session_tls_refused (const struct session *s);
 
 /* The device chosen, once in the transmission phase (NULL before), and
  * whether its control export was chosen.

@@ -36,6 +36,7 @@
 #include "params.h"
 #include "pidfile.h"
 #include "session.h"
+#include "tls.h"
 
 #define READ_CHUNK (256 * 1024)
 /* A write request carries at most 32 MiB (the advertised maximum). */
@@ -51,6 +52,7 @@ static bool verbose;                    /* -v: log connections */
 static bool exit_with_parent;           /* stop when the parent exits */
 static uint64_t busy_poll_ns = 20000;   /* --busy-poll: awake after input */
 static double handshake_timeout = 60.;  /* --timeout: seconds, 0 for none */
+static struct tls_settings tls_settings; /* --tls, --tls-psk, ... */
 
 static struct served served;
 static struct zn_queue_config qcfg;
@@ -61,6 +63,8 @@ struct conn {
   int fd;
   ev_io rio, wio;
   struct session *session;
+  struct tls_conn *tls;         /* after STARTTLS */
+  bool handshaking;             /* the TLS handshake is under way */
   unsigned char *in;
   size_t in_len, in_cap;
   bool closing;                 /* send what is queued, then close */
@@ -437,6 +441,11 @@ conn_free (struct ev_loop *loop, struct conn *c)
   ev_io_stop (loop, &c->rio);
   ev_io_stop (loop, &c->wio);
   ev_timer_stop (loop, &c->handshake);
+  if (session_tls_refused (c->session) > 0)
+    fprintf (stderr, "zonednull-server: connection %d: %u options refused "
+             "before NBD_OPT_STARTTLS (--tls=require)\n", c->fd,
+             session_tls_refused (c->session));
+  tls_conn_free (c->tls);
   close (c->fd);
   if (c->prev)
     c->prev->next = c->next;
@@ -480,6 +489,15 @@ conn_free (struct ev_loop *loop, struct conn *c)
   free (c);
 }
 
+/* A failed TLS session is logged with its reason, the client dropped. */
+static void
+conn_tls_failed (struct ev_loop *loop, struct conn *c)
+{
+  fprintf (stderr, "zonednull-server: connection %d: %s\n", c->fd,
+           tls_error (c->tls));
+  conn_free (loop, c);
+}
+
 /* Sends what the session may send; false when the connection is gone. */
 static bool
 conn_send (struct ev_loop *loop, struct conn *c)
@@ -488,7 +506,8 @@ conn_send (struct ev_loop *loop, struct conn *c)
   const unsigned char *data = session_output (c->session)->data;
 
   while (sent < ready) {
-    ssize_t n = send (c->fd, data + sent, ready - sent, MSG_NOSIGNAL);
+    ssize_t n = c->tls ? tls_send (c->tls, data + sent, ready - sent)
+                       : send (c->fd, data + sent, ready - sent, MSG_NOSIGNAL);
 
     if (n > 0) {
       sent += (size_t) n;
@@ -498,12 +517,69 @@ conn_send (struct ev_loop *loop, struct conn *c)
       continue;
     if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
       break;
-    conn_free (loop, c);
+    if (n == -1 && errno == EPROTO && c->tls)
+      conn_tls_failed (loop, c);
+    else
+      conn_free (loop, c);
     return false;
   }
   session_sent (c->session, sent);
   account (c);
   return true;
+}
+
+/* One step of the TLS handshake; the watchers follow what GnuTLS waits
+ * for, so a slow handshake holds up no other connection.
+ */
+static void
+conn_handshake (struct ev_loop *loop, struct conn *c)
+{
+  int r = tls_handshake (c->tls);
+
+  if (r < 0) {
+    conn_tls_failed (loop, c);
+    return;
+  }
+  if (r == 0) {
+    bool w = tls_wants_write (c->tls);
+
+    if (w) {
+      ev_io_stop (loop, &c->rio);
+      ev_io_start (loop, &c->wio);
+    }
+    else {
+      ev_io_stop (loop, &c->wio);
+      ev_io_start (loop, &c->rio);
+    }
+    return;
+  }
+  c->handshaking = false;
+  session_tls_started (c->session);
+  if (verbose)
+    fprintf (stderr, "zonednull-server: connection %d: TLS, %s\n", c->fd,
+             tls_peer (c->tls));
+  ev_io_stop (loop, &c->wio);
+  ev_io_start (loop, &c->rio);
+  /* Options sent right behind the handshake may sit inside GnuTLS. */
+  ev_feed_event (loop, &c->rio, EV_READ);
+}
+
+/* The STARTTLS reply is out: what the client sends next is TLS, and so
+ * is what it sent already (it should have waited for the reply).
+ */
+static void
+conn_start_tls (struct ev_loop *loop, struct conn *c)
+{
+  c->tls = tls_conn_new (c->fd, c->in, c->in_len);
+  c->in_len = 0;
+  if (c->tls == NULL) {
+    fprintf (stderr, "zonednull-server: connection %d: out of memory for "
+             "a TLS session\n", c->fd);
+    conn_free (loop, c);
+    return;
+  }
+  c->handshaking = true;
+  conn_handshake (loop, c);
 }
 
 /* Hands buffered input to the session, as far as tags allow. */
@@ -563,12 +639,20 @@ conn_flush (struct ev_loop *loop, struct conn *c)
       conn_free (loop, c);
       return;
     }
+    if (session_starttls (c->session)) {
+      conn_start_tls (loop, c);
+      return;
+    }
   }
   /* Reading resumes once there is room for the reply. */
   if (c->closing || c->out_blocked)
     ev_io_stop (loop, &c->rio);
-  else
+  else {
     ev_io_start (loop, &c->rio);
+    /* No socket event announces what GnuTLS has decrypted already. */
+    if (c->tls && tls_pending (c->tls))
+      ev_feed_event (loop, &c->rio, EV_READ);
+  }
 }
 
 /* Completions that came due release their replies and tags; then the
@@ -765,6 +849,10 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
   ssize_t n;
 
   (void) revents;
+  if (c->handshaking) {
+    conn_handshake (loop, c);
+    return;
+  }
   if (c->in_cap - c->in_len < READ_CHUNK && c->in_cap < MAX_INBUF) {
     size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK * 2;
     unsigned char *p;
@@ -784,9 +872,14 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
     ev_io_stop (loop, &c->rio);
     return;
   }
-  n = recv (c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+  n = c->tls ? tls_recv (c->tls, c->in + c->in_len, c->in_cap - c->in_len)
+             : recv (c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
   if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return;
+  if (n == -1 && errno == EPROTO && c->tls) {
+    conn_tls_failed (loop, c);
+    return;
+  }
   if (n <= 0) {
     conn_free (loop, c);
     return;
@@ -801,8 +894,14 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
 static void
 conn_writable (struct ev_loop *loop, ev_io *w, int revents)
 {
+  struct conn *c = w->data;
+
   (void) revents;
-  conn_flush (loop, w->data);
+  if (c->handshaking) {
+    conn_handshake (loop, c);
+    return;
+  }
+  conn_flush (loop, c);
   pipeline_retry (loop);
 }
 
@@ -1051,6 +1150,12 @@ usage (FILE *fp)
          "     --timeout S      close a connection that has not finished its\n"
          "                      handshake S seconds after connecting (default\n"
          "                      60; 0: never)\n"
+         "     --tls=off|on|require  refuse, allow or require NBD_OPT_STARTTLS\n"
+         "     --tls-psk=FILE   TLS with the pre-shared keys of FILE (psktool's\n"
+         "                      username:hexkey lines)\n"
+         "     --tls-certificates=DIR  TLS with X.509: DIR/server-cert.pem,\n"
+         "                      server-key.pem, ca-cert.pem (ca-crl.pem)\n"
+         "     --tls-verify-peer  clients need a certificate signed by ca-cert.pem\n"
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
@@ -1127,6 +1232,29 @@ parse_port (const char *arg)
   return 0;
 }
 
+/* Long options without a short one. */
+enum {
+  OPT_TLS = 256, OPT_TLS_PSK, OPT_TLS_CERTIFICATES, OPT_TLS_VERIFY_PEER,
+};
+
+/* --tls: nbdkit's three words. */
+static int
+parse_tls (const char *arg)
+{
+  if (strcmp (arg, "off") == 0)
+    tls_settings.mode = TLS_OFF;
+  else if (strcmp (arg, "on") == 0)
+    tls_settings.mode = TLS_ON;
+  else if (strcmp (arg, "require") == 0)
+    tls_settings.mode = TLS_REQUIRE;
+  else {
+    fprintf (stderr, "zonednull-server: --tls '%s': must be off, on or "
+             "require\n", arg);
+    return -1;
+  }
+  return 0;
+}
+
 static void
 shutdown_all (struct ev_loop *loop)
 {
@@ -1149,6 +1277,7 @@ stop_before_serving (int status)
   pidfile = NULL;
   shutdown_all (NULL);
   devices_destroy ();
+  tls_deinit ();
   return status;
 }
 
@@ -1166,6 +1295,10 @@ main (int argc, char **argv)
     { "exit-with-parent", no_argument, NULL, 'E' },
     { "busy-poll", required_argument, NULL, 'B' },
     { "timeout", required_argument, NULL, 'T' },
+    { "tls", required_argument, NULL, OPT_TLS },
+    { "tls-psk", required_argument, NULL, OPT_TLS_PSK },
+    { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
+    { "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY_PEER },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -1205,6 +1338,13 @@ main (int argc, char **argv)
       if (parse_timeout (optarg) == -1)
         return 2;
       break;
+    case OPT_TLS:
+      if (parse_tls (optarg) == -1)
+        return 2;
+      break;
+    case OPT_TLS_PSK: tls_settings.pskfile = optarg; break;
+    case OPT_TLS_CERTIFICATES: tls_settings.certdir = optarg; break;
+    case OPT_TLS_VERIFY_PEER: tls_settings.verify_peer = true; break;
     case 'h': usage (stdout); return EXIT_SUCCESS;
     case 'V': printf ("zonednull-server %s\n", PACKAGE_VERSION); return EXIT_SUCCESS;
     default: usage (stderr); return 2;
@@ -1212,6 +1352,14 @@ main (int argc, char **argv)
   }
   if (exit_with_parent && !foreground) {
     fputs ("zonednull-server: --exit-with-parent needs -f\n", stderr);
+    return 2;
+  }
+  if (tls_settings.mode == TLS_OFF
+      && (tls_settings.pskfile || tls_settings.certdir
+          || tls_settings.verify_peer)) {
+    fprintf (stderr, "zonednull-server: %s needs --tls=on or --tls=require\n",
+             tls_settings.pskfile ? "--tls-psk" : tls_settings.certdir
+             ? "--tls-certificates" : "--tls-verify-peer");
     return 2;
   }
   for (int i = optind; i < argc; i++)
@@ -1226,6 +1374,13 @@ main (int argc, char **argv)
     params_free (&params);
     return EXIT_FAILURE;
   }
+  if (tls_init (&tls_settings, err, sizeof err) == -1) {
+    fprintf (stderr, "zonednull-server: %s\n", err);
+    params_free (&params);
+    tls_deinit ();
+    return EXIT_FAILURE;
+  }
+  served.tls = tls_settings.mode;
   qcfg = params.queue;
   pipeline_wait_ns = (uint64_t) (params.cfg.pipeline_wait_ms
                                  ? params.cfg.pipeline_wait_ms
@@ -1237,6 +1392,7 @@ main (int argc, char **argv)
     fprintf (stderr, "zonednull-server: %s\n", err);
     params_free (&params);
     devices_destroy ();
+    tls_deinit ();
     return EXIT_FAILURE;
   }
   params_free (&params);
@@ -1244,6 +1400,7 @@ main (int argc, char **argv)
   listen_fd = unix_path ? listen_unix (unix_path) : listen_tcp (ipaddr, port);
   if (listen_fd == -1) {
     devices_destroy ();
+    tls_deinit ();
     return EXIT_FAILURE;
   }
   /* The death signal goes through the loop like a real SIGTERM, so the
@@ -1308,6 +1465,7 @@ main (int argc, char **argv)
   close (timer_fd);
   ev_loop_destroy (loop);
   devices_destroy ();
+  tls_deinit ();
   if (verbose)
     fprintf (stderr, "zonednull-server: stopped after %lu connections\n",
              nr_conns_total);

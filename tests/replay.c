@@ -181,6 +181,11 @@ static void die_oom (void);
 /* Set by --nbdkit (start a server per trace) or --connect (use one). */
 static const char *nbdkit_plugin;
 static const char *connect_uri;
+/* --tls-psk: nbdkit requires TLS with this psktool file, and the client
+ * connects as its first user.
+ */
+static const char *tls_psk;
+static char tls_user[256];
 
 struct nbd_dev {
   struct zn_client *client;
@@ -250,6 +255,10 @@ start_server (struct nbd_dev *d, const struct trace_cfg *tc, bool *refused,
   argv[argc++] = d->server.sock;
   argv[argc++] = "-P";
   argv[argc++] = d->server.pidfile;
+  if (tls_psk) {
+    argv[argc++] = "--tls=require";
+    argv[argc++] = (char *) tls_psk;   /* --tls-psk=FILE */
+  }
   argv[argc++] = (char *) nbdkit_plugin;
   for (int i = 0; i < nkeys; i++)
     argv[argc++] = keys[i];
@@ -303,7 +312,11 @@ nbd_open (const struct trace_cfg *tc, bool *refused, char *err, size_t errlen)
       nbd_close (d);
       return NULL;
     }
-    snprintf (uri, sizeof uri, "%s", d->server.uri);
+    if (tls_psk)
+      snprintf (uri, sizeof uri, "nbds+unix://%s@/?socket=%s&tls-psk-file=%s",
+                tls_user, d->server.sock, tls_psk + strlen ("--tls-psk="));
+    else
+      snprintf (uri, sizeof uri, "%s", d->server.uri);
   }
   d->client = zn_client_connect (uri, err, errlen);
   if (!d->client) {
@@ -1228,10 +1241,33 @@ replay_file (const struct backend *be, const char *path)
   return rc;
 }
 
+/* The user of FILE's first username:hexkey line. */
+static int
+read_psk_user (const char *file)
+{
+  FILE *fp = fopen (file, "r");
+  char line[512];
+  char *colon;
+
+  if (fp == NULL || fgets (line, sizeof line, fp) == NULL
+      || (colon = strchr (line, ':')) == NULL || colon == line
+      || (size_t) (colon - line) >= sizeof tls_user) {
+    fprintf (stderr, "replay: --tls-psk=%s: %s\n", file,
+             fp ? "no username:hexkey line first" : strerror (errno));
+    if (fp)
+      fclose (fp);
+    return -1;
+  }
+  fclose (fp);
+  memcpy (tls_user, line, (size_t) (colon - line));
+  tls_user[colon - line] = '\0';
+  return 0;
+}
+
 static void
 usage (FILE *fp)
 {
-  fputs ("usage: replay [--nbdkit=PLUGIN | --connect=URI] FILE...\n"
+  fputs ("usage: replay [--nbdkit=PLUGIN [--tls-psk=FILE] | --connect=URI] FILE...\n"
          "Replays golden null_blk traces against the zonednull model, or\n"
          "over NBD through the client library, and stops each file at its\n"
          "first difference.\n"
@@ -1239,6 +1275,8 @@ usage (FILE *fp)
          "                   with each trace's configuration on a Unix socket\n"
          "  --connect=URI    use a running server (libnbd URI) that serves a\n"
          "                   device with the traces' configuration\n"
+         "  --tls-psk=FILE   with --nbdkit: nbdkit --tls=require --tls-psk=FILE,\n"
+         "                   reached over nbds+unix:// as FILE's first user\n"
          "Exit status: 0 all match, 1 a difference, 2 usage or trace error.\n",
          fp);
 }
@@ -1264,6 +1302,8 @@ main (int argc, char **argv)
       nbdkit_plugin = arg + 9;
     else if (strncmp (arg, "--connect=", 10) == 0 && arg[10])
       connect_uri = arg + 10;
+    else if (strncmp (arg, "--tls-psk=", 10) == 0 && arg[10])
+      tls_psk = arg;            /* passed on to nbdkit as it is */
     else {
       fprintf (stderr, "replay: unknown option '%s'\n", arg);
       usage (stderr);
@@ -1274,6 +1314,12 @@ main (int argc, char **argv)
     fputs ("replay: --nbdkit and --connect are mutually exclusive\n", stderr);
     return RC_TROUBLE;
   }
+  if (tls_psk && !nbdkit_plugin) {
+    fputs ("replay: --tls-psk needs --nbdkit\n", stderr);
+    return RC_TROUBLE;
+  }
+  if (tls_psk && read_psk_user (tls_psk + 10) == -1)
+    return RC_TROUBLE;
   if (nbdkit_plugin || connect_uri)
     be = &nbd_backend;
   if (first >= argc) {

@@ -29,6 +29,11 @@ seeds = {
   "control": flags + go(b"nullb0/control") + req(0, 0, 4096)
              + req(1, 0, 32, 0, struct.pack(">IIQQQ", 0x5a4e434d, 1, 2048, 2048, 0)),
   "metalist": flags + meta(9, b"nullb0", [b"base:", b"zonednull:"]) + meta(9, b"nullb0", []),
+  # STARTTLS, then options and a request "inside TLS"; with and without
+  # options refused before it (the length picks --tls, so both sizes).
+  "starttls": flags + opt(5, b"") + opt(8, b"") + go(b"") + req(0, 0, 4096),
+  "tlsrefused": flags + opt(3, b"") + go(b"nullb1") + opt(5, b"") + opt(3, b"") + go(b""),
+  "tlsrefused2": flags + opt(3, b"") + go(b"nullb1") + opt(5, b"") + opt(3, b"") + go(b"") + b"\0",
 }
 for k, v in seeds.items():
     open("%s/%s" % (d, k), "wb").write(v)

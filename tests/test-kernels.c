@@ -160,6 +160,12 @@ test_zone_full (void)
   /* Reading below the wp gives the zeros nothing wrote, not 0xFF. */
   CHECK_EQ (zn_read (d, buf, z.start, 8), 0);
   CHECK_EQ (buf[0], 0);
+  /* A power cycle builds the zones again: FULL again. */
+  CHECK_EQ (zn_zone_mgmt (d, ZN_OP_RESET, z.start, 2 * MIB_SECTORS), 0);
+  CHECK_EQ (zone (d, 2).cond, ZN_COND_EMPTY);
+  CHECK_EQ (zn_power_cycle (d), 0);
+  CHECK_EQ (zone (d, 2).cond, ZN_COND_FULL);
+  CHECK_EQ (zone (d, 2).wp, z.start + MIB_SECTORS);
   zn_dev_destroy (d);
 }
 

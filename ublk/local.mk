@@ -27,6 +27,8 @@ ublk_zonednull_ublk_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
 ublk_zonednull_ublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS) $(LIBNBD_CFLAGS)
 ublk_zonednull_ublk_LDADD = lib/libzonednull.la $(LIBURING_LIBS) \
 	$(LIBNBD_LIBS) $(LIBEV_LIBS)
+TESTS += tests/test-ublk-params.sh
 endif
+EXTRA_DIST += tests/test-ublk-params.sh
 man8_MANS += man/zonednull-ublk.8
 EXTRA_DIST += ublk/local.mk

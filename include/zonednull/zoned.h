@@ -225,8 +225,9 @@ int zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
  * write durable (a no-op without a cache).  zn_power_cycle is configfs
  * power=0 then power=1: the cache is dropped without write-back, so
  * writes neither flushed nor written with FUA are lost, and the zones
- * are rebuilt (every sequential zone EMPTY, counters zero, READONLY and
- * OFFLINE cleared, implicit-close cursor at the first sequential zone).
+ * are rebuilt (every sequential zone EMPTY, or FULL with zone_full,
+ * counters zero, READONLY and OFFLINE cleared, implicit-close cursor at
+ * the first sequential zone, no zone write plugs).
  * Stored data and bad blocks survive.  Writes waiting for their wp fail.
  */
 int zn_flush (struct zn_dev *dev);
@@ -285,7 +286,10 @@ void zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
 /* Bad blocks, as null_blk's configfs "badblocks": inclusive ranges of
  * 512-byte sectors.  A read or write part that overlaps one fails with
  * -EIO and transfers nothing; a zoned write has already opened its zone
- * when the check runs (6.1), but its wp does not move.  Set and clear
+ * when the check runs (6.1), but its wp does not move.  On 7.3 a range
+ * met is cleared with badblocks_once, and with badblocks_partial_io a
+ * write part stores what lies before it and moves the wp by that much
+ * (the part still fails).  Set and clear
  * merge and split ranges; first > last is -EINVAL.
  */
 int zn_badblocks_set (struct zn_dev *dev, uint64_t first, uint64_t last);

@@ -135,6 +135,9 @@ host_server () {
       nbdkit) LD_PRELOAD=${ZONEDNULL_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0 \
                 "${NBDKIT:-nbdkit}" -f -i 127.0.0.1 -p "$port" -P "$pidf" \
                 "$ZONEDNULL_PLUGIN" $hconfig </dev/null 2>"$work/$hname.err" & ;;
+      server-tls) "$ZONEDNULL_SERVER" -f -i 127.0.0.1 -p "$port" -P "$pidf" \
+                --exit-with-parent --tls=require --tls-psk="$work/tls.psk" \
+                $hconfig </dev/null 2>"$work/$hname.err" & ;;
       nbdkit-tls) LD_PRELOAD=${ZONEDNULL_PRELOAD:-} ASAN_OPTIONS=detect_leaks=0 \
                 "${NBDKIT:-nbdkit}" -f -i 127.0.0.1 -p "$port" -P "$pidf" \
                 --tls=require --tls-psk="$work/tls.psk" \
@@ -159,12 +162,16 @@ if [ -n "$ublk" ] && [ -f "$here/guest-ublk-connect.sh" ] && [ "${ZN_UBLK_CONNEC
   else fail "zonednull-server ($CONNECT_CONFIG) did not start: $(cat "$work/server.err")"; fi
   if host_server nbdkit; then connect_uris="$connect_uris nbd://10.0.2.2:$port/"
   else fail "nbdkit zonednull ($CONNECT_CONFIG) did not start: $(cat "$work/nbdkit.err")"; fi
-  # The same over TLS with a pre-shared key (nbdkit's --tls-psk file, in
-  # psktool's USER:HEXKEY format), reached with libnbd's nbds:// URI.
+  # The same over TLS with a pre-shared key (a --tls-psk file in psktool's
+  # USER:HEXKEY format), reached with libnbd's nbds:// URI: nbdkit
+  # zonednull and zonednull-server, both with --tls=require.
   printf 'zonednull:%s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" >"$work/tls.psk"
   if host_server nbdkit-tls; then
     connect_uris="$connect_uris nbds://zonednull@10.0.2.2:$port/?tls-psk-file=/test/tls.psk"
   else fail "nbdkit zonednull --tls=require ($CONNECT_CONFIG) did not start: $(cat "$work/nbdkit-tls.err")"; fi
+  if host_server server-tls; then
+    connect_uris="$connect_uris nbds://zonednull@10.0.2.2:$port/?tls-psk-file=/test/tls.psk"
+  else fail "zonednull-server --tls=require ($CONNECT_CONFIG) did not start: $(cat "$work/server-tls.err")"; fi
   note "servers for --connect ($CONNECT_CONFIG):$(echo " $connect_uris" | sed 's|nbds*://[a-z@]*10.0.2.2:| 127.0.0.1:|g; s|?[^ ]*||g')"
   # The differential over --connect: for every drawn configuration but a
   # runt, a fresh zonednull-server and a fresh nbdkit zonednull with exactly

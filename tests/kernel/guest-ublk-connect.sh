@@ -13,7 +13,8 @@
 #                      then the checks also run against one started here
 #                      on a Unix socket and on 127.0.0.1, and the failure
 #                      checks (server killed mid-write, server stopped
-#                      answering) run against such servers.
+#                      answering) run against such servers; with
+#                      /test/tls.psk, one on a Unix socket over TLS too.
 #   ZN_CONNECT_TIMEOUT zonednull-ublk's --timeout for the failure checks
 #                      (default 5 seconds).
 #   ZN_CONNECT_BTRFS   0 to leave out the btrfs check (it needs
@@ -537,8 +538,16 @@ if [ -n "${ZN_CONNECT_SERVER:-}" ]; then
   $ZN_CONNECT_SERVER -f -i 127.0.0.1 -p 10899 size=512 zone_size=32 \
     zone_max_open=3 memory_backed=1 cache_size=32 >$work/s2.out 2>&1 &
   spids="$spids $!"
-  sleep 1
   uris="$uris nbd+unix:///?socket=$work/s.sock nbd://127.0.0.1:10899/"
+  # And over TLS on a Unix socket, with the host's key file.
+  if [ -f /test/tls.psk ]; then
+    rm -f $work/t.sock
+    $ZN_CONNECT_SERVER -f -U $work/t.sock --tls=require --tls-psk=/test/tls.psk \
+      size=512 zone_size=16 zone_max_open=4 memory_backed=1 >$work/s3.out 2>&1 &
+    spids="$spids $!"
+    uris="$uris nbds+unix://zonednull@/?socket=$work/t.sock&tls-psk-file=/test/tls.psk"
+  fi
+  sleep 1
 fi
 for u in $uris; do checks "$u"; done
 if [ -n "${ZN_CONNECT_SERVER:-}" ]; then

@@ -1,0 +1,60 @@
+/* TLS for zonednull-server's connections, on GnuTLS.
+ *
+ * The credentials are loaded once at start-up; each connection that sends
+ * NBD_OPT_STARTTLS gets a session on its non-blocking socket.  Nothing
+ * here blocks: every call returns at once, and the caller waits for the
+ * event tls_wants_write names.
+ */
+#ifndef ZONEDNULL_SERVER_TLS_H
+#define ZONEDNULL_SERVER_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+enum tls_mode { TLS_OFF, TLS_ON, TLS_REQUIRE };
+
+struct tls_settings {
+  enum tls_mode mode;
+  const char *certdir;          /* --tls-certificates */
+  const char *pskfile;          /* --tls-psk (wins over certdir) */
+  bool verify_peer;             /* --tls-verify-peer */
+};
+
+/* Loads the credentials; -1 with a message naming the option and file. */
+int tls_init (const struct tls_settings *set, char *err, size_t errlen);
+void tls_deinit (void);
+
+struct tls_conn;
+
+/* A server session on fd.  The len bytes at early were read from fd after
+ * the STARTTLS reply and are the first the handshake sees.
+ */
+struct tls_conn *tls_conn_new (int fd, const void *early, size_t len);
+void tls_conn_free (struct tls_conn *t);
+
+/* 1 once the handshake is done, 0 while it waits for the socket, -1 when
+ * it failed (tls_error says why).
+ */
+int tls_handshake (struct tls_conn *t);
+
+/* The event the last call that returned "again" waits for. */
+bool tls_wants_write (const struct tls_conn *t);
+
+/* As recv and send on a non-blocking socket: -1 with EAGAIN to wait, or
+ * with EPROTO when the TLS session failed (tls_error says why).
+ */
+ssize_t tls_recv (struct tls_conn *t, void *buf, size_t len);
+ssize_t tls_send (struct tls_conn *t, const void *buf, size_t len);
+
+/* Bytes held inside (decrypted) or beneath GnuTLS (read from the socket,
+ * not yet decrypted) that no socket event will announce.
+ */
+bool tls_pending (const struct tls_conn *t);
+
+const char *tls_error (const struct tls_conn *t);
+
+/* Who the peer authenticated as, for the log ("PSK user alice"). */
+const char *tls_peer (const struct tls_conn *t);
+
+#endif
