@@ -518,8 +518,17 @@ int
 zn_client_badblocks (struct zn_client *c, bool bad,
                      uint64_t sector, uint64_t nr_sectors)
 {
-  return device_command (c, bad ? ZN_CMD_BADBLOCKS_SET : ZN_CMD_BADBLOCKS_CLEAR,
-                         sector, nr_sectors);
+  int r = device_command (c, bad ? ZN_CMD_BADBLOCKS_SET
+                                  : ZN_CMD_BADBLOCKS_CLEAR,
+                          sector, nr_sectors);
+
+  if (r == -ENOSPC)
+    set_error (c, "the bad block table is full (as the kernel's, %d entries "
+               "of at most %d sectors)%s", ZN_BADBLOCKS_MAX,
+               ZN_BADBLOCKS_MAX_LEN,
+               bad ? "; the part that fitted is bad"
+                   : ": clearing the range would split an entry");
+  return r;
 }
 
 int

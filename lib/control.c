@@ -338,12 +338,11 @@ find_session_error (struct zn_control *ctl, uint64_t id, uint32_t nbd_cmd,
 
 static void
 render_header (struct zn_control *ctl, const struct zn_control_conn *conn,
-               bool readonly, unsigned char *page)
+               bool readonly, const struct zn_counters *c,
+               unsigned char *page)
 {
   const struct zn_geometry *geo = zn_dev_geometry (ctl->dev);
-  struct zn_counters counters;
 
-  zn_get_counters (ctl->dev, &counters);
   zn_control_encode_header (page, &(struct zn_control_info) {
     .version = ZN_CONTROL_VERSION,
     .nr_zones = geo->nr_zones,
@@ -361,9 +360,9 @@ render_header (struct zn_control *ctl, const struct zn_control_conn *conn,
       | (zn_dev_zone_full (ctl->dev) ? ZN_CONTROL_F_ZONE_FULL : 0)
       | (geo->append_emulated ? ZN_CONTROL_F_APPEND_EMULATED : 0)
       | (uint32_t) geo->kernel << ZN_CONTROL_KERNEL_SHIFT,
-    .imp_open = counters.imp_open,
-    .exp_open = counters.exp_open,
-    .closed = counters.closed,
+    .imp_open = c->imp_open,
+    .exp_open = c->exp_open,
+    .closed = c->closed,
     .max_append_sectors = geo->max_append_sectors,
     .result_seq = conn->seq,
     .result_op = conn->op,
@@ -375,63 +374,82 @@ render_header (struct zn_control *ctl, const struct zn_control_conn *conn,
     render_queues (ctl, page);
 }
 
-/* Copies descriptors covering [offset, offset+count) of the zone area,
- * zeros past the last zone.
+/* Copies the descriptors of zones (from zone first, got of them)
+ * covering [offset, offset+count) of the zone area, zeros past them.
  */
 static void
-render_zones (struct zn_control *ctl, unsigned char *buf,
-              uint64_t count, uint64_t offset)
+render_zones (const struct zn_zone *zones, uint64_t first, unsigned got,
+              unsigned char *buf, uint64_t count, uint64_t offset)
 {
-  const struct zn_geometry *geo = zn_dev_geometry (ctl->dev);
-  struct zn_zone zones[ZONE_BATCH];
   unsigned char desc[ZN_CONTROL_ZONE_SIZE];
 
   while (count) {
     uint64_t idx = offset / ZN_CONTROL_ZONE_SIZE;
-    uint64_t want = (offset % ZN_CONTROL_ZONE_SIZE + count + ZN_CONTROL_ZONE_SIZE - 1)
-      / ZN_CONTROL_ZONE_SIZE;
-    unsigned got;
+    uint64_t in = offset % ZN_CONTROL_ZONE_SIZE;
+    uint64_t n = ZN_CONTROL_ZONE_SIZE - in < count ? ZN_CONTROL_ZONE_SIZE - in : count;
 
-    if (idx >= geo->nr_zones) {
+    if (idx >= first + got) {
       memset (buf, 0, count);
       return;
     }
-    got = zn_report_zones (ctl->dev, idx * geo->zone_sectors, zones,
-                           want < ZONE_BATCH ? (unsigned) want : ZONE_BATCH);
-    for (unsigned i = 0; i < got && count; i++) {
-      uint64_t in = offset % ZN_CONTROL_ZONE_SIZE;
-      uint64_t n = ZN_CONTROL_ZONE_SIZE - in < count ? ZN_CONTROL_ZONE_SIZE - in : count;
-
-      zn_control_encode_zone (desc, &zones[i]);
-      memcpy (buf, desc + in, n);
-      buf += n;
-      offset += n;
-      count -= n;
-    }
+    zn_control_encode_zone (desc, &zones[idx - first]);
+    memcpy (buf, desc + in, n);
+    buf += n;
+    offset += n;
+    count -= n;
   }
 }
 
+/* One read is one snapshot: the header's counters and every descriptor
+ * in the read come from one instant (zn_report_snapshot), so a client
+ * that reads the header and the zones together sees them agree.
+ */
 int
 zn_control_pread (struct zn_control *ctl, const struct zn_control_conn *conn,
                   bool readonly, void *buf, uint64_t count, uint64_t offset)
 {
+  const struct zn_geometry *geo = zn_dev_geometry (ctl->dev);
   unsigned char *dst = buf;
+  bool header = offset < ZN_CONTROL_HEADER_SIZE && count;
+  uint64_t end = offset + count, first = 0, nz = 0;
+  struct zn_zone batch[ZONE_BATCH], *zones = batch;
+  struct zn_counters counters;
+  unsigned got = 0;
 
   if (offset > zn_control_size (ctl) || count > zn_control_size (ctl) - offset)
     return -EINVAL;
-  if (offset < ZN_CONTROL_HEADER_SIZE && count) {
+  if (end > ZN_CONTROL_HEADER_SIZE) {
+    uint64_t zoff = offset > ZN_CONTROL_HEADER_SIZE
+      ? offset - ZN_CONTROL_HEADER_SIZE : 0;
+    uint64_t last = (end - ZN_CONTROL_HEADER_SIZE - 1) / ZN_CONTROL_ZONE_SIZE;
+
+    first = zoff / ZN_CONTROL_ZONE_SIZE;
+    if (first < geo->nr_zones)
+      nz = (last < geo->nr_zones ? last + 1 : geo->nr_zones) - first;
+  }
+  if (nz > ZONE_BATCH && (zones = malloc (nz * sizeof *zones)) == NULL)
+    return -ENOMEM;
+  if (nz)
+    got = zn_report_snapshot (ctl->dev, (uint32_t) first, zones,
+                              (unsigned) nz, header ? &counters : NULL);
+  else if (header)
+    zn_get_counters (ctl->dev, &counters);
+  if (header) {
     unsigned char page[ZN_CONTROL_HEADER_SIZE];
     uint64_t n = ZN_CONTROL_HEADER_SIZE - offset < count
       ? ZN_CONTROL_HEADER_SIZE - offset : count;
 
-    render_header (ctl, conn, readonly, page);
+    render_header (ctl, conn, readonly, &counters, page);
     memcpy (dst, page + offset, n);
     dst += n;
     offset += n;
     count -= n;
   }
   if (count)
-    render_zones (ctl, dst, count, offset - ZN_CONTROL_HEADER_SIZE);
+    render_zones (zones, first, got, dst, count,
+                  offset - ZN_CONTROL_HEADER_SIZE);
+  if (zones != batch)
+    free (zones);
   return 0;
 }
 

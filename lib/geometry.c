@@ -139,6 +139,11 @@ zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
     return reject (err, errlen, "cache_size: %" PRIu64 " MiB is too large "
                    "(at most %" PRIu64 " MiB)", cfg->cache_size,
                    ZN_MAX_SIZE_MIB);
+  /* null_blk reports a size of 0 as a zone larger than the device, which
+   * points at the wrong key.
+   */
+  if (cfg->size == 0)
+    return reject (err, errlen, "size: must be at least 1 MiB (got 0)");
   if (cfg->zone_size > cfg->size)
     return reject (err, errlen,
                    "zone_size: %" PRIu64 " MiB is larger than size (%" PRIu64 " MiB)",

@@ -1,9 +1,9 @@
-/* The device's KEY=VALUE parameters for zonednull-server and zonednull-ublk.
- *
- * Same keys, units and rules as the nbdkit plugin, so that a command line
- * moves between the two servers unchanged: sizes in MiB when bare (as in
- * null_blk's configfs), or with a suffix that must still come to whole
- * MiB.
+/* The device's KEY=VALUE parameters, for the nbdkit plugin,
+ * zonednull-server and zonednull-ublk alike: one parser, so that a value
+ * is accepted or refused, with the same message, by every front end, and
+ * a command line moves between them unchanged.  Sizes are MiB when bare
+ * (as in null_blk's configfs), or with a suffix that must still come to
+ * whole MiB.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,14 +28,17 @@ bad (char *err, size_t errlen, const char *fmt, const char *key,
   return -1;
 }
 
+/* Digits only, as the kernel's kstrtoull (base 0: 0x hex, 0 octal):
+ * strtoull alone would take leading blanks and a sign (" 7" and "-1",
+ * which it wraps to 2^64 - 1).
+ */
 static int
 parse_u64 (const char *key, const char *value, uint64_t *out, char *err,
            size_t errlen)
 {
   char *end;
 
-  if (value[0] == '\0' || value[0] == '-' || value[0] == '+'
-      || value[0] == ' ')
+  if (value[0] < '0' || value[0] > '9')
     return bad (err, errlen, "%s=%s: expected a non-negative integer", key, value);
   errno = 0;
   *out = strtoull (value, &end, 0);
@@ -84,14 +87,18 @@ parse_mib (const char *key, const char *value, uint64_t *mib, char *err,
   char *end;
   unsigned shift;
 
-  if (len > 0 && strchr ("0123456789", value[len - 1]))
+  if (len > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X')
+      ? strspn (value + 2, "0123456789abcdefABCDEF") == len - 2
+      : len > 0 && strspn (value, "0123456789") == len)
     return parse_u64 (key, value, mib, err, errlen);
 
   errno = 0;
   n = strtoull (value, &end, 10);
-  if (end == value || errno == ERANGE || value[0] == '-')
+  if (value[0] < '0' || value[0] > '9')
     return bad (err, errlen, "%s=%s: expected MiB (a bare number) or a size "
                 "such as 64M or 1G", key, value);
+  if (errno == ERANGE)
+    return bad (err, errlen, "%s=%s: size out of range", key, value);
   s = strchr (suffixes, *end & ~0x20);
   if (s == NULL || *end == '\0'
       || (end[1] != '\0' && strcasecmp (end + 1, "iB") != 0
@@ -164,6 +171,8 @@ params_free (struct zn_params *p)
   free (p->conds);
   p->conds = NULL;
   p->nr_conds = 0;
+  for (size_t i = 0; i < p->nr_badblocks; i++)
+    free (p->badblocks[i]);
   free (p->badblocks);
   p->badblocks = NULL;
   p->nr_badblocks = 0;
@@ -226,7 +235,7 @@ int
 params_set (struct zn_params *p, const char *arg, char *err, size_t errlen)
 {
   char key[64];
-  const char *eq = strchr (arg, '='), *value;
+  const char *eq = strchr (arg, '=');
   size_t klen;
 
   if (eq == NULL || eq == arg) {
@@ -240,8 +249,13 @@ params_set (struct zn_params *p, const char *arg, char *err, size_t errlen)
   }
   memcpy (key, arg, klen);
   key[klen] = '\0';
-  value = eq + 1;
+  return params_set_key (p, key, eq + 1, err, errlen);
+}
 
+int
+params_set_key (struct zn_params *p, const char *key, const char *value,
+                char *err, size_t errlen)
+{
   for (size_t i = 0; i < sizeof plain_keys / sizeof plain_keys[0]; i++) {
     const struct plain_key *k = &plain_keys[i];
     void *field = (char *) p + k->offset;
@@ -292,22 +306,34 @@ params_set (struct zn_params *p, const char *arg, char *err, size_t errlen)
   if (strcmp (key, "zone_offline") == 0)
     return add_cond (p, key, value, true, err, errlen);
   if (strcmp (key, "submit_queues") == 0) {
+    uint64_t magnitude;
+    char *end;
+
     /* null_blk's is an int, and <= 0 means 1. */
-    if (value[0] == '-' && strspn (value + 1, "0123456789") == strlen (value + 1)
-        && value[1] != '\0') {
-      p->queue.submit_queues = 1;
-      return 0;
-    }
-    return parse_u32 (key, value, &p->queue.submit_queues, err, errlen);
+    if (value[0] != '-')
+      return parse_u32 (key, value, &p->queue.submit_queues, err, errlen);
+    if (value[1] < '0' || value[1] > '9')
+      return bad (err, errlen, "%s=%s: expected an integer", key, value);
+    errno = 0;
+    magnitude = strtoull (value + 1, &end, 0);
+    if (*end != '\0')
+      return bad (err, errlen, "%s=%s: expected an integer", key, value);
+    if (errno == ERANGE || magnitude > (uint64_t) INT32_MAX + 1)
+      return bad (err, errlen, "%s=%s: number out of range (null_blk's is an "
+                  "int, at least -2147483648)", key, value);
+    p->queue.submit_queues = 1;
+    return 0;
   }
   if (strcmp (key, "badblocks") == 0) {
-    const char **b = realloc (p->badblocks,
-                              (p->nr_badblocks + 1) * sizeof *b);
+    char **b = realloc (p->badblocks, (p->nr_badblocks + 1) * sizeof *b);
 
-    if (b == NULL)
+    if (b == NULL || (b[p->nr_badblocks] = strdup (value)) == NULL) {
+      if (b)
+        p->badblocks = b;
       return bad (err, errlen, "%s=%s: out of memory", key, value);
+    }
     p->badblocks = b;
-    p->badblocks[p->nr_badblocks++] = value;
+    p->nr_badblocks++;
     return 0;
   }
   if (strcmp (key, "nr_devices") == 0) {
@@ -319,15 +345,18 @@ params_set (struct zn_params *p, const char *arg, char *err, size_t errlen)
                   key, value);
     return 0;
   }
-  snprintf (err, errlen, "unknown parameter '%s' (see --help)",
-            key);
+  snprintf (err, errlen, "unknown parameter '%s' (see %s)", key,
+            p->help ? p->help : "--help");
   return -1;
 }
 
 int
 params_check (struct zn_params *p, char *err, size_t errlen)
 {
-  return zn_queue_config_check (&p->queue, err, errlen) < 0 ? -1 : 0;
+  if (zn_queue_config_check (&p->queue, err, errlen) < 0)
+    return -1;
+  /* All devices' zone tables at once, before any is allocated. */
+  return zn_zone_table_check (&p->cfg, p->nr_devices, err, errlen);
 }
 
 int
@@ -348,19 +377,41 @@ params_apply (const struct zn_params *p, struct zn_dev *dev, char *err,
       snprintf (err, errlen, "%s=%" PRIu64 ": sector is past the end of the "
                 "device (%" PRIu64 " sectors); it must lie in a sequential zone",
                 key, s->sector, geo->capacity);
-    else
+    else if (s->sector / geo->zone_sectors < geo->nr_conv)
       snprintf (err, errlen, "%s=%" PRIu64 ": sector is in conventional zone "
                 "%" PRIu64 "; only sequential zones can be made %s",
                 key, s->sector, s->sector / geo->zone_sectors,
                 s->offline ? "offline" : "read-only");
+    else
+      snprintf (err, errlen, "%s=%" PRIu64 ": %s", key, s->sector,
+                strerror (-r));
     return -1;
   }
   for (size_t i = 0; i < p->nr_badblocks; i++)
-    if (zn_badblocks_parse (dev, p->badblocks[i]) < 0) {
-      snprintf (err, errlen, "badblocks=%s: expected +FIRST-LAST to add or "
-                "-FIRST-LAST to remove an inclusive range of 512-byte "
-                "sectors, with FIRST <= LAST", p->badblocks[i]);
+    if (params_apply_badblocks (dev, p->badblocks[i], err, errlen) == -1)
       return -1;
-    }
+  return 0;
+}
+
+int
+params_apply_badblocks (struct zn_dev *dev, const char *spec,
+                        char *err, size_t errlen)
+{
+  size_t before = zn_badblocks_list (dev, NULL, NULL, 0);
+  int r = zn_badblocks_parse (dev, spec);
+
+  if (r == -ENOSPC) {
+    snprintf (err, errlen, "badblocks=%s: the bad block table is full: as "
+              "the kernel's, it holds %d entries of at most %d sectors, "
+              "and the settings before this one take %zu",
+              spec, ZN_BADBLOCKS_MAX, ZN_BADBLOCKS_MAX_LEN, before);
+    return -1;
+  }
+  if (r < 0) {
+    snprintf (err, errlen, "badblocks=%s: expected +FIRST-LAST to add or "
+              "-FIRST-LAST to remove an inclusive range of 512-byte "
+              "sectors, with FIRST <= LAST", spec);
+    return -1;
+  }
   return 0;
 }

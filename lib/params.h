@@ -1,5 +1,6 @@
-/* The device parameters of zonednull-server and zonednull-ublk: the
- * plugin's keys and rules, parsed by one piece of code. */
+/* The device parameters of the nbdkit plugin, zonednull-server and
+ * zonednull-ublk: one set of keys and rules, parsed by one piece of code,
+ * so that a value is refused with the same message everywhere. */
 #ifndef ZONEDNULL_PARAMS_H
 #define ZONEDNULL_PARAMS_H
 
@@ -24,8 +25,9 @@ struct zn_params {
   uint32_t nr_devices;
   struct cond_setting *conds;
   size_t nr_conds;
-  const char **badblocks;         /* "+A-B" / "-A-B", in order (argv's) */
+  char **badblocks;               /* "+A-B" / "-A-B", in order */
   size_t nr_badblocks;
+  const char *help;               /* where unknown keys point; "--help" */
 };
 
 void params_init (struct zn_params *p);
@@ -34,8 +36,13 @@ void params_free (struct zn_params *p);
 /* Applies one KEY=VALUE; -1 with a message naming the key and the rule. */
 int params_set (struct zn_params *p, const char *arg, char *err,
                 size_t errlen);
+/* The same, with the key and value apart (nbdkit's config callback). */
+int params_set_key (struct zn_params *p, const char *key, const char *value,
+                    char *err, size_t errlen);
 
-/* null_blk's validation of the queue parameters; -1 with a message. */
+/* null_blk's validation of the queue parameters and the geometry, and
+ * whether every device's zone table fits in memory; -1 with a message.
+ */
 int params_check (struct zn_params *p, char *err, size_t errlen);
 
 /* The zone_readonly / zone_offline and badblocks settings, on the
@@ -43,5 +50,9 @@ int params_check (struct zn_params *p, char *err, size_t errlen);
  */
 int params_apply (const struct zn_params *p, struct zn_dev *dev,
                   char *err, size_t errlen);
+
+/* One badblocks setting; -1 with a message for a bad spec or a full table. */
+int params_apply_badblocks (struct zn_dev *dev, const char *spec,
+                            char *err, size_t errlen);
 
 #endif

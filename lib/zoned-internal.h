@@ -108,7 +108,6 @@ void wplug_report (struct zn_dev *dev, struct zone *z, uint8_t cond,
 /* badblocks.c */
 void badblocks_init (struct zn_dev *dev);
 void badblocks_free (struct zn_dev *dev);
-bool badblocks_hit (struct zn_dev *dev, uint64_t sector, uint64_t n);
 bool badblocks_check (struct zn_dev *dev, uint64_t sector, uint64_t n,
                       uint64_t *good);
 

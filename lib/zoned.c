@@ -73,25 +73,41 @@ zone_of (struct zn_dev *dev, uint64_t sector)
 
 /* ---- device ----------------------------------------------------------- */
 
-/* The zone table is made up front, as null_blk does.  One that needs more
- * than half the machine's memory (size given in bytes instead of MiB, say)
- * would only end with the OOM killer, after a long time of paging.
+/* The zone tables are made up front, as null_blk does.  Ones that need
+ * more than half the machine's memory together (a size given in bytes
+ * instead of MiB, say, or many devices) would only end with the OOM
+ * killer, after a long time of paging: refused before any is allocated.
  */
-static int
-check_zone_table (const struct zn_config *cfg, uint32_t nr_zones,
-                  char *err, size_t errlen)
+int
+zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
+                     char *err, size_t errlen)
 {
   long pages = sysconf (_SC_PHYS_PAGES), page_size = sysconf (_SC_PAGESIZE);
-  double need = (double) nr_zones * sizeof (struct zone);
-  double half = (double) pages * (double) page_size / 2;
+  struct zn_geometry geo;
+  double need, half;
 
+  if (zn_geometry_from_config (cfg, &geo, err, errlen) < 0)
+    return -1;
+  need = (double) nr_devices * geo.nr_zones * sizeof (struct zone);
+  half = (double) pages * (double) page_size / 2;
   if (pages <= 0 || page_size <= 0 || need <= half)
     return 0;
-  if (err && errlen)
-    snprintf (err, errlen, "size=%" PRIu64 " zone_size=%" PRIu64 ": %" PRIu32
-              " zones need %.1f GiB of zone table, more than half of this "
-              "machine's %.1f GiB of memory", cfg->size, cfg->zone_size,
-              nr_zones, need / (1 << 30), 2 * half / (1 << 30));
+  if (err && errlen) {
+    if (nr_devices == 1)
+      snprintf (err, errlen, "size=%" PRIu64 " zone_size=%" PRIu64 ": %"
+                PRIu32 " zones need %.1f GiB of zone table (%zu bytes a "
+                "zone), more than half of this machine's %.1f GiB of memory",
+                cfg->size, cfg->zone_size, geo.nr_zones, need / (1 << 30),
+                sizeof (struct zone), 2 * half / (1 << 30));
+    else
+      snprintf (err, errlen, "nr_devices=%" PRIu32 " size=%" PRIu64
+                " zone_size=%" PRIu64 ": %" PRIu32 " devices of %" PRIu32
+                " zones need %.1f GiB of zone table together (%zu bytes a "
+                "zone), more than half of this machine's %.1f GiB of memory",
+                nr_devices, cfg->size, cfg->zone_size, nr_devices,
+                geo.nr_zones, need / (1 << 30), sizeof (struct zone),
+                2 * half / (1 << 30));
+  }
   errno = ENOMEM;
   return -1;
 }
@@ -104,7 +120,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
 
   if (zn_geometry_from_config (cfg, &geo, err, errlen) < 0)
     return NULL;
-  if (check_zone_table (cfg, geo.nr_zones, err, errlen) < 0)
+  if (zn_zone_table_check (cfg, 1, err, errlen) < 0)
     return NULL;
 
   dev = calloc (1, sizeof *dev);
@@ -857,9 +873,9 @@ zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
 
 /* ---- power ---------------------------------------------------------------- */
 
-/* Every zone lock, in zone order (once with device_lock). */
+/* Zone locks [first, end) in zone order (once with device_lock). */
 static void
-lock_all_zones (struct zn_dev *dev, bool lock)
+lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock)
 {
   if (dev->zones[0].mutex != &dev->zones[0].lock) {
     if (lock)
@@ -868,12 +884,19 @@ lock_all_zones (struct zn_dev *dev, bool lock)
       pthread_mutex_unlock (&dev->dev_lock);
     return;
   }
-  for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
+  for (uint32_t i = first; i < end; i++) {
     if (lock)
       zone_lock (&dev->zones[i]);
     else
       zone_unlock (&dev->zones[i]);
   }
+}
+
+
+static void
+lock_all_zones (struct zn_dev *dev, bool lock)
+{
+  lock_zones (dev, 0, dev->geo.nr_zones, lock);
 }
 
 int
@@ -1063,6 +1086,38 @@ zn_report_zones (struct zn_dev *dev, uint64_t sector,
     zone_unlock (z);
   }
   return n;
+}
+
+unsigned
+zn_report_snapshot (struct zn_dev *dev, uint32_t first, struct zn_zone *zones,
+                    unsigned max, struct zn_counters *counters)
+{
+  uint32_t nr = dev->geo.nr_zones;
+  uint32_t end = first >= nr ? first : nr - first < max ? nr : first + max;
+  /* The counters cover every zone, so every zone must hold still. */
+  uint32_t lo = counters ? 0 : first, hi = counters ? nr : end;
+
+  lock_zones (dev, lo, hi, true);
+  res_lock (dev);
+  for (uint32_t i = first; i < end; i++) {
+    struct zone *z = &dev->zones[i];
+    struct zn_zone *out = &zones[i - first];
+
+    *out = (struct zn_zone) {
+      .start = z->start, .len = z->len, .capacity = z->capacity,
+      .wp = z->wp, .type = z->type, .cond = z->cond,
+    };
+    if (dev->wplugs && z->type != ZN_ZONE_CONVENTIONAL)
+      wplug_report (dev, z, out->cond, out->wp);
+  }
+  if (counters) {
+    counters->imp_open = count (&dev->nr_imp_open);
+    counters->exp_open = count (&dev->nr_exp_open);
+    counters->closed = count (&dev->nr_closed);
+  }
+  res_unlock (dev);
+  lock_zones (dev, lo, hi, false);
+  return end > first ? end - first : 0;
 }
 
 void

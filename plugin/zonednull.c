@@ -21,6 +21,7 @@
 #include "zonednull/control.h"
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
+#include "params.h"
 
 /* Every zone table update happens under the model's own locks; see
  * zonednull_thread_model for when requests still run one at a time.
@@ -33,30 +34,11 @@
 #define MIB (UINT64_C (1) << 20)
 #define MAX_REQUEST (32 * 1024 * 1024)  /* advertised maximum block size */
 #define REPORT_BATCH 64                 /* zones per zn_report_zones call */
-#define MAX_DEVICES 1024                /* names stay short, startup cheap */
 
-/* null_blk's parameters as given on the command line, over its defaults. */
-static struct zn_config cfg;
-
-/* null_blk's queueing parameters (irqmode, hw_queue_depth, ...). */
-static struct zn_queue_config qcfg;
-
-/* badblocks settings ("+A-B" / "-A-B"), applied in command line order. */
-static char **badblocks_settings;
-static size_t nr_badblocks_settings;
-
-/* Devices nullb0 ... nullb<nr_devices-1>, as null_blk's module creates. */
-static uint32_t nr_devices = 1;
-
-/* zone_readonly / zone_offline settings, kept in command line order
- * because each one toggles, as a write to the configfs attribute does.
+/* The command line's parameters (lib/params.c, shared with
+ * zonednull-server and zonednull-ublk): null_blk's over its defaults.
  */
-struct cond_setting {
-  bool offline;
-  uint64_t sector;
-};
-static struct cond_setting *cond_settings;
-static size_t nr_cond_settings;
+static struct zn_params params;
 
 /* One device: its zones, its control channel (a second export) and its
  * hardware queues.  Every connection to a device sees the same zones, as
@@ -99,239 +81,20 @@ struct handle {
 static void
 zonednull_load (void)
 {
-  zn_config_init (&cfg);
-  zn_queue_config_init (&qcfg);
-}
-
-/* null_blk takes sizes in MiB.  A bare number keeps that meaning, so the
- * same values work here and in configfs; a suffixed size such as 64M or
- * 1G is accepted for convenience but must still be whole MiB.
- */
-static int
-parse_mib (const char *key, const char *value, uint64_t *mib)
-{
-  size_t len = strlen (value);
-  bool bare;
-  int64_t bytes;
-
-  if (len > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X'))
-    bare = strspn (value + 2, "0123456789abcdefABCDEF") == len - 2;
-  else
-    bare = len > 0 && strspn (value, "0123456789") == len;
-  if (bare)
-    return nbdkit_parse_uint64_t (key, value, mib);
-
-  bytes = nbdkit_parse_size (value);
-  if (bytes == -1) {
-    nbdkit_error ("%s=%s: expected MiB (a bare number) or a size such as "
-                  "64M or 1G", key, value);
-    return -1;
-  }
-  if (bytes % MIB) {
-    nbdkit_error ("%s=%s: must be a whole number of MiB "
-                  "(null_blk sizes are in MiB; a bare number means MiB)",
-                  key, value);
-    return -1;
-  }
-  *mib = (uint64_t) bytes / MIB;
-  return 0;
-}
-
-static int
-add_cond_setting (const char *key, const char *value, bool offline)
-{
-  struct cond_setting *p;
-  uint64_t sector;
-
-  if (nbdkit_parse_uint64_t (key, value, &sector) == -1)
-    return -1;
-  p = realloc (cond_settings, (nr_cond_settings + 1) * sizeof *p);
-  if (p == NULL) {
-    nbdkit_error ("realloc: %m");
-    return -1;
-  }
-  cond_settings = p;
-  cond_settings[nr_cond_settings++] = (struct cond_setting) {
-    .offline = offline, .sector = sector,
-  };
-  return 0;
-}
-
-static int
-parse_bool (const char *key, const char *value, bool *b)
-{
-  int r = nbdkit_parse_bool (value);
-
-  if (r == -1) {
-    nbdkit_error ("%s=%s: expected a boolean (1/0, true/false, on/off)",
-                  key, value);
-    return -1;
-  }
-  *b = r;
-  return 0;
-}
-
-static int
-add_badblocks_setting (const char *value)
-{
-  char **p = realloc (badblocks_settings,
-                      (nr_badblocks_settings + 1) * sizeof *p);
-
-  if (p == NULL || (p[nr_badblocks_settings] = strdup (value)) == NULL) {
-    nbdkit_error ("out of memory");
-    if (p)
-      badblocks_settings = p;
-    return -1;
-  }
-  badblocks_settings = p;
-  nr_badblocks_settings++;
-  return 0;
-}
-
-/* Bounds of the pipelined mode: 0 would mean "no bound" or "no wait". */
-static int
-parse_positive (const char *key, const char *value, uint32_t *v)
-{
-  if (nbdkit_parse_uint32_t (key, value, v) == -1)
-    return -1;
-  if (*v == 0) {
-    nbdkit_error ("%s=%s: must be at least 1", key, value);
-    return -1;
-  }
-  return 0;
-}
-
-/* null_blk takes an int: zero and negative values become 1. */
-static int
-parse_submit_queues (const char *key, const char *value)
-{
-  int32_t n;
-
-  if (nbdkit_parse_int32_t (key, value, &n) == -1)
-    return -1;
-  qcfg.submit_queues = n <= 0 ? 1 : (uint32_t) n;
-  return 0;
-}
-
-/* nr_devices=0 means configfs only in null_blk; there is no configfs
- * here, so a server needs at least one device.
- */
-static int
-parse_nr_devices (const char *key, const char *value)
-{
-  if (nbdkit_parse_uint32_t (key, value, &nr_devices) == -1)
-    return -1;
-  if (nr_devices == 0 || nr_devices > MAX_DEVICES) {
-    nbdkit_error ("%s=%s: must be from 1 to %d (null_blk's 0, configfs "
-                  "devices only, has no meaning without configfs)",
-                  key, value, MAX_DEVICES);
-    return -1;
-  }
-  return 0;
+  params_init (&params);
+  params.help = "nbdkit zonednull --help";
 }
 
 static int
 zonednull_config (const char *key, const char *value)
 {
-  if (strcmp (key, "size") == 0)
-    return parse_mib (key, value, &cfg.size);
-  else if (strcmp (key, "zone_size") == 0)
-    return parse_mib (key, value, &cfg.zone_size);
-  else if (strcmp (key, "zone_capacity") == 0)
-    return parse_mib (key, value, &cfg.zone_capacity);
-  else if (strcmp (key, "zone_nr_conv") == 0)
-    return nbdkit_parse_uint32_t (key, value, &cfg.zone_nr_conv);
-  else if (strcmp (key, "zone_max_open") == 0)
-    return nbdkit_parse_uint32_t (key, value, &cfg.zone_max_open);
-  else if (strcmp (key, "zone_max_active") == 0)
-    return nbdkit_parse_uint32_t (key, value, &cfg.zone_max_active);
-  else if (strcmp (key, "blocksize") == 0 || strcmp (key, "bs") == 0) {
-    /* Messages name the key as written. */
-    cfg.blocksize_key = strcmp (key, "bs") == 0 ? "bs" : "blocksize";
-    return nbdkit_parse_uint32_t (key, value, &cfg.blocksize);
-  }
-  else if (strcmp (key, "max_sectors") == 0)
-    return nbdkit_parse_uint32_t (key, value, &cfg.max_sectors);
-  else if (strcmp (key, "memory_backed") == 0)
-    return parse_bool (key, value, &cfg.memory_backed);
-  else if (strcmp (key, "zoned") == 0) {
-    bool zoned;
+  char err[256];
 
-    if (parse_bool (key, value, &zoned) == -1)
-      return -1;
-    if (!zoned) {
-      nbdkit_error ("zoned=%s: zonednull emulates null_blk's zoned mode only; "
-                    "use nbdkit's memory or null plugin for a plain disk",
-                    value);
-      return -1;
-    }
-    return 0;
-  }
-  else if (strcmp (key, "pipeline_zoned_writes") == 0)
-    return parse_bool (key, value, &cfg.pipeline_zoned_writes);
-  else if (strcmp (key, "pipeline_wait_ms") == 0)
-    return parse_positive (key, value, &cfg.pipeline_wait_ms);
-  else if (strcmp (key, "pipeline_max_waiting") == 0)
-    return parse_positive (key, value, &cfg.pipeline_max_waiting);
-  else if (strcmp (key, "cache_size") == 0)
-    return parse_mib (key, value, &cfg.cache_size);
-  else if (strcmp (key, "device_lock") == 0)
-    return parse_bool (key, value, &cfg.device_lock);
-  else if (strcmp (key, "irqmode") == 0)
-    return nbdkit_parse_uint32_t (key, value, &qcfg.irqmode);
-  else if (strcmp (key, "completion_nsec") == 0)
-    return nbdkit_parse_uint64_t (key, value, &qcfg.completion_nsec);
-  else if (strcmp (key, "hw_queue_depth") == 0)
-    return nbdkit_parse_uint32_t (key, value, &qcfg.hw_queue_depth);
-  else if (strcmp (key, "submit_queues") == 0)
-    return parse_submit_queues (key, value);
-  else if (strcmp (key, "shared_tags") == 0 || strcmp (key, "host_tags") == 0)
-    return parse_bool (key, value, &qcfg.shared_tags);
-  else if (strcmp (key, "shared_tag_bitmap") == 0)
-    return parse_bool (key, value, &qcfg.shared_tag_bitmap);
-  else if (strcmp (key, "mbps") == 0)
-    return nbdkit_parse_uint32_t (key, value, &qcfg.mbps);
-  else if (strcmp (key, "nr_devices") == 0)
-    return parse_nr_devices (key, value);
-  else if (strcmp (key, "badblocks") == 0)
-    return add_badblocks_setting (value);
-  else if (strcmp (key, "kernel") == 0) {
-    if (zn_kernel_parse (value, &cfg.kernel) < 0) {
-      nbdkit_error ("%s=%s: must be 6.1, 6.12 or 7.3, the kernels whose "
-                    "null_blk zonednull models", key, value);
-      return -1;
-    }
-    return 0;
-  }
-  /* Newer kernels' attributes; create_device refuses one the kernel lacks. */
-  else if (strcmp (key, "zone_full") == 0) {
-    cfg.given |= ZN_GIVEN_ZONE_FULL;
-    return parse_bool (key, value, &cfg.zone_full);
-  }
-  else if (strcmp (key, "zone_append_max_sectors") == 0) {
-    cfg.given |= ZN_GIVEN_ZONE_APPEND_MAX_SECTORS;
-    return nbdkit_parse_uint32_t (key, value, &cfg.zone_append_max_sectors);
-  }
-  else if (strcmp (key, "fua") == 0) {
-    cfg.given |= ZN_GIVEN_FUA;
-    return parse_bool (key, value, &cfg.fua);
-  }
-  else if (strcmp (key, "badblocks_once") == 0) {
-    cfg.given |= ZN_GIVEN_BADBLOCKS_ONCE;
-    return parse_bool (key, value, &cfg.badblocks_once);
-  }
-  else if (strcmp (key, "badblocks_partial_io") == 0) {
-    cfg.given |= ZN_GIVEN_BADBLOCKS_PARTIAL_IO;
-    return parse_bool (key, value, &cfg.badblocks_partial_io);
-  }
-  else if (strcmp (key, "zone_readonly") == 0)
-    return add_cond_setting (key, value, false);
-  else if (strcmp (key, "zone_offline") == 0)
-    return add_cond_setting (key, value, true);
-  else {
-    nbdkit_error ("unknown parameter '%s' (see nbdkit zonednull --help)", key);
+  if (params_set_key (&params, key, value, err, sizeof err) == -1) {
+    nbdkit_error ("%s", err);
     return -1;
   }
+  return 0;
 }
 
 /* Text for the errors the model returns.  The open and active limits are
@@ -378,44 +141,6 @@ wire_errno (int err)
   return err == ETIMEDOUT || err == EBUSY ? EIO : err;
 }
 
-/* The configfs attributes are written after power-on, so the model
- * decides what is valid; only the message is made more specific here.
- */
-static int
-apply_cond_setting (struct device *d, const struct cond_setting *s)
-{
-  const char *key = s->offline ? "zone_offline" : "zone_readonly";
-  const struct zn_geometry *geo = d->geo;
-  int r;
-
-  r = s->offline ? zn_zone_set_offline (d->dev, s->sector)
-                 : zn_zone_set_readonly (d->dev, s->sector);
-  if (r == 0)
-    return 0;
-  if (s->sector >= geo->capacity)
-    nbdkit_error ("%s=%" PRIu64 ": sector is past the end of the device "
-                  "(%" PRIu64 " sectors); it must lie in a sequential zone",
-                  key, s->sector, geo->capacity);
-  else if (s->sector / geo->zone_sectors < geo->nr_conv)
-    nbdkit_error ("%s=%" PRIu64 ": sector is in conventional zone %" PRIu64
-                  "; only sequential zones can be made %s",
-                  key, s->sector, s->sector / geo->zone_sectors,
-                  s->offline ? "offline" : "read-only");
-  else
-    nbdkit_error ("%s=%" PRIu64 ": %s", key, s->sector, error_text (-r));
-  return -1;
-}
-
-static void
-free_badblocks_settings (void)
-{
-  for (size_t i = 0; i < nr_badblocks_settings; i++)
-    free (badblocks_settings[i]);
-  free (badblocks_settings);
-  badblocks_settings = NULL;
-  nr_badblocks_settings = 0;
-}
-
 static int
 create_device (struct device *d, uint32_t index)
 {
@@ -424,7 +149,7 @@ create_device (struct device *d, uint32_t index)
   snprintf (d->name, sizeof d->name, "nullb%" PRIu32, index);
   snprintf (d->control_name, sizeof d->control_name, "%s" ZN_CONTROL_SUFFIX,
             d->name);
-  d->dev = zn_dev_create (&cfg, err, sizeof err);
+  d->dev = zn_dev_create (&params.cfg, err, sizeof err);
   if (d->dev == NULL) {
     nbdkit_error ("%s", err[0] ? err : error_text (errno));
     return -1;
@@ -437,23 +162,20 @@ create_device (struct device *d, uint32_t index)
     return -1;
   }
   d->geo = zn_dev_geometry (d->dev);
-  d->qs = zn_queues_create (tagsets[qcfg.shared_tags ? 0 : index], &qcfg);
+  d->qs = zn_queues_create (tagsets[params.queue.shared_tags ? 0 : index],
+                            &params.queue);
   d->ctl = zn_control_create (d->dev);
   if (d->qs == NULL || d->ctl == NULL) {
     nbdkit_error ("out of memory for %s", d->name);
     return -1;
   }
-  zn_control_set_queues (d->ctl, d->qs, &qcfg, &cfg, index, nr_devices);
-  for (size_t i = 0; i < nr_cond_settings; i++)
-    if (apply_cond_setting (d, &cond_settings[i]) == -1)
-      return -1;
-  for (size_t i = 0; i < nr_badblocks_settings; i++)
-    if (zn_badblocks_parse (d->dev, badblocks_settings[i]) < 0) {
-      nbdkit_error ("badblocks=%s: expected +FIRST-LAST to add or "
-                    "-FIRST-LAST to remove an inclusive range of 512-byte "
-                    "sectors, with FIRST <= LAST", badblocks_settings[i]);
-      return -1;
-    }
+  zn_control_set_queues (d->ctl, d->qs, &params.queue, &params.cfg, index,
+                         params.nr_devices);
+  /* The configfs attributes are written after power-on. */
+  if (params_apply (&params, d->dev, err, sizeof err) == -1) {
+    nbdkit_error ("%s", err);
+    return -1;
+  }
   return 0;
 }
 
@@ -462,33 +184,30 @@ zonednull_config_complete (void)
 {
   char err[256] = "";
 
-  if (zn_queue_config_check (&qcfg, err, sizeof err) < 0) {
+  if (params_check (&params, err, sizeof err) == -1) {
     nbdkit_error ("%s", err);
     return -1;
   }
   /* null_blk's shared tag set is one tag set for all devices. */
-  nr_tagsets = qcfg.shared_tags ? 1 : nr_devices;
+  nr_tagsets = params.queue.shared_tags ? 1 : params.nr_devices;
   tagsets = calloc (nr_tagsets, sizeof *tagsets);
-  devices = calloc (nr_devices, sizeof *devices);
+  devices = calloc (params.nr_devices, sizeof *devices);
   if (tagsets == NULL || devices == NULL) {
     nbdkit_error ("calloc: out of memory");
     return -1;
   }
   for (uint32_t i = 0; i < nr_tagsets; i++) {
-    tagsets[i] = zn_tagset_create (&qcfg);
+    tagsets[i] = zn_tagset_create (&params.queue);
     if (tagsets[i] == NULL) {
-      nbdkit_error ("out of memory for %" PRIu32 " tags", qcfg.hw_queue_depth);
+      nbdkit_error ("out of memory for %" PRIu32 " tags",
+                    params.queue.hw_queue_depth);
       return -1;
     }
   }
-  for (uint32_t i = 0; i < nr_devices; i++)
+  for (uint32_t i = 0; i < params.nr_devices; i++)
     if (create_device (&devices[i], i) == -1)
       return -1;
 
-  free (cond_settings);
-  cond_settings = NULL;
-  nr_cond_settings = 0;
-  free_badblocks_settings ();
   return 0;
 }
 
@@ -504,8 +223,9 @@ zonednull_config_complete (void)
 static int
 zonednull_thread_model (void)
 {
-  bool requests_sleep = zn_queue_timed (&qcfg) || qcfg.mbps > 0
-                        || cfg.pipeline_zoned_writes;
+  bool requests_sleep = zn_queue_timed (&params.queue)
+                        || params.queue.mbps > 0
+                        || params.cfg.pipeline_zoned_writes;
 
   return requests_sleep ? NBDKIT_THREAD_MODEL_PARALLEL
                         : NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS;
@@ -553,7 +273,7 @@ static int
 zonednull_list_exports (int readonly UNUSED, int is_tls UNUSED,
                         struct nbdkit_exports *exports)
 {
-  for (uint32_t i = 0; i < nr_devices; i++)
+  for (uint32_t i = 0; i < params.nr_devices; i++)
     if (nbdkit_add_export (exports, devices[i].name,
                            "null_blk zoned device") == -1
         || nbdkit_add_export (exports, devices[i].control_name,
@@ -579,7 +299,7 @@ find_device (const char *name, bool *control, uint64_t *session, bool *bad)
   *bad = false;
   if (strcmp (name, "") == 0)
     name = ZN_DEFAULT_DEVICE;
-  for (uint32_t i = 0; i < nr_devices; i++) {
+  for (uint32_t i = 0; i < params.nr_devices; i++) {
     int r;
 
     if (strcmp (name, devices[i].name) == 0) {
@@ -631,7 +351,7 @@ zonednull_open (int readonly)
   if (h->d == NULL) {
     nbdkit_error ("no export named '%s' (exports: nullb0 to nullb%" PRIu32
                   ", each with /control and /session/ID)", name,
-                  nr_devices - 1);
+                  params.nr_devices - 1);
     free (h);
     return NULL;
   }
@@ -1010,7 +730,7 @@ zonednull_extents (void *handle, uint32_t count, uint64_t offset,
 static void
 zonednull_unload (void)
 {
-  for (uint32_t i = 0; devices && i < nr_devices; i++) {
+  for (uint32_t i = 0; devices && i < params.nr_devices; i++) {
     zn_control_destroy (devices[i].ctl);
     zn_queues_destroy (devices[i].qs);
     zn_dev_destroy (devices[i].dev);
@@ -1019,8 +739,7 @@ zonednull_unload (void)
     zn_tagset_destroy (tagsets[i]);
   free (devices);
   free (tagsets);
-  free (cond_settings);
-  free_badblocks_settings ();
+  params_free (&params);
 }
 
 static struct nbdkit_plugin plugin = {

@@ -5,6 +5,7 @@
  * at a power cycle, which also rebuilds the zones.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -54,6 +55,135 @@ test_ranges (void)
   CHECK_EQ (zn_badblocks_parse (dev, "10-20"), -EINVAL);
   CHECK_EQ (zn_badblocks_parse (dev, "+10"), -EINVAL);
   CHECK_EQ (zn_badblocks_parse (dev, "+1-2x"), -EINVAL);
+  zn_dev_destroy (dev);
+}
+
+static size_t
+nr_entries (struct zn_dev *dev)
+{
+  return zn_badblocks_list (dev, NULL, NULL, 0);
+}
+
+/* The kernel's table (issue 15): 512 entries of at most 512 sectors.  A
+ * set beyond it is ENOSPC and keeps what fitted; a clear that would split
+ * an entry of a full table leaves it.  An unbounded table let a control
+ * client make every I/O walk 80k ranges.
+ */
+static void
+test_table_full (void)
+{
+  struct zn_dev *dev = make_dev ();
+  static uint64_t first[ZN_BADBLOCKS_MAX + 1], last[ZN_BADBLOCKS_MAX + 1];
+  static unsigned char buf[512];
+
+  /* A long range takes one entry per 512 sectors, merged as it can. */
+  CHECK_EQ (zn_badblocks_set (dev, 0, 2047), 0);
+  expect_ranges (dev, 4, (uint64_t[]) { 0, 511, 512, 1023, 1024, 1535,
+                                        1536, 2047 });
+  CHECK_EQ (zn_badblocks_set (dev, 2048, 2099), 0);   /* a new entry */
+  CHECK_EQ (nr_entries (dev), 5);
+  CHECK_EQ (zn_badblocks_clear (dev, 0, 9999), 0);
+  CHECK_EQ (zn_badblocks_set (dev, 0, 99), 0);
+  CHECK_EQ (zn_badblocks_set (dev, 100, 699), 0);    /* fills the first */
+  expect_ranges (dev, 2, (uint64_t[]) { 0, 511, 512, 699 });
+  CHECK_EQ (zn_badblocks_clear (dev, 0, 9999), 0);
+  /* The most one set can cover. */
+  CHECK_EQ (zn_badblocks_set (dev, 0, ZN_BADBLOCKS_MAX * 512 - 1), 0);
+  CHECK_EQ (nr_entries (dev), ZN_BADBLOCKS_MAX);
+  CHECK_EQ (zn_badblocks_clear (dev, 0, UINT64_MAX - 1), 0);
+  CHECK_EQ (zn_badblocks_set (dev, 0, ZN_BADBLOCKS_MAX * 512), -ENOSPC);
+  CHECK_EQ (nr_entries (dev), ZN_BADBLOCKS_MAX);
+  CHECK_EQ (zn_badblocks_list (dev, first, last, ZN_BADBLOCKS_MAX + 1),
+            ZN_BADBLOCKS_MAX);
+  CHECK_EQ (last[ZN_BADBLOCKS_MAX - 1], ZN_BADBLOCKS_MAX * 512 - 1);
+  CHECK_EQ (zn_badblocks_clear (dev, 0, UINT64_MAX - 1), 0);
+  CHECK_EQ (nr_entries (dev), 0);
+
+  /* 512 single sectors, three apart, fill the table. */
+  for (uint64_t i = 0; i < ZN_BADBLOCKS_MAX; i++)
+    CHECK_EQ (zn_badblocks_set (dev, 3 * i, 3 * i), 0);
+  CHECK_EQ (nr_entries (dev), ZN_BADBLOCKS_MAX);
+  CHECK_EQ (zn_badblocks_set (dev, 2, 2), -ENOSPC);
+  /* The kernel checks for room first: even a sector already bad. */
+  CHECK_EQ (zn_badblocks_set (dev, 3, 3), -ENOSPC);
+  CHECK_EQ (zn_read (dev, buf, 2, 1), 0);
+  CHECK_EQ (zn_read (dev, buf, 3, 1), -EIO);
+  CHECK_EQ (nr_entries (dev), ZN_BADBLOCKS_MAX);
+  /* Freeing one makes room for one; a set of two pieces keeps the first. */
+  CHECK_EQ (zn_badblocks_clear (dev, 3, 3), 0);
+  CHECK_EQ (zn_badblocks_set (dev, 10000, 10000 + 599), -ENOSPC);
+  CHECK_EQ (zn_read (dev, buf, 10000 + 511, 1), -EIO);
+  CHECK_EQ (zn_read (dev, buf, 10000 + 512, 1), 0);
+  CHECK_EQ (nr_entries (dev), ZN_BADBLOCKS_MAX);
+  /* Shrinking an entry needs no room; splitting one does. */
+  CHECK_EQ (zn_badblocks_clear (dev, 10000, 10009), 0);
+  CHECK_EQ (zn_read (dev, buf, 10009, 1), 0);
+  CHECK_EQ (zn_badblocks_clear (dev, 10100, 10100), -ENOSPC);
+  CHECK_EQ (zn_read (dev, buf, 10100, 1), -EIO);
+  /* ... unless the same clear changes something else too. */
+  CHECK_EQ (zn_badblocks_clear (dev, 10200, 10200 + 400), 0);
+  CHECK_EQ (zn_read (dev, buf, 10200, 1), 0);
+  CHECK_EQ (zn_read (dev, buf, 10199, 1), -EIO);
+  CHECK_EQ (zn_badblocks_clear (dev, 0, 12000), 0);
+  CHECK_EQ (nr_entries (dev), 0);
+  zn_dev_destroy (dev);
+}
+
+/* Random sets and clears within a space too small to fill the table,
+ * against a bitmap: every sector's state, and the entries sorted,
+ * disjoint and within the length limit.
+ */
+static void
+test_random (void)
+{
+  enum { SPACE = 900 };
+  struct zn_dev *dev = make_dev ();
+  static bool want[SPACE];
+  static uint64_t first[ZN_BADBLOCKS_MAX], last[ZN_BADBLOCKS_MAX];
+  static unsigned char buf[8 * 512];
+  unsigned seed = 15;
+
+  for (int round = 0; round < 3000; round++) {
+    uint64_t a = (uint64_t) rand_r (&seed) % SPACE;
+    uint64_t len = 1 + (uint64_t) rand_r (&seed) % (round % 7 == 0 ? 700 : 9);
+    bool bad = rand_r (&seed) % 3 != 0;
+    size_t n;
+
+    if (a + len > SPACE)
+      len = SPACE - a;
+    CHECK_EQ ((bad ? zn_badblocks_set : zn_badblocks_clear)
+              (dev, a, a + len - 1), 0);
+    for (uint64_t s = a; s < a + len; s++)
+      want[s] = bad;
+    n = zn_badblocks_list (dev, first, last, ZN_BADBLOCKS_MAX);
+    CHECK (n <= ZN_BADBLOCKS_MAX);
+    for (size_t i = 0; i < n; i++) {
+      CHECK (first[i] <= last[i]);
+      CHECK (last[i] - first[i] < ZN_BADBLOCKS_MAX_LEN);
+      CHECK (i == 0 || last[i - 1] < first[i]);
+      for (uint64_t s = first[i]; s <= last[i]; s++)
+        CHECK (want[s]);
+    }
+    {
+      size_t nbad = 0, listed = 0;
+
+      for (size_t s = 0; s < SPACE; s++)
+        nbad += want[s];
+      for (size_t i = 0; i < n; i++)
+        listed += last[i] - first[i] + 1;
+      CHECK_EQ (listed, nbad);
+    }
+    /* Lookups: a read fails exactly when one of its sectors is bad. */
+    for (int k = 0; k < 4; k++) {
+      uint64_t s = (uint64_t) rand_r (&seed) % (SPACE - 8);
+      uint64_t m = 1 + (uint64_t) rand_r (&seed) % 8;
+      bool hit = false;
+
+      for (uint64_t j = s; j < s + m; j++)
+        hit |= want[j];
+      CHECK_EQ (zn_read (dev, buf, s, m), hit ? -EIO : 0);
+    }
+  }
   zn_dev_destroy (dev);
 }
 
@@ -204,6 +334,8 @@ int
 main (void)
 {
   test_ranges ();
+  test_table_full ();
+  test_random ();
   test_io ();
   test_cache ();
   printf ("test-badblocks: all checks passed\n");

@@ -661,6 +661,31 @@ ok power-cycle "$uri"
 [ ! -s "$tmpdir/out" ] || fail "power-cycle printed: $(cat "$tmpdir/out")"
 stop_server "$pid"
 
+# The kernel's table holds 512 entries (issue 15): 512 ranges of 3
+# sectors, 5 apart, set at start-up fill it, and the control channel
+# refuses one more, even one that would only extend an entry (the kernel
+# checks for room first), and a clear that would split one.
+full=$(i=0; while [ $i -lt 512 ]; do
+         printf ' badblocks=+%d-%d' $((5 * i)) $((5 * i + 2)); i=$((i + 1))
+       done)
+# shellcheck disable=SC2086
+start_server full $device $full
+[ "$(info_json badblock_ranges)" = 512 ] || fail "badblock_ranges of a full table"
+refused 1 "badblocks sectors 3-3: ENOSPC: the bad block table is full (as the kernel's, 512 entries of at most 512 sectors); the part that fitted is bad" \
+  badblocks -o 3 -l 1 "$uri"
+refused 1 "badblocks --clear sectors 1-1: ENOSPC: the bad block table is full (as the kernel's, 512 entries of at most 512 sectors): clearing the range would split an entry" \
+  badblocks --clear -o 1 -l 1 "$uri"
+[ "$(info_json badblock_ranges)" = 512 ] || fail "a refused set changed the table"
+write_fails 1 1
+write_sectors 3 1
+# Shrinking an entry needs no room; then there is room for one more.
+ok badblocks --clear -o 0 -l 3 "$uri"
+ok badblocks -o 3 -l 1 "$uri"
+[ "$(info_json badblock_ranges)" = 512 ] || fail "badblock_ranges after a clear and a set"
+write_fails 3 1
+write_sectors 0 3
+stop_server "$pid"
+
 # ---- read-only server ----------------------------------------------------
 
 # shellcheck disable=SC2086

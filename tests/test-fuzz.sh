@@ -28,6 +28,14 @@ seeds = {
   "simple": flags + opt(1, b"nullb0") + req(1, 0, 512, 1, b"\0" * 512) + req(0, 0, 512),
   "control": flags + go(b"nullb0/control") + req(0, 0, 4096)
              + req(1, 0, 32, 0, struct.pack(">IIQQQ", 0x5a4e434d, 1, 2048, 2048, 0)),
+  # The kernel's bad block table: one set that fills it (ENOSPC), a
+  # clear that would split an entry of the full table, a set past it.
+  "badblocks": flags + go(b"nullb0/control")
+               + req(1, 0, 32, 0, struct.pack(">IIQQQ", 0x5a4e434d, 8, 0, 512 * 512 + 1, 0))
+               + req(0, 0, 4096)
+               + req(1, 0, 32, 0, struct.pack(">IIQQQ", 0x5a4e434d, 9, 1, 1, 0))
+               + req(1, 0, 32, 0, struct.pack(">IIQQQ", 0x5a4e434d, 8, 1 << 40, 1, 0))
+               + req(0, 0, 4096),
   "metalist": flags + meta(9, b"nullb0", [b"base:", b"zonednull:"]) + meta(9, b"nullb0", []),
   # STARTTLS, then options and a request "inside TLS"; with and without
   # options refused before it (the length picks --tls, so both sizes).

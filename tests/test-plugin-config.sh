@@ -21,6 +21,24 @@ rejects () {
   fi
 }
 
+# The table of bad numeric values shared with zonednull-server
+# (tests/bad-values.sh): the same message from both front ends.
+bad_values () {
+  text=$1
+  shift
+  if run_nbdkit -U - "$ZONEDNULL_PLUGIN" "$@" --run true \
+       >"$tmpdir/out" 2>&1; then
+    fail "nbdkit accepted '$*'"
+  fi
+  grep -qF -- "error: $text" "$tmpdir/out" ||
+    fail "'$*': message lacks '$text': $(cat "$tmpdir/out")"
+}
+bad_value () {
+  bad_values "$2" "$1"
+}
+# shellcheck source=tests/bad-values.sh
+. "$(dirname "$0")/bad-values.sh"
+
 # expect_size BYTES KEY=VALUE...
 expect_size () {
   want=$1

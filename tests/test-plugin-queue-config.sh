@@ -35,6 +35,11 @@ rejects "error: pipeline_wait_ms=0: must be at least 1" pipeline_wait_ms=0
 rejects "error: pipeline_max_waiting=0: must be at least 1" pipeline_max_waiting=0
 rejects "error: badblocks=\+9-8: expected \+FIRST-LAST" badblocks=+9-8
 rejects "error: badblocks=bad: expected" badblocks=bad
+# The kernel's table holds 512 entries (issue 15): one more is refused.
+# shellcheck disable=SC2046
+rejects "error: badblocks=\+3000-3000: the bad block table is full: as the kernel's, it holds 512 entries of at most 512 sectors, and the settings before this one take 512" \
+  $(i=0; while [ $i -lt 512 ]; do echo "badblocks=+$((3 * i))-$((3 * i))"; i=$((i + 1)); done) \
+  badblocks=+3000-3000
 rejects "error: cache_size=1K: .*whole number of MiB" cache_size=1K
 # A signed 64-bit delay (issue 15, D): larger values wrapped negative.
 rejects "error: completion_nsec: 18446744073709551615 is more than 9223372036854775807" \

@@ -186,6 +186,13 @@ int zn_dev_write_plugging (struct zn_dev *dev, char *err, size_t errlen);
 const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
 /* Whether the sequential zones powered on FULL (zone_full, 6.11+). */
 bool zn_dev_zone_full (const struct zn_dev *dev);
+/* Whether nr_devices devices of cfg may be made: their zone tables
+ * together must fit in half of the machine's physical memory.  -1 with
+ * errno and a message naming nr_devices, size and zone_size (or the
+ * geometry's own message) when not; zn_dev_create checks one device.
+ */
+int zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
+                         char *err, size_t errlen);
 
 /* Data path.  Requests must be aligned to the block size and lie within
  * the device (else -EINVAL).  Like the block layer, a request is split at
@@ -250,6 +257,16 @@ int zn_zone_set_offline (struct zn_dev *dev, uint64_t sector);
  */
 unsigned zn_report_zones (struct zn_dev *dev, uint64_t sector,
                           struct zn_zone *zones, unsigned max);
+/* Zones first, first + 1, ... (up to max) and, unless counters is NULL,
+ * the counters, all from one instant: the zones involved are locked at
+ * once (every zone for the counters), where zn_report_zones locks one at
+ * a time and can show a transition that changed two zones, or a zone and
+ * a counter, half done.  For the control export's reads.  Returns the
+ * number of zones written.
+ */
+unsigned zn_report_snapshot (struct zn_dev *dev, uint32_t first,
+                             struct zn_zone *zones, unsigned max,
+                             struct zn_counters *counters);
 
 void zn_get_counters (struct zn_dev *dev, struct zn_counters *counters);
 
@@ -286,17 +303,23 @@ void zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
 /* Bad blocks, as null_blk's configfs "badblocks": inclusive ranges of
  * 512-byte sectors.  A read or write part that overlaps one fails with
  * -EIO and transfers nothing; a zoned write has already opened its zone
- * when the check runs (6.1), but its wp does not move.  On 7.3 a range
+ * when the check runs (6.1), but its wp does not move.  On 7.3 the entry
  * met is cleared with badblocks_once, and with badblocks_partial_io a
  * write part stores what lies before it and moves the wp by that much
- * (the part still fails).  Set and clear
- * merge and split ranges; first > last is -EINVAL.
+ * (the part still fails).  Set and clear merge and split ranges; first >
+ * last is -EINVAL.  The table is the kernel's struct badblocks: at most
+ * ZN_BADBLOCKS_MAX entries of at most ZN_BADBLOCKS_MAX_LEN sectors.  A
+ * set that does not fit fails with -ENOSPC and keeps the part it added,
+ * as the kernel's; a clear that can only split an entry of a full table
+ * is -ENOSPC too.
  */
+#define ZN_BADBLOCKS_MAX 512        /* PAGE_SIZE / 8 with 4 KiB pages */
+#define ZN_BADBLOCKS_MAX_LEN 512    /* sectors in one entry */
 int zn_badblocks_set (struct zn_dev *dev, uint64_t first, uint64_t last);
 int zn_badblocks_clear (struct zn_dev *dev, uint64_t first, uint64_t last);
 /* "+A-B" sets, "-A-B" clears; anything else is -EINVAL. */
 int zn_badblocks_parse (struct zn_dev *dev, const char *spec);
-/* Copies up to max ranges; returns how many there are. */
+/* Copies up to max entries; returns how many there are. */
 size_t zn_badblocks_list (struct zn_dev *dev, uint64_t *first, uint64_t *last,
                           size_t max);
 

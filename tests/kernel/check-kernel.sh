@@ -10,7 +10,8 @@
 #    zntrace records a trace of random ops on each.
 # Back on the host: the servers' zone state and data are checked against
 # what the guest did, and every null_blk trace is replayed against the
-# model and over NBD (tests/replay).  Any failure fails the run.
+# model and over NBD, to the plugin and to zonednull-server (tests/replay,
+# tests/kernel/replay-traces.sh).  Any failure fails the run.
 #
 # Environment (set by tests/kernel/local.mk):
 #   ZONEDNULL_PLUGIN ZONEDNULL_SERVER ZONEDNULL_CLI ZONEDNULL_SRCDIR REPLAY
@@ -75,14 +76,16 @@ kdir=$cache/$kver
 
 # ---- seeds and configurations --------------------------------------------
 # The seed and the random configurations (tests/kernel/draw.sh, shared
-# with the 6.12 tier); the same LCG then picks the servers' ports.
+# with the other tiers: 6.1's attributes, and a share of configurations the
+# kernel refuses); the same LCG then picks the servers' ports.
 . "$here/draw.sh"
+. "$here/replay-traces.sh"
 zn_seed || die "ZN_KERNEL_SEED must be a decimal number"
 note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_SEED=$seed)"
 zn_rng_init "$seed"
 conf=$work/traces.conf
 : >"$conf"
-zn_draw_configs "$conf" "$ntraces" "$nops"
+zn_draw_kernel_configs "$conf" "$ntraces" "$nops" 6.1
 # One oracle configuration with the oracle's seed: zntrace must reproduce
 # the published recording's first ops exactly (checks the tracer itself).
 # ZN_KERNEL_GOLDEN=all takes every oracle file (with ZN_KERNEL_GOLDEN_OPS=1500,
@@ -349,62 +352,7 @@ else
 fi
 
 # ---- host: replay the null_blk traces --------------------------------------
-while read -r name tseed n settings; do
-  trace=$out/traces/$name.trace
-  if [ -f "$out/traces/$name.refused" ]; then
-    # The plugin must refuse what null_blk refused (the replays catch the
-    # other way round).  Only the keys that shape the device go to nbdkit.
-    keys=
-    for kv in $settings; do
-      case ${kv%%=*} in irqmode|completion_nsec|hw_queue_depth) ;; *) keys="$keys $kv" ;; esac
-    done
-    # shellcheck disable=SC2086
-    if "$NBDKIT" -U - "$ZONEDNULL_PLUGIN" $keys --run true >"$work/refuse.out" 2>&1; then
-      fail "$name: null_blk refuses$keys ($(cat "$out/traces/$name.refused")), the plugin accepts it"
-    else
-      note "ok: $name: null_blk and the plugin both refuse$keys ($(tail -n 1 "$work/refuse.out"))"
-    fi
-    continue
-  fi
-  if [ ! -s "$trace" ]; then
-    fail "$name: the guest produced no trace"
-    continue
-  fi
-  tfail=
-  case $name in
-    golden-*)
-      g=$srcdir/tests/traces/${name#golden-}.trace
-      lines=$(($(wc -l <"$trace") - 4))
-      tail -n +5 "$g" | head -n "$lines" >"$work/golden.head"
-      if tail -n +5 "$trace" | cmp -s - "$work/golden.head"; then
-        note "ok: $name: zntrace reproduces the oracle's recording (ops 0..$n)"
-      else
-        fail "$name: zntrace does not reproduce $(basename "$g") (< published, > this run):"
-        tail -n +5 "$trace" | diff "$work/golden.head" - | head -n 5
-        tfail=1
-      fi ;;
-  esac
-  for how in model nbd; do
-    if [ $how = model ]; then
-      "$REPLAY" "$trace" >"$work/replay.out" 2>&1
-    else
-      TMPDIR=$work NBDKIT=$NBDKIT "$REPLAY" --nbdkit="$ZONEDNULL_PLUGIN" "$trace" >"$work/replay.out" 2>&1
-    fi
-    rrc=$?
-    if [ $rrc -eq 0 ]; then
-      note "ok: $name: $(sed -n 's/.*: \([0-9]* ops match on the .*\)/\1/p' "$work/replay.out")"
-    else
-      fail "$name differs on the $how (seed $tseed, config: $settings):"
-      sed 's/^/    /' "$work/replay.out"
-      tfail=1
-    fi
-  done
-  if [ -n "$tfail" ]; then
-    mkdir -p "$keep"
-    cp "$trace" "$keep/$name.trace"
-    note "kept $keep/$name.trace (a regression trace for tests/traces/)"
-  fi
-done <"$conf"
+zn_replay_traces "$conf" "$out/traces" 6.1
 
 # zonednull-server ends on SIGTERM with status 0; anything else is a crash
 # or, in the sanitizer build, a leak.

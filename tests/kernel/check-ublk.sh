@@ -85,6 +85,7 @@ kdir=$cache/$kver
 
 # ---- seed and configurations ---------------------------------------------
 . "$here/draw.sh"
+. "$here/replay-traces.sh"
 zn_seed || die "ZN_KERNEL_SEED must be a decimal number"
 note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_TIERS=6.12 ZN_KERNEL_SEED=$seed)"
 zn_rng_init "$seed"
@@ -94,6 +95,15 @@ zn_draw_configs "$conf" "$ntraces" "$nops"
 while read -r name tseed n settings; do
   note "config $name: $settings"
 done <"$conf"
+# Configurations with 6.12's own attributes (zone_full, fua,
+# zone_append_max_sectors) for null_blk alone: traced in the same VM
+# (guest-nullblk.sh) and replayed here (replay-traces.sh).
+kconf=$work/traces-kernel.conf
+: >"$kconf"
+zn_draw_kernel_configs "$kconf" "$ntraces" "$nops" 6.12
+while read -r name tseed n settings; do
+  note "null_blk config $name: $settings"
+done <"$kconf"
 
 # ---- zonednull servers on the host, for zonednull-ublk --connect ----------
 # A zonednull-server and an nbdkit zonednull on free loopback ports (the
@@ -211,8 +221,9 @@ fi
 # ---- the per-run initramfs -------------------------------------------------
 stage=$work/stage
 mkdir -p "$stage/test" "$stage/usr/bin" "$stage/usr/lib"
-cp "$here/guest-ublk.sh" "$here/guest-lib.sh" "$stage/test/"
+cp "$here/guest-ublk.sh" "$here/guest-lib.sh" "$here/guest-nullblk.sh" "$stage/test/"
 cp "$conf" "$stage/test/traces.conf"
+cp "$kconf" "$stage/test/traces-kernel.conf"
 cp "$ZNTRACE" "$stage/usr/bin/zntrace"
 consumers=
 if [ -f "$here/guest-ublk-consumers.sh" ] && [ -f "$here/prepare-consumers.sh" ]; then
@@ -229,6 +240,8 @@ cat >"$stage/test/run.sh" <<EOF
 export PATH=/test:/usr/sbin:/usr/bin:/sbin:/bin
 $passenv
 rc=0
+echo "== null_blk with 6.12's attributes"
+sh /test/guest-nullblk.sh /test/traces-kernel.conf /out/traces || rc=1
 echo "== null_blk and zonednull-ublk"
 sh /test/guest-ublk.sh || rc=1
 if [ -f /test/guest-ublk-consumers.sh ]; then
@@ -429,6 +442,9 @@ for line in open('$out/connect/$label.ranges'):
 }
 [ -n "$fs_port_f2fs" ] && fs_host_check f2fs "$fs_port_f2fs"
 [ -n "$fs_port_btrfs" ] && fs_host_check btrfs "$fs_port_btrfs"
+
+# ---- the null_blk traces with 6.12's attributes, replayed here ------------
+zn_replay_traces "$kconf" "$out/traces" 6.12
 
 counts=$(sed -n 's/^counts: //p' "$out/run.log" | head -n 1)
 eval "$(echo "$counts" | tr ' ' '\n' | grep -E '^[a-z_]+=[0-9]+$' | sed 's/^/c_/')" 2>/dev/null

@@ -1,6 +1,7 @@
 # draw.sh: the random null_blk configurations of the real-kernel tiers,
-# sourced by check-kernel.sh (6.1) and check-ublk.sh (6.12), so that a seed
-# draws the same configurations in both.
+# sourced by check-kernel.sh (6.1), check-ublk.sh (6.12) and
+# check-nullblk.sh (7.3): a seed draws the same configurations on every
+# machine.
 #
 #   zn_seed                       seed = ZN_KERNEL_SEED or a random one
 #   zn_rng_init SEED              seeds the LCG

@@ -20,7 +20,7 @@ while read -r name seed nops settings; do
   [ -n "$name" ] || continue
   d=$cfs/nullb0
   if ! mkdir "$d"; then echo "FAIL - $name: mkdir $d"; fails=$((fails + 1)); continue; fi
-  ok=1 refused= flags= bad=
+  ok=1 refused='' flags='' bad=''
   echo 1 >"$d/zoned" || ok=
   for kv in $settings; do
     key=${kv%%=*} value=${kv#*=}

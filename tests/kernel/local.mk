@@ -11,18 +11,18 @@
 # NBD.  See the README.
 #
 #   make check-kernel [ZN_KERNEL_SEED=N] [ZN_KERNEL_TRACES=N] [ZN_KERNEL_OPS=N]
-#                     [ZN_KERNEL_TIERS="6.1 6.12"]   (7.3 too: "6.1 6.12 7.3")
+#                     [ZN_KERNEL_TIERS="6.1 6.12 7.3"]
 
 # Downloads (the kernel packages) and the base initramfs, kept between runs.
 ZN_KERNEL_CACHE ?= $(abs_top_srcdir)/.cache/kernel
-# Empty: a fresh random seed, printed, the same for both tiers (so that they
-# draw the same configurations).  Set it to reproduce a run.
+# Empty: a fresh random seed, printed, the same for every tier (each draws
+# its configurations from it).  Set it to reproduce a run.
 ZN_KERNEL_SEED ?=
 # Random null_blk configurations per run (in each tier), and ops per trace.
 ZN_KERNEL_TRACES ?= 5
 ZN_KERNEL_OPS ?= 400
 # The tiers to run, in order; each runs even when the one before failed.
-ZN_KERNEL_TIERS ?= 6.1 6.12
+ZN_KERNEL_TIERS ?= 6.1 6.12 7.3
 # The 6.12 tier's zonednull-ublk (built when liburing is found).
 ZONEDNULL_UBLK ?= $(abs_builddir)/ublk/zonednull-ublk$(EXEEXT)
 
