@@ -80,6 +80,7 @@ kdir=$cache/$kver
 # kernel refuses); the same LCG then picks the servers' ports.
 . "$here/draw.sh"
 . "$here/replay-traces.sh"
+. "$here/boot.sh"
 zn_seed || die "ZN_KERNEL_SEED must be a decimal number"
 note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_SEED=$seed)"
 zn_rng_init "$seed"
@@ -189,19 +190,7 @@ EOF
 cat "$kdir/base.cpio" "$work/run.cpio" >"$work/initrd.cpio"
 
 # ---- boot ----------------------------------------------------------------
-note "booting $kver under qemu (TCG, 2 vCPUs)"
-boot_start=$(date +%s)
-timeout "${ZN_KERNEL_VM_TIMEOUT:-600}" qemu-system-x86_64 \
-  -machine pc -accel tcg,thread=multi -cpu max -smp 2 -m 1G \
-  -nodefaults -display none -no-reboot -monitor none \
-  -kernel "$kdir/vmlinux" -initrd "$work/initrd.cpio" \
-  -append "console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off no_timer_check random.trust_cpu=on 8250.nr_uarts=2" \
-  -serial "file:$work/console.log" -serial "file:$work/ttyS1.log" \
-  -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile= \
-  </dev/null >"$work/qemu.log" 2>&1
-qrc=$?
-boot_end=$(date +%s)
-note "VM ran $((boot_end - boot_start)) s (qemu exit $qrc)"
+zn_boot 1G "${ZN_KERNEL_VM_TIMEOUT:-600}"
 
 # The servers' logs as the guest left them (host checks connect too).
 cp "$work/a.log" "$work/a.guest.log"

@@ -62,6 +62,7 @@ kdir=$cache/$kver
 # ---- seed and configurations ---------------------------------------------
 . "$here/draw.sh"
 . "$here/replay-traces.sh"
+. "$here/boot.sh"
 zn_seed || die "ZN_KERNEL_SEED must be a decimal number"
 note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_TIERS=$tier ZN_KERNEL_SEED=$seed)"
 zn_rng_init "$seed"
@@ -91,29 +92,7 @@ chmod 755 "$stage/test/"*.sh "$stage/usr/bin/zntrace"
 cat "$kdir/base.cpio" "$work/run.cpio" >"$work/initrd.cpio"
 
 # ---- boot ----------------------------------------------------------------
-boot () {
-  note "booting $kver under qemu (TCG, 2 vCPUs)"
-  boot_start=$(date +%s)
-  timeout "${ZN_KERNEL_VM_TIMEOUT:-600}" qemu-system-x86_64 \
-    -machine pc -accel tcg,thread=multi -cpu max -smp 2 -m 1G \
-    -nodefaults -display none -no-reboot -monitor none \
-    -kernel "$kdir/vmlinux" -initrd "$work/initrd.cpio" \
-    -append "console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off no_timer_check random.trust_cpu=on 8250.nr_uarts=2" \
-    -serial "file:$work/console.log" -serial "file:$work/ttyS1.log" \
-    -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile= \
-    </dev/null >"$work/qemu.log" 2>&1
-  qrc=$?
-  boot_end=$(date +%s)
-  note "VM ran $((boot_end - boot_start)) s (qemu exit $qrc)"
-}
-boot
-# 7.3 under TCG has once panicked in its early initcalls (tty_init), before
-# /init ran (1 boot in about 40): such a boot, and only such, is retried once.
-if ! grep -q '^ZNVM_INIT' "$work/console.log" && grep -q 'Kernel panic' "$work/console.log"; then
-  note "the kernel panicked before /init: $(grep -m 1 'RIP:' "$work/console.log"); booting again"
-  cp "$work/console.log" "$work/console-first-boot.log"
-  boot
-fi
+zn_boot 1G "${ZN_KERNEL_VM_TIMEOUT:-600}"
 
 guest_rc=$(sed -n 's/^ZNVM_RC=\([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
 out=$work/out

@@ -86,6 +86,7 @@ kdir=$cache/$kver
 # ---- seed and configurations ---------------------------------------------
 . "$here/draw.sh"
 . "$here/replay-traces.sh"
+. "$here/boot.sh"
 zn_seed || die "ZN_KERNEL_SEED must be a decimal number"
 note "seed $seed (reproduce with: make check-kernel ZN_KERNEL_TIERS=6.12 ZN_KERNEL_SEED=$seed)"
 zn_rng_init "$seed"
@@ -329,21 +330,9 @@ else
 fi
 
 # ---- boot ----------------------------------------------------------------
-note "booting $kver under qemu (TCG, 2 vCPUs, $mem)"
-boot_start=$(date +%s)
 # Every t/zbd test (ZN_ZBD_FULL=1) keeps the VM up for about 12 minutes.
 [ "${ZN_ZBD_FULL:-0}" = 1 ] && vm_timeout=2400 || vm_timeout=600
-timeout "${ZN_KERNEL_VM_TIMEOUT:-$vm_timeout}" qemu-system-x86_64 \
-  -machine pc -accel tcg,thread=multi -cpu max -smp 2 -m "$mem" \
-  -nodefaults -display none -no-reboot -monitor none \
-  -kernel "$kdir/vmlinux" -initrd "$work/initrd.cpio" \
-  -append "console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off no_timer_check random.trust_cpu=on 8250.nr_uarts=2" \
-  -serial "file:$work/console.log" -serial "file:$work/ttyS1.log" \
-  -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile= \
-  </dev/null >"$work/qemu.log" 2>&1
-qrc=$?
-boot_end=$(date +%s)
-note "VM ran $((boot_end - boot_start)) s (qemu exit $qrc)"
+zn_boot "$mem" "${ZN_KERNEL_VM_TIMEOUT:-$vm_timeout}"
 
 guest_rc=$(sed -n 's/^ZNVM_RC=\([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
 out=$work/out

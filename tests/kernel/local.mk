@@ -72,6 +72,7 @@ EXTRA_DIST += \
 	tests/kernel/check-ublk.sh \
 	tests/kernel/check-nullblk.sh \
 	tests/kernel/replay-traces.sh \
+	tests/kernel/boot.sh \
 	tests/kernel/draw.sh \
 	tests/kernel/prepare.sh \
 	tests/kernel/init \
