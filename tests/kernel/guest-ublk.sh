@@ -4,7 +4,8 @@
 # tests/kernel/draw.sh, as in the 6.1 tier).  For each:
 #  - a configfs null_blk device nullb0 with those settings (plus zoned=1);
 #  - a zonednull-ublk device with the same KEY=VALUE settings (the keys in
-#    UBLK_DROP left out), started with -f; it prints /dev/ublkbN;
+#    UBLK_DROP left out) and kernel= this kernel's version, started with
+#    -f; it prints /dev/ublkbN;
 #  - on each: the queue attributes in sysfs, `blkzone report` fresh, then
 #    `zntrace trace DEV SEED NOPS`, then `blkzone report` again;
 #  - the two must agree: the traces line by line (the header's dev= aside),
@@ -117,6 +118,8 @@ if [ -n "$UBLK" ]; then
   [ -c /dev/ublk-control ] || { echo "FAIL - no /dev/ublk-control after modprobe ublk_drv"; exit 1; }
 fi
 cfs=/sys/kernel/config/nullb
+# The model of the null_blk beside it: this kernel's major.minor.
+model_kernel=$(uname -r | cut -d. -f1-2)
 while read -r name seed nops settings; do
   [ -n "$name" ] || continue
   configs=$((configs + 1))
@@ -165,7 +168,7 @@ while read -r name seed nops settings; do
     case " $UBLK_DROP " in *" ${kv%%=*} "*) ;; *) keys="$keys $kv" ;; esac
   done
   # shellcheck disable=SC2086
-  ublk_start $keys
+  ublk_start kernel="$model_kernel" $keys
   if [ -n "$nb_refused" ]; then
     if [ -n "$ublk_pid" ] || [ -n "$ublk_dev" ] || [ "$ublk_rc" = 0 ]; then
       fail "$name: null_blk refuses ($nb_refused), zonednull-ublk accepts (${ublk_dev:-status 0})"
