@@ -45,11 +45,11 @@ zn_draw_configs () {
 # 6.12 and 7.3 sometimes zone_full=1 (traced from the state the device
 # powers on with), zone_append_max_sectors and fua=0; 7.3 sometimes 1 to 3
 # bad ranges (badblocks=+FIRST-LAST, inside a zone's capacity, zntrace
-# aims I/O at them) with badblocks_once and badblocks_partial_io.  About
-# one configuration in five is one the kernel refuses: an attribute it
-# lacks (6.1: those of 6.12; 6.12: those of 7.3) or, on every kernel, a
-# zone capacity above the zone size or a block size that is not a power
-# of two.
+# aims I/O at them) with badblocks_once and badblocks_partial_io.  The
+# last configuration is one the kernel refuses: an attribute it lacks
+# (6.1: those of 6.12; 6.12: those of 7.3) or, on every kernel, a zone
+# capacity above the zone size or a block size that is not a power of
+# two.
 zn_draw_kernel_configs () {
   zn_conf=$1 zn_n=$2 zn_ops=$3 zn_kernel=$4
   k=1
@@ -81,8 +81,9 @@ zn_draw_kernel_configs () {
         randn 2; [ "$r" -eq 0 ] && extra="$extra badblocks_partial_io=1"
       fi
     fi
-    randn 5
-    if [ "$r" -eq 0 ]; then
+    # The last one is refused on purpose, so that a run traces at least
+    # K - 1 (a drawn runt with a smaller capacity is refused too).
+    if [ "$k" -eq "$zn_n" ]; then
       randn 4
       case $zn_kernel.$r in
         6.1.0) extra="$extra zone_full=1" ;;
