@@ -1084,10 +1084,11 @@ check_request (struct session *s, uint16_t type, uint16_t flags,
     snprintf (why, whylen, "offset %" PRIu64 ": zero-length request", offset);
     return type == CMD_WRITE ? ENOSPC : EINVAL;
   }
+  /* The protocol's ENOSPC for a write past the end, as nbdkit has it. */
   if (offset > size || count > size - offset) {
     snprintf (why, whylen, "offset %" PRIu64 " length %" PRIu32 " is beyond "
               "the end of the export (%" PRIu64 " bytes)", offset, count, size);
-    return EINVAL;
+    return type == CMD_WRITE ? ENOSPC : EINVAL;
   }
   if ((type == CMD_READ || type == CMD_WRITE) && !s->control
       && (offset % lbs || count % lbs)) {

@@ -2,8 +2,9 @@
 # Zero-length requests (issue 15, A): both front ends answer them as
 # nbdkit 1.32 does and as the NBD protocol allows, with an error reply
 # and nothing else: EINVAL for read, trim and block status, ENOSPC for a
-# write; a flush, whose length is always 0, succeeds.  The connection
-# stays usable afterwards, with structured replies and without.
+# write; a flush, whose length is always 0, succeeds.  Requests beyond
+# the end of the export get the same errnos.  The connection stays usable
+# afterwards, with structured replies and without.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -42,6 +43,16 @@ for structured in (True, False):
     expect(h, "write in a sequential zone",
            lambda: h.pwrite(b"", 1 << 20), errno.ENOSPC)
     expect(h, "trim", lambda: h.trim(0, 0), errno.EINVAL)
+    # Beyond the end, as nbdkit and the protocol have it: ENOSPC for a
+    # write, EINVAL for the rest.
+    expect(h, "write beyond the end",
+           lambda: h.pwrite(b"x" * 512, 8 << 20), errno.ENOSPC)
+    expect(h, "write across the end",
+           lambda: h.pwrite(b"x" * 1024, (8 << 20) - 512), errno.ENOSPC)
+    expect(h, "read beyond the end", lambda: h.pread(512, 8 << 20),
+           errno.EINVAL)
+    expect(h, "trim beyond the end", lambda: h.trim(1 << 20, 8 << 20),
+           errno.EINVAL)
     if structured:
         expect(h, "block status",
                lambda: h.block_status(0, 0, lambda *a: 0), errno.EINVAL)
