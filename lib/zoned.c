@@ -1140,15 +1140,3 @@ zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s)
     .failed = atomic_load (&dev->pl_failed),
   };
 }
-
-const char *
-zn_op_name (enum zn_zone_op op)
-{
-  switch (op) {
-  case ZN_OP_OPEN: return "open";
-  case ZN_OP_CLOSE: return "close";
-  case ZN_OP_FINISH: return "finish";
-  case ZN_OP_RESET: return "reset";
-  default: return "unknown";
-  }
-}

@@ -323,8 +323,9 @@ int zn_badblocks_parse (struct zn_dev *dev, const char *spec);
 size_t zn_badblocks_list (struct zn_dev *dev, uint64_t *first, uint64_t *last,
                           size_t max);
 
-/* Short names for logs and reports: "EMPTY", "IMP_OPEN", ...  Inline, so
- * that clients which do not link the model (the CLI) have it too.
+/* Short names for logs and reports: "EMPTY", "IMP_OPEN", ..., "reset".
+ * Inline, so that clients which do not link the model (the CLI, the
+ * client library, the fio engine) have them too.
  */
 static inline const char *
 zn_cond_name (uint8_t cond)
@@ -341,6 +342,17 @@ zn_cond_name (uint8_t cond)
   default: return "UNKNOWN";
   }
 }
-const char *zn_op_name (enum zn_zone_op op);
+
+static inline const char *
+zn_op_name (enum zn_zone_op op)
+{
+  switch (op) {
+  case ZN_OP_OPEN: return "open";
+  case ZN_OP_CLOSE: return "close";
+  case ZN_OP_FINISH: return "finish";
+  case ZN_OP_RESET: return "reset";
+  default: return "unknown";
+  }
+}
 
 #endif /* ZONEDNULL_ZONED_H */
