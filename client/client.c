@@ -38,6 +38,12 @@ struct zn_client {
    * header read back carries the result of the command just sent.
    */
   uint64_t seq;
+  /* Every wait for the server ends after this long (0: never). */
+  unsigned timeout_ms;
+  /* A wait timed out.  Requests may still be in flight into buffers the
+   * caller has since reused, so no handle is ever polled again.
+   */
+  bool lost;
   unsigned char page[ZN_CONTROL_HEADER_SIZE];
   char error[1024];
 };
@@ -99,20 +105,272 @@ new_handle (void)
   return h;
 }
 
-static int
-read_header (struct zn_client *c, struct zn_control_info *info)
-{
-  if (nbd_pread (c->ctl, c->page, sizeof c->page, 0, 0) == -1) {
-    int err = nbd_errno ();
+/* ---- waiting for the server, with a bound ------------------------------ */
 
-    set_error (c, "reading the control header: %s", nbd_get_error ());
-    return -err;
-  }
-  if (zn_control_decode_header (c->page, info) < 0) {
-    set_error (c, "the control header is not zonednull's");
-    return -EPROTO;
+static int64_t
+now_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+deadline (const struct zn_client *c)
+{
+  return c->timeout_ms ? now_ms () + c->timeout_ms : -1;
+}
+
+static int
+lost (struct zn_client *c)
+{
+  set_error (c, "the connection was given up after an earlier request "
+             "timed out");
+  return -ETIMEDOUT;
+}
+
+/* Runs h's state machine, as libnbd's own blocking calls do, until
+ * done (h, arg) holds or the deadline (-1: none) passes.  Returns 0,
+ * -ETIMEDOUT (the client is lost from then on), or libnbd's errno when
+ * the connection failed; what names the wait in the message.
+ */
+static int
+run_until (struct zn_client *c, struct nbd_handle *h, int64_t until,
+           bool (*done) (struct nbd_handle *h, void *arg), void *arg,
+           const char *what)
+{
+  while (!done (h, arg)) {
+    int timeout = -1;
+
+    if (until >= 0) {
+      int64_t left = until - now_ms ();
+
+      if (left <= 0) {
+        c->lost = true;
+        set_error (c, "%s: the server did not answer within the timeout "
+                   "(%u.%03u s)", what, c->timeout_ms / 1000,
+                   c->timeout_ms % 1000);
+        return -ETIMEDOUT;
+      }
+      timeout = left > INT_MAX ? INT_MAX : (int) left;
+    }
+    if (nbd_poll (h, timeout) == -1) {
+      int err = nbd_errno ();
+
+      set_error (c, "%s: %s", what, nbd_get_error ());
+      return -err;
+    }
   }
   return 0;
+}
+
+/* Connecting covers the handshake and an option being negotiated; it
+ * ends ready, negotiating (in option mode, or after a refused option),
+ * or dead.
+ */
+static bool
+not_connecting (struct nbd_handle *h, void *arg)
+{
+  (void) arg;
+  return !nbd_aio_is_connecting (h);
+}
+
+static bool
+closed (struct nbd_handle *h, void *arg)
+{
+  (void) arg;
+  return nbd_aio_is_closed (h) || nbd_aio_is_dead (h);
+}
+
+struct command_wait {
+  int64_t cookie;
+  int result;                   /* nbd_aio_command_completed's */
+};
+
+static bool
+command_done (struct nbd_handle *h, void *arg)
+{
+  struct command_wait *w = arg;
+
+  w->result = nbd_aio_command_completed (h, w->cookie);
+  return w->result != 0;
+}
+
+/* Waits for the aio command cookie on h.  Returns 0, or a negative
+ * errno with the message in c->error; *replied (if not NULL) says
+ * whether the server answered the request with an error, as opposed to
+ * a request that never reached it or a connection that failed.
+ */
+static int
+wait_command (struct zn_client *c, struct nbd_handle *h, int64_t cookie,
+              const char *what, bool *replied)
+{
+  struct command_wait w = { .cookie = cookie };
+  int r;
+
+  if (replied)
+    *replied = false;
+  if (cookie == -1) {
+    int err = nbd_errno ();
+
+    set_error (c, "%s: %s", what, nbd_get_error ());
+    return -err;
+  }
+  r = run_until (c, h, deadline (c), command_done, &w, what);
+  if (r < 0)
+    return r;
+  if (w.result == -1) {
+    int err = nbd_errno ();
+
+    set_error (c, "%s: %s", what, nbd_get_error ());
+    if (replied)
+      *replied = nbd_aio_is_ready (h);
+    return -err;
+  }
+  return 0;
+}
+
+static int
+ctl_pread (struct zn_client *c, void *buf, size_t count, uint64_t offset,
+           const char *what)
+{
+  if (c->lost)
+    return lost (c);
+  return wait_command (c, c->ctl,
+                       nbd_aio_pread (c->ctl, buf, count, offset,
+                                      NBD_NULL_COMPLETION, 0),
+                       what, NULL);
+}
+
+static int
+ctl_pwrite (struct zn_client *c, const void *buf, size_t count,
+            const char *what)
+{
+  if (c->lost)
+    return lost (c);
+  return wait_command (c, c->ctl,
+                       nbd_aio_pwrite (c->ctl, buf, count, 0,
+                                       NBD_NULL_COMPLETION, 0),
+                       what, NULL);
+}
+
+struct go_wait {
+  bool done;
+  int err;
+};
+
+static int
+go_completed (void *user_data, int *error)
+{
+  struct go_wait *w = user_data;
+
+  w->done = true;
+  w->err = *error;
+  return 1;
+}
+
+/* Connects h to the URI; in option mode it stops at negotiation. */
+static int
+connect_uri (struct zn_client *c, struct nbd_handle *h, const char *uri)
+{
+  int r;
+
+  if (nbd_aio_connect_uri (h, uri) == -1) {
+    int err = nbd_errno ();
+
+    set_error (c, "%s", nbd_get_error ());
+    return -err;
+  }
+  r = run_until (c, h, deadline (c), not_connecting, NULL, "connecting");
+  if (r < 0)
+    return r;
+  if (nbd_aio_is_dead (h)) {
+    set_error (c, "connecting: %s", nbd_get_error ());
+    return -ECONNRESET;
+  }
+  return 0;
+}
+
+/* NBD_OPT_GO with the name set on h.  Returns 0 when h is ready, the
+ * server's errno (-ENOENT for an unknown export) with h still
+ * negotiating, or another negative errno.
+ */
+static int
+opt_go (struct zn_client *c, struct nbd_handle *h)
+{
+  struct go_wait w = { false, 0 };
+  nbd_completion_callback cb = { .callback = go_completed, .user_data = &w };
+  int r;
+
+  if (nbd_aio_opt_go (h, cb) == -1) {
+    int err = nbd_errno ();
+
+    set_error (c, "%s", nbd_get_error ());
+    return -err;
+  }
+  r = run_until (c, h, deadline (c), not_connecting, NULL,
+                 "opening the export");
+  if (r < 0)
+    return r;
+  if (nbd_aio_is_ready (h))
+    return 0;
+  set_error (c, "%s", nbd_get_error ());
+  return w.done && w.err > 0 ? -w.err : -EIO;
+}
+
+/* Ends a connection politely, within the timeout: a server left
+ * without NBD_CMD_DISC or NBD_OPT_ABORT logs an error (for TLS, an
+ * unterminated session).  Never waits on a lost client.
+ */
+static void
+goodbye (struct zn_client *c, struct nbd_handle *h)
+{
+  int r = -1;
+
+  if (h == NULL)
+    return;
+  if (!c->lost) {
+    if (nbd_aio_is_negotiating (h))
+      r = nbd_aio_opt_abort (h);
+    else if (nbd_aio_is_ready (h))
+      r = nbd_aio_disconnect (h, 0);
+    if (r == 0)
+      run_until (c, h, deadline (c), closed, NULL, "disconnecting");
+  }
+  nbd_close (h);
+}
+
+/* ---- checking what the server sends ------------------------------------ */
+
+/* Every header and descriptor is checked here, once, against the rules
+ * of zonednull-control(5): programs on this library divide by the zone
+ * size, index arrays by zone number and hand write pointers to fio, which
+ * asserts on them.
+ */
+
+/* The largest capacity whose size in bytes NBD can carry (a signed
+ * 64-bit number).
+ */
+#define MAX_CAPACITY ((uint64_t) INT64_MAX >> ZN_SECTOR_SHIFT)
+
+static bool
+is_power_of_2 (uint64_t v)
+{
+  return v && !(v & (v - 1));
+}
+
+static int __attribute__ ((format (printf, 2, 3)))
+bad_header (struct zn_client *c, const char *fmt, ...)
+{
+  char why[sizeof c->error - 64];
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (why, sizeof why, fmt, ap);
+  va_end (ap);
+  set_error (c, "invalid control header from the server: %s", why);
+  return -EPROTO;
 }
 
 /* Why a control export's first page is not a version 1 header. */
@@ -135,6 +393,207 @@ describe_bad_header (const unsigned char *p, char *msg, size_t len)
     snprintf (msg, len, "unexpected header or descriptor size in the "
               "control header");
 }
+
+static int
+check_geometry (struct zn_client *c, const struct zn_control_info *i)
+{
+  uint64_t zones, nr_seq;
+
+  if (!is_power_of_2 (i->zone_sectors))
+    return bad_header (c, "zone_sectors %llu is not a power of 2",
+                       (unsigned long long) i->zone_sectors);
+  if (i->capacity == 0 || i->capacity > MAX_CAPACITY)
+    return bad_header (c, "capacity %llu is not between 1 and %llu sectors "
+                       "(an NBD export of at most 2^63 - 1 bytes)",
+                       (unsigned long long) i->capacity,
+                       (unsigned long long) MAX_CAPACITY);
+  if (i->zone_sectors > i->capacity)
+    return bad_header (c, "zone_sectors %llu is more than the capacity "
+                       "(%llu sectors)", (unsigned long long) i->zone_sectors,
+                       (unsigned long long) i->capacity);
+  zones = i->capacity / i->zone_sectors + (i->capacity % i->zone_sectors != 0);
+  if (i->nr_zones != zones)
+    return bad_header (c, "nr_zones %u, but a capacity of %llu sectors in "
+                       "zones of %llu makes %llu zones", i->nr_zones,
+                       (unsigned long long) i->capacity,
+                       (unsigned long long) i->zone_sectors,
+                       (unsigned long long) zones);
+  if (i->zone_capacity == 0 || i->zone_capacity > i->zone_sectors)
+    return bad_header (c, "zone_capacity %llu is not between 1 and "
+                       "zone_sectors (%llu)",
+                       (unsigned long long) i->zone_capacity,
+                       (unsigned long long) i->zone_sectors);
+  if (i->nr_conv >= i->nr_zones)
+    return bad_header (c, "nr_conv %u leaves none of the %u zones "
+                       "sequential", i->nr_conv, i->nr_zones);
+  nr_seq = i->nr_zones - i->nr_conv;
+  if (i->max_open > nr_seq || i->max_active > nr_seq)
+    return bad_header (c, "%s %u is more than the %llu sequential zones",
+                       i->max_open > nr_seq ? "max_open" : "max_active",
+                       i->max_open > nr_seq ? i->max_open : i->max_active,
+                       (unsigned long long) nr_seq);
+  if (i->max_open && i->max_active && i->max_open > i->max_active)
+    return bad_header (c, "max_open %u is more than max_active %u",
+                       i->max_open, i->max_active);
+  if (!is_power_of_2 (i->block_size) || i->block_size < ZN_SECTOR_SIZE
+      || i->block_size / ZN_SECTOR_SIZE > i->zone_sectors)
+    return bad_header (c, "block_size %u is not a power of 2 from 512 bytes "
+                       "to the zone size", i->block_size);
+  if (i->max_sectors == 0)
+    return bad_header (c, "max_sectors is 0");
+  if (i->max_append_sectors > i->zone_capacity)
+    return bad_header (c, "max_append_sectors %u is more than zone_capacity "
+                       "(%llu)", i->max_append_sectors,
+                       (unsigned long long) i->zone_capacity);
+  if ((uint64_t) i->imp_open + i->exp_open + i->closed > nr_seq)
+    return bad_header (c, "imp_open %u, exp_open %u and closed %u make more "
+                       "than the %llu sequential zones", i->imp_open,
+                       i->exp_open, i->closed, (unsigned long long) nr_seq);
+  if (i->result_errno > 4095)
+    return bad_header (c, "result_errno %u is no errno", i->result_errno);
+  return 0;
+}
+
+/* The geometry is fixed for as long as a client is connected. */
+static int
+check_same_geometry (struct zn_client *c, const struct zn_control_info *i)
+{
+  const struct zn_control_info *g = &c->geo;
+  static const struct { const char *name; size_t offset, size; } fields[] = {
+#define FIELD(f) { #f, offsetof (struct zn_control_info, f), \
+                   sizeof ((struct zn_control_info *) 0)->f }
+    FIELD (nr_zones), FIELD (capacity), FIELD (zone_sectors),
+    FIELD (zone_capacity), FIELD (nr_conv), FIELD (max_open),
+    FIELD (max_active), FIELD (block_size), FIELD (max_sectors),
+    FIELD (flags), FIELD (max_append_sectors),
+#undef FIELD
+  };
+
+  for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+    uint64_t was = 0, now = 0;
+
+    if (fields[k].size == sizeof (uint32_t)) {
+      uint32_t a, b;
+
+      memcpy (&a, (const char *) g + fields[k].offset, sizeof a);
+      memcpy (&b, (const char *) i + fields[k].offset, sizeof b);
+      was = a;
+      now = b;
+    }
+    else {
+      memcpy (&was, (const char *) g + fields[k].offset, sizeof was);
+      memcpy (&now, (const char *) i + fields[k].offset, sizeof now);
+    }
+    if (was != now)
+      return bad_header (c, "%s changed from %llu to %llu while connected",
+                         fields[k].name, (unsigned long long) was,
+                         (unsigned long long) now);
+  }
+  return 0;
+}
+
+/* Reads the header page afresh and checks it. */
+static int
+read_header (struct zn_client *c, struct zn_control_info *info)
+{
+  int r = ctl_pread (c, c->page, sizeof c->page, 0,
+                     "reading the control header");
+
+  if (r < 0)
+    return r;
+  if (zn_control_decode_header (c->page, info) < 0) {
+    char why[128];
+
+    describe_bad_header (c->page, why, sizeof why);
+    set_error (c, "the control header is not zonednull's: %s", why);
+    return -EPROTO;
+  }
+  r = check_geometry (c, info);
+  if (r == 0)
+    r = check_same_geometry (c, info);
+  return r;
+}
+
+static int __attribute__ ((format (printf, 3, 4)))
+bad_zone (struct zn_client *c, uint64_t idx, const char *fmt, ...)
+{
+  char why[sizeof c->error - 64];
+  va_list ap;
+
+  va_start (ap, fmt);
+  vsnprintf (why, sizeof why, fmt, ap);
+  va_end (ap);
+  set_error (c, "invalid zone descriptor from the server: zone %llu: %s",
+             (unsigned long long) idx, why);
+  return -EPROTO;
+}
+
+/* Descriptor idx against the geometry, as null_blk lays zones out. */
+static int
+check_zone (struct zn_client *c, uint64_t idx, const struct zn_zone *z)
+{
+  const struct zn_control_info *g = &c->geo;
+  uint64_t start = idx * g->zone_sectors;
+  uint64_t len = g->capacity - start < g->zone_sectors
+    ? g->capacity - start : g->zone_sectors;
+  uint64_t cap = len < g->zone_capacity ? len : g->zone_capacity;
+
+  if (z->start != start || z->len != len)
+    return bad_zone (c, idx, "start %llu and len %llu, expected %llu and "
+                     "%llu", (unsigned long long) z->start,
+                     (unsigned long long) z->len,
+                     (unsigned long long) start, (unsigned long long) len);
+  if (idx < g->nr_conv) {
+    if (z->type != ZN_ZONE_CONVENTIONAL || z->cond != ZN_COND_NOT_WP)
+      return bad_zone (c, idx, "type %u and condition %u, expected a "
+                       "conventional zone (type 1, condition 0) among the "
+                       "first nr_conv (%u)", z->type, z->cond, g->nr_conv);
+    if (z->capacity != len)
+      return bad_zone (c, idx, "capacity %llu, expected the conventional "
+                       "zone's len (%llu)", (unsigned long long) z->capacity,
+                       (unsigned long long) len);
+    return 0;
+  }
+  if (z->type != ZN_ZONE_SEQWRITE_REQ)
+    return bad_zone (c, idx, "type %u, expected 2 (sequential write "
+                     "required) after the first nr_conv (%u)", z->type,
+                     g->nr_conv);
+  if (z->capacity != cap)
+    return bad_zone (c, idx, "capacity %llu, expected %llu (zone_capacity, "
+                     "or len when less)", (unsigned long long) z->capacity,
+                     (unsigned long long) cap);
+  switch (z->cond) {
+  case ZN_COND_EMPTY:
+    if (z->wp == start)
+      return 0;
+    break;
+  case ZN_COND_IMP_OPEN:
+  case ZN_COND_EXP_OPEN:
+  case ZN_COND_CLOSED:
+    if (z->wp >= start && z->wp - start < cap)
+      return 0;
+    break;
+  case ZN_COND_FULL:
+    if (z->wp >= start + cap && z->wp - start <= len)
+      return 0;
+    break;
+  case ZN_COND_READONLY:
+  case ZN_COND_OFFLINE:
+    if (z->wp == UINT64_MAX)
+      return 0;
+    break;
+  default:
+    return bad_zone (c, idx, "condition 0x%x is not a sequential zone's "
+                     "(1-4, 0xd-0xf)", z->cond);
+  }
+  return bad_zone (c, idx, "write pointer %llu does not fit condition %s "
+                   "in [%llu, %llu + capacity %llu]",
+                   (unsigned long long) z->wp, zn_cond_name (z->cond),
+                   (unsigned long long) start, (unsigned long long) start,
+                   (unsigned long long) cap);
+}
+
+/* ---- connecting --------------------------------------------------------- */
 
 /* A fresh session id: random, never 0. */
 static uint64_t
@@ -162,16 +621,15 @@ new_session_id (void)
 
 /* Connects a data handle to the URI's export in a session of its own:
  * option mode swaps in "<device>/session/<id>" for the URI's export name,
- * as connect_control does for the control export.  When that fails for
- * any reason but the connection itself, the handle is dropped and a plain
- * nbd_connect_uri tried, so that a server predating sessions is served as
- * before (*session 0; the client remembers not to try again) and any
- * other failure is reported in libnbd's own words.  Returns the handle,
- * or NULL with the reason in err.
+ * as connect_control does for the control export.  When the server
+ * refuses the name, the handle is dropped and a plain connection tried,
+ * so that a server predating sessions is served as before (*session 0;
+ * the client remembers not to try again) and any other failure is
+ * reported in libnbd's own words.  Returns the handle, or NULL with the
+ * reason in c->error.
  */
 static struct nbd_handle *
-connect_data (struct zn_client *c, const char *uri, uint64_t *session,
-              char *err, size_t errlen)
+connect_data (struct zn_client *c, const char *uri, uint64_t *session)
 {
   struct nbd_handle *h;
 
@@ -183,9 +641,12 @@ connect_data (struct zn_client *c, const char *uri, uint64_t *session,
     int n = -1;
 
     h = new_handle ();
-    if (h == NULL || nbd_set_opt_mode (h, true) == -1
-        || nbd_connect_uri (h, uri) == -1) {
-      snprintf (err, errlen, "%s", nbd_get_error ());
+    if (h == NULL || nbd_set_opt_mode (h, true) == -1) {
+      set_error (c, "%s", nbd_get_error ());
+      nbd_close (h);
+      return NULL;
+    }
+    if (connect_uri (c, h, uri) < 0) {
       nbd_close (h);
       return NULL;
     }
@@ -194,21 +655,27 @@ connect_data (struct zn_client *c, const char *uri, uint64_t *session,
       n = zn_control_session_name (name, sizeof name, export, id);
     free (export);
     if (n > 0 && (size_t) n < sizeof name
-        && nbd_set_export_name (h, name) == 0 && nbd_opt_go (h) == 0) {
+        && nbd_set_export_name (h, name) == 0 && opt_go (c, h) == 0) {
       *session = id;
       return h;
     }
-    if (nbd_aio_is_negotiating (h))
-      nbd_opt_abort (h);
-    else
-      nbd_shutdown (h, 0);
-    nbd_close (h);
+    goodbye (c, h);
+    if (c->lost)
+      return NULL;
   }
 
   h = new_handle ();
-  if (h == NULL || nbd_connect_uri (h, uri) == -1) {
-    snprintf (err, errlen, "%s", nbd_get_error ());
+  if (h == NULL) {
+    set_error (c, "%s", nbd_get_error ());
+    return NULL;
+  }
+  if (connect_uri (c, h, uri) < 0) {
     nbd_close (h);
+    return NULL;
+  }
+  if (!nbd_aio_is_ready (h)) {
+    set_error (c, "%s", nbd_get_error ());
+    goodbye (c, h);
     return NULL;
   }
   c->no_sessions = true;
@@ -218,83 +685,85 @@ connect_data (struct zn_client *c, const char *uri, uint64_t *session,
 /* Connects the control handle: the URI gives the server and the data
  * export's name; option mode then swaps in the control export's name, so
  * the URI's query, encoding and TLS settings are libnbd's business alone.
+ * Reads and checks the header, whose geometry the client keeps.
  */
 static int
-connect_control (struct zn_client *c, const char *uri, char *err, size_t errlen)
+connect_control (struct zn_client *c, const char *uri)
 {
   char *export = NULL, *name = NULL;
   const char *device;
-  int ret = -1;
+  int ret = -1, r;
   int64_t size;
 
   c->ctl = new_handle ();
   if (c->ctl == NULL || nbd_set_opt_mode (c->ctl, true) == -1) {
-    snprintf (err, errlen, "%s", nbd_get_error ());
+    set_error (c, "%s", nbd_get_error ());
     goto out;
   }
-  if (nbd_connect_uri (c->ctl, uri) == -1) {
-    snprintf (err, errlen, "%s", nbd_get_error ());
+  if (connect_uri (c, c->ctl, uri) < 0)
     goto out;
-  }
   if (!nbd_aio_is_negotiating (c->ctl)) {
     /* Only an oldstyle server skips option negotiation. */
-    snprintf (err, errlen, "not a zonednull server: the server does not "
-              "negotiate export names");
+    set_error (c, "not a zonednull server: the server does not negotiate "
+               "export names");
     goto out;
   }
   export = nbd_get_export_name (c->ctl);
   if (export == NULL) {
-    snprintf (err, errlen, "%s", nbd_get_error ());
+    set_error (c, "%s", nbd_get_error ());
     goto out;
   }
   device = *export ? export : ZN_DEFAULT_DEVICE;
   name = malloc (strlen (device) + sizeof ZN_CONTROL_SUFFIX);
   if (name == NULL) {
-    snprintf (err, errlen, "%s", strerror (ENOMEM));
+    set_error (c, "%s", strerror (ENOMEM));
     goto out;
   }
   strcpy (name, device);
   strcat (name, ZN_CONTROL_SUFFIX);
   if (nbd_set_export_name (c->ctl, name) == -1) {
-    snprintf (err, errlen, "%s", nbd_get_error ());
+    set_error (c, "%s", nbd_get_error ());
     goto out;
   }
-  if (nbd_opt_go (c->ctl) == -1) {
+  r = opt_go (c, c->ctl);
+  if (r == -ENOENT)
     /* libnbd only says "server replied with error to opt_go request". */
-    if (nbd_get_errno () == ENOENT)
-      snprintf (err, errlen, "not a zonednull server: the server has no "
-                "export named '%s' (the zone control channel)", name);
-    else
-      snprintf (err, errlen, "control export '%s': %s", name,
-                nbd_get_error ());
-    goto out;
+    set_error (c, "not a zonednull server: the server has no export named "
+               "'%s' (the zone control channel)", name);
+  else if (r < 0 && r != -ETIMEDOUT) {
+    char why[sizeof c->error];
+
+    snprintf (why, sizeof why, "%s", c->error);
+    set_error (c, "control export '%s': %s", name, why);
   }
+  if (r < 0)
+    goto out;
 
   size = nbd_get_size (c->ctl);
   if (size < ZN_CONTROL_HEADER_SIZE) {
-    snprintf (err, errlen, "not a zonednull server: export '%s' is too "
-              "small for a control header", name);
+    set_error (c, "not a zonednull server: export '%s' is too small for a "
+               "control header", name);
     goto out;
   }
-  if (nbd_pread (c->ctl, c->page, sizeof c->page, 0, 0) == -1) {
-    snprintf (err, errlen, "reading the control header: %s",
-              nbd_get_error ());
+  if (ctl_pread (c, c->page, sizeof c->page, 0,
+                 "reading the control header") < 0)
     goto out;
-  }
   if (zn_control_decode_header (c->page, &c->geo) < 0) {
     char why[128];
 
     describe_bad_header (c->page, why, sizeof why);
-    snprintf (err, errlen, "not a zonednull server: %s of export '%s'",
-              why, name);
+    set_error (c, "not a zonednull server: %s of export '%s'", why, name);
     goto out;
   }
-  if (c->geo.zone_sectors == 0 || c->geo.nr_zones == 0
-      || (uint64_t) size < ZN_CONTROL_HEADER_SIZE
-         + (uint64_t) c->geo.nr_zones * ZN_CONTROL_ZONE_SIZE) {
-    snprintf (err, errlen, "not a zonednull server: the control header of "
-              "export '%s' describes no zones or more zones than the "
-              "export holds", name);
+  if (check_geometry (c, &c->geo) < 0)
+    goto out;
+  if ((uint64_t) size < ZN_CONTROL_HEADER_SIZE
+      + (uint64_t) c->geo.nr_zones * ZN_CONTROL_ZONE_SIZE) {
+    set_error (c, "invalid control header from the server: nr_zones %u "
+               "needs %llu bytes of descriptors, export '%s' has %lld "
+               "bytes", c->geo.nr_zones,
+               (unsigned long long) c->geo.nr_zones * ZN_CONTROL_ZONE_SIZE,
+               name, (long long) size);
     goto out;
   }
   c->seq = c->geo.result_seq;
@@ -306,7 +775,8 @@ connect_control (struct zn_client *c, const char *uri, char *err, size_t errlen)
 }
 
 struct zn_client *
-zn_client_connect (const char *uri, char *err, size_t errlen)
+zn_client_connect_timeout (const char *uri, unsigned timeout_ms, char *err,
+                           size_t errlen)
 {
   char dummy[1];
   struct zn_client *c;
@@ -331,29 +801,35 @@ zn_client_connect (const char *uri, char *err, size_t errlen)
     snprintf (err, errlen, "%s", strerror (ENOMEM));
     return NULL;
   }
+  c->timeout_ms = timeout_ms;
   c->uri = strdup (uri);
   if (c->uri == NULL) {
-    snprintf (err, errlen, "%s", strerror (ENOMEM));
+    set_error (c, "%s", strerror (ENOMEM));
     goto fail;
   }
-  c->data = connect_data (c, uri, &c->session, err, errlen);
-  if (c->data == NULL)
-    goto fail;
-  if (connect_control (c, uri, err, errlen) == -1)
+  c->data = connect_data (c, uri, &c->session);
+  if (c->data == NULL || connect_control (c, uri) < 0)
     goto fail;
 
   size = nbd_get_size (c->data);
   if (size < 0 || (uint64_t) size != c->geo.capacity * ZN_SECTOR_SIZE) {
-    snprintf (err, errlen, "not a zonednull server: the data export has "
-              "%lld bytes, its control header says %llu sectors",
-              (long long) size, (unsigned long long) c->geo.capacity);
+    set_error (c, "not a zonednull server: the data export has %lld bytes, "
+               "its control header says %llu sectors", (long long) size,
+               (unsigned long long) c->geo.capacity);
     goto fail;
   }
   return c;
 
  fail:
+  snprintf (err, errlen, "%s", c->error);
   zn_client_close (c);
   return NULL;
+}
+
+struct zn_client *
+zn_client_connect (const char *uri, char *err, size_t errlen)
+{
+  return zn_client_connect_timeout (uri, ZN_CLIENT_TIMEOUT_MS, err, errlen);
 }
 
 void
@@ -361,23 +837,22 @@ zn_client_close (struct zn_client *c)
 {
   if (c == NULL)
     return;
-  /* nbd_close() alone drops the socket: the server would log an error
-   * (for TLS, an unterminated session).  Say goodbye first; on handles
-   * that never connected this fails harmlessly.
-   */
-  if (c->data) {
-    nbd_shutdown (c->data, 0);
-    nbd_close (c->data);
-  }
-  if (c->ctl) {
-    if (nbd_aio_is_negotiating (c->ctl))
-      nbd_opt_abort (c->ctl);
-    else
-      nbd_shutdown (c->ctl, 0);
-    nbd_close (c->ctl);
-  }
+  goodbye (c, c->data);
+  goodbye (c, c->ctl);
   free (c->uri);
   free (c);
+}
+
+void
+zn_client_close_data (struct zn_client *c, struct nbd_handle *h)
+{
+  goodbye (c, h);
+}
+
+void
+zn_client_abandon (struct zn_client *c)
+{
+  c->lost = true;
 }
 
 const char *
@@ -423,18 +898,14 @@ send_command (struct zn_client *c, enum zn_command op, const void *buf,
 {
   int r;
 
-  if (nbd_pwrite (c->ctl, buf, len, 0, 0) == -1) {
-    int err = nbd_errno ();
-
-    if (err == EPERM)
-      set_error (c, "the server is read-only (%s)", nbd_get_error ());
-    else if (err == EINVAL)
-      set_error (c, "the server refused the command as malformed (%s)",
-                 nbd_get_error ());
-    else
-      set_error (c, "%s", nbd_get_error ());
-    return -err;
-  }
+  r = ctl_pwrite (c, buf, len, "sending the command");
+  if (r == -EPERM)
+    set_error (c, "the server is read-only (%s)", nbd_get_error ());
+  else if (r == -EINVAL)
+    set_error (c, "the server refused the command as malformed (%s)",
+               nbd_get_error ());
+  if (r < 0)
+    return r;
   r = read_header (c, info);
   if (r < 0)
     return r;
@@ -450,10 +921,6 @@ send_command (struct zn_client *c, enum zn_command op, const void *buf,
     return -EPROTO;
   }
   c->seq = info->result_seq;
-  if (info->result_errno > 4095) {
-    set_error (c, "the server returned errno %u", info->result_errno);
-    return -EPROTO;
-  }
   return 0;
 }
 
@@ -611,22 +1078,23 @@ zn_client_append_fua (struct zn_client *c, const void *buf, uint64_t sector,
 struct nbd_handle *
 zn_client_open_data (struct zn_client *c, uint64_t *session)
 {
-  char err[sizeof c->error];
   uint64_t id;
-  struct nbd_handle *h = connect_data (c, c->uri, &id, err, sizeof err);
+  struct nbd_handle *h;
   int64_t size;
 
-  if (h == NULL) {
-    set_error (c, "%s", err);
+  if (c->lost) {
+    lost (c);
     return NULL;
   }
+  h = connect_data (c, c->uri, &id);
+  if (h == NULL)
+    return NULL;
   size = nbd_get_size (h);
   if (size < 0 || (uint64_t) size != c->geo.capacity * ZN_SECTOR_SIZE) {
     set_error (c, "the data export has %lld bytes, its control header says "
                "%llu sectors", (long long) size,
                (unsigned long long) c->geo.capacity);
-    nbd_shutdown (h, 0);
-    nbd_close (h);
+    goodbye (c, h);
     return NULL;
   }
   if (session)
@@ -695,16 +1163,18 @@ zn_client_report (struct zn_client *c, uint64_t sector,
     uint64_t offset = ZN_CONTROL_HEADER_SIZE
       + (idx + done) * ZN_CONTROL_ZONE_SIZE;
 
-    if (nbd_pread (c->ctl, buf, k * ZN_CONTROL_ZONE_SIZE, offset, 0) == -1) {
-      int err = nbd_errno ();
+    int r = ctl_pread (c, buf, k * ZN_CONTROL_ZONE_SIZE, offset,
+                       "reading zone descriptors");
 
-      set_error (c, "reading zone descriptors: %s", nbd_get_error ());
-      free (buf);
-      return -err;
-    }
-    for (uint64_t i = 0; i < k; i++)
+    for (uint64_t i = 0; r == 0 && i < k; i++) {
       zn_control_decode_zone (buf + i * ZN_CONTROL_ZONE_SIZE,
                               &zones[done + i]);
+      r = check_zone (c, idx + done + i, &zones[done + i]);
+    }
+    if (r < 0) {
+      free (buf);
+      return r;
+    }
     done += (unsigned) k;
   }
   free (buf);
@@ -744,50 +1214,38 @@ static int
 data_request (struct zn_client *c, uint32_t nbd_cmd, int64_t cookie,
               uint64_t offset, uint64_t count)
 {
-  if (cookie == -1) {
-    int err = nbd_errno ();
+  bool replied;
+  int r = wait_command (c, c->data, cookie,
+                        nbd_cmd == ZN_NBD_CMD_READ ? "read" : "write",
+                        &replied);
 
-    set_error (c, "%s", nbd_get_error ());
-    return -err;
-  }
-  for (;;) {
-    int r = nbd_aio_command_completed (c->data, cookie);
-
-    if (r == 1)
-      return 0;
-    if (r == -1) {
-      int err = nbd_errno ();
-
-      return exact_data_errno (c, nbd_cmd, offset, count, err,
-                               nbd_get_error ());
-    }
-    if (nbd_poll (c->data, -1) == -1) {
-      int err = nbd_errno ();
-
-      set_error (c, "%s", nbd_get_error ());
-      return -err;
-    }
-  }
+  if (r < 0 && replied)
+    return exact_data_errno (c, nbd_cmd, offset, count, -r, c->error);
+  return r;
 }
 
 int
 zn_client_pread (struct zn_client *c, void *buf, size_t count,
                  uint64_t offset)
 {
-  int64_t cookie = nbd_aio_pread (c->data, buf, count, offset,
-                                  NBD_NULL_COMPLETION, 0);
-
-  return data_request (c, ZN_NBD_CMD_READ, cookie, offset, count);
+  if (c->lost)
+    return lost (c);
+  return data_request (c, ZN_NBD_CMD_READ,
+                       nbd_aio_pread (c->data, buf, count, offset,
+                                      NBD_NULL_COMPLETION, 0),
+                       offset, count);
 }
 
 int
 zn_client_pwrite (struct zn_client *c, const void *buf, size_t count,
                   uint64_t offset)
 {
-  int64_t cookie = nbd_aio_pwrite (c->data, buf, count, offset,
-                                   NBD_NULL_COMPLETION, 0);
-
-  return data_request (c, ZN_NBD_CMD_WRITE, cookie, offset, count);
+  if (c->lost)
+    return lost (c);
+  return data_request (c, ZN_NBD_CMD_WRITE,
+                       nbd_aio_pwrite (c->data, buf, count, offset,
+                                       NBD_NULL_COMPLETION, 0),
+                       offset, count);
 }
 
 const char *

@@ -64,9 +64,27 @@ enum zn_nbd_cmd {
  * Fails, returning NULL with a message in err (if not NULL), when the URI
  * is invalid, the server is unreachable, the server has no such export, or
  * its control export is missing or not zonednull's (wrong magic or
- * version).
+ * version), or breaks a rule of zonednull-control(5).  Every header and
+ * zone descriptor the client reads is checked against those rules (a
+ * zone size that is a power of 2, zones that cover the capacity, write
+ * pointers within their zones, known types and conditions, a geometry
+ * that never changes...): a bad one fails the call with -EPROTO and a
+ * message naming the field.
  */
 struct zn_client *zn_client_connect (const char *uri, char *err, size_t errlen);
+
+/* Every call that waits for the server waits at most a timeout: then it
+ * fails with -ETIMEDOUT, and so does every later call on the client,
+ * which only zn_client_close ends (requests still in flight are
+ * abandoned, never waited for again).  zn_client_connect's is
+ * ZN_CLIENT_TIMEOUT_MS; zn_client_connect_timeout takes it in
+ * milliseconds, 0 for none.  It bounds each call as a whole, so a server
+ * that trickles its answer a byte at a time times out too.
+ */
+#define ZN_CLIENT_TIMEOUT_MS 30000
+struct zn_client *zn_client_connect_timeout (const char *uri,
+                                             unsigned timeout_ms,
+                                             char *err, size_t errlen);
 
 /* Disconnects and frees the client.  NULL is allowed. */
 void zn_client_close (struct zn_client *c);
@@ -205,6 +223,20 @@ struct nbd_handle *zn_client_data_handle (struct zn_client *c);
  */
 struct nbd_handle *zn_client_open_data (struct zn_client *c,
                                         uint64_t *session);
+/* Disconnects and closes a handle of zn_client_open_data politely,
+ * waiting for the server at most the client's timeout (not at all once
+ * the client has timed out).  A caller that gave up on the handle itself
+ * calls nbd_close instead.
+ */
+void zn_client_close_data (struct zn_client *c, struct nbd_handle *h);
+
+/* Gives the client up as a timeout does, for a caller that timed out
+ * requests of its own on zn_client_data_handle or on the handles of
+ * zn_client_open_data: later calls fail with -ETIMEDOUT, and
+ * zn_client_close and zn_client_close_data then close without waiting
+ * for the server, so no libnbd callback of an abandoned request runs.
+ */
+void zn_client_abandon (struct zn_client *c);
 int zn_client_session_errno (struct zn_client *c, uint64_t session,
                              uint32_t nbd_cmd, uint64_t offset,
                              uint64_t count, int *err);
