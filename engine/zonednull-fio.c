@@ -61,6 +61,7 @@ struct zf_fio_options {
   unsigned int conns;
   unsigned int zone_write_lock;
   unsigned int zone_hooks;
+  unsigned int server_timeout;
 };
 
 static struct fio_option options[] = {
@@ -117,6 +118,21 @@ static struct fio_option options[] = {
     .group = FIO_OPT_G_NBD,
   },
   {
+    /* fio's own "timeout" is an alias of runtime. */
+    .name = "server_timeout",
+    .lname = "Seconds to wait for the server",
+    .type = FIO_OPT_INT,
+    .off1 = offsetof (struct zf_fio_options, server_timeout),
+    .minval = 0,
+    .maxval = 86400,
+    .def = "30",
+    .help = "Seconds a request or a zone operation may wait for the "
+            "server's answer before the job fails with ETIMEDOUT "
+            "(0: wait forever)",
+    .category = FIO_OPT_C_ENGINE,
+    .group = FIO_OPT_G_NBD,
+  },
+  {
     .name = NULL,
   },
 };
@@ -130,6 +146,8 @@ struct zf_req {
   struct zf_engine *e;
   struct io_u *io_u;
   struct zf_req *next;          /* in a zone's FIFO, or a completion list */
+  struct zf_req *sent_prev, *sent_next;  /* on the wire, oldest first */
+  int64_t deadline_ms;          /* on the wire: when it times out */
   unsigned conn;
   int error;                    /* positive errno, 0 on success */
   uint32_t nbd_cmd;             /* enum zn_nbd_cmd, for the exact errno */
@@ -168,6 +186,15 @@ struct zf_engine {
   unsigned nconns;
   unsigned next_read;
   struct zf_zone_lock *locks;   /* NULL without zone_write_lock */
+  unsigned timeout_ms;          /* server_timeout; 0: none */
+  /* Requests on the wire, in the order sent; all have the same timeout,
+   * so the first is the first to time out.
+   */
+  struct zf_req *sent_head, *sent_tail;
+  /* A request timed out: the connections are given up, and libnbd is
+   * never polled again, so no callback runs into freed io_us.
+   */
+  bool lost;
 
   /* Completed by libnbd, not yet looked at by getevents(). */
   struct zf_req_list finished;
@@ -202,16 +229,65 @@ list_pop (struct zf_req_list *l)
   return r;
 }
 
+static int64_t
+now_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+sent_push (struct zf_engine *e, struct zf_req *r)
+{
+  r->deadline_ms = e->timeout_ms ? now_ms () + e->timeout_ms : -1;
+  r->sent_next = NULL;
+  r->sent_prev = e->sent_tail;
+  if (e->sent_tail)
+    e->sent_tail->sent_next = r;
+  else
+    e->sent_head = r;
+  e->sent_tail = r;
+}
+
+static void
+sent_remove (struct zf_engine *e, struct zf_req *r)
+{
+  if (r->sent_prev)
+    r->sent_prev->sent_next = r->sent_next;
+  else
+    e->sent_head = r->sent_next;
+  if (r->sent_next)
+    r->sent_next->sent_prev = r->sent_prev;
+  else
+    e->sent_tail = r->sent_prev;
+  r->sent_prev = r->sent_next = NULL;
+}
+
 /* ---- connections -------------------------------------------------------- */
 
-static struct zn_client *
-connect_client (const char *uri)
+/* Errors are fio's: a hook that fails sets errno, which fio reports and
+ * makes the job's error.
+ */
+static int
+fail_hook (int r)
 {
+  errno = -r;
+  return r;
+}
+
+static struct zn_client *
+connect_client (struct thread_data *td)
+{
+  struct zf_fio_options *o = td->eo;
   char err[1024];
-  struct zn_client *zc = zn_client_connect (uri, err, sizeof err);
+  struct zn_client *zc =
+    zn_client_connect_timeout (o->uri, o->server_timeout * 1000u, err,
+                               sizeof err);
 
   if (zc == NULL)
-    log_err ("%s: uri=%s: %s\n", ENGINE, uri, err);
+    log_err ("%s: uri=%s: %s\n", ENGINE, o->uri, err);
   return zc;
 }
 
@@ -223,14 +299,13 @@ static struct zn_client *
 get_client (struct thread_data *td)
 {
   struct zf_engine *e = td->io_ops_data;
-  struct zf_fio_options *o = td->eo;
 
   /* e is set by init() in the job; the pid check guards against a handle
    * inherited over fork, which belongs to the other process.
    */
   if (e && e->zc && e->owner == getpid ())
     return e->zc;
-  return connect_client (o->uri);
+  return connect_client (td);
 }
 
 static void
@@ -259,10 +334,8 @@ static void
 close_connections (struct zf_engine *e)
 {
   for (unsigned i = 0; i < e->nconns; i++) {
-    if (e->conns[i].owned) {
-      nbd_shutdown (e->conns[i].h, 0);
-      nbd_close (e->conns[i].h);
-    }
+    if (e->conns[i].owned)
+      zn_client_close_data (e->zc, e->conns[i].h);
     e->conns[i].h = NULL;
   }
   e->nconns = 0;
@@ -341,7 +414,7 @@ zf_setup (struct thread_data *td)
   }
   if (check_files (td) < 0)
     return 1;
-  zc = connect_client (o->uri);
+  zc = connect_client (td);
   if (zc == NULL)
     return 1;
   r = learn_device (&e, zc);
@@ -407,7 +480,8 @@ zf_init (struct thread_data *td)
     return 1;
   }
   td->io_ops_data = e;
-  e->zc = connect_client (o->uri);
+  e->timeout_ms = o->server_timeout * 1000u;
+  e->zc = connect_client (td);
   if (e->zc == NULL)
     return 1;
   e->owner = getpid ();
@@ -486,6 +560,7 @@ on_complete (void *user_data, int *error)
   struct zf_req *r = user_data;
 
   r->error = *error;
+  sent_remove (r->e, r);
   list_push (&r->e->finished, r);
   return 1;                     /* retire the command */
 }
@@ -523,6 +598,7 @@ send_req (struct zf_engine *e, struct zf_req *r)
     log_err ("%s: %s\n", ENGINE, nbd_get_error ());
     return err > 0 ? err : EIO;
   }
+  sent_push (e, r);
   return 0;
 }
 
@@ -598,6 +674,11 @@ zf_queue (struct thread_data *td, struct io_u *io_u)
   r->error = 0;
   r->holds_zone = false;
   r->nbd_cmd = nbd_cmd_of (io_u->ddir);
+
+  if (e->lost) {
+    io_u->error = ETIMEDOUT;
+    return FIO_Q_COMPLETED;
+  }
 
   if (ddir_rw (io_u->ddir) && io_u->xfer_buflen > e->max_request) {
     log_err ("%s: a %llu-byte request is over the server's maximum of %u "
@@ -769,13 +850,23 @@ poll_conns (struct zf_engine *e, int timeout_ms)
   return r;
 }
 
-static int64_t
-now_ms (void)
+/* The oldest request on the wire is past its deadline: the server stopped
+ * answering, or trickles.  Every connection is given up at once, so that
+ * nothing is polled again, and the job fails with ETIMEDOUT.
+ */
+static int
+give_up (struct zf_engine *e)
 {
-  struct timespec ts;
+  const struct zf_req *r = e->sent_head;
 
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  log_err ("%s: %s of %llu bytes at %llu: no answer from the server "
+           "within server_timeout=%u s; giving up the connections\n",
+           ENGINE, io_ddir_name (r->io_u->ddir),
+           (unsigned long long) r->io_u->xfer_buflen,
+           (unsigned long long) r->io_u->offset, e->timeout_ms / 1000);
+  e->lost = true;
+  zn_client_abandon (e->zc);
+  return -ETIMEDOUT;
 }
 
 static int
@@ -783,10 +874,12 @@ zf_getevents (struct thread_data *td, unsigned int min, unsigned int max,
               const struct timespec *t)
 {
   struct zf_engine *e = td->io_ops_data;
-  int64_t deadline = -1;
+  int64_t until = -1;
 
+  if (e->lost)
+    return -ETIMEDOUT;
   if (t)
-    deadline = now_ms () + t->tv_sec * 1000 + t->tv_nsec / 1000000;
+    until = now_ms () + t->tv_sec * 1000 + t->tv_nsec / 1000000;
   /* Replies already on the sockets count even when fio asks for none
    * (min = 0 with iodepth_batch_complete_min=0): without a look at the
    * sockets such calls would never see a completion.
@@ -794,17 +887,24 @@ zf_getevents (struct thread_data *td, unsigned int min, unsigned int max,
   if (poll_conns (e, 0) < 0)
     return -1;
   for (;;) {
+    int64_t wake = until;
     int timeout = -1;
 
     reap_finished (e);
     if (e->ready.count >= min || in_flight (e) == 0)
       break;
-    if (deadline >= 0) {
-      int64_t left = deadline - now_ms ();
+    if (e->sent_head && e->sent_head->deadline_ms >= 0) {
+      if (e->sent_head->deadline_ms <= now_ms ())
+        return give_up (e);
+      if (wake < 0 || e->sent_head->deadline_ms < wake)
+        wake = e->sent_head->deadline_ms;
+    }
+    if (wake >= 0) {
+      int64_t left = wake - now_ms ();
 
-      if (left <= 0)
+      if (left <= 0 && wake == until)
         break;
-      timeout = left > INT_MAX ? INT_MAX : (int) left;
+      timeout = left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int) left;
     }
     if (poll_conns (e, timeout) < 0)
       return -1;
@@ -878,7 +978,7 @@ zf_report_zones (struct thread_data *td, struct fio_file *f, uint64_t offset,
 
   (void) f;
   if (zc == NULL)
-    return -EIO;
+    return fail_hook (-EIO);
   while (done < nr) {
     uint64_t sector = offset / ZN_SECTOR_SIZE;
     int n = zn_client_report (zc, sector, buf,
@@ -898,7 +998,7 @@ zf_report_zones (struct thread_data *td, struct fio_file *f, uint64_t offset,
     offset = (buf[n - 1].start + buf[n - 1].len) * ZN_SECTOR_SIZE;
   }
   put_client (td, zc);
-  return ret < 0 ? ret : (int) done;
+  return ret < 0 ? fail_hook (ret) : (int) done;
 }
 
 static int
@@ -909,7 +1009,7 @@ zone_op (struct thread_data *td, enum zn_zone_op op, uint64_t offset,
   int r;
 
   if (zc == NULL)
-    return -EIO;
+    return fail_hook (-EIO);
   r = zn_client_zone_mgmt (zc, op, offset / ZN_SECTOR_SIZE,
                            length / ZN_SECTOR_SIZE);
   if (r < 0)
@@ -917,7 +1017,7 @@ zone_op (struct thread_data *td, enum zn_zone_op op, uint64_t offset,
              (unsigned long long) length, (unsigned long long) offset,
              zn_client_error (zc));
   put_client (td, zc);
-  return r;
+  return r < 0 ? fail_hook (r) : 0;
 }
 
 /* fio resets one zone at a time, after its I/O to the zone drained. */
@@ -950,14 +1050,14 @@ read_limits (struct thread_data *td, uint32_t *max_open, uint32_t *max_active)
   int r;
 
   if (zc == NULL)
-    return -EIO;
+    return fail_hook (-EIO);
   r = zn_client_info (zc, &info);
   if (r < 0)
     log_err ("%s: reading the device's limits: %s\n", ENGINE,
              zn_client_error (zc));
   put_client (td, zc);
   if (r < 0)
-    return r;
+    return fail_hook (r);
   *max_open = info.max_open;
   *max_active = info.max_active;
   return 0;

@@ -122,3 +122,26 @@ fio_ok read --rw=randread --bs=4k --iodepth=16 --conns=4 --size=1M \
   --iodepth_batch_complete_min=0
 [ "$read" -eq "$MIB" ] || fail "read $read bytes"
 stop_server "$pid"
+
+# ---- a zone operation the server refuses -------------------------------------
+# Every sequential zone starts FULL (zone_full) on a read-only server:
+# fio's reset before writing fails with EPERM.  The engine's message
+# names the operation, and fio fails the job with that errno instead of
+# dying of a symbol lookup error (zn_op_name) or going on as if the
+# reset had worked (errno 0).
+start_server refuse -r kernel=6.12 zone_full=1 size=4 zone_size=1 \
+  memory_backed=1
+run_fio refuse --zonemode=zbd --rw=write --bs=64k
+[ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] ||
+  fail "fio against a read-only server exited $rc: $(cat "$tmpdir/refuse.err")"
+grep -qF "zonednull: reset of 1048576 bytes at 0: the server is read-only" \
+  "$tmpdir/refuse.err" ||
+  fail "no reset failure from the engine: $(cat "$tmpdir/refuse.err")"
+grep -qF "resetting wp for 2048 sectors at sector 0 failed (1)." \
+  "$tmpdir/refuse.err" ||
+  fail "fio did not see EPERM (1) from the reset: $(cat "$tmpdir/refuse.err")"
+summary=$(fio_summary "$tmpdir/refuse.out") || fail "no JSON report"
+eval "$summary"
+[ "$errors" -eq 1 ] && [ "$write" -eq 0 ] ||
+  fail "fio did not fail the job with EPERM: $summary"
+stop_server "$pid"
