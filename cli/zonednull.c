@@ -73,6 +73,8 @@ struct options {
   const char *file;
   uint8_t pattern;
   bool have_pattern, fua;
+  /* Seconds any wait for the server may take; 0: forever. */
+  unsigned timeout;
 };
 
 static void
@@ -98,6 +100,8 @@ usage (FILE *out)
            "     --file <file>       append: the data (\"-\" for standard input)\n"
            "     --pattern <byte>    append: data of this byte, -l sectors of it\n"
            "     --fua               append: write with FUA\n"
+           "     --timeout <seconds> wait at most this long for the server\n"
+           "                         (default 30; 0: forever)\n"
            " -v, --verbose           display more details\n"
            "     --json              JSON output (report, capacity, info, append)\n"
            " -h, --help              display this help\n"
@@ -204,10 +208,32 @@ parse_number (const char *s, uint64_t *value)
   return true;
 }
 
+/* --timeout: whole seconds, as zonednull-ublk's. */
+#define MAX_TIMEOUT 86400u
+
+static bool
+parse_seconds (const char *s, unsigned *value)
+{
+  uint64_t v = 0;
+
+  if (*s == '\0')
+    return false;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9')
+      return false;
+    v = v * 10 + (uint64_t) (*s - '0');
+    if (v > MAX_TIMEOUT)
+      return false;
+  }
+  *value = (unsigned) v;
+  return true;
+}
+
 static void
 parse_options (int argc, char **argv, struct options *o)
 {
-  enum { OPT_JSON = 256, OPT_CLEAR, OPT_FILE, OPT_PATTERN, OPT_FUA };
+  enum { OPT_JSON = 256, OPT_CLEAR, OPT_FILE, OPT_PATTERN, OPT_FUA,
+         OPT_TIMEOUT };
   static const struct option longopts[] = {
     { "offset", required_argument, NULL, 'o' },
     { "length", required_argument, NULL, 'l' },
@@ -219,6 +245,7 @@ parse_options (int argc, char **argv, struct options *o)
     { "file", required_argument, NULL, OPT_FILE },
     { "pattern", required_argument, NULL, OPT_PATTERN },
     { "fua", no_argument, NULL, OPT_FUA },
+    { "timeout", required_argument, NULL, OPT_TIMEOUT },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -289,6 +316,11 @@ parse_options (int argc, char **argv, struct options *o)
       break;
     case OPT_FUA:
       o->fua = true;
+      break;
+    case OPT_TIMEOUT:
+      if (!parse_seconds (optarg, &o->timeout))
+        usage_error ("failed to parse --timeout: '%s' (seconds, 0 to %u)",
+                     optarg, MAX_TIMEOUT);
       break;
     case 'h':
       usage (stdout);
@@ -973,7 +1005,7 @@ cmd_info (struct zn_client *c, const struct options *o)
 int
 main (int argc, char **argv)
 {
-  struct options o = { 0 };
+  struct options o = { .timeout = ZN_CLIENT_TIMEOUT_MS / 1000 };
   struct zn_control_info geo;
   struct zn_client *c;
   char err[1024];
@@ -981,7 +1013,8 @@ main (int argc, char **argv)
 
   parse_options (argc, argv, &o);
 
-  c = client = zn_client_connect (o.uri, err, sizeof err);
+  c = client = zn_client_connect_timeout (o.uri, o.timeout * 1000u, err,
+                                         sizeof err);
   if (c == NULL)
     die ("%s: %s", o.uri, err);
   r = zn_client_info (c, &geo);

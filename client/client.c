@@ -537,6 +537,7 @@ check_zone (struct zn_client *c, uint64_t idx, const struct zn_zone *z)
   uint64_t len = g->capacity - start < g->zone_sectors
     ? g->capacity - start : g->zone_sectors;
   uint64_t cap = len < g->zone_capacity ? len : g->zone_capacity;
+  uint64_t lo, hi;
 
   if (z->start != start || z->len != len)
     return bad_zone (c, idx, "start %llu and len %llu, expected %llu and "
@@ -564,33 +565,33 @@ check_zone (struct zn_client *c, uint64_t idx, const struct zn_zone *z)
                      (unsigned long long) cap);
   switch (z->cond) {
   case ZN_COND_EMPTY:
-    if (z->wp == start)
-      return 0;
+    lo = hi = start;
     break;
   case ZN_COND_IMP_OPEN:
   case ZN_COND_EXP_OPEN:
   case ZN_COND_CLOSED:
-    if (z->wp >= start && z->wp - start < cap)
-      return 0;
+    lo = start;
+    hi = start + cap - 1;
     break;
   case ZN_COND_FULL:
-    if (z->wp >= start + cap && z->wp - start <= len)
-      return 0;
+    /* At the capacity once written there, at the end after a finish. */
+    lo = start + cap;
+    hi = start + len;
     break;
   case ZN_COND_READONLY:
   case ZN_COND_OFFLINE:
-    if (z->wp == UINT64_MAX)
-      return 0;
+    lo = hi = UINT64_MAX;
     break;
   default:
     return bad_zone (c, idx, "condition 0x%x is not a sequential zone's "
                      "(1-4, 0xd-0xf)", z->cond);
   }
-  return bad_zone (c, idx, "write pointer %llu does not fit condition %s "
-                   "in [%llu, %llu + capacity %llu]",
-                   (unsigned long long) z->wp, zn_cond_name (z->cond),
-                   (unsigned long long) start, (unsigned long long) start,
-                   (unsigned long long) cap);
+  if (z->wp < lo || z->wp > hi)
+    return bad_zone (c, idx, "write pointer %llu is outside [%llu, %llu], "
+                     "where a %s zone's must be", (unsigned long long) z->wp,
+                     (unsigned long long) lo, (unsigned long long) hi,
+                     zn_cond_name (z->cond));
+  return 0;
 }
 
 /* ---- connecting --------------------------------------------------------- */

@@ -742,7 +742,8 @@ zu_rqueue_start (struct zu_device *d, unsigned id, const char *uri,
     q->slots[t].tag = t;
   }
 
-  q->c = zn_client_connect (uri, why, sizeof why);
+  q->c = zn_client_connect_timeout (uri, d->timeout_s * 1000u, why,
+                                   sizeof why);
   if (q->c == NULL) {
     snprintf (err, errlen, "queue %u: %s: %s", id, uri, why);
     goto fail;

@@ -592,7 +592,9 @@ connect_remote (struct run *r)
   struct zn_control_queue_info qi;
   struct zn_geometry *g = &r->rgeo;
   char why[1024] = "";
-  struct zn_client *c = zn_client_connect (connect_uri, why, sizeof why);
+  struct zn_client *c = zn_client_connect_timeout (connect_uri,
+                                                   timeout_s * 1000u, why,
+                                                   sizeof why);
   unsigned queues = 1, depth = 64;
   int v;
 
