@@ -588,7 +588,7 @@ check_zone (struct zn_client *c, uint64_t idx, const struct zn_zone *z)
   }
   if (z->wp < lo || z->wp > hi)
     return bad_zone (c, idx, "write pointer %llu is outside [%llu, %llu], "
-                     "where a %s zone's must be", (unsigned long long) z->wp,
+                     "the range for condition %s", (unsigned long long) z->wp,
                      (unsigned long long) lo, (unsigned long long) hi,
                      zn_cond_name (z->cond));
   return 0;

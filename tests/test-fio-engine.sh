@@ -22,7 +22,7 @@ refused () {
 # ---- options ----------------------------------------------------------------
 fio_cmd --enghelp="$ZONEDNULL_FIO_ENGINE" >"$tmpdir/enghelp" 2>&1 ||
   fail "fio --enghelp: $(cat "$tmpdir/enghelp")"
-for opt in uri conns zone_write_lock zone_hooks; do
+for opt in uri conns zone_write_lock zone_hooks server_timeout; do
   grep -q "^$opt  *: ." "$tmpdir/enghelp" ||
     fail "--enghelp does not document $opt: $(cat "$tmpdir/enghelp")"
 done

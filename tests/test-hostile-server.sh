@@ -14,6 +14,11 @@ PYTHON=/usr/bin/python3
 hostile=${ZONEDNULL_SRCDIR:-$(dirname "$0")/..}/tests/hostile-server.py
 case ${FIO:-no} in no | '') FIO=fio ;; esac
 engine=${ZONEDNULL_FIO_ENGINE:-}
+# A sanitized engine needs the sanitizer runtimes preloaded into fio.
+fio_run=$FIO
+if [ -n "${ZONEDNULL_PRELOAD:-}" ]; then
+  fio_run="env LD_PRELOAD=$(echo $ZONEDNULL_PRELOAD | tr ' ' :) ASAN_OPTIONS=detect_leaks=0 $FIO"
+fi
 # Sanitized builds preload their runtimes into fio (see fio-lib.sh), and
 # valgrind does not mix with them.
 valgrind=
@@ -58,7 +63,8 @@ fio_refused () {
   text=$1
   shift
   [ -n "$engine" ] || return 0
-  (cd "$tmpdir" && refused "$text" "$@" "$FIO" --name=j \
+  # shellcheck disable=SC2086
+  (cd "$tmpdir" && refused "$text" "$@" $fio_run --name=j \
     --ioengine="external:$engine" --uri="$uri" --filename=zn \
     --zonemode=zbd --rw=write --bs=64k --size=2M --server_timeout=2) ||
     exit 1
@@ -76,7 +82,8 @@ $zn report "$uri" >"$tmpdir/report" || fail "report against the good fake failed
   fail "report of the good fake: $(cat "$tmpdir/report")"
 $zn reset -o 0 -c 1 "$uri" || fail "reset against the good fake failed"
 if [ -n "$engine" ]; then
-  (cd "$tmpdir" && "$FIO" --name=j --ioengine="external:$engine" --uri="$uri" \
+  # shellcheck disable=SC2086
+  (cd "$tmpdir" && $fio_run --name=j --ioengine="external:$engine" --uri="$uri" \
     --filename=zn --zonemode=zbd --rw=write --bs=64k --size=2M \
     >"$tmpdir/fio.out" 2>&1) || fail "fio against the good fake: $(cat "$tmpdir/fio.out")"
 fi
