@@ -21,6 +21,7 @@
 #include "zonednull/control.h"
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
+#include "nbd-zones.h"
 #include "params.h"
 
 /* Every zone table update happens under the model's own locks; see
@@ -622,8 +623,8 @@ zonednull_flush (void *handle, uint32_t flags UNUSED)
 
 /* zoned null_blk never advertises discard.  TRIM is the one NBD command
  * that can carry a zone reset, so it is given exactly the meaning of
- * BLKRESETZONE and nothing looser: a trim that is not a reset is refused
- * rather than silently ignored.
+ * BLKRESETZONE and nothing looser (lib/nbd-zones.h): a trim that is not a
+ * reset is refused rather than silently ignored.
  */
 static int
 zonednull_trim (void *handle, uint32_t count, uint64_t offset,
@@ -633,29 +634,17 @@ zonednull_trim (void *handle, uint32_t count, uint64_t offset,
   struct device *d = h->d;
   const struct zn_geometry *geo = d->geo;
   uint64_t zone_bytes = geo->zone_sectors << ZN_SECTOR_SHIFT;
-  uint64_t size = geo->capacity << ZN_SECTOR_SHIFT;
-  uint64_t end = offset + count;
-  uint64_t first, last;
+  uint64_t first = offset / zone_bytes;
+  uint64_t last = (offset + count - 1) / zone_bytes;
   struct zn_request rq;
+  char why[200];
   int r;
 
   if (count == 0)                      /* a no-op, as in zonednull_pread */
     return 0;
-  if (offset % zone_bytes || (count % zone_bytes && end != size)) {
-    nbdkit_error ("trim: offset %" PRIu64 " length %" PRIu32
-                  " does not cover whole zones of %" PRIu64 " bytes",
-                  offset, count, zone_bytes);
-    nbdkit_set_error (EINVAL);
-    return -1;
-  }
-
-  first = offset / zone_bytes;
-  last = (end - 1) / zone_bytes;
-  /* The whole device is reset-all, which skips conventional zones. */
-  if (first < geo->nr_conv && !(offset == 0 && end == size)) {
-    nbdkit_error ("trim: zone %" PRIu64 " is conventional; "
-                  "only sequential zones can be reset", first);
-    nbdkit_set_error (EINVAL);
+  if ((r = zn_nbd_trim_check (geo, offset, count, why, sizeof why)) != 0) {
+    nbdkit_error ("trim: %s", why);
+    nbdkit_set_error (r);
     return -1;
   }
 
@@ -680,9 +669,7 @@ zonednull_trim (void *handle, uint32_t count, uint64_t offset,
   return 0;
 }
 
-/* Data up to each write pointer, a hole after it.  The hole is not marked
- * ZERO because null_blk reads 0xFF past the write pointer.  A READONLY
- * zone reads its data everywhere; an OFFLINE zone cannot be read at all.
+/* Data up to each write pointer, a hole after it (lib/nbd-zones.h).
  * Block status is a report, not an I/O request: it takes no tag.
  */
 static int
@@ -698,28 +685,17 @@ zonednull_extents (void *handle, uint32_t count, uint64_t offset,
   while (sector < end
          && (n = zn_report_zones (h->d->dev, sector, zones, REPORT_BATCH)) > 0) {
     for (unsigned i = 0; i < n && sector < end; i++) {
-      const struct zn_zone *z = &zones[i];
-      uint64_t zend = z->start + z->len;
-      uint64_t data_end;
+      struct zn_extent x[3];
+      unsigned nx = zn_zone_extents (&zones[i], ZN_VIEW_ALLOCATION, x);
 
-      if (z->type == ZN_ZONE_CONVENTIONAL || z->cond == ZN_COND_READONLY)
-        data_end = zend;
-      else if (z->cond == ZN_COND_OFFLINE)
-        data_end = z->start;
-      else
-        data_end = z->wp;
-
-      if (data_end > z->start
-          && nbdkit_add_extent (extents, z->start << ZN_SECTOR_SHIFT,
-                                (data_end - z->start) << ZN_SECTOR_SHIFT,
-                                0) == -1)
-        return -1;
-      if (zend > data_end
-          && nbdkit_add_extent (extents, data_end << ZN_SECTOR_SHIFT,
-                                (zend - data_end) << ZN_SECTOR_SHIFT,
-                                NBDKIT_EXTENT_HOLE) == -1)
-        return -1;
-      sector = zend;
+      for (unsigned j = 0; j < nx; j++)
+        if (x[j].end > x[j].start
+            && nbdkit_add_extent (extents, x[j].start << ZN_SECTOR_SHIFT,
+                                  (x[j].end - x[j].start) << ZN_SECTOR_SHIFT,
+                                  x[j].flags & ZN_EXTENT_HOLE
+                                  ? NBDKIT_EXTENT_HOLE : 0) == -1)
+          return -1;
+      sector = zones[i].start + zones[i].len;
       if (flags & NBDKIT_FLAG_REQ_ONE)
         return 0;
     }

@@ -4,7 +4,7 @@
 # command.  Any crash, leak, sanitizer report or broken invariant fails.
 . "$(dirname "$0")/lib.sh"
 
-fuzzer=${ZONEDNULL_BUILDDIR:-.}/server/fuzz-session
+fuzzer=${ZONEDNULL_BUILDDIR:-.}/proto/nbd/fuzz-session
 [ -x "$fuzzer" ] || skip "no fuzz target (configure found no clang with libFuzzer)"
 # The target carries its own sanitizers; one run per make check is enough.
 [ -z "${ZONEDNULL_PRELOAD:-}" ] || skip "already run by the plain build"

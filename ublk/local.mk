@@ -6,27 +6,28 @@ sbin_PROGRAMS += ublk/zonednull-ublk
 # The client library's code is linked in, so that the program is one
 # binary to copy into a guest (no libtool wrapper, no rpath).
 ublk_zonednull_ublk_SOURCES = \
+	$(net_sources) \
+	$(proto_nbd_sources) \
 	client/client.c \
 	server/pidfile.h \
-	server/session.c \
-	server/session.h \
+	ublk/control-socket.c \
+	ublk/control-socket.h \
 	ublk/ctrl.c \
 	ublk/ctrl.h \
-	ublk/io.c \
-	ublk/io.h \
-	ublk/nbd.c \
-	ublk/nbd.h \
-	ublk/remote.c \
-	ublk/remote.h \
+	ublk/main.c \
+	ublk/queue-local.c \
+	ublk/queue-local.h \
+	ublk/queue-remote.c \
+	ublk/queue-remote.h \
 	ublk/ring.c \
 	ublk/ring.h \
-	ublk/ublk-abi.h \
-	ublk/zonednull-ublk.c
+	ublk/ublk-abi.h
 ublk_zonednull_ublk_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
-	-I$(top_srcdir)/server
-ublk_zonednull_ublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS) $(LIBNBD_CFLAGS)
+	-I$(top_srcdir)/server -I$(top_srcdir)/net -I$(top_srcdir)/proto/nbd
+ublk_zonednull_ublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS) $(LIBNBD_CFLAGS) \
+	$(GNUTLS_CFLAGS)
 ublk_zonednull_ublk_LDADD = lib/libzonednull.la $(LIBURING_LIBS) \
-	$(LIBNBD_LIBS) $(LIBEV_LIBS)
+	$(LIBNBD_LIBS) $(LIBEV_LIBS) $(GNUTLS_LIBS)
 TESTS += tests/test-ublk-params.sh
 endif
 EXTRA_DIST += tests/test-ublk-params.sh

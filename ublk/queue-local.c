@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <linux/blkzoned.h>
 
-#include "io.h"
+#include "queue-local.h"
 
 /* The kinds of CQE a queue has besides the ring's. */
 enum {

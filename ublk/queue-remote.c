@@ -32,7 +32,7 @@
 #include <libnbd.h>
 
 #include "zonednull/client.h"
-#include "remote.h"
+#include "queue-remote.h"
 
 /* Each queue's data connection is a session of its own
  * (zn_client_open_data), so the errno the server recorded for a failed

@@ -25,7 +25,9 @@
 
 /* Two devices, so that export names are exercised. */
 static struct served_device devices[2];
-static struct served served = { .devices = devices, .nr_devices = 2 };
+static struct served served = {
+  .program = "fuzz-session", .devices = devices, .nr_devices = 2,
+};
 
 /* Tags this piece may hand out: data requests beyond them wait.  Every
  * third write is parked, and parked writes are resumed a piece later.

@@ -1,16 +1,19 @@
-/* One NBD connection of zonednull-server, as a byte-stream state machine.
+/* One NBD connection, as a byte-stream state machine: the protocol of
+ * zonednull-server and of zonednull-ublk's control socket.
  *
- * No sockets here: the event loop feeds what it reads and sends what the
- * session queued.  That keeps the protocol testable and fuzzable without a
- * network (server/fuzz-session.c).
+ * No sockets here: the connection layer (net/conn.h, through
+ * nbd_protocol) feeds what it reads and sends what the session queued.
+ * That keeps the protocol testable and fuzzable without a network
+ * (proto/nbd/fuzz-session.c).
  */
-#ifndef ZONEDNULL_SERVER_SESSION_H
-#define ZONEDNULL_SERVER_SESSION_H
+#ifndef ZONEDNULL_PROTO_NBD_SESSION_H
+#define ZONEDNULL_PROTO_NBD_SESSION_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conn.h"
 #include "tls.h"
 
 struct zn_dev;
@@ -49,6 +52,7 @@ struct data_request {
 
 /* What every connection of the server shares. */
 struct served {
+  const char *program;          /* names the messages it prints */
   struct served_device *devices;
   unsigned nr_devices;
   bool readonly;                /* -r: no write, trim or control command */
@@ -62,7 +66,8 @@ struct served {
   /* Asked before each request of the transmission phase, with the bytes
    * of output the session holds and a bound on the request's reply: true
    * to take it, false to stop session_input there (the request is offered
-   * again later).  NULL: only SESSION_OUTPUT_LIMIT applies.
+   * again later).  NULL: only SESSION_OUTPUT_LIMIT applies.  net_room
+   * is the connection layer's output budget.
    */
   bool (*room) (void *owner, size_t queued, size_t reply);
 };
@@ -83,7 +88,7 @@ void session_free (struct session *s);
  * the 32 MiB maximum request on top; served.room, when set, bounds it
  * more tightly.
  */
-#define SESSION_OUTPUT_LIMIT (32 * 1024 * 1024)
+#define SESSION_OUTPUT_LIMIT NET_OUTPUT_LIMIT
 
 /* Consumes a prefix of the len bytes at data and queues the replies.
  * Returns how many bytes were consumed (the rest must be offered again
@@ -131,5 +136,10 @@ unsigned session_tls_refused (const struct session *s);
  */
 const struct served_device *session_device (const struct session *s,
                                             bool *control);
+
+/* The session as the connection layer's protocol; its open takes the
+ * struct served.
+ */
+extern const struct net_protocol nbd_protocol;
 
 #endif

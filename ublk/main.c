@@ -2,11 +2,11 @@
  * zoned block device, /dev/ublkbN, through Linux's ublk driver.
  *
  * The main thread does the control commands and waits for a stop
- * signal; each hardware queue has a thread (io.c); the control socket,
- * for the zonednull CLI, has another (nbd.c).  With --connect=URI the
+ * signal; each hardware queue has a thread (queue-local.c); the control socket,
+ * for the zonednull CLI, has another (control-socket.c).  With --connect=URI the
  * zones live on a remote zonednull server instead of in the process, and
  * each queue has a thread, an NBD data connection and a control worker
- * (remote.c).
+ * (queue-remote.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,9 +35,9 @@
 #include "pidfile.h"
 #include "ublk-abi.h"
 #include "ctrl.h"
-#include "io.h"
-#include "nbd.h"
-#include "remote.h"
+#include "queue-local.h"
+#include "control-socket.h"
+#include "queue-remote.h"
 #include "ring.h"
 
 #define PROG "zonednull-ublk"
@@ -67,7 +67,7 @@ struct run {
   struct zn_geometry rgeo;      /* --connect: the server's geometry */
   uint64_t cache_size;          /* a volatile write cache: FUA, flush */
   unsigned nr_queues;           /* started */
-  struct zu_nbd *nbd;
+  struct zu_control_socket *control_socket;
   char socket_path[108];
   bool default_socket;
   bool pidfile_written;
@@ -392,9 +392,10 @@ start_control_socket (struct run *r)
               RUN_DIR "/ublkb%" PRIu32 ".sock", r->dev_id);
     r->default_socket = true;
   }
-  r->nbd = zu_nbd_start (r->socket_path, r->dev, r->qs, &p->queue, &p->cfg,
-                         err, sizeof err);
-  if (r->nbd == NULL) {
+  r->control_socket = zu_control_socket_start (r->socket_path, r->dev, r->qs,
+                                               &p->queue, &p->cfg,
+                                               err, sizeof err);
+  if (r->control_socket == NULL) {
     error ("%s", err);
     return -1;
   }
@@ -441,7 +442,7 @@ teardown (struct run *r)
       error ("DEL_DEV: %s", strerror (-v));
   }
   zu_ctrl_close (&r->ctrl);
-  zu_nbd_stop (r->nbd);
+  zu_control_socket_stop (r->control_socket);
   if (r->default_socket)
     rmdir (RUN_DIR);            /* unless another instance uses it */
   if (r->pidfile_written)
@@ -512,7 +513,7 @@ announce (struct run *r)
     fprintf (stderr, PROG ": /dev/ublkb%" PRIu32 " started; its zones are "
              "on %s (%u queue%s of %u tags)\n", r->dev_id, connect_uri,
              r->d.nr_queues, r->d.nr_queues == 1 ? "" : "s", r->d.depth);
-  if (r->nbd)
+  if (r->control_socket)
     fprintf (stderr, PROG ": /dev/ublkb%" PRIu32 " started; control: "
              "zonednull info 'nbd+unix:///" ZN_DEFAULT_DEVICE "?socket=%s'\n",
              r->dev_id, r->socket_path);

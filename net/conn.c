@@ -1,0 +1,762 @@
+/* The connection layer (see conn.h).
+ *
+ * Each connection is a byte stream fed to its protocol's session; all
+ * replies produced by one read are sent with one write, so a client that
+ * pipelines many requests costs one system call per batch in each
+ * direction instead of a thread per request.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <ev.h>
+
+#include "conn.h"
+#include "tls.h"
+
+#define READ_CHUNK (256 * 1024)
+
+/* A listening socket and what it serves. */
+struct listener {
+  struct net_server *srv;
+  int fd;
+  bool tcp;
+  const struct net_protocol *proto;
+  void *arg;
+  const struct net_sched *sched;
+  ev_io watcher;
+  /* Out of file descriptors, the listening socket stays readable:
+   * accepting pauses for a moment instead of spinning on EMFILE.
+   */
+  ev_timer pause;
+  bool failing;                 /* said once until an accept succeeds */
+  struct listener *next;
+};
+
+struct net_conn {
+  struct net_server *srv;
+  const struct listener *l;
+  int fd;
+  ev_io rio, wio;
+  void *session;
+  void *sched;                  /* l->sched's state, or NULL */
+  struct tls_conn *tls;         /* after STARTTLS */
+  bool handshaking;             /* the TLS handshake is under way */
+  unsigned char *in;
+  size_t in_len, in_cap;
+  bool closing;                 /* take no more requests; once every
+                                   admitted one is answered and the
+                                   output sent, close */
+  bool eof;                     /* the client sends no more */
+  bool gone;                    /* nor takes replies: they are dropped */
+  ev_timer handshake;           /* the handshake timeout */
+  size_t queued;                /* its output, as last counted */
+  bool out_blocked;             /* a request waits for room for its reply */
+  struct net_conn *blocked_next;
+  struct net_conn *next, *prev;
+};
+
+/* ---- the output budget -----------------------------------------------------
+ *
+ * Replies wait in memory until their client reads them, so a client that
+ * sends reads and never reads the replies would hold memory without
+ * bound.  Each connection may hold NET_OUTPUT_LIMIT, and all of them
+ * together OUTPUT_TOTAL_LIMIT, as each takes requests: a request whose
+ * reply does not fit waits, and its connection stops being read, until
+ * its own replies are read or others' are.  Past the total, a connection
+ * gets no more than its fair share of it, so those that do not read
+ * cannot take the room of those that do; and a reply that leaves a
+ * connection at most OUTPUT_GUARANTEED queued is always taken, so that a
+ * client that reads its replies is served whatever the others hold.  The
+ * output held is thus at most OUTPUT_TOTAL_LIMIT plus OUTPUT_GUARANTEED
+ * per connection.
+ */
+#define OUTPUT_TOTAL_LIMIT ((size_t) 256 << 20)
+#define OUTPUT_GUARANTEED (((size_t) 1 << 20) + 4096)  /* 1 MiB and headers */
+
+struct net_server {
+  struct ev_loop *loop;
+  struct net_settings set;
+  struct listener *listeners;
+  struct net_conn *conns;       /* every open connection, for shutdown */
+  unsigned nr_conns;
+  unsigned long nr_accepted;
+  size_t output_total;          /* sum of the connections' queued */
+  bool output_freed;            /* output_total went down since the retry */
+  struct net_conn *blocked_head, *blocked_tail;  /* FIFO of out_blocked */
+  ev_prepare budget_watcher;
+  ev_idle busy_poll_watcher;
+  uint64_t busy_poll_until;
+};
+
+/* Counts what the connection's session holds now. */
+static void
+account (struct net_conn *c)
+{
+  struct net_server *srv = c->srv;
+  size_t now;
+
+  c->l->proto->output (c->session, &now);
+  if (now < c->queued)
+    srv->output_freed = true;
+  srv->output_total = srv->output_total - c->queued + now;
+  c->queued = now;
+}
+
+static void
+blocked_remove (struct net_conn *c)
+{
+  struct net_server *srv = c->srv;
+  struct net_conn **pp, *prev = NULL;
+
+  if (!c->out_blocked)
+    return;
+  for (pp = &srv->blocked_head; *pp != c; pp = &(*pp)->blocked_next)
+    prev = *pp;
+  *pp = c->blocked_next;
+  if (srv->blocked_tail == c)
+    srv->blocked_tail = prev;
+  c->out_blocked = false;
+}
+
+bool
+net_room (void *owner, size_t queued, size_t reply)
+{
+  struct net_conn *c = owner;
+  struct net_server *srv = c->srv;
+  size_t mine = queued + reply, others = srv->output_total - c->queued;
+  bool ok;
+
+  if (mine <= OUTPUT_GUARANTEED)
+    ok = true;
+  else if (others + mine > OUTPUT_TOTAL_LIMIT)
+    ok = false;
+  else if (queued == 0)
+    ok = true;                  /* one request of any size at a time */
+  else
+    ok = mine <= NET_OUTPUT_LIMIT
+         && mine <= OUTPUT_TOTAL_LIMIT / srv->nr_conns;
+  if (!ok && !c->out_blocked) {
+    c->out_blocked = true;
+    c->blocked_next = NULL;
+    if (srv->blocked_tail)
+      srv->blocked_tail->blocked_next = c;
+    else
+      srv->blocked_head = c;
+    srv->blocked_tail = c;
+  }
+  return ok;
+}
+
+/* ---- the scheduler's view -------------------------------------------------- */
+
+static bool
+sched_waiting (const struct net_conn *c)
+{
+  return c->sched && c->l->sched->waiting (c->sched);
+}
+
+static void
+sched_stop_waiting (struct net_conn *c)
+{
+  if (c->sched)
+    c->l->sched->stop_waiting (c->sched);
+}
+
+static bool
+sched_in_flight (const struct net_conn *c, bool input_left)
+{
+  return c->sched && c->l->sched->in_flight (c->sched, input_left);
+}
+
+static void
+after_event (const struct listener *l)
+{
+  if (l->sched && l->sched->after_event)
+    l->sched->after_event (l->sched->arg);
+}
+
+/* ---- connections ----------------------------------------------------------- */
+
+static void
+conn_free (struct net_conn *c)
+{
+  struct net_server *srv = c->srv;
+
+  ev_io_stop (srv->loop, &c->rio);
+  ev_io_stop (srv->loop, &c->wio);
+  ev_timer_stop (srv->loop, &c->handshake);
+  c->l->proto->close (c->session, c);
+  tls_conn_free (c->tls);
+  close (c->fd);
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    srv->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  blocked_remove (c);
+  srv->output_total -= c->queued;
+  srv->output_freed = true;
+  srv->nr_conns--;
+  /* Requests in flight complete without it (the scheduler's business). */
+  if (c->sched)
+    c->l->sched->close (c->sched);
+  if (srv->set.verbose)
+    fprintf (stderr, "%s: connection %d closed\n", srv->set.program, c->fd);
+  free (c->in);
+  free (c);
+}
+
+/* The client can take no more replies.  Requests not started yet are
+ * dropped, as nbdkit stops reading a dead connection; those in flight
+ * still complete, their replies dropped.  False when the connection was
+ * freed.
+ */
+static bool
+conn_lost (struct net_conn *c)
+{
+  c->gone = c->eof = c->closing = true;
+  c->in_len = 0;
+  sched_stop_waiting (c);
+  blocked_remove (c);
+  if (sched_in_flight (c, false))
+    return true;
+  conn_free (c);
+  return false;
+}
+
+/* After the client's end of input: no more requests once nothing waits. */
+static void
+conn_check_end (struct net_conn *c)
+{
+  if (c->eof && !sched_waiting (c) && !c->out_blocked)
+    c->closing = true;
+}
+
+/* A failed TLS session is logged with its reason. */
+static void
+conn_tls_log (const struct net_conn *c)
+{
+  fprintf (stderr, "%s: connection %d: %s\n", c->srv->set.program, c->fd,
+           tls_error (c->tls));
+}
+
+/* Sends what the session may send; false when the connection is gone. */
+static bool
+conn_send (struct net_conn *c)
+{
+  const struct net_protocol *proto = c->l->proto;
+  size_t ready = proto->ready (c->session), sent = 0, len;
+  const unsigned char *data = proto->output (c->session, &len);
+
+  while (sent < ready && !c->gone) {
+    ssize_t n = c->tls ? tls_send (c->tls, data + sent, ready - sent)
+                       : send (c->fd, data + sent, ready - sent, MSG_NOSIGNAL);
+
+    if (n > 0) {
+      sent += (size_t) n;
+      continue;
+    }
+    if (n == -1 && errno == EINTR)
+      continue;
+    if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      break;
+    if (n == -1 && errno == EPROTO && c->tls)
+      conn_tls_log (c);
+    if (!conn_lost (c))
+      return false;
+  }
+  if (c->gone)
+    sent = ready;
+  proto->sent (c->session, sent);
+  account (c);
+  return true;
+}
+
+/* One step of the TLS handshake; the watchers follow what GnuTLS waits
+ * for, so a slow handshake holds up no other connection.
+ */
+static void
+conn_handshake (struct net_conn *c)
+{
+  struct ev_loop *loop = c->srv->loop;
+  int r = tls_handshake (c->tls);
+
+  if (r < 0) {
+    conn_tls_log (c);
+    conn_free (c);
+    return;
+  }
+  if (r == 0) {
+    if (tls_wants_write (c->tls)) {
+      ev_io_stop (loop, &c->rio);
+      ev_io_start (loop, &c->wio);
+    }
+    else {
+      ev_io_stop (loop, &c->wio);
+      ev_io_start (loop, &c->rio);
+    }
+    return;
+  }
+  c->handshaking = false;
+  c->l->proto->tls_started (c->session);
+  if (c->srv->set.verbose)
+    fprintf (stderr, "%s: connection %d: TLS, %s\n", c->srv->set.program,
+             c->fd, tls_peer (c->tls));
+  ev_io_stop (loop, &c->wio);
+  ev_io_start (loop, &c->rio);
+  /* Options sent right behind the handshake may sit inside GnuTLS. */
+  ev_feed_event (loop, &c->rio, EV_READ);
+}
+
+/* The STARTTLS reply is out: what the client sends next is TLS, and so
+ * is what it sent already (it should have waited for the reply).
+ */
+static void
+conn_start_tls (struct net_conn *c)
+{
+  c->tls = tls_conn_new (c->fd, c->in, c->in_len);
+  c->in_len = 0;
+  if (c->tls == NULL) {
+    fprintf (stderr, "%s: connection %d: out of memory for a TLS session\n",
+             c->srv->set.program, c->fd);
+    conn_free (c);
+    return;
+  }
+  c->handshaking = true;
+  conn_handshake (c);
+}
+
+void
+net_conn_take_input (struct net_conn *c)
+{
+  const struct net_protocol *proto = c->l->proto;
+  long used;
+  size_t len;
+
+  blocked_remove (c);
+  used = proto->input (c->session, c->in, c->in_len);
+  account (c);
+  if (c->sched)
+    c->l->sched->input (c->sched);
+  if (ev_is_active (&c->handshake) && proto->established (c->session))
+    ev_timer_stop (c->srv->loop, &c->handshake);
+  if (used < 0) {
+    c->closing = true;
+    c->in_len = 0;
+    sched_stop_waiting (c);
+    return;
+  }
+  memmove (c->in, c->in + used, c->in_len - (size_t) used);
+  c->in_len -= (size_t) used;
+  conn_check_end (c);
+  /* A full buffer the session cannot use, with room for output and a
+   * tag, is a framing error (no request is that large).
+   */
+  if (c->in_len == c->in_cap && c->in_cap >= proto->max_input
+      && !sched_waiting (c) && !c->out_blocked
+      && (proto->output (c->session, &len), len < NET_OUTPUT_LIMIT))
+    c->closing = true;
+}
+
+void
+net_conn_flush (struct net_conn *c)
+{
+  const struct net_protocol *proto = c->l->proto;
+  struct ev_loop *loop = c->srv->loop;
+
+  for (;;) {
+    if (!conn_send (c))
+      return;
+    if (proto->ready (c->session) > 0 || c->closing || c->in_len == 0
+        || sched_waiting (c))
+      break;
+    /* Requests held back by the output budget. */
+    net_conn_take_input (c);
+    if (proto->ready (c->session) == 0)
+      break;
+  }
+
+  if (proto->ready (c->session) > 0)
+    ev_io_start (loop, &c->wio);
+  else {
+    ev_io_stop (loop, &c->wio);
+    if (c->closing && !sched_in_flight (c, false)) {
+      conn_free (c);
+      return;
+    }
+    if (proto->starttls && proto->starttls (c->session)) {
+      conn_start_tls (c);
+      return;
+    }
+  }
+  /* Reading resumes once there is room for the reply. */
+  if (c->closing || c->eof || c->out_blocked)
+    ev_io_stop (loop, &c->rio);
+  else {
+    ev_io_start (loop, &c->rio);
+    /* No socket event announces what GnuTLS has decrypted already. */
+    if (c->tls && tls_pending (c->tls))
+      ev_feed_event (loop, &c->rio, EV_READ);
+  }
+}
+
+/* Once output has gone, the connections that wait for room try again,
+ * longest waiter first, before the loop sleeps.  Past the total none
+ * can be given room, so they are left alone: those waiting for their
+ * own replies to go are retried by their own net_conn_flush.
+ */
+static void
+budget_retry (struct ev_loop *loop, ev_prepare *w, int revents)
+{
+  struct net_server *srv = w->data;
+
+  (void) loop;
+  (void) revents;
+  if (!srv->output_freed || srv->output_total >= OUTPUT_TOTAL_LIMIT)
+    return;
+  srv->output_freed = false;
+  for (struct net_conn *c = srv->blocked_head, *end = srv->blocked_tail, *next;
+       c; c = next) {
+    size_t before = c->in_len;
+    bool last = c == end;
+
+    next = c->blocked_next;
+    net_conn_take_input (c);
+    if (c->in_len != before || !c->out_blocked)
+      net_conn_flush (c);
+    if (last)
+      break;
+  }
+}
+
+/* ---- busy polling ----------------------------------------------------------
+ *
+ * After input the loop keeps polling without sleeping for busy_poll_ns,
+ * so that a client's next request finds the server awake.  Otherwise
+ * every request of a client that keeps a queue full wakes a sleeping
+ * process, and on a virtual machine that wakeup costs more than the
+ * request (qemu's iothreads poll for the same reason).  An active idle
+ * watcher is how libev polls without blocking.
+ */
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static void
+busy_poll_cb (struct ev_loop *loop, ev_idle *w, int revents)
+{
+  struct net_server *srv = w->data;
+
+  (void) revents;
+  if (now_ns () >= srv->busy_poll_until)
+    ev_idle_stop (loop, w);
+}
+
+static void
+busy_poll (struct net_server *srv)
+{
+  if (srv->set.busy_poll_ns == 0)
+    return;
+  srv->busy_poll_until = now_ns () + srv->set.busy_poll_ns;
+  ev_idle_start (srv->loop, &srv->busy_poll_watcher);
+}
+
+/* Room for a read: the buffer grows up to the protocol's largest unit.
+ * False when the connection was freed or the buffer is full.
+ */
+static bool
+conn_make_room (struct net_conn *c)
+{
+  size_t max = c->l->proto->max_input;
+
+  if (c->in_cap - c->in_len < READ_CHUNK && c->in_cap < max) {
+    size_t cap = c->in_cap ? c->in_cap * 2 : READ_CHUNK * 2;
+    unsigned char *p;
+
+    if (cap > max)
+      cap = max;
+    p = realloc (c->in, cap);
+    if (p == NULL) {
+      conn_free (c);
+      return false;
+    }
+    c->in = p;
+    c->in_cap = cap;
+  }
+  if (c->in_len == c->in_cap) {
+    /* Full: wait for the output to drain (net_conn_flush resumes). */
+    ev_io_stop (c->srv->loop, &c->rio);
+    return false;
+  }
+  return true;
+}
+
+static void
+conn_readable (struct ev_loop *loop, ev_io *w, int revents)
+{
+  struct net_conn *c = w->data;
+  struct net_server *srv = c->srv;
+  const struct listener *l = c->l;
+  ssize_t n;
+
+  (void) loop;
+  (void) revents;
+  if (c->handshaking) {
+    conn_handshake (c);
+    return;
+  }
+  if (!conn_make_room (c))
+    return;
+  n = c->tls ? tls_recv (c->tls, c->in + c->in_len, c->in_cap - c->in_len)
+             : recv (c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return;
+  if (n == -1 && errno == EPROTO && c->tls)
+    conn_tls_log (c);
+  if (n < 0) {
+    conn_lost (c);
+    return;
+  }
+  /* A client may end its input right after its last requests; they are
+   * carried out all the same, as nbdkit's threads finish theirs.
+   */
+  if (n == 0 && !sched_in_flight (c, c->in_len > 0 && !c->closing)) {
+    conn_free (c);
+    return;
+  }
+  if (n == 0) {
+    c->eof = true;
+    conn_check_end (c);
+    net_conn_flush (c);
+  }
+  else {
+    c->in_len += (size_t) n;
+    net_conn_take_input (c);
+    net_conn_flush (c);
+  }
+  after_event (l);
+  if (n > 0)
+    busy_poll (srv);
+}
+
+static void
+conn_writable (struct ev_loop *loop, ev_io *w, int revents)
+{
+  struct net_conn *c = w->data;
+  const struct listener *l = c->l;
+
+  (void) loop;
+  (void) revents;
+  if (c->handshaking) {
+    conn_handshake (c);
+    return;
+  }
+  net_conn_flush (c);
+  after_event (l);
+}
+
+/* A connection that is not established within the handshake timeout
+ * after it was accepted is cut off, so that clients that connect and
+ * stall cannot hold the server's descriptors.  The timer covers the
+ * whole handshake, whatever it consists of.
+ */
+static void
+handshake_expired (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  struct net_conn *c = w->data;
+
+  (void) loop;
+  (void) revents;
+  if (c->srv->set.verbose)
+    fprintf (stderr, "%s: connection %d: handshake not finished within "
+             "%g s (--timeout), closed\n", c->srv->set.program, c->fd,
+             c->srv->set.handshake_timeout);
+  conn_free (c);
+}
+
+static void
+accept_resume_cb (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  struct listener *l = w->data;
+
+  (void) revents;
+  ev_io_start (loop, &l->watcher);
+}
+
+/* A new connection's state: its session and the scheduler's. */
+static struct net_conn *
+conn_new (struct listener *l, int fd)
+{
+  struct net_conn *c = calloc (1, sizeof *c);
+
+  if (c == NULL)
+    return NULL;
+  c->srv = l->srv;
+  c->l = l;
+  c->fd = fd;
+  if ((c->session = l->proto->open (l->arg, c)) == NULL) {
+    free (c);
+    return NULL;
+  }
+  if (l->sched && (c->sched = l->sched->open (l->sched->arg, c)) == NULL) {
+    l->proto->close (c->session, c);
+    free (c);
+    return NULL;
+  }
+  return c;
+}
+
+static void
+accept_cb (struct ev_loop *loop, ev_io *w, int revents)
+{
+  struct listener *l = w->data;
+  struct net_server *srv = l->srv;
+  struct net_conn *c;
+  int fd, one = 1;
+
+  (void) revents;
+  fd = accept4 (w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd == -1) {
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS
+        || errno == ENOMEM) {
+      if (!l->failing)
+        fprintf (stderr, "%s: accept: %s; new connections wait\n",
+                 srv->set.program, strerror (errno));
+      l->failing = true;
+      ev_io_stop (loop, &l->watcher);
+      ev_timer_set (&l->pause, 0.1, 0.);
+      ev_timer_start (loop, &l->pause);
+    }
+    return;
+  }
+  l->failing = false;
+  if (l->tcp)
+    setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if ((c = conn_new (l, fd)) == NULL) {
+    close (fd);
+    return;
+  }
+  ev_io_init (&c->rio, conn_readable, fd, EV_READ);
+  ev_io_init (&c->wio, conn_writable, fd, EV_WRITE);
+  c->rio.data = c->wio.data = c;
+  ev_timer_init (&c->handshake, handshake_expired, srv->set.handshake_timeout,
+                 0.);
+  c->handshake.data = c;
+  if (srv->set.handshake_timeout > 0)
+    ev_timer_start (loop, &c->handshake);
+  c->next = srv->conns;
+  if (srv->conns)
+    srv->conns->prev = c;
+  srv->conns = c;
+  srv->nr_conns++;
+  srv->nr_accepted++;
+  if (srv->set.verbose)
+    fprintf (stderr, "%s: connection %d accepted\n", srv->set.program, fd);
+  net_conn_flush (c);           /* the greeting */
+}
+
+/* ---- the server ------------------------------------------------------------ */
+
+struct net_server *
+net_server_new (struct ev_loop *loop, const struct net_settings *set)
+{
+  struct net_server *srv = calloc (1, sizeof *srv);
+
+  if (srv == NULL)
+    return NULL;
+  srv->loop = loop;
+  srv->set = *set;
+  ev_idle_init (&srv->busy_poll_watcher, busy_poll_cb);
+  srv->busy_poll_watcher.data = srv;
+  ev_prepare_init (&srv->budget_watcher, budget_retry);
+  srv->budget_watcher.data = srv;
+  ev_prepare_start (loop, &srv->budget_watcher);
+  return srv;
+}
+
+int
+net_serve (struct net_server *srv, int fd, bool tcp,
+           const struct net_protocol *proto, void *arg,
+           const struct net_sched *sched)
+{
+  struct listener *l = calloc (1, sizeof *l);
+
+  if (l == NULL)
+    return -1;
+  *l = (struct listener) {
+    .srv = srv, .fd = fd, .tcp = tcp, .proto = proto, .arg = arg,
+    .sched = sched, .next = srv->listeners,
+  };
+  srv->listeners = l;
+  ev_io_init (&l->watcher, accept_cb, fd, EV_READ);
+  l->watcher.data = l;
+  ev_init (&l->pause, accept_resume_cb);
+  l->pause.data = l;
+  ev_io_start (srv->loop, &l->watcher);
+  return 0;
+}
+
+void
+net_server_free (struct net_server *srv)
+{
+  if (srv == NULL)
+    return;
+  ev_idle_stop (srv->loop, &srv->busy_poll_watcher);
+  ev_prepare_stop (srv->loop, &srv->budget_watcher);
+  while (srv->listeners) {
+    struct listener *l = srv->listeners;
+
+    srv->listeners = l->next;
+    ev_io_stop (srv->loop, &l->watcher);
+    ev_timer_stop (srv->loop, &l->pause);
+    close (l->fd);
+    free (l);
+  }
+  while (srv->conns)
+    conn_free (srv->conns);
+  free (srv);
+}
+
+unsigned long
+net_server_accepted (const struct net_server *srv)
+{
+  return srv->nr_accepted;
+}
+
+void *
+net_conn_session (const struct net_conn *c)
+{
+  return c->session;
+}
+
+void *
+net_conn_sched (const struct net_conn *c)
+{
+  return c->sched;
+}
+
+int
+net_conn_fd (const struct net_conn *c)
+{
+  return c->fd;
+}
+
+const char *
+net_conn_program (const struct net_conn *c)
+{
+  return c->srv->set.program;
+}

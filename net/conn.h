@@ -1,0 +1,138 @@
+/* The connection layer: any byte-stream protocol served from a libev
+ * loop, on TCP or Unix sockets, with or without TLS.
+ *
+ * The layer owns the sockets, each connection's input and output
+ * buffers, the output budget shared by all connections, the handshake
+ * timeout, the upgrade to TLS and the draining of a connection whose
+ * client went away.  A protocol is a session per connection behind
+ * struct net_protocol: bytes in, replies out.  A program that schedules
+ * requests (tags, timers, bandwidth) adds struct net_sched; its admission
+ * decisions reach the session through the protocol's own hooks.
+ *
+ * Each listening socket carries one protocol, so protocols sit side by
+ * side on different ports of one server.
+ */
+#ifndef ZONEDNULL_NET_CONN_H
+#define ZONEDNULL_NET_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ev.h>
+
+struct net_server;
+struct net_conn;
+
+/* A protocol's session on one connection. */
+struct net_protocol {
+  /* A session for connection c; NULL when out of memory. */
+  void *(*open) (void *arg, struct net_conn *c);
+  void (*close) (void *session, struct net_conn *c);
+  /* Consumes a prefix of the len bytes at data; returns how many (the
+   * rest is offered again with more appended), or -1: close once the
+   * output is sent and nothing is in flight.
+   */
+  long (*input) (void *session, const unsigned char *data, size_t len);
+  /* The output queued (*len bytes), and how much of it may go now. */
+  const unsigned char *(*output) (void *session, size_t *len);
+  size_t (*ready) (const void *session);
+  void (*sent) (void *session, size_t n);
+  /* An upgrade to TLS was acknowledged: once the output is sent, the
+   * layer runs the TLS handshake and calls tls_started.  NULL: never.
+   */
+  bool (*starttls) (const void *session);
+  void (*tls_started) (void *session);
+  /* The handshake is over: the handshake timeout no longer applies. */
+  bool (*established) (const void *session);
+  /* The largest unit of input: a full buffer of this size that the
+   * session cannot use is a framing error.
+   */
+  size_t max_input;
+};
+
+/* A program's scheduling of requests; every hook gets the state its open
+ * returned for the connection.
+ */
+struct net_sched {
+  void *(*open) (void *arg, struct net_conn *c);   /* NULL: out of memory */
+  void (*close) (void *st);
+  /* After the session took input. */
+  void (*input) (void *st);
+  /* The connection's next request waits for a tag or bandwidth (not for
+   * output room, which is the layer's own): reading on would not help.
+   */
+  bool (*waiting) (const void *st);
+  /* The client is gone or broke the protocol: it waits no more. */
+  void (*stop_waiting) (void *st);
+  /* Requests the client sent are still to be carried out; input_left:
+   * received requests not started yet.
+   */
+  bool (*in_flight) (const void *st, bool input_left);
+  /* After every socket event (the scheduler retries what waits). */
+  void (*after_event) (void *arg);
+  void *arg;
+};
+
+struct net_settings {
+  const char *program;          /* names the messages */
+  bool verbose;                 /* log connections */
+  double handshake_timeout;     /* seconds to get established; 0: none */
+  uint64_t busy_poll_ns;        /* poll without sleeping after input */
+};
+
+struct net_server *net_server_new (struct ev_loop *loop,
+                                   const struct net_settings *set);
+
+/* Serves proto (its open gets arg) on the listening socket fd, which the
+ * server then owns.  tcp: set TCP_NODELAY on each connection.  -1 when
+ * out of memory.
+ */
+int net_serve (struct net_server *srv, int fd, bool tcp,
+               const struct net_protocol *proto, void *arg,
+               const struct net_sched *sched);
+
+/* Closes every connection and listening socket. */
+void net_server_free (struct net_server *srv);
+
+/* Connections accepted so far. */
+unsigned long net_server_accepted (const struct net_server *srv);
+
+/* Listening sockets.  what names the option in the message put in err
+ * (e.g. "-U"); a stale Unix socket is replaced, another file never.
+ */
+int net_listen_unix (const char *path, const char *what,
+                     char *err, size_t errlen);
+int net_listen_tcp (const char *addr, const char *port,
+                    char *err, size_t errlen);
+
+/* ---- for the protocol's and the scheduler's hooks ---- */
+
+void *net_conn_session (const struct net_conn *c);
+int net_conn_fd (const struct net_conn *c);   /* names it in messages */
+const char *net_conn_program (const struct net_conn *c);
+void *net_conn_sched (const struct net_conn *c);
+
+/* Offers the buffered input to the session again (what waited for a tag
+ * or bandwidth).
+ */
+void net_conn_take_input (struct net_conn *c);
+
+/* Sends what is ready, takes input the output budget held back, and
+ * closes a connection that is done: c may be gone afterwards.
+ */
+void net_conn_flush (struct net_conn *c);
+
+/* The output budget, as a session's admission hook: may connection c
+ * (the session's owner) take a request whose reply is at most reply
+ * bytes, with queued bytes of output held?  When not, the layer offers
+ * the input again once output has gone.
+ */
+bool net_room (void *c, size_t queued, size_t reply);
+
+/* Output a connection may always hold: a session keeps its own queue
+ * under this when nothing else bounds it.
+ */
+#define NET_OUTPUT_LIMIT (32 * 1024 * 1024)
+
+#endif

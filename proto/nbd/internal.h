@@ -1,0 +1,126 @@
+/* What the NBD session's parts share: the session itself, its output
+ * functions, the exports, and the two phases' entry points.
+ * handshake.c speaks the handshake, transmission.c the transmission
+ * phase, session.c the rest.
+ */
+#ifndef ZONEDNULL_PROTO_NBD_INTERNAL_H
+#define ZONEDNULL_PROTO_NBD_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zonednull/control.h"
+#include "session.h"
+#include "wire.h"
+
+/* Metadata contexts of the data export, by id. */
+enum { CTX_ALLOCATION = 1, CTX_ZONES = 2 };
+
+/* Bounds a client cannot push past. */
+#define MAX_OPTION_LEN   (64 * 1024)
+#define MAX_REQUEST      (32 * 1024 * 1024)  /* advertised maximum block size */
+#define MAX_NAME         4096                /* NBD's limit on string lengths */
+
+enum phase { PH_CLIENT_FLAGS, PH_OPTIONS, PH_TRANSMISSION };
+
+struct session {
+  const struct served *sv;
+  void *owner;                  /* for sv->admit */
+  enum phase phase;
+  bool no_zeroes;
+  bool structured;
+  unsigned options_seen;
+  bool tls;                     /* the transport upgraded to TLS */
+  bool starttls;                /* STARTTLS acknowledged, upgrade next */
+  unsigned tls_refused;         /* options refused for want of TLS */
+  /* The export of the transmission phase. */
+  const struct served_device *d;
+  bool control;
+  /* Contexts chosen by SET_META_CONTEXT for this export. */
+  bool meta[3];
+  bool meta_any;
+  const struct served_device *meta_d;
+  bool meta_control;
+  struct zn_control_conn conn;
+  /* A data export opened as "nullbN/session/ID": the session its failures
+   * are logged for (NULL: the device-wide log).
+   */
+  struct zn_control_session *zsession;
+  struct outbuf out;
+  size_t ready;                 /* out's bytes that may be sent */
+  /* Ends (offsets in out) of the replies held for completion, FIFO. */
+  size_t *held;
+  unsigned held_head, held_count, held_cap;
+  uint64_t next_id;             /* of the next data request */
+  int forced_error;             /* the admitted request fails with it */
+  struct parked *parked;        /* writes waiting for a write pointer */
+  bool disc;                    /* NBD_CMD_DISC came */
+};
+
+/* A write admitted with ADMIT_PARK, kept aside until session_resume. */
+struct parked {
+  uint64_t id, cookie, offset;
+  uint32_t count;
+  bool fua;
+  unsigned char *data;
+  struct parked *next;
+};
+
+/* ---- output (session.c) ---- */
+
+void out_bytes (struct session *s, const void *data, size_t n);
+void out_be16 (struct session *s, uint16_t v);
+void out_be32 (struct session *s, uint32_t v);
+void out_be64 (struct session *s, uint64_t v);
+/* Room for n bytes at the end, filled by the caller. */
+unsigned char *out_reserve (struct session *s, size_t n);
+void out_option_reply (struct session *s, const struct nbd_option_reply *r);
+void out_simple_reply (struct session *s, const struct nbd_simple_reply *r);
+void out_chunk (struct session *s, const struct nbd_chunk *c);
+
+/* Prints "PROGRAM: out of memory" and aborts. */
+_Noreturn void session_out_of_memory (const struct session *s);
+
+/* Error messages for the client, cut to fit (NBD caps strings anyway). */
+struct message {
+  char text[256];
+  uint16_t len;
+};
+
+void format_message (struct message *m, const char *fmt, va_list ap);
+
+/* ---- exports (session.c) ---- */
+
+/* nullbN is a device, nullbN/control its zone control, nullbN/session/ID
+ * the device for a session (*session is then ID, otherwise 0); "" is
+ * nullb0.  NULL for an unknown name, with *bad set when it is a session's
+ * name with a malformed ID.
+ */
+const struct served_device *find_export (const struct served *sv,
+                                         const char *name, size_t len,
+                                         bool *control, uint64_t *session,
+                                         bool *bad);
+/* The export chosen for transmission; false when out of memory for its
+ * session.
+ */
+bool choose_export (struct session *s, const struct served_device *d,
+                    bool control, uint64_t session);
+uint64_t export_size (const struct served_device *d, bool control);
+uint16_t export_flags (const struct session *s, const struct served_device *d,
+                       bool control);
+
+/* ---- the phases ---- */
+
+/* One unit of the handshake (the client's flags or an option) at data,
+ * or nothing: bytes consumed, 0 for more input, -1 to disconnect.
+ */
+long handshake_step (struct session *s, const unsigned char *data,
+                     size_t len);
+
+/* One request at data, or nothing; as handshake_step. */
+long transmission_step (struct session *s, const unsigned char *data,
+                        size_t len);
+
+#endif

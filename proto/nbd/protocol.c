@@ -1,0 +1,89 @@
+/* The NBD session as a protocol of the connection layer (net/conn.h). */
+#include <stdio.h>
+
+#include "conn.h"
+#include "session.h"
+
+/* A write request carries at most 32 MiB (the advertised maximum), with
+ * its header.
+ */
+#define MAX_INPUT (33 * 1024 * 1024)
+
+static void *
+nbd_open (void *arg, struct net_conn *c)
+{
+  return session_new (arg, c);
+}
+
+static void
+nbd_close (void *session, struct net_conn *c)
+{
+  struct session *s = session;
+  unsigned refused = session_tls_refused (s);
+
+  if (refused > 0)
+    fprintf (stderr, "%s: connection %d: %u options refused before "
+             "NBD_OPT_STARTTLS (--tls=require)\n", net_conn_program (c),
+             net_conn_fd (c), refused);
+  session_free (s);
+}
+
+static long
+nbd_input (void *session, const unsigned char *data, size_t len)
+{
+  return session_input (session, data, len);
+}
+
+static const unsigned char *
+nbd_output (void *session, size_t *len)
+{
+  struct outbuf *out = session_output (session);
+
+  *len = out->len;
+  return out->data;
+}
+
+static size_t
+nbd_ready (const void *session)
+{
+  return session_ready (session);
+}
+
+static void
+nbd_sent (void *session, size_t n)
+{
+  session_sent (session, n);
+}
+
+static bool
+nbd_starttls (const void *session)
+{
+  return session_starttls (session);
+}
+
+static void
+nbd_tls_started (void *session)
+{
+  session_tls_started (session);
+}
+
+static bool
+nbd_established (const void *session)
+{
+  bool control;
+
+  return session_device (session, &control) != NULL;
+}
+
+const struct net_protocol nbd_protocol = {
+  .open = nbd_open,
+  .close = nbd_close,
+  .input = nbd_input,
+  .output = nbd_output,
+  .ready = nbd_ready,
+  .sent = nbd_sent,
+  .starttls = nbd_starttls,
+  .tls_started = nbd_tls_started,
+  .established = nbd_established,
+  .max_input = MAX_INPUT,
+};

@@ -1,0 +1,352 @@
+/* The NBD session: fixed newstyle handshake (handshake.c) and
+ * transmission (transmission.c), with structured replies and two
+ * metadata contexts.  Here: the output, the exports and the state
+ * machine that hands each unit of input to its phase.
+ *
+ * Every length and offset a client sends is checked before it is used; a
+ * client that breaks the framing is disconnected, one that asks for
+ * something invalid gets the protocol's error and may carry on.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zonednull/control.h"
+#include "zonednull/zoned.h"
+#include "internal.h"
+
+/* An empty output buffer larger than this is freed. */
+#define OUTBUF_KEEP      (1024 * 1024)
+
+/* ---- output -------------------------------------------------------------- */
+
+_Noreturn void
+session_out_of_memory (const struct session *s)
+{
+  fprintf (stderr, "%s: out of memory\n", s->sv->program);
+  abort ();
+}
+
+static void
+out_grow (struct session *s, size_t more)
+{
+  struct outbuf *b = &s->out;
+  size_t cap;
+  unsigned char *p;
+
+  if (b->len + more <= b->cap)
+    return;
+  cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + more)
+    cap *= 2;
+  p = realloc (b->data, cap);
+  if (p == NULL)
+    session_out_of_memory (s);
+  b->data = p;
+  b->cap = cap;
+}
+
+void
+out_bytes (struct session *s, const void *data, size_t n)
+{
+  out_grow (s, n);
+  memcpy (s->out.data + s->out.len, data, n);
+  s->out.len += n;
+}
+
+void
+out_be16 (struct session *s, uint16_t v)
+{
+  unsigned char x[2] = { (unsigned char) (v >> 8), (unsigned char) v };
+  out_bytes (s, x, 2);
+}
+
+void
+out_be32 (struct session *s, uint32_t v)
+{
+  out_be16 (s, (uint16_t) (v >> 16));
+  out_be16 (s, (uint16_t) v);
+}
+
+void
+out_be64 (struct session *s, uint64_t v)
+{
+  out_be32 (s, (uint32_t) (v >> 32));
+  out_be32 (s, (uint32_t) v);
+}
+
+unsigned char *
+out_reserve (struct session *s, size_t n)
+{
+  unsigned char *p;
+
+  out_grow (s, n);
+  p = s->out.data + s->out.len;
+  s->out.len += n;
+  return p;
+}
+
+void
+out_option_reply (struct session *s, const struct nbd_option_reply *r)
+{
+  out_be64 (s, REPLY_MAGIC);
+  out_be32 (s, r->opt);
+  out_be32 (s, r->type);
+  out_be32 (s, r->len);
+}
+
+void
+out_simple_reply (struct session *s, const struct nbd_simple_reply *r)
+{
+  out_be32 (s, SIMPLE_REPLY_MAGIC);
+  out_be32 (s, r->error);
+  out_be64 (s, r->cookie);
+}
+
+void
+out_chunk (struct session *s, const struct nbd_chunk *c)
+{
+  out_be32 (s, STRUCT_REPLY_MAGIC);
+  out_be16 (s, c->flags);
+  out_be16 (s, c->type);
+  out_be64 (s, c->cookie);
+  out_be32 (s, c->len);
+}
+
+static void
+outbuf_consume (struct outbuf *b, size_t n)
+{
+  if (n >= b->len) {
+    b->len = 0;
+    return;
+  }
+  memmove (b->data, b->data + n, b->len - n);
+  b->len -= n;
+}
+
+void
+format_message (struct message *m, const char *fmt, va_list ap)
+{
+  int n = vsnprintf (m->text, sizeof m->text, fmt, ap);
+
+  if (n < 0)
+    n = 0;
+  if ((size_t) n >= sizeof m->text)
+    n = sizeof m->text - 1;
+  m->len = (uint16_t) n;
+}
+
+/* ---- exports ------------------------------------------------------------- */
+
+const struct served_device *
+find_export (const struct served *sv, const char *name, size_t len,
+             bool *control, uint64_t *session, bool *bad)
+{
+  *session = 0;
+  *bad = false;
+  if (len == 0)
+    return &sv->devices[0];
+  for (unsigned i = 0; i < sv->nr_devices; i++) {
+    const struct served_device *d = &sv->devices[i];
+    int r;
+
+    if (len == strlen (d->name) && memcmp (name, d->name, len) == 0) {
+      *control = false;
+      return d;
+    }
+    if (len == strlen (d->control_name)
+        && memcmp (name, d->control_name, len) == 0) {
+      *control = true;
+      return d;
+    }
+    r = zn_control_parse_session_name (name, len, d->name, session);
+    if (r == 1) {
+      *control = false;
+      return d;
+    }
+    if (r < 0) {
+      *bad = true;
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+bool
+choose_export (struct session *s, const struct served_device *d,
+               bool control, uint64_t session)
+{
+  struct zn_control_session *zs = NULL;
+
+  if (session && (zs = zn_control_session_attach (d->ctl, session)) == NULL)
+    return false;
+  s->d = d;
+  s->control = control;
+  s->zsession = zs;
+  return true;
+}
+
+uint64_t
+export_size (const struct served_device *d, bool control)
+{
+  if (control)
+    return zn_control_size (d->ctl);
+  return zn_dev_geometry (d->dev)->capacity << ZN_SECTOR_SHIFT;
+}
+
+/* FUA as the device advertises it: on 6.10 and later null_blk only with
+ * cache_size and fua.
+ */
+uint16_t
+export_flags (const struct session *s, const struct served_device *d,
+              bool control)
+{
+  uint16_t f = TF_HAS_FLAGS | TF_SEND_FLUSH | TF_CAN_MULTI_CONN;
+
+  if (s->sv->readonly)
+    f |= TF_READ_ONLY;
+  if (!control) {
+    if (zn_dev_geometry (d->dev)->fua)
+      f |= TF_SEND_FUA;
+    if (!s->sv->readonly)
+      f |= TF_SEND_TRIM;
+  }
+  return f;
+}
+
+/* ---- the state machine --------------------------------------------------- */
+
+struct session *
+session_new (const struct served *sv, void *owner)
+{
+  struct session *s = calloc (1, sizeof *s);
+
+  if (s == NULL)
+    return NULL;
+  s->sv = sv;
+  s->owner = owner;
+  out_be64 (s, NBDMAGIC);
+  out_be64 (s, IHAVEOPT);
+  out_be16 (s, FLAG_FIXED_NEWSTYLE | FLAG_NO_ZEROES);
+  s->ready = s->out.len;
+  return s;
+}
+
+void
+session_free (struct session *s)
+{
+  if (s == NULL)
+    return;
+  if (s->zsession)
+    zn_control_session_detach (s->d->ctl, s->zsession);
+  free (s->out.data);
+  free (s->held);
+  while (s->parked) {
+    struct parked *p = s->parked;
+
+    s->parked = p->next;
+    free (p->data);
+    free (p);
+  }
+  free (s);
+}
+
+struct outbuf *
+session_output (struct session *s)
+{
+  return &s->out;
+}
+
+const struct served_device *
+session_device (const struct session *s, bool *control)
+{
+  if (s->phase != PH_TRANSMISSION)
+    return NULL;
+  *control = s->control;
+  return s->d;
+}
+
+size_t
+session_ready (const struct session *s)
+{
+  return s->ready;
+}
+
+void
+session_sent (struct session *s, size_t n)
+{
+  outbuf_consume (&s->out, n);
+  s->ready -= n;
+  for (unsigned i = 0; i < s->held_count; i++)
+    s->held[(s->held_head + i) % s->held_cap] -= n;
+  /* A large buffer, once empty, goes back: what the server holds for
+   * output is what is queued, not the most a connection ever queued.
+   */
+  if (s->out.len == 0 && s->out.cap > OUTBUF_KEEP) {
+    free (s->out.data);
+    s->out.data = NULL;
+    s->out.cap = 0;
+  }
+}
+
+bool
+session_starttls (const struct session *s)
+{
+  return s->starttls;
+}
+
+void
+session_tls_started (struct session *s)
+{
+  s->starttls = false;
+  s->tls = true;
+  /* What was negotiated in the clear does not carry over (NBD protocol,
+   * "TLS support"): the client negotiates again inside TLS.
+   */
+  s->structured = false;
+  memset (s->meta, 0, sizeof s->meta);
+  s->meta_any = false;
+  s->meta_d = NULL;
+}
+
+unsigned
+session_tls_refused (const struct session *s)
+{
+  return s->tls_refused;
+}
+
+long
+session_input (struct session *s, const unsigned char *data, size_t len)
+{
+  size_t used = 0;
+
+  /* What follows STARTTLS is TLS, not NBD.  In the transmission phase
+   * served.room, when set, decides alone.
+   */
+  while ((s->out.len < SESSION_OUTPUT_LIMIT
+          || (s->phase == PH_TRANSMISSION && s->sv->room)) && !s->starttls) {
+    long r = s->phase == PH_TRANSMISSION
+             ? transmission_step (s, data + used, len - used)
+             : handshake_step (s, data + used, len - used);
+
+    if (r < 0) {
+      /* What was queued goes out before the connection closes, at once
+       * unless the client asked to disconnect.
+       */
+      while (!s->disc && session_complete_one (s))
+        ;
+      if (s->held_count == 0)
+        s->ready = s->out.len;
+      return -1;
+    }
+    if (r == 0)
+      break;
+    used += (size_t) r;
+    if (s->held_count == 0)
+      s->ready = s->out.len;
+  }
+  if (s->held_count == 0)
+    s->ready = s->out.len;
+  return (long) used;
+}

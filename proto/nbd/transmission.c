@@ -1,0 +1,583 @@
+/* The NBD transmission phase: requests on the export the handshake
+ * chose, each admitted by the program (tags, bandwidth, parked writes)
+ * before it runs, its reply held until the program releases it when
+ * completions are timed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zonednull/control.h"
+#include "zonednull/zoned.h"
+#include "internal.h"
+#include "nbd-zones.h"
+
+#define REPORT_BATCH     64     /* zones per zn_report_zones call */
+
+/* A failed data request, for DATA_ERRNO or the session's SESSION_ERRNO. */
+static void
+log_failure (struct session *s, uint32_t nbd_cmd, uint64_t offset,
+             uint32_t count, int err)
+{
+  zn_control_session_log_error (s->d->ctl, s->zsession, nbd_cmd, offset,
+                                count, err);
+}
+
+static uint32_t
+nbd_error (int err)
+{
+  switch (err) {
+  case EPERM: return NBD_EPERM;
+  case EIO: return NBD_EIO;
+  case ENOMEM: return NBD_ENOMEM;
+  case ENOSPC: return NBD_ENOSPC;
+  case EOPNOTSUPP: return NBD_ENOTSUP;
+  /* The open and active zone limits: NBD has no code for them; the exact
+   * errno is kept for the control channel.
+   */
+  default: return NBD_EINVAL;
+  }
+}
+
+static void
+reply_simple (struct session *s, uint64_t cookie, uint32_t error)
+{
+  out_simple_reply (s, &(struct nbd_simple_reply) {
+    .error = error, .cookie = cookie,
+  });
+}
+
+static void
+chunk_header (struct session *s, uint16_t flags, uint16_t type,
+              uint64_t cookie, uint32_t len)
+{
+  out_chunk (s, &(struct nbd_chunk) {
+    .flags = flags, .type = type, .cookie = cookie, .len = len,
+  });
+}
+
+/* A failed request: the error, and with structured replies a message. */
+static void
+reply_error (struct session *s, uint64_t cookie, int err, const char *fmt, ...)
+{
+  struct message m;
+  va_list ap;
+
+  if (!s->structured) {
+    reply_simple (s, cookie, nbd_error (err));
+    return;
+  }
+  va_start (ap, fmt);
+  format_message (&m, fmt, ap);
+  va_end (ap);
+  chunk_header (s, REPLY_FLAG_DONE, REPLY_ERROR, cookie, 6 + (uint32_t) m.len);
+  out_be32 (s, nbd_error (err));
+  out_be16 (s, m.len);
+  out_bytes (s, m.text, m.len);
+}
+
+/* Success without payload: a simple reply even with structured replies,
+ * as the protocol allows for every command but READ and BLOCK_STATUS.
+ * Its 16 bytes are one receive for a client, a chunk's 20 are two.
+ */
+static void
+reply_ok (struct session *s, uint64_t cookie)
+{
+  reply_simple (s, cookie, 0);
+}
+
+static const char *
+errno_name (int err)
+{
+  switch (err) {
+  case EIO: return "EIO";
+  case EINVAL: return "EINVAL";
+  case ETOOMANYREFS: return "ETOOMANYREFS: open zones exceeded";
+  case EOVERFLOW: return "EOVERFLOW: active zones exceeded";
+  case ENOMEM: return "ENOMEM";
+  case EPERM: return "EPERM";
+  case ETIMEDOUT: return "EIO: waited pipeline_wait_ms for the write pointer";
+  case EBUSY: return "EIO: pipeline_max_waiting writes already wait";
+  default: return "error";
+  }
+}
+
+static bool
+all_zero (const unsigned char *p, size_t n)
+{
+  return p[0] == 0 && memcmp (p, p + 1, n - 1) == 0;
+}
+
+static void
+cmd_read (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
+{
+  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
+  size_t header = s->structured ? NBD_CHUNK_SIZE + 8 : NBD_SIMPLE_REPLY_SIZE;
+  size_t mark = s->out.len;
+  unsigned char *buf;
+  int r;
+
+  /* Read straight into the output buffer, behind the reply header. */
+  buf = out_reserve (s, header + count) + header;
+  if (s->control)
+    r = zn_control_pread (s->d->ctl, &s->conn, s->sv->readonly, buf, count, offset);
+  else {
+    r = zn_read (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
+    if (r < 0)
+      log_failure (s, CMD_READ, offset, count, -r);
+  }
+  if (r < 0) {
+    s->out.len = mark;
+    reply_error (s, cookie, -r, "read: offset %" PRIu64 " length %" PRIu32
+                 " in zone %" PRIu64 ": %s", offset, count,
+                 (offset >> ZN_SECTOR_SHIFT) / geo->zone_sectors, errno_name (-r));
+    return;
+  }
+  s->out.len = mark;
+  /* A read of zeros, as every read of an unwritten or memoryless device
+   * is, goes as a hole: 32 bytes instead of the data, and one receive
+   * and one copy less for the client (qemu-nbd does the same).  A single
+   * chunk, so NBD_CMD_FLAG_DF is honoured too.
+   */
+  if (s->structured && count > 0 && all_zero (buf, count)) {
+    chunk_header (s, REPLY_FLAG_DONE, REPLY_OFFSET_HOLE, cookie, 12);
+    out_be64 (s, offset);
+    out_be32 (s, count);
+    return;
+  }
+  if (s->structured) {
+    chunk_header (s, REPLY_FLAG_DONE, REPLY_OFFSET_DATA, cookie, 8 + count);
+    out_be64 (s, offset);
+  }
+  else
+    reply_simple (s, cookie, 0);
+  s->out.len += count;
+}
+
+static void
+cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
+           bool fua, const unsigned char *data)
+{
+  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
+  char why[256] = "";
+  int r;
+
+  if (s->control)
+    r = zn_control_pwrite (s->d->ctl, &s->conn, data, count, offset,
+                           why, sizeof why);
+  else {
+    r = s->forced_error ? -s->forced_error
+      : (fua ? zn_write_fua : zn_write)
+          (s->d->dev, data, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
+    s->forced_error = 0;
+    if (r < 0)
+      log_failure (s, CMD_WRITE, offset, count, -r);
+  }
+  if (r < 0) {
+    if (s->control)
+      reply_error (s, cookie, -r, "control: %s", why);
+    else
+      /* A pipelined write's reasons for failing are EIO on the wire, as
+       * null_blk would fail it; the control channel keeps the reason.
+       */
+      reply_error (s, cookie, r == -ETIMEDOUT || r == -EBUSY ? EIO : -r,
+                   "write: offset %" PRIu64 " length %" PRIu32
+                   " in zone %" PRIu64 ": %s", offset, count,
+                   (offset >> ZN_SECTOR_SHIFT) / geo->zone_sectors,
+                   errno_name (-r));
+    return;
+  }
+  reply_ok (s, cookie);
+}
+
+/* TRIM is the one NBD command that can carry a zone reset
+ * (lib/nbd-zones.h).
+ */
+static void
+cmd_trim (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
+{
+  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
+  uint64_t zone_bytes = geo->zone_sectors << ZN_SECTOR_SHIFT;
+  char why[200];
+  int r;
+
+  if ((r = zn_nbd_trim_check (geo, offset, count, why, sizeof why)) != 0) {
+    reply_error (s, cookie, r, "trim: %s", why);
+    return;
+  }
+  r = zn_zone_mgmt (s->d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
+                    (uint64_t) count >> ZN_SECTOR_SHIFT);
+  if (r < 0) {
+    log_failure (s, CMD_TRIM, offset, count, -r);
+    reply_error (s, cookie, -r, "trim: reset of zones %" PRIu64 " to %" PRIu64
+                 " failed (a READONLY or OFFLINE zone cannot be reset): %s",
+                 offset / zone_bytes, (offset + count - 1) / zone_bytes,
+                 errno_name (-r));
+    return;
+  }
+  reply_ok (s, cookie);
+}
+
+struct extents {
+  struct session *s;
+  uint32_t count;
+  uint64_t next;                /* byte offset the next extent starts at */
+  uint64_t end;                 /* clip here */
+  bool one;
+  uint32_t last_flags;
+};
+
+/* Adds [x->start, x->end) sectors as one extent (merged with the last one
+ * if the state is the same, as clients expect no redundant splits).
+ */
+static void
+extent_add (struct extents *e, const struct zn_extent *x)
+{
+  struct outbuf *out = &e->s->out;
+  uint64_t from = x->start << ZN_SECTOR_SHIFT, to = x->end << ZN_SECTOR_SHIFT;
+
+  if (to > e->end)
+    to = e->end;
+  if (from < e->next)
+    from = e->next;
+  if (to <= from || (e->one && e->count == 1))
+    return;
+  if (e->count > 0 && e->last_flags == x->flags
+      && to - from + be32 (out->data + out->len - NBD_EXTENT_SIZE) <= UINT32_MAX) {
+    unsigned char *last = out->data + out->len - NBD_EXTENT_SIZE;
+
+    put_be32 (last, be32 (last) + (uint32_t) (to - from));
+  }
+  else {
+    out_be32 (e->s, (uint32_t) (to - from));   /* struct nbd_extent */
+    out_be32 (e->s, x->flags);
+    e->count++;
+  }
+  e->last_flags = x->flags;
+  e->next = to;
+}
+
+/* One BLOCK_STATUS chunk for context ctx over [offset, offset + count). */
+static void
+block_status_chunk (struct session *s, uint64_t cookie, int ctx, bool last,
+                    uint64_t offset, uint32_t count, bool one)
+{
+  struct extents e = {
+    .s = s, .next = offset, .end = offset + count, .one = one,
+  };
+  enum zn_extent_view view = ctx == CTX_ALLOCATION ? ZN_VIEW_ALLOCATION
+                                                   : ZN_VIEW_ZONES;
+  size_t mark = s->out.len;
+  uint64_t sector = offset >> ZN_SECTOR_SHIFT;
+  struct zn_zone zones[REPORT_BATCH];
+  unsigned n;
+
+  chunk_header (s, last ? REPLY_FLAG_DONE : 0, REPLY_BLOCK_STATUS, cookie, 0);
+  out_be32 (s, (uint32_t) ctx);
+  while (e.next < e.end && !(one && e.count == 1)
+         && (n = zn_report_zones (s->d->dev, sector, zones, REPORT_BATCH)) > 0) {
+    for (unsigned i = 0; i < n; i++) {
+      struct zn_extent x[3];
+      unsigned nx = zn_zone_extents (&zones[i], view, x);
+
+      for (unsigned j = 0; j < nx; j++)
+        extent_add (&e, &x[j]);
+      /* zonednull:zones keeps zones apart even when their states are
+       * equal.
+       */
+      if (view == ZN_VIEW_ZONES)
+        e.last_flags = UINT32_MAX;
+      sector = zones[i].start + zones[i].len;
+    }
+  }
+  /* Fill in the chunk length now that the extents are known. */
+  put_be32 (s->out.data + mark + NBD_CHUNK_LEN_AT,
+            (uint32_t) (s->out.len - mark - NBD_CHUNK_SIZE));
+}
+
+static void
+cmd_block_status (struct session *s, uint64_t cookie, uint64_t offset,
+                  uint32_t count, uint16_t flags)
+{
+  int last = s->meta[CTX_ZONES] ? CTX_ZONES : CTX_ALLOCATION;
+
+  if (!s->structured || !s->meta_any || s->control) {
+    reply_error (s, cookie, EINVAL, "block status: no metadata context was "
+                 "negotiated for this export");
+    return;
+  }
+  for (int ctx = CTX_ALLOCATION; ctx <= CTX_ZONES; ctx++)
+    if (s->meta[ctx])
+      block_status_chunk (s, cookie, ctx, ctx == last, offset, count,
+                          flags & CMD_FLAG_REQ_ONE);
+}
+
+/* Checks a request's range; 0, or the errno to reply with (and a message). */
+static int
+check_request (struct session *s, uint16_t type, uint16_t flags,
+               uint64_t offset, uint32_t count, char *why, size_t whylen)
+{
+  uint64_t size = export_size (s->d, s->control);
+  uint32_t lbs = zn_dev_geometry (s->d->dev)->block_size;
+
+  if (flags & ~CMD_FLAGS_KNOWN) {
+    snprintf (why, whylen, "unknown command flags 0x%" PRIx16, flags);
+    return EINVAL;
+  }
+  if (s->sv->readonly && (type == CMD_WRITE || type == CMD_TRIM)) {
+    snprintf (why, whylen, "the server is read-only (-r)");
+    return EPERM;
+  }
+  if ((type == CMD_TRIM || type == CMD_BLOCK_STATUS) && s->control) {
+    snprintf (why, whylen, "the control export takes reads and writes only");
+    return EINVAL;
+  }
+  /* nbdkit refuses a zero-length request of any kind but flush before it
+   * reaches a plugin, as ENOSPC for a write and EINVAL otherwise; so does
+   * this server.  A zero-length read has no valid structured reply: an
+   * OFFSET_DATA chunk is at least 9 bytes.
+   */
+  if (count == 0 && type != CMD_FLUSH) {
+    snprintf (why, whylen, "offset %" PRIu64 ": zero-length request", offset);
+    return type == CMD_WRITE ? ENOSPC : EINVAL;
+  }
+  /* The protocol's ENOSPC for a write past the end, as nbdkit has it. */
+  if (offset > size || count > size - offset) {
+    snprintf (why, whylen, "offset %" PRIu64 " length %" PRIu32 " is beyond "
+              "the end of the export (%" PRIu64 " bytes)", offset, count, size);
+    return type == CMD_WRITE ? ENOSPC : EINVAL;
+  }
+  if ((type == CMD_READ || type == CMD_WRITE) && !s->control
+      && (offset % lbs || count % lbs)) {
+    snprintf (why, whylen, "offset %" PRIu64 " length %" PRIu32 " is not a "
+              "multiple of the block size %" PRIu32, offset, count, lbs);
+    return EINVAL;
+  }
+  return 0;
+}
+
+static const char *
+command_name (uint16_t type)
+{
+  static const char *const names[] = {
+    "read", "write", "disconnect", "flush", "trim", "cache", "write zeroes",
+    "block status",
+  };
+  return type < sizeof names / sizeof names[0] ? names[type] : "command";
+}
+
+/* Keeps the reply just queued until session_complete_one releases it. */
+static void
+hold_reply (struct session *s)
+{
+  if (s->held_count == s->held_cap) {
+    unsigned cap = s->held_cap ? s->held_cap * 2 : 64;
+    size_t *p = malloc (cap * sizeof *p);
+
+    if (p == NULL)
+      session_out_of_memory (s);
+    for (unsigned i = 0; i < s->held_count; i++)
+      p[i] = s->held[(s->held_head + i) % s->held_cap];
+    free (s->held);
+    s->held = p;
+    s->held_head = 0;
+    s->held_cap = cap;
+  }
+  s->held[(s->held_head + s->held_count++) % s->held_cap] = s->out.len;
+}
+
+/* Keeps an admitted write aside until session_resume; handle_request
+ * has checked it.
+ */
+static long
+park (struct session *s, const struct nbd_request *rq,
+      const unsigned char *payload)
+{
+  struct parked *p = malloc (sizeof *p), **tail;
+
+  if (p == NULL || (p->data = malloc (rq->count ? rq->count : 1)) == NULL)
+    session_out_of_memory (s);
+  p->id = s->next_id - 1;
+  p->cookie = rq->cookie;
+  p->offset = rq->offset;
+  p->count = rq->count;
+  p->fua = rq->flags & CMD_FLAG_FUA;
+  memcpy (p->data, payload, rq->count);
+  p->next = NULL;
+  for (tail = &s->parked; *tail; tail = &(*tail)->next)
+    ;
+  *tail = p;
+  return NBD_REQUEST_SIZE + (long) rq->count;
+}
+
+/* At most how many bytes of output a request's reply takes: a read's
+ * data, a block status's extents (at most three per zone and context),
+ * or a simple reply or an error with its message (which can be longer
+ * than a small read).
+ */
+static size_t
+reply_bound (const struct session *s, uint16_t type, uint32_t count)
+{
+  const size_t small = NBD_CHUNK_SIZE + 6 + sizeof ((struct message *) 0)->text;
+
+  if (type == CMD_READ && count <= MAX_REQUEST
+      && count > small - NBD_CHUNK_SIZE - 8)
+    return NBD_CHUNK_SIZE + 8 + (size_t) count;
+  if (type == CMD_BLOCK_STATUS && s->d && !s->control) {
+    uint64_t zone_bytes = zn_dev_geometry (s->d->dev)->zone_sectors
+                          << ZN_SECTOR_SHIFT;
+
+    return small + 2 * (24 + (count / zone_bytes + 2) * 3 * 8);
+  }
+  return small;
+}
+
+/* One request rq, the avail bytes at payload following its header (a
+ * write's data).
+ */
+static long
+handle_request (struct session *s, const struct nbd_request *rq,
+                const unsigned char *payload, size_t avail)
+{
+  uint16_t flags = rq->flags, type = rq->type;
+  uint64_t cookie = rq->cookie, offset = rq->offset;
+  uint32_t count = rq->count;
+  char why[200];
+  long used = NBD_REQUEST_SIZE;
+  bool tagged;
+  int err;
+
+  if (rq->magic != REQUEST_MAGIC)
+    return -1;
+  if (type == CMD_WRITE) {
+    /* The payload cannot be skipped safely if it is absurdly large. */
+    if (count > MAX_REQUEST) {
+      reply_error (s, cookie, EINVAL, "write of %" PRIu32 " bytes exceeds "
+                   "the maximum of %d", count, MAX_REQUEST);
+      return -1;
+    }
+    if (avail < (size_t) count)
+      return 0;
+  }
+  /* The requests before it are carried out as usual (held replies wait
+   * for their completions, parked writes for their write pointers); the
+   * server closes once they are answered.
+   */
+  if (type == CMD_DISC) {
+    s->disc = true;
+    return -1;
+  }
+  if (s->sv->room && !s->sv->room (s->owner, s->out.len,
+                                   reply_bound (s, type, count)))
+    return 0;
+
+  if ((type == CMD_READ) && count > MAX_REQUEST) {
+    reply_error (s, cookie, EINVAL, "read of %" PRIu32 " bytes exceeds the "
+                 "maximum of %d", count, MAX_REQUEST);
+    return NBD_REQUEST_SIZE;
+  }
+  if (type != CMD_READ && type != CMD_WRITE && type != CMD_FLUSH
+      && type != CMD_TRIM && type != CMD_BLOCK_STATUS) {
+    reply_error (s, cookie, EINVAL, "%s (type %" PRIu16 ") is not supported",
+                 command_name (type), type);
+    return NBD_REQUEST_SIZE;
+  }
+  err = check_request (s, type, flags, offset, count, why, sizeof why);
+  if (err) {
+    reply_error (s, cookie, err, "%s: %s", command_name (type), why);
+    return NBD_REQUEST_SIZE + (type == CMD_WRITE ? (long) count : 0);
+  }
+
+  /* A valid read, write, flush or trim of a device takes a tag, as the
+   * plugin's data callbacks do; a request refused above takes none.
+   */
+  tagged = !s->control && type != CMD_BLOCK_STATUS;
+  if (tagged && s->sv->admit) {
+    struct data_request drq = {
+      .id = s->next_id, .write = type == CMD_WRITE, .offset = offset,
+      .count = count, .bytes = type == CMD_READ || type == CMD_WRITE ? count : 0,
+    };
+    int v = s->sv->admit (s->owner, s, &drq);
+
+    if (v == ADMIT_LATER)
+      return 0;
+    s->next_id++;
+    if (v == ADMIT_PARK)
+      return park (s, rq, payload);
+    s->forced_error = v;
+  }
+
+  switch (type) {
+  case CMD_READ:
+    cmd_read (s, cookie, offset, count);
+    break;
+  case CMD_WRITE:
+    /* With cache_size, FUA writes around the volatile cache. */
+    cmd_write (s, cookie, offset, count, flags & CMD_FLAG_FUA, payload);
+    used += count;
+    break;
+  case CMD_FLUSH:
+    if (!s->control)
+      zn_flush (s->d->dev);
+    reply_ok (s, cookie);
+    break;
+  case CMD_TRIM:
+    cmd_trim (s, cookie, offset, count);
+    break;
+  default:
+    cmd_block_status (s, cookie, offset, count, flags);
+    break;
+  }
+  s->forced_error = 0;
+  if (tagged && s->sv->delayed)
+    hold_reply (s);
+  return used;
+}
+
+long
+transmission_step (struct session *s, const unsigned char *data, size_t len)
+{
+  struct nbd_request rq;
+
+  if (len < NBD_REQUEST_SIZE)
+    return 0;
+  nbd_request_decode (data, &rq);
+  return handle_request (s, &rq, data + NBD_REQUEST_SIZE,
+                         len - NBD_REQUEST_SIZE);
+}
+
+
+bool
+session_complete_one (struct session *s)
+{
+  if (s->held_count == 0)
+    return false;
+  s->ready = s->held[s->held_head];
+  s->held_head = (s->held_head + 1) % s->held_cap;
+  if (--s->held_count == 0)
+    s->ready = s->out.len;
+  return true;
+}
+
+void
+session_resume (struct session *s, uint64_t id, int err, bool hold)
+{
+  struct parked **pp, *p;
+
+  for (pp = &s->parked; *pp && (*pp)->id != id; pp = &(*pp)->next)
+    ;
+  if ((p = *pp) == NULL)
+    return;
+  *pp = p->next;
+  s->forced_error = err;
+  cmd_write (s, p->cookie, p->offset, p->count, p->fua, p->data);
+  if (hold)
+    hold_reply (s);
+  else if (s->held_count == 0)
+    s->ready = s->out.len;
+  free (p->data);
+  free (p);
+}

@@ -1,0 +1,480 @@
+/* zonednull-server: the null_blk zoned device over NBD from one libev
+ * event loop: options, devices and main.
+ *
+ * The connections are the connection layer's (net/conn.c), each an NBD
+ * session (proto/nbd/); the requests are scheduled by scheduler.c.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+
+#include <ev.h>
+
+#include "zonednull/control.h"
+#include "zonednull/queue.h"
+#include "zonednull/zoned.h"
+#include "conn.h"
+#include "params.h"
+#include "pidfile.h"
+#include "scheduler.h"
+#include "session.h"
+#include "tls.h"
+
+/* Command line settings. */
+static const char *unix_path;           /* -U: listen on this socket */
+static const char *ipaddr = "127.0.0.1"; /* -i: TCP address */
+static const char *port = "10809";      /* -p: TCP port */
+static const char *pidfile;             /* -P: written once listening */
+static bool foreground;                 /* -f: do not daemonize */
+static bool verbose;                    /* -v: log connections */
+static bool exit_with_parent;           /* stop when the parent exits */
+static uint64_t busy_poll_ns = 20000;   /* --busy-poll: awake after input */
+static double handshake_timeout = 60.;  /* --timeout: seconds, 0 for none */
+static struct tls_settings tls_settings; /* --tls, --tls-psk, ... */
+
+static struct served served;
+static struct zn_queue_config qcfg;
+static int listen_fd = -1;
+static uint64_t pipeline_wait_ns;
+static struct zn_tagset **tagsets;
+static unsigned nr_tagsets;
+
+/* nullb0 ... nullb<nr_devices-1>, with their tag sets, as the plugin
+ * makes them.
+ */
+static int
+devices_create (const struct zn_params *p, char *err, size_t errlen)
+{
+  nr_tagsets = qcfg.shared_tags ? 1 : p->nr_devices;
+  tagsets = calloc (nr_tagsets, sizeof *tagsets);
+  served.devices = calloc (p->nr_devices, sizeof *served.devices);
+  if (tagsets == NULL || served.devices == NULL) {
+    snprintf (err, errlen, "out of memory");
+    return -1;
+  }
+  for (unsigned i = 0; i < nr_tagsets; i++)
+    if ((tagsets[i] = zn_tagset_create (&qcfg)) == NULL) {
+      snprintf (err, errlen, "out of memory for %" PRIu32 " tags",
+                qcfg.hw_queue_depth);
+      return -1;
+    }
+  for (unsigned i = 0; i < p->nr_devices; i++) {
+    struct served_device *d = &served.devices[i];
+
+    served.nr_devices = i + 1;
+    snprintf (d->name, sizeof d->name, "nullb%u", i);
+    snprintf (d->control_name, sizeof d->control_name, "%s"
+              ZN_CONTROL_SUFFIX, d->name);
+    d->dev = zn_dev_create (&p->cfg, err, errlen);
+    if (d->dev == NULL) {
+      if (err[0] == '\0')
+        snprintf (err, errlen, "%s", strerror (errno));
+      return -1;
+    }
+    /* An NBD client sees the device as /dev/nullb0's users do, behind
+     * the block layer's zone write plugs (6.10+).
+     */
+    if (zn_dev_write_plugging (d->dev, err, errlen) == -1)
+      return -1;
+    if (params_apply (p, d->dev, err, errlen) == -1)
+      return -1;
+    d->qs = zn_queues_create (tagsets[qcfg.shared_tags ? 0 : i], &qcfg);
+    d->ctl = zn_control_create (d->dev);
+    if (d->qs == NULL || d->ctl == NULL) {
+      snprintf (err, errlen, "out of memory for %s", d->name);
+      return -1;
+    }
+    zn_control_set_queues (d->ctl, d->qs, &qcfg, &p->cfg, i, p->nr_devices);
+  }
+  return 0;
+}
+
+static void
+devices_destroy (void)
+{
+  for (unsigned i = 0; i < served.nr_devices; i++) {
+    zn_control_destroy (served.devices[i].ctl);
+    zn_queues_destroy (served.devices[i].qs);
+    zn_dev_destroy (served.devices[i].dev);
+  }
+  free (served.devices);
+  for (unsigned i = 0; tagsets && i < nr_tagsets; i++)
+    zn_tagset_destroy (tagsets[i]);
+  free (tagsets);
+}
+
+static void
+usage (FILE *fp)
+{
+  fputs ("Usage: zonednull-server [OPTIONS] [KEY=VALUE...]\n"
+         "Serves Linux null_blk's zoned device over NBD from an event loop.\n"
+         "\n"
+         "Options:\n"
+         " -U, --unix PATH      listen on a Unix socket\n"
+         " -i, --ipaddr ADDR    TCP address (default 127.0.0.1)\n"
+         " -p, --port PORT      TCP port (default 10809)\n"
+         " -f, --foreground     do not become a daemon\n"
+         " -P, --pidfile FILE   write the PID once listening\n"
+         " -r, --readonly       refuse writes, trims and zone commands\n"
+         " -v, --verbose        log connections to stderr\n"
+         "     --exit-with-parent  stop (as on SIGTERM) when the parent exits\n"
+         "     --busy-poll US   poll without sleeping for US microseconds after\n"
+         "                      a request (default 20; 0: always sleep)\n"
+         "     --timeout S      close a connection that has not finished its\n"
+         "                      handshake S seconds after connecting (default\n"
+         "                      60; 0: never)\n"
+         "     --tls=off|on|require  refuse, allow or require NBD_OPT_STARTTLS\n"
+         "     --tls-psk=FILE   TLS with the pre-shared keys of FILE (psktool's\n"
+         "                      username:hexkey lines)\n"
+         "     --tls-certificates=DIR  TLS with X.509: DIR/server-cert.pem,\n"
+         "                      server-key.pem, ca-cert.pem (ca-crl.pem)\n"
+         "     --tls-verify-peer  clients need a certificate signed by ca-cert.pem\n"
+         " -h, --help           this text\n"
+         " -V, --version        the version\n"
+         "\n"
+         "Device parameters are the nbdkit plugin's, with null_blk's names\n"
+         "and units (see nbdkit-zonednull-plugin(1)): size, zone_size,\n"
+         "zone_capacity, zone_nr_conv, zone_max_open, zone_max_active,\n"
+         "blocksize, max_sectors, memory_backed, zone_readonly, zone_offline,\n"
+         "nr_devices, cache_size, badblocks, device_lock, irqmode,\n"
+         "completion_nsec, hw_queue_depth, submit_queues, shared_tags\n"
+         "(host_tags), shared_tag_bitmap, mbps, pipeline_zoned_writes,\n"
+         "pipeline_wait_ms, pipeline_max_waiting, kernel (6.1, 6.12, 7.3),\n"
+         "and for newer kernels zone_full, zone_append_max_sectors, fua,\n"
+         "badblocks_once, badblocks_partial_io.\n"
+         "\n"
+         "Exports: nullb0 (the default) ... nullb<nr_devices-1>, each with\n"
+         "/control (zonednull-control(5)).  See zonednull-server(8).\n", fp);
+}
+
+/* --busy-poll US: whole microseconds, at most one second. */
+static int
+parse_busy_poll (const char *arg)
+{
+  char *end;
+  unsigned long us;
+
+  errno = 0;
+  us = strtoul (arg, &end, 10);
+  if (errno || end == arg || *end || arg[0] == '-' || us > 1000000) {
+    fprintf (stderr, "zonednull-server: --busy-poll '%s': must be a whole "
+             "number of microseconds from 0 to 1000000\n", arg);
+    return -1;
+  }
+  busy_poll_ns = (uint64_t) us * 1000u;
+  return 0;
+}
+
+/* --timeout S: seconds, fractions allowed, at most a day. */
+static int
+parse_timeout (const char *arg)
+{
+  char *end;
+  double t;
+
+  errno = 0;
+  t = strtod (arg, &end);
+  if (errno || end == arg || *end || !(t >= 0. && t <= 86400.)) {
+    fprintf (stderr, "zonednull-server: --timeout '%s': must be a number of "
+             "seconds from 0 (no limit) to 86400\n", arg);
+    return -1;
+  }
+  handshake_timeout = t;
+  return 0;
+}
+
+/* -p PORT: a number from 1 to 65535, or a service name for getaddrinfo
+ * (which would take 99999 as port 34463).
+ */
+static int
+parse_port (const char *arg)
+{
+  char *end;
+  unsigned long n;
+
+  if (arg[0] >= '0' && arg[0] <= '9') {
+    errno = 0;
+    n = strtoul (arg, &end, 10);
+    if (errno || *end || n == 0 || n > 65535) {
+      fprintf (stderr, "zonednull-server: -p '%s': a port number must be "
+               "from 1 to 65535\n", arg);
+      return -1;
+    }
+  }
+  port = arg;
+  return 0;
+}
+
+/* Long options without a short one. */
+enum {
+  OPT_TLS = 256, OPT_TLS_PSK, OPT_TLS_CERTIFICATES, OPT_TLS_VERIFY_PEER,
+};
+
+/* --tls: nbdkit's three words. */
+static int
+parse_tls (const char *arg)
+{
+  if (strcmp (arg, "off") == 0)
+    tls_settings.mode = TLS_OFF;
+  else if (strcmp (arg, "on") == 0)
+    tls_settings.mode = TLS_ON;
+  else if (strcmp (arg, "require") == 0)
+    tls_settings.mode = TLS_REQUIRE;
+  else {
+    fprintf (stderr, "zonednull-server: --tls '%s': must be off, on or "
+             "require\n", arg);
+    return -1;
+  }
+  return 0;
+}
+
+static void
+stop_cb (struct ev_loop *loop, ev_signal *w, int revents)
+{
+  (void) w;
+  (void) revents;
+  ev_break (loop, EVBREAK_ALL);
+}
+
+static void
+remove_files (void)
+{
+  if (unix_path)
+    unlink (unix_path);
+  if (pidfile)
+    unlink (pidfile);
+}
+
+/* Listening, but the pidfile is not written yet: the socket goes, the
+ * pidfile path is not ours to remove.
+ */
+static int
+stop_before_serving (int status)
+{
+  pidfile = NULL;
+  close (listen_fd);
+  remove_files ();
+  devices_destroy ();
+  tls_deinit ();
+  return status;
+}
+
+/* The options; 0, or the exit status (-1: success) for main. */
+static int
+parse_options (int argc, char **argv)
+{
+  static const struct option long_options[] = {
+    { "unix", required_argument, NULL, 'U' },
+    { "ipaddr", required_argument, NULL, 'i' },
+    { "port", required_argument, NULL, 'p' },
+    { "foreground", no_argument, NULL, 'f' },
+    { "pidfile", required_argument, NULL, 'P' },
+    { "readonly", no_argument, NULL, 'r' },
+    { "verbose", no_argument, NULL, 'v' },
+    { "exit-with-parent", no_argument, NULL, 'E' },
+    { "busy-poll", required_argument, NULL, 'B' },
+    { "timeout", required_argument, NULL, 'T' },
+    { "tls", required_argument, NULL, OPT_TLS },
+    { "tls-psk", required_argument, NULL, OPT_TLS_PSK },
+    { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
+    { "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY_PEER },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+  };
+  int c;
+
+  while ((c = getopt_long (argc, argv, "U:i:p:fP:rvhV", long_options, NULL)) != -1) {
+    switch (c) {
+    case 'U': unix_path = optarg; break;
+    case 'i': ipaddr = optarg; break;
+    case 'p':
+      if (parse_port (optarg) == -1)
+        return 2;
+      break;
+    case 'f': foreground = true; break;
+    case 'P': pidfile = optarg; break;
+    case 'r': served.readonly = true; break;
+    case 'v': verbose = true; break;
+    case 'E': exit_with_parent = true; break;
+    case 'B':
+      if (parse_busy_poll (optarg) == -1)
+        return 2;
+      break;
+    case 'T':
+      if (parse_timeout (optarg) == -1)
+        return 2;
+      break;
+    case OPT_TLS:
+      if (parse_tls (optarg) == -1)
+        return 2;
+      break;
+    case OPT_TLS_PSK: tls_settings.pskfile = optarg; break;
+    case OPT_TLS_CERTIFICATES: tls_settings.certdir = optarg; break;
+    case OPT_TLS_VERIFY_PEER: tls_settings.verify_peer = true; break;
+    case 'h': usage (stdout); return -1;
+    case 'V': printf ("zonednull-server %s\n", PACKAGE_VERSION); return -1;
+    default: usage (stderr); return 2;
+    }
+  }
+  if (exit_with_parent && !foreground) {
+    fputs ("zonednull-server: --exit-with-parent needs -f\n", stderr);
+    return 2;
+  }
+  if (tls_settings.mode == TLS_OFF
+      && (tls_settings.pskfile || tls_settings.certdir
+          || tls_settings.verify_peer)) {
+    fprintf (stderr, "zonednull-server: %s needs --tls=on or --tls=require\n",
+             tls_settings.pskfile ? "--tls-psk" : tls_settings.certdir
+             ? "--tls-certificates" : "--tls-verify-peer");
+    return 2;
+  }
+  return 0;
+}
+
+/* Devices, TLS credentials and the listening socket; EXIT_FAILURE with
+ * everything undone, or 0.
+ */
+static int
+prepare (struct zn_params *params)
+{
+  char err[512] = "";
+
+  if (params_check (params, err, sizeof err) == -1) {
+    fprintf (stderr, "zonednull-server: %s\n", err);
+    params_free (params);
+    return EXIT_FAILURE;
+  }
+  if (tls_init (&tls_settings, err, sizeof err) == -1) {
+    fprintf (stderr, "zonednull-server: %s\n", err);
+    params_free (params);
+    tls_deinit ();
+    return EXIT_FAILURE;
+  }
+  served.program = "zonednull-server";
+  served.tls = tls_settings.mode;
+  qcfg = params->queue;
+  pipeline_wait_ns = (uint64_t) (params->cfg.pipeline_wait_ms
+                                 ? params->cfg.pipeline_wait_ms
+                                 : ZN_PIPELINE_WAIT_MS) * 1000000u;
+  served.delayed = zn_queue_timed (&qcfg);
+  served.admit = sched_admit;
+  served.room = net_room;
+  if (devices_create (params, err, sizeof err) == -1) {
+    fprintf (stderr, "zonednull-server: %s\n", err);
+    params_free (params);
+    devices_destroy ();
+    tls_deinit ();
+    return EXIT_FAILURE;
+  }
+  params_free (params);
+
+  listen_fd = unix_path ? net_listen_unix (unix_path, "-U", err, sizeof err)
+                        : net_listen_tcp (ipaddr, port, err, sizeof err);
+  if (listen_fd == -1) {
+    fprintf (stderr, "zonednull-server: %s\n", err);
+    devices_destroy ();
+    tls_deinit ();
+    return EXIT_FAILURE;
+  }
+  return 0;
+}
+
+/* The event loop, until a stop signal. */
+static int
+serve (void)
+{
+  /* As nbdkit does, a hangup or quit stops the server like SIGTERM. */
+  static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+  ev_signal stoppers[sizeof stop_signals / sizeof stop_signals[0]];
+  const struct net_settings set = {
+    .program = "zonednull-server", .verbose = verbose,
+    .handshake_timeout = handshake_timeout, .busy_poll_ns = busy_poll_ns,
+  };
+  struct ev_loop *loop = ev_default_loop (EVFLAG_AUTO);
+  struct net_server *srv;
+  unsigned long accepted;
+
+  signal (SIGPIPE, SIG_IGN);
+  srv = net_server_new (loop, &set);
+  if (srv == NULL
+      || net_serve (srv, listen_fd, unix_path == NULL, &nbd_protocol, &served,
+                    &sched_hooks) == -1) {
+    fputs ("zonednull-server: out of memory\n", stderr);
+    return EXIT_FAILURE;
+  }
+  if (sched_start (loop, &served, &qcfg, pipeline_wait_ns) == -1)
+    return EXIT_FAILURE;
+  for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++) {
+    ev_signal_init (&stoppers[i], stop_cb, stop_signals[i]);
+    ev_signal_start (loop, &stoppers[i]);
+  }
+
+  ev_run (loop, 0);
+
+  for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++)
+    ev_signal_stop (loop, &stoppers[i]);
+  accepted = net_server_accepted (srv);
+  net_server_free (srv);
+  sched_stop ();
+  remove_files ();
+  ev_loop_destroy (loop);
+  devices_destroy ();
+  tls_deinit ();
+  if (verbose)
+    fprintf (stderr, "zonednull-server: stopped after %lu connections\n",
+             accepted);
+  return EXIT_SUCCESS;
+}
+
+int
+main (int argc, char **argv)
+{
+  struct zn_params params;
+  char err[512] = "";
+  int r;
+
+  /* Output buffers over 1 MiB are mapped on their own and go back to
+   * the system once sent; glibc would otherwise raise this threshold
+   * after the first such buffer is freed and keep later ones in its heap.
+   */
+  mallopt (M_MMAP_THRESHOLD, 1 << 20);
+  if ((r = parse_options (argc, argv)) != 0)
+    return r == -1 ? EXIT_SUCCESS : r;
+  params_init (&params);
+  for (int i = optind; i < argc; i++)
+    if (params_set (&params, argv[i], err, sizeof err) == -1) {
+      fprintf (stderr, "zonednull-server: %s\n", err);
+      params_free (&params);
+      return EXIT_FAILURE;
+    }
+  if ((r = prepare (&params)) != 0)
+    return r;
+  /* The death signal goes through the loop like a real SIGTERM, so the
+   * socket and pidfile are removed.  Checked after arming: the parent may
+   * already be gone.
+   */
+  if (exit_with_parent) {
+    prctl (PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid () == 1)
+      return stop_before_serving (EXIT_SUCCESS);
+  }
+  if (!foreground && daemon (1, 0) == -1) {
+    fprintf (stderr, "zonednull-server: daemon: %s\n", strerror (errno));
+    return stop_before_serving (EXIT_FAILURE);
+  }
+  if (pidfile && zn_write_pidfile (pidfile) == -1) {
+    fprintf (stderr, "zonednull-server: -P %s: %s\n", pidfile,
+             strerror (errno));
+    return stop_before_serving (EXIT_FAILURE);
+  }
+  return serve ();
+}

@@ -1,0 +1,613 @@
+/* zonednull-server's scheduling of requests (see scheduler.h).
+ *
+ * The tag sets, pools and counters are the plugin's (lib/queue.c); what
+ * the plugin does by sleeping in a worker thread is done here by holding
+ * the reply.  A request takes a tag before it is applied; with irqmode=2
+ * its reply is released, and the tag freed, completion_nsec after the tag
+ * was taken.  A connection whose next request finds no tag waits in its
+ * pool's FIFO and stops reading requests until a tag is freed.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+
+#include <ev.h>
+
+#include "zonednull/queue.h"
+#include "zonednull/zoned.h"
+#include "scheduler.h"
+
+/* A connection as the scheduler sees it. */
+struct sconn {
+  struct net_conn *conn;
+  /* Its hardware queue, once a device export was chosen. */
+  struct served_device *d;
+  unsigned queue;
+  unsigned held;                /* its requests in the completion ring */
+  bool waiting;                 /* in its pool's FIFO for a tag */
+  struct sconn *wait_next;
+  bool throttled;               /* waiting for the mbps budget */
+  struct sconn *throttle_next;
+  struct pending *pending;      /* its parked writes */
+  struct sconn *next, *prev;
+};
+
+static struct ev_loop *loop;
+static struct served *served;
+static struct zn_queue_config qcfg;
+static struct sconn *sconns;    /* every connection */
+
+static uint64_t
+ns_of (struct timespec ts)
+{
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ns_of (ts);
+}
+
+static _Noreturn void
+out_of_memory (void)
+{
+  fputs ("zonednull-server: out of memory\n", stderr);
+  abort ();
+}
+
+/* ---- tags and timed completion --------------------------------------------
+ *
+ * completion_nsec is the same for every request, so completions come due
+ * in the order tags were taken: one ring, and one timerfd armed for its
+ * head (libev's timers have millisecond resolution under epoll, too
+ * coarse for 10 us completions).
+ */
+struct wait_fifo {
+  struct sconn *head, *tail;
+};
+static struct wait_fifo *waits;  /* tagset t, pool p: waits[t * pools + p] */
+static unsigned nr_fifos;
+
+struct completion {
+  uint64_t due;                 /* CLOCK_MONOTONIC ns */
+  struct sconn *c;              /* NULL once the connection closed */
+  struct zn_queues *qs;
+  struct zn_request rq;
+};
+static struct completion *ring;
+static unsigned ring_head, ring_count, ring_cap;
+static int timer_fd = -1;
+static ev_io timer_watcher;
+
+static void
+arm_timer (void)
+{
+  struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+
+  if (ring_count > 0) {
+    uint64_t due = ring[ring_head].due;
+
+    its.it_value.tv_sec = (time_t) (due / 1000000000u);
+    its.it_value.tv_nsec = (long) (due % 1000000000u);
+    if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+      its.it_value.tv_nsec = 1;
+  }
+  timerfd_settime (timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* A completion never comes due before the one queued ahead of it: a
+ * parked write that waited past its own due time completes at once.
+ */
+static void
+ring_push (struct sconn *c, const struct zn_request *rq)
+{
+  uint64_t due = ns_of (zn_request_due (c->d->qs, rq));
+
+  if (ring_count == ring_cap) {
+    unsigned cap = ring_cap ? ring_cap * 2 : 256;
+    struct completion *p = malloc (cap * sizeof *p);
+
+    if (p == NULL)
+      out_of_memory ();
+    for (unsigned i = 0; i < ring_count; i++)
+      p[i] = ring[(ring_head + i) % ring_cap];
+    free (ring);
+    ring = p;
+    ring_head = 0;
+    ring_cap = cap;
+  }
+  if (ring_count > 0 && ring[(ring_head + ring_count - 1) % ring_cap].due > due)
+    due = ring[(ring_head + ring_count - 1) % ring_cap].due;
+  ring[(ring_head + ring_count++) % ring_cap] = (struct completion) {
+    .due = due, .c = c, .qs = c->d->qs, .rq = *rq,
+  };
+  c->held++;
+  if (ring_count == 1)
+    arm_timer ();
+}
+
+static struct wait_fifo *
+fifo_of (const struct sconn *c)
+{
+  unsigned pools = qcfg.shared_tag_bitmap ? 1 : qcfg.submit_queues;
+  unsigned set = qcfg.shared_tags ? 0 : (unsigned) (c->d - served->devices);
+
+  return &waits[set * pools + zn_queues_pool (c->d->qs, c->queue)];
+}
+
+static void
+wait_add (struct sconn *c)
+{
+  struct wait_fifo *w = fifo_of (c);
+
+  c->waiting = true;
+  c->wait_next = NULL;
+  if (w->tail)
+    w->tail->wait_next = c;
+  else
+    w->head = c;
+  w->tail = c;
+}
+
+static void
+wait_remove (struct sconn *c)
+{
+  struct wait_fifo *w;
+  struct sconn **pp, *prev = NULL;
+
+  if (!c->waiting)
+    return;
+  w = fifo_of (c);
+  for (pp = &w->head; *pp != c; pp = &(*pp)->wait_next)
+    prev = *pp;
+  *pp = c->wait_next;
+  if (w->tail == c)
+    w->tail = prev;
+  c->waiting = false;
+}
+
+/* ---- the mbps budget -------------------------------------------------------
+ *
+ * Connections over their device's budget retry at its next tick (null_blk's
+ * 20 ms ticks: libev's timer resolution is enough).
+ */
+static struct sconn *throttled;
+static ev_timer throttle_timer;
+static uint64_t throttle_due;   /* when throttle_timer fires, ns */
+
+static void
+throttle_add (struct sconn *c, uint64_t until)
+{
+  uint64_t now = now_ns ();
+
+  c->throttled = true;
+  c->throttle_next = throttled;
+  throttled = c;
+  if (ev_is_active (&throttle_timer) && throttle_due <= until)
+    return;
+  ev_timer_stop (loop, &throttle_timer);
+  ev_timer_set (&throttle_timer, until > now ? (double) (until - now) / 1e9 : 0.,
+                0.);
+  ev_timer_start (loop, &throttle_timer);
+  throttle_due = until;
+}
+
+static void
+throttle_remove (struct sconn *c)
+{
+  struct sconn **pp;
+
+  if (!c->throttled)
+    return;
+  for (pp = &throttled; *pp != c; pp = &(*pp)->throttle_next)
+    ;
+  *pp = c->throttle_next;
+  c->throttled = false;
+}
+
+/* ---- parked writes ---------------------------------------------------------
+ *
+ * pipeline_zoned_writes: a write ahead of its zone's write pointer is
+ * parked, holding its tag, while its connection goes on with the requests
+ * behind it (NBD replies may come in any order); it is applied once the
+ * write pointer reaches it, or failed when the wait fails or exceeds
+ * pipeline_wait_ms.
+ */
+struct pending {
+  uint64_t id;                  /* the session's */
+  struct zn_pipeline_wait wait;
+  uint64_t deadline;            /* CLOCK_MONOTONIC ns */
+  struct zn_request rq;         /* its tag */
+  struct pending *next;
+};
+static unsigned nr_pending;
+static uint64_t pipeline_wait_ns;
+static ev_timer pipeline_timer;
+
+static void
+pending_add (struct sconn *c, uint64_t id, const struct zn_pipeline_wait *w,
+             const struct zn_request *rq)
+{
+  struct pending *p = malloc (sizeof *p);
+
+  if (p == NULL)
+    out_of_memory ();
+  *p = (struct pending) {
+    .id = id, .wait = *w, .deadline = now_ns () + pipeline_wait_ns,
+    .rq = *rq, .next = c->pending,
+  };
+  c->pending = p;
+  nr_pending++;
+}
+
+/* Applies or fails c's parked writes whose wait is over; true when any
+ * was.
+ */
+static bool
+pipeline_resume (struct sconn *c, uint64_t now)
+{
+  struct session *s = net_conn_session (c->conn);
+  bool resumed = false;
+
+  for (struct pending **pp = &c->pending; *pp; ) {
+    struct pending *p = *pp;
+    int v = zn_pipeline_poll (c->d->dev, &p->wait), err;
+
+    if (v == 1 && now < p->deadline) {
+      pp = &p->next;
+      continue;
+    }
+    err = v == 1 ? ETIMEDOUT : -v;
+    *pp = p->next;
+    nr_pending--;
+    zn_pipeline_end (c->d->dev, &p->wait, -err);
+    session_resume (s, p->id, err, served->delayed);
+    if (served->delayed)
+      ring_push (c, &p->rq);
+    else
+      zn_queue_complete (c->d->qs, &p->rq);
+    free (p);
+    resumed = true;
+  }
+  return resumed;
+}
+
+/* Applies or fails the parked writes whose wait is over; each applied
+ * write can end the wait of others, so until nothing changes.  Then the
+ * timer is armed for the earliest deadline left.  Called after every
+ * event, so with nothing parked it returns at once (a timer armed for a
+ * write that has gone since only fires once, to no effect).
+ */
+static void
+pipeline_retry (void)
+{
+  uint64_t first = UINT64_MAX;
+  bool progress = true;
+
+  if (nr_pending == 0)
+    return;
+  while (progress) {
+    uint64_t now = now_ns ();
+
+    progress = false;
+    for (struct sconn *c = sconns, *next; c; c = next) {
+      next = c->next;
+      if (pipeline_resume (c, now)) {
+        progress = true;
+        net_conn_flush (c->conn);
+      }
+    }
+  }
+  for (struct sconn *c = sconns; c && nr_pending > 0; c = c->next)
+    for (struct pending *p = c->pending; p; p = p->next)
+      if (p->deadline < first)
+        first = p->deadline;
+  ev_timer_stop (loop, &pipeline_timer);
+  if (first != UINT64_MAX) {
+    uint64_t now = now_ns ();
+
+    ev_timer_set (&pipeline_timer,
+                  first > now ? (double) (first - now) / 1e9 : 0., 0.);
+    ev_timer_start (loop, &pipeline_timer);
+  }
+}
+
+/* ---- admission -------------------------------------------------------------- */
+
+/* A connection feeds a hardware queue once it chose a device export. */
+static void
+attach (struct sconn *c)
+{
+  bool control;
+  const struct served_device *d;
+
+  if (c->d)
+    return;
+  d = session_device (net_conn_session (c->conn), &control);
+  if (d == NULL || control)
+    return;
+  c->d = &served->devices[d - served->devices];
+  c->queue = zn_queues_attach (c->d->qs);
+}
+
+/* The next data request of the connection may start once the mbps budget
+ * allows and it gets a tag; a pipelined write ahead of its write pointer
+ * is then parked.
+ */
+int
+sched_admit (void *owner, struct session *s, const struct data_request *drq)
+{
+  struct sconn *c = net_conn_sched (owner);
+  struct zn_request rq;
+  struct zn_pipeline_wait w;
+  uint64_t until;
+  int v = 0;
+
+  (void) s;
+  attach (c);
+  if (c->throttled)
+    return ADMIT_LATER;
+  if (drq->bytes && (until = zn_queue_throttled_until (c->d->qs)) != 0) {
+    throttle_add (c, until);
+    return ADMIT_LATER;
+  }
+  if (!zn_queue_try_begin (c->d->qs, c->queue, !c->waiting, &rq)) {
+    if (!c->waiting)
+      wait_add (c);
+    return ADMIT_LATER;
+  }
+  wait_remove (c);
+  zn_queue_charge (c->d->qs, drq->bytes);
+  if (drq->write)
+    v = zn_pipeline_begin (c->d->dev, drq->offset >> ZN_SECTOR_SHIFT,
+                           drq->count >> ZN_SECTOR_SHIFT, &w);
+  if (v == 1) {
+    pending_add (c, drq->id, &w, &rq);
+    return ADMIT_PARK;
+  }
+  if (served->delayed)
+    ring_push (c, &rq);
+  else
+    zn_queue_complete (c->d->qs, &rq);
+  return v < 0 ? -v : 0;
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+/* Completions that came due release their replies and tags; then the
+ * connections waiting for tags go on, longest waiter first.
+ */
+static void
+timer_cb (struct ev_loop *l, ev_io *w, int revents)
+{
+  uint64_t expirations, now;
+  struct sconn *c;
+
+  (void) l;
+  (void) revents;
+  if (read (w->fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+    return;
+  now = now_ns ();
+  while (ring_count > 0 && ring[ring_head].due <= now) {
+    struct completion e = ring[ring_head];
+
+    ring_head = (ring_head + 1) % ring_cap;
+    ring_count--;
+    if (e.c) {
+      session_complete_one (net_conn_session (e.c->conn));
+      e.c->held--;
+    }
+    zn_queue_complete (e.qs, &e.rq);
+  }
+  /* One send per connection for all its completed replies. */
+  for (c = sconns; c; ) {
+    struct sconn *next = c->next;
+
+    if (session_ready (net_conn_session (c->conn)) > 0)
+      net_conn_flush (c->conn);
+    c = next;
+  }
+  for (unsigned i = 0; i < nr_fifos; i++)
+    while ((c = waits[i].head) != NULL) {
+      net_conn_take_input (c->conn);
+      net_conn_flush (c->conn);
+      if (waits[i].head == c)
+        break;                  /* still no tag for it */
+    }
+  arm_timer ();
+  pipeline_retry ();
+}
+
+static void
+pipeline_cb (struct ev_loop *l, ev_timer *w, int revents)
+{
+  (void) l;
+  (void) w;
+  (void) revents;
+  pipeline_retry ();
+}
+
+/* A tick of the mbps budget: the throttled connections try again. */
+static void
+throttle_cb (struct ev_loop *l, ev_timer *w, int revents)
+{
+  struct sconn *c = throttled, *next;
+
+  (void) l;
+  (void) w;
+  (void) revents;
+  throttled = NULL;
+  for (; c; c = next) {
+    next = c->throttle_next;
+    c->throttled = false;
+    net_conn_take_input (c->conn);
+    net_conn_flush (c->conn);
+  }
+  pipeline_retry ();
+}
+
+/* ---- the connection layer's hooks -------------------------------------------- */
+
+static void *
+sconn_open (void *arg, struct net_conn *conn)
+{
+  struct sconn *c = calloc (1, sizeof *c);
+
+  (void) arg;
+  if (c == NULL)
+    return NULL;
+  c->conn = conn;
+  c->next = sconns;
+  if (sconns)
+    sconns->prev = c;
+  sconns = c;
+  return c;
+}
+
+static void
+sconn_close (void *st)
+{
+  struct sconn *c = st;
+
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    sconns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  /* Its requests stay in flight, holding their tags, until they are due,
+   * as a request of a vanished submitter would in the kernel.
+   */
+  for (unsigned i = 0; c->held > 0 && i < ring_count; i++) {
+    struct completion *e = &ring[(ring_head + i) % ring_cap];
+
+    if (e->c == c) {
+      e->c = NULL;
+      c->held--;
+    }
+  }
+  wait_remove (c);
+  throttle_remove (c);
+  /* Its parked writes will never be answered; their tags are free. */
+  while (c->pending) {
+    struct pending *p = c->pending;
+
+    c->pending = p->next;
+    zn_pipeline_end (c->d->dev, &p->wait, -EIO);
+    zn_queue_complete (c->d->qs, &p->rq);
+    free (p);
+    nr_pending--;
+  }
+  if (c->d)
+    zn_queues_detach (c->d->qs, c->queue);
+  free (c);
+}
+
+static void
+sconn_input (void *st)
+{
+  attach (st);
+}
+
+static bool
+sconn_waiting (const void *st)
+{
+  const struct sconn *c = st;
+
+  return c->waiting || c->throttled;
+}
+
+static void
+sconn_stop_waiting (void *st)
+{
+  wait_remove (st);
+  throttle_remove (st);
+}
+
+/* Parked writes, held replies, or, on a data export, received requests
+ * that wait for a tag, the mbps budget or room for their replies.
+ */
+static bool
+sconn_in_flight (const void *st, bool input_left)
+{
+  const struct sconn *c = st;
+
+  return c->pending || c->held > 0 || (c->d && input_left);
+}
+
+static void
+after_event (void *arg)
+{
+  (void) arg;
+  pipeline_retry ();
+}
+
+const struct net_sched sched_hooks = {
+  .open = sconn_open,
+  .close = sconn_close,
+  .input = sconn_input,
+  .waiting = sconn_waiting,
+  .stop_waiting = sconn_stop_waiting,
+  .in_flight = sconn_in_flight,
+  .after_event = after_event,
+};
+
+int
+sched_start (struct ev_loop *l, struct served *sv,
+             const struct zn_queue_config *q, uint64_t wait_ns)
+{
+  unsigned nr_tagsets = q->shared_tags ? 1 : sv->nr_devices;
+
+  loop = l;
+  served = sv;
+  qcfg = *q;
+  pipeline_wait_ns = wait_ns;
+  nr_fifos = nr_tagsets * (qcfg.shared_tag_bitmap ? 1 : qcfg.submit_queues);
+  waits = calloc (nr_fifos, sizeof *waits);
+  if (waits == NULL) {
+    fputs ("zonednull-server: out of memory\n", stderr);
+    return -1;
+  }
+  /* The default 50 us of timer slack would be half a typical
+   * completion_nsec.
+   */
+  if (sv->delayed)
+    prctl (PR_SET_TIMERSLACK, 1UL);
+  timer_fd = timerfd_create (CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (timer_fd == -1) {
+    fprintf (stderr, "zonednull-server: timerfd_create: %s\n",
+             strerror (errno));
+    return -1;
+  }
+  ev_io_init (&timer_watcher, timer_cb, timer_fd, EV_READ);
+  ev_io_start (loop, &timer_watcher);
+  ev_init (&throttle_timer, throttle_cb);
+  ev_init (&pipeline_timer, pipeline_cb);
+  return 0;
+}
+
+void
+sched_stop (void)
+{
+  if (timer_fd != -1) {
+    ev_io_stop (loop, &timer_watcher);
+    ev_timer_stop (loop, &throttle_timer);
+    ev_timer_stop (loop, &pipeline_timer);
+    close (timer_fd);
+    timer_fd = -1;
+  }
+  free (waits);
+  waits = NULL;
+  free (ring);
+  ring = NULL;
+}
