@@ -19,6 +19,7 @@
 #include <ev.h>
 
 #include "conn.h"
+#include "fifo.h"
 #include "tls.h"
 
 #define READ_CHUNK (256 * 1024)
@@ -114,15 +115,11 @@ static void
 blocked_remove (struct net_conn *c)
 {
   struct net_server *srv = c->srv;
-  struct net_conn **pp, *prev = NULL;
 
   if (!c->out_blocked)
     return;
-  for (pp = &srv->blocked_head; *pp != c; pp = &(*pp)->blocked_next)
-    prev = *pp;
-  *pp = c->blocked_next;
-  if (srv->blocked_tail == c)
-    srv->blocked_tail = prev;
+  ZN_FIFO_REMOVE (struct net_conn, srv->blocked_head, srv->blocked_tail, c,
+                  blocked_next);
   c->out_blocked = false;
 }
 
@@ -145,12 +142,7 @@ net_room (void *owner, size_t queued, size_t reply)
          && mine <= OUTPUT_TOTAL_LIMIT / srv->nr_conns;
   if (!ok && !c->out_blocked) {
     c->out_blocked = true;
-    c->blocked_next = NULL;
-    if (srv->blocked_tail)
-      srv->blocked_tail->blocked_next = c;
-    else
-      srv->blocked_head = c;
-    srv->blocked_tail = c;
+    ZN_FIFO_PUSH (srv->blocked_head, srv->blocked_tail, c, blocked_next);
   }
   return ok;
 }

@@ -21,6 +21,7 @@
 
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
+#include "fifo.h"
 #include "scheduler.h"
 
 /* A connection as the scheduler sees it. */
@@ -151,28 +152,18 @@ wait_add (struct sconn *c)
   struct wait_fifo *w = fifo_of (c);
 
   c->waiting = true;
-  c->wait_next = NULL;
-  if (w->tail)
-    w->tail->wait_next = c;
-  else
-    w->head = c;
-  w->tail = c;
+  ZN_FIFO_PUSH (w->head, w->tail, c, wait_next);
 }
 
 static void
 wait_remove (struct sconn *c)
 {
   struct wait_fifo *w;
-  struct sconn **pp, *prev = NULL;
 
   if (!c->waiting)
     return;
   w = fifo_of (c);
-  for (pp = &w->head; *pp != c; pp = &(*pp)->wait_next)
-    prev = *pp;
-  *pp = c->wait_next;
-  if (w->tail == c)
-    w->tail = prev;
+  ZN_FIFO_REMOVE (struct sconn, w->head, w->tail, c, wait_next);
   c->waiting = false;
 }
 

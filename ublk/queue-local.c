@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <linux/blkzoned.h>
 
+#include "fifo.h"
 #include "queue-local.h"
 
 /* The kinds of CQE a queue has besides the ring's. */
@@ -174,12 +175,7 @@ throttle_push (struct zu_queue *q, unsigned tag)
 {
   struct slot *s = &q->slots[tag];
 
-  s->next = NULL;
-  if (q->throttled_tail)
-    q->throttled_tail->next = s;
-  else
-    q->throttled = s;
-  q->throttled_tail = s;
+  ZN_FIFO_PUSH (q->throttled, q->throttled_tail, s, next);
 }
 
 static void

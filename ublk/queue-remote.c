@@ -32,6 +32,7 @@
 #include <libnbd.h>
 
 #include "zonednull/client.h"
+#include "fifo.h"
 #include "queue-remote.h"
 
 /* Each queue's data connection is a session of its own
@@ -165,12 +166,7 @@ post_job (struct zu_rqueue *q, struct rslot *s, enum job job)
   s->abandoned = false;
   clock_gettime (CLOCK_MONOTONIC, &s->since);
   pthread_mutex_lock (&q->lock);
-  s->next = NULL;
-  if (q->jobs_tail)
-    q->jobs_tail->next = s;
-  else
-    q->jobs = s;
-  q->jobs_tail = s;
+  ZN_FIFO_PUSH (q->jobs, q->jobs_tail, s, next);
   pthread_cond_signal (&q->cond);
   pthread_mutex_unlock (&q->lock);
 }
