@@ -934,6 +934,9 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
     conn_lost (loop, c);
     return;
   }
+  if (n == 0 && verbose && c->tls && tls_close_notify (c->tls))
+    fprintf (stderr, "zonednull-server: connection %d: the client ended "
+             "TLS (close_notify)\n", c->fd);
   if (n == 0 && !conn_outstanding (c)) {
     conn_free (loop, c);
     return;

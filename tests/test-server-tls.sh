@@ -5,7 +5,9 @@
 # with --tls-verify-peer, and the refusals: a plaintext client under
 # --tls=require, a wrong key, an unknown user, an untrusted certificate,
 # garbage in place of a TLS record and hostile TLS clients, each logged,
-# each beside a client that goes on.  Keys and certificates are made here.
+# each beside a client that goes on; a close_notify or a corrupt record
+# behind part of a request, and a ClientHello over 16 KiB, acted on at
+# once.  Keys and certificates are made here.
 . "$(dirname "$0")/lib.sh"
 
 need_nbdsh
@@ -464,6 +466,204 @@ nbdinfo "nbds://localhost:$port/?tls-certificates=$tmpdir/nocert" >out 2>&1 &&
 logged x509 "the client sent no certificate (--tls-verify-peer)"
 nbdsh_uri "$curi" 'assert h.pread(4096, 2 << 20) == b"\x77" * 4096' ||
   fail "the trusted client after the refusals"
+
+# ---- TLS input behind the data of a read ---------------------------------------
+
+# What arrives in one read behind a partial or complete request is acted
+# on at once: a close_notify ends the connection once the complete
+# requests are answered, a corrupt record ends it with a log line, and a
+# ClientHello that spans two records (over 16 KiB) is not left half-read.
+# A client of its own on memory BIOs chooses what goes in each send; a
+# server that waits for more input fails the 5 s socket timeout.
+cat >"$tmpdir/tlsraw.py" <<'EOF'
+import socket, ssl, struct
+
+IHAVEOPT = 0x49484156454F5054
+
+def opt(o, d):
+    return struct.pack(">QII", IHAVEOPT, o, len(d)) + d
+
+def go(name):
+    return opt(7, struct.pack(">I", len(name)) + name + b"\0\0")
+
+def read_request(cookie, offset, count):
+    return struct.pack(">IHHQQI", 0x25609513, 0, 0, cookie, offset, count)
+
+class Client:
+    def __init__(self, port, certdir, alpn=None):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(certdir + "/ca-cert.pem")
+        ctx.load_cert_chain(certdir + "/client-cert.pem",
+                            certdir + "/client-key.pem")
+        if alpn:
+            ctx.set_alpn_protocols(alpn)
+        self.inc, self.out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = ctx.wrap_bio(self.inc, self.out, server_hostname="localhost")
+        self.plain = b""
+
+    def recv_plain(self, n):
+        b = b""
+        while len(b) < n:
+            x = self.s.recv(n - len(b))
+            if not x:
+                raise EOFError("EOF before the STARTTLS reply")
+            b += x
+        return b
+
+    # The greeting and NBD_OPT_STARTTLS in the clear.
+    def starttls(self):
+        self.recv_plain(18)
+        self.s.sendall(struct.pack(">I", 3) + opt(5, b""))
+        _, o, t, n = struct.unpack(">QIII", self.recv_plain(20))
+        assert (o, t, n) == (5, 1, 0), (o, t, n)
+
+    def flush(self):
+        data = self.out.read()
+        if data:
+            self.s.sendall(data)
+
+    def feed(self):
+        data = self.s.recv(1 << 20)
+        if not data:
+            raise EOFError("the server closed")
+        self.inc.write(data)
+
+    def handshake(self):
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pass
+            self.flush()
+            self.feed()
+        self.flush()
+
+    def read(self, n):
+        b = b""
+        while len(b) < n:
+            try:
+                b += self.tls.read(n - len(b))
+                continue
+            except ssl.SSLWantReadError:
+                pass
+            self.flush()
+            self.feed()
+        return b
+
+    # NBD_OPT_GO: replies up to the ACK.
+    def go(self, name=b"nullb0"):
+        self.tls.write(go(name))
+        self.flush()
+        while True:
+            _, o, t, n = struct.unpack(">QIII", self.read(20))
+            self.read(n)
+            if t == 1:
+                return
+            assert not t & 0x80000000, hex(t)
+
+    # The TLS records of data, not sent.
+    def records(self, data):
+        self.tls.write(data)
+        return self.out.read()
+
+    def close_notify(self):
+        try:
+            self.tls.unwrap()
+        except ssl.SSLWantReadError:
+            pass
+        return self.out.read()
+
+    # Waits for the server to close; returns the data it sent before.
+    def closed(self):
+        try:
+            while True:
+                x = self.s.recv(1 << 20)
+                if not x:
+                    break
+                self.inc.write(x)
+        except socket.timeout:
+            raise SystemExit("the server did not close within 5 s")
+        except ConnectionResetError:
+            pass
+        data = b""
+        try:
+            while True:
+                x = self.tls.read(1 << 20)
+                if not x:
+                    break
+                data += x
+        except (ssl.SSLZeroReturnError, ssl.SSLWantReadError, ssl.SSLEOFError):
+            pass
+        self.s.close()
+        return data
+EOF
+py "$port" "$tmpdir/client" <<'EOF'
+import struct, sys
+sys.path.insert(0, ".")
+from tlsraw import Client, go, read_request
+port, certdir = int(sys.argv[1]), sys.argv[2]
+req = read_request(7, 2 << 20, 4096)
+
+def ready(transmission=True):
+    c = Client(port, certdir)
+    c.starttls()
+    c.handshake()
+    if transmission:
+        c.go()
+    return c
+
+def partial_option_close_notify():
+    c = ready(transmission=False)
+    c.s.sendall(c.records(go(b"nullb0")[:10]) + c.close_notify())
+    assert c.closed() == b""
+
+def partial_request_close_notify():
+    c = ready()
+    c.s.sendall(c.records(req[:10]) + c.close_notify())
+    assert c.closed() == b""
+
+def request_close_notify():
+    c = ready()
+    c.s.sendall(c.records(req) + c.close_notify())
+    data = c.closed()
+    assert len(data) == 16 + 4096, len(data)
+    magic, err, cookie = struct.unpack(">IIQ", data[:16])
+    assert (magic, err, cookie) == (0x67446698, 0, 7), (hex(magic), err, cookie)
+    assert data[16:] == b"\x77" * 4096
+
+def partial_request_bad_record():
+    c = ready()
+    first = c.records(req[:10])
+    bad = bytearray(c.records(req[10:]))
+    bad[-1] ^= 0x40                     # in the AEAD tag
+    c.s.sendall(first + bytes(bad))
+    c.closed()
+
+def large_client_hello():
+    # Many long ALPN names, which the server ignores: two records.
+    c = Client(port, certdir, alpn=["%03d" % i + "x" * 250 for i in range(80)])
+    c.starttls()
+    c.handshake()
+    c.go()
+    c.tls.write(req)
+    c.flush()
+    assert c.read(16 + 4096)[16:] == b"\x77" * 4096
+
+failed = []
+for case in (partial_option_close_notify, partial_request_close_notify,
+             request_close_notify, partial_request_bad_record,
+             large_client_hello):
+    try:
+        case()
+    except (AssertionError, OSError, EOFError, SystemExit) as e:
+        failed.append("%s: %s %s" % (case.__name__, type(e).__name__, e))
+assert not failed, "\n".join(failed)
+EOF
+[ "$(grep -c 'close_notify' "$tmpdir/x509.log")" -ge 3 ] ||
+  fail "close_notify behind data not logged: $(cat "$tmpdir/x509.log")"
+logged x509 "Decryption has failed"
 stop_server "$x509_pid"
 
 # ---- SIGTERM with TLS sessions open: a clean exit ------------------------------
