@@ -600,7 +600,7 @@ class Client:
         return data
 EOF
 py "$port" "$tmpdir/client" <<'EOF'
-import struct, sys
+import struct, sys, time
 sys.path.insert(0, ".")
 from tlsraw import Client, go, read_request
 port, certdir = int(sys.argv[1]), sys.argv[2]
@@ -633,6 +633,16 @@ def request_close_notify():
     assert (magic, err, cookie) == (0x67446698, 0, 7), (hex(magic), err, cookie)
     assert data[16:] == b"\x77" * 4096
 
+def large_request_close_notify():
+    # The reply, larger than the socket buffers, is still being sent when
+    # the server reads the close_notify.
+    c = ready()
+    c.s.sendall(c.records(read_request(8, 2 << 20, 12 << 20)) + c.close_notify())
+    time.sleep(1)
+    data = c.closed()
+    assert len(data) == 16 + (12 << 20), len(data)
+    assert struct.unpack(">IIQ", data[:16]) == (0x67446698, 0, 8), data[:16]
+
 def partial_request_bad_record():
     c = ready()
     first = c.records(req[:10])
@@ -653,15 +663,15 @@ def large_client_hello():
 
 failed = []
 for case in (partial_option_close_notify, partial_request_close_notify,
-             request_close_notify, partial_request_bad_record,
-             large_client_hello):
+             request_close_notify, large_request_close_notify,
+             partial_request_bad_record, large_client_hello):
     try:
         case()
     except (AssertionError, OSError, EOFError, SystemExit) as e:
         failed.append("%s: %s %s" % (case.__name__, type(e).__name__, e))
 assert not failed, "\n".join(failed)
 EOF
-[ "$(grep -c 'close_notify' "$tmpdir/x509.log")" -ge 3 ] ||
+[ "$(grep -c 'close_notify' "$tmpdir/x509.log")" -ge 4 ] ||
   fail "close_notify behind data not logged: $(cat "$tmpdir/x509.log")"
 logged x509 "Decryption has failed"
 stop_server "$x509_pid"
