@@ -18,7 +18,13 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
+#include "escape.h"
 #include "tls.h"
+
+/* A name from the client, escaped for the log (escape.h): 32 bytes
+ * whatever they are, up to 128 if printable.
+ */
+#define LOGGED_NAME ZN_ESCAPED_SIZE (32)
 
 struct psk_key {
   char *user;
@@ -49,9 +55,9 @@ struct tls_conn {
   bool ended;                   /* the end of the client's input */
   bool close_notify;            /* announced in TLS */
   int failure;                  /* a record that failed */
-  char error[256];
-  char peer[160];
-  char psk_user[72];            /* the known user the client named */
+  char error[512];
+  char peer[256];
+  char psk_user[LOGGED_NAME];   /* the known user the client named */
 };
 
 static void __attribute__ ((format (printf, 3, 4)))
@@ -167,6 +173,7 @@ static int
 psk_lookup (gnutls_session_t s, const char *user, gnutls_datum_t *key)
 {
   struct tls_conn *t = gnutls_session_get_ptr (s);
+  char name[LOGGED_NAME];
 
   for (size_t i = 0; i < nr_psk_keys; i++)
     if (strcmp (psk_keys[i].user, user) == 0) {
@@ -175,11 +182,11 @@ psk_lookup (gnutls_session_t s, const char *user, gnutls_datum_t *key)
         return -1;
       memcpy (key->data, psk_keys[i].key, psk_keys[i].len);
       key->size = (unsigned) psk_keys[i].len;
-      say (t->psk_user, sizeof t->psk_user, "%.64s", user);
+      zn_escape (t->psk_user, sizeof t->psk_user, user, strlen (user));
       return 0;
     }
-  say (t->error, sizeof t->error, "unknown PSK user '%.64s' (not in %s)",
-       user, settings.pskfile);
+  say (t->error, sizeof t->error, "unknown PSK user '%s' (not in %s)",
+       zn_escape (name, sizeof name, user, strlen (user)), settings.pskfile);
   return -1;
 }
 
@@ -430,10 +437,13 @@ describe_peer (struct tls_conn *t)
   unsigned nr = 0;
   gnutls_x509_crt_t crt;
   gnutls_datum_t dn;
+  char name[LOGGED_NAME];
 
   if (psk_cred) {
-    say (t->peer, sizeof t->peer, "PSK user '%.64s'",
-         gnutls_psk_server_get_username (t->s));
+    const char *user = gnutls_psk_server_get_username (t->s);
+
+    say (t->peer, sizeof t->peer, "PSK user '%s'",
+         zn_escape (name, sizeof name, user, user ? strlen (user) : 0));
     return;
   }
   say (t->peer, sizeof t->peer, "X.509, no client certificate");
@@ -442,7 +452,8 @@ describe_peer (struct tls_conn *t)
     return;
   if (gnutls_x509_crt_import (crt, &certs[0], GNUTLS_X509_FMT_DER) == 0
       && gnutls_x509_crt_get_dn2 (crt, &dn) == 0) {
-    say (t->peer, sizeof t->peer, "client certificate '%.120s'", dn.data);
+    say (t->peer, sizeof t->peer, "client certificate '%s'",
+         zn_escape (name, sizeof name, dn.data, dn.size));
     gnutls_free (dn.data);
   }
   gnutls_x509_crt_deinit (crt);

@@ -7,7 +7,8 @@
 # garbage in place of a TLS record and hostile TLS clients, each logged,
 # each beside a client that goes on; a close_notify or a corrupt record
 # behind part of a request, and a ClientHello over 16 KiB, acted on at
-# once.  Keys and certificates are made here.
+# once; names the client chose, logged escaped.  Keys and certificates
+# are made here.
 . "$(dirname "$0")/lib.sh"
 
 need_nbdsh
@@ -110,6 +111,14 @@ certtool --generate-certificate --load-ca-certificate rogue/rogue-ca.pem \
   --template client.info --outfile rogue/client-cert.pem >/dev/null 2>&1 ||
   fail "certtool rogue client"
 cp ca/ca-cert.pem rogue/       # the rogue client does trust the server
+# evil/: a trusted client certificate with an escape sequence in its name.
+mkdir evil && cp ca/ca-cert.pem evil/
+printf 'cn = "evil\033[31m red"\ntls_www_client\nencryption_key\nsigning_key\nexpiration_days = 2\n' >evil.info
+certs evil/client-key.pem
+certtool --generate-certificate --load-ca-certificate ca/ca-cert.pem \
+  --load-ca-privkey ca/ca-key.pem --load-privkey evil/client-key.pem \
+  --template evil.info --outfile evil/client-cert.pem >/dev/null 2>&1 ||
+  fail "certtool evil client"
 rm -f ca/ca-key.pem rogue/ca-key.pem
 
 # ---- the command line ----------------------------------------------------
@@ -674,6 +683,94 @@ EOF
 [ "$(grep -c 'close_notify' "$tmpdir/x509.log")" -ge 4 ] ||
   fail "close_notify behind data not logged: $(cat "$tmpdir/x509.log")"
 logged x509 "Decryption has failed"
+
+# ---- what the client chose, in the log ---------------------------------------
+
+# Export names, PSK identities and certificate names come from the client,
+# the first two before it has authenticated: logs show them escaped, so
+# that no client can write a line of its own into them or send escape
+# sequences to the terminal of whoever reads them.  The PSK identity is
+# in a ClientHello made here (Python's ssl has no PSK); GnuTLS looks the
+# user up before it checks the binder.  Against the PSK and X.509
+# servers, and nbdkit with the plugin.
+start_server nbdkit size=16 zone_size=2
+nbdkit_pid=$pid nbdkit_sock=$sock
+py "$psk_sock" "$port" "$tmpdir/evil" "$nbdkit_sock" <<'EOF'
+import os, socket, struct, sys
+sys.path.insert(0, ".")
+from tlsraw import Client, go
+psk_sock, port, certdir, nbdkit_sock = sys.argv[1:]
+hostile = b"evil\n\x1b[31mzonednull-server: connection 99: forged"
+
+def vec8(b): return bytes([len(b)]) + b
+def vec16(b): return struct.pack(">H", len(b)) + b
+def ext(t, body): return struct.pack(">H", t) + vec16(body)
+
+def recv_exact(s, n):
+    b = b""
+    while len(b) < n:
+        x = s.recv(n - len(b))
+        if not x:
+            raise EOFError
+        b += x
+    return b
+
+# A TLS 1.3 ClientHello offering one PSK identity (x25519, AES-128-GCM).
+exts = (ext(43, vec8(b"\x03\x04"))                     # supported_versions
+        + ext(10, vec16(b"\x00\x1d"))                  # supported_groups
+        + ext(13, vec16(b"\x08\x04"))                  # signature_algorithms
+        + ext(51, vec16(b"\x00\x1d" + vec16(os.urandom(32))))  # key_share
+        + ext(45, vec8(b"\x01"))                       # psk_dhe_ke
+        + ext(41, vec16(vec16(hostile) + bytes(4))     # pre_shared_key
+              + vec16(vec8(os.urandom(32)))))
+body = (b"\x03\x03" + os.urandom(32) + vec8(os.urandom(32))
+        + vec16(b"\x13\x01") + vec8(b"\x00") + vec16(exts))
+hello = b"\x16\x03\x01" + vec16(b"\x01" + struct.pack(">I", len(body))[1:] + body)
+s = socket.socket(socket.AF_UNIX)
+s.connect(psk_sock)
+s.settimeout(10)
+recv_exact(s, 18)
+s.sendall(struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 5, 0))
+recv_exact(s, 20)
+s.sendall(hello)
+try:
+    while s.recv(4096):
+        pass
+except ConnectionResetError:
+    pass
+s.close()
+
+# The X.509 client's name, then an export name over TLS.
+c = Client(int(port), certdir)
+c.starttls()
+c.handshake()
+c.tls.write(go(hostile))
+c.flush()
+_, o, t, n = struct.unpack(">QIII", c.read(20))
+assert t == 0x80000006, hex(t)                    # NBD_REP_ERR_UNKNOWN
+c.s.close()
+
+# An export name to nbdkit.
+s = socket.socket(socket.AF_UNIX)
+s.connect(nbdkit_sock)
+s.settimeout(10)
+recv_exact(s, 18)
+s.sendall(struct.pack(">I", 3) + go(hostile))
+_, o, t, n = struct.unpack(">QIII", recv_exact(s, 20))
+assert t & 0x80000000, hex(t)
+s.close()
+EOF
+stop_server "$nbdkit_pid"
+esc=$(printf '\033') bad=
+for log in psk x509 nbdkit; do
+  ! grep -q "$esc" "$tmpdir/$log.log" || bad="$bad $log (an escape sequence)"
+  ! grep -q '^[^ ]*zonednull-server: connection 99: forged' "$tmpdir/$log.log" ||
+    bad="$bad $log (a forged line)"
+done
+[ -z "$bad" ] || fail "raw names from the client in logs:$bad"
+logged psk "unknown PSK user 'evil\n\x1b[31mzonednull-server: connection 99: forged' (not in keys.psk)"
+logged x509 "client certificate 'CN=evil\x1b[31m red'"
+logged nbdkit "no export named 'evil\n\x1b[31mzonednull-server: connection 99: forged'"
 stop_server "$x509_pid"
 
 # ---- SIGTERM with TLS sessions open: a clean exit ------------------------------
