@@ -225,6 +225,21 @@ conn_lost (struct net_conn *c)
   return false;
 }
 
+/* Whether the client is still owed something: requests in flight (the
+ * scheduler's), received requests that wait for a tag, bandwidth or room
+ * for their replies, or replies not sent yet.  A client may end its
+ * input right after its last requests (with a request to disconnect or
+ * without, or with a shutdown of its side of the socket while it reads
+ * the replies); they are carried out and answered all the same, as
+ * nbdkit's threads finish theirs.
+ */
+static bool
+conn_owed (const struct net_conn *c)
+{
+  return sched_in_flight (c, c->in_len > 0 && !c->closing)
+         || c->l->proto->ready (c->session) > 0;
+}
+
 /* After the client's end of input: no more requests once nothing waits. */
 static void
 conn_check_end (struct net_conn *c)
@@ -523,10 +538,10 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
     conn_lost (c);
     return;
   }
-  /* A client may end its input right after its last requests; they are
-   * carried out all the same, as nbdkit's threads finish theirs.
-   */
-  if (n == 0 && !sched_in_flight (c, c->in_len > 0 && !c->closing)) {
+  if (n == 0 && srv->set.verbose && c->tls && tls_close_notify (c->tls))
+    fprintf (stderr, "%s: connection %d: the client ended TLS "
+             "(close_notify)\n", srv->set.program, c->fd);
+  if (n == 0 && !conn_owed (c)) {
     conn_free (c);
     return;
   }
