@@ -1,4 +1,4 @@
-/* TLS for zonednull-server, on GnuTLS: credentials, sessions, and
+/* TLS for the connection layer, on GnuTLS: credentials, sessions, and
  * non-blocking handshake and record I/O (see tls.h).
  *
  * Keys and certificates are checked at start-up, so a bad file stops the

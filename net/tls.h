@@ -1,12 +1,13 @@
-/* TLS for zonednull-server's connections, on GnuTLS.
+/* TLS for the connection layer's connections, on GnuTLS.
  *
- * The credentials are loaded once at start-up; each connection that sends
- * NBD_OPT_STARTTLS gets a session on its non-blocking socket.  Nothing
+ * The credentials are loaded once at start-up; each connection whose
+ * protocol asks for the upgrade (NBD_OPT_STARTTLS) gets a session on its
+ * non-blocking socket.  Nothing
  * here blocks: every call returns at once, and the caller waits for the
  * event tls_wants_write names.
  */
-#ifndef ZONEDNULL_SERVER_TLS_H
-#define ZONEDNULL_SERVER_TLS_H
+#ifndef ZONEDNULL_NET_TLS_H
+#define ZONEDNULL_NET_TLS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,11 +2,11 @@
  * zoned block device, /dev/ublkbN, through Linux's ublk driver.
  *
  * The main thread does the control commands and waits for a stop
- * signal; each hardware queue has a thread (queue-local.c); the control socket,
- * for the zonednull CLI, has another (control-socket.c).  With --connect=URI the
- * zones live on a remote zonednull server instead of in the process, and
- * each queue has a thread, an NBD data connection and a control worker
- * (queue-remote.c).
+ * signal; each hardware queue has a thread (queue-local.c); the control
+ * socket, for the zonednull CLI, has another (control-socket.c).  With
+ * --connect=URI the zones live on a remote zonednull server instead of in
+ * the process, and each queue has a thread, an NBD data connection and a
+ * control worker (queue-remote.c).
  */
 #include <errno.h>
 #include <pthread.h>

@@ -2,8 +2,8 @@
  * io_uring each (ring.h), serving the requests of its ublk queue from
  * the device model.
  */
-#ifndef ZONEDNULL_UBLK_IO_H
-#define ZONEDNULL_UBLK_IO_H
+#ifndef ZONEDNULL_UBLK_QUEUE_LOCAL_H
+#define ZONEDNULL_UBLK_QUEUE_LOCAL_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /* zonednull-ublk --connect: serving a ublk queue from a remote zonednull
- * server.  See remote.h for the shape.
+ * server.  See queue-remote.h for the shape.
  *
  * Ownership: the queue thread alone touches the ring, the character
  * device, the data connection and the slots' states; the worker thread

@@ -12,8 +12,8 @@
  *     ZONE_APPEND, and the exact errno of a failed data request), which
  *     posts its results back to the queue's ring through an eventfd.
  */
-#ifndef ZONEDNULL_UBLK_REMOTE_H
-#define ZONEDNULL_UBLK_REMOTE_H
+#ifndef ZONEDNULL_UBLK_QUEUE_REMOTE_H
+#define ZONEDNULL_UBLK_QUEUE_REMOTE_H
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
 /* zonednull-ublk: what every hardware queue does on the ublk side,
- * whichever kind serves its requests (in-process from the model, io.c;
- * from a remote server, remote.c): its thread and io_uring on
- * /dev/ublkcN, the mapping of its descriptors, FETCH_REQ for every tag
+ * whichever kind serves its requests (in-process from the model,
+ * queue-local.c; from a remote server, queue-remote.c): its thread and
+ * io_uring on /dev/ublkcN, the mapping of its descriptors, FETCH_REQ for every tag
  * and COMMIT_AND_FETCH_REQ, the stop poll, timers, the user copy of a
  * request's data, and the handshake that tells the main thread the
  * fetches are in.  A queue kind embeds a struct zu_ring and says through
@@ -42,7 +42,7 @@ struct zu_device {
    * appends.
    */
   atomic_ullong served[ZU_NR_OPS];
-  /* --connect only (remote.c): the request timeout, and whether the
+  /* --connect only (queue-remote.c): the request timeout, and whether the
    * server was lost (then every request fails with EIO).
    */
   unsigned timeout_s;

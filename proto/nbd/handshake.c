@@ -224,52 +224,44 @@ opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
   const struct served_device *d;
   bool control = false, chosen[3] = { false, false, false }, bad;
   uint64_t session;
-  uint32_t nl, nq, pos;
+  struct nbd_meta_request rq;
+  const unsigned char *q;
 
   if (!list && !s->structured) {
     opt_error (s, opt, REP_ERR_INVALID, "%s: structured replies were not "
                "negotiated", what);
     return;
   }
-  if (len < 8 || (nl = be32 (data)) > len - 8) {
+  switch (nbd_meta_request_decode (data, len, MAX_NAME, &rq)) {
+  case NBD_META_OK:
+    break;
+  case NBD_META_MALFORMED:
     opt_error (s, opt, REP_ERR_INVALID, "%s: malformed request", what);
     return;
-  }
-  nq = be32 (data + 4 + nl);
-  /* Validate the whole list before answering anything. */
-  pos = 8 + nl;
-  for (uint32_t i = 0; i < nq; i++) {
-    uint32_t ql;
-
-    if (len - pos < 4 || (ql = be32 (data + pos)) > len - pos - 4 || ql > MAX_NAME) {
-      opt_error (s, opt, REP_ERR_INVALID, "%s: malformed query list", what);
-      return;
-    }
-    pos += 4 + ql;
-  }
-  if (pos != len) {
+  case NBD_META_BAD_QUERIES:
+    opt_error (s, opt, REP_ERR_INVALID, "%s: malformed query list", what);
+    return;
+  case NBD_META_TRAILING:
     opt_error (s, opt, REP_ERR_INVALID, "%s: trailing bytes", what);
     return;
   }
-  d = find_export (s->sv, (const char *) data + 4, nl, &control, &session,
-                   &bad);
+  d = find_export (s->sv, rq.name, rq.name_len, &control, &session, &bad);
   if (d == NULL) {
     opt_error (s, opt, bad ? REP_ERR_INVALID : REP_ERR_UNKNOWN,
                "%s: no export named '%.*s'", what,
-               (int) (nl > 200 ? 200 : nl), (const char *) data + 4);
+               (int) (rq.name_len > 200 ? 200 : rq.name_len), rq.name);
     return;
   }
 
-  pos = 8 + nl;
-  for (uint32_t i = 0; i < nq; i++) {
-    uint32_t ql = be32 (data + pos);
+  q = rq.queries;
+  for (uint32_t i = 0; i < rq.nr_queries; i++) {
+    struct nbd_meta_query query = nbd_meta_query_next (&q);
 
     for (int ctx = CTX_ALLOCATION; ctx <= CTX_ZONES; ctx++)
-      if (!control && query_matches ((const char *) data + pos + 4, ql, ctx, list))
+      if (!control && query_matches (query.name, query.len, ctx, list))
         chosen[ctx] = true;
-    pos += 4 + ql;
   }
-  if (list && nq == 0 && !control)
+  if (list && rq.nr_queries == 0 && !control)
     chosen[CTX_ALLOCATION] = chosen[CTX_ZONES] = true;
 
   for (int ctx = CTX_ALLOCATION; ctx <= CTX_ZONES; ctx++) {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "zonednull/control.h"
 #include "session.h"
@@ -68,17 +69,98 @@ struct parked {
   struct parked *next;
 };
 
-/* ---- output (session.c) ---- */
+/* ---- output ---- *
+ *
+ * Inline, since every reply is made of these: the session's queue, grown
+ * by out_grow (session.c) when full.
+ */
 
-void out_bytes (struct session *s, const void *data, size_t n);
-void out_be16 (struct session *s, uint16_t v);
-void out_be32 (struct session *s, uint32_t v);
-void out_be64 (struct session *s, uint64_t v);
+void out_grow (struct session *s, size_t more);
+
+static inline void
+out_bytes (struct session *s, const void *data, size_t n)
+{
+  if (s->out.len + n > s->out.cap)
+    out_grow (s, n);
+  memcpy (s->out.data + s->out.len, data, n);
+  s->out.len += n;
+}
+
+static inline void
+out_be16 (struct session *s, uint16_t v)
+{
+  unsigned char b[2];
+
+  put_be16 (b, v);
+  out_bytes (s, b, sizeof b);
+}
+
+static inline void
+out_be32 (struct session *s, uint32_t v)
+{
+  unsigned char b[4];
+
+  put_be32 (b, v);
+  out_bytes (s, b, sizeof b);
+}
+
+static inline void
+out_be64 (struct session *s, uint64_t v)
+{
+  unsigned char b[8];
+
+  put_be64 (b, v);
+  out_bytes (s, b, sizeof b);
+}
+
 /* Room for n bytes at the end, filled by the caller. */
-unsigned char *out_reserve (struct session *s, size_t n);
-void out_option_reply (struct session *s, const struct nbd_option_reply *r);
-void out_simple_reply (struct session *s, const struct nbd_simple_reply *r);
-void out_chunk (struct session *s, const struct nbd_chunk *c);
+static inline unsigned char *
+out_reserve (struct session *s, size_t n)
+{
+  unsigned char *p;
+
+  if (s->out.len + n > s->out.cap)
+    out_grow (s, n);
+  p = s->out.data + s->out.len;
+  s->out.len += n;
+  return p;
+}
+
+static inline void
+out_option_reply (struct session *s, const struct nbd_option_reply *r)
+{
+  unsigned char b[20];
+
+  put_be64 (b, REPLY_MAGIC);
+  put_be32 (b + 8, r->opt);
+  put_be32 (b + 12, r->type);
+  put_be32 (b + 16, r->len);
+  out_bytes (s, b, sizeof b);
+}
+
+static inline void
+out_simple_reply (struct session *s, const struct nbd_simple_reply *r)
+{
+  unsigned char b[NBD_SIMPLE_REPLY_SIZE];
+
+  put_be32 (b, SIMPLE_REPLY_MAGIC);
+  put_be32 (b + 4, r->error);
+  put_be64 (b + 8, r->cookie);
+  out_bytes (s, b, sizeof b);
+}
+
+static inline void
+out_chunk (struct session *s, const struct nbd_chunk *c)
+{
+  unsigned char b[NBD_CHUNK_SIZE];
+
+  put_be32 (b, STRUCT_REPLY_MAGIC);
+  put_be16 (b + 4, c->flags);
+  put_be16 (b + 6, c->type);
+  put_be64 (b + 8, c->cookie);
+  put_be32 (b + NBD_CHUNK_LEN_AT, c->len);
+  out_bytes (s, b, sizeof b);
+}
 
 /* Prints "PROGRAM: out of memory" and aborts. */
 _Noreturn void session_out_of_memory (const struct session *s);

@@ -28,7 +28,7 @@ session_out_of_memory (const struct session *s)
   abort ();
 }
 
-static void
+void
 out_grow (struct session *s, size_t more)
 {
   struct outbuf *b = &s->out;
@@ -45,73 +45,6 @@ out_grow (struct session *s, size_t more)
     session_out_of_memory (s);
   b->data = p;
   b->cap = cap;
-}
-
-void
-out_bytes (struct session *s, const void *data, size_t n)
-{
-  out_grow (s, n);
-  memcpy (s->out.data + s->out.len, data, n);
-  s->out.len += n;
-}
-
-void
-out_be16 (struct session *s, uint16_t v)
-{
-  unsigned char x[2] = { (unsigned char) (v >> 8), (unsigned char) v };
-  out_bytes (s, x, 2);
-}
-
-void
-out_be32 (struct session *s, uint32_t v)
-{
-  out_be16 (s, (uint16_t) (v >> 16));
-  out_be16 (s, (uint16_t) v);
-}
-
-void
-out_be64 (struct session *s, uint64_t v)
-{
-  out_be32 (s, (uint32_t) (v >> 32));
-  out_be32 (s, (uint32_t) v);
-}
-
-unsigned char *
-out_reserve (struct session *s, size_t n)
-{
-  unsigned char *p;
-
-  out_grow (s, n);
-  p = s->out.data + s->out.len;
-  s->out.len += n;
-  return p;
-}
-
-void
-out_option_reply (struct session *s, const struct nbd_option_reply *r)
-{
-  out_be64 (s, REPLY_MAGIC);
-  out_be32 (s, r->opt);
-  out_be32 (s, r->type);
-  out_be32 (s, r->len);
-}
-
-void
-out_simple_reply (struct session *s, const struct nbd_simple_reply *r)
-{
-  out_be32 (s, SIMPLE_REPLY_MAGIC);
-  out_be32 (s, r->error);
-  out_be64 (s, r->cookie);
-}
-
-void
-out_chunk (struct session *s, const struct nbd_chunk *c)
-{
-  out_be32 (s, STRUCT_REPLY_MAGIC);
-  out_be16 (s, c->flags);
-  out_be16 (s, c->type);
-  out_be64 (s, c->cookie);
-  out_be32 (s, c->len);
 }
 
 static void

@@ -85,12 +85,24 @@ be64 (const unsigned char *p)
 }
 
 static inline void
+put_be16 (unsigned char *p, uint16_t v)
+{
+  p[0] = (unsigned char) (v >> 8);
+  p[1] = (unsigned char) v;
+}
+
+static inline void
 put_be32 (unsigned char *p, uint32_t v)
 {
-  p[0] = (unsigned char) (v >> 24);
-  p[1] = (unsigned char) (v >> 16);
-  p[2] = (unsigned char) (v >> 8);
-  p[3] = (unsigned char) v;
+  put_be16 (p, (uint16_t) (v >> 16));
+  put_be16 (p + 2, (uint16_t) v);
+}
+
+static inline void
+put_be64 (unsigned char *p, uint64_t v)
+{
+  put_be32 (p, (uint32_t) (v >> 32));
+  put_be32 (p + 4, (uint32_t) v);
 }
 
 /* ---- from the client ---- */
@@ -135,6 +147,61 @@ nbd_info_request_decode (const unsigned char *data, uint32_t len,
   r->nr_infos = be16 (data + 4 + r->name_len);
   r->infos = data + 6 + r->name_len;
   return len == 6 + r->name_len + 2u * r->nr_infos;
+}
+
+/* NBD_OPT_LIST_META_CONTEXT's and NBD_OPT_SET_META_CONTEXT's data: an
+ * export name and the queries, each a 32-bit length and a string.
+ */
+struct nbd_meta_request {
+  const char *name;
+  uint32_t name_len;
+  uint32_t nr_queries;
+  const unsigned char *queries;
+};
+
+enum nbd_meta_check {
+  NBD_META_OK, NBD_META_MALFORMED, NBD_META_BAD_QUERIES, NBD_META_TRAILING,
+};
+
+/* Checks the whole request, each query at most max_query bytes. */
+static inline enum nbd_meta_check
+nbd_meta_request_decode (const unsigned char *data, uint32_t len,
+                         uint32_t max_query, struct nbd_meta_request *r)
+{
+  uint32_t pos;
+
+  if (len < 8 || (r->name_len = be32 (data)) > len - 8)
+    return NBD_META_MALFORMED;
+  r->name = (const char *) data + 4;
+  r->nr_queries = be32 (data + 4 + r->name_len);
+  r->queries = data + 8 + r->name_len;
+  pos = 8 + r->name_len;
+  for (uint32_t i = 0; i < r->nr_queries; i++) {
+    uint32_t ql;
+
+    if (len - pos < 4 || (ql = be32 (data + pos)) > len - pos - 4
+        || ql > max_query)
+      return NBD_META_BAD_QUERIES;
+    pos += 4 + ql;
+  }
+  return pos == len ? NBD_META_OK : NBD_META_TRAILING;
+}
+
+struct nbd_meta_query {
+  const char *name;
+  uint32_t len;
+};
+
+/* The query at *p, in a request nbd_meta_request_decode checked; *p
+ * moves past it.
+ */
+static inline struct nbd_meta_query
+nbd_meta_query_next (const unsigned char **p)
+{
+  struct nbd_meta_query q = { (const char *) *p + 4, be32 (*p) };
+
+  *p += 4 + q.len;
+  return q;
 }
 
 /* A request's header; a write's count bytes of data follow. */
