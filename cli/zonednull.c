@@ -229,6 +229,60 @@ parse_seconds (const char *s, unsigned *value)
   return true;
 }
 
+/* What the command line asks for makes sense together. */
+static void
+check_options (const struct options *o)
+{
+  if (o->have_count && o->have_length)
+    usage_error ("options --count and --length are mutually exclusive");
+  if (o->json && o->cmd->kind != K_REPORT && o->cmd->kind != K_CAPACITY
+      && o->cmd->kind != K_INFO && o->cmd->kind != K_APPEND)
+    usage_error ("--json applies to report, capacity, info and append only");
+  if ((o->file || o->have_pattern || o->fua) && o->cmd->kind != K_APPEND)
+    usage_error ("--file, --pattern and --fua apply to append only");
+  if (o->cmd->kind == K_APPEND) {
+    if (!o->have_offset)
+      usage_error ("append needs -o SECTOR, the start of the zone to "
+                   "append to");
+    if (o->have_count)
+      usage_error ("append acts on one zone: --count does not apply");
+    if (!o->file == !o->have_pattern)
+      usage_error ("append needs its data: one of --file FILE and "
+                   "--pattern BYTE");
+    if (o->have_pattern && !o->have_length)
+      usage_error ("append --pattern needs -l SECTORS, the data's length");
+  }
+  if (o->cmd->kind == K_TOGGLE) {
+    if (!o->have_offset)
+      usage_error ("%s needs -o SECTOR, a sector of the zone to toggle",
+                   o->cmd->name);
+    if (o->have_count || o->have_length)
+      usage_error ("%s acts on one zone: --count and --length do not apply",
+                   o->cmd->name);
+  }
+  if (o->cmd->kind == K_INFO
+      && (o->have_offset || o->have_count || o->have_length))
+    usage_error ("info takes no --offset, --length or --count");
+  if (o->clear && o->cmd->kind != K_BADBLOCKS)
+    usage_error ("--clear applies to badblocks only");
+  if (o->cmd->kind == K_BADBLOCKS) {
+    /* No default range: "the whole device" is too easy to get by
+     * mistake when every read and write there then fails.
+     */
+    if (o->have_count)
+      usage_error ("badblocks acts on sectors, not zones: --count does not "
+                   "apply");
+    if (!o->have_offset)
+      usage_error ("badblocks needs -o SECTOR, the first sector of the range");
+    if (!o->have_length)
+      usage_error ("badblocks needs -l SECTORS, the number of sectors");
+  }
+  if (o->cmd->kind == K_POWER
+      && (o->have_offset || o->have_count || o->have_length))
+    usage_error ("power-cycle acts on the whole device: it takes no "
+                 "--offset, --length or --count");
+}
+
 static void
 parse_options (int argc, char **argv, struct options *o)
 {
@@ -347,54 +401,7 @@ parse_options (int argc, char **argv, struct options *o)
   if (optind != argc)
     usage_error ("unexpected number of arguments");
 
-  if (o->have_count && o->have_length)
-    usage_error ("options --count and --length are mutually exclusive");
-  if (o->json && o->cmd->kind != K_REPORT && o->cmd->kind != K_CAPACITY
-      && o->cmd->kind != K_INFO && o->cmd->kind != K_APPEND)
-    usage_error ("--json applies to report, capacity, info and append only");
-  if ((o->file || o->have_pattern || o->fua) && o->cmd->kind != K_APPEND)
-    usage_error ("--file, --pattern and --fua apply to append only");
-  if (o->cmd->kind == K_APPEND) {
-    if (!o->have_offset)
-      usage_error ("append needs -o SECTOR, the start of the zone to "
-                   "append to");
-    if (o->have_count)
-      usage_error ("append acts on one zone: --count does not apply");
-    if (!o->file == !o->have_pattern)
-      usage_error ("append needs its data: one of --file FILE and "
-                   "--pattern BYTE");
-    if (o->have_pattern && !o->have_length)
-      usage_error ("append --pattern needs -l SECTORS, the data's length");
-  }
-  if (o->cmd->kind == K_TOGGLE) {
-    if (!o->have_offset)
-      usage_error ("%s needs -o SECTOR, a sector of the zone to toggle",
-                   o->cmd->name);
-    if (o->have_count || o->have_length)
-      usage_error ("%s acts on one zone: --count and --length do not apply",
-                   o->cmd->name);
-  }
-  if (o->cmd->kind == K_INFO
-      && (o->have_offset || o->have_count || o->have_length))
-    usage_error ("info takes no --offset, --length or --count");
-  if (o->clear && o->cmd->kind != K_BADBLOCKS)
-    usage_error ("--clear applies to badblocks only");
-  if (o->cmd->kind == K_BADBLOCKS) {
-    /* No default range: "the whole device" is too easy to get by
-     * mistake when every read and write there then fails.
-     */
-    if (o->have_count)
-      usage_error ("badblocks acts on sectors, not zones: --count does not "
-                   "apply");
-    if (!o->have_offset)
-      usage_error ("badblocks needs -o SECTOR, the first sector of the range");
-    if (!o->have_length)
-      usage_error ("badblocks needs -l SECTORS, the number of sectors");
-  }
-  if (o->cmd->kind == K_POWER
-      && (o->have_offset || o->have_count || o->have_length))
-    usage_error ("power-cycle acts on the whole device: it takes no "
-                 "--offset, --length or --count");
+  check_options (o);
 }
 
 /* blkzone's abbreviations, indexed by the low four bits of the condition. */

@@ -95,15 +95,13 @@ is_power_of_2 (uint64_t v)
   return v && !(v & (v - 1));
 }
 
-int
-zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
-                         char *err, size_t errlen)
+/* The keys' values, each on its own and against each other, before any
+ * is derived from them.
+ */
+static int
+check_config (const struct zn_config *cfg, uint64_t zone_capacity,
+              char *err, size_t errlen)
 {
-  uint64_t zone_capacity = cfg->zone_capacity ? cfg->zone_capacity : cfg->zone_size;
-  uint64_t nr_zones, nr_conv, nr_seq, max_open, max_active, max_sectors;
-  uint32_t lbs_sectors, append_max;
-  bool newer = cfg->kernel >= ZN_KERNEL_6_12;
-
   if ((unsigned) cfg->kernel >= sizeof kernel_names / sizeof kernel_names[0])
     return reject (err, errlen, "kernel: must be 6.1, 6.12 or 7.3");
   for (unsigned i = 0; i < sizeof newer_keys / sizeof newer_keys[0]; i++)
@@ -158,6 +156,21 @@ zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
                    " MiB) is not a multiple of zone_size (%" PRIu64
                    " MiB), since the last zone would be smaller",
                    cfg->size, cfg->zone_size);
+  return 0;
+}
+
+int
+zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
+                         char *err, size_t errlen)
+{
+  uint64_t zone_capacity = cfg->zone_capacity ? cfg->zone_capacity : cfg->zone_size;
+  uint64_t nr_zones, nr_conv, nr_seq, max_open, max_active, max_sectors;
+  uint32_t lbs_sectors, append_max;
+  bool newer = cfg->kernel >= ZN_KERNEL_6_12;
+  int r = check_config (cfg, zone_capacity, err, errlen);
+
+  if (r != 0)
+    return r;
 
   nr_zones = (cfg->size + cfg->zone_size - 1) / cfg->zone_size;
   if (nr_zones > UINT32_MAX)
