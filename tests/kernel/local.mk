@@ -53,6 +53,7 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT)
 	  REPLAY='$(abs_builddir)/tests/replay$(EXEEXT)' \
 	  ZNTRACE='$(abs_builddir)/tests/kernel/zntrace$(EXEEXT)' \
 	  NBDKIT='$(NBDKIT)' \
+	  FIO_SRCDIR='$(FIO_SRCDIR)' \
 	  ZN_KERNEL_CACHE='$(ZN_KERNEL_CACHE)' \
 	  ZN_KERNEL_WORK="$(abs_builddir)/tests/kernel/$$work" \
 	  ZN_KERNEL_KEEP="$(abs_builddir)/tests/kernel/$$keep" \
@@ -73,6 +74,7 @@ EXTRA_DIST += \
 	tests/kernel/check-nullblk.sh \
 	tests/kernel/replay-traces.sh \
 	tests/kernel/boot.sh \
+	tests/kernel/lib.sh \
 	tests/kernel/draw.sh \
 	tests/kernel/prepare.sh \
 	tests/kernel/init \
