@@ -194,7 +194,10 @@ struct param_key {
   struct param_doc doc;
   enum key_kind kind;
   size_t offset;                /* in struct zn_params, for the stored kinds */
-  uint32_t given;               /* ZN_GIVEN_* for newer kernels' attributes */
+  /* ZN_GIVEN_* of a newer kernel's attribute: zn_dev_create refuses it,
+   * even at its default, for a kernel that lacks it.
+   */
+  uint32_t given;
 };
 #define CFG(field) offsetof (struct zn_params, cfg.field)
 #define QUEUE(field) offsetof (struct zn_params, queue.field)
