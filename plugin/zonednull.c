@@ -21,6 +21,7 @@
 #include "zonednull/control.h"
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
+#include "escape.h"
 #include "params.h"
 
 /* Every zone table update happens under the model's own locks; see
@@ -293,9 +294,12 @@ zonednull_open (int readonly)
   struct handle *h;
   uint64_t session;
   bool bad;
+  /* For the log: the client chose the name (escape.h). */
+  char logged[ZN_ESCAPED_SIZE (64)];
 
   if (name == NULL)
     name = "";
+  zn_escape (logged, sizeof logged, name, strlen (name));
   h = calloc (1, sizeof *h);
   if (h == NULL) {
     nbdkit_error ("calloc: out of memory");
@@ -306,13 +310,13 @@ zonednull_open (int readonly)
   if (h->d == NULL && bad) {
     nbdkit_error ("export '%s': a session's name is nullbN" ZN_SESSION_INFIX
                   "ID, ID being %d hex digits, not all zero "
-                  "(zonednull-control(5))", name, ZN_SESSION_ID_DIGITS);
+                  "(zonednull-control(5))", logged, ZN_SESSION_ID_DIGITS);
     free (h);
     return NULL;
   }
   if (h->d == NULL) {
     nbdkit_error ("no export named '%s' (exports: nullb0 to nullb%" PRIu32
-                  ", each with /control and /session/ID)", name,
+                  ", each with /control and /session/ID)", logged,
                   params.nr_devices - 1);
     free (h);
     return NULL;
@@ -320,7 +324,7 @@ zonednull_open (int readonly)
   if (session) {
     h->session = zn_control_session_attach (h->d->ctl, session);
     if (h->session == NULL) {
-      nbdkit_error ("export '%s': out of memory for the session", name);
+      nbdkit_error ("export '%s': out of memory for the session", logged);
       free (h);
       return NULL;
     }

@@ -493,16 +493,19 @@ conn_free (struct ev_loop *loop, struct conn *c)
   free (c);
 }
 
-/* Whether requests the client sent are still to be carried out: parked
- * writes, held replies, or received requests that wait for a tag, the
- * mbps budget or room for their replies.  A client may end its input
- * right after its last requests (with NBD_CMD_DISC or without); they are
- * carried out all the same, as nbdkit's threads finish theirs.
+/* Whether the client is still owed something: parked writes, held
+ * replies, received requests that wait for a tag, the mbps budget or
+ * room for their replies, or replies not sent yet.  A client may end its
+ * input right after its last requests (with NBD_CMD_DISC or without, or
+ * with a shutdown of its side of the socket while it reads the replies);
+ * they are carried out and answered all the same, as nbdkit's threads
+ * finish theirs.
  */
 static bool
 conn_outstanding (const struct conn *c)
 {
-  return c->pending || c->held > 0 || (c->d && c->in_len > 0 && !c->closing);
+  return c->pending || c->held > 0 || session_ready (c->session) > 0
+         || (c->d && c->in_len > 0 && !c->closing);
 }
 
 /* The client can take no more replies.  Requests not started yet are
@@ -934,6 +937,9 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
     conn_lost (loop, c);
     return;
   }
+  if (n == 0 && verbose && c->tls && tls_close_notify (c->tls))
+    fprintf (stderr, "zonednull-server: connection %d: the client ended "
+             "TLS (close_notify)\n", c->fd);
   if (n == 0 && !conn_outstanding (c)) {
     conn_free (loop, c);
     return;
