@@ -18,7 +18,13 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
+#include "escape.h"
 #include "tls.h"
+
+/* A name from the client, escaped for the log (escape.h): 32 bytes
+ * whatever they are, up to 128 if printable.
+ */
+#define LOGGED_NAME ZN_ESCAPED_SIZE (32)
 
 struct psk_key {
   char *user;
@@ -44,11 +50,14 @@ struct tls_conn {
    */
   unsigned char *raw;
   size_t raw_pos, raw_len, raw_cap;
-  bool ended;                   /* the client closed behind its data */
-  int failure;                  /* a record failed behind its data */
-  char error[256];
-  char peer[160];
-  char psk_user[72];            /* the known user the client named */
+  unsigned long long taken;     /* bytes GnuTLS has taken from raw */
+  /* What tls_recv met, maybe behind data it returned first: */
+  bool ended;                   /* the end of the client's input */
+  bool close_notify;            /* announced in TLS */
+  int failure;                  /* a record that failed */
+  char error[512];
+  char peer[256];
+  char psk_user[LOGGED_NAME];   /* the known user the client named */
 };
 
 static void __attribute__ ((format (printf, 3, 4)))
@@ -164,6 +173,7 @@ static int
 psk_lookup (gnutls_session_t s, const char *user, gnutls_datum_t *key)
 {
   struct tls_conn *t = gnutls_session_get_ptr (s);
+  char name[LOGGED_NAME];
 
   for (size_t i = 0; i < nr_psk_keys; i++)
     if (strcmp (psk_keys[i].user, user) == 0) {
@@ -172,11 +182,11 @@ psk_lookup (gnutls_session_t s, const char *user, gnutls_datum_t *key)
         return -1;
       memcpy (key->data, psk_keys[i].key, psk_keys[i].len);
       key->size = (unsigned) psk_keys[i].len;
-      say (t->psk_user, sizeof t->psk_user, "%.64s", user);
+      zn_escape (t->psk_user, sizeof t->psk_user, user, strlen (user));
       return 0;
     }
-  say (t->error, sizeof t->error, "unknown PSK user '%.64s' (not in %s)",
-       user, settings.pskfile);
+  say (t->error, sizeof t->error, "unknown PSK user '%s' (not in %s)",
+       zn_escape (name, sizeof name, user, strlen (user)), settings.pskfile);
   return -1;
 }
 
@@ -335,6 +345,7 @@ pull (gnutls_transport_ptr_t p, void *buf, size_t len)
   memcpy (buf, t->raw + t->raw_pos, n);
   t->raw_pos += n;
   t->raw_len -= n;
+  t->taken += n;
   return (ssize_t) n;
 }
 
@@ -426,10 +437,13 @@ describe_peer (struct tls_conn *t)
   unsigned nr = 0;
   gnutls_x509_crt_t crt;
   gnutls_datum_t dn;
+  char name[LOGGED_NAME];
 
   if (psk_cred) {
-    say (t->peer, sizeof t->peer, "PSK user '%.64s'",
-         gnutls_psk_server_get_username (t->s));
+    const char *user = gnutls_psk_server_get_username (t->s);
+
+    say (t->peer, sizeof t->peer, "PSK user '%s'",
+         zn_escape (name, sizeof name, user, user ? strlen (user) : 0));
     return;
   }
   say (t->peer, sizeof t->peer, "X.509, no client certificate");
@@ -438,7 +452,8 @@ describe_peer (struct tls_conn *t)
     return;
   if (gnutls_x509_crt_import (crt, &certs[0], GNUTLS_X509_FMT_DER) == 0
       && gnutls_x509_crt_get_dn2 (crt, &dn) == 0) {
-    say (t->peer, sizeof t->peer, "client certificate '%.120s'", dn.data);
+    say (t->peer, sizeof t->peer, "client certificate '%s'",
+         zn_escape (name, sizeof name, dn.data, dn.size));
     gnutls_free (dn.data);
   }
   gnutls_x509_crt_deinit (crt);
@@ -476,14 +491,32 @@ handshake_failed (struct tls_conn *t, int r)
          gnutls_strerror (r));
 }
 
+/* GnuTLS says GNUTLS_E_AGAIN not only when the socket has no more: also
+ * after a record that completes nothing by itself (the first part of a
+ * handshake message over 16 KiB, an empty record, a message after the
+ * handshake), with the next records already read into raw.  No socket
+ * event announces those, so the call is made again, as long as GnuTLS
+ * took input in the last one (so a call that makes no progress cannot
+ * spin).
+ */
+static bool
+again_at_once (const struct tls_conn *t, unsigned long long taken_before)
+{
+  return t->raw_len > 0 && t->taken != taken_before
+         && gnutls_record_get_direction (t->s) == 0;
+}
+
 int
 tls_handshake (struct tls_conn *t)
 {
+  unsigned long long before;
   int r;
 
-  do
+  do {
+    before = t->taken;
     r = gnutls_handshake (t->s);
-  while (r < 0 && r != GNUTLS_E_AGAIN && !gnutls_error_is_fatal (r));
+  } while ((r < 0 && r != GNUTLS_E_AGAIN && !gnutls_error_is_fatal (r))
+           || (r == GNUTLS_E_AGAIN && again_at_once (t, before)));
   if (r == GNUTLS_E_SUCCESS) {
     describe_peer (t);
     return 1;
@@ -502,46 +535,45 @@ tls_wants_write (const struct tls_conn *t)
 
 /* One record at a time would cost the event loop a turn, and the client
  * a reply batch, per request: libnbd sends each request as a record of
- * its own.  So every record that has arrived is taken; an end or an error
- * met after some data is kept for the next call.
+ * its own.  So every record that has arrived is taken.  An end or an
+ * error met after some data is kept, and returned by the next call
+ * without asking GnuTLS again (tls_pending reports it, since the socket
+ * will not).
  */
 ssize_t
 tls_recv (struct tls_conn *t, void *buf, size_t len)
 {
   size_t got = 0;
 
-  while (got < len) {
-    ssize_t r = t->ended ? 0 : gnutls_record_recv (t->s, (char *) buf + got,
-                                                   len - got);
+  while (got < len && !t->ended && t->failure == 0) {
+    unsigned long long before = t->taken;
+    ssize_t r = gnutls_record_recv (t->s, (char *) buf + got, len - got);
 
-    if (r > 0) {
+    if (r > 0)
       got += (size_t) r;
-      continue;
+    else if (r == 0 || r == GNUTLS_E_PREMATURE_TERMINATION) {
+      /* Without close_notify, a client that closes has simply gone. */
+      t->ended = true;
+      t->close_notify = r == 0;
     }
-    if (r == GNUTLS_E_INTERRUPTED
-        || (r < 0 && r != GNUTLS_E_AGAIN && r != GNUTLS_E_PREMATURE_TERMINATION
-            && !gnutls_error_is_fatal ((int) r)))
-      continue;
-    if (got > 0) {
-      t->ended = r == 0 || r == GNUTLS_E_PREMATURE_TERMINATION;
-      if (r < 0 && r != GNUTLS_E_AGAIN && !t->ended)
-        t->failure = (int) r;
-      break;
+    else if (r == GNUTLS_E_AGAIN) {
+      if (!again_at_once (t, before))
+        break;
     }
-    if (t->failure)
-      r = t->failure;
-    if (r == 0 || r == GNUTLS_E_PREMATURE_TERMINATION)
-      return 0;               /* a client that closes without close_notify
-                                 has simply gone */
-    if (r == GNUTLS_E_AGAIN) {
-      errno = EAGAIN;
-      return -1;
-    }
-    say (t->error, sizeof t->error, "TLS: %s", gnutls_strerror ((int) r));
+    else if (r != GNUTLS_E_INTERRUPTED && gnutls_error_is_fatal ((int) r))
+      t->failure = (int) r;
+  }
+  if (got > 0)
+    return (ssize_t) got;
+  if (t->failure) {
+    say (t->error, sizeof t->error, "TLS: %s", gnutls_strerror (t->failure));
     errno = EPROTO;
     return -1;
   }
-  return (ssize_t) got;
+  if (t->ended)
+    return 0;
+  errno = EAGAIN;
+  return -1;
 }
 
 ssize_t
@@ -570,7 +602,14 @@ tls_send (struct tls_conn *t, const void *buf, size_t len)
 bool
 tls_pending (const struct tls_conn *t)
 {
-  return gnutls_record_check_pending (t->s) > 0 || t->raw_len > 0;
+  return gnutls_record_check_pending (t->s) > 0 || t->raw_len > 0
+         || t->ended || t->failure;
+}
+
+bool
+tls_close_notify (const struct tls_conn *t)
+{
+  return t->close_notify;
 }
 
 const char *

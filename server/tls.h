@@ -42,15 +42,23 @@ int tls_handshake (struct tls_conn *t);
 bool tls_wants_write (const struct tls_conn *t);
 
 /* As recv and send on a non-blocking socket: -1 with EAGAIN to wait, or
- * with EPROTO when the TLS session failed (tls_error says why).
+ * with EPROTO when the TLS session failed (tls_error says why).  The end
+ * of the client's input (0), or a record that fails, found behind data
+ * is returned by the next tls_recv.
  */
 ssize_t tls_recv (struct tls_conn *t, void *buf, size_t len);
 ssize_t tls_send (struct tls_conn *t, const void *buf, size_t len);
 
-/* Bytes held inside (decrypted) or beneath GnuTLS (read from the socket,
- * not yet decrypted) that no socket event will announce.
+/* Input that no socket event will announce: bytes held inside
+ * (decrypted) or beneath GnuTLS (read from the socket, not yet
+ * decrypted), or the end or failure that tls_recv has yet to return.
  */
 bool tls_pending (const struct tls_conn *t);
+
+/* The end tls_recv returned was the client's close_notify (not a bare
+ * end of the connection).
+ */
+bool tls_close_notify (const struct tls_conn *t);
 
 const char *tls_error (const struct tls_conn *t);
 

@@ -493,16 +493,19 @@ conn_free (struct ev_loop *loop, struct conn *c)
   free (c);
 }
 
-/* Whether requests the client sent are still to be carried out: parked
- * writes, held replies, or received requests that wait for a tag, the
- * mbps budget or room for their replies.  A client may end its input
- * right after its last requests (with NBD_CMD_DISC or without); they are
- * carried out all the same, as nbdkit's threads finish theirs.
+/* Whether the client is still owed something: parked writes, held
+ * replies, received requests that wait for a tag, the mbps budget or
+ * room for their replies, or replies not sent yet.  A client may end its
+ * input right after its last requests (with NBD_CMD_DISC or without, or
+ * with a shutdown of its side of the socket while it reads the replies);
+ * they are carried out and answered all the same, as nbdkit's threads
+ * finish theirs.
  */
 static bool
 conn_outstanding (const struct conn *c)
 {
-  return c->pending || c->held > 0 || (c->d && c->in_len > 0 && !c->closing);
+  return c->pending || c->held > 0 || session_ready (c->session) > 0
+         || (c->d && c->in_len > 0 && !c->closing);
 }
 
 /* The client can take no more replies.  Requests not started yet are
@@ -934,6 +937,9 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
     conn_lost (loop, c);
     return;
   }
+  if (n == 0 && verbose && c->tls && tls_close_notify (c->tls))
+    fprintf (stderr, "zonednull-server: connection %d: the client ended "
+             "TLS (close_notify)\n", c->fd);
   if (n == 0 && !conn_outstanding (c)) {
     conn_free (loop, c);
     return;
@@ -1220,17 +1226,10 @@ usage (FILE *fp)
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
-         "Device parameters are the nbdkit plugin's, with null_blk's names\n"
-         "and units (see nbdkit-zonednull-plugin(1)): size, zone_size,\n"
-         "zone_capacity, zone_nr_conv, zone_max_open, zone_max_active,\n"
-         "blocksize, max_sectors, memory_backed, zone_readonly, zone_offline,\n"
-         "nr_devices, cache_size, badblocks, device_lock, irqmode,\n"
-         "completion_nsec, hw_queue_depth, submit_queues, shared_tags\n"
-         "(host_tags), shared_tag_bitmap, mbps, pipeline_zoned_writes,\n"
-         "pipeline_wait_ms, pipeline_max_waiting, kernel (6.1, 6.12, 7.3),\n"
-         "and for newer kernels zone_full, zone_append_max_sectors, fua,\n"
-         "badblocks_once, badblocks_partial_io.\n"
-         "\n"
+         "Device parameters, KEY=VALUE, as the nbdkit plugin's (see\n"
+         "nbdkit-zonednull-plugin(1)):\n", fp);
+  params_print_help (fp);
+  fputs ("\n"
          "Exports: nullb0 (the default) ... nullb<nr_devices-1>, each with\n"
          "/control (zonednull-control(5)).  See zonednull-server(8).\n", fp);
 }

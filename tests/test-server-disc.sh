@@ -9,7 +9,9 @@
 # - one that nothing brings it to fails with EIO after pipeline_wait_ms,
 #   as a parked write does, and changes nothing;
 # - reads waiting for the one tag, each held completion_nsec
-#   (irqmode=2), and reads over the mbps budget are all answered.
+#   (irqmode=2), and reads over the mbps budget are all answered;
+# - without NBD_CMD_DISC, a reply larger than the socket buffers, still
+#   being sent when the client shuts its side down, is sent whole.
 # Against zonednull-server and nbdkit with the plugin.  nbdkit handles
 # DISC itself: its threads finish the requests they are carrying out and
 # send their replies, but a request read by one thread and not started
@@ -164,5 +166,24 @@ assert sorted(got) == [1, 2, 3], got
 assert all(e in results(sys.argv[3]) for e in got.values()), got
 PY
   fail "$target: reads over the mbps budget at DISC: $(cat "$tmpdir/py.out")"
+  stop_server "$pid"
+
+  # No DISC: the client shuts its side down behind a 32 MiB read and
+  # reads only a second later, long after the server met the end of its
+  # input with most of the reply still to send (the server used to close
+  # then, cutting the reply short).
+  start_server "halfclose-$target" size=64 zone_size=4
+  /usr/bin/python3 - "$sock" "$tmpdir" "$target" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+import socket, sys, time
+sys.path.insert(0, sys.argv[2])
+from raw import *
+s = connect(sys.argv[1])
+s.sendall(request(0, 9, 0, 32 << 20))
+s.shutdown(socket.SHUT_WR)
+time.sleep(1)
+got = replies(s, {9: 32 << 20})
+assert list(got) == [9] and got[9] in results(sys.argv[3]), got
+PY
+  fail "$target: a reply still to send when the client ends its input: $(cat "$tmpdir/py.out")"
   stop_server "$pid"
 done

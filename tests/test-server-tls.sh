@@ -5,7 +5,10 @@
 # with --tls-verify-peer, and the refusals: a plaintext client under
 # --tls=require, a wrong key, an unknown user, an untrusted certificate,
 # garbage in place of a TLS record and hostile TLS clients, each logged,
-# each beside a client that goes on.  Keys and certificates are made here.
+# each beside a client that goes on; a close_notify or a corrupt record
+# behind part of a request, and a ClientHello over 16 KiB, acted on at
+# once; names the client chose, logged escaped.  Keys and certificates
+# are made here.
 . "$(dirname "$0")/lib.sh"
 
 need_nbdsh
@@ -108,6 +111,14 @@ certtool --generate-certificate --load-ca-certificate rogue/rogue-ca.pem \
   --template client.info --outfile rogue/client-cert.pem >/dev/null 2>&1 ||
   fail "certtool rogue client"
 cp ca/ca-cert.pem rogue/       # the rogue client does trust the server
+# evil/: a trusted client certificate with an escape sequence in its name.
+mkdir evil && cp ca/ca-cert.pem evil/
+printf 'cn = "evil\033[31m red"\ntls_www_client\nencryption_key\nsigning_key\nexpiration_days = 2\n' >evil.info
+certs evil/client-key.pem
+certtool --generate-certificate --load-ca-certificate ca/ca-cert.pem \
+  --load-ca-privkey ca/ca-key.pem --load-privkey evil/client-key.pem \
+  --template evil.info --outfile evil/client-cert.pem >/dev/null 2>&1 ||
+  fail "certtool evil client"
 rm -f ca/ca-key.pem rogue/ca-key.pem
 
 # ---- the command line ----------------------------------------------------
@@ -464,6 +475,302 @@ nbdinfo "nbds://localhost:$port/?tls-certificates=$tmpdir/nocert" >out 2>&1 &&
 logged x509 "the client sent no certificate (--tls-verify-peer)"
 nbdsh_uri "$curi" 'assert h.pread(4096, 2 << 20) == b"\x77" * 4096' ||
   fail "the trusted client after the refusals"
+
+# ---- TLS input behind the data of a read ---------------------------------------
+
+# What arrives in one read behind a partial or complete request is acted
+# on at once: a close_notify ends the connection once the complete
+# requests are answered, a corrupt record ends it with a log line, and a
+# ClientHello that spans two records (over 16 KiB) is not left half-read.
+# A client of its own on memory BIOs chooses what goes in each send; a
+# server that waits for more input fails the 5 s socket timeout.
+cat >"$tmpdir/tlsraw.py" <<'EOF'
+import socket, ssl, struct
+
+IHAVEOPT = 0x49484156454F5054
+
+def opt(o, d):
+    return struct.pack(">QII", IHAVEOPT, o, len(d)) + d
+
+def go(name):
+    return opt(7, struct.pack(">I", len(name)) + name + b"\0\0")
+
+def read_request(cookie, offset, count):
+    return struct.pack(">IHHQQI", 0x25609513, 0, 0, cookie, offset, count)
+
+class Client:
+    def __init__(self, port, certdir, alpn=None):
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(certdir + "/ca-cert.pem")
+        ctx.load_cert_chain(certdir + "/client-cert.pem",
+                            certdir + "/client-key.pem")
+        if alpn:
+            ctx.set_alpn_protocols(alpn)
+        self.inc, self.out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = ctx.wrap_bio(self.inc, self.out, server_hostname="localhost")
+        self.plain = b""
+
+    def recv_plain(self, n):
+        b = b""
+        while len(b) < n:
+            x = self.s.recv(n - len(b))
+            if not x:
+                raise EOFError("EOF before the STARTTLS reply")
+            b += x
+        return b
+
+    # The greeting and NBD_OPT_STARTTLS in the clear.
+    def starttls(self):
+        self.recv_plain(18)
+        self.s.sendall(struct.pack(">I", 3) + opt(5, b""))
+        _, o, t, n = struct.unpack(">QIII", self.recv_plain(20))
+        assert (o, t, n) == (5, 1, 0), (o, t, n)
+
+    def flush(self):
+        data = self.out.read()
+        if data:
+            self.s.sendall(data)
+
+    def feed(self):
+        data = self.s.recv(1 << 20)
+        if not data:
+            raise EOFError("the server closed")
+        self.inc.write(data)
+
+    def handshake(self):
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                pass
+            self.flush()
+            self.feed()
+        self.flush()
+
+    def read(self, n):
+        b = b""
+        while len(b) < n:
+            try:
+                b += self.tls.read(n - len(b))
+                continue
+            except ssl.SSLWantReadError:
+                pass
+            self.flush()
+            self.feed()
+        return b
+
+    # NBD_OPT_GO: replies up to the ACK.
+    def go(self, name=b"nullb0"):
+        self.tls.write(go(name))
+        self.flush()
+        while True:
+            _, o, t, n = struct.unpack(">QIII", self.read(20))
+            self.read(n)
+            if t == 1:
+                return
+            assert not t & 0x80000000, hex(t)
+
+    # The TLS records of data, not sent.
+    def records(self, data):
+        self.tls.write(data)
+        return self.out.read()
+
+    def close_notify(self):
+        try:
+            self.tls.unwrap()
+        except ssl.SSLWantReadError:
+            pass
+        return self.out.read()
+
+    # Waits for the server to close; returns the data it sent before.
+    def closed(self):
+        try:
+            while True:
+                x = self.s.recv(1 << 20)
+                if not x:
+                    break
+                self.inc.write(x)
+        except socket.timeout:
+            raise SystemExit("the server did not close within 5 s")
+        except ConnectionResetError:
+            pass
+        data = b""
+        try:
+            while True:
+                x = self.tls.read(1 << 20)
+                if not x:
+                    break
+                data += x
+        except (ssl.SSLZeroReturnError, ssl.SSLWantReadError, ssl.SSLEOFError):
+            pass
+        self.s.close()
+        return data
+EOF
+py "$port" "$tmpdir/client" <<'EOF'
+import struct, sys, time
+sys.path.insert(0, ".")
+from tlsraw import Client, go, read_request
+port, certdir = int(sys.argv[1]), sys.argv[2]
+req = read_request(7, 2 << 20, 4096)
+
+def ready(transmission=True):
+    c = Client(port, certdir)
+    c.starttls()
+    c.handshake()
+    if transmission:
+        c.go()
+    return c
+
+def partial_option_close_notify():
+    c = ready(transmission=False)
+    c.s.sendall(c.records(go(b"nullb0")[:10]) + c.close_notify())
+    assert c.closed() == b""
+
+def partial_request_close_notify():
+    c = ready()
+    c.s.sendall(c.records(req[:10]) + c.close_notify())
+    assert c.closed() == b""
+
+def request_close_notify():
+    c = ready()
+    c.s.sendall(c.records(req) + c.close_notify())
+    data = c.closed()
+    assert len(data) == 16 + 4096, len(data)
+    magic, err, cookie = struct.unpack(">IIQ", data[:16])
+    assert (magic, err, cookie) == (0x67446698, 0, 7), (hex(magic), err, cookie)
+    assert data[16:] == b"\x77" * 4096
+
+def large_request_close_notify():
+    # The reply, larger than the socket buffers, is still being sent when
+    # the server reads the close_notify.
+    c = ready()
+    c.s.sendall(c.records(read_request(8, 2 << 20, 12 << 20)) + c.close_notify())
+    time.sleep(1)
+    data = c.closed()
+    assert len(data) == 16 + (12 << 20), len(data)
+    assert struct.unpack(">IIQ", data[:16]) == (0x67446698, 0, 8), data[:16]
+
+def partial_request_bad_record():
+    c = ready()
+    first = c.records(req[:10])
+    bad = bytearray(c.records(req[10:]))
+    bad[-1] ^= 0x40                     # in the AEAD tag
+    c.s.sendall(first + bytes(bad))
+    c.closed()
+
+def large_client_hello():
+    # Many long ALPN names, which the server ignores: two records.
+    c = Client(port, certdir, alpn=["%03d" % i + "x" * 250 for i in range(80)])
+    c.starttls()
+    c.handshake()
+    c.go()
+    c.tls.write(req)
+    c.flush()
+    assert c.read(16 + 4096)[16:] == b"\x77" * 4096
+
+failed = []
+for case in (partial_option_close_notify, partial_request_close_notify,
+             request_close_notify, large_request_close_notify,
+             partial_request_bad_record, large_client_hello):
+    try:
+        case()
+    except (AssertionError, OSError, EOFError, SystemExit) as e:
+        failed.append("%s: %s %s" % (case.__name__, type(e).__name__, e))
+assert not failed, "\n".join(failed)
+EOF
+[ "$(grep -c 'close_notify' "$tmpdir/x509.log")" -ge 4 ] ||
+  fail "close_notify behind data not logged: $(cat "$tmpdir/x509.log")"
+logged x509 "Decryption has failed"
+
+# ---- what the client chose, in the log ---------------------------------------
+
+# Export names, PSK identities and certificate names come from the client,
+# the first two before it has authenticated: logs show them escaped, so
+# that no client can write a line of its own into them or send escape
+# sequences to the terminal of whoever reads them.  The PSK identity is
+# in a ClientHello made here (Python's ssl has no PSK); GnuTLS looks the
+# user up before it checks the binder.  Against the PSK and X.509
+# servers, and nbdkit with the plugin.
+start_server nbdkit size=16 zone_size=2
+nbdkit_pid=$pid nbdkit_sock=$sock
+py "$psk_sock" "$port" "$tmpdir/evil" "$nbdkit_sock" <<'EOF'
+import os, socket, struct, sys
+sys.path.insert(0, ".")
+from tlsraw import Client, go
+psk_sock, port, certdir, nbdkit_sock = sys.argv[1:]
+hostile = b"evil\n\x1b[31mzonednull-server: connection 99: forged"
+
+def vec8(b): return bytes([len(b)]) + b
+def vec16(b): return struct.pack(">H", len(b)) + b
+def ext(t, body): return struct.pack(">H", t) + vec16(body)
+
+def recv_exact(s, n):
+    b = b""
+    while len(b) < n:
+        x = s.recv(n - len(b))
+        if not x:
+            raise EOFError
+        b += x
+    return b
+
+# A TLS 1.3 ClientHello offering one PSK identity (x25519, AES-128-GCM).
+exts = (ext(43, vec8(b"\x03\x04"))                     # supported_versions
+        + ext(10, vec16(b"\x00\x1d"))                  # supported_groups
+        + ext(13, vec16(b"\x08\x04"))                  # signature_algorithms
+        + ext(51, vec16(b"\x00\x1d" + vec16(os.urandom(32))))  # key_share
+        + ext(45, vec8(b"\x01"))                       # psk_dhe_ke
+        + ext(41, vec16(vec16(hostile) + bytes(4))     # pre_shared_key
+              + vec16(vec8(os.urandom(32)))))
+body = (b"\x03\x03" + os.urandom(32) + vec8(os.urandom(32))
+        + vec16(b"\x13\x01") + vec8(b"\x00") + vec16(exts))
+hello = b"\x16\x03\x01" + vec16(b"\x01" + struct.pack(">I", len(body))[1:] + body)
+s = socket.socket(socket.AF_UNIX)
+s.connect(psk_sock)
+s.settimeout(10)
+recv_exact(s, 18)
+s.sendall(struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 5, 0))
+recv_exact(s, 20)
+s.sendall(hello)
+try:
+    while s.recv(4096):
+        pass
+except ConnectionResetError:
+    pass
+s.close()
+
+# The X.509 client's name, then an export name over TLS.
+c = Client(int(port), certdir)
+c.starttls()
+c.handshake()
+c.tls.write(go(hostile))
+c.flush()
+_, o, t, n = struct.unpack(">QIII", c.read(20))
+assert t == 0x80000006, hex(t)                    # NBD_REP_ERR_UNKNOWN
+c.s.close()
+
+# An export name to nbdkit.
+s = socket.socket(socket.AF_UNIX)
+s.connect(nbdkit_sock)
+s.settimeout(10)
+recv_exact(s, 18)
+s.sendall(struct.pack(">I", 3) + go(hostile))
+_, o, t, n = struct.unpack(">QIII", recv_exact(s, 20))
+assert t & 0x80000000, hex(t)
+s.close()
+EOF
+stop_server "$nbdkit_pid"
+esc=$(printf '\033') bad=
+for log in psk x509 nbdkit; do
+  ! grep -q "$esc" "$tmpdir/$log.log" || bad="$bad $log (an escape sequence)"
+  ! grep -q '^[^ ]*zonednull-server: connection 99: forged' "$tmpdir/$log.log" ||
+    bad="$bad $log (a forged line)"
+done
+[ -z "$bad" ] || fail "raw names from the client in logs:$bad"
+logged psk "unknown PSK user 'evil\n\x1b[31mzonednull-server: connection 99: forged' (not in keys.psk)"
+logged x509 "client certificate 'CN=evil\x1b[31m red'"
+logged nbdkit "no export named 'evil\n\x1b[31mzonednull-server: connection 99: forged'"
 stop_server "$x509_pid"
 
 # ---- SIGTERM with TLS sessions open: a clean exit ------------------------------
