@@ -15,6 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
+. bench/lib.sh
 build=${1:-$top/build}
 plugin=$build/plugin/.libs/nbdkit-zonednull-plugin.so
 server=$build/server/zonednull-server
@@ -26,42 +27,25 @@ OUT=${OUT:-$top/bench/results}
   echo "bench/run.sh: build first (make in $build)" >&2; exit 1; }
 mkdir -p "$OUT"
 tmp=$(mktemp -d /tmp/zonednull-bench.XXXXXX)
-server_pid=
 trap 'stop; rm -rf "$tmp"' EXIT
 sock=$tmp/s.sock
 uri0="nbd+unix:///?socket=$sock"
 
-# start CMD...: a server on $sock, in the foreground of a child.
+# start CMD...: a server on $sock, in the foreground of a child; one at a
+# time, until stop.
 start () {
-  rm -f "$sock" "$tmp/pid"
-  "$@" >>"$tmp/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 300); do
-    [ -S "$sock" ] && return 0
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "bench: server did not start: $*" >&2
-  tail "$tmp/server.log" >&2
-  exit 1
+  bench_start "$sock" "$@" >>"$tmp/server.log" 2>&1 || {
+    echo "bench: server did not start: $*" >&2
+    tail "$tmp/server.log" >&2
+    exit 1
+  }
 }
-
-stop () {
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=
-  fi
-}
+stop () { bench_stop; }
 
 # nbdkit -t T PLUGIN ARGS... (T threads per connection)
 nbdkit_srv () {
   t=$1; shift
   start nbdkit -f -t "$t" -U "$sock" "$@"
-}
-
-median () {
-  sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # field NAME: NAME=value from zn-bench's output line on stdin.
@@ -74,7 +58,7 @@ results=$tmp/results.tsv
 # record EXPERIMENT CASE VALUE-PER-REPEAT...: the median goes to results.
 record () {
   exp=$1 case=$2; shift 2
-  m=$(printf '%s\n' "$@" | median)
+  m=$(printf '%s\n' "$@" | bench_median)
   printf '%s\t%s\t%s\n' "$exp" "$case" "$m" >>"$results"
   printf 'bench: %-12s %-40s median %s  (runs: %s)\n' "$exp" "$case" "$m" "$*" >&2
 }
@@ -266,7 +250,6 @@ peers () {
 }
 
 get () { awk -F'\t' -v e="$1" -v c="$2" '$1 == e && $2 == c { print $3 }' "$results"; }
-ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf (b > 0 ? "%.2f" : "n/a"), a / b }'; }
 
 report () {
   {
@@ -281,19 +264,19 @@ report () {
     echo
     echo "| Ratio | Value | Target |"
     echo "|---|---|---|"
-    echo "| pipelined / zone-locked, nbdkit | $(ratio "$(get pipelining "pipelined (pipeline_zoned_writes=1)")" "$(get pipelining "zone-locked (1 write/zone in flight)")") | >= 10 (seed: 123K/6K = 20) |"
-    echo "| pipelined / zone-locked, zonednull-server | $(ratio "$(get pipelining "server pipelined (pipeline_zoned_writes=1)")" "$(get pipelining "server zone-locked (1 write/zone in flight)")") | >= 10 (seed: 123K/6K = 20) |"
-    echo "| 2 queues host tags / 1 queue | $(ratio "$(get host_tags "2 queues sharing 16 host tags, 4 devices")" "$(get host_tags "1 queue x 16 tags, 4 devices")") | seed: 1.5 |"
-    echo "| reads, per-zone / device lock | $(ratio "$(get zone_locking "reads, per-zone locks")" "$(get zone_locking "reads, one device lock")") | seed: 3 |"
+    echo "| pipelined / zone-locked, nbdkit | $(bench_ratio "$(get pipelining "pipelined (pipeline_zoned_writes=1)")" "$(get pipelining "zone-locked (1 write/zone in flight)")") | >= 10 (seed: 123K/6K = 20) |"
+    echo "| pipelined / zone-locked, zonednull-server | $(bench_ratio "$(get pipelining "server pipelined (pipeline_zoned_writes=1)")" "$(get pipelining "server zone-locked (1 write/zone in flight)")") | >= 10 (seed: 123K/6K = 20) |"
+    echo "| 2 queues host tags / 1 queue | $(bench_ratio "$(get host_tags "2 queues sharing 16 host tags, 4 devices")" "$(get host_tags "1 queue x 16 tags, 4 devices")") | seed: 1.5 |"
+    echo "| reads, per-zone / device lock | $(bench_ratio "$(get zone_locking "reads, per-zone locks")" "$(get zone_locking "reads, one device lock")") | seed: 3 |"
     for job in $peer_jobs; do
       IFS=: read -r rw depth jobs <<<"$job"
       k="$rw qd$depth jobs$jobs"
-      echo "| zonednull(memory_backed=0) / nbdkit null, $k | $(ratio "$(get peers "zonednull-null $k")" "$(get peers "nbdkit-null $k")") | >= 0.9 |"
-      echo "| zonednull(memory_backed=1) / nbdkit memory, $k | $(ratio "$(get peers "zonednull-memory $k")" "$(get peers "nbdkit-memory $k")") | >= 0.9 |"
-      echo "| zonednull-server(memory_backed=0) / nbdkit null, $k | $(ratio "$(get peers "server-null $k")" "$(get peers "nbdkit-null $k")") | >= 0.9 |"
-      echo "| zonednull-server(memory_backed=1) / nbdkit memory, $k | $(ratio "$(get peers "server-memory $k")" "$(get peers "nbdkit-memory $k")") | >= 0.9 |"
+      echo "| zonednull(memory_backed=0) / nbdkit null, $k | $(bench_ratio "$(get peers "zonednull-null $k")" "$(get peers "nbdkit-null $k")") | >= 0.9 |"
+      echo "| zonednull(memory_backed=1) / nbdkit memory, $k | $(bench_ratio "$(get peers "zonednull-memory $k")" "$(get peers "nbdkit-memory $k")") | >= 0.9 |"
+      echo "| zonednull-server(memory_backed=0) / nbdkit null, $k | $(bench_ratio "$(get peers "server-null $k")" "$(get peers "nbdkit-null $k")") | >= 0.9 |"
+      echo "| zonednull-server(memory_backed=1) / nbdkit memory, $k | $(bench_ratio "$(get peers "server-memory $k")" "$(get peers "nbdkit-memory $k")") | >= 0.9 |"
       if [ -n "$(get peers "qemu-nbd-null $k")" ]; then
-        echo "| zonednull(memory_backed=0) / qemu-nbd null-co, $k | $(ratio "$(get peers "zonednull-null $k")" "$(get peers "qemu-nbd-null $k")") | reference |"
+        echo "| zonednull(memory_backed=0) / qemu-nbd null-co, $k | $(bench_ratio "$(get peers "zonednull-null $k")" "$(get peers "qemu-nbd-null $k")") | reference |"
       fi
     done
   } >"$OUT/results.md"

@@ -15,6 +15,7 @@
 # Reads, because random writes break the zone rules by design; every
 # read of a conventional-zone device goes through the same model path.
 set -eu
+. "$(dirname "$0")/lib.sh"
 builddir=${1:-build}
 repeats=${REPEATS:-3}
 secs=${SECONDS_PER_RUN:-3}
@@ -24,8 +25,7 @@ plugin=$builddir/plugin/.libs/nbdkit-zonednull-plugin.so
 command -v fio >/dev/null || { echo "fio is not installed" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/zn-bench.XXXXXX)
-pids=
-trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$tmp"' EXIT
+trap 'bench_stop; rm -rf "$tmp"' EXIT
 
 # 256 MiB, every zone conventional except the last (null_blk needs one
 # sequential zone): reads cost the same everywhere.
@@ -35,10 +35,8 @@ device="size=256 zone_size=16 zone_nr_conv=15"
 start () {
   name=$1
   shift
-  "$@" </dev/null & pids="$pids $!"
-  eval "${name}_pid=$!"
-  i=0
-  while [ ! -S "$tmp/$name.sock" ]; do i=$((i + 1)); [ $i -lt 100 ] || exit 1; sleep 0.05; done
+  bench_start "$tmp/$name.sock" "$@" || { echo "bench: $name did not start: $*" >&2; exit 1; }
+  eval "${name}_pid=\$bench_pid"
 }
 
 start native "$server" -f -U "$tmp/native.sock" $device
@@ -77,12 +75,6 @@ run () {
               'BEGIN { printf "%.2f", c / hz / (ns / 1e9) }')" >>"$tmp/$1.runs"
 }
 
-# median FILE COLUMN
-median () {
-  awk -v k="$2" '{ print $k }' "$1" | sort -n |
-    awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
-}
-ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 
 # cells TARGET... DEPTH JOBS: REPEATS interleaved runs of each target, so
 # that noise hits all alike.
@@ -103,11 +95,11 @@ printf '%-6s %-5s %9s %9s %9s %7s %7s %6s %6s %9s\n' depth conns server nbdkit-z
 for depth in 1 16 64; do
   for jobs in 1 2; do
     cells "$depth" "$jobs" native plugin null
-    n=$(median "$tmp/native.runs" 1) p=$(median "$tmp/plugin.runs" 1)
-    z=$(median "$tmp/null.runs" 1)
-    nc=$(median "$tmp/native.runs" 2) pc=$(median "$tmp/plugin.runs" 2)
+    n=$(bench_median 1 <"$tmp/native.runs") p=$(bench_median 1 <"$tmp/plugin.runs")
+    z=$(bench_median 1 <"$tmp/null.runs")
+    nc=$(bench_median 2 <"$tmp/native.runs") pc=$(bench_median 2 <"$tmp/plugin.runs")
     printf '%-6s %-5s %9s %9s %9s %7s %7s %6s %6s %9s\n' "$depth" "$jobs" \
-      "$n" "$p" "$z" "$(ratio "$n" "$p")" "$(ratio "$n" "$z")" "$nc" "$pc" \
+      "$n" "$p" "$z" "$(bench_ratio "$n" "$p" x)" "$(bench_ratio "$n" "$z" x)" "$nc" "$pc" \
       "$(awk -v a="$n" -v b="$nc" -v c="$p" -v d="$pc" 'BEGIN { printf "%.2fx", (a / b) / (c / d) }')"
   done
 done
@@ -116,19 +108,19 @@ echo "Timed completion ($timed), depth 256; the untimed server is the CPU limit"
 printf '%-5s %9s %9s %9s %7s %9s %6s\n' conns server nbdkit-zn untimed vs-zn of-limit cpu
 for jobs in 1 2; do
   cells 256 "$jobs" ntimed ptimed native
-  n=$(median "$tmp/ntimed.runs" 1) p=$(median "$tmp/ptimed.runs" 1)
-  u=$(median "$tmp/native.runs" 1) nc=$(median "$tmp/ntimed.runs" 2)
+  n=$(bench_median 1 <"$tmp/ntimed.runs") p=$(bench_median 1 <"$tmp/ptimed.runs")
+  u=$(bench_median 1 <"$tmp/native.runs") nc=$(bench_median 2 <"$tmp/ntimed.runs")
   printf '%-5s %9s %9s %9s %7s %9s %6s\n' "$jobs" "$n" "$p" "$u" \
-    "$(ratio "$n" "$p")" "$(ratio "$n" "$u")" "$nc"
+    "$(bench_ratio "$n" "$p" x)" "$(bench_ratio "$n" "$u" x)" "$nc"
 done
 echo "(256 tags / 100 us would allow 2560000 IOPS; 0.8 of it is 2048000)"
 echo
 echo "Where the gains come from: depth 16, 1 connection; data reads cover 64 MiB of written data"
 printf '%-30s %9s %9s %7s\n' case server nbdkit-zn vs-zn
 cells 16 1 native nopoll plugin
-n=$(median "$tmp/native.runs" 1) q=$(median "$tmp/nopoll.runs" 1) p=$(median "$tmp/plugin.runs" 1)
-printf '%-30s %9s %9s %7s\n' "zeros (holes), busy-poll 20us" "$n" "$p" "$(ratio "$n" "$p")"
-printf '%-30s %9s %9s %7s\n' "zeros (holes), --busy-poll=0" "$q" "$p" "$(ratio "$q" "$p")"
+n=$(bench_median 1 <"$tmp/native.runs") q=$(bench_median 1 <"$tmp/nopoll.runs") p=$(bench_median 1 <"$tmp/plugin.runs")
+printf '%-30s %9s %9s %7s\n' "zeros (holes), busy-poll 20us" "$n" "$p" "$(bench_ratio "$n" "$p" x)"
+printf '%-30s %9s %9s %7s\n' "zeros (holes), --busy-poll=0" "$q" "$p" "$(bench_ratio "$q" "$p" x)"
 span=64M cells 16 1 ndata pdata
-n=$(median "$tmp/ndata.runs" 1) p=$(median "$tmp/pdata.runs" 1)
-printf '%-30s %9s %9s %7s\n' "data, busy-poll 20us" "$n" "$p" "$(ratio "$n" "$p")"
+n=$(bench_median 1 <"$tmp/ndata.runs") p=$(bench_median 1 <"$tmp/pdata.runs")
+printf '%-30s %9s %9s %7s\n' "data, busy-poll 20us" "$n" "$p" "$(bench_ratio "$n" "$p" x)"

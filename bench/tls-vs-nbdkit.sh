@@ -12,6 +12,7 @@
 #   bench/tls-vs-nbdkit.sh [BUILDDIR]        (default: build)
 #   REPEATS=5 SECONDS_PER_RUN=3 bench/tls-vs-nbdkit.sh
 set -eu
+. "$(dirname "$0")/lib.sh"
 builddir=${1:-build}
 repeats=${REPEATS:-5}
 secs=${SECONDS_PER_RUN:-3}
@@ -23,8 +24,7 @@ znbench=$builddir/bench/zn-bench
 command -v psktool >/dev/null || { echo "psktool is not installed (gnutls-bin)" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/zn-bench-tls.XXXXXX)
-pids=
-trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$tmp"' EXIT
+trap 'bench_stop; rm -rf "$tmp"' EXIT
 psktool -u bench -p "$tmp/keys.psk" >/dev/null
 tls="--tls=require --tls-psk=$tmp/keys.psk"
 
@@ -35,9 +35,8 @@ device="size=256 zone_size=16 zone_nr_conv=15"
 start () {
   name=$1
   shift
-  "$@" </dev/null 2>>"$tmp/servers.log" & pids="$pids $!"
-  i=0
-  while [ ! -S "$tmp/$name.sock" ]; do i=$((i + 1)); [ $i -lt 200 ] || exit 1; sleep 0.05; done
+  bench_start "$tmp/$name.sock" "$@" 2>>"$tmp/servers.log" ||
+    { echo "bench: $name did not start: $*" >&2; tail -n 5 "$tmp/servers.log" >&2; exit 1; }
 }
 
 # uri NAME: plaintext for the *-plain servers, TLS-PSK for the others.
@@ -77,13 +76,9 @@ run () {
   "$znbench" --mode randread --depth "$2" --bs 4096 --span "$3" \
     --seconds "$secs" "$(uri "$1")" | sed -n 's/.* iops=\([0-9]*\).*/\1/p' >>"$tmp/$1.runs"
 }
-median () {
-  sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
-}
 spread () {
   sort -n "$1" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%d-%d", lo, hi }'
 }
-ratio () { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 
 echo "4 KiB random reads, IOPS: median of $repeats interleaved runs of ${secs}s [min-max];"
 echo "one connection, zn-bench (libnbd aio); TLS 1.3 with a PSK (--tls=require), same key for both servers"
@@ -100,13 +95,13 @@ for mb in 1 0; do
       for t in "$@"; do run "$t" "$depth" "$span"; done
       r=$((r + 1))
     done
-    st=$(median "$tmp/s$mb-tls.runs") nt=$(median "$tmp/n$mb-tls.runs")
-    sp=$(median "$tmp/s$mb-plain.runs") np=$(median "$tmp/n$mb-plain.runs")
+    st=$(bench_median <"$tmp/s$mb-tls.runs") nt=$(bench_median <"$tmp/n$mb-tls.runs")
+    sp=$(bench_median <"$tmp/s$mb-plain.runs") np=$(bench_median <"$tmp/n$mb-plain.runs")
     printf '%-6s %-5s %9s [%-9s] %9s [%-9s] %9s [%-9s] %9s [%-9s] %8s %8s %8s\n' \
       "$label" "$depth" \
       "$st" "$(spread "$tmp/s$mb-tls.runs")" "$nt" "$(spread "$tmp/n$mb-tls.runs")" \
       "$sp" "$(spread "$tmp/s$mb-plain.runs")" "$np" "$(spread "$tmp/n$mb-plain.runs")" \
-      "$(ratio "$st" "$nt")" "$(ratio "$st" "$sp")" "$(ratio "$nt" "$np")"
+      "$(bench_ratio "$st" "$nt" x)" "$(bench_ratio "$st" "$sp" x)" "$(bench_ratio "$nt" "$np" x)"
   done
 done
 echo "tls-s/n: zonednull-server over nbdkit zonednull, both over TLS (target: above 1);"

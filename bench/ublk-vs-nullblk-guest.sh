@@ -12,9 +12,9 @@
 #   NBD_KO     the nbd module's path in the guest (the benchmark's own
 #              cpio: the tier's base image carries no nbd)
 #   BLOCKSIZE  the servers' logical block size (nbd-client -b)
-# Runs as /test/guest-ublk-consumers.sh of tests/kernel/check-ublk.sh, after
-# its guest-ublk.sh has loaded null_blk and ublk_drv.  Prints one line per
-# fio run:
+# Runs as tests/kernel/check-ublk.sh's ZN_UBLK_GUEST_SCRIPT
+# (/test/guest-extra.sh), after its guest-ublk.sh has loaded null_blk and
+# ublk_drv.  Prints one line per fio run:
 #   RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS
 # (ticks: USER_HZ of /proc/stat; CPU_TICKS the guest's busy time on all
 # CPUs, CTXT its context switches, UBLK_TICKS zonednull-ublk's user+system

@@ -38,22 +38,26 @@
 #   CONF="size=1024 zone_size=64 ..." (zone_size in MiB; size a multiple)
 #   PARTS="local remote" (default both), SERVERS="server" (or "server nbdkit")
 #
-# The VM is the 6.12 tier's: this script calls tests/kernel/check-ublk.sh
+# The VM is the 6.12 tier's: this script runs tests/kernel/check-ublk.sh
 # (which calls prepare.sh and prepare-consumers.sh for the kernel, the base
 # initramfs and the static fio, cached in ZN_KERNEL_CACHE, default
-# .cache/kernel) on a shadow source tree whose tests/kernel/ holds the
-# tier's own scripts and, as guest-ublk-consumers.sh, this benchmark's guest
-# half (bench/ublk-vs-nullblk-guest.sh), and as prepare-consumers.sh
-# bench/ublk-vs-nullblk-consumers.sh (the tier's, plus the nbd module).
-# The host servers of the remote case are the benchmark's own (the tier
-# starts its host_servers only when the tree has guest-ublk-connect.sh,
-# which the shadow tree has not).  With ZN_KERNEL_TRACES=0 the tier's
-# differential draws no configuration: its guest-ublk.sh only loads
-# null_blk and ublk_drv.  Needs what the tier needs (qemu-system-x86,
-# busybox-static, ... and the consumers' host packages).
+# .cache/kernel) through its hooks: ZN_UBLK_GUEST_SCRIPT, this benchmark's
+# guest half (bench/ublk-vs-nullblk-guest.sh, the settings prepended), runs
+# in place of the consumers' tests, with their archive (the static fio);
+# ZN_UBLK_EXTRA_CPIO adds the nbd module, which the tier's base image
+# lacks, as /opt/bench/nbd.ko* (taken from the kernel that prepare.sh
+# unpacks, ZN_KERNEL_ONLY=1).  The host servers of the remote case are the
+# benchmark's own (ZN_UBLK_CONNECT=0: the tier's --connect checks do not
+# run).  With ZN_KERNEL_TRACES=0 the tier's differential draws no
+# configuration: its guest-ublk.sh only loads null_blk and ublk_drv.  The
+# static fio is built from FIO_SRCDIR, else the fio source BUILDDIR was
+# configured with (--with-fio), else the newest .cache/fio/fio-*.  Needs
+# what the tier needs (qemu-system-x86, busybox-static, ... and the
+# consumers' host packages).
 set -eu
 cd "$(dirname "$0")/.."
 top=$(pwd)
+. bench/lib.sh
 build=${1:-$top/build}
 build=$(cd "$build" && pwd)
 REPEATS=${REPEATS:-5}
@@ -64,7 +68,8 @@ SERVERS=${SERVERS:-server}
 CONF=${CONF:-size=1024 zone_size=64 zone_nr_conv=0 memory_backed=1 submit_queues=1 hw_queue_depth=64 irqmode=1}
 OUT=${OUT:-$top/bench/results/ublk-vs-nullblk.txt}
 cache=${ZN_KERNEL_CACHE:-$top/.cache/kernel}
-fio_src=${FIO_SRCDIR:-$(ls -d "$top"/.cache/fio/fio-* 2>/dev/null | sort -V | tail -n 1)}
+suite=${ZN_UBLK_SUITE:-bookworm-backports}
+fio_src=${FIO_SRCDIR:-$(sed -n 's/^FIO_SRCDIR = //p' "$build/Makefile" 2>/dev/null)}
 
 ublk=$build/ublk/zonednull-ublk
 zntrace=$build/tests/kernel/zntrace
@@ -79,61 +84,53 @@ done
 [ -n "$zone_mb" ] || { echo "ublk-vs-nullblk: CONF needs zone_size" >&2; exit 1; }
 
 tmp=$(mktemp -d /tmp/zn-ublk-bench.XXXXXX)
-shadow=$tmp/src/tests/kernel
-mkdir -p "$shadow"
-for f in prepare.sh init draw.sh guest-ublk.sh guest-lib.sh; do
-  ln -s "$top/tests/kernel/$f" "$shadow/$f"
-done
-# The tier's prepare-consumers.sh plus the nbd module, which the tier's base
-# image lacks (bench/ublk-vs-nullblk-consumers.sh).
-cp "$top/bench/ublk-vs-nullblk-consumers.sh" "$shadow/prepare-consumers.sh"
 # ---- the host servers of the remote case (stopped by PID at exit) ---------
-server_pids="" remote=""
-stop_servers () {
-  for p in $server_pids; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-  server_pids=
-}
-trap 'stop_servers; [ -n "${ZN_BENCH_KEEP:-}" ] || rm -rf "$tmp"' EXIT
+remote=""
+trap 'bench_stop; [ -n "${ZN_BENCH_KEEP:-}" ] || rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
 case " $PARTS " in *" remote "*)
   for kind in $SERVERS; do
+    case $kind in
+      server) [ -x "$server" ] || { echo "ublk-vs-nullblk: no $server" >&2; exit 1; } ;;
+      nbdkit) [ -f "$plugin" ] || { echo "ublk-vs-nullblk: no $plugin" >&2; exit 1; } ;;
+      *) echo "ublk-vs-nullblk: SERVERS: server or nbdkit, not $kind" >&2; exit 1 ;;
+    esac
     a=0 ok=
     while [ $a -lt 8 ] && [ -z "$ok" ]; do
       a=$((a + 1))
       port=$((30000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000))
-      pidf=$tmp/$kind.pid
-      rm -f "$pidf"
       # shellcheck disable=SC2086
       case $kind in
-        server) [ -x "$server" ] || { echo "ublk-vs-nullblk: no $server" >&2; exit 1; }
-                "$server" -f -i 127.0.0.1 -p "$port" -P "$pidf" $CONF </dev/null 2>"$tmp/$kind.err" & ;;
-        nbdkit) [ -f "$plugin" ] || { echo "ublk-vs-nullblk: no $plugin" >&2; exit 1; }
-                nbdkit -f -i 127.0.0.1 -p "$port" -P "$pidf" "$plugin" $CONF </dev/null 2>"$tmp/$kind.err" & ;;
-        *) echo "ublk-vs-nullblk: SERVERS: server or nbdkit, not $kind" >&2; exit 1 ;;
+        server) bench_start "$tmp/$kind.pid" "$server" -f -i 127.0.0.1 -p "$port" -P "$tmp/$kind.pid" \
+                  $CONF 2>"$tmp/$kind.err" && ok=1 ;;
+        nbdkit) bench_start "$tmp/$kind.pid" nbdkit -f -i 127.0.0.1 -p "$port" -P "$tmp/$kind.pid" \
+                  "$plugin" $CONF 2>"$tmp/$kind.err" && ok=1 ;;
       esac
-      pid=$! n=0
-      while [ ! -s "$pidf" ] && kill -0 "$pid" 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
-      if [ -s "$pidf" ]; then
-        ok=1 server_pids="$server_pids $pid"
-      else
-        kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-        grep -qi 'in use\|bind' "$tmp/$kind.err" || break
-      fi
+      [ -n "$ok" ] || grep -qi 'in use\|bind' "$tmp/$kind.err" || break
     done
     [ -n "$ok" ] || { echo "ublk-vs-nullblk: the host's $kind ($CONF) does not start: $(cat "$tmp/$kind.err")" >&2; exit 1; }
     remote="$remote $kind:$port"
     echo "ublk-vs-nullblk: host $kind on 127.0.0.1:$port (the guest's 10.0.2.2), $CONF" >&2
   done ;;
 esac
-kver=$(cat "$cache/current-bookworm-backports" 2>/dev/null || true)
-nbd_ko=$(sed -n 's|^kernel/drivers/block/\(nbd\.ko[.a-z]*\):.*|\1|p' \
-           "$cache/$kver/modroot/lib/modules/$kver/modules.dep" 2>/dev/null || true)
+
+# ---- the tier's hooks: the nbd module and the guest half -------------------
+ZN_KERNEL_ONLY=1 sh "$top/tests/kernel/prepare.sh" "$cache" "$suite" >"$tmp/prepare.log" 2>&1 ||
+  { cat "$tmp/prepare.log" >&2; exit 1; }
+kver=$(cat "$cache/current-$suite")
+modules=$cache/$kver/modroot/lib/modules/$kver
+nbd_ko=$(sed -n 's|^\(kernel/drivers/block/nbd\.ko[.a-z]*\):.*|\1|p' "$modules/modules.dep")
+[ -n "$nbd_ko" ] || { echo "ublk-vs-nullblk: no nbd module in $kver" >&2; exit 1; }
+mkdir -p "$tmp/nbdroot/opt/bench"
+cp "$modules/$nbd_ko" "$tmp/nbdroot/opt/bench/"
+(cd "$tmp/nbdroot" && find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort | cpio -o -H newc --quiet) \
+  >"$tmp/nbd.cpio"
 {
   echo "CONF='$CONF'"
   echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES"
-  echo "PARTS='$PARTS' REMOTE='${remote# }' BLOCKSIZE=$blocksize NBD_KO=/opt/bench/${nbd_ko:-nbd.ko.xz}"
+  echo "PARTS='$PARTS' REMOTE='${remote# }' BLOCKSIZE=$blocksize NBD_KO=/opt/bench/$(basename "$nbd_ko")"
   cat "$top/bench/ublk-vs-nullblk-guest.sh"
-} >"$shadow/guest-ublk-consumers.sh"
+} >"$tmp/guest.sh"
 
 # 4 jobs x 2 devices per repeat, and 3 jobs x 2 clients per host server,
 # each RUNTIME plus fio's start and the zone resets (slow under TCG), with
@@ -144,10 +141,12 @@ start=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "ublk-vs-nullblk: $REPEATS repeats of ${RUNTIME}s; CONF: $CONF" >&2
 rc=0
-ZN_BENCH_TOP=$top ZN_BENCH_TMP=$tmp \
-  ZONEDNULL_SRCDIR=$tmp/src ZONEDNULL_UBLK=$ublk ZNTRACE=$zntrace \
+ZONEDNULL_SRCDIR=$top ZONEDNULL_UBLK=$ublk ZNTRACE=$zntrace \
+  ZONEDNULL_SERVER=$server ZONEDNULL_PLUGIN=$plugin NBDKIT=${NBDKIT:-nbdkit} \
   ZN_KERNEL_CACHE=$cache ZN_KERNEL_WORK=$tmp/work ZN_KERNEL_KEEP=$tmp/failed \
   ZN_KERNEL_TRACES=0 ZN_KERNEL_SEED=1 ZN_KERNEL_VM_TIMEOUT=$vm_timeout \
+  ZN_UBLK_SUITE=$suite ZN_UBLK_CONNECT=0 \
+  ZN_UBLK_GUEST_SCRIPT=$tmp/guest.sh ZN_UBLK_EXTRA_CPIO=$tmp/nbd.cpio \
   FIO_SRCDIR=$fio_src \
   sh "$top/tests/kernel/check-ublk.sh" >"$tmp/tier.log" 2>&1 || rc=$?
 end=$(date +%s)

@@ -178,58 +178,219 @@ params_free (struct zn_params *p)
   p->nr_badblocks = 0;
 }
 
-/* The keys that only store a value, with null_blk's names and units. */
-enum key_kind { K_MIB, K_U32, K_U64, K_BOOL, K_POSITIVE };
-struct plain_key {
-  const char *name;
+/* How a key's value is read, and where it goes. */
+enum key_kind {
+  K_MIB, K_U32, K_U64, K_BOOL, K_POSITIVE,    /* stored at offset */
+  K_KERNEL, K_ZONED, K_READONLY, K_OFFLINE, K_SUBMIT_QUEUES, K_BADBLOCKS,
+  K_NR_DEVICES,
+};
+
+/* Every key, its parsing and its documentation in one row, so that a key
+ * cannot be accepted without appearing in --help, nbdkit's config_help
+ * and (tests/test-params-docs.sh checks) the man pages.  Rows are in the
+ * order of the plugin's man page.
+ */
+struct param_key {
+  struct param_doc doc;
   enum key_kind kind;
-  size_t offset;                /* in struct zn_params */
+  size_t offset;                /* in struct zn_params, for the stored kinds */
+  /* ZN_GIVEN_* of a newer kernel's attribute: zn_dev_create refuses it,
+   * even at its default, for a kernel that lacks it.
+   */
+  uint32_t given;
 };
 #define CFG(field) offsetof (struct zn_params, cfg.field)
 #define QUEUE(field) offsetof (struct zn_params, queue.field)
-static const struct plain_key plain_keys[] = {
-  { "size", K_MIB, CFG (size) },
-  { "zone_size", K_MIB, CFG (zone_size) },
-  { "zone_capacity", K_MIB, CFG (zone_capacity) },
-  { "zone_nr_conv", K_U32, CFG (zone_nr_conv) },
-  { "zone_max_open", K_U32, CFG (zone_max_open) },
-  { "zone_max_active", K_U32, CFG (zone_max_active) },
-  { "blocksize", K_U32, CFG (blocksize) },
-  { "bs", K_U32, CFG (blocksize) },
-  { "max_sectors", K_U32, CFG (max_sectors) },
-  { "memory_backed", K_BOOL, CFG (memory_backed) },
-  { "cache_size", K_MIB, CFG (cache_size) },
-  { "device_lock", K_BOOL, CFG (device_lock) },
-  { "pipeline_zoned_writes", K_BOOL, CFG (pipeline_zoned_writes) },
-  { "pipeline_wait_ms", K_POSITIVE, CFG (pipeline_wait_ms) },
-  { "pipeline_max_waiting", K_POSITIVE, CFG (pipeline_max_waiting) },
-  { "irqmode", K_U32, QUEUE (irqmode) },
-  { "completion_nsec", K_U64, QUEUE (completion_nsec) },
-  { "hw_queue_depth", K_U32, QUEUE (hw_queue_depth) },
-  { "shared_tags", K_BOOL, QUEUE (shared_tags) },
-  { "host_tags", K_BOOL, QUEUE (shared_tags) },
-  { "shared_tag_bitmap", K_BOOL, QUEUE (shared_tag_bitmap) },
-  { "mbps", K_U32, QUEUE (mbps) },
+#define DOC(name, unit, def, meaning) { name, unit, def, NULL, meaning }
+#define ALIAS(name, unit, of) { name, unit, NULL, of, NULL }
+static const struct param_key keys[] = {
+  { DOC ("size", "<MiB>", "256000", "Device size"), K_MIB, CFG (size), 0 },
+  { DOC ("zone_size", "<MiB>", "256", "Zone length, a power of 2"),
+    K_MIB, CFG (zone_size), 0 },
+  { DOC ("zone_capacity", "<MiB>", "0",
+         "Writable part of a zone; 0: zone_size"),
+    K_MIB, CFG (zone_capacity), 0 },
+  { DOC ("zone_nr_conv", "<N>", "0", "Leading conventional zones"),
+    K_U32, CFG (zone_nr_conv), 0 },
+  { DOC ("zone_max_open", "<N>", "0", "Limit on open zones; 0: none"),
+    K_U32, CFG (zone_max_open), 0 },
+  { DOC ("zone_max_active", "<N>", "0",
+         "Limit on open and closed zones; 0: none"),
+    K_U32, CFG (zone_max_active), 0 },
+  { DOC ("blocksize", "<BYTES>", "512", "Block size: 512, 1024, 2048, 4096"),
+    K_U32, CFG (blocksize), 0 },
+  { ALIAS ("bs", "<BYTES>", "blocksize"), K_U32, CFG (blocksize), 0 },
+  { DOC ("max_sectors", "<SECTORS>", "0",
+         "Largest unsplit request; 0: 255"),
+    K_U32, CFG (max_sectors), 0 },
+  { DOC ("memory_backed", "<BOOL>", "false", "Keep the written data"),
+    K_BOOL, CFG (memory_backed), 0 },
+  { DOC ("zoned", "true", "true", "Only the zoned mode is emulated"),
+    K_ZONED, 0, 0 },
+  { DOC ("zone_readonly", "<SECTOR>", NULL,
+         "Toggle READONLY on its zone (repeatable)"), K_READONLY, 0, 0 },
+  { DOC ("zone_offline", "<SECTOR>", NULL,
+         "Toggle OFFLINE on its zone (repeatable)"), K_OFFLINE, 0, 0 },
+  { DOC ("kernel", "6.1|6.12|7.3", "6.1", "Whose null_blk to emulate"),
+    K_KERNEL, 0, 0 },
+  { DOC ("zone_full", "<BOOL>", "false",
+         "6.12+: sequential zones start FULL"),
+    K_BOOL, CFG (zone_full), ZN_GIVEN_ZONE_FULL },
+  { DOC ("zone_append_max_sectors", "<SECTORS>", "2147483647",
+         "6.12+: append limit; 0: emulated"),
+    K_U32, CFG (zone_append_max_sectors), ZN_GIVEN_ZONE_APPEND_MAX_SECTORS },
+  { DOC ("fua", "<BOOL>", "true", "6.12+: advertise FUA with a cache"),
+    K_BOOL, CFG (fua), ZN_GIVEN_FUA },
+  { DOC ("badblocks_once", "<BOOL>", "false",
+         "7.3: a bad range hit once is cleared"),
+    K_BOOL, CFG (badblocks_once), ZN_GIVEN_BADBLOCKS_ONCE },
+  { DOC ("badblocks_partial_io", "<BOOL>", "false",
+         "7.3: transfer up to the first bad block"),
+    K_BOOL, CFG (badblocks_partial_io), ZN_GIVEN_BADBLOCKS_PARTIAL_IO },
+  { DOC ("nr_devices", "<N>", "1", "Devices nullb0... as exports, 1 to 1024"),
+    K_NR_DEVICES, 0, 0 },
+  { DOC ("irqmode", "0|1|2", "1",
+         "2: complete completion_nsec after the tag"),
+    K_U32, QUEUE (irqmode), 0 },
+  { DOC ("completion_nsec", "<NS>", "10000", "Completion delay with irqmode=2"),
+    K_U64, QUEUE (completion_nsec), 0 },
+  { DOC ("hw_queue_depth", "<N>", "64", "Tags per hardware queue"),
+    K_U32, QUEUE (hw_queue_depth), 0 },
+  { DOC ("submit_queues", "<N>", "1",
+         "Hardware queues; connection k feeds k mod N"),
+    K_SUBMIT_QUEUES, 0, 0 },
+  { DOC ("shared_tags", "<BOOL>", "false", "Devices share one tag set"),
+    K_BOOL, QUEUE (shared_tags), 0 },
+  { ALIAS ("host_tags", "<BOOL>", "shared_tags"),
+    K_BOOL, QUEUE (shared_tags), 0 },
+  { DOC ("shared_tag_bitmap", "<BOOL>", "false",
+         "One pool of tags for all queues"),
+    K_BOOL, QUEUE (shared_tag_bitmap), 0 },
+  { DOC ("mbps", "<MiB/s>", "0", "Bandwidth limit per device; 0: none"),
+    K_U32, QUEUE (mbps), 0 },
+  { DOC ("pipeline_zoned_writes", "<BOOL>", "false",
+         "Writes ahead of the write pointer wait"),
+    K_BOOL, CFG (pipeline_zoned_writes), 0 },
+  { DOC ("pipeline_wait_ms", "<MS>", "1000", "Longest wait of a pipelined write"),
+    K_POSITIVE, CFG (pipeline_wait_ms), 0 },
+  { DOC ("pipeline_max_waiting", "<N>", "1024",
+         "Writes that may wait per zone"),
+    K_POSITIVE, CFG (pipeline_max_waiting), 0 },
+  { DOC ("device_lock", "<BOOL>", "false",
+         "One lock for all zones, for benchmarks"),
+    K_BOOL, CFG (device_lock), 0 },
+  { DOC ("badblocks", "+FIRST-LAST|-FIRST-LAST", NULL,
+         "Add or remove bad sectors (repeatable)"), K_BADBLOCKS, 0, 0 },
+  { DOC ("cache_size", "<MiB>", "0", "Write cache, with memory_backed"),
+    K_MIB, CFG (cache_size), 0 },
 };
+#define NR_KEYS (sizeof keys / sizeof keys[0])
 
-/* Attributes of newer kernels: zn_dev_create refuses the ones the chosen
- * kernel lacks, so which were given is recorded too.
- */
-struct newer_key {
-  const char *name;
-  enum key_kind kind;
-  size_t offset;
-  uint32_t bit;
-};
-static const struct newer_key newer_keys[] = {
-  { "zone_full", K_BOOL, CFG (zone_full), ZN_GIVEN_ZONE_FULL },
-  { "zone_append_max_sectors", K_U32, CFG (zone_append_max_sectors),
-    ZN_GIVEN_ZONE_APPEND_MAX_SECTORS },
-  { "fua", K_BOOL, CFG (fua), ZN_GIVEN_FUA },
-  { "badblocks_once", K_BOOL, CFG (badblocks_once), ZN_GIVEN_BADBLOCKS_ONCE },
-  { "badblocks_partial_io", K_BOOL, CFG (badblocks_partial_io),
-    ZN_GIVEN_BADBLOCKS_PARTIAL_IO },
-};
+const struct param_doc *
+params_doc (size_t i)
+{
+  return i < NR_KEYS ? &keys[i].doc : NULL;
+}
+
+void
+params_print_help (FILE *fp)
+{
+  for (size_t i = 0; i < NR_KEYS; i++) {
+    const struct param_doc *d = &keys[i].doc;
+    char key[64];
+
+    snprintf (key, sizeof key, "%s=%s", d->name, d->unit);
+    if (d->alias_of)
+      fprintf (fp, "%-23s Alias of %s.\n", key, d->alias_of);
+    else if (d->def)
+      fprintf (fp, "%-23s %s (default %s).\n", key, d->meaning, d->def);
+    else
+      fprintf (fp, "%-23s %s.\n", key, d->meaning);
+  }
+  fputs ("MiB values also take a suffix (64M, 1G) but must be whole MiB.\n",
+         fp);
+}
+
+static int
+set_submit_queues (struct zn_params *p, const char *key, const char *value,
+                   char *err, size_t errlen)
+{
+  uint64_t magnitude;
+  char *end;
+
+  /* null_blk's is an int, and <= 0 means 1. */
+  if (value[0] != '-')
+    return parse_u32 (key, value, &p->queue.submit_queues, err, errlen);
+  if (value[1] < '0' || value[1] > '9')
+    return bad (err, errlen, "%s=%s: expected an integer", key, value);
+  errno = 0;
+  magnitude = strtoull (value + 1, &end, 0);
+  if (*end != '\0')
+    return bad (err, errlen, "%s=%s: expected an integer", key, value);
+  if (errno == ERANGE || magnitude > (uint64_t) INT32_MAX + 1)
+    return bad (err, errlen, "%s=%s: number out of range (null_blk's is an "
+                "int, at least -2147483648)", key, value);
+  p->queue.submit_queues = 1;
+  return 0;
+}
+
+static int
+add_badblocks (struct zn_params *p, const char *key, const char *value,
+               char *err, size_t errlen)
+{
+  char **b = realloc (p->badblocks, (p->nr_badblocks + 1) * sizeof *b);
+
+  if (b == NULL || (b[p->nr_badblocks] = strdup (value)) == NULL) {
+    if (b)
+      p->badblocks = b;
+    return bad (err, errlen, "%s=%s: out of memory", key, value);
+  }
+  p->badblocks = b;
+  p->nr_badblocks++;
+  return 0;
+}
+
+static int
+set_key (struct zn_params *p, const struct param_key *k, const char *key,
+         const char *value, char *err, size_t errlen)
+{
+  void *field = (char *) p + k->offset;
+  bool zoned;
+
+  switch (k->kind) {
+  case K_MIB: return parse_mib (key, value, field, err, errlen);
+  case K_U32: return parse_u32 (key, value, field, err, errlen);
+  case K_U64: return parse_u64 (key, value, field, err, errlen);
+  case K_BOOL: return parse_bool (key, value, field, err, errlen);
+  case K_POSITIVE: return parse_positive (key, value, field, err, errlen);
+  case K_KERNEL:
+    if (zn_kernel_parse (value, &p->cfg.kernel) < 0)
+      return bad (err, errlen, "%s=%s: must be 6.1, 6.12 or 7.3, the kernels "
+                  "whose null_blk zonednull models", key, value);
+    return 0;
+  case K_ZONED:
+    if (parse_bool (key, value, &zoned, err, errlen) == -1)
+      return -1;
+    if (!zoned)
+      return bad (err, errlen, "%s=%s: zonednull emulates null_blk's zoned "
+                  "mode only", key, value);
+    return 0;
+  case K_READONLY: return add_cond (p, key, value, false, err, errlen);
+  case K_OFFLINE: return add_cond (p, key, value, true, err, errlen);
+  case K_SUBMIT_QUEUES:
+    return set_submit_queues (p, key, value, err, errlen);
+  case K_BADBLOCKS: return add_badblocks (p, key, value, err, errlen);
+  case K_NR_DEVICES:
+    if (parse_u32 (key, value, &p->nr_devices, err, errlen) == -1)
+      return -1;
+    if (p->nr_devices == 0 || p->nr_devices > PARAMS_MAX_DEVICES)
+      return bad (err, errlen, "%s=%s: must be from 1 to 1024 (null_blk's 0, "
+                  "configfs devices only, has no meaning without configfs)",
+                  key, value);
+    return 0;
+  }
+  return bad (err, errlen, "%s=%s: no parser for this key", key, value);
+}
 
 int
 params_set (struct zn_params *p, const char *arg, char *err, size_t errlen)
@@ -256,94 +417,18 @@ int
 params_set_key (struct zn_params *p, const char *key, const char *value,
                 char *err, size_t errlen)
 {
-  for (size_t i = 0; i < sizeof plain_keys / sizeof plain_keys[0]; i++) {
-    const struct plain_key *k = &plain_keys[i];
-    void *field = (char *) p + k->offset;
-
-    if (strcmp (key, k->name) != 0)
-      continue;
-    if (k->offset == CFG (blocksize))      /* messages say bs for bs= */
-      p->cfg.blocksize_key = k->name;
-    switch (k->kind) {
-    case K_MIB: return parse_mib (key, value, field, err, errlen);
-    case K_U32: return parse_u32 (key, value, field, err, errlen);
-    case K_U64: return parse_u64 (key, value, field, err, errlen);
-    case K_BOOL: return parse_bool (key, value, field, err, errlen);
-    case K_POSITIVE: return parse_positive (key, value, field, err, errlen);
-    }
-  }
-  if (strcmp (key, "kernel") == 0) {
-    if (zn_kernel_parse (value, &p->cfg.kernel) < 0)
-      return bad (err, errlen, "%s=%s: must be 6.1, 6.12 or 7.3, the kernels "
-                  "whose null_blk zonednull models", key, value);
-    return 0;
-  }
-  for (size_t i = 0; i < sizeof newer_keys / sizeof newer_keys[0]; i++) {
-    const struct newer_key *k = &newer_keys[i];
-    void *field = (char *) p + k->offset;
+  for (size_t i = 0; i < NR_KEYS; i++) {
+    const struct param_key *k = &keys[i];
     int r;
 
-    if (strcmp (key, k->name) != 0)
+    if (strcmp (key, k->doc.name) != 0)
       continue;
-    r = k->kind == K_BOOL ? parse_bool (key, value, field, err, errlen)
-                          : parse_u32 (key, value, field, err, errlen);
+    if (k->offset == CFG (blocksize))      /* messages say bs for bs= */
+      p->cfg.blocksize_key = k->doc.name;
+    r = set_key (p, k, key, value, err, errlen);
     if (r == 0)
-      p->cfg.given |= k->bit;
+      p->cfg.given |= k->given;
     return r;
-  }
-  if (strcmp (key, "zoned") == 0) {
-    bool zoned;
-
-    if (parse_bool (key, value, &zoned, err, errlen) == -1)
-      return -1;
-    if (!zoned)
-      return bad (err, errlen, "%s=%s: zonednull emulates null_blk's zoned "
-                  "mode only", key, value);
-    return 0;
-  }
-  if (strcmp (key, "zone_readonly") == 0)
-    return add_cond (p, key, value, false, err, errlen);
-  if (strcmp (key, "zone_offline") == 0)
-    return add_cond (p, key, value, true, err, errlen);
-  if (strcmp (key, "submit_queues") == 0) {
-    uint64_t magnitude;
-    char *end;
-
-    /* null_blk's is an int, and <= 0 means 1. */
-    if (value[0] != '-')
-      return parse_u32 (key, value, &p->queue.submit_queues, err, errlen);
-    if (value[1] < '0' || value[1] > '9')
-      return bad (err, errlen, "%s=%s: expected an integer", key, value);
-    errno = 0;
-    magnitude = strtoull (value + 1, &end, 0);
-    if (*end != '\0')
-      return bad (err, errlen, "%s=%s: expected an integer", key, value);
-    if (errno == ERANGE || magnitude > (uint64_t) INT32_MAX + 1)
-      return bad (err, errlen, "%s=%s: number out of range (null_blk's is an "
-                  "int, at least -2147483648)", key, value);
-    p->queue.submit_queues = 1;
-    return 0;
-  }
-  if (strcmp (key, "badblocks") == 0) {
-    char **b = realloc (p->badblocks, (p->nr_badblocks + 1) * sizeof *b);
-
-    if (b == NULL || (b[p->nr_badblocks] = strdup (value)) == NULL) {
-      if (b)
-        p->badblocks = b;
-      return bad (err, errlen, "%s=%s: out of memory", key, value);
-    }
-    p->badblocks = b;
-    p->nr_badblocks++;
-    return 0;
-  }
-  if (strcmp (key, "nr_devices") == 0) {
-    if (parse_u32 (key, value, &p->nr_devices, err, errlen) == -1)
-      return -1;
-    if (p->nr_devices == 0 || p->nr_devices > PARAMS_MAX_DEVICES)
-      return bad (err, errlen, "%s=%s: must be from 1 to 1024 (null_blk's 0, "
-                  "configfs devices only, has no meaning without configfs)",
-                  key, value);
-    return 0;
   }
   snprintf (err, errlen, "unknown parameter '%s' (see %s)", key,
             p->help ? p->help : "--help");

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
@@ -29,6 +30,23 @@ struct zn_params {
   size_t nr_badblocks;
   const char *help;               /* where unknown keys point; "--help" */
 };
+
+/* One key as --help, nbdkit's config_help and the man pages show it. */
+struct param_doc {
+  const char *name;
+  const char *unit;       /* as shown after "name=": "<MiB>", "0|1|2" */
+  const char *def;        /* as written on the command line; NULL: none */
+  const char *alias_of;   /* the key this one is another name for, or NULL */
+  const char *meaning;    /* one line; NULL for an alias */
+};
+
+/* Key I of every key params_set accepts, in the man page's order; NULL
+ * past the last.
+ */
+const struct param_doc *params_doc (size_t i);
+
+/* The keys with their units, meanings and defaults, one a line. */
+void params_print_help (FILE *fp);
 
 void params_init (struct zn_params *p);
 void params_free (struct zn_params *p);

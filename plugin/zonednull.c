@@ -233,44 +233,6 @@ zonednull_thread_model (void)
                         : NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS;
 }
 
-#define zonednull_config_help \
-  "size=<MiB>              Device size (default 256000).\n" \
-  "zone_size=<MiB>         Zone length, a power of 2 (default 256).\n" \
-  "zone_capacity=<MiB>     Writable part of a zone (default zone_size).\n" \
-  "zone_nr_conv=<N>        Leading conventional zones (default 0).\n" \
-  "zone_max_open=<N>       Limit on open zones (default 0, no limit).\n" \
-  "zone_max_active=<N>     Limit on open+closed zones (default 0).\n" \
-  "blocksize=<BYTES>       Block size 512..4096, alias bs (default 512).\n" \
-  "max_sectors=<SECTORS>   Largest unsplit request (default 255).\n" \
-  "memory_backed=<BOOL>    Keep written data (default false).\n" \
-  "zoned=true              Only zoned mode is emulated.\n" \
-  "zone_readonly=<SECTOR>  Toggle READONLY on its zone (repeatable).\n" \
-  "zone_offline=<SECTOR>   Toggle OFFLINE on its zone (repeatable).\n" \
-  "nr_devices=<N>          Devices nullb0.. as exports (default 1).\n" \
-  "irqmode=0|1|2           2: complete completion_nsec after the tag " \
-  "(default 1).\n" \
-  "completion_nsec=<NS>    Completion delay with irqmode=2 (default 10000).\n" \
-  "hw_queue_depth=<N>      Tags per hardware queue (default 64).\n" \
-  "submit_queues=<N>       Hardware queues; connection k feeds k mod N " \
-  "(default 1).\n" \
-  "shared_tags=<BOOL>      Devices share one tag set, alias host_tags.\n" \
-  "shared_tag_bitmap=<BOOL> One pool of hw_queue_depth tags for all queues.\n" \
-  "mbps=<MiB/s>            Bandwidth limit per device (default 0, none).\n" \
-  "pipeline_zoned_writes=<BOOL> Writes ahead of the wp wait for it.\n" \
-  "pipeline_wait_ms=<MS>   Bound on that wait (default 1000).\n" \
-  "pipeline_max_waiting=<N> Writes that may wait per zone (default 1024).\n" \
-  "device_lock=<BOOL>      One lock for all zones (for benchmarks).\n" \
-  "badblocks=+A-B|-A-B     Add/remove bad sectors A..B (repeatable).\n" \
-  "cache_size=<MiB>        Volatile write cache (memory_backed only).\n" \
-  "kernel=6.1|6.12|7.3     Whose null_blk to emulate (default 6.1).\n" \
-  "zone_full=<BOOL>        6.12+: sequential zones start FULL.\n" \
-  "zone_append_max_sectors=<N> 6.12+: append limit; 0 emulates appends.\n" \
-  "fua=<BOOL>              6.12+: advertise FUA with a cache (default 1).\n" \
-  "badblocks_once=<BOOL>   7.3: a bad range hit once is cleared.\n" \
-  "badblocks_partial_io=<BOOL> 7.3: transfer up to the first bad block.\n" \
-  "MiB values also take a suffix (64M, 1G) but must be whole MiB.\n" \
-  "Use nbdkit -t >= hw_queue_depth with irqmode=2 (see the man page)."
-
 static int
 zonednull_list_exports (int readonly UNUSED, int is_tls UNUSED,
                         struct nbdkit_exports *exports)
@@ -734,7 +696,6 @@ static struct nbdkit_plugin plugin = {
   .unload            = zonednull_unload,
   .config            = zonednull_config,
   .config_complete   = zonednull_config_complete,
-  .config_help       = zonednull_config_help,
   .thread_model      = zonednull_thread_model,
   .magic_config_key  = "size",
   .list_exports      = zonednull_list_exports,
@@ -758,3 +719,23 @@ static struct nbdkit_plugin plugin = {
 };
 
 NBDKIT_REGISTER_PLUGIN (plugin)
+
+/* nbdkit reads config_help from the struct that plugin_init returns,
+ * right after loading the plugin, so the text from lib/params.c's table
+ * has to be there before: a constructor runs at dlopen, ahead of that.
+ */
+static void __attribute__ ((constructor))
+zonednull_fill_config_help (void)
+{
+  static char *text;
+  size_t len;
+  FILE *fp = open_memstream (&text, &len);
+
+  if (fp == NULL)
+    return;
+  params_print_help (fp);
+  fputs ("Use nbdkit -t >= hw_queue_depth with irqmode=2 (see the man page).",
+         fp);
+  if (fclose (fp) == 0)
+    plugin.config_help = text;
+}

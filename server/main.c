@@ -140,17 +140,10 @@ usage (FILE *fp)
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
-         "Device parameters are the nbdkit plugin's, with null_blk's names\n"
-         "and units (see nbdkit-zonednull-plugin(1)): size, zone_size,\n"
-         "zone_capacity, zone_nr_conv, zone_max_open, zone_max_active,\n"
-         "blocksize, max_sectors, memory_backed, zone_readonly, zone_offline,\n"
-         "nr_devices, cache_size, badblocks, device_lock, irqmode,\n"
-         "completion_nsec, hw_queue_depth, submit_queues, shared_tags\n"
-         "(host_tags), shared_tag_bitmap, mbps, pipeline_zoned_writes,\n"
-         "pipeline_wait_ms, pipeline_max_waiting, kernel (6.1, 6.12, 7.3),\n"
-         "and for newer kernels zone_full, zone_append_max_sectors, fua,\n"
-         "badblocks_once, badblocks_partial_io.\n"
-         "\n"
+         "Device parameters, KEY=VALUE, as the nbdkit plugin's (see\n"
+         "nbdkit-zonednull-plugin(1)):\n", fp);
+  params_print_help (fp);
+  fputs ("\n"
          "Exports: nullb0 (the default) ... nullb<nr_devices-1>, each with\n"
          "/control (zonednull-control(5)).  See zonednull-server(8).\n", fp);
 }

@@ -742,9 +742,11 @@ usage (FILE *fp)
          " -V, --version             the version\n"
          "\n"
          "Prints the device path (/dev/ublkbN) on stdout once it is started.\n"
-         "Device parameters are zonednull-server's (see zonednull-server(8)\n"
-         "and nbdkit-zonednull-plugin(1)); nr_devices must be 1.\n"
-         "See zonednull-ublk(8).\n", fp);
+         "\n"
+         "Device parameters, KEY=VALUE, as zonednull-server's (see\n"
+         "nbdkit-zonednull-plugin(1)); nr_devices must be 1:\n", fp);
+  params_print_help (fp);
+  fputs ("\nSee zonednull-ublk(8).\n", fp);
 }
 
 static bool timeout_set;

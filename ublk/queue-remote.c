@@ -207,6 +207,16 @@ run_job (struct zu_rqueue *q, struct rslot *s)
     s->job_result = -EIO;
     break;
   }
+  /* A device errno is an answer.  A timeout leaves the client unusable
+   * (the library never polls it again), so the server is lost as when
+   * the tick finds a late request; a broken answer is the server's fault:
+   * both are said, never turned into a silent EIO.
+   */
+  if (s->job_result == -ETIMEDOUT)
+    lost (q, zn_client_error (c));
+  else if (s->job_result == -EPROTO)
+    fprintf (stderr, "zonednull-ublk: /dev/ublkb%" PRIu32 ": queue %u: %s\n",
+             q->r.d->dev_id, q->r.id, zn_client_error (c));
 }
 
 static void *

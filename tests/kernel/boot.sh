@@ -1,5 +1,5 @@
 # boot.sh: the tiers' qemu boot (sourced by check-kernel.sh, check-ublk.sh and
-# check-nullblk.sh, once note, $kdir, $kver and $work are set).
+# check-nullblk.sh, once lib.sh (note), $kdir, $kver and $work are set).
 # shellcheck shell=sh disable=SC2154
 
 # zn_boot_once MEM TIMEOUT: one boot of $kdir/vmlinux with the run's

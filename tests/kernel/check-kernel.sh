@@ -39,21 +39,14 @@ export PATH
 
 start_time=$(date +%s)
 failures=0
-fail () { echo "check-kernel: FAIL: $*"; failures=$((failures + 1)); }
-die () { echo "check-kernel: ERROR: $*" >&2; cleanup; exit 2; }
-note () { echo "check-kernel: $*"; }
+# note, fail, die (die stops the servers through the EXIT trap below).
+. "$here/lib.sh"
 
 for v in ZONEDNULL_PLUGIN ZONEDNULL_SERVER ZONEDNULL_CLI REPLAY ZNTRACE; do
   eval "f=\${$v:-}"
-  if [ -z "$f" ] || [ ! -e "$f" ]; then
-    echo "check-kernel: $v ('$f') is missing" >&2
-    exit 2
-  fi
+  [ -n "$f" ] && [ -e "$f" ] || die "$v ('$f') is missing"
 done
-[ -x "$ZONEDNULL_SERVER" ] || {
-  echo "check-kernel: ZONEDNULL_SERVER ('$ZONEDNULL_SERVER') is not executable" >&2
-  exit 2
-}
+[ -x "$ZONEDNULL_SERVER" ] || die "ZONEDNULL_SERVER ('$ZONEDNULL_SERVER') is not executable"
 
 server_pids=
 cleanup () {
@@ -172,7 +165,7 @@ note "zonednull-server $S_CONFIG on 127.0.0.1:$PORT_S"
 stage=$work/stage
 mkdir -p "$stage/test" "$stage/usr/bin"
 cp "$here/guest-run.sh" "$stage/test/run.sh"
-cp "$here/guest-nbd.sh" "$here/guest-nullblk.sh" "$stage/test/"
+cp "$here/guest-nbd.sh" "$here/guest-nullblk.sh" "$here/guest-lib.sh" "$stage/test/"
 cp "$conf" "$stage/test/traces.conf"
 cp "$ZNTRACE" "$stage/usr/bin/zntrace"
 chmod 755 "$stage/test/"*.sh "$stage/usr/bin/zntrace"

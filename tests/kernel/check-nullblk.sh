@@ -36,9 +36,7 @@ export PATH
 
 start_time=$(date +%s)
 failures=0
-fail () { echo "check-nullblk: FAIL: $*"; failures=$((failures + 1)); }
-die () { echo "check-nullblk: ERROR: $*" >&2; exit 2; }
-note () { echo "check-nullblk: $*"; }
+. "$here/lib.sh"
 
 for v in ZONEDNULL_PLUGIN ZONEDNULL_SERVER REPLAY ZNTRACE; do
   eval "f=\${$v:-}"
@@ -76,7 +74,7 @@ done <"$conf"
 # ---- the per-run initramfs, appended to the cached base -----------------
 stage=$work/stage
 mkdir -p "$stage/test" "$stage/usr/bin"
-cp "$here/guest-nullblk.sh" "$stage/test/"
+cp "$here/guest-nullblk.sh" "$here/guest-lib.sh" "$stage/test/"
 cp "$conf" "$stage/test/traces.conf"
 cp "$ZNTRACE" "$stage/usr/bin/zntrace"
 cat >"$stage/test/run.sh" <<'RUN'

@@ -7,9 +7,9 @@
 # null_blk and zonednull-ublk with the same settings, the same zntrace
 # trace on each, compared line by line, with their queue attributes and
 # zone reports; configurations null_blk refuses must be refused by
-# zonednull-ublk and the other way round.  Then, when
-# tests/kernel/prepare-consumers.sh and guest-ublk-consumers.sh exist, the
-# zoned consumers (fio, f2fs, btrfs, dm) against zonednull-ublk.  Last,
+# zonednull-ublk and the other way round.  Then the zoned consumers (fio,
+# f2fs, btrfs, dm) against zonednull-ublk (tests/kernel/prepare-consumers.sh
+# packs them, guest-ublk-consumers.sh runs them).  Last,
 # tests/kernel/guest-ublk-connect.sh: zonednull-ublk --connect to a
 # zonednull-server and an nbdkit zonednull started here on loopback (the
 # guest's 10.0.2.2) and to servers of the guest's own, which it kills and
@@ -39,10 +39,24 @@
 #   ZONEDNULL_SERVER ZONEDNULL_PLUGIN ZONEDNULL_CLI NBDKIT  for --connect
 #   ZN_CONS_* ZN_ZBD_*  passed into the guest, for guest-ublk-consumers.sh
 #                     (e.g. ZN_CONS_STEPS="fio dm f2fs btrfs")
+#   FIO_SRCDIR        fio's source for the consumers' static fio (make
+#                     check-kernel: the one configure --with-fio was given;
+#                     see prepare-consumers.sh)
 #   ZN_UBLK_MEM       guest memory (default 2G with the consumers, else 1G)
 #   ZN_UBLK_KEEP_WORK non-empty: keep ZN_KERNEL_WORK after a passing run
 #   ZN_KERNEL_VM_TIMEOUT  wall-clock bound on the VM (default 1200 s, 2400 s
 #                     with ZN_ZBD_FULL=1)
+# Hooks for a caller that reuses this VM (bench/ublk-vs-nullblk.sh):
+#   ZN_UBLK_GUEST_SCRIPT  a guest script of the caller's, run as
+#                     /test/guest-extra.sh in place of the consumers' tests
+#                     (guest-ublk-consumers.sh does not run), after
+#                     guest-ublk.sh has loaded null_blk and ublk_drv; the
+#                     consumers' archive (the static fio at /opt/fio/fio,
+#                     bash, the mkfs tools) is packed as for them.  Needs
+#                     zonednull-ublk and the consumers (not ZN_UBLK_CONSUMERS=0).
+#                     /test/params holds UBLK (the binary in the guest).
+#   ZN_UBLK_EXTRA_CPIO  cpio archives (paths, separated by spaces) appended
+#                     to the guest's initramfs after the tier's own
 set -u
 
 srcdir=${ZONEDNULL_SRCDIR:?}
@@ -57,9 +71,7 @@ export PATH
 
 start_time=$(date +%s)
 failures=0
-fail () { echo "check-ublk: FAIL: $*"; failures=$((failures + 1)); }
-die () { echo "check-ublk: ERROR: $*" >&2; exit 2; }
-note () { echo "check-ublk: $*"; }
+. "$here/lib.sh"
 
 [ -n "${ZNTRACE:-}" ] && [ -x "$ZNTRACE" ] || die "ZNTRACE ('${ZNTRACE:-}') is missing"
 ublk=${ZONEDNULL_UBLK:-}
@@ -67,6 +79,14 @@ if [ -z "$ublk" ] || [ ! -e "$ublk" ]; then
   note "SKIP: zonednull-ublk ('$ublk') is not built (no liburing?): null_blk alone, no differential"
   ublk=
 fi
+
+guest_script=${ZN_UBLK_GUEST_SCRIPT:-}
+[ -z "$guest_script" ] || [ -f "$guest_script" ] ||
+  die "ZN_UBLK_GUEST_SCRIPT ('$guest_script') is missing"
+extra_cpio=${ZN_UBLK_EXTRA_CPIO:-}
+for f in $extra_cpio; do
+  [ -f "$f" ] || die "ZN_UBLK_EXTRA_CPIO: '$f' is missing"
+done
 
 rm -rf "$work"
 mkdir -p "$work" || exit 2
@@ -158,7 +178,7 @@ host_server () {
 connect_uris= diff_ports= fs_port_f2fs= fs_port_btrfs=
 CONNECT_F2FS_CONFIG="size=256 zone_size=4 zone_nr_conv=8 zone_max_open=8 blocksize=4096 memory_backed=1"
 CONNECT_BTRFS_CONFIG="size=256 zone_size=4 zone_nr_conv=0 zone_max_active=8 zone_max_open=8 blocksize=4096 memory_backed=1"
-if [ -n "$ublk" ] && [ -f "$here/guest-ublk-connect.sh" ] && [ "${ZN_UBLK_CONNECT:-1}" != 0 ]; then
+if [ -n "$ublk" ] && [ "${ZN_UBLK_CONNECT:-1}" != 0 ]; then
   if host_server server; then connect_uris="nbd://10.0.2.2:$port/"
   else fail "zonednull-server ($CONNECT_CONFIG) did not start: $(cat "$work/server.err")"; fi
   if host_server nbdkit; then connect_uris="$connect_uris nbd://10.0.2.2:$port/"
@@ -204,7 +224,7 @@ if [ -n "$ublk" ] && [ -f "$here/guest-ublk-connect.sh" ] && [ "${ZN_UBLK_CONNEC
   # f2fs and btrfs on --connect, checked here afterwards: their geometries
   # are those of the consumers' (guest-ublk-consumers.sh), memory-backed.
   # Only with the consumers, which bring the mkfs tools into the guest.
-  if [ "${ZN_UBLK_CONSUMERS:-1}" != 0 ] && [ -f "$here/prepare-consumers.sh" ]; then
+  if [ "${ZN_UBLK_CONSUMERS:-1}" != 0 ]; then
     for fs in f2fs btrfs; do
       if [ $fs = f2fs ]; then fsconf=$CONNECT_F2FS_CONFIG; else fsconf=$CONNECT_BTRFS_CONFIG; fi
       if host_server server "fs-$fs" "$fsconf"; then
@@ -222,15 +242,14 @@ fi
 # ---- the per-run initramfs -------------------------------------------------
 stage=$work/stage
 mkdir -p "$stage/test" "$stage/usr/bin" "$stage/usr/lib"
-cp "$here/guest-ublk.sh" "$here/guest-lib.sh" "$here/guest-nullblk.sh" "$stage/test/"
+cp "$here/guest-ublk.sh" "$here/guest-lib.sh" "$here/guest-nullblk.sh" "$stage/test/" ||
+  die "cannot copy the guest scripts"
 cp "$conf" "$stage/test/traces.conf"
 cp "$kconf" "$stage/test/traces-kernel.conf"
 cp "$ZNTRACE" "$stage/usr/bin/zntrace"
 consumers=
-if [ -f "$here/guest-ublk-consumers.sh" ] && [ -f "$here/prepare-consumers.sh" ]; then
-  if [ "${ZN_UBLK_CONSUMERS:-1}" = 0 ]; then note "SKIP: the zoned consumers (ZN_UBLK_CONSUMERS=0)"
-  else consumers=1; fi
-fi
+if [ "${ZN_UBLK_CONSUMERS:-1}" = 0 ]; then note "SKIP: the zoned consumers (ZN_UBLK_CONSUMERS=0)"
+else consumers=1; fi
 # The consumers' settings (ZN_CONS_*, ZN_ZBD_*, see guest-ublk-consumers.sh)
 # pass from the host's environment into the guest's.
 passenv=$(env | grep -E '^ZN_(CONS|ZBD)_[A-Z0-9_]*=' | grep -v "'" |
@@ -249,6 +268,10 @@ if [ -f /test/guest-ublk-consumers.sh ]; then
   echo "== zoned consumers on zonednull-ublk"
   sh /test/guest-ublk-consumers.sh || rc=1
 fi
+if [ -f /test/guest-extra.sh ]; then
+  echo "== ZN_UBLK_GUEST_SCRIPT ($(basename "$guest_script"))"
+  sh /test/guest-extra.sh || rc=1
+fi
 if [ -f /test/guest-ublk-connect.sh ]; then
   echo "== zonednull-ublk --connect"
   ZN_CONNECT_URIS="$connect_uris" ZN_CONNECT_SERVER=/usr/bin/zonednull-server \
@@ -257,37 +280,16 @@ fi
 exit \$rc
 EOF
 
-# copy_binary SRC DST: into the stage, with the libraries ldd lists that
-# are not the host's system ones at the same paths; a libtool wrapper's
-# real binary and the build's own libraries (from its .libs) too.
-copy_binary () {
-  src=$1 dst=$2
-  bdir=$(cd "$(dirname "$src")/.." && pwd)
-  if [ "$(head -c 4 "$src" | od -An -c | tr -d ' ')" != '177ELF' ] &&
-     [ -x "$(dirname "$src")/.libs/$(basename "$src")" ]; then
-    src=$(dirname "$src")/.libs/$(basename "$src")
-  fi
-  cp -L "$src" "$stage$dst"
-  libpath=$(ls -d "$bdir"/*/.libs 2>/dev/null | tr '\n' ':')
-  LD_LIBRARY_PATH=$libpath ldd "$src" 2>/dev/null |
-    sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p' |
-  while read -r lib; do
-    case $lib in
-      "$bdir"/*) cp -L "$lib" "$stage/usr/lib/" ;;
-      *) [ -e "$stage$lib" ] || { mkdir -p "$stage$(dirname "$lib")"; cp -L "$lib" "$stage$lib"; } ;;
-    esac
-  done
-}
 if [ -n "$ublk" ]; then
-  copy_binary "$ublk" /usr/bin/zonednull-ublk || die "cannot copy $ublk into the guest"
+  copy_binary "$stage" "$ublk" /usr/bin/zonednull-ublk || die "cannot copy $ublk into the guest"
   guest_ublk=/usr/bin/zonednull-ublk
   if [ -n "$connect_uris" ]; then
     # --connect's checks: the CLI to compare reports, and a server of the
     # guest's own that they can kill and stop.
     cp "$here/guest-ublk-connect.sh" "$stage/test/"
     cp "$work/tls.psk" "$stage/test/tls.psk"
-    copy_binary "$ZONEDNULL_CLI" /usr/bin/zonednull || die "cannot copy $ZONEDNULL_CLI into the guest"
-    copy_binary "$ZONEDNULL_SERVER" /usr/bin/zonednull-server ||
+    copy_binary "$stage" "$ZONEDNULL_CLI" /usr/bin/zonednull || die "cannot copy $ZONEDNULL_CLI into the guest"
+    copy_binary "$stage" "$ZONEDNULL_SERVER" /usr/bin/zonednull-server ||
       die "cannot copy $ZONEDNULL_SERVER into the guest"
   fi
 else
@@ -303,14 +305,15 @@ EOF
 [ -n "$connect_uris" ] && printf '%s' "$diff_ports" >>"$stage/test/params"
 if [ -n "$consumers" ]; then
   if [ -n "$ublk" ]; then
-    cp "$here/guest-ublk-consumers.sh" "$stage/test/"
+    if [ -n "$guest_script" ]; then cp "$guest_script" "$stage/test/guest-extra.sh"
+    else cp "$here/guest-ublk-consumers.sh" "$stage/test/"; fi
     note "preparing the zoned consumers (prepare-consumers.sh)"
     if ccpio=$(sh "$here/prepare-consumers.sh" "$cache" "$kver" "$kdir/modroot" | tail -n 1) &&
        [ -f "$ccpio" ]; then
       note "consumers: $ccpio ($(du -h "$ccpio" | cut -f1))"
     else
       fail "prepare-consumers.sh failed: the consumers do not run"
-      rm -f "$stage/test/guest-ublk-consumers.sh"
+      rm -f "$stage/test/guest-ublk-consumers.sh" "$stage/test/guest-extra.sh"
       consumers= ccpio=
     fi
   else
@@ -318,14 +321,18 @@ if [ -n "$consumers" ]; then
     consumers=
   fi
 fi
+[ -z "$guest_script" ] || [ -f "$stage/test/guest-extra.sh" ] ||
+  fail "ZN_UBLK_GUEST_SCRIPT does not run: it needs zonednull-ublk and the consumers' archive"
 chmod 755 "$stage/test/"*.sh "$stage/usr/bin/"*
 (cd "$stage" && find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort | cpio -o -H newc --quiet) \
   >"$work/run.cpio" || die "cpio of the run's files failed"
 if [ -n "$consumers" ]; then
-  cat "$kdir/base.cpio" "$ccpio" "$work/run.cpio" >"$work/initrd.cpio"
+  # shellcheck disable=SC2086
+  cat "$kdir/base.cpio" "$ccpio" "$work/run.cpio" $extra_cpio >"$work/initrd.cpio"
   mem=${ZN_UBLK_MEM:-2G}
 else
-  cat "$kdir/base.cpio" "$work/run.cpio" >"$work/initrd.cpio"
+  # shellcheck disable=SC2086
+  cat "$kdir/base.cpio" "$work/run.cpio" $extra_cpio >"$work/initrd.cpio"
   mem=${ZN_UBLK_MEM:-1G}
 fi
 
@@ -350,9 +357,9 @@ sed -n '/^=====ZNOUT-BEGIN=====/,/^=====ZNOUT-END=====/p' "$work/ttyS1.log" |
   { fail "cannot unpack the guest's results from $work/ttyS1.log"; exit 1; }
 [ -f "$out/guest-error" ] && fail "guest: $(cat "$out/guest-error")"
 sed 's/^/guest: /' "$out/run.log"
-# "PASS - " lines (guest-ublk.sh) and "ok   - " lines (the consumers, in
-# the 6.1 tier's style) pass; "FAIL" lines fail, from either script.
-npass=$(grep -cE '^(PASS|ok ) ' "$out/run.log")
+# The guest scripts' "ok   - " lines pass and "FAIL - " lines fail
+# (guest-lib.sh).
+npass=$(grep -c '^ok ' "$out/run.log")
 nfail=$(grep -c '^FAIL' "$out/run.log")
 failures=$((failures + nfail))
 [ "$guest_rc" -eq 0 ] || [ "$nfail" -gt 0 ] ||

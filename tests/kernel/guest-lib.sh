@@ -1,4 +1,22 @@
-# guest-lib.sh: what the 6.12 tier's guest scripts share (sourced).
+# guest-lib.sh: what the guest scripts share (sourced from /test: every
+# tier packs it into its initramfs beside them; the host side has lib.sh).
+#
+#   ok MESSAGE...    an "ok   - SCRIPT: MESSAGE" line; counts in $passes
+#   fail MESSAGE...  a "FAIL - SCRIPT: MESSAGE" line; counts in $fails and,
+#                    when $fail_mark names a file, creates it (guest-ublk.sh:
+#                    the configuration's FAILED, so the host keeps its files)
+#   skip MESSAGE...  a "SKIP - SCRIPT: MESSAGE" line
+# SCRIPT is the name of the script that runs (guest-nbd, guest-ublk, ...).
+# The host counts the "ok" and "FAIL" lines (check-ublk.sh).
+
+zn_me=$(basename "$0" .sh)
+ok () { echo "ok   - $zn_me: $*"; passes=$((passes + 1)); }
+fail () {
+  echo "FAIL - $zn_me: $*"
+  fails=$((fails + 1))
+  [ -z "${fail_mark:-}" ] || : >"$fail_mark"
+}
+skip () { echo "SKIP - $zn_me: $*"; }
 
 # first_diff A B LABEL: the first line where null_blk's file A and the
 # other device's file B differ, with the line before it.

@@ -7,17 +7,16 @@
 # script produced, a data file it wrote and read back, and checksums of
 # data as the guest read it.
 . /test/params
+. /test/guest-lib.sh
 out=/out/nbd
 mkdir -p "$out"
 fails=0
-pass () { echo "ok   - $*"; }
-fail () { echo "FAIL - $*"; fails=$((fails + 1)); }
 expect_eq () {   # DESCRIPTION ACTUAL EXPECTED
-  if [ "$2" = "$3" ]; then pass "$1 ($2)"; else fail "$1: expected '$3', got '$2'"; fi
+  if [ "$2" = "$3" ]; then ok "$1 ($2)"; else fail "$1: expected '$3', got '$2'"; fi
 }
 run_ok () {      # DESCRIPTION COMMAND...
   d=$1; shift
-  if o=$("$@" 2>&1); then pass "$d"; else fail "$d: $o"; fi
+  if o=$("$@" 2>&1); then ok "$d"; else fail "$d: $o"; fi
 }
 MiB=1048576
 
@@ -32,7 +31,7 @@ wait_detached () {
 # detach DEV: nbd-client -d, and the kernel must let go of the device.
 detach () {
   run_ok "nbd-client -d /dev/$1 detaches" nbd-client -d "/dev/$1"
-  if wait_detached "$1"; then pass "$1 has size 0 after the detach"
+  if wait_detached "$1"; then ok "$1 has size 0 after the detach"
   else fail "$1 still has size $(cat "/sys/block/$1/size") after the detach"; fi
 }
 # record_sum SERVER DEV OFFSET LENGTH (64 KiB multiples): the checksum of
@@ -53,7 +52,7 @@ if ! o=$(nbd-client "$HOST" "$PORT_A" /dev/nbd0 -N nullb0 -b 4096 2>&1); then
   fail "nbd-client -N nullb0 -b 4096 attaches: $o"
   exit 1
 fi
-pass "nbd-client $HOST $PORT_A /dev/nbd0 -N nullb0 -b 4096 attaches"
+ok "nbd-client $HOST $PORT_A /dev/nbd0 -N nullb0 -b 4096 attaches"
 expect_eq "blockdev --getsize64 is the configured size" \
   "$(/usr/sbin/blockdev --getsize64 /dev/nbd0)" $((A_SIZE * MiB))
 expect_eq "blockdev --getss is the configured block size" \
@@ -92,12 +91,12 @@ run_ok "a 64 KiB write at zone 3's start succeeds" \
 if o=$(/usr/sbin/blkdiscard -f -o $((3 * MiB + 4096)) -l $((MiB)) /dev/nbd0 2>&1); then
   fail "a misaligned discard (zone 3 + 4 KiB, 1 MiB) must fail, it succeeded"
 else
-  pass "a misaligned discard fails ($(echo "$o" | tail -n 1))"
+  ok "a misaligned discard fails ($(echo "$o" | tail -n 1))"
 fi
 if o=$(/usr/sbin/blkdiscard -f -o $((3 * MiB)) -l $((MiB / 2)) /dev/nbd0 2>&1); then
   fail "a discard of half a zone must fail, it succeeded"
 else
-  pass "a discard of half a zone fails"
+  ok "a discard of half a zone fails"
 fi
 run_ok "zone 3's write pointer survived the failed discards (write at 64 KiB)" \
   zntrace write /dev/nbd0 $((3 * MiB + 65536)) 65536 32
@@ -122,7 +121,7 @@ two_queues () {
     fail "nbd-client -C 2 attaches server $name: $o"
     return
   fi
-  pass "nbd-client $HOST $port /dev/$dev -N nullb0 -b $bs -C 2 attaches server $name"
+  ok "nbd-client $HOST $port /dev/$dev -N nullb0 -b $bs -C 2 attaches server $name"
   expect_eq "two hardware queues (-C 2)" "$(ls "/sys/block/$dev/mq" | wc -l)" 2
   # blk-mq maps CPU i to hardware queue i, and queue i sends on socket i:
   # a writer pinned to each CPU uses each connection.
@@ -179,7 +178,7 @@ fill_capacity () {
 # ---- server B: 512-byte blocks, default export, capacity < zone size ------
 echo "-- nbdkit zonednull on port $PORT_B"
 if o=$(nbd-client "$HOST" "$PORT_B" /dev/nbd2 -b 512 2>&1); then
-  pass "nbd-client without -N attaches the default export"
+  ok "nbd-client without -N attaches the default export"
   fill_capacity nbd2 "$B_SIZE"
   detach nbd2
 else
@@ -192,7 +191,7 @@ EXP
 # ---- server S: zonednull-server, configured like B --------------------------
 echo "-- zonednull-server on port $PORT_S"
 if o=$(nbd-client "$HOST" "$PORT_S" /dev/nbd3 -N nullb0 -b 512 2>&1); then
-  pass "nbd-client -N nullb0 -b 512 attaches zonednull-server"
+  ok "nbd-client -N nullb0 -b 512 attaches zonednull-server"
   fill_capacity nbd3 "$S_SIZE"
   record_sum s nbd3 $((4 * MiB)) $((3 * MiB))
   # Zone 2: the discard must take the write pointer back to the zone's
@@ -207,7 +206,7 @@ if o=$(nbd-client "$HOST" "$PORT_S" /dev/nbd3 -N nullb0 -b 512 2>&1); then
   if /usr/sbin/blkdiscard -f -o $((8 * MiB)) -l $((2 * MiB)) /dev/nbd3 >/dev/null 2>&1; then
     fail "a discard of half a zone must fail, it succeeded"
   else
-    pass "a discard of half a zone fails"
+    ok "a discard of half a zone fails"
   fi
   record_sum s nbd3 $((8 * MiB)) 65536
   detach nbd3

@@ -12,14 +12,15 @@
 # instead.
 conf=${1:-/test/traces.conf}
 out=${2:-/out/traces}
+. /test/guest-lib.sh
 mkdir -p "$out"
 fails=0
-modprobe null_blk nr_devices=0 || { echo "FAIL - modprobe null_blk"; exit 1; }
+modprobe null_blk nr_devices=0 || { fail "modprobe null_blk"; exit 1; }
 cfs=/sys/kernel/config/nullb
 while read -r name seed nops settings; do
   [ -n "$name" ] || continue
   d=$cfs/nullb0
-  if ! mkdir "$d"; then echo "FAIL - $name: mkdir $d"; fails=$((fails + 1)); continue; fi
+  if ! mkdir "$d"; then fail "$name: mkdir $d"; continue; fi
   ok=1 refused='' flags='' bad=''
   echo 1 >"$d/zoned" || ok=
   for kv in $settings; do
@@ -39,8 +40,7 @@ while read -r name seed nops settings; do
   done
   [ -n "$bad" ] && flags="$flags --bad=${bad#,}"
   if [ -z "$ok" ]; then
-    echo "FAIL - $name: cannot set zoned=1"
-    fails=$((fails + 1))
+    fail "$name: cannot set zoned=1"
   elif [ -z "$refused" ] && ! msg=$(echo 1 2>&1 >"$d/power"); then
     refused="power-on: ${msg##*: }"
   fi
@@ -50,7 +50,7 @@ while read -r name seed nops settings; do
     # A configuration the kernel refuses: the host checks that zonednull
     # refuses it too.
     echo "$refused" >"$out/$name.refused"
-    echo "ok   - $name: null_blk refuses the configuration ($refused)"
+    ok "$name: null_blk refuses the configuration ($refused)"
   elif [ -b /dev/nullb0 ]; then
     {
       echo "# kernel $(uname -r) $(uname -v)"
@@ -61,12 +61,11 @@ while read -r name seed nops settings; do
       zntrace trace $flags /dev/nullb0 "$seed" "$nops"
     } >"$out/$name.trace"
     rc=$?
-    if [ $rc -eq 0 ]; then echo "ok   - $name: $nops ops traced on null_blk"
-    else echo "FAIL - $name: zntrace exited $rc"; fails=$((fails + 1)); fi
+    if [ $rc -eq 0 ]; then ok "$name: $nops ops traced on null_blk"
+    else fail "$name: zntrace exited $rc"; fi
     echo 0 >"$d/power"
   else
-    echo "FAIL - $name: powered on, but there is no /dev/nullb0"
-    fails=$((fails + 1))
+    fail "$name: powered on, but there is no /dev/nullb0"
     echo 0 >"$d/power"
   fi
   rmdir "$d"

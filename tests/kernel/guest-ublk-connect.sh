@@ -30,9 +30,8 @@
 # check failed.
 
 PATH=$PATH:/usr/sbin:/sbin:/usr/bin
+. /test/guest-lib.sh
 fails=0 passes=0
-ok () { echo "ok   - $*"; passes=$((passes + 1)); }
-fail () { echo "FAIL - $*"; fails=$((fails + 1)); }
 check () { # check DESCRIPTION COMMAND...
   d=$1; shift
   if "$@"; then ok "$d"; else fail "$d"; fi
@@ -270,7 +269,6 @@ d_server_traced=0 d_server_identical=0 d_nbdkit_traced=0 d_nbdkit_identical=0
 d_attrs_differ=0
 diff_attrs="zoned chunk_sectors nr_zones max_open_zones max_active_zones zone_append_max_bytes
   logical_block_size physical_block_size max_sectors_kb write_cache fua"
-. /test/guest-lib.sh
 diff_one () { # diff_one NAME KIND PORT SEED NOPS
   dn=$1 kind=$2 port=$3 dseed=$4 dnops=$5
   dd_=/out/ublk/$dn p=/out/ublk/$dn/connect-$kind

@@ -59,9 +59,8 @@ if [ "${ZN_ZBD_FULL:-0}" = 1 ]; then
   ZBD_TESTS="$(sed -n 's/^test\([0-9]*\)() *{.*/\1/p' "$ZBD" | sort -n | tr '\n' ' ') u7 u8 u11 u12 u13 u46 u48 u57"
 fi
 
+. /test/guest-lib.sh
 fails=0
-ok () { echo "ok   - $*"; }
-fail () { echo "FAIL - $*"; fails=$((fails + 1)); }
 now () { date +%s; }
 # waitfor TENTHS CMD...: until CMD succeeds, at most TENTHS tenths of a second.
 waitfor () {

@@ -13,7 +13,7 @@
 #    refused by zonednull-ublk (it exits non-zero without a device), and
 #    the other way round.
 # Artifacts go to /out/ublk/NAME/ (nullb.* and ublk.*); a line
-# "PASS - ..." or "FAIL - ..." per check, and at the end
+# "ok   - ..." or "FAIL - ..." per check (guest-lib.sh), and at the end
 #   counts: configs=N traced=N identical=N refused_both=N runt=N failures=N
 # A runt (size not a whole number of zones) that null_blk accepts cannot be
 # a ublk device (ublk_drv counts dev_sectors / chunk_sectors zones): when
@@ -26,9 +26,6 @@
 out=/out/ublk
 mkdir -p "$out"
 fails=0 configs=0 traced=0 identical=0 refused_both=0 runt=0
-pass () { echo "PASS - $*"; }
-fail () { echo "FAIL - $*"; fails=$((fails + 1)); : >"$dir/FAILED"; }
-skip () { echo "SKIP - $*"; }
 
 attrs="zoned chunk_sectors nr_zones max_open_zones max_active_zones zone_append_max_bytes
   logical_block_size physical_block_size max_sectors_kb write_cache fua"
@@ -108,14 +105,14 @@ ublk_stop () {
   elif [ -n "$b" ] && [ -e "/sys/block/$b" ]; then
     fail "$name: $ublk_dev is still there after zonednull-ublk ended"
   else
-    pass "$name: zonednull-ublk stopped on SIGTERM and deleted $ublk_dev"
+    ok "$name: zonednull-ublk stopped on SIGTERM and deleted $ublk_dev"
   fi
 }
 
-modprobe null_blk nr_devices=0 || { echo "FAIL - modprobe null_blk"; exit 1; }
+modprobe null_blk nr_devices=0 || { fail "modprobe null_blk"; exit 1; }
 if [ -n "$UBLK" ]; then
-  modprobe ublk_drv || { echo "FAIL - modprobe ublk_drv"; exit 1; }
-  [ -c /dev/ublk-control ] || { echo "FAIL - no /dev/ublk-control after modprobe ublk_drv"; exit 1; }
+  modprobe ublk_drv || { fail "modprobe ublk_drv"; exit 1; }
+  [ -c /dev/ublk-control ] || { fail "no /dev/ublk-control after modprobe ublk_drv"; exit 1; }
 fi
 cfs=/sys/kernel/config/nullb
 # The model of the null_blk beside it: this kernel's major.minor.
@@ -123,7 +120,7 @@ model_kernel=$(uname -r | cut -d. -f1-2)
 while read -r name seed nops settings; do
   [ -n "$name" ] || continue
   configs=$((configs + 1))
-  dir=$out/$name
+  dir=$out/$name fail_mark=$out/$name/FAILED
   mkdir -p "$dir"
   echo "$settings" >"$dir/settings"
 
@@ -145,7 +142,7 @@ while read -r name seed nops settings; do
     probe /dev/nullb0 "$dir/nullb"
     if run_trace /dev/nullb0 "$dir/nullb" "$seed" "$nops"; then
       nb_ok=1
-      pass "$name: $nops ops traced on null_blk"
+      ok "$name: $nops ops traced on null_blk"
     else
       fail "$name: zntrace on null_blk exited $trc: $(cat "$dir/nullb.trace-err")"
     fi
@@ -175,7 +172,7 @@ while read -r name seed nops settings; do
       ublk_stop
     else
       refused_both=$((refused_both + 1))
-      pass "$name: null_blk ($nb_refused) and zonednull-ublk (status $ublk_rc: $(tail -n 1 "$dir/ublk.stderr")) both refuse"
+      ok "$name: null_blk ($nb_refused) and zonednull-ublk (status $ublk_rc: $(tail -n 1 "$dir/ublk.stderr")) both refuse"
     fi
     continue
   fi
@@ -183,7 +180,7 @@ while read -r name seed nops settings; do
     # ublk_drv counts dev_sectors / chunk_sectors zones: a smaller last
     # zone cannot be exposed, so zonednull-ublk refuses what null_blk takes.
     runt=$((runt + 1))
-    echo "XFAIL - $name: a smaller last zone, which null_blk accepts and ublk cannot expose;" \
+    echo "XFAIL - $zn_me: $name: a smaller last zone, which null_blk accepts and ublk cannot expose;" \
       "zonednull-ublk refuses it (status $ublk_rc: $(tail -n 1 "$dir/ublk.stderr"))"
     continue
   fi
@@ -196,7 +193,7 @@ while read -r name seed nops settings; do
   echo "$ublk_dev" >"$dir/ublk.dev"
   probe "$ublk_dev" "$dir/ublk"
   if run_trace "$ublk_dev" "$dir/ublk" "$seed" "$nops"; then
-    pass "$name: $nops ops traced on zonednull-ublk ($ublk_dev)"
+    ok "$name: $nops ops traced on zonednull-ublk ($ublk_dev)"
   else
     fail "$name: zntrace on $ublk_dev exited $trc: $(cat "$dir/ublk.trace-err")"
   fi
@@ -210,7 +207,7 @@ while read -r name seed nops settings; do
   compare "zone reports after the trace" "$dir/nullb.after" "$dir/ublk.after" || same=
   if [ -n "$same" ]; then
     identical=$((identical + 1))
-    pass "$name: identical: $(wc -l <"$dir/nullb.trace") trace lines, queue attributes, zone reports"
+    ok "$name: identical: $(wc -l <"$dir/nullb.trace") trace lines, queue attributes, zone reports"
   fi
 done </test/traces.conf
 echo "counts: configs=$configs traced=$traced identical=$identical refused_both=$refused_both runt=$runt failures=$fails"

@@ -25,6 +25,9 @@ ZN_KERNEL_OPS ?= 400
 ZN_KERNEL_TIERS ?= 6.1 6.12 7.3
 # The 6.12 tier's zonednull-ublk (built when liburing is found).
 ZONEDNULL_UBLK ?= $(abs_builddir)/ublk/zonednull-ublk$(EXEEXT)
+# The 6.12 tier's consumers build their static fio from FIO_SRCDIR, the
+# source configure --with-fio was given (without it, prepare-consumers.sh
+# takes the newest .cache/fio/fio-*).
 
 # The guest's static tool: the null_blk tracer and O_DIRECT I/O helper.
 # Built with the host compiler, without the sanitizer flags.
@@ -53,6 +56,7 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT)
 	  REPLAY='$(abs_builddir)/tests/replay$(EXEEXT)' \
 	  ZNTRACE='$(abs_builddir)/tests/kernel/zntrace$(EXEEXT)' \
 	  NBDKIT='$(NBDKIT)' \
+	  FIO_SRCDIR='$(FIO_SRCDIR)' \
 	  ZN_KERNEL_CACHE='$(ZN_KERNEL_CACHE)' \
 	  ZN_KERNEL_WORK="$(abs_builddir)/tests/kernel/$$work" \
 	  ZN_KERNEL_KEEP="$(abs_builddir)/tests/kernel/$$keep" \
@@ -73,6 +77,7 @@ EXTRA_DIST += \
 	tests/kernel/check-nullblk.sh \
 	tests/kernel/replay-traces.sh \
 	tests/kernel/boot.sh \
+	tests/kernel/lib.sh \
 	tests/kernel/draw.sh \
 	tests/kernel/prepare.sh \
 	tests/kernel/init \

@@ -21,9 +21,11 @@
 # added here: the base image carries f2fs, btrfs and dm-mod (and their
 # dependencies) with its own modules.dep.
 #
-# FIO_SRCDIR (argument or environment; else ZONEDNULL_FIO_SRC; else the
-# newest .cache/fio/fio-* of the source tree): fio's source, as the build
-# fetches it for the engine.  It is copied, never built in place.
+# FIO_SRCDIR (argument or environment; `make check-kernel` passes the one
+# configure --with-fio was given; else ZONEDNULL_FIO_SRC; else the newest
+# .cache/fio/fio-* of the source tree, where ./run fetches it): fio's
+# source, as the build uses it for the engine.  It is copied, never built
+# in place.
 #
 # Host packages: f2fs-tools btrfs-progs dmsetup bash util-linux libaio-dev
 # zlib1g-dev (the last two for fio's static link).
@@ -35,8 +37,9 @@ modroot=${3:?usage: prepare-consumers.sh CACHE KVER MODROOT [FIO_SRCDIR]}
 here=$(cd "$(dirname "$0")" && pwd)
 srcroot=$(cd "$here/../.." && pwd)
 
-die () { echo "prepare-consumers: $*" >&2; exit 1; }
-note () { echo "prepare-consumers: $*" >&2; }
+. "$here/lib.sh"
+# The archive's path is the last line of stdout: every message to stderr.
+zn_note_fd=2
 
 fio_src=${4:-${FIO_SRCDIR:-${ZONEDNULL_FIO_SRC:-}}}
 if [ -z "$fio_src" ]; then
@@ -47,13 +50,6 @@ fi
 fio_src=$(cd "$fio_src" && pwd)
 [ -d "$modroot/lib/modules/$kver" ] || note "warning: $modroot/lib/modules/$kver is missing (unused here)"
 
-which_bin () {
-  for d in /usr/sbin /sbin /usr/bin /bin; do
-    [ -x "$d/$1" ] && [ ! -L "$d/$1" -o "$(readlink -f "$d/$1")" != /bin/busybox ] &&
-      { echo "$d/$1"; return 0; }
-  done
-  return 1
-}
 missing=
 for t in mkfs.f2fs:f2fs-tools fsck.f2fs:f2fs-tools mkfs.btrfs:btrfs-progs btrfs:btrfs-progs \
          dmsetup:dmsetup bash:bash blkzone:util-linux cpio:cpio strip:binutils make:make \
@@ -97,7 +93,7 @@ if [ ! -x "$cdir/fio" ] || [ "$(cat "$cdir/fio.stamp" 2>/dev/null)" != "$fio_sta
 fi
 
 # ---- the archive -----------------------------------------------------------
-stamp=$( { cat "$0"; cat "$cdir/fio.stamp"; cksum <"$cdir/fio";
+stamp=$( { cat "$0" "$here/lib.sh"; cat "$cdir/fio.stamp"; cksum <"$cdir/fio";
            cat "$here"/consumers-* 2>/dev/null || true; } | cksum | cut -d' ' -f1)
 if [ -f "$cdir/consumers.cpio" ] && [ "$(cat "$cdir/consumers.stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "$cdir/consumers.cpio"
@@ -108,21 +104,9 @@ root=$cdir/root
 rm -rf "$root"
 mkdir -p "$root"
 
-# A real binary plus every library ldd lists, at the same paths.  Nothing is
-# written over /bin: the base's busybox applet links stay as they are.
-copy_binary () {
-  src=$1 dst=$2
-  rm -f "$root$dst"
-  mkdir -p "$(dirname "$root$dst")"
-  cp -L "$src" "$root$dst"
-  for lib in $(ldd "$src" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p'); do
-    if [ ! -e "$root$lib" ]; then
-      mkdir -p "$(dirname "$root$lib")"
-      cp -L "$lib" "$root$lib"
-    fi
-  done
-}
-
+# Binaries with their libraries at the host's paths (copy_binary, lib.sh).
+# Nothing is written over /bin: the base's busybox applet links stay as
+# they are.
 mkdir -p "$root/opt/fio/t/zbd"
 cp "$cdir/fio" "$root/opt/fio/fio"
 for f in test-zbd-support functions run-tests-against-nullb; do
@@ -130,21 +114,21 @@ for f in test-zbd-support functions run-tests-against-nullb; do
 done
 chmod 755 "$root/opt/fio/fio" "$root/opt/fio/t/zbd/test-zbd-support"
 
-copy_binary "$(which_bin bash)" /usr/bin/bash
+copy_binary "$root" "$(which_bin bash)" /usr/bin/bash
 mkdir -p "$root/bin"
 ln -s /usr/bin/bash "$root/bin/bash"
-copy_binary "$(which_bin mkfs.f2fs)" /usr/sbin/mkfs.f2fs
-copy_binary "$(which_bin fsck.f2fs)" /usr/sbin/fsck.f2fs
-copy_binary "$(which_bin mkfs.btrfs)" /usr/sbin/mkfs.btrfs
-copy_binary "$(which_bin btrfs)" /usr/bin/btrfs
-copy_binary "$(which_bin dmsetup)" /usr/sbin/dmsetup
-copy_binary "$(which_bin blkzone)" /usr/sbin/blkzone
+copy_binary "$root" "$(which_bin mkfs.f2fs)" /usr/sbin/mkfs.f2fs
+copy_binary "$root" "$(which_bin fsck.f2fs)" /usr/sbin/fsck.f2fs
+copy_binary "$root" "$(which_bin mkfs.btrfs)" /usr/sbin/mkfs.btrfs
+copy_binary "$root" "$(which_bin btrfs)" /usr/bin/btrfs
+copy_binary "$root" "$(which_bin dmsetup)" /usr/sbin/dmsetup
+copy_binary "$root" "$(which_bin blkzone)" /usr/sbin/blkzone
 # test-zbd-support's tools, GNU versions (busybox grep has no -P, busybox
 # timeout no -v); on the PATH only of the scripts that ask for them.
 for t in grep sed timeout stat tr sort seq readlink realpath tail head cat cut wc \
          dirname basename dd sleep rm mkdir ls date uname env printf od; do
   p=$(which_bin "$t") || die "$t is missing on the host"
-  copy_binary "$p" "/opt/gnu/bin/$t"
+  copy_binary "$root" "$p" "/opt/gnu/bin/$t"
 done
 
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >"$cdir/consumers.cpio.tmp"

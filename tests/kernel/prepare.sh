@@ -23,7 +23,11 @@
 #
 # ZN_KERNEL_PACKAGE picks the package instead; ZN_KERNEL_MIRROR the archive
 # of a SUITE (default http://deb.debian.org/debian).  Rebuilds base.cpio
-# when /init, this script or the module list changes.
+# when /init, this script, lib.sh or the module list changes.
+# ZN_KERNEL_ONLY=1 stops once the kernel is unpacked (CACHE/<kver>/vmlinux,
+# CACHE/<kver>/modroot) and CACHE/current* written, leaving the base
+# initramfs as it is: for a caller that only needs the kernel's modules
+# (bench/ublk-vs-nullblk.sh packs nbd.ko from them).
 set -eu
 
 cache=${1:?usage: prepare.sh CACHE-DIR [SUITE [MODULE...]]}
@@ -33,7 +37,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 
-die () { echo "check-kernel: $*" >&2; exit 1; }
+. "$here/lib.sh"
 
 for tool in qemu-system-x86_64 busybox nbd-client cpio depmod dpkg apt-get; do
   command -v "$tool" >/dev/null 2>&1 ||
@@ -100,7 +104,7 @@ kver=${pkg#linux-image-}
 deb_of () {
   deb=$(ls "$cache/${1}"_*.deb 2>/dev/null | head -n 1 || true)
   if [ -z "$deb" ]; then
-    echo "check-kernel: downloading $1 $where (apt-get download, not installed)" >&2
+    note "downloading $1 $where (apt-get download, not installed)" >&2
     # apt warns when _apt cannot write the folder; only a failure matters.
     # Stale package lists may name a version the archive dropped: update once.
     (cd "$cache" && apt_q apt-get download -q "$1" >"$cache/download.log" 2>&1) ||
@@ -173,6 +177,11 @@ if [ ! -f "$kdir/vmlinux" ] || [ ! -f "$kdir/modroot/lib/modules/$kver/modules.d
   mv "$kdir.tmp" "$kdir"
 fi
 
+if [ -n "${ZN_KERNEL_ONLY:-}" ]; then
+  echo "$kver" >"$current"
+  exit 0
+fi
+
 # ---- the base initramfs -------------------------------------------------
 if [ $# -gt 0 ]; then
   mods=$*
@@ -180,7 +189,7 @@ else
   mods="configfs null_blk nbd virtio virtio_ring virtio_pci virtio_pci_modern_dev
     virtio_pci_legacy_dev failover net_failover virtio_net"
 fi
-stamp=$({ cat "$here/prepare.sh" "$here/init"; echo $mods; } | cksum | cut -d' ' -f1)
+stamp=$({ cat "$here/prepare.sh" "$here/lib.sh" "$here/init"; echo $mods; } | cksum | cut -d' ' -f1)
 if [ -f "$kdir/base.cpio" ] && [ "$(cat "$kdir/base.stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "$kver" >"$current"
   exit 0
@@ -197,31 +206,10 @@ for applet in $(/bin/busybox --list); do
   [ "$applet" = busybox ] || ln -s /bin/busybox "bin/$applet"
 done
 
-# A real binary plus every library ldd lists, at the same paths.  An applet
-# symlink in the way is removed first: cp would follow its absolute target
-# and overwrite the host's /bin/busybox.
-copy_binary () {
-  src=$1 dst=$2
-  rm -f "$root$dst"
-  mkdir -p "$(dirname "$root$dst")"
-  cp -L "$src" "$root$dst"
-  for lib in $(ldd "$src" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p'); do
-    if [ ! -e "$root$lib" ]; then
-      mkdir -p "$(dirname "$root$lib")"
-      cp -L "$lib" "$root$lib"
-    fi
-  done
-}
-which_bin () {
-  for d in /usr/sbin /sbin /usr/bin /bin; do
-    [ -x "$d/$1" ] && { echo "$d/$1"; return 0; }
-  done
-  die "$1 is missing on the host"
-}
-copy_binary "$(which_bin nbd-client)" /usr/sbin/nbd-client
-copy_binary "$(which_bin blkzone)" /usr/sbin/blkzone
-copy_binary "$(which_bin blkdiscard)" /usr/sbin/blkdiscard
-copy_binary "$(which_bin blockdev)" /usr/sbin/blockdev
+for tool in nbd-client blkzone blkdiscard blockdev; do
+  path=$(which_bin "$tool") || die "$tool is missing on the host"
+  copy_binary "$root" "$path" "/usr/sbin/$tool"
+done
 
 # Modules and their dependencies, found through the package's modules.dep
 # (a name matches its file with - or _), plus their soft dependencies
@@ -272,4 +260,4 @@ cd "$kdir"
 rm -rf "$root"
 echo "$stamp" >"$kdir/base.stamp"
 echo "$kver" >"$current"
-echo "check-kernel: base initramfs for $kver: $(du -h "$kdir/base.cpio" | cut -f1)"
+note "base initramfs for $kver: $(du -h "$kdir/base.cpio" | cut -f1)"

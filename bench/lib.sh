@@ -1,0 +1,59 @@
+# bench/lib.sh: what the benchmark scripts share (sourced by run.sh,
+# server-vs-nbdkit.sh, tls-vs-nbdkit.sh and ublk-vs-nullblk.sh).  POSIX sh.
+#
+#   bench_start READY COMMAND...  a server in the background, ready once
+#                                 READY exists: its socket, or its PID file
+#                                 (non-empty); sets bench_pid
+#   bench_stop [PID...]           stops those servers (default: every one
+#                                 bench_start started), by PID
+#   bench_median [COLUMN]         the median of the numbers on stdin
+#   bench_ratio A B [SUFFIX]      A / B as "%.2f" SUFFIX, "n/a" when B is 0
+# shellcheck shell=sh
+
+bench_pids=
+
+# bench_start READY COMMAND...: COMMAND with stdin from /dev/null (its
+# output as the caller redirects the call), waited for up to 30 s.  READY
+# is removed first.  Returns 1, the child stopped, when COMMAND exits before
+# READY appears or the time runs out.
+bench_start () {
+  bs_ready=$1
+  shift
+  rm -f "$bs_ready"
+  "$@" </dev/null &
+  bench_pid=$!
+  bs_n=0
+  until [ -S "$bs_ready" ] || [ -s "$bs_ready" ]; do
+    if ! kill -0 "$bench_pid" 2>/dev/null || [ "$bs_n" -ge 600 ]; then
+      kill "$bench_pid" 2>/dev/null || :
+      wait "$bench_pid" 2>/dev/null || :
+      return 1
+    fi
+    sleep 0.05
+    bs_n=$((bs_n + 1))
+  done
+  bench_pids="$bench_pids $bench_pid"
+}
+
+bench_stop () {
+  [ $# -gt 0 ] || set -- $bench_pids
+  for bs_p in "$@"; do
+    kill "$bs_p" 2>/dev/null || :
+    wait "$bs_p" 2>/dev/null || :
+    bs_rest=
+    for bs_q in $bench_pids; do [ "$bs_q" = "$bs_p" ] || bs_rest="$bs_rest $bs_q"; done
+    bench_pids=$bs_rest
+  done
+}
+
+# bench_median [COLUMN]: of an even count, the mean of the middle two.
+bench_median () {
+  awk -v k="${1:-1}" '{ print $k }' | sort -g |
+    awk '{ v[NR] = $1 }
+         END { if (NR % 2) print v[(NR + 1) / 2]
+               else if (NR) printf "%.10g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+bench_ratio () {
+  awk -v a="$1" -v b="$2" -v s="${3:-}" 'BEGIN { if (b + 0 == 0) print "n/a"; else printf "%.2f%s\n", a / b, s }'
+}

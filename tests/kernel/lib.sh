@@ -1,0 +1,59 @@
+# lib.sh: what the host side of the real-kernel tiers shares (sourced by
+# check-kernel.sh, check-ublk.sh, check-nullblk.sh, prepare.sh and
+# prepare-consumers.sh; the guest scripts have guest-lib.sh).
+#
+#   note MESSAGE...     a line on stdout (stderr with zn_note_fd=2, for a
+#                       script whose stdout is its result)
+#   fail MESSAGE...     a FAIL line; counts in $failures
+#   die MESSAGE...      an ERROR line on stderr, then exit 2
+#   which_bin NAME      the host's NAME (sbin first), not a busybox applet
+#   copy_binary ROOT SRC DST
+#                       SRC into the tree ROOT as DST, with its libraries
+#
+# Each message starts with the name of the script that runs (check-ublk:,
+# prepare-consumers: ...), also when a sourced file (replay-traces.sh,
+# boot.sh) prints it.
+# shellcheck shell=sh
+
+zn_me=$(basename "$0" .sh)
+failures=${failures:-0}
+
+note () { echo "$zn_me: $*" >&"${zn_note_fd:-1}"; }
+fail () { echo "$zn_me: FAIL: $*"; failures=$((failures + 1)); }
+die () { echo "$zn_me: ERROR: $*" >&2; exit 2; }
+
+which_bin () {
+  for d in /usr/sbin /sbin /usr/bin /bin; do
+    if [ -x "$d/$1" ] && { [ ! -L "$d/$1" ] || [ "$(readlink -f "$d/$1")" != /bin/busybox ]; }; then
+      echo "$d/$1"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# copy_binary ROOT SRC DST: a real binary plus every library ldd lists, the
+# system's at the same paths (those already in ROOT are kept), the build's
+# own (from its .libs, found as the libtool wrapper would) in ROOT/usr/lib.
+# A libtool wrapper script is replaced by its real binary in .libs.  What
+# is in the way at DST goes first: an applet symlink there would make cp
+# follow its absolute target and overwrite the host's /bin/busybox.
+copy_binary () {
+  cb_root=$1 cb_src=$2 cb_dst=$3
+  cb_bdir=$(cd "$(dirname "$cb_src")/.." && pwd)
+  if [ "$(head -c 4 "$cb_src" | od -An -c | tr -d ' ')" != '177ELF' ] &&
+     [ -x "$(dirname "$cb_src")/.libs/$(basename "$cb_src")" ]; then
+    cb_src=$(dirname "$cb_src")/.libs/$(basename "$cb_src")
+  fi
+  rm -f "$cb_root$cb_dst"
+  mkdir -p "$(dirname "$cb_root$cb_dst")" && cp -L "$cb_src" "$cb_root$cb_dst" || return 1
+  cb_libpath=$(ls -d "$cb_bdir"/*/.libs 2>/dev/null | tr '\n' ':')
+  for cb_lib in $(LD_LIBRARY_PATH=$cb_libpath ldd "$cb_src" 2>/dev/null |
+                    sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p'); do
+    case $cb_lib in
+      */.libs/*) mkdir -p "$cb_root/usr/lib" && cp -L "$cb_lib" "$cb_root/usr/lib/" || return 1 ;;
+      *) [ -e "$cb_root$cb_lib" ] ||
+           { mkdir -p "$cb_root$(dirname "$cb_lib")" && cp -L "$cb_lib" "$cb_root$cb_lib"; } || return 1 ;;
+    esac
+  done
+}
