@@ -7,7 +7,8 @@ if HAVE_FIO_ENGINE
 # dlopen the engine from the build tree or anywhere without finding
 # libzonednull-client.so first.
 noinst_LTLIBRARIES += engine/libzn-client-pic.la
-engine_libzn_client_pic_la_SOURCES = client/client.c lib/control-wire.c
+engine_libzn_client_pic_la_SOURCES = client/client.c client/checks.c \
+	client/checks.h lib/control-wire.c
 engine_libzn_client_pic_la_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 
 pkglib_LTLIBRARIES = engine/zonednull-fio.la

@@ -9,6 +9,8 @@ ublk_zonednull_ublk_SOURCES = \
 	$(net_sources) \
 	$(proto_nbd_sources) \
 	client/client.c \
+	client/checks.c \
+	client/checks.h \
 	server/pidfile.h \
 	ublk/control-socket.c \
 	ublk/control-socket.h \
