@@ -14,22 +14,6 @@
 
 #include <zonednull/client.h>
 
-static const char *
-condition_name (uint8_t cond)
-{
-  switch (cond) {
-  case ZN_COND_NOT_WP: return "NOT_WP";
-  case ZN_COND_EMPTY: return "EMPTY";
-  case ZN_COND_IMP_OPEN: return "IMP_OPEN";
-  case ZN_COND_EXP_OPEN: return "EXP_OPEN";
-  case ZN_COND_CLOSED: return "CLOSED";
-  case ZN_COND_READONLY: return "READONLY";
-  case ZN_COND_FULL: return "FULL";
-  case ZN_COND_OFFLINE: return "OFFLINE";
-  default: return "?";
-  }
-}
-
 /* Prints the library's view of a failed call and exits. */
 static void
 die (struct zn_client *c, const char *what, int r)
@@ -87,7 +71,7 @@ main (int argc, char *argv[])
         printf (" wp -");
       printf (" %s %s\n",
               z->type == ZN_ZONE_CONVENTIONAL ? "CONVENTIONAL" : "SEQ_WRITE_REQUIRED",
-              condition_name (z->cond));
+              zn_cond_name (z->cond));
     }
     sector = zones[r - 1].start + zones[r - 1].len;
   }
