@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store.h"
 #include "zoned-internal.h"
 
 void
@@ -242,6 +243,9 @@ badblocks_change (struct zn_dev *dev, uint64_t first, uint64_t last, bool bad)
           : bb_clear_locked (dev, first, last - first + 1);
   atomic_store_explicit (&dev->nr_bb, dev->bb_used, memory_order_release);
   pthread_rwlock_unlock (&dev->bb_lock);
+  /* Kept with backing_dir, even the part of a set that did not fit. */
+  if (dev->store && store_save_meta (dev) < 0 && r == 0)
+    r = -EIO;
   return r;
 }
 

@@ -11,18 +11,27 @@
  * everything, FUA writes back their own range, and a full cache writes
  * back its oldest records.  A power cycle replays the records that are
  * left, newest first.  Reads see the newest data either way.
+ *
+ * With backing_dir the records are the other way round: they hold the
+ * new data, which reaches the zone file only at write-back.  So a power
+ * cycle, or a process that dies, loses exactly the writes neither flushed
+ * nor written with FUA, in every zone: the files hold the rest, and a
+ * sequential zone comes back with its wp at its last durable byte.  Reads
+ * lay the records over the file, oldest first.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "store.h"
 #include "zoned-internal.h"
 
 struct zn_undo {
   struct zn_undo *prev, *next;   /* oldest at dev->undo_head */
   uint32_t zone;
   uint64_t off, len;             /* bytes within the zone */
-  unsigned char *old;            /* what the write overwrote */
+  unsigned char *old;            /* the bytes the write overwrote; with
+                                    backing_dir the bytes it wrote */
 };
 
 void
@@ -44,6 +53,8 @@ unlink_undo (struct zn_dev *dev, struct zn_undo *u)
   else
     dev->undo_tail = u->prev;
   dev->dirty_bytes -= u->len;
+  if (dev->cache_count)
+    dev->cache_count[u->zone]--;
   free (u->old);
   free (u);
 }
@@ -59,6 +70,8 @@ append_undo (struct zn_dev *dev, struct zn_undo *u)
     dev->undo_head = u;
   dev->undo_tail = u;
   dev->dirty_bytes += u->len;
+  if (dev->cache_count)
+    dev->cache_count[u->zone]++;
 }
 
 /* A copy of bytes [from, to) of u, placed after u in the list. */
@@ -83,6 +96,8 @@ split_undo (struct zn_dev *dev, struct zn_undo *u, uint64_t from, uint64_t to)
     dev->undo_tail = v;
   u->next = v;
   dev->dirty_bytes += v->len;
+  if (dev->cache_count)
+    dev->cache_count[v->zone]++;
   return 0;
 }
 
@@ -121,6 +136,22 @@ write_back_range (struct zn_dev *dev, uint32_t zno, uint64_t off, uint64_t len)
   return 0;
 }
 
+/* backing_dir: every record of zone zno into its file, oldest first. */
+static int
+cache_write_back_zone_locked (struct zn_dev *dev, uint32_t zno)
+{
+  for (struct zn_undo *u = dev->undo_head, *next; u; u = next) {
+    next = u->next;
+    if (u->zone != zno)
+      continue;
+    int ret = store_write (dev, &dev->zones[zno], u->off, u->old, u->len);
+    if (ret)
+      return ret;
+    unlink_undo (dev, u);
+  }
+  return 0;
+}
+
 /* Called with z's lock held, before a conventional zone's data changes. */
 int
 cache_before_write (struct zn_dev *dev, struct zone *z, uint64_t off,
@@ -154,14 +185,30 @@ cache_before_write (struct zn_dev *dev, struct zone *z, uint64_t off,
   return ret;
 }
 
+/* backing_dir: the oldest record into its zone file. */
+static int
+write_back_head (struct zn_dev *dev)
+{
+  struct zn_undo *u = dev->undo_head;
+  int ret = store_write (dev, &dev->zones[u->zone], u->off, u->old, u->len);
+
+  if (ret == 0)
+    unlink_undo (dev, u);
+  return ret;
+}
+
 int
 zn_flush (struct zn_dev *dev)
 {
+  int ret = 0;
+
   pthread_mutex_lock (&dev->cache_lock);
-  while (dev->undo_head)
-    unlink_undo (dev, dev->undo_head);
+  while (dev->undo_head && ret == 0)
+    ret = dev->store ? write_back_head (dev) : (unlink_undo (dev, dev->undo_head), 0);
   pthread_mutex_unlock (&dev->cache_lock);
-  return 0;
+  if (ret == 0 && dev->store)
+    ret = store_flush (dev);
+  return ret;
 }
 
 /* Called with every zone lock held: the unflushed writes are undone. */
@@ -172,17 +219,125 @@ cache_power_loss (struct zn_dev *dev)
   while (dev->undo_tail) {
     struct zn_undo *u = dev->undo_tail;
 
-    pages_copy_in (&dev->zones[u->zone].pages, u->off, u->old, u->len);
+    if (!dev->store)
+      pages_copy_in (&dev->zones[u->zone].pages, u->off, u->old, u->len);
     unlink_undo (dev, u);
   }
   pthread_mutex_unlock (&dev->cache_lock);
 }
 
+/* ---- backing_dir ------------------------------------------------------ */
+
+int
+cache_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+             const void *buf, uint64_t len, bool fua)
+{
+  uint32_t zno = (uint32_t) (z - dev->zones);
+  struct zn_undo *u;
+  int ret = 0;
+
+  pthread_mutex_lock (&dev->cache_lock);
+  if (fua) {
+    /* A sequential zone's file holds a prefix of the zone: what the
+     * cache holds before this write is written back first.
+     */
+    if (z->type == ZN_ZONE_SEQWRITE_REQ)
+      ret = cache_write_back_zone_locked (dev, zno);
+    else
+      ret = write_back_range (dev, zno, off, len);
+    if (ret == 0)
+      ret = store_write (dev, z, off, buf, len);
+    if (ret == 0)
+      ret = store_sync_zone (dev, z);
+    goto out;
+  }
+  u = calloc (1, sizeof *u);
+  if (!u || !(u->old = malloc (len))) {
+    free (u);
+    ret = -ENOMEM;
+    goto out;
+  }
+  u->zone = zno;
+  u->off = off;
+  u->len = len;
+  memcpy (u->old, buf, len);
+  append_undo (dev, u);
+  /* A full cache writes back its oldest data; if the disk refuses it,
+   * the data stays cached and a flush reports the error.
+   */
+  while (dev->dirty_bytes > dev->cache_bytes && dev->undo_head != u)
+    if (write_back_head (dev) < 0)
+      break;
+ out:
+  pthread_mutex_unlock (&dev->cache_lock);
+  return ret;
+}
+
+int
+cache_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
+            uint64_t len)
+{
+  uint32_t zno = (uint32_t) (z - dev->zones);
+  uint64_t end = off + len;
+  int ret;
+
+  pthread_mutex_lock (&dev->cache_lock);
+  /* With the zone lock held no record of z can be added; one can only be
+   * written back, so with none now the file alone is the data.
+   */
+  if (dev->cache_count[zno] == 0) {
+    pthread_mutex_unlock (&dev->cache_lock);
+    return store_read (dev, z, off, buf, len);
+  }
+  ret = store_read (dev, z, off, buf, len);
+  for (struct zn_undo *u = dev->undo_head; u && ret == 0; u = u->next) {
+    uint64_t from = u->off > off ? u->off : off;
+    uint64_t to = u->off + u->len < end ? u->off + u->len : end;
+
+    if (u->zone == zno && from < to)
+      memcpy ((unsigned char *) buf + (from - off), u->old + (from - u->off),
+              to - from);
+  }
+  pthread_mutex_unlock (&dev->cache_lock);
+  return ret;
+}
+
+void
+cache_drop_zone (struct zn_dev *dev, struct zone *z)
+{
+  uint32_t zno = (uint32_t) (z - dev->zones);
+
+  if (!dev->cache_count)
+    return;
+  pthread_mutex_lock (&dev->cache_lock);
+  for (struct zn_undo *u = dev->undo_head, *next; u; u = next) {
+    next = u->next;
+    if (u->zone == zno)
+      unlink_undo (dev, u);
+  }
+  pthread_mutex_unlock (&dev->cache_lock);
+}
+
+int
+cache_write_back_zone (struct zn_dev *dev, struct zone *z)
+{
+  int ret;
+
+  if (!dev->cache_count)
+    return 0;
+  pthread_mutex_lock (&dev->cache_lock);
+  ret = cache_write_back_zone_locked (dev, (uint32_t) (z - dev->zones));
+  pthread_mutex_unlock (&dev->cache_lock);
+  return ret;
+}
+
+/* An orderly stop writes the cache back, as a drive does at shutdown. */
 void
 cache_free (struct zn_dev *dev)
 {
   zn_flush (dev);
   pthread_mutex_destroy (&dev->cache_lock);
+  free (dev->cache_count);
 }
 
 void

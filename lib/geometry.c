@@ -234,11 +234,12 @@ zn_geometry_from_config (const struct zn_config *cfg, struct zn_geometry *geo,
     .block_size = cfg->blocksize,
     .max_sectors = (uint32_t) max_sectors,
     .max_append_sectors = append_max,
-    .memory_backed = cfg->memory_backed,
+    .memory_backed = cfg->memory_backed || cfg->backing_dir,
     .kernel = cfg->kernel,
     .append_emulated = newer && cfg->zone_append_max_sectors
                        < lbs_sectors,
-    .fua = !newer || (cfg->fua && cfg->cache_size && cfg->memory_backed),
+    .fua = !newer || (cfg->fua && cfg->cache_size
+                      && (cfg->memory_backed || cfg->backing_dir)),
   };
   return 0;
 }

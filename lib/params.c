@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "params.h"
 
@@ -171,6 +172,9 @@ params_free (struct zn_params *p)
   free (p->conds);
   p->conds = NULL;
   p->nr_conds = 0;
+  free (p->backing_dir);
+  p->backing_dir = NULL;
+  p->cfg.backing_dir = NULL;
   for (size_t i = 0; i < p->nr_badblocks; i++)
     free (p->badblocks[i]);
   free (p->badblocks);
@@ -182,7 +186,7 @@ params_free (struct zn_params *p)
 enum key_kind {
   K_MIB, K_U32, K_U64, K_BOOL, K_POSITIVE,    /* stored at offset */
   K_KERNEL, K_ZONED, K_READONLY, K_OFFLINE, K_SUBMIT_QUEUES, K_BADBLOCKS,
-  K_NR_DEVICES,
+  K_NR_DEVICES, K_BACKING_DIR,
 };
 
 /* Every key, its parsing and its documentation in one row, so that a key
@@ -283,6 +287,9 @@ static const struct param_key keys[] = {
          "Add or remove bad sectors (repeatable)"), K_BADBLOCKS, 0, 0 },
   { DOC ("cache_size", "<MiB>", "0", "Write cache, with memory_backed"),
     K_MIB, CFG (cache_size), 0 },
+  { DOC ("backing_dir", "<DIR>", NULL,
+         "Zones in files in DIR (zloop's layout), kept across restarts"),
+    K_BACKING_DIR, 0, 0 },
 };
 #define NR_KEYS (sizeof keys / sizeof keys[0])
 
@@ -350,6 +357,34 @@ add_badblocks (struct zn_params *p, const char *key, const char *value,
   return 0;
 }
 
+/* Absolute, since nbdkit and daemons change to / before the device is
+ * made.
+ */
+static int
+set_backing_dir (struct zn_params *p, const char *key, const char *value,
+                 char *err, size_t errlen)
+{
+  char cwd[4096];
+
+  if (value[0] == '\0')
+    return bad (err, errlen, "%s=%s: must name a directory", key, value);
+  free (p->backing_dir);
+  p->backing_dir = NULL;
+  if (value[0] == '/')
+    p->backing_dir = strdup (value);
+  else if (getcwd (cwd, sizeof cwd) == NULL) {
+    snprintf (err, errlen, "%s=%s: the current directory: %s", key, value,
+              strerror (errno));
+    return -1;
+  }
+  else if (asprintf (&p->backing_dir, "%s/%s", cwd, value) < 0)
+    p->backing_dir = NULL;
+  if (p->backing_dir == NULL)
+    return bad (err, errlen, "%s=%s: out of memory", key, value);
+  p->cfg.backing_dir = p->backing_dir;
+  return 0;
+}
+
 static int
 set_key (struct zn_params *p, const struct param_key *k, const char *key,
          const char *value, char *err, size_t errlen)
@@ -380,6 +415,7 @@ set_key (struct zn_params *p, const struct param_key *k, const char *key,
   case K_SUBMIT_QUEUES:
     return set_submit_queues (p, key, value, err, errlen);
   case K_BADBLOCKS: return add_badblocks (p, key, value, err, errlen);
+  case K_BACKING_DIR: return set_backing_dir (p, key, value, err, errlen);
   case K_NR_DEVICES:
     if (parse_u32 (key, value, &p->nr_devices, err, errlen) == -1)
       return -1;
@@ -444,11 +480,30 @@ params_check (struct zn_params *p, char *err, size_t errlen)
   return zn_zone_table_check (&p->cfg, p->nr_devices, err, errlen);
 }
 
+const struct zn_config *
+params_device_config (const struct zn_params *p, uint32_t i,
+                      struct zn_config *cfg, char *dir, size_t dirlen)
+{
+  *cfg = p->cfg;
+  if (p->backing_dir && p->nr_devices > 1) {
+    snprintf (dir, dirlen, "%s/nullb%" PRIu32, p->backing_dir, i);
+    cfg->backing_dir = dir;
+  }
+  return cfg;
+}
+
 int
 params_apply (const struct zn_params *p, struct zn_dev *dev, char *err,
               size_t errlen)
 {
   const struct zn_geometry *geo = zn_dev_geometry (dev);
+
+  /* A device that comes back from its backing_dir keeps the READONLY and
+   * OFFLINE zones and bad blocks it had: these settings were applied
+   * when it was made, and toggling them again would undo them.
+   */
+  if (zn_dev_restored (dev))
+    return 0;
 
   for (size_t i = 0; i < p->nr_conds; i++) {
     const struct cond_setting *s = &p->conds[i];

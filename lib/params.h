@@ -27,6 +27,7 @@ struct zn_params {
   struct cond_setting *conds;
   size_t nr_conds;
   char **badblocks;               /* "+A-B" / "-A-B", in order */
+  char *backing_dir;              /* absolute; cfg.backing_dir points here */
   size_t nr_badblocks;
   const char *help;               /* where unknown keys point; "--help" */
 };
@@ -63,8 +64,16 @@ int params_set_key (struct zn_params *p, const char *key, const char *value,
  */
 int params_check (struct zn_params *p, char *err, size_t errlen);
 
+/* Device i's configuration: with nr_devices > 1 and backing_dir, each
+ * device keeps its zones in backing_dir/nullbI (in dir, of dirlen bytes).
+ */
+const struct zn_config *params_device_config (const struct zn_params *p,
+                                              uint32_t i,
+                                              struct zn_config *cfg,
+                                              char *dir, size_t dirlen);
+
 /* The zone_readonly / zone_offline and badblocks settings, on the
- * powered-on device.
+ * powered-on device; none on a device restored from its backing_dir.
  */
 int params_apply (const struct zn_params *p, struct zn_dev *dev,
                   char *err, size_t errlen);

@@ -67,6 +67,7 @@ struct zn_dev {
   uint64_t cache_bytes;          /* cache_size; 0 = no cache */
   uint64_t dirty_bytes;
   struct zn_undo *undo_head, *undo_tail;
+  uint32_t *cache_count;         /* backing_dir: records a zone has */
   atomic_uint pl_waiting;
   atomic_ullong pl_waited;
   atomic_ullong pl_timeouts;
@@ -79,6 +80,8 @@ struct zn_dev {
    * end did not ask for them.
    */
   struct zn_wplug *wplugs;
+  /* backing_dir (store.c), NULL when the data lives in memory. */
+  struct zn_store *store;
 };
 
 /* geometry.c: null_blk's power-on validation and clamping. */
@@ -93,6 +96,15 @@ void cache_free (struct zn_dev *dev);
 int cache_before_write (struct zn_dev *dev, struct zone *z, uint64_t off,
                         uint64_t len, bool fua);
 void cache_power_loss (struct zn_dev *dev);
+/* With backing_dir the cache holds the written data itself, and the zone
+ * file gets it at write-back (zone lock held for z).
+ */
+int cache_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+                 const void *buf, uint64_t len, bool fua);
+int cache_read (struct zn_dev *dev, struct zone *z, uint64_t off,
+                void *buf, uint64_t len);
+void cache_drop_zone (struct zn_dev *dev, struct zone *z);
+int cache_write_back_zone (struct zn_dev *dev, struct zone *z);
 
 /* wplug.c, all with the zone lock held */
 void wplug_free (struct zn_dev *dev);

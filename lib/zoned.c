@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "store.h"
 #include "zoned-internal.h"
 
 #define ALL_ONES UINT64_MAX
@@ -179,6 +180,23 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
     }
     pages_init (&z->pages, z->len << ZN_SECTOR_SHIFT);
   }
+  if (cfg->backing_dir) {
+    if (dev->cache_bytes
+        && !(dev->cache_count = calloc (geo.nr_zones,
+                                        sizeof *dev->cache_count))) {
+      zn_dev_destroy (dev);
+      if (err && errlen)
+        snprintf (err, errlen, "out of memory for %u zones", geo.nr_zones);
+      errno = ENOMEM;
+      return NULL;
+    }
+    if (store_open (dev, cfg->backing_dir, err, errlen) < 0) {
+      int e = errno;
+      zn_dev_destroy (dev);
+      errno = e;
+      return NULL;
+    }
+  }
   return dev;
 }
 
@@ -195,6 +213,7 @@ zn_dev_destroy (struct zn_dev *dev)
   pthread_mutex_destroy (&dev->dev_lock);
   badblocks_free (dev);
   cache_free (dev);
+  store_close (dev);
   wplug_free (dev);
   pthread_condattr_destroy (&dev->wp_condattr);
   free (dev->zones);
@@ -205,6 +224,12 @@ const struct zn_geometry *
 zn_dev_geometry (const struct zn_dev *dev)
 {
   return &dev->geo;
+}
+
+bool
+zn_dev_restored (const struct zn_dev *dev)
+{
+  return store_restored (dev);
 }
 
 bool
@@ -634,6 +659,24 @@ zone_bytes (const struct zone *z, uint64_t sector)
   return (sector - z->start) << ZN_SECTOR_SHIFT;
 }
 
+/* backing_dir: n sectors into the zone file, or its cache. */
+static int
+write_store (struct zn_dev *dev, struct zone *z, uint64_t off,
+             const void *buf, uint64_t n, bool fua)
+{
+  uint64_t len = n << ZN_SECTOR_SHIFT;
+  int ret;
+
+  if (n == 0)
+    return 0;
+  if (dev->cache_bytes)
+    return cache_write (dev, z, off, buf, len, fua);
+  ret = store_write (dev, z, off, buf, len);
+  if (ret == 0 && fua)
+    ret = store_sync_zone (dev, z);
+  return ret;
+}
+
 /* A write, or with append a zone append, which takes the write pointer
  * as its sector under the zone lock (and reports it in *sector): the one
  * place the two differ, as in null_blk's null_zone_write.
@@ -673,9 +716,11 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
       bb_ret = -EIO;
     else
       xfer = n;
-    if (xfer && store)
+    if (xfer && dev->store)
+      ret = write_store (dev, z, off, buf, xfer, fua);
+    else if (xfer && store)
       ret = pages_reserve (&z->pages);
-    if (ret == 0 && xfer && dev->cache_bytes)
+    if (ret == 0 && xfer && dev->cache_bytes && !dev->store)
       ret = cache_before_write (dev, z, off, xfer << ZN_SECTOR_SHIFT, fua);
   }
   else {
@@ -704,7 +749,12 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     }
     else
       xfer = n;
-    if (ret == 0 && store)
+    /* A zone file's size is its wp: the data goes in before the wp
+     * moves, and a failed write leaves both where they were.
+     */
+    if (ret == 0 && dev->store)
+      ret = write_store (dev, z, off, buf, xfer, fua);
+    else if (ret == 0 && store)
       ret = pages_reserve (&z->pages);
     if (ret == 0)
       advance_wp (dev, z, xfer);
@@ -719,7 +769,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     if (plugged)
       wplug_complete (dev, z, ret);
   }
-  if ((ret == 0 || ret == bb_ret) && xfer && store)
+  if ((ret == 0 || ret == bb_ret) && xfer && store && !dev->store)
     pages_copy_in (&z->pages, off, buf, xfer << ZN_SECTOR_SHIFT);
   zone_unlock (z);
   return ret ? ret : bb_ret;
@@ -757,7 +807,21 @@ read_zone (struct zn_dev *dev, struct zone *z, void *buf,
     valid = n;
   else
     valid = wp > sector ? wp - sector : 0;
-  pages_copy_out (&z->pages, zone_bytes (z, sector), buf, valid << ZN_SECTOR_SHIFT);
+  if (dev->store) {
+    int ret = valid == 0 ? 0
+      : dev->cache_bytes
+      ? cache_read (dev, z, zone_bytes (z, sector), buf,
+                    valid << ZN_SECTOR_SHIFT)
+      : store_read (dev, z, zone_bytes (z, sector), buf,
+                    valid << ZN_SECTOR_SHIFT);
+    if (ret) {
+      zone_unlock (z);
+      return ret;
+    }
+  }
+  else
+    pages_copy_out (&z->pages, zone_bytes (z, sector), buf,
+                    valid << ZN_SECTOR_SHIFT);
   memset ((unsigned char *) buf + (valid << ZN_SECTOR_SHIFT), 0xFF,
           (n - valid) << ZN_SECTOR_SHIFT);
   zone_unlock (z);
@@ -902,29 +966,53 @@ lock_all_zones (struct zn_dev *dev, bool lock)
 int
 zn_power_cycle (struct zn_dev *dev)
 {
+  int ret = 0;
+
   lock_all_zones (dev, true);
   res_lock (dev);
   cache_power_loss (dev);
-  /* Power-on builds the zones again, FULL with zone_full. */
-  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
-    struct zone *z = &dev->zones[i];
-
-    z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
-    z->wp = dev->zone_full ? z->start + z->capacity : z->start;
-    wake_waiters (z, true);
-  }
   atomic_store (&dev->nr_imp_open, 0);
   atomic_store (&dev->nr_exp_open, 0);
   atomic_store (&dev->nr_closed, 0);
+  /* Power-on builds the zones again, FULL with zone_full; with
+   * backing_dir from the zone files, as a restart does.
+   */
+  if (dev->store)
+    ret = store_reload (dev);
+  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+
+    if (!dev->store) {
+      z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
+      z->wp = dev->zone_full ? z->start + z->capacity : z->start;
+    }
+    wake_waiters (z, true);
+  }
   dev->imp_close_cursor = dev->geo.nr_conv;
   if (dev->wplugs)
     wplug_remove_all (dev);
   res_unlock (dev);
   lock_all_zones (dev, false);
-  return 0;
+  return ret;
 }
 
 /* ---- zone management ---------------------------------------------------- */
+
+/* backing_dir: a reset empties the zone's file and a finish fills it to
+ * the capacity, as zloop does; both are durable at once.
+ */
+static int
+store_zone_size (struct zn_dev *dev, struct zone *z, bool reset)
+{
+  int ret;
+
+  if (reset)
+    cache_drop_zone (dev, z);
+  else if ((ret = cache_write_back_zone (dev, z)) != 0)
+    return ret;
+  ret = store_truncate (dev, z, reset ? 0 : z->capacity << ZN_SECTOR_SHIFT);
+  return ret ? ret : store_sync_zone (dev, z);
+}
 
 /* chain_ok: no zone before this one in the range failed.  The range's
  * bios are chained, so from 6.10 an earlier failure reaches this zone's
@@ -953,6 +1041,8 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
   res_unlock (dev);
   if (ret == 0 && chain_ok && dev->wplugs)
     wplug_zone_mgmt (dev, z, op);
+  if (ret == 0 && dev->store && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
+    ret = store_zone_size (dev, z, op == ZN_OP_RESET);
   if (ret == 0 && op == ZN_OP_RESET)
     pages_discard (&z->pages);
   if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
@@ -975,6 +1065,8 @@ reset_all (struct zn_dev *dev)
         && z->cond != ZN_COND_OFFLINE)
       discard = reset_zone (dev, z) == 0;
     res_unlock (dev);
+    if (discard && dev->store)
+      store_zone_size (dev, z, true);
     if (discard) {
       pages_discard (&z->pages);
       wake_waiters (z, true);
@@ -1041,11 +1133,15 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
     z->wp = ALL_ONES;
   }
   res_unlock (dev);
+  if (discard && dev->store)
+    store_zone_size (dev, z, true);
   if (discard)
     pages_discard (&z->pages);
   wake_waiters (z, true);
+  if (dev->store)
+    store_set_special (dev, z, discard ? 0 : cond);
   zone_unlock (z);
-  return 0;
+  return dev->store ? store_save_meta (dev) : 0;
 }
 
 int

@@ -146,12 +146,15 @@ wire_errno (int err)
 static int
 create_device (struct device *d, uint32_t index)
 {
-  char err[256] = "";
+  char err[256] = "", dir[4096];
+  struct zn_config cfg;
 
   snprintf (d->name, sizeof d->name, "nullb%" PRIu32, index);
   snprintf (d->control_name, sizeof d->control_name, "%s" ZN_CONTROL_SUFFIX,
             d->name);
-  d->dev = zn_dev_create (&params.cfg, err, sizeof err);
+  d->dev = zn_dev_create (params_device_config (&params, index, &cfg, dir,
+                                                sizeof dir),
+                          err, sizeof err);
   if (d->dev == NULL) {
     nbdkit_error ("%s", err[0] ? err : error_text (errno));
     return -1;

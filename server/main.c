@@ -73,7 +73,11 @@ devices_create (const struct zn_params *p, char *err, size_t errlen)
     snprintf (d->name, sizeof d->name, "nullb%u", i);
     snprintf (d->control_name, sizeof d->control_name, "%s"
               ZN_CONTROL_SUFFIX, d->name);
-    d->dev = zn_dev_create (&p->cfg, err, errlen);
+    struct zn_config cfg;
+    char dir[4096];
+
+    d->dev = zn_dev_create (params_device_config (p, i, &cfg, dir, sizeof dir),
+                            err, errlen);
     if (d->dev == NULL) {
       if (err[0] == '\0')
         snprintf (err, errlen, "%s", strerror (errno));

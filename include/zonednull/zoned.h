@@ -87,6 +87,11 @@ struct zn_config {
   bool badblocks_partial_io;        /* 6.15: transfer up to the first bad
                                        block, then fail */
   uint32_t given;                   /* ZN_GIVEN_* of the keys set */
+  /* Keep the zones in files in this directory, in zloop's layout, so
+   * that they outlive the process (implies memory_backed); NULL: in
+   * memory.  Not copied: it must live as long as the device.
+   */
+  const char *backing_dir;
 };
 
 #define ZN_PIPELINE_WAIT_MS 1000
@@ -184,6 +189,8 @@ void zn_dev_destroy (struct zn_dev *dev);
  */
 int zn_dev_write_plugging (struct zn_dev *dev, char *err, size_t errlen);
 const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
+/* Whether the device came back from a backing_dir that held one. */
+bool zn_dev_restored (const struct zn_dev *dev);
 /* Whether the sequential zones powered on FULL (zone_full, 6.11+). */
 bool zn_dev_zone_full (const struct zn_dev *dev);
 /* Whether nr_devices devices of cfg may be made: their zone tables

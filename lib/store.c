@@ -1,0 +1,831 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "zoned-internal.h"
+
+#define META_NAME "zonednull.meta"
+#define META_TMP ".zonednull.meta.new"
+#define META_FORMAT 1
+/* Zone files kept open, most recently used first: a device has up to
+ * millions of zones, and a descriptor each would pass any RLIMIT_NOFILE.
+ */
+#define FD_SLOTS 64
+
+struct fd_slot {
+  uint32_t zone;
+  int fd;
+  int refs;
+  int prev, next;                /* LRU order; -1 ends */
+};
+
+struct zn_store {
+  char *dir;
+  int dirfd;                     /* held with flock (LOCK_EX) */
+  bool restored;
+  bool ready;                    /* opened: changes go to the metadata */
+  pthread_mutex_t fd_lock;
+  struct fd_slot slots[FD_SLOTS];
+  int nr_slots;
+  int lru_head, lru_tail;
+  int32_t *zone_slot;            /* per zone: its slot or -1 */
+  /* Zones written since the last flush, for fdatasync. */
+  pthread_mutex_t sync_lock;
+  uint32_t *touched;
+  size_t nr_touched;
+  uint8_t *is_touched;
+  /* What the metadata file holds besides the geometry. */
+  pthread_mutex_t meta_lock;
+  uint8_t *special;              /* per zone: 0, READONLY or OFFLINE */
+  /* The last I/O error logged, so that a full disk logs once. */
+  int last_errno;
+};
+
+struct zone_file {
+  int fd;
+  int slot;                      /* -1: a descriptor of its own */
+};
+
+/* ---- messages ----------------------------------------------------------- */
+
+static int
+refuse (char *err, size_t errlen, int errnum, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (err && errlen) {
+    va_start (ap, fmt);
+    vsnprintf (err, errlen, fmt, ap);
+    va_end (ap);
+  }
+  errno = errnum;
+  return -1;
+}
+
+/* An I/O error has no caller to report it to but the client, which sees
+ * EIO: the cause goes to stderr (nbdkit's log, the servers' log), once
+ * until the next success.
+ */
+static int
+io_error (struct zn_store *st, const char *what, uint32_t zno, int errnum)
+{
+  if (errnum != st->last_errno)
+    fprintf (stderr, "zonednull: backing_dir %s: %s zone %" PRIu32
+             " file: %s\n", st->dir, what, zno, strerror (errnum));
+  st->last_errno = errnum;
+  return -EIO;
+}
+
+static void
+zone_file_name (const struct zn_dev *dev, uint32_t zno, char *buf, size_t len)
+{
+  snprintf (buf, len, "%s-%06" PRIu32, zno < dev->geo.nr_conv ? "cnv" : "seq",
+            zno);
+}
+
+/* ---- the descriptor cache ---------------------------------------------- */
+
+static void
+lru_unlink (struct zn_store *st, int s)
+{
+  struct fd_slot *e = &st->slots[s];
+
+  if (e->prev >= 0)
+    st->slots[e->prev].next = e->next;
+  else
+    st->lru_head = e->next;
+  if (e->next >= 0)
+    st->slots[e->next].prev = e->prev;
+  else
+    st->lru_tail = e->prev;
+}
+
+static void
+lru_push (struct zn_store *st, int s)
+{
+  struct fd_slot *e = &st->slots[s];
+
+  e->prev = -1;
+  e->next = st->lru_head;
+  if (st->lru_head >= 0)
+    st->slots[st->lru_head].prev = s;
+  else
+    st->lru_tail = s;
+  st->lru_head = s;
+}
+
+static int
+open_zone_file (struct zn_dev *dev, uint32_t zno)
+{
+  char name[32];
+
+  zone_file_name (dev, zno, name, sizeof name);
+  return openat (dev->store->dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+}
+
+static int
+file_get (struct zn_dev *dev, uint32_t zno, struct zone_file *f)
+{
+  struct zn_store *st = dev->store;
+  int s, fd;
+
+  pthread_mutex_lock (&st->fd_lock);
+  s = st->zone_slot[zno];
+  if (s >= 0) {
+    st->slots[s].refs++;
+    lru_unlink (st, s);
+    lru_push (st, s);
+    pthread_mutex_unlock (&st->fd_lock);
+    *f = (struct zone_file) { st->slots[s].fd, s };
+    return 0;
+  }
+  fd = open_zone_file (dev, zno);
+  if (fd < 0) {
+    int e = errno;
+    pthread_mutex_unlock (&st->fd_lock);
+    return -e;
+  }
+  if (st->nr_slots < FD_SLOTS)
+    s = st->nr_slots++;
+  else {
+    for (s = st->lru_tail; s >= 0 && st->slots[s].refs; s = st->slots[s].prev)
+      ;
+    if (s < 0) {                /* every cached file is in use */
+      pthread_mutex_unlock (&st->fd_lock);
+      *f = (struct zone_file) { fd, -1 };
+      return 0;
+    }
+    lru_unlink (st, s);
+    close (st->slots[s].fd);
+    st->zone_slot[st->slots[s].zone] = -1;
+  }
+  st->slots[s] = (struct fd_slot) { .zone = zno, .fd = fd, .refs = 1 };
+  st->zone_slot[zno] = s;
+  lru_push (st, s);
+  pthread_mutex_unlock (&st->fd_lock);
+  *f = (struct zone_file) { fd, s };
+  return 0;
+}
+
+static void
+file_put (struct zn_dev *dev, struct zone_file *f)
+{
+  struct zn_store *st = dev->store;
+
+  if (f->slot < 0) {
+    close (f->fd);
+    return;
+  }
+  pthread_mutex_lock (&st->fd_lock);
+  st->slots[f->slot].refs--;
+  pthread_mutex_unlock (&st->fd_lock);
+}
+
+static void
+touch (struct zn_store *st, uint32_t zno)
+{
+  pthread_mutex_lock (&st->sync_lock);
+  if (!st->is_touched[zno]) {
+    st->is_touched[zno] = 1;
+    st->touched[st->nr_touched++] = zno;
+  }
+  pthread_mutex_unlock (&st->sync_lock);
+}
+
+/* ---- data --------------------------------------------------------------- */
+
+static uint32_t
+zone_no (const struct zn_dev *dev, const struct zone *z)
+{
+  return (uint32_t) (z - dev->zones);
+}
+
+int
+store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
+            uint64_t len)
+{
+  uint32_t zno = zone_no (dev, z);
+  unsigned char *p = buf;
+  struct zone_file f;
+  uint64_t done = 0;
+  int r = file_get (dev, zno, &f);
+
+  if (r < 0)
+    return io_error (dev->store, "opening", zno, -r);
+  while (done < len) {
+    ssize_t n = pread (f.fd, p + done, len - done, (off_t) (off + done));
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      r = errno;
+      file_put (dev, &f);
+      return io_error (dev->store, "reading", zno, r);
+    }
+    if (n == 0)                 /* past the end of the file: never written */
+      break;
+    done += (uint64_t) n;
+  }
+  file_put (dev, &f);
+  memset (p + done, 0, len - done);
+  return 0;
+}
+
+int
+store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+             const void *buf, uint64_t len)
+{
+  uint32_t zno = zone_no (dev, z);
+  const unsigned char *p = buf;
+  struct zone_file f;
+  uint64_t done = 0;
+  int r = file_get (dev, zno, &f);
+
+  if (r < 0)
+    return io_error (dev->store, "opening", zno, -r);
+  while (done < len) {
+    ssize_t n = pwrite (f.fd, p + done, len - done, (off_t) (off + done));
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      r = errno;
+      /* The size of a sequential zone's file is its wp: a partial write
+       * (ENOSPC) must not move it.
+       */
+      if (z->type == ZN_ZONE_SEQWRITE_REQ && ftruncate (f.fd, (off_t) off))
+        r = errno;
+      file_put (dev, &f);
+      return io_error (dev->store, "writing", zno, r);
+    }
+    done += (uint64_t) n;
+  }
+  file_put (dev, &f);
+  dev->store->last_errno = 0;
+  touch (dev->store, zno);
+  return 0;
+}
+
+int
+store_sync_zone (struct zn_dev *dev, struct zone *z)
+{
+  uint32_t zno = zone_no (dev, z);
+  struct zone_file f;
+  int r = file_get (dev, zno, &f);
+
+  if (r < 0)
+    return io_error (dev->store, "opening", zno, -r);
+  r = fdatasync (f.fd) ? errno : 0;
+  file_put (dev, &f);
+  return r ? io_error (dev->store, "syncing", zno, r) : 0;
+}
+
+int
+store_truncate (struct zn_dev *dev, struct zone *z, uint64_t size)
+{
+  uint32_t zno = zone_no (dev, z);
+  struct zone_file f;
+  int r = file_get (dev, zno, &f);
+
+  if (r < 0)
+    return io_error (dev->store, "opening", zno, -r);
+  r = ftruncate (f.fd, (off_t) size) ? errno : 0;
+  file_put (dev, &f);
+  if (r)
+    return io_error (dev->store, "truncating", zno, r);
+  touch (dev->store, zno);
+  return 0;
+}
+
+int
+store_flush (struct zn_dev *dev)
+{
+  struct zn_store *st = dev->store;
+  uint32_t *zones;
+  size_t n;
+  int ret = 0;
+
+  zones = malloc ((size_t) dev->geo.nr_zones * sizeof *zones);
+  if (zones == NULL)
+    return -ENOMEM;
+  pthread_mutex_lock (&st->sync_lock);
+  n = st->nr_touched;
+  memcpy (zones, st->touched, n * sizeof *zones);
+  for (size_t i = 0; i < n; i++)
+    st->is_touched[zones[i]] = 0;
+  st->nr_touched = 0;
+  pthread_mutex_unlock (&st->sync_lock);
+
+  for (size_t i = 0; i < n; i++) {
+    struct zone_file f;
+    int r = file_get (dev, zones[i], &f);
+
+    if (r == 0) {
+      r = fdatasync (f.fd) ? -errno : 0;
+      file_put (dev, &f);
+    }
+    if (r < 0) {
+      touch (st, zones[i]);     /* still to be made durable */
+      ret = io_error (st, "syncing", zones[i], -r);
+    }
+  }
+  free (zones);
+  return ret;
+}
+
+/* ---- zone state from the files ---------------------------------------- */
+
+static void
+set_seq_zone (struct zn_dev *dev, struct zone *z, uint8_t special,
+              uint64_t file_sectors, unsigned *nr_closed)
+{
+  if (special) {
+    z->cond = special;
+    z->wp = UINT64_MAX;
+  }
+  else if (file_sectors == 0) {
+    z->cond = ZN_COND_EMPTY;
+    z->wp = z->start;
+  }
+  else if (file_sectors == z->capacity) {
+    z->cond = ZN_COND_FULL;
+    z->wp = z->start + z->capacity;
+  }
+  else {
+    z->cond = ZN_COND_CLOSED;
+    z->wp = z->start + file_sectors;
+    ++*nr_closed;
+  }
+  (void) dev;
+}
+
+int
+store_reload (struct zn_dev *dev)
+{
+  struct zn_store *st = dev->store;
+  unsigned nr_closed = 0;
+  int ret = 0;
+
+  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+    char name[32];
+    struct stat sb;
+    uint64_t sectors = 0;
+
+    zone_file_name (dev, i, name, sizeof name);
+    if (fstatat (st->dirfd, name, &sb, 0) == 0)
+      sectors = (uint64_t) sb.st_size >> ZN_SECTOR_SHIFT;
+    else if (errno != ENOENT)
+      ret = io_error (st, "reading the size of", i, errno);
+    if (sectors > z->capacity)
+      sectors = z->capacity;
+    set_seq_zone (dev, z, st->special[i], sectors, &nr_closed);
+  }
+  atomic_store (&dev->nr_closed, nr_closed);
+  return ret;
+}
+
+/* ---- the metadata file -------------------------------------------------- */
+
+/* The keys a restart must keep, as given on the command line. */
+struct meta_geometry {
+  uint64_t size, zone_size, zone_capacity, zone_nr_conv, blocksize;
+};
+
+static void
+geometry_of (const struct zn_dev *dev, struct meta_geometry *m)
+{
+  const uint64_t mib = (1 << 20) >> ZN_SECTOR_SHIFT;
+
+  m->size = dev->geo.capacity / mib;
+  m->zone_size = dev->geo.zone_sectors / mib;
+  m->zone_capacity = dev->geo.zone_capacity / mib;
+  m->zone_nr_conv = dev->geo.nr_conv;
+  m->blocksize = dev->geo.block_size;
+}
+
+static int
+meta_write_locked (struct zn_dev *dev)
+{
+  struct zn_store *st = dev->store;
+  struct meta_geometry m;
+  uint64_t first[ZN_BADBLOCKS_MAX], last[ZN_BADBLOCKS_MAX];
+  size_t nr_bb = zn_badblocks_list (dev, first, last, ZN_BADBLOCKS_MAX);
+  FILE *fp;
+  int fd, ret = 0;
+
+  geometry_of (dev, &m);
+  fd = openat (st->dirfd, META_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+               0600);
+  if (fd < 0 || (fp = fdopen (fd, "w")) == NULL) {
+    ret = -errno;
+    if (fd >= 0)
+      close (fd);
+    return ret;
+  }
+  fprintf (fp, "# zonednull backing_dir: the geometry this directory was "
+           "made with, and\n# what the zone files cannot hold.  The zone "
+           "files are zloop's layout.\n");
+  fprintf (fp, "format %d\nsize %" PRIu64 "\nzone_size %" PRIu64
+           "\nzone_capacity %" PRIu64 "\nzone_nr_conv %" PRIu64
+           "\nblocksize %" PRIu64 "\n", META_FORMAT, m.size, m.zone_size,
+           m.zone_capacity, m.zone_nr_conv, m.blocksize);
+  for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
+    if (st->special[i])
+      fprintf (fp, "%s %" PRIu32 "\n", st->special[i] == ZN_COND_READONLY
+               ? "readonly" : "offline", i);
+  for (size_t i = 0; i < nr_bb && i < ZN_BADBLOCKS_MAX; i++)
+    fprintf (fp, "badblocks %" PRIu64 " %" PRIu64 "\n", first[i], last[i]);
+  if (fflush (fp) || fdatasync (fd))
+    ret = -errno;
+  if (fclose (fp) && ret == 0)
+    ret = -errno;
+  if (ret == 0 && renameat (st->dirfd, META_TMP, st->dirfd, META_NAME))
+    ret = -errno;
+  if (ret == 0 && fsync (st->dirfd))
+    ret = -errno;
+  return ret;
+}
+
+int
+store_save_meta (struct zn_dev *dev)
+{
+  struct zn_store *st = dev->store;
+  int r;
+
+  if (st == NULL || !st->ready)
+    return 0;
+  pthread_mutex_lock (&st->meta_lock);
+  r = meta_write_locked (dev);
+  pthread_mutex_unlock (&st->meta_lock);
+  return r < 0 ? io_error (st, "writing " META_NAME " after", 0, -r) : 0;
+}
+
+void
+store_set_special (struct zn_dev *dev, struct zone *z, uint8_t cond)
+{
+  struct zn_store *st = dev->store;
+
+  pthread_mutex_lock (&st->meta_lock);
+  st->special[zone_no (dev, z)] = cond;
+  pthread_mutex_unlock (&st->meta_lock);
+}
+
+/* Reads DIR/zonednull.meta into *m, the special zones and *bb; 0 when
+ * there is none, 1 when read, -1 with a message.
+ */
+struct bb_entry { uint64_t first, last; };
+
+static int
+meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
+           struct bb_entry *bb, size_t *nr_bb, char *err, size_t errlen)
+{
+  struct zn_store *st = dev->store;
+  char line[256], key[32];
+  unsigned seen = 0;
+  int fd, lineno = 0;
+  FILE *fp;
+
+  fd = openat (st->dirfd, META_NAME, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT)
+    return 0;
+  if (fd < 0 || (fp = fdopen (fd, "r")) == NULL)
+    return refuse (err, errlen, EIO, "backing_dir=%s: reading " META_NAME
+                   ": %s", dir, strerror (errno));
+  *nr_bb = 0;
+  while (fgets (line, sizeof line, fp)) {
+    unsigned long long a = 0, b = 0;
+    int n;
+
+    lineno++;
+    if (line[0] == '#' || line[0] == '\n')
+      continue;
+    n = sscanf (line, "%31s %llu %llu", key, &a, &b);
+    if (n < 2)
+      goto bad;
+#define GEO(k) else if (strcmp (key, #k) == 0 && n == 2) m->k = a, seen++
+    if (strcmp (key, "format") == 0 && n == 2) {
+      if (a != META_FORMAT) {
+        fclose (fp);
+        return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME
+                       " is format %llu; this zonednull reads format %d",
+                       dir, a, META_FORMAT);
+      }
+    }
+    GEO (size); GEO (zone_size); GEO (zone_capacity); GEO (zone_nr_conv);
+    GEO (blocksize);
+#undef GEO
+    else if ((strcmp (key, "readonly") == 0 || strcmp (key, "offline") == 0)
+             && n == 2 && a >= dev->geo.nr_conv && a < dev->geo.nr_zones)
+      st->special[a] = key[0] == 'r' ? ZN_COND_READONLY : ZN_COND_OFFLINE;
+    else if (strcmp (key, "badblocks") == 0 && n == 3 && a <= b
+             && *nr_bb < ZN_BADBLOCKS_MAX)
+      bb[(*nr_bb)++] = (struct bb_entry) { a, b };
+    else
+      goto bad;
+  }
+  fclose (fp);
+  if (seen != 5)
+    return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " lacks "
+                   "a geometry key (size, zone_size, zone_capacity, "
+                   "zone_nr_conv, blocksize)", dir);
+  return 1;
+ bad:
+  fclose (fp);
+  line[strcspn (line, "\n")] = '\0';
+  return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d "
+                 "is not understood: \"%.60s\"", dir, lineno, line);
+}
+
+static int
+geometry_check (const struct zn_dev *dev, const char *dir,
+                const struct meta_geometry *had, char *err, size_t errlen)
+{
+  struct meta_geometry now;
+  const char *key = NULL;
+  uint64_t was = 0, is = 0;
+
+  geometry_of (dev, &now);
+#define CMP(k) if (!key && had->k != now.k) key = #k, was = had->k, is = now.k
+  CMP (size); CMP (zone_size); CMP (zone_capacity); CMP (zone_nr_conv);
+  CMP (blocksize);
+#undef CMP
+  if (!key)
+    return 0;
+  return refuse (err, errlen, EINVAL, "%s=%" PRIu64 ": backing_dir=%s holds "
+                 "a device made with %s=%" PRIu64 "; a restart must keep "
+                 "size, zone_size, zone_capacity, zone_nr_conv and blocksize",
+                 key, is, dir, key, was);
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+/* Checks every zone file in DIR and records the sizes of the sequential
+ * ones (sectors).  Returns the number of zone files, or -1.
+ */
+static long
+scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
+            char *err, size_t errlen)
+{
+  struct zn_store *st = dev->store;
+  uint64_t lbs = dev->geo.block_size;
+  long found = 0;
+  int fd = openat (st->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct dirent *e;
+  DIR *d;
+
+  if (fd < 0 || (d = fdopendir (fd)) == NULL) {
+    if (fd >= 0)
+      close (fd);
+    return refuse (err, errlen, errno, "backing_dir=%s: %s", dir,
+                   strerror (errno));
+  }
+  while ((e = readdir (d)) != NULL) {
+    const char *name = e->d_name;
+    bool conv = strncmp (name, "cnv-", 4) == 0;
+    char *end;
+    unsigned long long zno;
+    struct stat sb;
+    struct zone *z;
+
+    if (!conv && strncmp (name, "seq-", 4) != 0)
+      continue;
+    if (strspn (name + 4, "0123456789") < 6)
+      continue;               /* not zloop's name for a zone file */
+    errno = 0;
+    zno = strtoull (name + 4, &end, 10);
+    if (*end != '\0' || errno)
+      continue;
+    if (zno >= dev->geo.nr_zones) {
+      closedir (d);
+      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is zone "
+                     "%llu, past the last zone (%" PRIu32 ") of size=%" PRIu64
+                     " zone_size=%" PRIu64, dir, name, zno,
+                     dev->geo.nr_zones - 1, dev->geo.capacity >> 11,
+                     dev->geo.zone_sectors >> 11);
+    }
+    if (conv != (zno < dev->geo.nr_conv)) {
+      closedir (d);
+      return refuse (err, errlen, EINVAL, "zone_nr_conv=%" PRIu32
+                     ": backing_dir=%s has %s, a %s zone file, for zone %llu",
+                     dev->geo.nr_conv, dir, name,
+                     conv ? "conventional" : "sequential", zno);
+    }
+    if (fstatat (st->dirfd, name, &sb, 0) < 0 || !S_ISREG (sb.st_mode)) {
+      int e2 = errno;
+      closedir (d);
+      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s: %s", dir, name,
+                     S_ISREG (sb.st_mode) ? strerror (e2)
+                     : "not a regular file");
+    }
+    z = &dev->zones[zno];
+    if ((uint64_t) sb.st_size > (conv ? z->len : z->capacity)
+                                << ZN_SECTOR_SHIFT) {
+      closedir (d);
+      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
+                     "bytes, more than the zone's %s (%" PRIu64 " bytes)",
+                     dir, name, (intmax_t) sb.st_size,
+                     conv ? "size" : "capacity",
+                     (conv ? z->len : z->capacity) << ZN_SECTOR_SHIFT);
+    }
+    if (!conv && (uint64_t) sb.st_size % lbs) {
+      closedir (d);
+      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
+                     "bytes, not a whole number of %" PRIu64 "-byte blocks",
+                     dir, name, (intmax_t) sb.st_size, lbs);
+    }
+    if (!conv)
+      seq_sectors[zno] = (uint64_t) sb.st_size >> ZN_SECTOR_SHIFT;
+    found++;
+  }
+  closedir (d);
+  return found;
+}
+
+/* A new device: every zone file, as zloop makes them, so that the
+ * directory is a zloop device too.
+ */
+static int
+make_files (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
+{
+  for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+    int fd = open_zone_file (dev, i);
+    uint64_t size = 0;
+
+    if (i < dev->geo.nr_conv)
+      size = z->len << ZN_SECTOR_SHIFT;
+    else if (z->cond == ZN_COND_FULL)          /* zone_full */
+      size = z->capacity << ZN_SECTOR_SHIFT;
+    if (fd < 0 || (size && ftruncate (fd, (off_t) size))) {
+      char name[32];
+      int e = errno;
+
+      if (fd >= 0)
+        close (fd);
+      zone_file_name (dev, i, name, sizeof name);
+      return refuse (err, errlen, e, "backing_dir=%s: making %s: %s", dir,
+                     name, strerror (e));
+    }
+    close (fd);
+  }
+  return fsync (dev->store->dirfd);
+}
+
+static int
+open_dir (const char *dir, bool *made, char *err, size_t errlen)
+{
+  int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+  *made = false;
+  if (fd < 0 && errno == ENOENT) {
+    if (mkdir (dir, 0700) < 0)
+      return refuse (err, errlen, errno, "backing_dir=%s: cannot be made: %s",
+                     dir, strerror (errno));
+    *made = true;
+    fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  }
+  if (fd < 0)
+    return refuse (err, errlen, errno, "backing_dir=%s: %s", dir,
+                   strerror (errno));
+  if (flock (fd, LOCK_EX | LOCK_NB) < 0) {
+    int e = errno;
+    close (fd);
+    if (e == EWOULDBLOCK)
+      return refuse (err, errlen, EBUSY, "backing_dir=%s: another running "
+                     "zonednull holds this directory", dir);
+    return refuse (err, errlen, e, "backing_dir=%s: locking: %s", dir,
+                   strerror (e));
+  }
+  if (faccessat (fd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
+    int e = errno;
+    close (fd);
+    return refuse (err, errlen, e, "backing_dir=%s: cannot be written: %s",
+                   dir, strerror (e));
+  }
+  return fd;
+}
+
+int
+store_open (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
+{
+  struct zn_store *st = calloc (1, sizeof *st);
+  uint32_t nr_zones = dev->geo.nr_zones;
+  uint64_t *seq_sectors = NULL;
+  struct meta_geometry had = { 0 };
+  struct bb_entry *bb = NULL;
+  size_t nr_bb = 0;
+  unsigned nr_closed = 0;
+  bool made = false;
+  long found;
+  int has_meta, r;
+
+  if (st == NULL)
+    return refuse (err, errlen, ENOMEM, "out of memory");
+  dev->store = st;
+  st->dirfd = -1;
+  st->lru_head = st->lru_tail = -1;
+  pthread_mutex_init (&st->fd_lock, NULL);
+  pthread_mutex_init (&st->sync_lock, NULL);
+  pthread_mutex_init (&st->meta_lock, NULL);
+  st->dir = strdup (dir);
+  st->zone_slot = malloc (nr_zones * sizeof *st->zone_slot);
+  st->touched = malloc (nr_zones * sizeof *st->touched);
+  st->is_touched = calloc (nr_zones, 1);
+  st->special = calloc (nr_zones, 1);
+  seq_sectors = calloc (nr_zones, sizeof *seq_sectors);
+  bb = malloc (ZN_BADBLOCKS_MAX * sizeof *bb);
+  if (!st->dir || !st->zone_slot || !st->touched || !st->is_touched
+      || !st->special || !seq_sectors || !bb) {
+    refuse (err, errlen, ENOMEM, "out of memory for %" PRIu32 " zone files",
+            nr_zones);
+    goto fail;
+  }
+  for (uint32_t i = 0; i < nr_zones; i++)
+    st->zone_slot[i] = -1;
+
+  st->dirfd = open_dir (dir, &made, err, errlen);
+  if (st->dirfd < 0)
+    goto fail;
+  has_meta = meta_read (dev, dir, &had, bb, &nr_bb, err, errlen);
+  if (has_meta < 0 || (has_meta && geometry_check (dev, dir, &had, err,
+                                                   errlen) < 0))
+    goto fail;
+  found = scan_files (dev, dir, seq_sectors, err, errlen);
+  if (found < 0)
+    goto fail;
+  st->restored = has_meta || found > 0;
+
+  if (st->restored) {
+    for (uint32_t i = dev->geo.nr_conv; i < nr_zones; i++)
+      set_seq_zone (dev, &dev->zones[i], st->special[i], seq_sectors[i],
+                    &nr_closed);
+    if (dev->geo.max_active && nr_closed > dev->geo.max_active) {
+      refuse (err, errlen, EINVAL, "zone_max_active=%" PRIu32 ": backing_dir="
+              "%s holds %u CLOSED zones (written, not full), more than the "
+              "limit lets be active", dev->geo.max_active, dir, nr_closed);
+      goto fail;
+    }
+    atomic_store (&dev->nr_closed, nr_closed);
+    for (size_t i = 0; i < nr_bb; i++)
+      zn_badblocks_set (dev, bb[i].first, bb[i].last);
+  }
+  else if (make_files (dev, dir, err, errlen) < 0)
+    goto fail;
+  r = meta_write_locked (dev);
+  if (r < 0) {
+    refuse (err, errlen, -r, "backing_dir=%s: writing " META_NAME ": %s",
+            dir, strerror (-r));
+    goto fail;
+  }
+  st->ready = true;
+  free (seq_sectors);
+  free (bb);
+  return 0;
+
+ fail:
+  if (made && st->dirfd >= 0)
+    unlinkat (AT_FDCWD, dir, AT_REMOVEDIR);   /* only if still empty */
+  free (seq_sectors);
+  free (bb);
+  store_close (dev);
+  return -1;
+}
+
+bool
+store_restored (const struct zn_dev *dev)
+{
+  return dev->store && dev->store->restored;
+}
+
+void
+store_close (struct zn_dev *dev)
+{
+  struct zn_store *st = dev->store;
+
+  if (st == NULL)
+    return;
+  for (int s = 0; s < st->nr_slots; s++)
+    close (st->slots[s].fd);
+  if (st->dirfd >= 0)
+    close (st->dirfd);                 /* and with it the lock */
+  pthread_mutex_destroy (&st->fd_lock);
+  pthread_mutex_destroy (&st->sync_lock);
+  pthread_mutex_destroy (&st->meta_lock);
+  free (st->dir);
+  free (st->zone_slot);
+  free (st->touched);
+  free (st->is_touched);
+  free (st->special);
+  free (st);
+  dev->store = NULL;
+}
