@@ -6,6 +6,7 @@
 #   bench/run.sh [BUILDDIR]        default BUILDDIR: ./build
 #   REPEATS=3 RUNTIME=2 OUT=bench/results bench/run.sh
 #   ONLY="pipelining server" bench/run.sh
+#   ONLY=backing bench/run.sh     bench/backing-dir.sh alone
 #
 # Needs nbdkit (null and memory plugins), fio with its nbd engine, and
 # optionally qemu-nbd.  Where zones matter this script drives the device
@@ -310,6 +311,12 @@ tls () {
     tee "$OUT/tls-vs-nbdkit.txt"
 }
 
-only=${ONLY:-"inflight pipelining host_tags zone_locking peers server tls"}
+# ---- 7. backing_dir against nbdkit file and memory; start-up of 20 TiB ------
+backing () {
+  REPEATS=$REPEATS SECONDS_PER_RUN=$RUNTIME START_REPEATS=$REPEATS sh bench/backing-dir.sh "$build" |
+    tee "$OUT/backing-dir.txt"
+}
+
+only=${ONLY:-"inflight pipelining host_tags zone_locking peers server tls backing"}
 for e in $only; do $e; done
 report
