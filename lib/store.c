@@ -72,15 +72,16 @@ refuse (char *err, size_t errlen, int errnum, const char *fmt, ...)
 }
 
 /* An I/O error has no caller to report it to but the client, which sees
- * EIO: the cause goes to stderr (nbdkit's log, the servers' log), once
- * until the next success.
+ * EIO: the cause and the file go to stderr (nbdkit's log, the servers'
+ * log), once until the next success.
  */
 static int
-io_error (struct zn_store *st, const char *what, uint32_t zno, int errnum)
+file_error (struct zn_store *st, const char *what, const char *file,
+            int errnum)
 {
   if (errnum != st->last_errno)
-    fprintf (stderr, "zonednull: backing_dir %s: %s zone %" PRIu32
-             " file: %s\n", st->dir, what, zno, strerror (errnum));
+    fprintf (stderr, "zonednull: backing_dir %s: %s %s: %s\n", st->dir, what,
+             file, strerror (errnum));
   st->last_errno = errnum;
   return -EIO;
 }
@@ -90,6 +91,15 @@ zone_file_name (const struct zn_dev *dev, uint32_t zno, char *buf, size_t len)
 {
   snprintf (buf, len, "%s-%06" PRIu32, zno < dev->geo.nr_conv ? "cnv" : "seq",
             zno);
+}
+
+static int
+io_error (struct zn_dev *dev, const char *what, uint32_t zno, int errnum)
+{
+  char name[32];
+
+  zone_file_name (dev, zno, name, sizeof name);
+  return file_error (dev->store, what, name, errnum);
 }
 
 /* ---- the descriptor cache ---------------------------------------------- */
@@ -220,7 +230,7 @@ store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
-    return io_error (dev->store, "opening", zno, -r);
+    return io_error (dev, "opening", zno, -r);
   while (done < len) {
     ssize_t n = pread (f.fd, p + done, len - done, (off_t) (off + done));
 
@@ -229,7 +239,7 @@ store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
     if (n < 0) {
       r = errno;
       file_put (dev, &f);
-      return io_error (dev->store, "reading", zno, r);
+      return io_error (dev, "reading", zno, r);
     }
     if (n == 0)                 /* past the end of the file: never written */
       break;
@@ -251,7 +261,7 @@ store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
-    return io_error (dev->store, "opening", zno, -r);
+    return io_error (dev, "opening", zno, -r);
   while (done < len) {
     ssize_t n = pwrite (f.fd, p + done, len - done, (off_t) (off + done));
 
@@ -265,7 +275,7 @@ store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
       if (z->type == ZN_ZONE_SEQWRITE_REQ && ftruncate (f.fd, (off_t) off))
         r = errno;
       file_put (dev, &f);
-      return io_error (dev->store, "writing", zno, r);
+      return io_error (dev, "writing", zno, r);
     }
     done += (uint64_t) n;
   }
@@ -283,10 +293,10 @@ store_sync_zone (struct zn_dev *dev, struct zone *z)
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
-    return io_error (dev->store, "opening", zno, -r);
+    return io_error (dev, "opening", zno, -r);
   r = fdatasync (f.fd) ? errno : 0;
   file_put (dev, &f);
-  return r ? io_error (dev->store, "syncing", zno, r) : 0;
+  return r ? io_error (dev, "syncing", zno, r) : 0;
 }
 
 int
@@ -297,11 +307,11 @@ store_truncate (struct zn_dev *dev, struct zone *z, uint64_t size)
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
-    return io_error (dev->store, "opening", zno, -r);
+    return io_error (dev, "opening", zno, -r);
   r = ftruncate (f.fd, (off_t) size) ? errno : 0;
   file_put (dev, &f);
   if (r)
-    return io_error (dev->store, "truncating", zno, r);
+    return io_error (dev, "truncating", zno, r);
   touch (dev->store, zno);
   return 0;
 }
@@ -335,7 +345,7 @@ store_flush (struct zn_dev *dev)
     }
     if (r < 0) {
       touch (st, zones[i]);     /* still to be made durable */
-      ret = io_error (st, "syncing", zones[i], -r);
+      ret = io_error (dev, "syncing", zones[i], -r);
     }
   }
   free (zones);
@@ -385,7 +395,7 @@ store_reload (struct zn_dev *dev)
     if (fstatat (st->dirfd, name, &sb, 0) == 0)
       sectors = (uint64_t) sb.st_size >> ZN_SECTOR_SHIFT;
     else if (errno != ENOENT)
-      ret = io_error (st, "reading the size of", i, errno);
+      ret = io_error (dev, "reading the size of", i, errno);
     if (sectors > z->capacity)
       sectors = z->capacity;
     set_seq_zone (dev, z, st->special[i], sectors, &nr_closed);
@@ -467,7 +477,7 @@ store_save_meta (struct zn_dev *dev)
   pthread_mutex_lock (&st->meta_lock);
   r = meta_write_locked (dev);
   pthread_mutex_unlock (&st->meta_lock);
-  return r < 0 ? io_error (st, "writing " META_NAME " after", 0, -r) : 0;
+  return r < 0 ? file_error (st, "writing", META_NAME, -r) : 0;
 }
 
 void
