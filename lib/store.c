@@ -599,6 +599,7 @@ scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
     return refuse (err, errlen, errno, "backing_dir=%s: %s", dir,
                    strerror (errno));
   }
+  /* A refusal names the file: e->d_name lives until closedir. */
   while ((e = readdir (d)) != NULL) {
     const char *name = e->d_name;
     bool conv = strncmp (name, "cnv-", 4) == 0;
@@ -616,46 +617,56 @@ scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
     if (*end != '\0' || errno)
       continue;
     if (zno >= dev->geo.nr_zones) {
-      closedir (d);
-      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is zone "
-                     "%llu, past the last zone (%" PRIu32 ") of size=%" PRIu64
-                     " zone_size=%" PRIu64, dir, name, zno,
-                     dev->geo.nr_zones - 1, dev->geo.capacity >> 11,
-                     dev->geo.zone_sectors >> 11);
+      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s is zone "
+                      "%llu, past the last zone (%" PRIu32 ") of size=%"
+                      PRIu64 " zone_size=%" PRIu64, dir, name, zno,
+                      dev->geo.nr_zones - 1, dev->geo.capacity >> 11,
+                      dev->geo.zone_sectors >> 11);
+      break;
     }
     if (conv != (zno < dev->geo.nr_conv)) {
-      closedir (d);
-      return refuse (err, errlen, EINVAL, "zone_nr_conv=%" PRIu32
-                     ": backing_dir=%s has %s, a %s zone file, for zone %llu",
-                     dev->geo.nr_conv, dir, name,
-                     conv ? "conventional" : "sequential", zno);
+      found = refuse (err, errlen, EINVAL, "zone_nr_conv=%" PRIu32
+                      ": backing_dir=%s has %s, a %s zone file, for zone "
+                      "%llu", dev->geo.nr_conv, dir, name,
+                      conv ? "conventional" : "sequential", zno);
+      break;
     }
-    if (fstatat (st->dirfd, name, &sb, 0) < 0 || !S_ISREG (sb.st_mode)) {
+    if (fstatat (st->dirfd, name, &sb, 0) < 0) {
       int e2 = errno;
-      closedir (d);
-      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s: %s", dir, name,
-                     S_ISREG (sb.st_mode) ? strerror (e2)
-                     : "not a regular file");
+      found = refuse (err, errlen, e2, "backing_dir=%s: %s: %s", dir, name,
+                      strerror (e2));
+      break;
+    }
+    if (!S_ISREG (sb.st_mode)) {
+      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s: not a "
+                      "regular file", dir, name);
+      break;
     }
     z = &dev->zones[zno];
     if ((uint64_t) sb.st_size > (conv ? z->len : z->capacity)
                                 << ZN_SECTOR_SHIFT) {
-      closedir (d);
-      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
-                     "bytes, more than the zone's %s (%" PRIu64 " bytes)",
-                     dir, name, (intmax_t) sb.st_size,
-                     conv ? "size" : "capacity",
-                     (conv ? z->len : z->capacity) << ZN_SECTOR_SHIFT);
+      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
+                      "bytes, more than the zone's %s (%" PRIu64 " bytes)",
+                      dir, name, (intmax_t) sb.st_size,
+                      conv ? "size" : "capacity",
+                      (conv ? z->len : z->capacity) << ZN_SECTOR_SHIFT);
+      break;
     }
     if (!conv && (uint64_t) sb.st_size % lbs) {
-      closedir (d);
-      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
-                     "bytes, not a whole number of %" PRIu64 "-byte blocks",
-                     dir, name, (intmax_t) sb.st_size, lbs);
+      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
+                      "bytes, not a whole number of %" PRIu64 "-byte blocks",
+                      dir, name, (intmax_t) sb.st_size, lbs);
+      break;
     }
     if (!conv)
       seq_sectors[zno] = (uint64_t) sb.st_size >> ZN_SECTOR_SHIFT;
     found++;
+  }
+  if (found < 0) {
+    int e2 = errno;
+    closedir (d);
+    errno = e2;
+    return found;
   }
   closedir (d);
   return found;
