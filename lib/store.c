@@ -807,6 +807,12 @@ store_restored (const struct zn_dev *dev)
   return dev->store && dev->store->restored;
 }
 
+const char *
+store_dir (const struct zn_dev *dev)
+{
+  return dev->store ? dev->store->dir : NULL;
+}
+
 void
 store_close (struct zn_dev *dev)
 {
