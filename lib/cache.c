@@ -203,8 +203,12 @@ zn_flush (struct zn_dev *dev)
   int ret = 0;
 
   pthread_mutex_lock (&dev->cache_lock);
-  while (dev->undo_head && ret == 0)
-    ret = dev->store ? write_back_head (dev) : (unlink_undo (dev, dev->undo_head), 0);
+  while (dev->undo_head && ret == 0) {
+    if (dev->store)
+      ret = write_back_head (dev);
+    else
+      unlink_undo (dev, dev->undo_head);
+  }
   pthread_mutex_unlock (&dev->cache_lock);
   if (ret == 0 && dev->store)
     ret = store_flush (dev);

@@ -314,11 +314,13 @@ store_flush (struct zn_dev *dev)
   size_t n;
   int ret = 0;
 
-  zones = malloc ((size_t) dev->geo.nr_zones * sizeof *zones);
-  if (zones == NULL)
-    return -ENOMEM;
   pthread_mutex_lock (&st->sync_lock);
   n = st->nr_touched;
+  zones = malloc ((n ? n : 1) * sizeof *zones);
+  if (zones == NULL) {
+    pthread_mutex_unlock (&st->sync_lock);
+    return -ENOMEM;
+  }
   memcpy (zones, st->touched, n * sizeof *zones);
   for (size_t i = 0; i < n; i++)
     st->is_touched[zones[i]] = 0;
@@ -467,7 +469,12 @@ store_save_meta (struct zn_dev *dev)
   pthread_mutex_lock (&st->meta_lock);
   r = meta_write_locked (dev);
   pthread_mutex_unlock (&st->meta_lock);
-  return r < 0 ? io_error (st, "writing " META_NAME " after", 0, -r) : 0;
+  if (r < 0) {
+    fprintf (stderr, "zonednull: backing_dir %s: writing " META_NAME
+             ": %s\n", st->dir, strerror (-r));
+    return -EIO;
+  }
+  return 0;
 }
 
 void
@@ -620,12 +627,16 @@ scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
                      dev->geo.nr_conv, dir, name,
                      conv ? "conventional" : "sequential", zno);
     }
-    if (fstatat (st->dirfd, name, &sb, 0) < 0 || !S_ISREG (sb.st_mode)) {
+    if (fstatat (st->dirfd, name, &sb, 0) < 0) {
       int e2 = errno;
       closedir (d);
-      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s: %s", dir, name,
-                     S_ISREG (sb.st_mode) ? strerror (e2)
-                     : "not a regular file");
+      return refuse (err, errlen, e2, "backing_dir=%s: %s: %s", dir, name,
+                     strerror (e2));
+    }
+    if (!S_ISREG (sb.st_mode)) {
+      closedir (d);
+      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is not a "
+                     "regular file", dir, name);
     }
     z = &dev->zones[zno];
     if ((uint64_t) sb.st_size > (conv ? z->len : z->capacity)
