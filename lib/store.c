@@ -209,34 +209,46 @@ zone_no (const struct zn_dev *dev, const struct zone *z)
   return (uint32_t) (z - dev->zones);
 }
 
+/* Moves len bytes between buf and the file at off, through the end of a
+ * file being read.  Returns the bytes moved, or -errno.
+ */
+static int64_t
+transfer (int fd, unsigned char *buf, uint64_t len, uint64_t off, bool write)
+{
+  uint64_t done = 0;
+
+  while (done < len) {
+    ssize_t n = write
+      ? pwrite (fd, buf + done, len - done, (off_t) (off + done))
+      : pread (fd, buf + done, len - done, (off_t) (off + done));
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -errno;
+    if (n == 0)                 /* past the end: never written */
+      break;
+    done += (uint64_t) n;
+  }
+  return (int64_t) done;
+}
+
 int
 store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
             uint64_t len)
 {
   uint32_t zno = zone_no (dev, z);
-  unsigned char *p = buf;
   struct zone_file f;
-  uint64_t done = 0;
+  int64_t done;
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
     return io_error (dev->store, "opening", zno, -r);
-  while (done < len) {
-    ssize_t n = pread (f.fd, p + done, len - done, (off_t) (off + done));
-
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      r = errno;
-      file_put (dev, &f);
-      return io_error (dev->store, "reading", zno, r);
-    }
-    if (n == 0)                 /* past the end of the file: never written */
-      break;
-    done += (uint64_t) n;
-  }
+  done = transfer (f.fd, buf, len, off, false);
   file_put (dev, &f);
-  memset (p + done, 0, len - done);
+  if (done < 0)
+    return io_error (dev->store, "reading", zno, (int) -done);
+  memset ((unsigned char *) buf + done, 0, len - (uint64_t) done);
   return 0;
 }
 
@@ -245,31 +257,24 @@ store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
              const void *buf, uint64_t len)
 {
   uint32_t zno = zone_no (dev, z);
-  const unsigned char *p = buf;
   struct zone_file f;
-  uint64_t done = 0;
+  int64_t done;
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
     return io_error (dev->store, "opening", zno, -r);
-  while (done < len) {
-    ssize_t n = pwrite (f.fd, p + done, len - done, (off_t) (off + done));
-
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      r = errno;
-      /* The size of a sequential zone's file is its wp: a partial write
-       * (ENOSPC) must not move it.
-       */
-      if (z->type == ZN_ZONE_SEQWRITE_REQ && ftruncate (f.fd, (off_t) off))
-        r = errno;
-      file_put (dev, &f);
-      return io_error (dev->store, "writing", zno, r);
-    }
-    done += (uint64_t) n;
-  }
+  done = transfer (f.fd, (unsigned char *) buf, len, off, true);
+  if (done >= 0 && (uint64_t) done < len)
+    done = -ENOSPC;
+  /* The size of a sequential zone's file is its wp: a partial write
+   * (ENOSPC) must not move it.
+   */
+  if (done < 0 && z->type == ZN_ZONE_SEQWRITE_REQ
+      && ftruncate (f.fd, (off_t) off) < 0)
+    done = -errno;
   file_put (dev, &f);
+  if (done < 0)
+    return io_error (dev->store, "writing", zno, (int) -done);
   dev->store->last_errno = 0;
   touch (dev->store, zno);
   return 0;
