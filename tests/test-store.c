@@ -1392,6 +1392,18 @@ test_descriptors (void)
   rm_tree (dir);
 }
 
+static pid_t main_pid;
+
+/* A failed CHECK exits: the temporary directory goes too, but only from
+ * this process, not from a forked child that fails.
+ */
+static void
+remove_top (void)
+{
+  if (getpid () == main_pid)
+    rm_tree (top);
+}
+
 int
 main (void)
 {
@@ -1400,6 +1412,8 @@ main (void)
 
   snprintf (top, sizeof top, "%s/test-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   CHECK (mkdtemp (top) != NULL);
+  main_pid = getpid ();
+  atexit (remove_top);
 
   test_restart ();
   test_refusals ();
@@ -1415,7 +1429,6 @@ main (void)
   else
     test_scale_on_tmpfs ();
 
-  rm_tree (top);
   printf ("test-store: all tests passed\n");
   return EXIT_SUCCESS;
 }
