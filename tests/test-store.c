@@ -34,8 +34,10 @@
 
 #define MIB_SECTORS 2048
 #define META "zonednull.meta"
-/* lib/store.c's FD_SLOTS: the zone files a device keeps open. */
-#define MAX_ZONE_FDS 64
+/* lib/store.c's FD_SLOTS, the zone files a device keeps open, and the
+ * one its filler of a new directory's files may hold.
+ */
+#define MAX_ZONE_FDS (64 + 1)
 
 static char top[512];          /* this run's temporary directory */
 
