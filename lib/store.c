@@ -51,6 +51,7 @@ struct zn_store {
   /* Makes the zone files a new directory lacks, behind the device. */
   pthread_t filler;
   bool filling;
+  atomic_bool stop_filling;
 };
 
 struct zone_file {
@@ -692,7 +693,8 @@ scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
  * the zone, a sequential zone's empty.  A missing file reads as an empty
  * zone meanwhile, so the device need not wait for 81,920 files of a
  * 20 TiB device (up to a minute on a busy disk): this runs beside it,
- * each file under its zone's lock, and an orderly stop waits for it.
+ * each file under its zone's lock.  A stop does not wait for it either;
+ * the next start makes the rest.
  */
 static void *
 fill_files (void *arg)
@@ -703,6 +705,9 @@ fill_files (void *arg)
   for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
     bool conv = i < dev->geo.nr_conv;
+
+    if (atomic_load (&st->stop_filling))
+      break;
     char name[32];
     struct stat sb;
     int fd, e = 0;
@@ -903,8 +908,10 @@ store_close (struct zn_dev *dev)
 
   if (st == NULL)
     return;
-  if (st->filling)
+  if (st->filling) {
+    atomic_store (&st->stop_filling, true);
     pthread_join (st->filler, NULL);
+  }
   for (int s = 0; s < st->nr_slots; s++)
     close (st->slots[s].fd);
   if (st->dirfd >= 0)

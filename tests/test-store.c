@@ -1004,6 +1004,18 @@ test_zloop_layout (void)
   rm_tree (dir);
 }
 
+static int
+entries_in (const char *dir)
+{
+  struct dirent **names;
+  int n = scandir (dir, &names, NULL, NULL);
+
+  for (int i = 0; i < n; i++)
+    free (names[i]);
+  free (names);
+  return n;
+}
+
 /* A directory zonednull made holds every file zloop needs, named as zloop
  * names them, and nothing else but the metadata file.
  */
@@ -1019,6 +1031,11 @@ test_layout_for_zloop (void)
 
   CHECK_EQ (write_tag (d, 5 * 4096, 24, 1, false), 0);
   CHECK_EQ (zn_zone_mgmt (d, ZN_OP_FINISH, 6 * 4096, 4096), 0);
+  /* The files of a new directory are made beside the device, and a stop
+   * leaves the rest to the next start: wait for them, with a bound.
+   */
+  for (int tries = 0; tries < 3000 && entries_in (dir) < 2 + 12 + 1; tries++)
+    usleep (10000);
   zn_dev_destroy (d);
   n = scandir (dir, &names, NULL, alphasort);
   CHECK_EQ (n, 2 + 12 + 1);     /* ".", "..", the zones, the metadata */
