@@ -36,6 +36,10 @@
 #   drops the plugin; BENCH_DIR=/some/fs puts the files on another file
 #   system (default: a new directory in /tmp).
 #
+# On ext4 without a journal, start it at least 6 minutes after deleting
+# many files on that file system (a previous run's cleanup included): see
+# the comment in startup_once.
+#
 # Nothing is flushed during the I/O jobs (fio sends no FLUSH), so the
 # file-backed peers write into the page cache, as a client without FLUSH
 # or FUA would.
@@ -162,9 +166,10 @@ import nbd, os, signal, subprocess, sys, time
 server, tmp, rep = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sock = os.path.join(tmp, "big.sock")
 # Each repeat's files stay until the end: on ext4 without a journal, inode
-# allocation skips inodes freed in the last 60 s (300 s while their inode
-# table block is dirty) one by one, so deleting 81,920 files just before
-# the next first start would multiply its time.
+# allocation skips, one by one, inodes freed in the last 60 s, or 6 minutes
+# while their inode table block is dirty (as making files beside them keeps
+# it), so deleting 81,920 files just before the next repeat would multiply
+# the time to make its files.
 zones = os.path.join(tmp, "big-zones-%d" % rep)
 geometry = ["size=20971520", "zone_size=256"]
 ZONE = 256 << 20
