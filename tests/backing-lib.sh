@@ -31,6 +31,7 @@ start_as () {
   ZONEDNULL_TARGET=$1
   shift
   start_server "$@"
+  # shellcheck disable=SC2034 # used by the tests
   dev="nbd+unix:///nullb0?socket=$sock"
 }
 

@@ -13,7 +13,6 @@
 . "$(dirname "$0")/backing-lib.sh"
 
 geometry="size=32 zone_size=4 zone_nr_conv=2 cache_size=8"
-ZS=8192                                 # sectors
 ZB=4194304                              # bytes
 K=1024
 
