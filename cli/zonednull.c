@@ -949,6 +949,7 @@ cmd_info (struct zn_client *c, const struct options *o)
             "  \"max_open\": %" PRIu32 ",\n"
             "  \"max_active\": %" PRIu32 ",\n"
             "  \"memory_backed\": %s,\n"
+            "  \"backing_dir\": %s,\n"
             "  \"read_only\": %s,\n"
             "  \"imp_open\": %" PRIu32 ",\n"
             "  \"exp_open\": %" PRIu32 ",\n"
@@ -964,6 +965,7 @@ cmd_info (struct zn_client *c, const struct options *o)
             i.block_size, i.max_sectors, i.max_append_sectors, i.max_open,
             i.max_active,
             i.flags & ZN_CONTROL_F_MEMORY_BACKED ? "true" : "false",
+            i.flags & ZN_CONTROL_F_BACKING_DIR ? "true" : "false",
             i.flags & ZN_CONTROL_F_READONLY ? "true" : "false",
             i.imp_open, i.exp_open, i.closed, open, active);
     if (have_q)
@@ -987,6 +989,7 @@ cmd_info (struct zn_client *c, const struct options *o)
           "max open zones:    %s\n"
           "max active zones:  %s\n"
           "memory backed:     %s\n"
+          "backing_dir:       %s\n"
           "read-only server:  %s\n"
           "implicitly open:   %" PRIu32 "\n"
           "explicitly open:   %" PRIu32 "\n"
@@ -1001,6 +1004,7 @@ cmd_info (struct zn_client *c, const struct options *o)
           limit (i.max_open, b1, sizeof b1),
           limit (i.max_active, b2, sizeof b2),
           i.flags & ZN_CONTROL_F_MEMORY_BACKED ? "yes" : "no",
+          i.flags & ZN_CONTROL_F_BACKING_DIR ? "yes (zones in files)" : "no",
           i.flags & ZN_CONTROL_F_READONLY ? "yes" : "no",
           i.imp_open, i.exp_open, i.closed, open, active);
   if (have_q)

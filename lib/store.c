@@ -209,34 +209,46 @@ zone_no (const struct zn_dev *dev, const struct zone *z)
   return (uint32_t) (z - dev->zones);
 }
 
+/* Moves len bytes between buf and the file at off, through the end of a
+ * file being read.  Returns the bytes moved, or -errno.
+ */
+static int64_t
+transfer (int fd, unsigned char *buf, uint64_t len, uint64_t off, bool write)
+{
+  uint64_t done = 0;
+
+  while (done < len) {
+    ssize_t n = write
+      ? pwrite (fd, buf + done, len - done, (off_t) (off + done))
+      : pread (fd, buf + done, len - done, (off_t) (off + done));
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -errno;
+    if (n == 0)                 /* past the end: never written */
+      break;
+    done += (uint64_t) n;
+  }
+  return (int64_t) done;
+}
+
 int
 store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
             uint64_t len)
 {
   uint32_t zno = zone_no (dev, z);
-  unsigned char *p = buf;
   struct zone_file f;
-  uint64_t done = 0;
+  int64_t done;
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
     return io_error (dev->store, "opening", zno, -r);
-  while (done < len) {
-    ssize_t n = pread (f.fd, p + done, len - done, (off_t) (off + done));
-
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      r = errno;
-      file_put (dev, &f);
-      return io_error (dev->store, "reading", zno, r);
-    }
-    if (n == 0)                 /* past the end of the file: never written */
-      break;
-    done += (uint64_t) n;
-  }
+  done = transfer (f.fd, buf, len, off, false);
   file_put (dev, &f);
-  memset (p + done, 0, len - done);
+  if (done < 0)
+    return io_error (dev->store, "reading", zno, (int) -done);
+  memset ((unsigned char *) buf + done, 0, len - (uint64_t) done);
   return 0;
 }
 
@@ -245,31 +257,24 @@ store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
              const void *buf, uint64_t len)
 {
   uint32_t zno = zone_no (dev, z);
-  const unsigned char *p = buf;
   struct zone_file f;
-  uint64_t done = 0;
+  int64_t done;
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
     return io_error (dev->store, "opening", zno, -r);
-  while (done < len) {
-    ssize_t n = pwrite (f.fd, p + done, len - done, (off_t) (off + done));
-
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      r = errno;
-      /* The size of a sequential zone's file is its wp: a partial write
-       * (ENOSPC) must not move it.
-       */
-      if (z->type == ZN_ZONE_SEQWRITE_REQ && ftruncate (f.fd, (off_t) off))
-        r = errno;
-      file_put (dev, &f);
-      return io_error (dev->store, "writing", zno, r);
-    }
-    done += (uint64_t) n;
-  }
+  done = transfer (f.fd, (unsigned char *) buf, len, off, true);
+  if (done >= 0 && (uint64_t) done < len)
+    done = -ENOSPC;
+  /* The size of a sequential zone's file is its wp: a partial write
+   * (ENOSPC) must not move it.
+   */
+  if (done < 0 && z->type == ZN_ZONE_SEQWRITE_REQ
+      && ftruncate (f.fd, (off_t) off) < 0)
+    done = -errno;
   file_put (dev, &f);
+  if (done < 0)
+    return io_error (dev->store, "writing", zno, (int) -done);
   dev->store->last_errno = 0;
   touch (dev->store, zno);
   return 0;
@@ -314,11 +319,13 @@ store_flush (struct zn_dev *dev)
   size_t n;
   int ret = 0;
 
-  zones = malloc ((size_t) dev->geo.nr_zones * sizeof *zones);
-  if (zones == NULL)
-    return -ENOMEM;
   pthread_mutex_lock (&st->sync_lock);
   n = st->nr_touched;
+  zones = malloc ((n ? n : 1) * sizeof *zones);
+  if (zones == NULL) {
+    pthread_mutex_unlock (&st->sync_lock);
+    return -ENOMEM;
+  }
   memcpy (zones, st->touched, n * sizeof *zones);
   for (size_t i = 0; i < n; i++)
     st->is_touched[zones[i]] = 0;
@@ -467,7 +474,12 @@ store_save_meta (struct zn_dev *dev)
   pthread_mutex_lock (&st->meta_lock);
   r = meta_write_locked (dev);
   pthread_mutex_unlock (&st->meta_lock);
-  return r < 0 ? io_error (st, "writing " META_NAME " after", 0, -r) : 0;
+  if (r < 0) {
+    fprintf (stderr, "zonednull: backing_dir %s: writing " META_NAME
+             ": %s\n", st->dir, strerror (-r));
+    return -EIO;
+  }
+  return 0;
 }
 
 void
@@ -642,12 +654,16 @@ scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
                      dev->geo.nr_conv, dir, name,
                      conv ? "conventional" : "sequential", zno);
     }
-    if (fstatat (st->dirfd, name, &sb, 0) < 0 || !S_ISREG (sb.st_mode)) {
+    if (fstatat (st->dirfd, name, &sb, 0) < 0) {
       int e2 = errno;
       closedir (d);
-      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s: %s", dir, name,
-                     S_ISREG (sb.st_mode) ? strerror (e2)
-                     : "not a regular file");
+      return refuse (err, errlen, e2, "backing_dir=%s: %s: %s", dir, name,
+                     strerror (e2));
+    }
+    if (!S_ISREG (sb.st_mode)) {
+      closedir (d);
+      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is not a "
+                     "regular file", dir, name);
     }
     z = &dev->zones[zno];
     if ((uint64_t) sb.st_size > (conv ? z->len : z->capacity)
@@ -852,6 +868,12 @@ bool
 store_restored (const struct zn_dev *dev)
 {
   return dev->store && dev->store->restored;
+}
+
+const char *
+store_dir (const struct zn_dev *dev)
+{
+  return dev->store ? dev->store->dir : NULL;
 }
 
 void

@@ -36,6 +36,8 @@ int store_open (struct zn_dev *dev, const char *dir, char *err,
 void store_close (struct zn_dev *dev);
 /* Whether DIR held a device before this process. */
 bool store_restored (const struct zn_dev *dev);
+/* DIR, or NULL without a store. */
+const char *store_dir (const struct zn_dev *dev);
 
 /* The rest are called with the zone's lock held; offsets are bytes in the
  * zone.  Every failure is -EIO, as a block device reports it.

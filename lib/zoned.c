@@ -232,6 +232,12 @@ zn_dev_restored (const struct zn_dev *dev)
   return store_restored (dev);
 }
 
+const char *
+zn_dev_backing_dir (const struct zn_dev *dev)
+{
+  return store_dir (dev);
+}
+
 bool
 zn_dev_zone_full (const struct zn_dev *dev)
 {

@@ -63,6 +63,7 @@ static uint32_t nr_tagsets;
 /* NBD command types, as the control channel names failed data requests. */
 #define NBD_CMD_READ 0
 #define NBD_CMD_WRITE 1
+#define NBD_CMD_FLUSH 3
 #define NBD_CMD_TRIM 4
 
 /* Per connection: which export it opened, and for the control export the
@@ -573,20 +574,24 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
   return 0;
 }
 
-/* Writes back the volatile cache (cache_size); without one a no-op.  A
- * flush is a request that takes a tag and completes like the others.
+/* Writes back the volatile cache (cache_size) and, with backing_dir,
+ * syncs the zone files written; otherwise a no-op.  A flush is a request
+ * that takes a tag and completes like the others.
  */
 static int
 zonednull_flush (void *handle, uint32_t flags UNUSED)
 {
   struct handle *h = handle;
   struct zn_request rq;
+  int r;
 
   if (h->control)
     return 0;
   zn_queue_begin (h->d->qs, h->queue, 0, &rq);
-  zn_flush (h->d->dev);
+  r = zn_flush (h->d->dev);
   zn_queue_end (h->d->qs, &rq);
+  if (r < 0)
+    return data_error (h, "flush", NBD_CMD_FLUSH, 0, 0, -r);
   return 0;
 }
 

@@ -66,6 +66,7 @@ struct run {
   struct zu_rqueue **rqueues;   /* --connect */
   struct zn_geometry rgeo;      /* --connect: the server's geometry */
   uint64_t cache_size;          /* a volatile write cache: FUA, flush */
+  bool backing_dir;             /* zones in files: the kernel must flush */
   unsigned nr_queues;           /* started */
   struct zu_control_socket *control_socket;
   char socket_path[108];
@@ -290,9 +291,11 @@ set_params (struct run *r)
 
   /* null_blk advertises a write cache, and FUA with it, only when it
    * has one (cache_size > 0 and memory_backed); from 6.10 FUA also needs
-   * fua (geo->fua).
+   * fua (geo->fua).  Zone files sit in the host's page cache, a volatile
+   * cache too: with backing_dir the kernel must send its flushes, so that
+   * an fsync reaches the disk.
    */
-  if (r->cache_size > 0)
+  if (r->cache_size > 0 || r->backing_dir)
     p.basic.attrs = ZU_ATTR_VOLATILE_CACHE | (geo->fua ? ZU_ATTR_FUA : 0);
   p.basic.logical_bs_shift = (uint8_t) shift;
   p.basic.physical_bs_shift = (uint8_t) shift;
@@ -551,6 +554,7 @@ create_model (struct run *r)
     error ("%s", err[0] ? err : strerror (errno));
     return -1;
   }
+  r->backing_dir = zn_dev_backing_dir (r->dev) != NULL;
   if (params_apply (&r->params, r->dev, err, sizeof err) == -1) {
     error ("%s", err);
     return -1;
@@ -636,6 +640,7 @@ connect_remote (struct run *r)
                                 >> ZN_CONTROL_KERNEL_SHIFT),
     .fua = (info.flags & ZN_CONTROL_F_NO_FUA) == 0,
   };
+  r->backing_dir = (info.flags & ZN_CONTROL_F_BACKING_DIR) != 0;
   if (info.flags & ZN_CONTROL_F_READONLY) {
     error ("--connect=%s: the server is read-only: a zoned device that "
            "refuses every write is of no use", connect_uri);

@@ -134,6 +134,10 @@
 #define ZN_CONTROL_F_NO_FUA (1u << 3)
 #define ZN_CONTROL_F_ZONE_FULL (1u << 4)
 #define ZN_CONTROL_F_APPEND_EMULATED (1u << 5)
+/* The zones live in files (backing_dir), behind the host's page cache:
+ * a client should send flushes for its data to survive a host crash.
+ */
+#define ZN_CONTROL_F_BACKING_DIR (1u << 6)
 /* Bits 8 to 15: whose null_blk the device emulates, enum zn_kernel
  * (0 = 6.1).
  */

@@ -191,6 +191,8 @@ int zn_dev_write_plugging (struct zn_dev *dev, char *err, size_t errlen);
 const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
 /* Whether the device came back from a backing_dir that held one. */
 bool zn_dev_restored (const struct zn_dev *dev);
+/* The directory that holds the zones, or NULL when they are in memory. */
+const char *zn_dev_backing_dir (const struct zn_dev *dev);
 /* Whether the sequential zones powered on FULL (zone_full, 6.11+). */
 bool zn_dev_zone_full (const struct zn_dev *dev);
 /* Whether nr_devices devices of cfg may be made: their zone tables

@@ -519,11 +519,16 @@ handle_request (struct session *s, const struct nbd_request *rq,
     cmd_write (s, cookie, offset, count, flags & CMD_FLAG_FUA, payload);
     used += count;
     break;
-  case CMD_FLUSH:
-    if (!s->control)
-      zn_flush (s->d->dev);
-    reply_ok (s, cookie);
+  case CMD_FLUSH: {
+    /* With backing_dir a flush reaches the disk, and can fail. */
+    int r = s->control ? 0 : zn_flush (s->d->dev);
+
+    if (r < 0)
+      reply_error (s, cookie, EIO, "flush: %s", strerror (-r));
+    else
+      reply_ok (s, cookie);
     break;
+  }
   case CMD_TRIM:
     cmd_trim (s, cookie, offset, count);
     break;
