@@ -791,27 +791,6 @@ make_files (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
   return fsync (dev->store->dirfd);
 }
 
-/* With nr_devices > 1 device I keeps its files in DIR/nullbI, and DIR is
- * as new as they are: the one level above is made too, no more, so that a
- * mistyped path is not made whole.
- */
-static int
-make_parent (const char *dir)
-{
-  char *parent = strdup (dir);
-  char *slash = parent ? strrchr (parent, '/') : NULL;
-  int r = -1;
-
-  if (slash && slash != parent) {
-    *slash = '\0';
-    r = mkdir (parent, 0700) < 0 && errno != EEXIST ? -1 : 0;
-  }
-  else
-    errno = ENOENT;
-  free (parent);
-  return r;
-}
-
 static int
 open_dir (const char *dir, bool *made, char *err, size_t errlen)
 {
@@ -819,11 +798,7 @@ open_dir (const char *dir, bool *made, char *err, size_t errlen)
 
   *made = false;
   if (fd < 0 && errno == ENOENT) {
-    int r = mkdir (dir, 0700);
-
-    if (r < 0 && errno == ENOENT && make_parent (dir) == 0)
-      r = mkdir (dir, 0700);
-    if (r < 0)
+    if (mkdir (dir, 0700) < 0)
       return refuse (err, errlen, errno, "backing_dir=%s: cannot be made: %s",
                      dir, strerror (errno));
     *made = true;
