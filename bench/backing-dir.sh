@@ -5,7 +5,7 @@
 # random reads and 4 KiB sequential writes at depth 16, one connection.
 # Each cell is the median of REPEATS runs, the servers taking turns.  Then
 # the start-up time and resident memory of a 20 TiB device (81,920 zones
-# of 256 MiB) made new (once: the time is mostly the file system's), and
+# of 256 MiB) made new (once), and the time its orderly stop takes, and
 # started again (REPEATS times) with 1% of its zones written: 819 zones,
 # one in every 100, WRITTEN_MIB MiB each (1% of 20 TiB, 200 GiB, would be
 # a long write for a benchmark; the start-up cost is per zone file).
@@ -132,7 +132,7 @@ startup () {
 
 row () {
   printf '%-44s %9s %9s\n' "$1" "$2" \
-    "$(awk -v k="$3" 'BEGIN { printf "%.1f", k / 1024 }')"
+    "$(awk -v k="$3" 'BEGIN { if (k == "-") print k; else printf "%.1f", k / 1024 }')"
 }
 
 # What the jobs above wrote goes to disk first, so that its write-back
@@ -142,7 +142,7 @@ echo
 echo "20 TiB ($big: 81920 zones), zonednull-server: start-up (until its PID file) and RSS then"
 printf '%-44s %9s %9s\n' case ms RSS-MiB
 startup big $big backing_dir="$tmp/big"
-row "new backing_dir (makes 81920 zone files)" "$startup_ms" "$startup_kib"
+row "new backing_dir" "$startup_ms" "$startup_kib"
 write_1pc () {
   # 1% of the zones, 819, spread over the device, get WRITTEN_MIB MiB each.
   /usr/bin/python3 - "nbd+unix:///nullb0?socket=$tmp/$1.sock" "$written_mib" <<'EOF'
@@ -160,7 +160,10 @@ EOF
 }
 write_1pc big
 row "after writing 819 zones x $written_mib MiB" - "$(rss_kib "$pid")"
+# An orderly stop waits until every zone file is made (zloop's layout).
+t0=$(ms)
 bench_stop "$pid"
+row "its stop (SIGTERM until exit)" $(($(ms) - t0)) -
 sync
 # restarts NAME ARG...: REPEATS start-ups; the medians in $startup_ms and
 # $startup_kib.
