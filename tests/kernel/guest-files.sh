@@ -309,7 +309,7 @@ fs_story () {
   echo "   $fs: $(( $(now) - t0 )) s"
 }
 dmesg >"$out/dmesg.before"
-for fs in ${FILES_FS:-f2fs btrfs}; do
+for fs in $FILES_FS; do
   echo "== files: $fs on file-backed zonednull-ublk"
   if [ "$fs" = f2fs ]; then fs_story f2fs "$G_F2FS"; else fs_story btrfs "$G_BTRFS"; fi
 done
