@@ -10,7 +10,10 @@
 # each.  Back here every trace is replayed against the model, over the
 # plugin and over zonednull-server, with the kernel its header names, and
 # a configuration null_blk refuses must be refused by both
-# (tests/kernel/replay-traces.sh).
+# (tests/kernel/replay-traces.sh).  Then tests/kernel/check-files.sh boots
+# the kernel twice more with a virtio disk: file-backed zonednull-ublk
+# across a host crash (qemu SIGKILLed mid-write), and f2fs and btrfs on it
+# across a SIGTERM and a SIGKILL of the daemon.
 #
 # Environment (set by tests/kernel/local.mk):
 #   ZONEDNULL_PLUGIN ZONEDNULL_SERVER ZONEDNULL_SRCDIR REPLAY ZNTRACE NBDKIT
@@ -20,6 +23,8 @@
 #   ZN_NULLBLK_SUITE  its Debian suite (default trixie-backports)
 #   ZN_NULLBLK_KERNEL_PACKAGE  a kernel package instead of linux-image-amd64's
 #   ZN_KERNEL_VM_TIMEOUT  wall-clock bound on the VM (default 600 s)
+#   ZN_NULLBLK_FILES  0: leave out check-files.sh (which needs ZONEDNULL_UBLK,
+#                     the consumers' tools and mke2fs; ZN_FILES_FS there)
 set -u
 
 : "${NBDKIT:=nbdkit}"
