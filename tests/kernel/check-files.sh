@@ -16,7 +16,8 @@
 #   2. check: the same image; zonednull-ublk starts from the directory and
 #      every zone seen flushed must be FULL and pass fio --verify_only; then
 #      f2fs and btrfs on file-backed zonednull-ublk across a SIGTERM and a
-#      SIGKILL of the daemon (fsck clean, checksums).
+#      SIGKILL of the daemon (fsck clean, checksums); then zloop (a module
+#      built here, build-zloop.sh) and zonednull-ublk on one directory.
 #
 # Environment (set by tests/kernel/local.mk, through check-nullblk.sh):
 #   ZONEDNULL_SRCDIR ZONEDNULL_UBLK ZN_KERNEL_CACHE ZN_KERNEL_SEED FIO_SRCDIR
@@ -25,6 +26,12 @@
 #   ZN_FILES_FS       the file systems of the user's story (default
 #                     "f2fs btrfs"; empty: none)
 #   ZN_KERNEL_VM_TIMEOUT  a bound on each boot (default 900 s)
+#   ZN_ZLOOP          0: no zloop; else (default) tests/kernel/build-zloop.sh
+#                     builds a zloop.ko for the kernel from Debian's
+#                     packages (once, cached) and the second boot also opens
+#                     zloop's directory with zonednull-ublk and zonednull's
+#                     with zloop (guest-zloop.sh)
+#   ZN_ZLOOP_KO       that module, built elsewhere
 set -u
 
 srcdir=${ZONEDNULL_SRCDIR:?}
@@ -68,6 +75,21 @@ cp "$here/guest-files.sh" "$here/guest-lib.sh" "$stage/test/" || die "cannot cop
 copy_binary "$stage" "$ublk" /usr/bin/zonednull-ublk || die "cannot copy $ublk into the guest"
 mke2fs=$(which_bin mke2fs) || die "mke2fs is missing (Debian: e2fsprogs)"
 copy_binary "$stage" "$mke2fs" /usr/sbin/mkfs.ext4 || die "cannot copy $mke2fs into the guest"
+# A zloop.ko for this kernel (built once by tests/kernel/build-zloop.sh
+# from Debian's packages, cached): zloop and zonednull-ublk on one
+# directory, both ways (guest-zloop.sh).
+zloop_ko=${ZN_ZLOOP_KO:-}
+if [ -z "$zloop_ko" ] && [ "${ZN_ZLOOP:-1}" != 0 ]; then
+  zloop_ko=$(sh "$here/build-zloop.sh" "$cache" "$suite" "$kver" | tail -n 1) && [ -f "$zloop_ko" ] ||
+    { fail "no zloop.ko for $kver (tests/kernel/build-zloop.sh; ZN_ZLOOP=0 leaves zloop out)"; zloop_ko=; }
+fi
+if [ -n "$zloop_ko" ]; then
+  [ -f "$zloop_ko" ] || die "ZN_ZLOOP_KO: '$zloop_ko' is missing"
+  cp "$zloop_ko" "$stage/test/zloop.ko" && cp "$here/guest-zloop.sh" "$stage/test/" ||
+    die "cannot copy $zloop_ko into the guest"
+else
+  note "SKIP: zloop (ZN_ZLOOP=0 or no zloop.ko)"
+fi
 cat >"$stage/test/run.sh" <<'EOF'
 #!/bin/sh
 export PATH=/test:/usr/sbin:/usr/bin:/sbin:/bin

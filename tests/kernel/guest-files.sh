@@ -313,6 +313,10 @@ for fs in $FILES_FS; do
   echo "== files: $fs on file-backed zonednull-ublk"
   if [ "$fs" = f2fs ]; then fs_story f2fs "$G_F2FS"; else fs_story btrfs "$G_BTRFS"; fi
 done
+if [ -f /test/zloop.ko ]; then
+  echo "== files: zloop and zonednull-ublk on one directory"
+  . /test/guest-zloop.sh
+fi
 # A SIGKILLed daemon's device stays in the kernel (its /dev/ublkcN, not
 # its /dev/ublkbN) until a DEL_DEV; unloading ublk_drv deletes them all.
 left=$(ls /sys/class/ublk-char/ 2>/dev/null | tr '\n' ' ')

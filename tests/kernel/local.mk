@@ -87,6 +87,8 @@ EXTRA_DIST += \
 	tests/kernel/guest-nullblk.sh \
 	tests/kernel/guest-ublk.sh \
 	tests/kernel/guest-files.sh \
+	tests/kernel/guest-zloop.sh \
+	tests/kernel/build-zloop.sh \
 	tests/kernel/guest-lib.sh \
 	tests/kernel/guest-ublk-connect.sh \
 	tests/kernel/prepare-consumers.sh \
