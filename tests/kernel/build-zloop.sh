@@ -20,7 +20,8 @@
 #     the .config that only gcc-14 has are turned off for this build
 #     (CC_HAS_MIN_FUNCTION_ALIGNMENT: -falign-functions instead, the same
 #     alignment; CC_HAS_ASSUME); the kernel's ABI does not depend on them;
-#   - no pahole on the host: no BTF for the module (DEBUG_INFO_BTF_MODULES);
+#   - no pahole on the host: no BTF for the module (DEBUG_INFO_BTF_MODULES
+#     off for make, not for the C code: struct module keeps its layout);
 #   - with an older linux-source than KVER's (7.2's zloop.c on 7.3's
 #     headers): struct bvec_iter's bi_bvec_done is bi_offset in 7.3;
 #   - the module is not signed: the kernel (MODULE_SIG without _FORCE)
@@ -111,12 +112,18 @@ echo 'int x;' | gcc -fmin-function-alignment=16 -c -x c -o /dev/null - 2>/dev/nu
   off="$off CC_HAS_MIN_FUNCTION_ALIGNMENT"
 echo 'int f(int a) { __attribute__((assume(a > 0))); return a; }' |
   gcc -Werror -c -x c -o /dev/null - 2>/dev/null || off="$off CC_HAS_ASSUME"
-command -v pahole >/dev/null 2>&1 || off="$off DEBUG_INFO_BTF_MODULES"
 for o in $off; do
   sed -i "s/^CONFIG_$o=y\$/# CONFIG_$o is not set/" "$h/include/config/auto.conf"
   sed -i "/^#define CONFIG_$o 1\$/d" "$h/include/generated/autoconf.h"
 done
 [ -z "$off" ] || note "off for the host's gcc-$(gcc -dumpversion):$off"
+# No pahole: no BTF step in make (auto.conf), but the C side (autoconf.h)
+# keeps the option: struct module has BTF fields under it, and a module
+# whose struct module is shorter than the kernel's does not load.
+if ! command -v pahole >/dev/null 2>&1; then
+  sed -i 's/^CONFIG_DEBUG_INFO_BTF_MODULES=y$/# CONFIG_DEBUG_INFO_BTF_MODULES is not set/' \
+    "$h/include/config/auto.conf"
+fi
 
 tarball=$(dpkg-deb -c "$(ls "$zdir/debs/${src}"_*.deb | head -n 1)" | sed -n 's|.* \./\(usr/src/linux-source-.*\.tar\.xz\)$|\1|p')
 [ -n "$tarball" ] || die "$src holds no source tarball"
@@ -135,6 +142,20 @@ make -C "$h" M="$out.tmp/mod" CC=gcc HOSTCC=gcc modules >"$zdir/build.log" 2>&1 
   { tail -n 20 "$zdir/build.log" >&2; die "the zloop.ko build failed (log: $zdir/build.log)"; }
 vm=$(modinfo -F vermagic "$out.tmp/mod/zloop.ko")
 case $vm in "$kver "*) ;; *) die "zloop.ko's vermagic '$vm' is not $kver's" ;; esac
+# struct module as the kernel's own modules have it (the kernel refuses a
+# module whose layout differs, with "Invalid relocation target"): where
+# init_module and cleanup_module go in it, as in null_blk.ko.
+this_module_layout () {
+  readelf -r -W "$1" | awk '/^Relocation section/ { on = ($3 == "'"'"'.rela.gnu.linkonce.this_module'"'"'") }
+    on && ($5 == "init_module" || $5 == "cleanup_module") { print $1, $5 }' | sort
+}
+ref=$(find "$cache/$kver/modroot" -name 'null_blk.ko*' 2>/dev/null | head -n 1)
+if [ -n "$ref" ]; then
+  case $ref in *.xz) xz -dc "$ref" >"$out.tmp/ref.ko" ;; *.zst) zstd -dcq "$ref" >"$out.tmp/ref.ko" ;; *) cp "$ref" "$out.tmp/ref.ko" ;; esac
+  a=$(this_module_layout "$out.tmp/mod/zloop.ko" | tr '\n' ' ') b=$(this_module_layout "$out.tmp/ref.ko" | tr '\n' ' ')
+  [ -n "$a" ] && [ "$a" = "$b" ] ||
+    die "zloop.ko's struct module differs from the kernel's (init/cleanup at: $a; null_blk.ko: $b)"
+fi
 rm -rf "$out"
 mkdir -p "$out"
 cp "$out.tmp/mod/zloop.ko" "$out/zloop.ko"
