@@ -60,7 +60,7 @@ zl_compare () {
   elif [ -s "$2" ] && cmp -s "$2" "$3"; then
     ok "zloop: $1: the same $(wc -l <"$2") zones (start, len, cap, wp, cond, type) and data: $(awk '$5 != 1 && $7 != "-"' "$2" | wc -l) zones with data"
   else
-    fail "zloop: $1: zones or data differ: $(diff "$2" "$3" | grep '^[<>]' | head -n 4 | tr '\n' ' ')"
+    fail "zloop: $1: zones or data differ (- before, + after): $(diff "$2" "$3" | grep '^[-+][0-9]' | head -n 4 | tr '\n' ' ')"
   fi
 }
 zl_add () {
