@@ -74,6 +74,25 @@ append_undo (struct zn_dev *dev, struct zn_undo *u)
     dev->cache_count[u->zone]++;
 }
 
+/* The newest record, for len bytes at off of zone zno, for the caller to
+ * fill; NULL without memory.
+ */
+static struct zn_undo *
+new_record (struct zn_dev *dev, uint32_t zno, uint64_t off, uint64_t len)
+{
+  struct zn_undo *u = calloc (1, sizeof *u);
+
+  if (!u || !(u->old = malloc (len))) {
+    free (u);
+    return NULL;
+  }
+  u->zone = zno;
+  u->off = off;
+  u->len = len;
+  append_undo (dev, u);
+  return u;
+}
+
 /* A copy of bytes [from, to) of u, placed after u in the list. */
 static int
 split_undo (struct zn_dev *dev, struct zn_undo *u, uint64_t from, uint64_t to)
@@ -166,17 +185,12 @@ cache_before_write (struct zn_dev *dev, struct zone *z, uint64_t off,
     ret = write_back_range (dev, zno, off, len);
     goto out;
   }
-  u = calloc (1, sizeof *u);
-  if (!u || !(u->old = malloc (len))) {
-    free (u);
+  u = new_record (dev, zno, off, len);
+  if (u == NULL) {
     ret = -ENOMEM;
     goto out;
   }
-  u->zone = zno;
-  u->off = off;
-  u->len = len;
   pages_copy_out (&z->pages, off, u->old, len);
-  append_undo (dev, u);
   /* A full cache writes back its oldest data. */
   while (dev->dirty_bytes > dev->cache_bytes && dev->undo_head != u)
     unlink_undo (dev, dev->undo_head);
@@ -203,8 +217,12 @@ zn_flush (struct zn_dev *dev)
   int ret = 0;
 
   pthread_mutex_lock (&dev->cache_lock);
-  while (dev->undo_head && ret == 0)
-    ret = dev->store ? write_back_head (dev) : (unlink_undo (dev, dev->undo_head), 0);
+  while (dev->undo_head && ret == 0) {
+    if (dev->store)
+      ret = write_back_head (dev);
+    else
+      unlink_undo (dev, dev->undo_head);
+  }
   pthread_mutex_unlock (&dev->cache_lock);
   if (ret == 0 && dev->store)
     ret = store_flush (dev);
@@ -251,17 +269,12 @@ cache_write (struct zn_dev *dev, struct zone *z, uint64_t off,
       ret = store_sync_zone (dev, z);
     goto out;
   }
-  u = calloc (1, sizeof *u);
-  if (!u || !(u->old = malloc (len))) {
-    free (u);
+  u = new_record (dev, zno, off, len);
+  if (u == NULL) {
     ret = -ENOMEM;
     goto out;
   }
-  u->zone = zno;
-  u->off = off;
-  u->len = len;
   memcpy (u->old, buf, len);
-  append_undo (dev, u);
   /* A full cache writes back its oldest data; if the disk refuses it,
    * the data stays cached and a flush reports the error.
    */

@@ -48,6 +48,10 @@ struct zn_store {
   uint8_t *special;              /* per zone: 0, READONLY or OFFLINE */
   /* The last I/O error logged, so that a full disk logs once. */
   int last_errno;
+  /* Makes the zone files a new directory lacks, behind the device. */
+  pthread_t filler;
+  bool filling;
+  atomic_bool stop_filling;
 };
 
 struct zone_file {
@@ -72,15 +76,16 @@ refuse (char *err, size_t errlen, int errnum, const char *fmt, ...)
 }
 
 /* An I/O error has no caller to report it to but the client, which sees
- * EIO: the cause goes to stderr (nbdkit's log, the servers' log), once
- * until the next success.
+ * EIO: the cause and the file go to stderr (nbdkit's log, the servers'
+ * log), once until the next success.
  */
 static int
-io_error (struct zn_store *st, const char *what, uint32_t zno, int errnum)
+file_error (struct zn_store *st, const char *what, const char *file,
+            int errnum)
 {
   if (errnum != st->last_errno)
-    fprintf (stderr, "zonednull: backing_dir %s: %s zone %" PRIu32
-             " file: %s\n", st->dir, what, zno, strerror (errnum));
+    fprintf (stderr, "zonednull: backing_dir %s: %s %s: %s\n", st->dir, what,
+             file, strerror (errnum));
   st->last_errno = errnum;
   return -EIO;
 }
@@ -90,6 +95,15 @@ zone_file_name (const struct zn_dev *dev, uint32_t zno, char *buf, size_t len)
 {
   snprintf (buf, len, "%s-%06" PRIu32, zno < dev->geo.nr_conv ? "cnv" : "seq",
             zno);
+}
+
+static int
+io_error (struct zn_dev *dev, const char *what, uint32_t zno, int errnum)
+{
+  char name[32];
+
+  zone_file_name (dev, zno, name, sizeof name);
+  return file_error (dev->store, what, name, errnum);
 }
 
 /* ---- the descriptor cache ---------------------------------------------- */
@@ -209,34 +223,46 @@ zone_no (const struct zn_dev *dev, const struct zone *z)
   return (uint32_t) (z - dev->zones);
 }
 
+/* Moves len bytes between buf and the file at off, through the end of a
+ * file being read.  Returns the bytes moved, or -errno.
+ */
+static int64_t
+transfer (int fd, unsigned char *buf, uint64_t len, uint64_t off, bool write)
+{
+  uint64_t done = 0;
+
+  while (done < len) {
+    ssize_t n = write
+      ? pwrite (fd, buf + done, len - done, (off_t) (off + done))
+      : pread (fd, buf + done, len - done, (off_t) (off + done));
+
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -errno;
+    if (n == 0)                 /* past the end: never written */
+      break;
+    done += (uint64_t) n;
+  }
+  return (int64_t) done;
+}
+
 int
 store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
             uint64_t len)
 {
   uint32_t zno = zone_no (dev, z);
-  unsigned char *p = buf;
   struct zone_file f;
-  uint64_t done = 0;
+  int64_t done;
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
-    return io_error (dev->store, "opening", zno, -r);
-  while (done < len) {
-    ssize_t n = pread (f.fd, p + done, len - done, (off_t) (off + done));
-
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      r = errno;
-      file_put (dev, &f);
-      return io_error (dev->store, "reading", zno, r);
-    }
-    if (n == 0)                 /* past the end of the file: never written */
-      break;
-    done += (uint64_t) n;
-  }
+    return io_error (dev, "opening", zno, -r);
+  done = transfer (f.fd, buf, len, off, false);
   file_put (dev, &f);
-  memset (p + done, 0, len - done);
+  if (done < 0)
+    return io_error (dev, "reading", zno, (int) -done);
+  memset ((unsigned char *) buf + done, 0, len - (uint64_t) done);
   return 0;
 }
 
@@ -245,31 +271,24 @@ store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
              const void *buf, uint64_t len)
 {
   uint32_t zno = zone_no (dev, z);
-  const unsigned char *p = buf;
   struct zone_file f;
-  uint64_t done = 0;
+  int64_t done;
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
-    return io_error (dev->store, "opening", zno, -r);
-  while (done < len) {
-    ssize_t n = pwrite (f.fd, p + done, len - done, (off_t) (off + done));
-
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      r = errno;
-      /* The size of a sequential zone's file is its wp: a partial write
-       * (ENOSPC) must not move it.
-       */
-      if (z->type == ZN_ZONE_SEQWRITE_REQ && ftruncate (f.fd, (off_t) off))
-        r = errno;
-      file_put (dev, &f);
-      return io_error (dev->store, "writing", zno, r);
-    }
-    done += (uint64_t) n;
-  }
+    return io_error (dev, "opening", zno, -r);
+  done = transfer (f.fd, (unsigned char *) buf, len, off, true);
+  if (done >= 0 && (uint64_t) done < len)
+    done = -ENOSPC;
+  /* The size of a sequential zone's file is its wp: a partial write
+   * (ENOSPC) must not move it.
+   */
+  if (done < 0 && z->type == ZN_ZONE_SEQWRITE_REQ
+      && ftruncate (f.fd, (off_t) off) < 0)
+    done = -errno;
   file_put (dev, &f);
+  if (done < 0)
+    return io_error (dev, "writing", zno, (int) -done);
   dev->store->last_errno = 0;
   touch (dev->store, zno);
   return 0;
@@ -283,10 +302,10 @@ store_sync_zone (struct zn_dev *dev, struct zone *z)
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
-    return io_error (dev->store, "opening", zno, -r);
+    return io_error (dev, "opening", zno, -r);
   r = fdatasync (f.fd) ? errno : 0;
   file_put (dev, &f);
-  return r ? io_error (dev->store, "syncing", zno, r) : 0;
+  return r ? io_error (dev, "syncing", zno, r) : 0;
 }
 
 int
@@ -297,11 +316,11 @@ store_truncate (struct zn_dev *dev, struct zone *z, uint64_t size)
   int r = file_get (dev, zno, &f);
 
   if (r < 0)
-    return io_error (dev->store, "opening", zno, -r);
+    return io_error (dev, "opening", zno, -r);
   r = ftruncate (f.fd, (off_t) size) ? errno : 0;
   file_put (dev, &f);
   if (r)
-    return io_error (dev->store, "truncating", zno, r);
+    return io_error (dev, "truncating", zno, r);
   touch (dev->store, zno);
   return 0;
 }
@@ -314,11 +333,13 @@ store_flush (struct zn_dev *dev)
   size_t n;
   int ret = 0;
 
-  zones = malloc ((size_t) dev->geo.nr_zones * sizeof *zones);
-  if (zones == NULL)
-    return -ENOMEM;
   pthread_mutex_lock (&st->sync_lock);
   n = st->nr_touched;
+  zones = malloc ((n ? n : 1) * sizeof *zones);
+  if (zones == NULL) {
+    pthread_mutex_unlock (&st->sync_lock);
+    return -ENOMEM;
+  }
   memcpy (zones, st->touched, n * sizeof *zones);
   for (size_t i = 0; i < n; i++)
     st->is_touched[zones[i]] = 0;
@@ -335,7 +356,7 @@ store_flush (struct zn_dev *dev)
     }
     if (r < 0) {
       touch (st, zones[i]);     /* still to be made durable */
-      ret = io_error (st, "syncing", zones[i], -r);
+      ret = io_error (dev, "syncing", zones[i], -r);
     }
   }
   free (zones);
@@ -385,7 +406,7 @@ store_reload (struct zn_dev *dev)
     if (fstatat (st->dirfd, name, &sb, 0) == 0)
       sectors = (uint64_t) sb.st_size >> ZN_SECTOR_SHIFT;
     else if (errno != ENOENT)
-      ret = io_error (st, "reading the size of", i, errno);
+      ret = io_error (dev, "reading the size of", i, errno);
     if (sectors > z->capacity)
       sectors = z->capacity;
     set_seq_zone (dev, z, st->special[i], sectors, &nr_closed);
@@ -467,7 +488,12 @@ store_save_meta (struct zn_dev *dev)
   pthread_mutex_lock (&st->meta_lock);
   r = meta_write_locked (dev);
   pthread_mutex_unlock (&st->meta_lock);
-  return r < 0 ? io_error (st, "writing " META_NAME " after", 0, -r) : 0;
+  if (r < 0) {
+    fprintf (stderr, "zonednull: backing_dir %s: writing " META_NAME
+             ": %s\n", st->dir, strerror (-r));
+    return -EIO;
+  }
+  return 0;
 }
 
 void
@@ -589,6 +615,7 @@ scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
     return refuse (err, errlen, errno, "backing_dir=%s: %s", dir,
                    strerror (errno));
   }
+  /* A refusal names the file: e->d_name lives until closedir. */
   while ((e = readdir (d)) != NULL) {
     const char *name = e->d_name;
     bool conv = strncmp (name, "cnv-", 4) == 0;
@@ -606,53 +633,112 @@ scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
     if (*end != '\0' || errno)
       continue;
     if (zno >= dev->geo.nr_zones) {
-      closedir (d);
-      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is zone "
-                     "%llu, past the last zone (%" PRIu32 ") of size=%" PRIu64
-                     " zone_size=%" PRIu64, dir, name, zno,
-                     dev->geo.nr_zones - 1, dev->geo.capacity >> 11,
-                     dev->geo.zone_sectors >> 11);
+      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s is zone "
+                      "%llu, past the last zone (%" PRIu32 ") of size=%"
+                      PRIu64 " zone_size=%" PRIu64, dir, name, zno,
+                      dev->geo.nr_zones - 1, dev->geo.capacity >> 11,
+                      dev->geo.zone_sectors >> 11);
+      break;
     }
     if (conv != (zno < dev->geo.nr_conv)) {
-      closedir (d);
-      return refuse (err, errlen, EINVAL, "zone_nr_conv=%" PRIu32
-                     ": backing_dir=%s has %s, a %s zone file, for zone %llu",
-                     dev->geo.nr_conv, dir, name,
-                     conv ? "conventional" : "sequential", zno);
+      found = refuse (err, errlen, EINVAL, "zone_nr_conv=%" PRIu32
+                      ": backing_dir=%s has %s, a %s zone file, for zone "
+                      "%llu", dev->geo.nr_conv, dir, name,
+                      conv ? "conventional" : "sequential", zno);
+      break;
     }
-    if (fstatat (st->dirfd, name, &sb, 0) < 0 || !S_ISREG (sb.st_mode)) {
+    if (fstatat (st->dirfd, name, &sb, 0) < 0) {
       int e2 = errno;
-      closedir (d);
-      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s: %s", dir, name,
-                     S_ISREG (sb.st_mode) ? strerror (e2)
-                     : "not a regular file");
+      found = refuse (err, errlen, e2, "backing_dir=%s: %s: %s", dir, name,
+                      strerror (e2));
+      break;
+    }
+    if (!S_ISREG (sb.st_mode)) {
+      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s is not a "
+                      "regular file", dir, name);
+      break;
     }
     z = &dev->zones[zno];
     if ((uint64_t) sb.st_size > (conv ? z->len : z->capacity)
                                 << ZN_SECTOR_SHIFT) {
-      closedir (d);
-      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
-                     "bytes, more than the zone's %s (%" PRIu64 " bytes)",
-                     dir, name, (intmax_t) sb.st_size,
-                     conv ? "size" : "capacity",
-                     (conv ? z->len : z->capacity) << ZN_SECTOR_SHIFT);
+      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
+                      "bytes, more than the zone's %s (%" PRIu64 " bytes)",
+                      dir, name, (intmax_t) sb.st_size,
+                      conv ? "size" : "capacity",
+                      (conv ? z->len : z->capacity) << ZN_SECTOR_SHIFT);
+      break;
     }
     if (!conv && (uint64_t) sb.st_size % lbs) {
-      closedir (d);
-      return refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
-                     "bytes, not a whole number of %" PRIu64 "-byte blocks",
-                     dir, name, (intmax_t) sb.st_size, lbs);
+      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
+                      "bytes, not a whole number of %" PRIu64 "-byte blocks",
+                      dir, name, (intmax_t) sb.st_size, lbs);
+      break;
     }
     if (!conv)
       seq_sectors[zno] = (uint64_t) sb.st_size >> ZN_SECTOR_SHIFT;
     found++;
   }
+  if (found < 0) {
+    int e2 = errno;
+    closedir (d);
+    errno = e2;
+    return found;
+  }
   closedir (d);
   return found;
 }
 
-/* A new device: every zone file, as zloop makes them, so that the
- * directory is a zloop device too.
+/* Every zone file that DIR lacks, as zloop makes them, so that the
+ * directory is a zloop device too: a conventional zone's file as long as
+ * the zone, a sequential zone's empty.  A missing file reads as an empty
+ * zone meanwhile, so the device need not wait for 81,920 files of a
+ * 20 TiB device (up to a minute on a busy disk): this runs beside it,
+ * each file under its zone's lock.  A stop does not wait for it either;
+ * the next start makes the rest.
+ */
+static void *
+fill_files (void *arg)
+{
+  struct zn_dev *dev = arg;
+  struct zn_store *st = dev->store;
+
+  for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+    bool conv = i < dev->geo.nr_conv;
+
+    if (atomic_load (&st->stop_filling))
+      break;
+    char name[32];
+    struct stat sb;
+    int fd, e = 0;
+
+    zone_file_name (dev, i, name, sizeof name);
+    pthread_mutex_lock (z->mutex);
+    fd = openat (st->dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC
+                 | (conv ? 0 : O_EXCL), 0600);
+    if (fd < 0 && errno != EEXIST)
+      e = errno;
+    else if (fd >= 0 && conv && (fstat (fd, &sb) < 0
+                                 || ((uint64_t) sb.st_size
+                                     < z->len << ZN_SECTOR_SHIFT
+                                     && ftruncate (fd, (off_t) (z->len
+                                       << ZN_SECTOR_SHIFT)) < 0)))
+      e = errno;
+    pthread_mutex_unlock (z->mutex);
+    if (fd >= 0)
+      close (fd);
+    if (e) {
+      fprintf (stderr, "zonednull: backing_dir %s: making %s: %s\n",
+               st->dir, name, strerror (e));
+      break;
+    }
+  }
+  fsync (st->dirfd);
+  return NULL;
+}
+
+/* A new device with zone_full: its FULL zones need their files at once,
+ * since a missing file means an empty zone.
  */
 static int
 make_files (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
@@ -779,7 +865,7 @@ store_open (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
     for (size_t i = 0; i < nr_bb; i++)
       zn_badblocks_set (dev, bb[i].first, bb[i].last);
   }
-  else if (make_files (dev, dir, err, errlen) < 0)
+  else if (dev->zone_full && make_files (dev, dir, err, errlen) < 0)
     goto fail;
   r = meta_write_locked (dev);
   if (r < 0) {
@@ -788,6 +874,8 @@ store_open (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
     goto fail;
   }
   st->ready = true;
+  if ((uint64_t) found < nr_zones && !(!st->restored && dev->zone_full))
+    st->filling = pthread_create (&st->filler, NULL, fill_files, dev) == 0;
   free (seq_sectors);
   free (bb);
   return 0;
@@ -820,6 +908,10 @@ store_close (struct zn_dev *dev)
 
   if (st == NULL)
     return;
+  if (st->filling) {
+    atomic_store (&st->stop_filling, true);
+    pthread_join (st->filler, NULL);
+  }
   for (int s = 0; s < st->nr_slots; s++)
     close (st->slots[s].fd);
   if (st->dirfd >= 0)
