@@ -127,6 +127,9 @@ note "boot 1 of $kver: zonednull-ublk backing_dir on a virtio disk, fio writes;"
   "qemu gets SIGKILL after $kill_after zones are flushed and 0.$kill_delay s"
 # crash_boot: qemu in the background, killed by its PID once enough zones
 # are flushed; sets killed.
+qpid=
+trap '[ -z "$qpid" ] || kill -KILL "$qpid" 2>/dev/null' EXIT
+trap 'exit 1' HUP INT TERM
 crash_boot () {
   t0=$(date +%s)
   # shellcheck disable=SC2046
@@ -148,6 +151,7 @@ crash_boot () {
     sleep 0.2
   done
   wait "$qpid" 2>/dev/null
+  qpid=
 }
 # 7.3 under TCG panics in its early initcalls about once in 40 boots:
 # before /init (ZNVM_INIT) nothing touched the disk, so boot again.
