@@ -111,4 +111,23 @@ else
       fail "zloop: add on $MNTD/zn: $(cat "$out/zloop-add.err") $(dmesg | grep -i zloop | tail -n 2 | tr '\n' ' ')"
     fi
   fi
+  # A new directory's zone files are made in the background and an orderly
+  # stop does not wait for them (lib/store.c): a big device stopped at once
+  # leaves some missing, and zloop restores a directory (one whose zone 0
+  # file exists) without creating files.  Shown, not failed: the next
+  # zonednull start completes the directory.
+  mkdir -p "$MNTD/big"
+  # shellcheck disable=SC2086
+  if ublk_up big-zl backing_dir="$MNTD/big/0" size=8192 zone_size=1 zone_nr_conv=2 blocksize=4096 kernel=$KTIER; then
+    ublk_term big-zl
+    nfiles=$(ls "$MNTD/big/0" | grep -c '^[cs][nve][vq]-')
+    if echo "add id=0,capacity_mb=8192,zone_size_mb=1,conv_zones=2,base_dir=$MNTD/big" \
+         >/dev/zloop-control 2>"$out/zloop-add.err" && waitfor 100 test -b /dev/zloop0; then
+      how="zloop's add takes it"
+      zl_remove || fail "zloop: remove id=0 (the big directory)"
+    else
+      how="zloop's add refuses it: $(cat "$out/zloop-add.err") $(dmesg | grep -i zloop | grep -iv 'removed\|loaded\|taint' | tail -n 1)"
+    fi
+    echo "   zloop: zonednull-ublk stopped at once on a new 8192-zone directory left $nfiles of 8192 zone files; $how"
+  fi
 fi
