@@ -67,6 +67,12 @@ zl_add () {
   echo "add id=0,$ZL_GEOM_ZLOOP,base_dir=$1" >/dev/zloop-control 2>"$out/zloop-add.err" &&
     waitfor 100 test -b /dev/zloop0
 }
+# zl_dmesg: zloop's last messages (some lack their newline: a line of ours
+# ends them).
+zl_dmesg () {
+  echo "guest-zloop: mark" >/dev/kmsg
+  dmesg | grep -B 3 'guest-zloop: mark' | grep 'zloop:' | cut -c 16- | tr '\n' ' '
+}
 zl_remove () {
   echo "remove id=0" >/dev/zloop-control && waitfor 100 test ! -e /dev/zloop0
 }
@@ -92,7 +98,7 @@ else
       ublk_term zl-zn
     fi
   else
-    fail "zloop: add on $MNTD/zl: $(cat "$out/zloop-add.err") $(dmesg | grep -i zloop | tail -n 2 | tr '\n' ' ')"
+    fail "zloop: add on $MNTD/zl: $(cat "$out/zloop-add.err") $(zl_dmesg)"
   fi
   # zonednull -> zloop
   mkdir -p "$MNTD/zn"
@@ -108,7 +114,7 @@ else
       zl_compare "zonednull's directory opened by zloop" "$out/zloop-zn.state" "$out/zloop-zn-zl.state"
       zl_remove || fail "zloop: remove id=0 (zonednull's directory)"
     else
-      fail "zloop: add on $MNTD/zn: $(cat "$out/zloop-add.err") $(dmesg | grep -i zloop | tail -n 2 | tr '\n' ' ')"
+      fail "zloop: add on $MNTD/zn: $(cat "$out/zloop-add.err") $(zl_dmesg)"
     fi
   fi
   # A new directory's zone files are made in the background and an orderly
@@ -126,9 +132,7 @@ else
       how="zloop's add takes it"
       zl_remove || fail "zloop: remove id=0 (the big directory)"
     else
-      # zloop's messages may lack their newline: a line of ours ends them.
-      echo "guest-zloop: add refused" >/dev/kmsg
-      how="zloop's add refuses it: $(cat "$out/zloop-add.err") $(dmesg | grep -B 1 'guest-zloop: add refused' | grep 'zloop:' | cut -c 16- | tr '\n' ' ')"
+      how="zloop's add refuses it: $(cat "$out/zloop-add.err") $(zl_dmesg)"
     fi
     echo "   zloop: zonednull-ublk stopped at once on a new 2048-zone directory left $nfiles of 2048 zone files; $how"
   fi
