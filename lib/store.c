@@ -51,7 +51,7 @@ struct zn_store {
   /* Makes the zone files a new directory lacks, behind the device. */
   pthread_t filler;
   bool filling;
-  atomic_bool stop_filling;
+  atomic_bool stopping;          /* an orderly stop waits for the filler */
 };
 
 struct zone_file {
@@ -693,8 +693,9 @@ scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
  * the zone, a sequential zone's empty.  A missing file reads as an empty
  * zone meanwhile, so the device need not wait for 81,920 files of a
  * 20 TiB device (up to a minute on a busy disk): this runs beside it,
- * each file under its zone's lock.  A stop does not wait for it either;
- * the next start makes the rest.
+ * each file under its zone's lock.  An orderly stop waits for it, so that
+ * zloop can open what zonednull leaves; after a crash the next start
+ * makes the rest.
  */
 static void *
 fill_files (void *arg)
@@ -705,14 +706,15 @@ fill_files (void *arg)
   for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
     bool conv = i < dev->geo.nr_conv;
-
-    if (atomic_load (&st->stop_filling))
-      break;
     char name[32];
     struct stat sb;
     int fd, e = 0;
 
     zone_file_name (dev, i, name, sizeof name);
+    /* Once, so that a slow stop says why. */
+    if (atomic_exchange (&st->stopping, false))
+      fprintf (stderr, "zonednull: backing_dir %s: making the zone files "
+               "from %s on before stopping\n", st->dir, name);
     pthread_mutex_lock (z->mutex);
     fd = openat (st->dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC
                  | (conv ? 0 : O_EXCL), 0600);
@@ -909,7 +911,7 @@ store_close (struct zn_dev *dev)
   if (st == NULL)
     return;
   if (st->filling) {
-    atomic_store (&st->stop_filling, true);
+    atomic_store (&st->stopping, true);
     pthread_join (st->filler, NULL);
   }
   for (int s = 0; s < st->nr_slots; s++)
