@@ -6,7 +6,7 @@
 #   bench/run.sh [BUILDDIR]        default BUILDDIR: ./build
 #   REPEATS=3 RUNTIME=2 OUT=bench/results bench/run.sh
 #   ONLY="pipelining server" bench/run.sh
-#   ONLY=backing bench/run.sh     bench/backing-dir.sh alone
+#   ONLY=backing bench/run.sh     bench/backing-dir.sh (not run by default)
 #
 # Needs nbdkit (null and memory plugins), fio with its nbd engine, and
 # optionally qemu-nbd.  Where zones matter this script drives the device
@@ -313,10 +313,11 @@ tls () {
 
 # ---- 7. backing_dir against nbdkit file and memory; start-up of 20 TiB ------
 backing () {
-  REPEATS=$REPEATS SECONDS_PER_RUN=$RUNTIME START_REPEATS=$REPEATS sh bench/backing-dir.sh "$build" |
+  REPEATS=$REPEATS SECONDS_PER_RUN=$RUNTIME sh bench/backing-dir.sh "$build" |
     tee "$OUT/backing-dir.txt"
 }
 
-only=${ONLY:-"inflight pipelining host_tags zone_locking peers server tls backing"}
+# Not in the default list: its 20 TiB part makes 81,920 files.
+only=${ONLY:-"inflight pipelining host_tags zone_locking peers server tls"}
 for e in $only; do $e; done
 report

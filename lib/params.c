@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "params.h"
@@ -486,6 +487,12 @@ params_device_config (const struct zn_params *p, uint32_t i,
 {
   *cfg = p->cfg;
   if (p->backing_dir && p->nr_devices > 1) {
+    /* DIR is as new as DIR/nullbI, and the store makes a missing
+     * directory but not its parent.  If DIR cannot be made, making
+     * DIR/nullb0 fails and says why.
+     */
+    if (i == 0)
+      (void) mkdir (p->backing_dir, 0700);
     snprintf (dir, dirlen, "%s/nullb%" PRIu32, p->backing_dir, i);
     cfg->backing_dir = dir;
   }

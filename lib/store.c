@@ -511,14 +511,18 @@ store_set_special (struct zn_dev *dev, struct zone *z, uint8_t cond)
  */
 struct bb_entry { uint64_t first, last; };
 
+static int geometry_check (const struct zn_dev *dev, const char *dir,
+                           const struct meta_geometry *had, char *err,
+                           size_t errlen);
+
 static int
 meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
            struct bb_entry *bb, size_t *nr_bb, char *err, size_t errlen)
 {
   struct zn_store *st = dev->store;
-  char line[256], key[32];
+  char line[256], key[32], stray[64] = "";
   unsigned seen = 0;
-  int fd, lineno = 0;
+  int fd, lineno = 0, stray_lineno = 0;
   FILE *fp;
 
   fd = openat (st->dirfd, META_NAME, O_RDONLY | O_CLOEXEC);
@@ -553,6 +557,17 @@ meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
     else if ((strcmp (key, "readonly") == 0 || strcmp (key, "offline") == 0)
              && n == 2 && a >= dev->geo.nr_conv && a < dev->geo.nr_zones)
       st->special[a] = key[0] == 'r' ? ZN_COND_READONLY : ZN_COND_OFFLINE;
+    else if ((strcmp (key, "readonly") == 0 || strcmp (key, "offline") == 0)
+             && n == 2) {
+      /* Not a sequential zone of this geometry: a restart with another
+       * geometry, which the refusal must name, not this line.
+       */
+      if (!stray_lineno) {
+        stray_lineno = lineno;
+        snprintf (stray, sizeof stray, "%.*s", (int) strcspn (line, "\n"),
+                  line);
+      }
+    }
     else if (strcmp (key, "badblocks") == 0 && n == 3 && a <= b
              && *nr_bb < ZN_BADBLOCKS_MAX)
       bb[(*nr_bb)++] = (struct bb_entry) { a, b };
@@ -564,6 +579,13 @@ meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
     return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " lacks "
                    "a geometry key (size, zone_size, zone_capacity, "
                    "zone_nr_conv, blocksize)", dir);
+  if (stray_lineno) {
+    if (geometry_check (dev, dir, m, err, errlen) < 0)
+      return -1;
+    return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line "
+                   "%d names no sequential zone: \"%s\"", dir, stray_lineno,
+                   stray);
+  }
   return 1;
  bad:
   fclose (fp);

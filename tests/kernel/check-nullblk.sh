@@ -10,7 +10,10 @@
 # each.  Back here every trace is replayed against the model, over the
 # plugin and over zonednull-server, with the kernel its header names, and
 # a configuration null_blk refuses must be refused by both
-# (tests/kernel/replay-traces.sh).
+# (tests/kernel/replay-traces.sh).  Then tests/kernel/check-files.sh boots
+# the kernel twice more with a virtio disk: file-backed zonednull-ublk
+# across a host crash (qemu SIGKILLed mid-write), and f2fs and btrfs on it
+# across a SIGTERM and a SIGKILL of the daemon.
 #
 # Environment (set by tests/kernel/local.mk):
 #   ZONEDNULL_PLUGIN ZONEDNULL_SERVER ZONEDNULL_SRCDIR REPLAY ZNTRACE NBDKIT
@@ -20,6 +23,8 @@
 #   ZN_NULLBLK_SUITE  its Debian suite (default trixie-backports)
 #   ZN_NULLBLK_KERNEL_PACKAGE  a kernel package instead of linux-image-amd64's
 #   ZN_KERNEL_VM_TIMEOUT  wall-clock bound on the VM (default 600 s)
+#   ZN_NULLBLK_FILES  0: leave out check-files.sh (which needs ZONEDNULL_UBLK,
+#                     the consumers' tools and mke2fs; ZN_FILES_FS there)
 set -u
 
 : "${NBDKIT:=nbdkit}"
@@ -48,10 +53,14 @@ mkdir -p "$work" || exit 2
 keep=${ZN_KERNEL_KEEP:-$(dirname "$work")/failed-$tier}
 
 # ---- kernel and base initramfs (cached) ----------------------------------
-# null_blk and configfs; virtio_net because /init brings up eth0.
+# null_blk and configfs; virtio_net because /init brings up eth0; for the
+# file-backed zones of check-files.sh (which uses this list too, so that
+# the cached base initramfs serves both): ublk_drv, the virtio disk, ext4
+# for the zone files, f2fs and btrfs.
+ZN_NULLBLK_MODULES="configfs null_blk failover net_failover virtio_net ublk_drv virtio_blk ext4 f2fs btrfs"
+export ZN_NULLBLK_MODULES
 ZN_KERNEL_PACKAGE=${ZN_NULLBLK_KERNEL_PACKAGE:-} \
-  sh "$here/prepare.sh" "$cache" "$suite" configfs null_blk failover net_failover virtio_net ||
-  exit 2
+  sh "$here/prepare.sh" "$cache" "$suite" $ZN_NULLBLK_MODULES || exit 2
 kver=$(cat "$cache/current-$suite")
 kdir=$cache/$kver
 [ "$(echo "$kver" | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')" = "$tier" ] ||
@@ -110,6 +119,15 @@ sed 's/^/guest: /' "$out/run.log"
 
 # ---- host: replay the traces ----------------------------------------------
 zn_replay_traces "$conf" "$out/traces" "$tier"
+
+# ---- file-backed zones: host crash, the user's story (check-files.sh) -----
+# Two more boots with a virtio disk; zonednull-ublk needs ublk_drv (6.6+).
+if [ "${ZN_NULLBLK_FILES:-1}" = 0 ]; then
+  note "SKIP: file-backed zones (ZN_NULLBLK_FILES=0)"
+else
+  ZN_KERNEL_WORK=$work-files ZN_KERNEL_SEED=$seed ZN_NULLBLK_SUITE=$suite \
+    sh "$here/check-files.sh" || failures=$((failures + 1))
+fi
 
 end_time=$(date +%s)
 note "seed $seed, $((end_time - start_time)) s in all"

@@ -75,6 +75,7 @@ EXTRA_DIST += \
 	tests/kernel/check-kernel.sh \
 	tests/kernel/check-ublk.sh \
 	tests/kernel/check-nullblk.sh \
+	tests/kernel/check-files.sh \
 	tests/kernel/replay-traces.sh \
 	tests/kernel/boot.sh \
 	tests/kernel/lib.sh \
@@ -85,6 +86,9 @@ EXTRA_DIST += \
 	tests/kernel/guest-nbd.sh \
 	tests/kernel/guest-nullblk.sh \
 	tests/kernel/guest-ublk.sh \
+	tests/kernel/guest-files.sh \
+	tests/kernel/guest-zloop.sh \
+	tests/kernel/build-zloop.sh \
 	tests/kernel/guest-lib.sh \
 	tests/kernel/guest-ublk-connect.sh \
 	tests/kernel/prepare-consumers.sh \
