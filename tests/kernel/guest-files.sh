@@ -47,49 +47,12 @@ G_CRASH="size=64 zone_size=1 blocksize=4096 kernel=$KTIER"
 G_F2FS="size=256 zone_size=4 zone_nr_conv=8 zone_max_open=8 blocksize=4096 kernel=$KTIER"
 G_BTRFS="size=256 zone_size=4 zone_nr_conv=0 zone_max_active=8 zone_max_open=8 blocksize=4096 kernel=$KTIER"
 
-now () { date +%s; }
-waitfor () {
-  n=$1; shift
-  while ! "$@" 2>/dev/null; do
-    [ "$n" -le 0 ] && return 1
-    sleep 0.1; n=$((n - 1))
-  done
-}
-dead () { ! kill -0 "$1" 2>/dev/null; }
-reap () {
-  if waitfor "$2" dead "$1"; then wait "$1"; return $?; fi
-  return 124
-}
-
 if [ "$PHASE" = crash ]; then
   # Nothing of this boot but the console reaches the host.
   ok () { echo "ZNCRASH: ok   - guest-files: $*" >/dev/console; }
   fail () { echo "ZNCRASH: FAIL - guest-files: $*" >/dev/console; }
 fi
 
-# ublk_up NAME ARGS...: zonednull-ublk -f with ARGS; sets DEV and UPID, or
-# fails (a FAIL line) and returns 1.
-ublk_up () {
-  name=$1; shift
-  DEV= UPID=
-  # shellcheck disable=SC2086
-  "$ZNU" -f "$@" >"$out/$name.stdout" 2>"$out/$name.stderr" &
-  UPID=$!
-  n=600
-  while ! grep -qs '^/dev/ublkb[0-9]' "$out/$name.stdout"; do
-    if dead "$UPID" || [ $n -le 0 ]; then
-      if dead "$UPID"; then wait "$UPID"; why="exited with status $?"
-      else why="printed no device in 60 s"; kill -KILL "$UPID" 2>/dev/null; reap "$UPID" 50; fi
-      fail "$name: zonednull-ublk $* $why: $(tail -n 3 "$out/$name.stderr" | tr '\n' ' ')"
-      UPID=
-      return 1
-    fi
-    sleep 0.1; n=$((n - 1))
-  done
-  DEV=$(grep -m 1 '^/dev/ublkb[0-9]' "$out/$name.stdout")
-  waitfor 100 test -b "$DEV" || { fail "$name: no block device $DEV"; return 1; }
-  return 0
-}
 # ublk_term NAME: SIGTERM; zonednull-ublk must end with status 0 within 60 s
 # and take its device with it.
 ublk_term () {

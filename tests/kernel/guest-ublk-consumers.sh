@@ -61,23 +61,6 @@ fi
 
 . /test/guest-lib.sh
 fails=0
-now () { date +%s; }
-# waitfor TENTHS CMD...: until CMD succeeds, at most TENTHS tenths of a second.
-waitfor () {
-  n=$1; shift
-  while ! "$@" 2>/dev/null; do
-    [ "$n" -le 0 ] && return 1
-    sleep 0.1; n=$((n - 1))
-  done
-}
-alive () { kill -0 "$1" 2>/dev/null; }
-dead () { ! kill -0 "$1" 2>/dev/null; }
-# reap PID TENTHS: waits for PID to end (bounded); rc = its status, or 124
-# when it is still running (it is then left alone).
-reap () {
-  if waitfor "$2" dead "$1"; then wait "$1"; return $?; fi
-  return 124
-}
 sectors_of () { echo $(( $(blockdev --getsz "$1") )); }
 zone_sectors () { cat "/sys/block/$(basename "$1")/queue/chunk_sectors"; }
 
@@ -100,25 +83,9 @@ dev_up () {
   kind=$1 name=$2; shift 2
   DEV= UPID=
   if [ "$kind" = ublk ]; then
-    rm -f "$out/$name.pid"
-    # shellcheck disable=SC2086
-    "$ZNU" -f -P "$out/$name.pid" "$@" >"$out/$name.stdout" 2>"$out/$name.stderr" &
-    UPID=$!
-    n=300
-    while ! grep -qs '^/dev/ublkb[0-9]' "$out/$name.stdout"; do
-      if dead "$UPID" || [ $n -le 0 ]; then
-        if dead "$UPID"; then wait "$UPID"; why="exited with status $?"
-        else why="printed no device in 30 s"; kill -KILL "$UPID" 2>/dev/null; reap "$UPID" 50; fi
-        fail "$name: zonednull-ublk $* $why: $(tail -n 3 "$out/$name.stderr" | tr '\n' ' ')"
-        UPID=
-        return 1
-      fi
-      sleep 0.1; n=$((n - 1))
-    done
-    DEV=$(grep -m 1 '^/dev/ublkb[0-9]' "$out/$name.stdout")
-    if ! waitfor 100 test -b "$DEV"; then
-      fail "$name: $DEV (printed by zonednull-ublk) is no block device"
-      dev_down; return 1
+    if ! ublk_up "$name" "$@"; then
+      [ -z "$UPID" ] || { DKIND=ublk DNAME=$name; dev_down; }
+      return 1
     fi
   else
     d=$CFS/$name
