@@ -50,7 +50,8 @@ struct zn_store {
   int last_errno;
   /* Makes the zone files a new directory lacks, behind the device. */
   pthread_t filler;
-  bool filling;
+  bool fill_pending;             /* files to make, no filler yet */
+  bool filling;                  /* the filler runs (or ran) */
   atomic_bool stopping;          /* an orderly stop waits for the filler */
 };
 
@@ -146,6 +147,8 @@ open_zone_file (struct zn_dev *dev, uint32_t zno)
   return openat (dev->store->dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 }
 
+static void *fill_files (void *arg);
+
 static int
 file_get (struct zn_dev *dev, uint32_t zno, struct zone_file *f)
 {
@@ -153,6 +156,10 @@ file_get (struct zn_dev *dev, uint32_t zno, struct zone_file *f)
   int s, fd;
 
   pthread_mutex_lock (&st->fd_lock);
+  if (st->fill_pending) {
+    st->filling = pthread_create (&st->filler, NULL, fill_files, dev) == 0;
+    st->fill_pending = !st->filling;
+  }
   s = st->zone_slot[zno];
   if (s >= 0) {
     st->slots[s].refs++;
@@ -717,7 +724,10 @@ scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
  * 20 TiB device (up to a minute on a busy disk): this runs beside it,
  * each file under its zone's lock.  An orderly stop waits for it, so that
  * zloop can open what zonednull leaves; after a crash the next start
- * makes the rest.
+ * makes the rest.  It starts with the first zone file used, not with the
+ * device: the programs fork to become daemons after making their devices
+ * (a thread does not follow a fork), and nbdkit reopens its standard
+ * descriptors meanwhile.
  */
 static void *
 fill_files (void *arg)
@@ -899,7 +909,7 @@ store_open (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
   }
   st->ready = true;
   if ((uint64_t) found < nr_zones && !(!st->restored && dev->zone_full))
-    st->filling = pthread_create (&st->filler, NULL, fill_files, dev) == 0;
+    st->fill_pending = true;
   free (seq_sectors);
   free (bb);
   return 0;
@@ -932,6 +942,8 @@ store_close (struct zn_dev *dev)
 
   if (st == NULL)
     return;
+  if (st->fill_pending)         /* no zone file used: no zone lock held */
+    fill_files (dev);
   if (st->filling) {
     atomic_store (&st->stopping, true);
     pthread_join (st->filler, NULL);

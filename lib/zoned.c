@@ -205,6 +205,11 @@ zn_dev_destroy (struct zn_dev *dev)
 {
   if (!dev)
     return;
+  /* The cache goes to the zone files, and the store's filler, which takes
+   * zone locks, ends before the locks do.
+   */
+  cache_free (dev);
+  store_close (dev);
   for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
     pages_free (&dev->zones[i].pages);
     pthread_mutex_destroy (&dev->zones[i].lock);
@@ -212,8 +217,6 @@ zn_dev_destroy (struct zn_dev *dev)
   pthread_mutex_destroy (&dev->res_lock);
   pthread_mutex_destroy (&dev->dev_lock);
   badblocks_free (dev);
-  cache_free (dev);
-  store_close (dev);
   wplug_free (dev);
   pthread_condattr_destroy (&dev->wp_condattr);
   free (dev->zones);
