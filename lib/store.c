@@ -373,8 +373,8 @@ store_flush (struct zn_dev *dev)
 /* ---- zone state from the files ---------------------------------------- */
 
 static void
-set_seq_zone (struct zn_dev *dev, struct zone *z, uint8_t special,
-              uint64_t file_sectors, unsigned *nr_closed)
+set_seq_zone (struct zone *z, uint8_t special, uint64_t file_sectors,
+              unsigned *nr_closed)
 {
   if (special) {
     z->cond = special;
@@ -393,7 +393,6 @@ set_seq_zone (struct zn_dev *dev, struct zone *z, uint8_t special,
     z->wp = z->start + file_sectors;
     ++*nr_closed;
   }
-  (void) dev;
 }
 
 int
@@ -416,7 +415,7 @@ store_reload (struct zn_dev *dev)
       ret = io_error (dev, "reading the size of", i, errno);
     if (sectors > z->capacity)
       sectors = z->capacity;
-    set_seq_zone (dev, z, st->special[i], sectors, &nr_closed);
+    set_seq_zone (z, st->special[i], sectors, &nr_closed);
   }
   atomic_store (&dev->nr_closed, nr_closed);
   return ret;
@@ -887,7 +886,7 @@ store_open (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
 
   if (st->restored) {
     for (uint32_t i = dev->geo.nr_conv; i < nr_zones; i++)
-      set_seq_zone (dev, &dev->zones[i], st->special[i], seq_sectors[i],
+      set_seq_zone (&dev->zones[i], st->special[i], seq_sectors[i],
                     &nr_closed);
     if (dev->geo.max_active && nr_closed > dev->geo.max_active) {
       refuse (err, errlen, EINVAL, "zone_max_active=%" PRIu32 ": backing_dir="
