@@ -39,11 +39,7 @@ start_as () {
 kill_server () {
   kill -KILL "$1" || fail "server $1 is not running"
   wait "$1" 2>/dev/null
-  rest=
-  for p in $server_pids; do
-    [ "$p" = "$1" ] || rest="$rest $p"
-  done
-  server_pids=$rest
+  forget_server "$1"
 }
 
 # refused_start KIND TEXT KEY=VALUE...: the server must exit at start,

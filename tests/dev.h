@@ -9,6 +9,25 @@
 
 #include "zonednull/zoned.h"
 
+/* A configuration of this geometry (sizes in MiB), null_blk's defaults
+ * otherwise.
+ */
+static inline struct zn_config
+geometry_config (uint64_t size, uint64_t zone_size, uint64_t zone_capacity,
+                 uint32_t nr_conv, uint32_t blocksize)
+{
+  struct zn_config c;
+
+  zn_config_init (&c);
+  c.size = size;
+  c.zone_size = zone_size;
+  c.zone_capacity = zone_capacity;
+  c.zone_nr_conv = nr_conv;
+  c.blocksize = blocksize;
+  c.max_sectors = 0;
+  return c;
+}
+
 /* zn_dev_create, or the test fails with the reason. */
 static inline struct zn_dev *
 create (const struct zn_config *cfg)

@@ -140,6 +140,11 @@ stop_server () {
     sleep 0.1
   done
   wait "$1" 2>/dev/null
+  forget_server "$1"
+}
+
+# forget_server PID: the cleanup no longer stops PID, which has ended.
+forget_server () {
   rest=
   for p in $server_pids; do
     [ "$p" = "$1" ] || rest="$rest $p"

@@ -27,17 +27,10 @@ static struct zn_config
 cfg (uint64_t size, uint64_t zone_size, uint64_t zone_cap, uint32_t conv,
      uint32_t max_open, uint32_t max_active)
 {
-  struct zn_config c;
+  struct zn_config c = geometry_config (size, zone_size, zone_cap, conv, 512);
 
-  zn_config_init (&c);
-  c.size = size;
-  c.zone_size = zone_size;
-  c.zone_capacity = zone_cap;
-  c.zone_nr_conv = conv;
   c.zone_max_open = max_open;
   c.zone_max_active = max_active;
-  c.blocksize = 512;
-  c.max_sectors = 0;
   c.memory_backed = true;
   return c;
 }

@@ -69,15 +69,9 @@ static struct zn_config
 store_cfg (uint64_t size, uint64_t zone_size, uint64_t cap, uint32_t conv,
            uint32_t blocksize, const char *dir)
 {
-  struct zn_config c;
+  struct zn_config c = geometry_config (size, zone_size, cap, conv,
+                                       blocksize);
 
-  zn_config_init (&c);
-  c.size = size;
-  c.zone_size = zone_size;
-  c.zone_capacity = cap;
-  c.zone_nr_conv = conv;
-  c.blocksize = blocksize;
-  c.max_sectors = 0;
   c.backing_dir = dir;
   return c;
 }
