@@ -352,7 +352,7 @@ net_conn_take_input (struct net_conn *c)
   blocked_remove (c);
   used = proto->input (c->session, c->in, c->in_len);
   account (c);
-  if (c->sched)
+  if (c->sched && c->l->sched->input)
     c->l->sched->input (c->sched);
   if (ev_is_active (&c->handshake) && proto->established (c->session))
     ev_timer_stop (c->srv->loop, &c->handshake);

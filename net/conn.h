@@ -57,7 +57,7 @@ struct net_protocol {
 struct net_sched {
   void *(*open) (void *arg, struct net_conn *c);   /* NULL: out of memory */
   void (*close) (void *st);
-  /* After the session took input. */
+  /* After the session took input; may be NULL. */
   void (*input) (void *st);
   /* The connection's next request waits for a tag or bandwidth (not for
    * output room, which is the layer's own): reading on would not help.

@@ -397,18 +397,21 @@ serve (void)
     .handshake_timeout = handshake_timeout, .busy_poll_ns = busy_poll_ns,
   };
   struct ev_loop *loop = ev_default_loop (EVFLAG_AUTO);
+  static struct net_sched nbd_sched;
   struct net_server *srv;
   unsigned long accepted;
 
   signal (SIGPIPE, SIG_IGN);
+  nbd_sched = sched_hooks (&nbd_sched_ops);
   srv = net_server_new (loop, &set);
   if (srv == NULL
       || net_serve (srv, listen_fd, unix_path == NULL, &nbd_protocol, &served,
-                    &sched_hooks) == -1) {
+                    &nbd_sched) == -1) {
     fputs ("zonednull-server: out of memory\n", stderr);
     return EXIT_FAILURE;
   }
-  if (sched_start (loop, &served, &qcfg, pipeline_wait_ns) == -1)
+  if (sched_start (loop, served.devices, served.nr_devices, served.delayed,
+                   &qcfg, pipeline_wait_ns) == -1)
     return EXIT_FAILURE;
   for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++) {
     ev_signal_init (&stoppers[i], stop_cb, stop_signals[i]);

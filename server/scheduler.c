@@ -27,20 +27,28 @@
 /* A connection as the scheduler sees it. */
 struct sconn {
   struct net_conn *conn;
-  /* Its hardware queue, once a device export was chosen. */
-  struct served_device *d;
-  unsigned queue;
+  const struct sched_session_ops *ops;  /* its session's protocol */
   unsigned held;                /* its requests in the completion ring */
-  bool waiting;                 /* in its pool's FIFO for a tag */
+  bool waiting;                 /* in wd's pool's FIFO for a tag */
+  struct served_device *wd;
   struct sconn *wait_next;
   bool throttled;               /* waiting for the mbps budget */
   struct sconn *throttle_next;
   struct pending *pending;      /* its parked writes */
   struct sconn *next, *prev;
+  /* Its hardware queue of each device, from the device's first request
+   * (an NVMe/TCP queue carries every namespace's); -1 before.
+   */
+  int queue[];
 };
 
 static struct ev_loop *loop;
-static struct served *served;
+/* What the server serves. */
+static struct {
+  struct served_device *devices;
+  unsigned nr_devices;
+  bool delayed;                 /* replies wait for complete_one */
+} served_, *served = &served_;
 static struct zn_queue_config qcfg;
 static struct sconn *sconns;    /* every connection */
 
@@ -110,9 +118,10 @@ arm_timer (void)
  * parked write that waited past its own due time completes at once.
  */
 static void
-ring_push (struct sconn *c, const struct zn_request *rq)
+ring_push (struct sconn *c, struct served_device *d,
+           const struct zn_request *rq)
 {
-  uint64_t due = ns_of (zn_request_due (c->d->qs, rq));
+  uint64_t due = ns_of (zn_request_due (d->qs, rq));
 
   if (ring_count == ring_cap) {
     unsigned cap = ring_cap ? ring_cap * 2 : 256;
@@ -130,7 +139,7 @@ ring_push (struct sconn *c, const struct zn_request *rq)
   if (ring_count > 0 && ring[(ring_head + ring_count - 1) % ring_cap].due > due)
     due = ring[(ring_head + ring_count - 1) % ring_cap].due;
   ring[(ring_head + ring_count++) % ring_cap] = (struct completion) {
-    .due = due, .c = c, .qs = c->d->qs, .rq = *rq,
+    .due = due, .c = c, .qs = d->qs, .rq = *rq,
   };
   c->held++;
   if (ring_count == 1)
@@ -141,16 +150,19 @@ static struct wait_fifo *
 fifo_of (const struct sconn *c)
 {
   unsigned pools = qcfg.shared_tag_bitmap ? 1 : qcfg.submit_queues;
-  unsigned set = qcfg.shared_tags ? 0 : (unsigned) (c->d - served->devices);
+  unsigned set = qcfg.shared_tags ? 0 : (unsigned) (c->wd - served->devices);
 
-  return &waits[set * pools + zn_queues_pool (c->d->qs, c->queue)];
+  return &waits[set * pools + zn_queues_pool (c->wd->qs,
+                                              c->queue[c->wd - served->devices])];
 }
 
 static void
-wait_add (struct sconn *c)
+wait_add (struct sconn *c, struct served_device *d)
 {
-  struct wait_fifo *w = fifo_of (c);
+  struct wait_fifo *w;
 
+  c->wd = d;
+  w = fifo_of (c);
   c->waiting = true;
   ZN_FIFO_PUSH (w->head, w->tail, c, wait_next);
 }
@@ -216,6 +228,7 @@ throttle_remove (struct sconn *c)
  */
 struct pending {
   uint64_t id;                  /* the session's */
+  struct served_device *d;
   struct zn_pipeline_wait wait;
   uint64_t deadline;            /* CLOCK_MONOTONIC ns */
   struct zn_request rq;         /* its tag */
@@ -226,15 +239,15 @@ static uint64_t pipeline_wait_ns;
 static ev_timer pipeline_timer;
 
 static void
-pending_add (struct sconn *c, uint64_t id, const struct zn_pipeline_wait *w,
-             const struct zn_request *rq)
+pending_add (struct sconn *c, struct served_device *d, uint64_t id,
+             const struct zn_pipeline_wait *w, const struct zn_request *rq)
 {
   struct pending *p = malloc (sizeof *p);
 
   if (p == NULL)
     out_of_memory ();
   *p = (struct pending) {
-    .id = id, .wait = *w, .deadline = now_ns () + pipeline_wait_ns,
+    .id = id, .d = d, .wait = *w, .deadline = now_ns () + pipeline_wait_ns,
     .rq = *rq, .next = c->pending,
   };
   c->pending = p;
@@ -247,12 +260,12 @@ pending_add (struct sconn *c, uint64_t id, const struct zn_pipeline_wait *w,
 static bool
 pipeline_resume (struct sconn *c, uint64_t now)
 {
-  struct session *s = net_conn_session (c->conn);
+  void *s = net_conn_session (c->conn);
   bool resumed = false;
 
   for (struct pending **pp = &c->pending; *pp; ) {
     struct pending *p = *pp;
-    int v = zn_pipeline_poll (c->d->dev, &p->wait), err;
+    int v = zn_pipeline_poll (p->d->dev, &p->wait), err;
 
     if (v == 1 && now < p->deadline) {
       pp = &p->next;
@@ -261,12 +274,12 @@ pipeline_resume (struct sconn *c, uint64_t now)
     err = v == 1 ? ETIMEDOUT : -v;
     *pp = p->next;
     nr_pending--;
-    zn_pipeline_end (c->d->dev, &p->wait, -err);
-    session_resume (s, p->id, err, served->delayed);
+    zn_pipeline_end (p->d->dev, &p->wait, -err);
+    c->ops->resume (s, p->id, err, served->delayed);
     if (served->delayed)
-      ring_push (c, &p->rq);
+      ring_push (c, p->d, &p->rq);
     else
-      zn_queue_complete (c->d->qs, &p->rq);
+      zn_queue_complete (p->d->qs, &p->rq);
     free (p);
     resumed = true;
   }
@@ -315,20 +328,17 @@ pipeline_retry (void)
 
 /* ---- admission -------------------------------------------------------------- */
 
-/* A connection feeds a hardware queue once it chose a device export. */
-static void
-attach (struct sconn *c)
+/* A connection feeds one hardware queue of a device from its first
+ * request to it.
+ */
+static unsigned
+attach (struct sconn *c, const struct served_device *d)
 {
-  bool control;
-  const struct served_device *d;
+  int *q = &c->queue[d - served->devices];
 
-  if (c->d)
-    return;
-  d = session_device (net_conn_session (c->conn), &control);
-  if (d == NULL || control)
-    return;
-  c->d = &served->devices[d - served->devices];
-  c->queue = zn_queues_attach (c->d->qs);
+  if (*q < 0)
+    *q = (int) zn_queues_attach (d->qs);
+  return (unsigned) *q;
 }
 
 /* The next data request of the connection may start once the mbps budget
@@ -336,40 +346,43 @@ attach (struct sconn *c)
  * is then parked.
  */
 int
-sched_admit (void *owner, struct session *s, const struct data_request *drq)
+sched_admit (void *owner, void *s, const struct data_request *drq)
 {
   struct sconn *c = net_conn_sched (owner);
+  struct served_device *d = &served->devices[drq->dev - served->devices];
+  unsigned queue = attach (c, d);
   struct zn_request rq;
   struct zn_pipeline_wait w;
   uint64_t until;
   int v = 0;
 
   (void) s;
-  attach (c);
   if (c->throttled)
     return ADMIT_LATER;
-  if (drq->bytes && (until = zn_queue_throttled_until (c->d->qs)) != 0) {
+  if (drq->bytes && (until = zn_queue_throttled_until (d->qs)) != 0) {
     throttle_add (c, until);
     return ADMIT_LATER;
   }
-  if (!zn_queue_try_begin (c->d->qs, c->queue, !c->waiting, &rq)) {
+  if (c->waiting && c->wd != d)
+    wait_remove (c);
+  if (!zn_queue_try_begin (d->qs, queue, !c->waiting, &rq)) {
     if (!c->waiting)
-      wait_add (c);
+      wait_add (c, d);
     return ADMIT_LATER;
   }
   wait_remove (c);
-  zn_queue_charge (c->d->qs, drq->bytes);
+  zn_queue_charge (d->qs, drq->bytes);
   if (drq->write)
-    v = zn_pipeline_begin (c->d->dev, drq->offset >> ZN_SECTOR_SHIFT,
+    v = zn_pipeline_begin (d->dev, drq->offset >> ZN_SECTOR_SHIFT,
                            drq->count >> ZN_SECTOR_SHIFT, &w);
   if (v == 1) {
-    pending_add (c, drq->id, &w, &rq);
+    pending_add (c, d, drq->id, &w, &rq);
     return ADMIT_PARK;
   }
   if (served->delayed)
-    ring_push (c, &rq);
+    ring_push (c, d, &rq);
   else
-    zn_queue_complete (c->d->qs, &rq);
+    zn_queue_complete (d->qs, &rq);
   return v < 0 ? -v : 0;
 }
 
@@ -395,7 +408,7 @@ timer_cb (struct ev_loop *l, ev_io *w, int revents)
     ring_head = (ring_head + 1) % ring_cap;
     ring_count--;
     if (e.c) {
-      session_complete_one (net_conn_session (e.c->conn));
+      e.c->ops->complete_one (net_conn_session (e.c->conn));
       e.c->held--;
     }
     zn_queue_complete (e.qs, &e.rq);
@@ -404,7 +417,7 @@ timer_cb (struct ev_loop *l, ev_io *w, int revents)
   for (c = sconns; c; ) {
     struct sconn *next = c->next;
 
-    if (session_ready (net_conn_session (c->conn)) > 0)
+    if (c->ops->ready (net_conn_session (c->conn)) > 0)
       net_conn_flush (c->conn);
     c = next;
   }
@@ -452,12 +465,15 @@ throttle_cb (struct ev_loop *l, ev_timer *w, int revents)
 static void *
 sconn_open (void *arg, struct net_conn *conn)
 {
-  struct sconn *c = calloc (1, sizeof *c);
+  struct sconn *c = calloc (1, sizeof *c
+                            + served->nr_devices * sizeof c->queue[0]);
 
-  (void) arg;
   if (c == NULL)
     return NULL;
   c->conn = conn;
+  c->ops = arg;
+  for (unsigned i = 0; i < served->nr_devices; i++)
+    c->queue[i] = -1;
   c->next = sconns;
   if (sconns)
     sconns->prev = c;
@@ -494,20 +510,25 @@ sconn_close (void *st)
     struct pending *p = c->pending;
 
     c->pending = p->next;
-    zn_pipeline_end (c->d->dev, &p->wait, -EIO);
-    zn_queue_complete (c->d->qs, &p->rq);
+    zn_pipeline_end (p->d->dev, &p->wait, -EIO);
+    zn_queue_complete (p->d->qs, &p->rq);
     free (p);
     nr_pending--;
   }
-  if (c->d)
-    zn_queues_detach (c->d->qs, c->queue);
+  for (unsigned i = 0; i < served->nr_devices; i++)
+    if (c->queue[i] >= 0)
+      zn_queues_detach (served->devices[i].qs, (unsigned) c->queue[i]);
   free (c);
 }
 
 static void
 sconn_input (void *st)
 {
-  attach (st);
+  struct sconn *c = st;
+  const struct served_device *d;
+
+  if (c->ops->device && (d = c->ops->device (net_conn_session (c->conn))))
+    attach (c, d);
 }
 
 static bool
@@ -525,15 +546,17 @@ sconn_stop_waiting (void *st)
   throttle_remove (st);
 }
 
-/* Parked writes, held replies, or, on a data export, received requests
- * that wait for a tag, the mbps budget or room for their replies.
+/* Parked writes, held replies, or, once the session serves requests,
+ * received requests that wait for a tag, the mbps budget or room for
+ * their replies.
  */
 static bool
 sconn_in_flight (const void *st, bool input_left)
 {
   const struct sconn *c = st;
 
-  return c->pending || c->held > 0 || (c->d && input_left);
+  return c->pending || c->held > 0
+    || (input_left && c->ops->serving (net_conn_session (c->conn)));
 }
 
 static void
@@ -543,24 +566,28 @@ after_event (void *arg)
   pipeline_retry ();
 }
 
-const struct net_sched sched_hooks = {
-  .open = sconn_open,
-  .close = sconn_close,
-  .input = sconn_input,
-  .waiting = sconn_waiting,
-  .stop_waiting = sconn_stop_waiting,
-  .in_flight = sconn_in_flight,
-  .after_event = after_event,
-};
+struct net_sched
+sched_hooks (const struct sched_session_ops *ops)
+{
+  return (struct net_sched) {
+    .open = sconn_open, .close = sconn_close, .input = sconn_input,
+    .waiting = sconn_waiting,
+    .stop_waiting = sconn_stop_waiting, .in_flight = sconn_in_flight,
+    .after_event = after_event, .arg = (void *) ops,
+  };
+}
 
 int
-sched_start (struct ev_loop *l, struct served *sv,
+sched_start (struct ev_loop *l, struct served_device *devices,
+             unsigned nr_devices, bool delayed,
              const struct zn_queue_config *q, uint64_t wait_ns)
 {
-  unsigned nr_tagsets = q->shared_tags ? 1 : sv->nr_devices;
+  unsigned nr_tagsets = q->shared_tags ? 1 : nr_devices;
 
   loop = l;
-  served = sv;
+  served_.devices = devices;
+  served_.nr_devices = nr_devices;
+  served_.delayed = delayed;
   qcfg = *q;
   pipeline_wait_ns = wait_ns;
   nr_fifos = nr_tagsets * (qcfg.shared_tag_bitmap ? 1 : qcfg.submit_queues);
@@ -572,7 +599,7 @@ sched_start (struct ev_loop *l, struct served *sv,
   /* The default 50 us of timer slack would be half a typical
    * completion_nsec.
    */
-  if (sv->delayed)
+  if (delayed)
     prctl (PR_SET_TIMERSLACK, 1UL);
   timer_fd = timerfd_create (CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (timer_fd == -1) {

@@ -12,20 +12,25 @@
 
 #include "zonednull/queue.h"
 #include "conn.h"
-#include "session.h"
+#include "served.h"
 
-/* Schedules the requests to sv's devices (their queues made with qcfg)
- * from loop.  -1 with a message on stderr.
+/* Schedules the requests to the devices (their queues made with qcfg)
+ * from loop; delayed: irqmode=2, replies are held until they complete.
+ * -1 with a message on stderr.
  */
-int sched_start (struct ev_loop *loop, struct served *sv,
+int sched_start (struct ev_loop *loop, struct served_device *devices,
+                 unsigned nr_devices, bool delayed,
                  const struct zn_queue_config *qcfg, uint64_t pipeline_wait_ns);
 
 /* After every connection closed. */
 void sched_stop (void);
 
-/* served.admit. */
-int sched_admit (void *owner, struct session *s, const struct data_request *rq);
+/* The admission hook of every protocol's sessions. */
+int sched_admit (void *owner, void *session, const struct data_request *rq);
 
-extern const struct net_sched sched_hooks;
+/* The connection layer's hooks for the connections of a protocol whose
+ * sessions ops drives.
+ */
+struct net_sched sched_hooks (const struct sched_session_ops *ops);
 
 #endif

@@ -37,7 +37,7 @@ static uint64_t parked_ids[64];
 static unsigned nr_parked;
 
 static int
-admit (void *owner, struct session *s, const struct data_request *rq)
+admit (void *owner, void *s, const struct data_request *rq)
 {
   (void) owner;
   (void) s;

@@ -1,6 +1,7 @@
 # The NBD session, a protocol over the connection layer; included from
 # Makefile.am.
 proto_nbd_sources = \
+	proto/served.h \
 	proto/nbd/handshake.c \
 	proto/nbd/internal.h \
 	proto/nbd/protocol.c \
@@ -20,11 +21,11 @@ if HAVE_LIBFUZZER
 check_DATA = proto/nbd/fuzz-session
 endif
 proto/nbd/fuzz-session: $(fuzz_session_sources:%=$(srcdir)/%) \
-	proto/nbd/session.h proto/nbd/internal.h proto/nbd/wire.h net/conn.h \
+	proto/served.h proto/nbd/session.h proto/nbd/internal.h proto/nbd/wire.h net/conn.h \
 	net/tls.h lib/pages.h lib/zoned-internal.h lib/nbd-zones.h lib/store.h
 	$(AM_V_CCLD)mkdir -p proto/nbd && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -I$(top_srcdir)/include -I$(top_srcdir)/proto/nbd \
+	  -I$(top_srcdir)/include -I$(top_srcdir)/proto -I$(top_srcdir)/proto/nbd \
 	  -I$(top_srcdir)/net -I$(top_srcdir)/lib \
 	  $(fuzz_session_sources:%=$(srcdir)/%) -pthread -o $@
 CLEANFILES = proto/nbd/fuzz-session

@@ -75,6 +75,41 @@ nbd_established (const void *session)
   return session_device (session, &control) != NULL;
 }
 
+static bool
+nbd_complete_one (void *session)
+{
+  return session_complete_one (session);
+}
+
+static void
+nbd_resume (void *session, uint64_t id, int err, bool hold)
+{
+  session_resume (session, id, err, hold);
+}
+
+static const struct served_device *
+nbd_device (const void *session)
+{
+  bool control;
+  const struct served_device *d = session_device (session, &control);
+
+  return control ? NULL : d;
+}
+
+static bool
+nbd_serving (const void *session)
+{
+  return nbd_device (session) != NULL;
+}
+
+const struct sched_session_ops nbd_sched_ops = {
+  .complete_one = nbd_complete_one,
+  .resume = nbd_resume,
+  .ready = nbd_ready,
+  .serving = nbd_serving,
+  .device = nbd_device,
+};
+
 const struct net_protocol nbd_protocol = {
   .open = nbd_open,
   .close = nbd_close,

@@ -14,41 +14,10 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "served.h"
 #include "tls.h"
 
-struct zn_dev;
-struct zn_control;
-struct zn_queues;
 struct session;
-
-/* One device: exports nullbN and nullbN/control. */
-struct served_device {
-  char name[16];
-  char control_name[32];
-  struct zn_dev *dev;
-  struct zn_control *ctl;
-  struct zn_queues *qs;         /* the transport's, for its tags */
-};
-
-/* A data request (read, write, flush or trim of a device) about to start.
- * id numbers the session's requests, so that a parked write can be
- * resumed by it.
- */
-struct data_request {
-  uint64_t id;
-  bool write;
-  uint64_t offset;
-  uint32_t count;
-  uint64_t bytes;               /* moved: a read's or write's count */
-};
-
-/* served.admit's answers besides 0 (start it now) and a positive errno
- * (start it, but fail it with that error).
- */
-#define ADMIT_LATER -1          /* not now: session_input stops here */
-#define ADMIT_PARK  -2          /* a write that waits for its zone's write
-                                   pointer: the session keeps it aside and
-                                   goes on; session_resume applies it */
 
 /* What every connection of the server shares. */
 struct served {
@@ -62,7 +31,7 @@ struct served {
    * ADMIT_PARK (see above); all but ADMIT_LATER mean the request took a
    * tag.  NULL admits everything.
    */
-  int (*admit) (void *owner, struct session *s, const struct data_request *rq);
+  admit_fn *admit;
   /* Asked before each request of the transmission phase, with the bytes
    * of output the session holds and a bound on the request's reply: true
    * to take it, false to stop session_input there (the request is offered
@@ -141,5 +110,8 @@ const struct served_device *session_device (const struct session *s,
  * struct served.
  */
 extern const struct net_protocol nbd_protocol;
+
+/* The session's side of the scheduler (served.h). */
+extern const struct sched_session_ops nbd_sched_ops;
 
 #endif

@@ -497,7 +497,8 @@ handle_request (struct session *s, const struct nbd_request *rq,
   tagged = !s->control && type != CMD_BLOCK_STATUS;
   if (tagged && s->sv->admit) {
     struct data_request drq = {
-      .id = s->next_id, .write = type == CMD_WRITE, .offset = offset,
+      .id = s->next_id, .dev = s->d, .write = type == CMD_WRITE,
+      .offset = offset,
       .count = count, .bytes = type == CMD_READ || type == CMD_WRITE ? count : 0,
     };
     int v = s->sv->admit (s->owner, s, &drq);

@@ -1,0 +1,78 @@
+/* What a protocol's session and the program serving it share: the
+ * devices, and the admission of data requests by the program's scheduler
+ * (tags, timers, bandwidth, parked writes).  NBD and NVMe/TCP sessions
+ * both speak it, so one scheduler serves both.
+ */
+#ifndef ZONEDNULL_PROTO_SERVED_H
+#define ZONEDNULL_PROTO_SERVED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct zn_dev;
+struct zn_control;
+struct zn_queues;
+
+/* One device: exports nullbN and nullbN/control. */
+struct served_device {
+  char name[16];
+  char control_name[32];
+  struct zn_dev *dev;
+  struct zn_control *ctl;
+  struct zn_queues *qs;         /* the transport's, for its tags */
+};
+
+/* A data request (read, write, flush or trim of a device) about to start.
+ * id numbers the session's requests, so that a parked write can be
+ * resumed by it.
+ */
+struct data_request {
+  uint64_t id;
+  const struct served_device *dev;
+  bool write;
+  uint64_t offset;
+  uint32_t count;
+  uint64_t bytes;               /* moved: a read's or write's count */
+};
+
+/* served.admit's answers besides 0 (start it now) and a positive errno
+ * (start it, but fail it with that error).
+ */
+#define ADMIT_LATER -1          /* not now: session_input stops here */
+#define ADMIT_PARK  -2          /* a write that waits for its zone's write
+                                   pointer: the session keeps it aside and
+                                   goes on; session_resume applies it */
+
+/* Asked before each data request: 0, a positive errno, ADMIT_LATER or
+ * ADMIT_PARK (see above); all but ADMIT_LATER mean the request took a
+ * tag.  owner is the connection the session was opened for.
+ */
+typedef int admit_fn (void *owner, void *session, const struct data_request *rq);
+
+/* The session's side of the scheduler, one per protocol: the scheduler
+ * calls these for a connection's session.
+ */
+struct sched_session_ops {
+  /* Releases the reply held for the oldest admitted request (irqmode=2);
+   * false when none is held.
+   */
+  bool (*complete_one) (void *session);
+  /* Applies the parked write id, or fails it with err, and queues its
+   * reply, held for complete_one if hold.
+   */
+  void (*resume) (void *session, uint64_t id, int err, bool hold);
+  /* Bytes of output that may be sent now. */
+  size_t (*ready) (const void *session);
+  /* The session takes data requests (past its handshake): input it
+   * holds then is requests in flight.
+   */
+  bool (*serving) (const void *session);
+  /* The one device the connection serves, once known (an NBD export, so
+   * that the connection counts on its queue from then); NULL: each
+   * request names its own (NVMe/TCP namespaces).  May be NULL.
+   */
+  const struct served_device *(*device) (const void *session);
+};
+
+#endif
