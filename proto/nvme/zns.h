@@ -1,0 +1,100 @@
+/* A device as an NVMe namespace of the Zoned Namespace command set: its
+ * identify data, its logs, its zone reports and zone management, and the
+ * status of a failed command.  No PDUs and no queues here: the NVMe/TCP
+ * session (session.c) parses the commands and calls these.
+ *
+ * LBAs are blocks of the device's block size; a status is the CQE's
+ * status field without the phase bit: (SCT << 8) | SC, with
+ * NVME_SC_DNR set on every error, so that the host does not retry what
+ * null_blk would have failed once.
+ */
+#ifndef ZONEDNULL_PROTO_NVME_ZNS_H
+#define ZONEDNULL_PROTO_NVME_ZNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <nvme/types.h>
+
+struct zn_dev;
+struct zn_geometry;
+
+/* Whether a device of geometry g can be a ZNS namespace, which has no
+ * conventional zones and no smaller last zone (the Linux host refuses
+ * both, as does nvmet): 0, or -1 with a message naming the key
+ * (zone_nr_conv, size) and the rule.
+ */
+int nvme_zns_check (const struct zn_geometry *g, char *err, size_t errlen);
+
+/* Identify, CNS 0x00: the namespace (size, capacity, one LBA format of
+ * the block size).
+ */
+void nvme_zns_id_ns (struct zn_dev *dev, struct nvme_id_ns *id);
+
+/* Identify, CNS 0x05 with the ZNS CSI: zone size, MOR and MAR (0-based,
+ * 0xffffffff for no limit), no zone operation characteristics.
+ */
+void nvme_zns_id_ns_zns (struct zn_dev *dev, struct nvme_zns_id_ns *id);
+
+/* Identify, CNS 0x06 with the ZNS CSI: ZASL, the zone append limit, as
+ * a power of two of the minimum memory page size (4 KiB), from the
+ * smallest max_append_sectors of the devices.
+ */
+void nvme_zns_id_ctrl_zns (struct zn_dev *const *devs, unsigned nr_devs,
+                           struct nvme_zns_id_ctrl *id);
+
+/* Get Log Page 0x05, commands supported and effects, for the command set
+ * csi (NVME_CSI_NVM or NVME_CSI_ZNS): the admin commands the session
+ * serves and the I/O commands of that set, zone append and zone
+ * management among ZNS's.
+ */
+void nvme_zns_effects (uint8_t csi, struct nvme_cmd_effects_log *log);
+
+/* Runs an I/O command on dev and returns its status (0: success).
+ * slba and nlb are the command's (nlb 1-based here); data is the
+ * write's payload or the read's buffer, nlb blocks long.  Zone append
+ * sets *result to the LBA the data landed at.
+ */
+uint16_t nvme_zns_read (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
+                        void *data);
+uint16_t nvme_zns_write (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
+                         bool fua, const void *data);
+uint16_t nvme_zns_write_zeroes (struct zn_dev *dev, uint64_t slba,
+                                uint32_t nlb, bool fua);
+uint16_t nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb,
+                          bool fua, const void *data, uint64_t *result);
+uint16_t nvme_zns_flush (struct zn_dev *dev);
+
+/* Zone Management Send: action zsa (enum nvme_zns_send_action) on the
+ * zone starting at slba, or with select_all on every zone the action
+ * applies to.
+ */
+uint16_t nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
+                             bool select_all);
+
+/* Zone Management Receive: a zone report (zra NVME_ZNS_ZRA_REPORT_ZONES)
+ * of the zones from the one holding slba, filtered by zrasf (enum
+ * nvme_zns_report_options' state values), into buf of len bytes (a
+ * header of 64 bytes then 64-byte descriptors, as many as fit).  With
+ * partial, the header counts the descriptors returned; without, every
+ * matching zone from slba to the end.  Extended reports are refused
+ * (Invalid Field).
+ */
+uint16_t nvme_zns_mgmt_recv (struct zn_dev *dev, uint64_t slba, uint8_t zra,
+                             uint8_t zrasf, bool partial, void *buf,
+                             size_t len);
+
+/* The status a model errno becomes for a command on dev that touched the
+ * zone holding slba: ETOOMANYREFS -> Too Many Open Zones, EOVERFLOW ->
+ * Too Many Active Zones (which the Linux host turns back into those
+ * errnos); EIO -> the ZNS status that names why (Zone Is Full, Read Only,
+ * Offline, Invalid Write, Boundary Error, Invalid Zone State Transition),
+ * or Internal Error when nothing does (a bad block); EINVAL -> Invalid
+ * Field or LBA Out of Range.  write: the command writes (a write, zone
+ * append or write zeroes).
+ */
+uint16_t nvme_zns_status (struct zn_dev *dev, int err, uint64_t slba,
+                          uint32_t nlb, bool write);
+
+#endif
