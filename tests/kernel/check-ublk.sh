@@ -93,13 +93,10 @@ mkdir -p "$work" || exit 2
 keep=${ZN_KERNEL_KEEP:-$(dirname "$work")/failed-6.12}
 
 # ---- kernel and base initramfs (cached) ----------------------------------
-# configfs, null_blk, ublk_drv for the differential; virtio_net because
-# /init brings up eth0; f2fs, btrfs and dm-mod (dm-linear is part of it)
-# for the consumers.  prepare.sh adds their dependencies and soft
-# dependencies (xor, raid6_pq, libcrc32c, crc32c, ...).
+# The modules of lib.sh's zn_modules_612, shared with check-nvme.sh.
+# shellcheck disable=SC2086
 ZN_KERNEL_PACKAGE=${ZN_UBLK_KERNEL_PACKAGE:-} \
-  sh "$here/prepare.sh" "$cache" "$suite" configfs null_blk ublk_drv \
-    failover net_failover virtio_net f2fs btrfs dm-mod || exit 2
+  sh "$here/prepare.sh" "$cache" "$suite" $zn_modules_612 || exit 2
 kver=$(cat "$cache/current-$suite")
 kdir=$cache/$kver
 

@@ -8,6 +8,10 @@
 #   randn N                       r = a number in 0..N-1
 #   zn_draw_configs FILE K NOPS   appends K lines "NAME SEED NOPS KEY=VALUE..."
 #                                 (null_blk configfs settings) to FILE
+#   zn_draw_zns_configs FILE K NOPS
+#                                 as zn_draw_configs, without conventional
+#                                 zones and without a smaller last zone
+#                                 (what ZNS can express: NVMe/TCP tiers)
 #   zn_draw_kernel_configs FILE K NOPS KERNEL
 #                                 the same with KERNEL's own attributes and
 #                                 a share of configurations it refuses
@@ -35,6 +39,21 @@ zn_draw_configs () {
     zn_draw_base
     echo "rand$k-seed$tseed $tseed $zn_ops size=$size zone_size=$zs zone_capacity=$cap" \
       "zone_nr_conv=$conv zone_max_open=$mo zone_max_active=$ma blocksize=$bs" \
+      "memory_backed=1 irqmode=0 completion_nsec=0 hw_queue_depth=64" >>"$zn_conf"
+    k=$((k + 1))
+  done
+}
+
+# zn_draw_zns_configs FILE K NOPS: the geometry, limits and block size
+# drawn as zn_draw_configs draws them, then made ZNS-expressible: every
+# zone sequential (zone_nr_conv=0) and the size a whole number of zones.
+zn_draw_zns_configs () {
+  zn_conf=$1 zn_n=$2 zn_ops=$3
+  k=1
+  while [ "$k" -le "$zn_n" ]; do
+    zn_draw_base
+    echo "zns$k-seed$tseed $tseed $zn_ops size=$((zs * nz)) zone_size=$zs zone_capacity=$cap" \
+      "zone_nr_conv=0 zone_max_open=$mo zone_max_active=$ma blocksize=$bs" \
       "memory_backed=1 irqmode=0 completion_nsec=0 hw_queue_depth=64" >>"$zn_conf"
     k=$((k + 1))
   done

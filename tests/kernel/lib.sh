@@ -9,6 +9,8 @@
 #   which_bin NAME      the host's NAME (sbin first), not a busybox applet
 #   copy_binary ROOT SRC DST
 #                       SRC into the tree ROOT as DST, with its libraries
+#   zn_modules_612      the 6.12 base initramfs's modules (check-ublk.sh and
+#                       check-nvme.sh boot the same base, so one list)
 #
 # Each message starts with the name of the script that runs (check-ublk:,
 # prepare-consumers: ...), also when a sourced file (replay-traces.sh,
@@ -16,6 +18,15 @@
 # shellcheck shell=sh
 
 zn_me=$(basename "$0" .sh)
+
+# configfs, null_blk, ublk_drv for the ublk differential; virtio_net because
+# /init brings up eth0; f2fs, btrfs and dm-mod (dm-linear is part of it)
+# for the consumers; nvme-tcp and nvmet-tcp (nvme-core, nvme-fabrics and
+# nvmet come as their dependencies) and nbd for check-nvme.sh and
+# bench/nvme-vs-nvmet.sh.  prepare.sh adds dependencies and soft
+# dependencies (xor, raid6_pq, libcrc32c, crc32c, nvme-auth, ...).
+zn_modules_612="configfs null_blk ublk_drv failover net_failover virtio_net f2fs btrfs dm-mod
+  nvme-core nvme-fabrics nvme-tcp nvmet nvmet-tcp nbd"
 failures=${failures:-0}
 
 note () { echo "$zn_me: $*" >&"${zn_note_fd:-1}"; }

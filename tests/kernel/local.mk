@@ -8,7 +8,9 @@
 # (tests/kernel/check-nullblk.sh, trixie-backports): the real null_blk with
 # 7.3's attributes (zone_full, bad ranges with badblocks_once and
 # badblocks_partial_io, ...) traced and replayed against the model and over
-# NBD.  See the README.
+# NBD.  The 6.12 tier then boots once more (tests/kernel/check-nvme.sh):
+# zonednull-server over NVMe/TCP beside nvmet-tcp and null_blk.  See the
+# README.
 #
 #   make check-kernel [ZN_KERNEL_SEED=N] [ZN_KERNEL_TRACES=N] [ZN_KERNEL_OPS=N]
 #                     [ZN_KERNEL_TIERS="6.1 6.12 7.3"]
@@ -23,6 +25,10 @@ ZN_KERNEL_TRACES ?= 5
 ZN_KERNEL_OPS ?= 400
 # The tiers to run, in order; each runs even when the one before failed.
 ZN_KERNEL_TIERS ?= 6.1 6.12 7.3
+# The 6.12 tier's NVMe/TCP boot (check-nvme.sh): configurations drawn,
+# each traced with both multipath settings (ZN_ZBD_FULL=1: three times as
+# many, with three times the ops).
+ZN_NVME_TRACES ?= 4
 # The 6.12 tier's zonednull-ublk (built when liburing is found).
 ZONEDNULL_UBLK ?= $(abs_builddir)/ublk/zonednull-ublk$(EXEEXT)
 # The 6.12 tier's consumers build their static fio from FIO_SRCDIR, the
@@ -42,11 +48,13 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT)
 	for tier in $(ZN_KERNEL_TIERS); do \
 	  case $$tier in \
 	    6.1) script=check-kernel.sh work=run keep=failed ;; \
-	    6.12) script=check-ublk.sh work=run-6.12 keep=failed-6.12 ;; \
+	    6.12) script="check-ublk.sh check-nvme.sh" work=run-6.12 keep=failed-6.12 ;; \
 	    7.3) script=check-nullblk.sh work=run-7.3 keep=failed-7.3 ;; \
 	    *) echo "check-kernel: unknown tier '$$tier' (ZN_KERNEL_TIERS: 6.1 6.12 7.3)"; rc=1; continue ;; \
 	  esac; \
-	  echo "check-kernel: ---- tier $$tier ($$script)"; \
+	  for part in $$script; do \
+	  echo "check-kernel: ---- tier $$tier ($$part)"; \
+	  case $$part in check-nvme.sh) pwork=$$work-nvme ;; *) pwork=$$work ;; esac; \
 	  ZONEDNULL_PLUGIN='$(abs_builddir)/plugin/.libs/nbdkit-zonednull-plugin.so' \
 	  ZONEDNULL_SERVER='$(abs_builddir)/server/zonednull-server$(EXEEXT)' \
 	  ZONEDNULL_UBLK='$(ZONEDNULL_UBLK)' \
@@ -58,12 +66,14 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT)
 	  NBDKIT='$(NBDKIT)' \
 	  FIO_SRCDIR='$(FIO_SRCDIR)' \
 	  ZN_KERNEL_CACHE='$(ZN_KERNEL_CACHE)' \
-	  ZN_KERNEL_WORK="$(abs_builddir)/tests/kernel/$$work" \
+	  ZN_KERNEL_WORK="$(abs_builddir)/tests/kernel/$$pwork" \
 	  ZN_KERNEL_KEEP="$(abs_builddir)/tests/kernel/$$keep" \
 	  ZN_KERNEL_SEED="$$seed" \
 	  ZN_KERNEL_TRACES='$(ZN_KERNEL_TRACES)' \
 	  ZN_KERNEL_OPS='$(ZN_KERNEL_OPS)' \
-	  $(SHELL) $(srcdir)/tests/kernel/$$script || rc=1; \
+	  ZN_NVME_TRACES='$(ZN_NVME_TRACES)' \
+	  $(SHELL) $(srcdir)/tests/kernel/$$part || rc=1; \
+	  done; \
 	done; \
 	exit $$rc
 
@@ -74,6 +84,9 @@ EXTRA_DIST += \
 	tests/kernel/local.mk \
 	tests/kernel/check-kernel.sh \
 	tests/kernel/check-ublk.sh \
+	tests/kernel/check-nvme.sh \
+	tests/kernel/guest-nvme.sh \
+	tests/kernel/prepare-nvme.sh \
 	tests/kernel/check-nullblk.sh \
 	tests/kernel/check-files.sh \
 	tests/kernel/replay-traces.sh \
