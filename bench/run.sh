@@ -7,6 +7,7 @@
 #   REPEATS=3 RUNTIME=2 OUT=bench/results bench/run.sh
 #   ONLY="pipelining server" bench/run.sh
 #   ONLY=backing bench/run.sh     bench/backing-dir.sh (not run by default)
+#   ONLY=nvme bench/run.sh        bench/nvme-vs-nvmet.sh (not run by default)
 #
 # Needs nbdkit (null and memory plugins), fio with its nbd engine, and
 # optionally qemu-nbd.  Where zones matter this script drives the device
@@ -317,7 +318,13 @@ backing () {
     tee "$OUT/backing-dir.txt"
 }
 
-# Not in the default list: its 20 TiB part makes 81,920 files.
+# ---- 8. NVMe/TCP against nvmet-tcp and NBD, in a Linux 6.12 VM -------------
+nvme () {
+  REPEATS=$REPEATS RUNTIME=$RUNTIME OUT=$OUT/nvme-vs-nvmet.txt sh bench/nvme-vs-nvmet.sh "$build"
+}
+
+# Not in the default list: backing's 20 TiB part makes 81,920 files; nvme
+# boots a VM (the 6.12 tier's kernel and tools, downloaded once).
 only=${ONLY:-"inflight pipelining host_tags zone_locking peers server tls"}
 for e in $only; do $e; done
 report

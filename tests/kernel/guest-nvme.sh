@@ -29,8 +29,8 @@
 #     nvmet_identical=N nvmet_lines_differ=N lines=N
 # Environment/params: SERVER (zonednull-server in the guest, empty when it
 # has no --nvme: the nvmet and null_blk parts alone), ZN_NVME_TARGET=nvmet
-# runs fio and btrfs on nvmet's namespace instead (a baseline of the
-# script itself).
+# (or nullb) runs fio and btrfs on nvmet's namespace (or on null_blk
+# itself) instead: baselines of the script.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 . /test/params
 . /test/guest-lib.sh
@@ -439,7 +439,10 @@ step_cmp () { cmp_pass "mp$(cat /sys/module/nvme_core/parameters/multipath)"; }
 # ZN_NVME_TARGET=nvmet); sets NDEV NGDEV NCTRL, returns 1 after a FAIL line.
 target_up () {
   tl=$1; shift
-  if [ "$TARGET" = nvmet ]; then
+  if [ "$TARGET" = nullb ]; then
+    nullb_up nullb0 "$@" || { fail "$tl: null_blk: $NB_ERR"; return 1; }
+    NDEV=/dev/nullb0 NGDEV=/dev/ng-none NCTRL=none TNQN=
+  elif [ "$TARGET" = nvmet ]; then
     nullb_up nullb0 "$@" && nvmet_up nullb0 || { fail "$tl: nvmet: $NB_ERR"; nvmet_down; nullb_down nullb0; return 1; }
     TNQN=$NQN_NVMET
     attach "$tl" "$PORT_NVMET" "$TNQN" || { nvmet_down; nullb_down nullb0; return 1; }
@@ -452,8 +455,9 @@ target_up () {
   echo "$tl: $NDEV ($NGDEV, $NCTRL) on $TARGET"
 }
 target_down () {
-  detach "$TNQN"
-  if [ "$TARGET" = nvmet ]; then nvmet_down; nullb_down nullb0; else ours_down; fi
+  [ -z "$TNQN" ] || detach "$TNQN"
+  if [ "$TARGET" = nullb ]; then nullb_down nullb0
+  elif [ "$TARGET" = nvmet ]; then nvmet_down; nullb_down nullb0; else ours_down; fi
 }
 
 # ---- fio -----------------------------------------------------------------

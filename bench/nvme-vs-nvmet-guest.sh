@@ -1,0 +1,175 @@
+# Guest half of bench/nvme-vs-nvmet.sh (busybox sh, Linux 6.12 under qemu
+# TCG, 2 vCPUs).  The host prepends the settings:
+#   CONF        KEY=VALUE... for every target (null_blk configfs and
+#               zonednull-server)
+#   ZONE_MB     the zone size in MiB (from CONF)
+#   RUNTIME     seconds per random-read run; REPEATS rounds
+#   READ_ZONES  zones filled first and read at random
+#   WRITE_ZONES zones each write run fills (fresh zones every run)
+#   TARGETS     the targets, in turn within each repeat:
+#     nvme      zonednull-server --nvme on 127.0.0.1:4420, nvme connect
+#     nvmet     nvmet-tcp on 127.0.0.1:4421 over a configfs null_blk
+#     nbd       zonednull-server's NBD on 127.0.0.1:10809, nbd-client
+#               (not zoned: plain sequential writes at empty zones' starts)
+#     nullb     the configfs null_blk itself (a reference, no network)
+# Runs as check-nvme.sh's ZN_NVME_GUEST_SCRIPT.  One line per fio run:
+#   RESULT JOB TARGET REPEAT IOPS CPU_TICKS SERVER_TICKS ELAPSED_TICKS
+# (USER_HZ ticks: the guest's busy time on both vCPUs, zonednull-server's
+# user+system time, the run's wall time), INFO and ERROR lines.  No pass or
+# fail on speed: a failed run gives IOPS 0 and an ERROR line.
+. /test/params
+FIO=/opt/fio/fio
+BLKZONE=/usr/sbin/blkzone
+CFS_NB=/sys/kernel/config/nullb CFS_T=/sys/kernel/config/nvmet
+NQN_NVMET=nqn.2014-08.org.zonednull.test:nvmet
+info () { echo "INFO $*"; }
+err () { echo "ERROR $*"; }
+waitfor () { n=$1; shift; while ! "$@" 2>/dev/null; do [ "$n" -le 0 ] && return 1; sleep 0.1; n=$((n - 1)); done; }
+
+modprobe null_blk nr_devices=0 && modprobe nvme_tcp && modprobe nvmet_tcp && modprobe nbd nbds_max=2 ||
+  { err "modprobe null_blk nvme_tcp nvmet_tcp nbd"; exit 1; }
+[ -x "$FIO" ] || { err "no $FIO"; exit 1; }
+uuid=$(cat /proc/sys/kernel/random/uuid)
+mkdir -p /etc/nvme
+echo "nqn.2014-08.org.nvmexpress:uuid:$uuid" >/etc/nvme/hostnqn
+echo "$uuid" >/etc/nvme/hostid
+info "guest: $(nproc) CPUs, $(uname -r); multipath $(cat /sys/module/nvme_core/parameters/multipath)"
+
+ns_of () {
+  for p in /sys/block/nvme*n*; do
+    b=${p##*/}
+    case $b in *c*|*'*'*) continue ;; esac
+    [ "$(cat "$p/device/subsysnqn" 2>/dev/null)" = "$1" ] && { echo "/dev/$b"; return 0; }
+  done
+  return 1
+}
+has_ns () { ns_of "$1" >/dev/null; }
+connect () {   # connect PORT NQN: the namespace's device on stdout
+  nvme connect -t tcp -a 127.0.0.1 -s "$1" -n "$2" >/tmp/connect.out 2>&1 &&
+    waitfor 600 has_ns "$2" && ns_of "$2"
+}
+
+# ---- the targets -------------------------------------------------------------
+server_pid=
+dev_nvme= dev_nvmet= dev_nbd= dev_nullb=
+for t in $TARGETS; do
+  case $t in
+    nvme|nbd)
+      [ -n "$SERVER" ] || { err "$t: no zonednull-server with --nvme in the guest"; continue; }
+      if [ -z "$server_pid" ]; then
+        # One server: its device is served over NVMe/TCP and NBD alike
+        # (each target writes its own zones).
+        # shellcheck disable=SC2086
+        "$SERVER" -f -i 127.0.0.1 -p 10809 --nvme=4420 $CONF >/tmp/server.out 2>/tmp/server.err </dev/null &
+        server_pid=$!
+        waitfor 300 grep -q ':2A19 00000000:0000 0A' /proc/net/tcp ||
+          { err "zonednull-server did not listen: $(tail -n 3 /tmp/server.err | tr '\n' ' ')"; server_pid=; continue; }
+        our_nqn=$(cat /tmp/server.out /tmp/server.err | grep -o 'nqn\.[0-9a-zA-Z.:_-]*' | head -n 1)
+      fi
+      if [ $t = nvme ]; then
+        dev_nvme=$(connect 4420 "$our_nqn") || { err "nvme connect to zonednull-server ($our_nqn): $(cat /tmp/connect.out)"; dev_nvme=; }
+      else
+        nbd-client 127.0.0.1 10809 /dev/nbd0 -N nullb0 -b 4096 >/tmp/nbd.out 2>&1 && dev_nbd=/dev/nbd0 ||
+          err "nbd-client: $(cat /tmp/nbd.out)"
+      fi ;;
+    nvmet|nullb)
+      nb=nullb0; [ $t = nullb ] && nb=nullb1
+      mkdir "$CFS_NB/$nb" && echo 1 >"$CFS_NB/$nb/zoned" || { err "configfs $nb"; continue; }
+      for kv in $CONF; do echo "${kv#*=}" >"$CFS_NB/$nb/${kv%%=*}" || err "null_blk: cannot set $kv"; done
+      echo 1 >"$CFS_NB/$nb/power" || { err "null_blk refuses $CONF"; continue; }
+      if [ $t = nullb ]; then dev_nullb=/dev/$nb; continue; fi
+      s=$CFS_T/subsystems/$NQN_NVMET p=$CFS_T/ports/1
+      mkdir "$s" && echo 1 >"$s/attr_allow_any_host" && mkdir "$s/namespaces/1" &&
+        echo "/dev/$nb" >"$s/namespaces/1/device_path" && echo 1 >"$s/namespaces/1/enable" &&
+        mkdir "$p" && echo tcp >"$p/addr_trtype" && echo 127.0.0.1 >"$p/addr_traddr" &&
+        echo 4421 >"$p/addr_trsvcid" && echo ipv4 >"$p/addr_adrfam" &&
+        ln -s "$s" "$p/subsystems/$NQN_NVMET" || { err "nvmet configfs: $(dmesg | tail -n 2 | tr '\n' ' ')"; continue; }
+      dev_nvmet=$(connect 4421 "$NQN_NVMET") || { err "nvme connect to nvmet: $(cat /tmp/connect.out)"; dev_nvmet=; } ;;
+  esac
+done
+dev_of () { eval "echo \${dev_$1}"; }
+for t in $TARGETS; do
+  d=$(dev_of "$t")
+  [ -n "$d" ] || continue
+  b=${d#/dev/}
+  a=
+  for f in zoned nr_zones chunk_sectors max_sectors_kb max_hw_sectors_kb nr_requests scheduler; do
+    a="$a $f=$(cat "/sys/block/$b/queue/$f" 2>/dev/null | tr ' ' ,)"
+  done
+  info "$t: $d:$a hw_queues=$(ls "/sys/block/$b/mq" 2>/dev/null | wc -l)"
+done
+
+zone=$((ZONE_MB * 1048576))
+rbytes=$((READ_ZONES * zone))
+# Zone ranges: the read zones first; each write run then takes the next
+# WRITE_ZONES zones of its target.  nbd and nvme share the server's device:
+# nbd's zones start after nvme's.
+runs=$((2 * REPEATS))
+wspan=$((runs * WRITE_ZONES * zone))
+base_of () { if [ "$1" = nbd ]; then echo $((rbytes + wspan)); else echo 0; fi; }
+# Fill the read zones (1 MiB sequential writes).
+for t in $TARGETS; do
+  d=$(dev_of "$t")
+  [ -n "$d" ] || continue
+  zm=--zonemode=zbd; [ $t = nbd ] && zm=
+  # shellcheck disable=SC2086
+  $FIO --name=fill --filename="$d" --ioengine=io_uring --direct=1 --bs=1M --iodepth=4 --rw=write $zm \
+    --offset="$(base_of "$t")" --size=$rbytes --output-format=terse >/tmp/fill.out 2>&1 ||
+    err "fill of $t ($d): $(tail -n 3 /tmp/fill.out | tr '\n' ' ')"
+done
+
+cpu () { awk '$1 == "cpu" { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; t = 0; for (i = 2; i <= NF; i++) t += $i; print b, t }' /proc/stat; }
+sticks () { case $1 in nvme|nbd) [ -n "$server_pid" ] && awk '{ print $14 + $15 }' "/proc/$server_pid/stat" || echo 0 ;; *) echo 0 ;; esac; }
+wrun=0
+# measure JOB TARGET REPEAT
+measure () {
+  job=$1 t=$2 rep=$3 d=$(dev_of "$2")
+  base=$(base_of "$t")
+  zm=--zonemode=zbd; [ "$t" = nbd ] && zm=
+  case $job in
+    randread_qd16) args="--rw=randread --iodepth=16 --offset=$base --size=$rbytes --time_based --runtime=$RUNTIME" col=8 ;;
+    seqwrite_qd1|seqwrite_qd16)
+      # Fresh zones: the run's index among this target's write runs.
+      eval "k=\${wk_$t:-0}"; eval "wk_$t=$((k + 1))"
+      off=$((base + rbytes + k * WRITE_ZONES * zone))
+      qd=${job#seqwrite_qd}
+      args="--rw=write --iodepth=$qd $zm --offset=$off --size=$((WRITE_ZONES * zone))" col=49 ;;
+  esac
+  # shellcheck disable=SC2046
+  set -- $(cpu) $(sticks "$t")
+  b0=$1 t0=$2 s0=$3
+  # shellcheck disable=SC2086
+  $FIO --name="$job" --filename="$d" --ioengine=io_uring --direct=1 --bs=4k --output-format=terse \
+    --terse-version=3 --group_reporting $args >/tmp/fio.out 2>/tmp/fio.err
+  frc=$?
+  # shellcheck disable=SC2046
+  set -- $(cpu) $(sticks "$t")
+  line=$(grep '^3;' /tmp/fio.out | tail -n 1)
+  if [ $frc -ne 0 ] || [ -z "$line" ]; then
+    err "$job on $t ($d, repeat $rep): fio exited $frc: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
+    iops=0
+  else
+    iops=$(echo "$line" | cut -d';' -f"$col")
+  fi
+  echo "RESULT $job $t $rep $iops $(($1 - b0)) $(($3 - s0)) $(($2 - t0))"
+}
+
+rep=1
+while [ $rep -le "$REPEATS" ]; do
+  for job in randread_qd16 seqwrite_qd1 seqwrite_qd16; do
+    # Which target goes first rotates with the repeat.
+    set -- $TARGETS
+    i=1
+    while [ $i -lt "$rep" ]; do t=$1; shift; set -- "$@" "$t"; i=$((i + 1)); done
+    for t in "$@"; do
+      [ -n "$(dev_of "$t")" ] && measure "$job" "$t" "$rep"
+    done
+  done
+  rep=$((rep + 1))
+done
+
+[ -n "$dev_nvme" ] && nvme disconnect -n "$our_nqn" >/dev/null 2>&1
+[ -n "$dev_nvmet" ] && nvme disconnect -n "$NQN_NVMET" >/dev/null 2>&1
+[ -n "$dev_nbd" ] && nbd-client -d /dev/nbd0 >/dev/null 2>&1
+[ -n "$server_pid" ] && { kill "$server_pid"; wait "$server_pid"; }
+exit 0

@@ -1,0 +1,146 @@
+#!/bin/sh
+# bench/nvme-vs-nvmet.sh [BUILDDIR]: zonednull-server over NVMe/TCP against
+# the kernel's nvmet-tcp (exporting a real null_blk of the same
+# configuration) and against zonednull-server over NBD (the kernel's nbd
+# client), every server inside one VM of Debian's Linux 6.12
+# (bookworm-backports) on 127.0.0.1, under qemu TCG with 2 vCPUs.  A
+# benchmark, not a test: nothing passes or fails on speed.
+#
+# The guest's static fio (io_uring, direct=1, 4 KiB) on each target, the
+# targets taking turns within each repeat (which goes first rotates):
+#   randread_qd16   random reads, iodepth 16, over READ_ZONES zones written
+#                   first
+#   seqwrite_qd1    sequential writes, iodepth 1, WRITE_ZONES fresh zones
+#                   (zonemode=zbd on the zoned targets; from empty zones'
+#                   starts on NBD, which is not zoned)
+#   seqwrite_qd16   the same at iodepth 16 (one zone at a time: the
+#                   kernel's zone write plugging sends one write per zone
+#                   to a zoned device; NBD gets all 16)
+# Targets (TARGETS, default "nvme nvmet nbd nullb"): nvme = zonednull-server
+# --nvme, nvmet = nvmet-tcp over a configfs null_blk, nbd = the same
+# zonednull-server's NBD export through nbd-client, nullb = the configfs
+# null_blk itself (the floor: no network, no copy).
+# Medians over REPEATS of IOPS per target and the ratios nvme/nvmet and
+# nvme/nbd, and per I/O the guest's busy CPU time and the server's own.
+# The table goes to stdout and to OUT (default
+# bench/results/nvme-vs-nvmet.txt), the raw lines to OUT's .raw.
+#
+#   bench/nvme-vs-nvmet.sh [BUILDDIR]        default BUILDDIR: ./build
+#   REPEATS=3 RUNTIME=3 READ_ZONES=2 WRITE_ZONES=2 bench/nvme-vs-nvmet.sh
+#   CONF="size=512 zone_size=16 ..." (zone_size in MiB; no conventional
+#   zones, size a multiple: what ZNS takes); ZN_BENCH_KEEP=1 keeps the
+#   temporary directory
+#
+# The VM is the 6.12 tier's NVMe/TCP boot: tests/kernel/check-nvme.sh with
+# ZN_NVME_GUEST_SCRIPT (bench/nvme-vs-nvmet-guest.sh, the settings
+# prepended), and its caches (ZN_KERNEL_CACHE, default .cache/kernel: the
+# kernel, the base initramfs with nvme-tcp, nvmet-tcp and nbd, bookworm's
+# nvme-cli, the static fio built from FIO_SRCDIR or the fio source BUILDDIR
+# was configured with).
+set -eu
+cd "$(dirname "$0")/.."
+top=$(pwd)
+. bench/lib.sh
+build=$(cd "${1:-$top/build}" && pwd)
+server=$build/server/zonednull-server
+zntrace=$build/tests/kernel/zntrace
+REPEATS=${REPEATS:-3}
+RUNTIME=${RUNTIME:-3}
+READ_ZONES=${READ_ZONES:-2}
+WRITE_ZONES=${WRITE_ZONES:-2}
+TARGETS=${TARGETS:-nvme nvmet nbd nullb}
+CONF=${CONF:-size=512 zone_size=16 zone_nr_conv=0 memory_backed=1 blocksize=4096 submit_queues=1 hw_queue_depth=64 irqmode=1}
+OUT=${OUT:-$top/bench/results/nvme-vs-nvmet.txt}
+cache=${ZN_KERNEL_CACHE:-$top/.cache/kernel}
+zone_mb=$(echo " $CONF" | sed -n 's/.* zone_size=\([0-9]*\).*/\1/p')
+[ -n "$zone_mb" ] || { echo "nvme-vs-nvmet: CONF needs zone_size=" >&2; exit 1; }
+[ -x "$zntrace" ] || (cd "$build" && make -s tests/kernel/zntrace) ||
+  { echo "nvme-vs-nvmet: cannot build $zntrace" >&2; exit 1; }
+fio_src=${FIO_SRCDIR:-$(sed -n 's/^FIO_SRCDIR = //p' "$build/Makefile" 2>/dev/null)}
+
+tmp=$(mktemp -d /tmp/zonednull-nvme-bench.XXXXXX)
+[ -n "${ZN_BENCH_KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT
+{
+  echo "CONF='$CONF'"
+  echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES WRITE_ZONES=$WRITE_ZONES"
+  echo "TARGETS='$TARGETS'"
+  cat "$top/bench/nvme-vs-nvmet-guest.sh"
+} >"$tmp/guest.sh"
+
+start=$(date +%s)
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "nvme-vs-nvmet: $REPEATS repeats; CONF: $CONF" >&2
+rc=0
+ZONEDNULL_SRCDIR=$top ZNTRACE=$zntrace ZONEDNULL_SERVER=$server \
+  ZN_KERNEL_CACHE=$cache ZN_KERNEL_WORK=$tmp/work ZN_KERNEL_KEEP=$tmp/failed \
+  ZN_KERNEL_SEED=1 ZN_NVME_TRACES=0 ZN_NVME_MEM=${ZN_NVME_MEM:-3G} \
+  ZN_KERNEL_VM_TIMEOUT=${ZN_KERNEL_VM_TIMEOUT:-$((300 + 12 * REPEATS * (RUNTIME + 20)))} \
+  ZN_NVME_GUEST_SCRIPT=$tmp/guest.sh FIO_SRCDIR=$fio_src \
+  sh "$top/tests/kernel/check-nvme.sh" >"$tmp/tier.log" 2>&1 || rc=$?
+end=$(date +%s)
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+grep -E '^check-nvme: (SKIP|booting|VM ran|FAIL|ERROR)' "$tmp/tier.log" >&2 || true
+sed -n 's/^guest: //p' "$tmp/tier.log" >"$tmp/guest.log"
+grep -E '^(INFO|ERROR)' "$tmp/guest.log" >&2 || true
+grep '^RESULT ' "$tmp/guest.log" >"$tmp/raw" || true
+if [ ! -s "$tmp/raw" ]; then
+  echo "nvme-vs-nvmet: no results (check-nvme.sh exit $rc); its log:" >&2
+  tail -n 40 "$tmp/tier.log" >&2
+  exit 1
+fi
+
+# RESULT JOB TARGET REPEAT IOPS CPU_TICKS SERVER_TICKS ELAPSED_TICKS
+table () {
+  echo "zonednull-server over NVMe/TCP against nvmet-tcp (null_blk) and against its own NBD export,"
+  echo "every server in the guest on 127.0.0.1: $(sed -n 's/^INFO guest: //p' "$tmp/guest.log" | head -n 1)."
+  echo "qemu TCG, 2 vCPUs, $(date -u +%Y-%m-%d); host: $(nproc) CPUs, load average $load0 at the start, $load1 at the end."
+  echo "Every target: $CONF."
+  echo "fio io_uring direct=1 bs=4k; medians of $REPEATS runs (random reads ${RUNTIME}s; writes $WRITE_ZONES fresh zones each)."
+  echo "cpu = the guest's busy CPU time per I/O (both vCPUs, us); srv = zonednull-server's own CPU time per I/O (us)."
+  echo
+  awk -v targets="$TARGETS" '
+    { k = $2 SUBSEP $3; n[k]++; iops[k, n[k]] = $5
+      ios = $5 * ($8 / 100); cpu[k, n[k]] = ios > 0 ? $6 * 10000 / ios : 0; srv[k, n[k]] = ios > 0 ? $7 * 10000 / ios : 0
+      if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 }
+      run[$2, $4, $3] = $5; if ($4 > nr) nr = $4 }
+    function med(a, k,   m, j, t, v, c) {
+      m = n[k]; if (!m) return 0
+      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
+      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    END {
+      nt = split(targets, T, " ")
+      line = sprintf("%-15s", "job")
+      for (i = 1; i <= nt; i++) line = line sprintf(" %9s", T[i])
+      print line "   nvme/nvmet  nvme/nbd"
+      for (j = 1; j <= nj; j++) {
+        line = sprintf("%-15s", jobs[j])
+        for (i = 1; i <= nt; i++) { m[T[i]] = med(iops, jobs[j] SUBSEP T[i]); line = line sprintf(" %9d", m[T[i]]) }
+        line = line sprintf("   %9s  %8s", (m["nvmet"] > 0 && m["nvme"] > 0) ? sprintf("%.2fx", m["nvme"] / m["nvmet"]) : "n/a",
+                                            (m["nbd"] > 0 && m["nvme"] > 0) ? sprintf("%.2fx", m["nvme"] / m["nbd"]) : "n/a")
+        print line
+      }
+      print ""
+      line = sprintf("%-15s", "per I/O (us)")
+      for (i = 1; i <= nt; i++) line = line sprintf(" %13s", "cpu/srv " T[i])
+      print line
+      for (j = 1; j <= nj; j++) {
+        line = sprintf("%-15s", jobs[j])
+        for (i = 1; i <= nt; i++) { k = jobs[j] SUBSEP T[i]; line = line sprintf(" %8.1f/%4.1f", med(cpu, k), med(srv, k)) }
+        print line
+      }
+      printf "\nIOPS per run (repeat: %s):\n", targets
+      for (j = 1; j <= nj; j++) { line = sprintf("%-15s", jobs[j])
+        for (r = 1; r <= nr; r++) { line = line sprintf(" %d:", r); for (i = 1; i <= nt; i++) line = line sprintf(" %d", run[jobs[j], r, T[i]]) }
+        print line }
+    }' "$tmp/raw"
+  echo
+  echo "The VM ran $(sed -n 's/^check-nvme: VM ran \([0-9]*\) s.*/\1/p' "$tmp/tier.log") s; the script $((end - start)) s."
+}
+table | tee "$tmp/table"
+mkdir -p "$(dirname "$OUT")"
+cp "$tmp/table" "$OUT"
+cp "$tmp/raw" "${OUT%.txt}.raw"
+grep -q '^ERROR' "$tmp/guest.log" && { echo "nvme-vs-nvmet: some runs failed (ERROR lines above)" >&2; exit 1; }
+exit 0
