@@ -16,6 +16,7 @@
 # Environment (set by tests/kernel/local.mk):
 #   ZONEDNULL_SRCDIR ZNTRACE ZONEDNULL_SERVER
 #   ZN_KERNEL_CACHE ZN_KERNEL_WORK ZN_KERNEL_KEEP ZN_KERNEL_SEED
+#   ZN_NVME=0         leave this boot out
 #   ZN_NVME_TRACES    configurations drawn (default 3); each is traced with
 #                     both multipath settings
 #   ZN_KERNEL_OPS     ops per trace (default 400)
@@ -45,6 +46,7 @@ export PATH
 start_time=$(date +%s)
 failures=0
 . "$here/lib.sh"
+if [ "${ZN_NVME:-1}" = 0 ]; then note "SKIP: the NVMe/TCP boot (ZN_NVME=0)"; exit 0; fi
 
 [ -n "${ZNTRACE:-}" ] && [ -x "$ZNTRACE" ] || die "ZNTRACE ('${ZNTRACE:-}') is missing"
 guest_script=${ZN_NVME_GUEST_SCRIPT:-}
