@@ -3,6 +3,7 @@
  * Set and Get Features, Keep Alive, Asynchronous Event Request, Abort.
  */
 #include <endian.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

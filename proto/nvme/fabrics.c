@@ -6,6 +6,7 @@
  * goes (the host disconnected, or its keep-alive timed out), its I/O
  * queues' connections are closed too, as nvmet tears down a controller.
  */
+#include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
