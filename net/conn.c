@@ -58,6 +58,8 @@ struct net_conn {
   bool eof;                     /* the client sends no more */
   bool gone;                    /* nor takes replies: they are dropped */
   ev_timer handshake;           /* the handshake timeout */
+  ev_timer idle;                /* net_conn_idle_timeout's, repeat: ms */
+  ev_timer abort;               /* net_conn_abort's, due at once */
   size_t queued;                /* its output, as last counted */
   bool out_blocked;             /* a request waits for room for its reply */
   struct net_conn *blocked_next;
@@ -185,6 +187,8 @@ conn_free (struct net_conn *c)
   ev_io_stop (srv->loop, &c->rio);
   ev_io_stop (srv->loop, &c->wio);
   ev_timer_stop (srv->loop, &c->handshake);
+  ev_timer_stop (srv->loop, &c->idle);
+  ev_timer_stop (srv->loop, &c->abort);
   c->l->proto->close (c->session, c);
   tls_conn_free (c->tls);
   close (c->fd);
@@ -552,6 +556,8 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
   }
   else {
     c->in_len += (size_t) n;
+    if (ev_is_active (&c->idle))
+      ev_timer_again (loop, &c->idle);
     net_conn_take_input (c);
     net_conn_flush (c);
   }
@@ -593,6 +599,56 @@ handshake_expired (struct ev_loop *loop, ev_timer *w, int revents)
              "%g s (--timeout), closed\n", c->srv->set.program, c->fd,
              c->srv->set.handshake_timeout);
   conn_free (c);
+}
+
+static void
+idle_expired (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  struct net_conn *c = w->data;
+
+  (void) loop;
+  (void) revents;
+  fprintf (stderr, "%s: connection %d: no input for %g s (keep-alive "
+           "timeout), closed\n", c->srv->set.program, c->fd, w->repeat);
+  ev_timer_stop (c->srv->loop, w);
+  conn_lost (c);
+}
+
+static void
+abort_cb (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  struct net_conn *c = w->data;
+
+  (void) loop;
+  (void) revents;
+  if (c->srv->set.verbose)
+    fprintf (stderr, "%s: connection %d closed by its protocol\n",
+             c->srv->set.program, c->fd);
+  conn_lost (c);
+}
+
+void
+net_conn_abort (struct net_conn *c)
+{
+  if (c->gone)
+    return;
+  /* No more input meanwhile. */
+  ev_io_stop (c->srv->loop, &c->rio);
+  c->closing = true;
+  if (!ev_is_active (&c->abort)) {
+    ev_timer_set (&c->abort, 0., 0.);
+    ev_timer_start (c->srv->loop, &c->abort);
+  }
+}
+
+void
+net_conn_idle_timeout (struct net_conn *c, unsigned ms)
+{
+  ev_timer_stop (c->srv->loop, &c->idle);
+  if (ms == 0)
+    return;
+  c->idle.repeat = ms / 1000.;
+  ev_timer_again (c->srv->loop, &c->idle);
 }
 
 static void
@@ -663,6 +719,10 @@ accept_cb (struct ev_loop *loop, ev_io *w, int revents)
   ev_timer_init (&c->handshake, handshake_expired, srv->set.handshake_timeout,
                  0.);
   c->handshake.data = c;
+  ev_init (&c->idle, idle_expired);
+  c->idle.data = c;
+  ev_init (&c->abort, abort_cb);
+  c->abort.data = c;
   if (srv->set.handshake_timeout > 0)
     ev_timer_start (loop, &c->handshake);
   c->next = srv->conns;

@@ -123,6 +123,18 @@ void net_conn_take_input (struct net_conn *c);
  */
 void net_conn_flush (struct net_conn *c);
 
+/* Closes connection c, as if its client had gone, once the current
+ * event is over (so that a session may close another connection from
+ * its own hooks): requests in flight still complete, their replies
+ * dropped.
+ */
+void net_conn_abort (struct net_conn *c);
+
+/* Closes connection c, as net_conn_abort, after ms milliseconds without
+ * input from its client (a protocol's keep-alive timeout); 0: never.
+ */
+void net_conn_idle_timeout (struct net_conn *c, unsigned ms);
+
 /* The output budget, as a session's admission hook: may connection c
  * (the session's owner) take a request whose reply is at most reply
  * bytes, with queued bytes of output held?  When not, the layer offers

@@ -1,8 +1,10 @@
-/* zonednull-server: the null_blk zoned device over NBD from one libev
- * event loop: options, devices and main.
+/* zonednull-server: the null_blk zoned device over NBD, and over
+ * NVMe/TCP with --nvme, from one libev event loop: options, devices and
+ * main.
  *
  * The connections are the connection layer's (net/conn.c), each an NBD
- * session (proto/nbd/); the requests are scheduled by scheduler.c.
+ * session (proto/nbd/) or an NVMe/TCP one (proto/nvme/); the requests of
+ * both are scheduled by scheduler.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,6 +24,8 @@
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
 #include "conn.h"
+#include "nvme/session.h"
+#include "nvme/zns.h"
 #include "params.h"
 #include "pidfile.h"
 #include "scheduler.h"
@@ -39,10 +43,15 @@ static bool exit_with_parent;           /* stop when the parent exits */
 static uint64_t busy_poll_ns = 20000;   /* --busy-poll: awake after input */
 static double handshake_timeout = 60.;  /* --timeout: seconds, 0 for none */
 static struct tls_settings tls_settings; /* --tls, --tls-psk, ... */
+static const char *nvme_port;           /* --nvme: NVMe/TCP on this port */
+static const char **allowed_hosts;      /* --nvme-allow-host */
+static unsigned nr_allowed_hosts;
 
 static struct served served;
 static struct zn_queue_config qcfg;
 static int listen_fd = -1;
+static int nvme_fd = -1;
+static struct nvme_served nvme_served;
 static uint64_t pipeline_wait_ns;
 static struct zn_tagset **tagsets;
 static unsigned nr_tagsets;
@@ -84,9 +93,17 @@ devices_create (const struct zn_params *p, char *err, size_t errlen)
       return -1;
     }
     /* An NBD client sees the device as /dev/nullb0's users do, behind
-     * the block layer's zone write plugs (6.10+).
+     * the block layer's zone write plugs (6.10+).  An NVMe/TCP host
+     * plugs its own /dev/nvmeXnY, as a ublk host plugs /dev/ublkbN: a
+     * second plug here would judge its writes twice, so with --nvme the
+     * devices have none (and NBD clients of the same server meet the
+     * device as null_blk's driver sees it).
      */
-    if (zn_dev_write_plugging (d->dev, err, errlen) == -1)
+    if (nvme_port == NULL
+        && zn_dev_write_plugging (d->dev, err, errlen) == -1)
+      return -1;
+    if (nvme_port
+        && nvme_zns_check (zn_dev_geometry (d->dev), err, errlen) == -1)
       return -1;
     if (params_apply (p, d->dev, err, errlen) == -1)
       return -1;
@@ -141,6 +158,11 @@ usage (FILE *fp)
          "     --tls-certificates=DIR  TLS with X.509: DIR/server-cert.pem,\n"
          "                      server-key.pem, ca-cert.pem (ca-crl.pem)\n"
          "     --tls-verify-peer  clients need a certificate signed by ca-cert.pem\n"
+         "     --nvme[=PORT]    also serve NVMe/TCP on PORT (default 4420) of\n"
+         "                      the -i address: each nullbN is namespace N+1\n"
+         "                      of a ZNS subsystem (its NQN is printed at start)\n"
+         "     --nvme-allow-host=HOSTNQN  only this host may connect over\n"
+         "                      NVMe/TCP (repeatable; default: any host)\n"
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
@@ -149,7 +171,8 @@ usage (FILE *fp)
   params_print_help (fp);
   fputs ("\n"
          "Exports: nullb0 (the default) ... nullb<nr_devices-1>, each with\n"
-         "/control (zonednull-control(5)).  See zonednull-server(8).\n", fp);
+         "/control (zonednull-control(5)).  NVMe/TCP: subsystem\n"
+         "nqn.2026-12.org.zonednull:HOSTNAME:PORT.  See zonednull-server(8).\n", fp);
 }
 
 /* --busy-poll US: whole microseconds, at most one second. */
@@ -213,7 +236,52 @@ parse_port (const char *arg)
 /* Long options without a short one. */
 enum {
   OPT_TLS = 256, OPT_TLS_PSK, OPT_TLS_CERTIFICATES, OPT_TLS_VERIFY_PEER,
+  OPT_NVME, OPT_NVME_ALLOW_HOST,
 };
+
+/* --nvme[=PORT]: a port number from 1 to 65535. */
+static int
+parse_nvme_port (const char *arg)
+{
+  char *end;
+  unsigned long n;
+
+  if (arg == NULL) {
+    nvme_port = "4420";
+    return 0;
+  }
+  errno = 0;
+  n = strtoul (arg, &end, 10);
+  if (errno || end == arg || *end || arg[0] < '0' || arg[0] > '9'
+      || n == 0 || n > 65535) {
+    fprintf (stderr, "zonednull-server: --nvme '%s': a port number must be "
+             "from 1 to 65535\n", arg);
+    return -1;
+  }
+  nvme_port = arg;
+  return 0;
+}
+
+/* --nvme-allow-host=HOSTNQN, repeatable. */
+static int
+parse_allow_host (const char *arg)
+{
+  const char **p;
+
+  if (arg[0] == '\0' || strlen (arg) > NVME_NQN_MAX) {
+    fprintf (stderr, "zonednull-server: --nvme-allow-host '%s': a host NQN "
+             "must have 1 to %d characters\n", arg, NVME_NQN_MAX);
+    return -1;
+  }
+  p = realloc (allowed_hosts, (nr_allowed_hosts + 1) * sizeof *p);
+  if (p == NULL) {
+    fputs ("zonednull-server: out of memory\n", stderr);
+    return -1;
+  }
+  allowed_hosts = p;
+  allowed_hosts[nr_allowed_hosts++] = arg;
+  return 0;
+}
 
 /* --tls: nbdkit's three words. */
 static int
@@ -258,6 +326,8 @@ stop_before_serving (int status)
 {
   pidfile = NULL;
   close (listen_fd);
+  if (nvme_fd != -1)
+    close (nvme_fd);
   remove_files ();
   devices_destroy ();
   tls_deinit ();
@@ -283,6 +353,8 @@ parse_options (int argc, char **argv)
     { "tls-psk", required_argument, NULL, OPT_TLS_PSK },
     { "tls-certificates", required_argument, NULL, OPT_TLS_CERTIFICATES },
     { "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY_PEER },
+    { "nvme", optional_argument, NULL, OPT_NVME },
+    { "nvme-allow-host", required_argument, NULL, OPT_NVME_ALLOW_HOST },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -317,6 +389,14 @@ parse_options (int argc, char **argv)
     case OPT_TLS_PSK: tls_settings.pskfile = optarg; break;
     case OPT_TLS_CERTIFICATES: tls_settings.certdir = optarg; break;
     case OPT_TLS_VERIFY_PEER: tls_settings.verify_peer = true; break;
+    case OPT_NVME:
+      if (parse_nvme_port (optarg) == -1)
+        return 2;
+      break;
+    case OPT_NVME_ALLOW_HOST:
+      if (parse_allow_host (optarg) == -1)
+        return 2;
+      break;
     case 'h': usage (stdout); return -1;
     case 'V': printf ("zonednull-server %s\n", PACKAGE_VERSION); return -1;
     default: usage (stderr); return 2;
@@ -334,6 +414,59 @@ parse_options (int argc, char **argv)
              ? "--tls-certificates" : "--tls-verify-peer");
     return 2;
   }
+  if (nr_allowed_hosts > 0 && nvme_port == NULL) {
+    fputs ("zonednull-server: --nvme-allow-host needs --nvme\n", stderr);
+    return 2;
+  }
+  return 0;
+}
+
+static void
+conn_abort (void *conn)
+{
+  net_conn_abort (conn);
+}
+
+static void
+conn_idle_timeout (void *conn, unsigned ms)
+{
+  net_conn_idle_timeout (conn, ms);
+}
+
+/* The NVMe/TCP side: the subsystem, shown once, and its listening
+ * socket (TCP on the -i address, whatever NBD listens on).  -1 with a
+ * message in err.
+ */
+static int
+nvme_prepare (char *err, size_t errlen)
+{
+  struct nvme_served *nv = &nvme_served;
+
+  nv->program = "zonednull-server";
+  nv->verbose = verbose;
+  nv->devices = served.devices;
+  nv->nr_devices = served.nr_devices;
+  nv->readonly = served.readonly;
+  nv->delayed = served.delayed;
+  nv->admit = sched_admit;
+  nv->room = net_room;
+  nv->abort = conn_abort;
+  nv->idle_timeout = conn_idle_timeout;
+  nvme_default_nqn (nv->subnqn, sizeof nv->subnqn, nvme_port);
+  nv->allowed_hosts = allowed_hosts;
+  nv->nr_allowed_hosts = nr_allowed_hosts;
+  snprintf (nv->traddr, sizeof nv->traddr, "%s", ipaddr);
+  snprintf (nv->trsvcid, sizeof nv->trsvcid, "%s", nvme_port);
+  nv->ipv6 = strchr (ipaddr, ':') != NULL;
+  nv->max_queues = qcfg.submit_queues;
+  nv->queue_depth = qcfg.hw_queue_depth < 65536 ? qcfg.hw_queue_depth : 65536;
+  nvme_fd = net_listen_tcp (ipaddr, nvme_port, err, errlen);
+  if (nvme_fd == -1)
+    return -1;
+  /* Always, before becoming a daemon: how a host names the subsystem. */
+  fprintf (stderr, "zonednull-server: NVMe/TCP on %s port %s: subsystem %s, "
+           "namespaces 1-%u\n", ipaddr, nvme_port, nv->subnqn,
+           nv->nr_devices);
   return 0;
 }
 
@@ -382,6 +515,15 @@ prepare (struct zn_params *params)
     tls_deinit ();
     return EXIT_FAILURE;
   }
+  if (nvme_port && nvme_prepare (err, sizeof err) == -1) {
+    fprintf (stderr, "zonednull-server: --nvme: %s\n", err);
+    close (listen_fd);
+    if (unix_path)
+      unlink (unix_path);
+    devices_destroy ();
+    tls_deinit ();
+    return EXIT_FAILURE;
+  }
   return 0;
 }
 
@@ -397,16 +539,20 @@ serve (void)
     .handshake_timeout = handshake_timeout, .busy_poll_ns = busy_poll_ns,
   };
   struct ev_loop *loop = ev_default_loop (EVFLAG_AUTO);
-  static struct net_sched nbd_sched;
+  static struct net_sched nbd_sched, nvme_sched;
   struct net_server *srv;
   unsigned long accepted;
 
   signal (SIGPIPE, SIG_IGN);
   nbd_sched = sched_hooks (&nbd_sched_ops);
+  nvme_sched = sched_hooks (&nvme_sched_ops);
   srv = net_server_new (loop, &set);
   if (srv == NULL
       || net_serve (srv, listen_fd, unix_path == NULL, &nbd_protocol, &served,
-                    &nbd_sched) == -1) {
+                    &nbd_sched) == -1
+      || (nvme_fd != -1
+          && net_serve (srv, nvme_fd, true, &nvme_protocol, &nvme_served,
+                        &nvme_sched) == -1)) {
     fputs ("zonednull-server: out of memory\n", stderr);
     return EXIT_FAILURE;
   }
@@ -429,6 +575,7 @@ serve (void)
   ev_loop_destroy (loop);
   devices_destroy ();
   tls_deinit ();
+  free (allowed_hosts);
   if (verbose)
     fprintf (stderr, "zonednull-server: stopped after %lu connections\n",
              accepted);

@@ -1,0 +1,427 @@
+/* The fabrics side of the subsystem: Connect, which makes a controller
+ * on the admin queue and binds I/O queues to it, the properties (CAP,
+ * VS, CC, CSTS), the registry of controllers, and the discovery log.
+ *
+ * A controller lives as long as its admin queue's connection: when that
+ * goes (the host disconnected, or its keep-alive timed out), its I/O
+ * queues' connections are closed too, as nvmet tears down a controller.
+ */
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nvme/types.h>
+
+#include "internal.h"
+
+/* The server is one event loop: the controllers of all its sessions. */
+static struct nvme_ctrl *controllers;
+static uint16_t next_cntlid = 1;
+
+/* Connect's fields: in the command (SQE offsets) and in its data. */
+#define SQE_RECFMT 40
+#define SQE_QID 42
+#define SQE_SQSIZE 44
+#define DATA_CNTLID 16
+#define DATA_SUBNQN 256
+#define DATA_HOSTNQN 512
+#define CONNECT_DATA_LEN 1024
+#define CATTR_DISABLE_SQFLOW (1 << 2)
+
+/* Controller properties (register offsets). */
+#define PROP_CAP 0x00
+#define PROP_VS 0x08
+#define PROP_CC 0x14
+#define PROP_CSTS 0x1c
+
+#define NVME_VERSION 0x00010400 /* 1.4: NS descriptors with the CSI */
+/* A host's keep-alive may come this late after KATO (its commands wait
+ * behind others on the admin queue).
+ */
+#define KATO_GRACE_MS 1000
+/* A discovery controller connected with KATO 0 keeps this one (nvmet's
+ * too), so that a host that vanishes does not hold it for ever.
+ */
+#define DISCOVERY_KATO_MS 120000
+
+static struct nvme_ctrl *
+find_ctrl (const struct nvme_served *sv, uint16_t cntlid)
+{
+  for (struct nvme_ctrl *c = controllers; c; c = c->next)
+    if (c->sv == sv && c->cntlid == cntlid)
+      return c;
+  return NULL;
+}
+
+static uint16_t
+alloc_cntlid (const struct nvme_served *sv)
+{
+  /* 0xfff0 and above are reserved; wrap round skipping live ones. */
+  for (;;) {
+    uint16_t id = next_cntlid;
+
+    next_cntlid = next_cntlid >= 0xffef ? 1 : next_cntlid + 1;
+    if (find_ctrl (sv, id) == NULL)
+      return id;
+  }
+}
+
+/* An NQN of the connect data: NUL-terminated within its 256 bytes and
+ * not empty; false otherwise.
+ */
+static bool
+nqn_of (const unsigned char *field, char *nqn)
+{
+  size_t n = strnlen ((const char *) field, NVME_NQN_LENGTH);
+
+  if (n == 0 || n > NVME_NQN_MAX)
+    return false;
+  memcpy (nqn, field, n);
+  nqn[n] = '\0';
+  return true;
+}
+
+static bool
+host_allowed (const struct nvme_served *sv, const char *hostnqn)
+{
+  if (sv->nr_allowed_hosts == 0)
+    return true;
+  for (unsigned i = 0; i < sv->nr_allowed_hosts; i++)
+    if (strcmp (sv->allowed_hosts[i], hostnqn) == 0)
+      return true;
+  return false;
+}
+
+/* Connect Invalid Parameters (or another status) naming the field: the
+ * result's IPO is its offset, in the data when in_data (IATTR).
+ */
+static void
+refuse (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t sc,
+        bool in_data, unsigned offset, const char *why)
+{
+  nvme_log (s, "Connect refused: %s", why);
+  reply (s, cmd, ERR (NVME_SCT_CMD_SPECIFIC, sc),
+         (in_data ? 1u << 16 : 0) | offset);
+}
+
+static void
+connect_admin (struct nvme_session *s, const struct nvme_cmd *cmd,
+               bool discovery, const char *hostnqn, uint32_t kato)
+{
+  const struct nvme_served *sv = s->sv;
+  struct nvme_ctrl *c = calloc (1, sizeof *c);
+
+  if (c == NULL || (c->ioq = calloc (sv->max_queues + 1u, sizeof *c->ioq)) == NULL)
+    nvme_out_of_memory (s);
+  c->sv = sv;
+  c->cntlid = alloc_cntlid (sv);
+  c->discovery = discovery;
+  strcpy (c->hostnqn, hostnqn);
+  c->kato = kato == 0 && discovery ? DISCOVERY_KATO_MS : kato;
+  c->nr_queues = discovery ? 0 : sv->max_queues;
+  c->admin = s;
+  c->next = controllers;
+  controllers = c;
+  s->ctrl = c;
+  s->qid = 0;
+  if (c->kato && sv->idle_timeout)
+    sv->idle_timeout (s->owner, c->kato + KATO_GRACE_MS);
+  nvme_log (s, "controller %u: %s for %s, keep-alive %u ms",
+            c->cntlid, discovery ? "discovery" : sv->subnqn, hostnqn,
+            c->kato);
+  reply (s, cmd, 0, c->cntlid);
+}
+
+static void
+connect_io (struct nvme_session *s, const struct nvme_cmd *cmd,
+            const unsigned char *data, uint16_t qid, bool discovery,
+            const char *hostnqn)
+{
+  struct nvme_ctrl *c = find_ctrl (s->sv, get_le16 (data + DATA_CNTLID));
+
+  if (c == NULL)
+    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_CNTLID,
+            "no controller has this CNTLID");
+  else if (c->discovery || discovery)
+    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_SUBNQN,
+            "a discovery controller has no I/O queues");
+  else if (strcmp (c->hostnqn, hostnqn) != 0)
+    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_HOSTNQN,
+            "the controller belongs to another host NQN");
+  else if (!(c->csts & NVME_CSTS_RDY_MASK))
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+  else if (qid > c->nr_queues)
+    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, false, SQE_QID,
+            "QID exceeds the number of queues granted");
+  else if (c->ioq[qid] != NULL)
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+  else {
+    c->ioq[qid] = s;
+    s->ctrl = c;
+    s->qid = qid;
+    reply (s, cmd, 0, 0);
+  }
+}
+
+void
+fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
+                 const unsigned char *data, uint32_t len)
+{
+  const struct nvme_served *sv = s->sv;
+  uint16_t recfmt = cmd->cdw[10] & 0xffff, qid = cmd->cdw[10] >> 16;
+  uint16_t sqsize = cmd->cdw[11] & 0xffff;
+  uint8_t cattr = (cmd->cdw[11] >> 16) & 0xff;
+  char subnqn[NVME_NQN_MAX + 1], hostnqn[NVME_NQN_MAX + 1];
+  bool discovery;
+
+  if (s->ctrl) {
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+    return;
+  }
+  if (recfmt != 0) {
+    refuse (s, cmd, NVME_SC_CONNECT_FORMAT, false, SQE_RECFMT,
+            "RECFMT is not 0");
+    return;
+  }
+  if (len != CONNECT_DATA_LEN) {
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA), 0);
+    return;
+  }
+  if (!nqn_of (data + DATA_SUBNQN, subnqn)) {
+    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_SUBNQN,
+            "SUBNQN is empty, too long or not terminated");
+    return;
+  }
+  if (!nqn_of (data + DATA_HOSTNQN, hostnqn)) {
+    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_HOSTNQN,
+            "HOSTNQN is empty, too long or not terminated");
+    return;
+  }
+  if (sqsize == 0 || sqsize > sv->queue_depth - 1u) {
+    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, false, SQE_SQSIZE,
+            "SQSIZE is 0 or exceeds CAP.MQES");
+    return;
+  }
+  discovery = strcmp (subnqn, DISCOVERY_NQN) == 0;
+  if (!discovery && strcmp (subnqn, sv->subnqn) != 0) {
+    fprintf (stderr, "%s: nvme: host %s asked for subsystem %s, not %s\n",
+             sv->program, hostnqn, subnqn, sv->subnqn);
+    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_SUBNQN,
+            "no such subsystem");
+    return;
+  }
+  /* The discovery controller lists only the subsystems a host may use,
+   * so any host may ask it.
+   */
+  if (!discovery && !host_allowed (sv, hostnqn)) {
+    fprintf (stderr, "%s: nvme: host %s is not allowed "
+             "(--nvme-allow-host)\n", sv->program, hostnqn);
+    refuse (s, cmd, NVME_SC_CONNECT_INVALID_HOST, true, DATA_HOSTNQN,
+            "host not allowed");
+    return;
+  }
+  s->sqsize = sqsize;
+  s->sqflow_off = cattr & CATTR_DISABLE_SQFLOW;
+  s->sqhd = 1 % (sqsize + 1u);
+  if (qid == 0)
+    connect_admin (s, cmd, discovery, hostnqn, cmd->cdw[12]);
+  else
+    connect_io (s, cmd, data, qid, discovery, hostnqn);
+}
+
+/* ---- properties ---------------------------------------------------------- */
+
+static uint64_t
+prop_cap (const struct nvme_served *sv)
+{
+  uint64_t mqes = sv->queue_depth - 1u;
+
+  return mqes
+         | (uint64_t) 1 << NVME_CAP_CQR_SHIFT
+         | (uint64_t) 15 << NVME_CAP_TO_SHIFT     /* 7.5 s to get ready */
+         /* NVM and the I/O command sets: the host sets CC.CSS to 6 and
+          * then finds the ZNS namespaces by their CSI.
+          */
+         | (uint64_t) (NVME_CAP_CSS_NVM | NVME_CAP_CSS_CSI)
+           << NVME_CAP_CSS_SHIFT;
+}
+
+/* A CC of the Linux host's (4 KiB pages, round robin, 64-byte SQEs and
+ * 16-byte CQEs, a command set the controller has); false otherwise.
+ */
+static bool
+cc_valid (uint32_t cc)
+{
+  return (NVME_CC_CSS (cc) == NVME_CC_CSS_NVM
+          || NVME_CC_CSS (cc) == NVME_CC_CSS_CSI)
+         && NVME_CC_MPS (cc) == 0 && NVME_CC_AMS (cc) == NVME_CC_AMS_RR
+         && NVME_CC_IOSQES (cc) == 6 && NVME_CC_IOCQES (cc) == 4;
+}
+
+static void
+set_cc (struct nvme_session *s, struct nvme_ctrl *c, uint32_t cc)
+{
+  uint32_t old = c->cc;
+
+  c->cc = cc;
+  if (NVME_CC_EN (cc) && !NVME_CC_EN (old)) {
+    if (cc_valid (cc))
+      c->csts |= NVME_CSTS_RDY_MASK;
+    else {
+      nvme_log (s, "controller %u: CC 0x%x is not one it supports",
+                c->cntlid, cc);
+      c->csts |= NVME_CSTS_CFS_MASK << NVME_CSTS_CFS_SHIFT;
+    }
+  }
+  else if (!NVME_CC_EN (cc) && NVME_CC_EN (old))
+    c->csts = 0;                /* a controller reset */
+  if (NVME_CC_SHN (cc) && !NVME_CC_SHN (old)) {
+    /* Nothing to write back: the shutdown is complete at once. */
+    c->csts &= ~(NVME_CSTS_SHST_MASK << NVME_CSTS_SHST_SHIFT);
+    c->csts |= NVME_CSTS_SHST_CMPLT << NVME_CSTS_SHST_SHIFT;
+  }
+  else if (!NVME_CC_SHN (cc))
+    c->csts &= ~(NVME_CSTS_SHST_MASK << NVME_CSTS_SHST_SHIFT);
+}
+
+void
+fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd)
+{
+  struct nvme_ctrl *c = s->ctrl;
+  uint8_t fctype = cmd->cdw[1] & 0xff;
+  bool eight = (cmd->cdw[10] & 7) == 1;
+  uint32_t offset = cmd->cdw[11];
+
+  if (s->qid > 0) {
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE), 0);
+    return;
+  }
+  switch (fctype) {
+  case nvme_fabrics_type_property_get:
+    switch (offset) {
+    case PROP_CAP:
+      reply (s, cmd, 0, eight ? prop_cap (s->sv)
+                              : (uint32_t) prop_cap (s->sv));
+      return;
+    case PROP_VS: reply (s, cmd, 0, NVME_VERSION); return;
+    case PROP_CC: reply (s, cmd, 0, c->cc); return;
+    case PROP_CSTS: reply (s, cmd, 0, c->csts); return;
+    }
+    break;
+  case nvme_fabrics_type_property_set:
+    if (offset == PROP_CC && !eight) {
+      set_cc (s, c, cmd->cdw[12]);
+      reply (s, cmd, 0, 0);
+      return;
+    }
+    break;
+  default:
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE), 0);
+    return;
+  }
+  reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD), 0);
+}
+
+void
+fabrics_detach (struct nvme_session *s)
+{
+  struct nvme_ctrl *c = s->ctrl, **pp;
+
+  if (c == NULL)
+    return;
+  s->ctrl = NULL;
+  if (s->qid > 0) {
+    c->ioq[s->qid] = NULL;
+    return;
+  }
+  for (unsigned q = 1; q <= s->sv->max_queues; q++) {
+    struct nvme_session *io = c->ioq[q];
+
+    if (io) {
+      io->ctrl = NULL;
+      if (s->sv->abort)
+        s->sv->abort (io->owner);
+    }
+  }
+  for (pp = &controllers; *pp != c; pp = &(*pp)->next)
+    ;
+  *pp = c->next;
+  nvme_log (s, "controller %u of %s removed", c->cntlid, c->hostnqn);
+  free (c->ioq);
+  free (c);
+}
+
+/* ---- the discovery log page ------------------------------------------------ */
+
+static void
+pad_copy (char *dst, size_t size, const char *src, char pad)
+{
+  size_t n = strnlen (src, size);
+
+  memcpy (dst, src, n);
+  memset (dst + n, pad, size - n);
+}
+
+static void
+disc_entry (const struct nvme_served *sv, struct nvmf_disc_log_entry *e,
+            uint8_t subtype, const char *nqn)
+{
+  memset (e, 0, sizeof *e);
+  e->trtype = NVMF_TRTYPE_TCP;
+  e->adrfam = sv->ipv6 ? NVMF_ADDR_FAMILY_IP6 : NVMF_ADDR_FAMILY_IP4;
+  e->subtype = subtype;
+  e->treq = NVMF_TREQ_NOT_SPECIFIED;
+  e->portid = htole16 (1);
+  e->cntlid = htole16 (0xffff);           /* dynamic controllers */
+  e->asqsz = htole16 (32);
+  pad_copy (e->trsvcid, sizeof e->trsvcid, sv->trsvcid, ' ');
+  pad_copy (e->traddr, sizeof e->traddr, sv->traddr, ' ');
+  pad_copy (e->subnqn, sizeof e->subnqn, nqn, '\0');
+  e->tsas.tcp.sectype = NVMF_TCP_SECTYPE_NONE;
+}
+
+size_t
+discovery_log (const struct nvme_session *s, unsigned char **buf)
+{
+  const struct nvme_served *sv = s->sv;
+  bool listed = host_allowed (sv, s->ctrl->hostnqn);
+  unsigned n = listed ? 2 : 1;
+  size_t len = sizeof (struct nvmf_discovery_log)
+               + n * sizeof (struct nvmf_disc_log_entry);
+  struct nvmf_discovery_log *log = calloc (1, len);
+
+  if (log == NULL)
+    nvme_out_of_memory (s);
+  log->genctr = htole64 (1);
+  log->numrec = htole64 (n);
+  if (listed)
+    disc_entry (sv, &log->entries[0], NVME_NQN_NVME, sv->subnqn);
+  disc_entry (sv, &log->entries[n - 1], NVME_NQN_CURR, DISCOVERY_NQN);
+  *buf = (unsigned char *) log;
+  return len;
+}
+
+/* ---- the subsystem NQN -------------------------------------------------------- */
+
+void
+nvme_default_nqn (char *nqn, size_t len, const char *port)
+{
+  char host[256] = "";
+  size_t j = 0;
+
+  if (gethostname (host, sizeof host - 1) == -1)
+    strcpy (host, "localhost");
+  /* Only what NQNs usually hold, so that any host's tools take it. */
+  for (size_t i = 0; host[i] && j < 64; i++) {
+    char ch = host[i];
+
+    if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+        || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.')
+      host[j++] = ch;
+  }
+  host[j] = '\0';
+  snprintf (nqn, len, "nqn.2026-12.org.zonednull:%s:%s",
+            j ? host : "localhost", port);
+}

@@ -1,0 +1,198 @@
+/* What the NVMe/TCP session's parts share: session.c frames the PDUs
+ * and queues the output, fabrics.c holds the controllers (Connect,
+ * properties, the discovery log), admin.c and io.c carry out the admin
+ * and I/O commands, through zns.h for the namespaces.
+ */
+#ifndef ZONEDNULL_PROTO_NVME_INTERNAL_H
+#define ZONEDNULL_PROTO_NVME_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pdu.h"
+#include "session.h"
+
+/* The discovery subsystem's NQN (NVMe base spec). */
+#define DISCOVERY_NQN "nqn.2014-08.org.nvmexpress.discovery"
+
+/* In-capsule data a queue takes: IOCCSZ for the I/O queues; the admin
+ * queue's is what the Linux host assumes (8 KiB capsules) for Connect's
+ * 1024 bytes.
+ */
+#define IO_INLINE_DATA 8192
+#define ADMIN_INLINE_DATA (8192 - SQE_LEN)
+/* Outstanding Asynchronous Event Requests: AERL + 1. */
+#define AER_LIMIT 4
+/* Write data a queue buffers for its R2Ts at once, beyond the first. */
+#define R2T_BUFFER_LIMIT (8u << 20)
+
+/* A command as parsed from its capsule. */
+struct nvme_cmd {
+  uint8_t opcode, flags;
+  uint16_t cid;
+  uint32_t nsid;
+  uint32_t cdw[16];             /* the raw command dwords */
+  uint64_t sgl_addr;
+  uint32_t sgl_len;
+  uint8_t sgl_type;
+};
+
+/* A command between its capsule and its execution: in the ready FIFO,
+ * or waiting for its R2T, or receiving its H2CData.
+ */
+enum req_state { RQ_WAIT_R2T, RQ_H2C, RQ_READY };
+
+struct nvme_req {
+  struct nvme_cmd cmd;
+  enum req_state state;
+  unsigned char *data;          /* the host's data */
+  uint32_t len, got;
+  uint16_t ttag;
+  uint16_t status;              /* fail with this instead (digest) */
+  struct nvme_req *next;
+};
+
+/* A write admitted with ADMIT_PARK, kept until resume. */
+struct nvme_parked {
+  uint64_t id;
+  struct nvme_cmd cmd;
+  unsigned char *data;
+  struct nvme_parked *next;
+};
+
+struct held {
+  struct held *next;
+  size_t len;
+  unsigned char data[];
+};
+
+struct nvme_ctrl;
+
+struct nvme_session {
+  const struct nvme_served *sv;
+  void *owner;
+  bool ic_done;
+  bool hdgst, ddgst;            /* negotiated in ICReq */
+  uint32_t hpda;                /* host PDU data alignment, bytes */
+  /* The queue, once connected. */
+  struct nvme_ctrl *ctrl;
+  uint16_t qid;
+  uint16_t sqsize;              /* 0-based */
+  uint16_t sqhd;
+  bool sqflow_off;
+  /* Output: out[out_start, out_len) goes as it is.  A reply held for
+   * complete_one (irqmode=2) waits in its own chunk, so that R2Ts and
+   * the replies of commands that took no tag are not held behind it.
+   */
+  unsigned char *out;
+  size_t out_start, out_len, out_cap;
+  struct held *held_head, *held_tail;
+  size_t held_bytes;
+  /* Commands received but not carried out. */
+  struct nvme_req *ready_head, *ready_tail;
+  struct nvme_req *xfers;       /* waiting for R2T or receiving data */
+  unsigned nr_reqs;
+  uint64_t r2t_bytes;           /* buffers of xfers with an R2T sent */
+  uint16_t next_ttag;
+  uint64_t next_id;             /* of the next data request */
+  struct nvme_parked *parked;
+  bool dead;                    /* TermReq sent or received */
+  size_t pdu_avail;             /* bytes of the PDU being parsed */
+};
+
+/* A controller: the admin queue's session and its I/O queues'. */
+struct nvme_ctrl {
+  const struct nvme_served *sv;
+  uint16_t cntlid;
+  bool discovery;
+  char hostnqn[NVME_NQN_MAX + 1];
+  uint32_t cc, csts;
+  uint32_t kato;                /* ms */
+  uint32_t aec;                 /* async event configuration */
+  unsigned nr_queues;           /* I/O queues granted */
+  struct nvme_session *admin;
+  struct nvme_session **ioq;    /* by qid, sv->max_queues + 1 */
+  uint16_t aer_cid[AER_LIMIT];
+  unsigned nr_aer;
+  struct nvme_ctrl *next;
+};
+
+/* ---- session.c: output ---- */
+
+/* Room for n bytes at the end of the output, filled by the caller. */
+unsigned char *out_reserve (struct nvme_session *s, size_t n);
+/* Takes back the last n bytes reserved. */
+void out_unreserve (struct nvme_session *s, size_t n);
+/* A CapsuleResp for cmd. */
+void reply (struct nvme_session *s, const struct nvme_cmd *cmd,
+            uint16_t status, uint64_t result);
+/* C2HData with the first len bytes of data (at most the command's SGL
+ * length), then a successful CapsuleResp.
+ */
+void reply_data (struct nvme_session *s, const struct nvme_cmd *cmd,
+                 const void *data, size_t len);
+/* Reserves a C2HData of len bytes for cmd and returns where its data
+ * go; c2h_end finishes it (its digest), c2h_cancel takes it back.
+ */
+unsigned char *c2h_begin (struct nvme_session *s, const struct nvme_cmd *cmd,
+                          size_t len);
+void c2h_end (struct nvme_session *s, size_t len);
+void c2h_cancel (struct nvme_session *s, size_t len);
+/* Bytes of output a C2HData of len bytes and its CapsuleResp take. */
+size_t reply_bound (const struct nvme_session *s, size_t len);
+/* Keeps the output queued from mark on (one command's reply) until
+ * complete_one releases it.
+ */
+void hold_reply (struct nvme_session *s, size_t mark);
+_Noreturn void nvme_out_of_memory (const struct nvme_session *s);
+/* A message for -v. */
+void nvme_log (const struct nvme_session *s, const char *fmt, ...)
+  __attribute__ ((format (printf, 2, 3)));
+
+/* CRC32C, as the digests use it (initial and final inversion). */
+uint32_t crc32c (uint32_t crc, const void *data, size_t len);
+
+/* ---- fabrics.c ---- */
+
+/* The Connect command (data: its 1024 bytes). */
+void fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
+                      const unsigned char *data, uint32_t len);
+/* Property Get/Set and the other fabrics commands on the admin queue. */
+void fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd);
+/* The session goes: an admin queue takes its controller and I/O queues
+ * with it.
+ */
+void fabrics_detach (struct nvme_session *s);
+/* The discovery log page. */
+size_t discovery_log (const struct nvme_session *s, unsigned char **buf);
+
+/* ---- admin.c ---- */
+
+void admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
+                    const unsigned char *data, uint32_t len);
+
+/* ---- io.c ---- */
+
+/* Carries out an I/O command whose data (a write's) is at data: 1 when
+ * done (its reply queued), 0 when it must wait (ADMIT_LATER or no room
+ * for the reply).
+ */
+int io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
+                unsigned char **data, uint32_t len);
+/* Applies a parked write. */
+void io_resume (struct nvme_session *s, struct nvme_parked *p, int err);
+
+/* MDTS, a power of two of 4 KiB, and the bytes it allows. */
+uint8_t nvme_mdts (const struct nvme_served *sv);
+uint64_t nvme_max_transfer (const struct nvme_served *sv);
+
+/* The namespace nsid names, or NULL. */
+const struct served_device *namespace_of (const struct nvme_served *sv,
+                                          uint32_t nsid);
+
+/* Status values: (SCT << 8) | SC, DNR where retrying cannot help. */
+#define SC(sct, sc) ((uint16_t) ((sct) << 8 | (sc)))
+#define ERR(sct, sc) ((uint16_t) (SC (sct, sc) | NVME_SC_DNR))
+
+#endif

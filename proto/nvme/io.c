@@ -1,0 +1,264 @@
+/* The I/O commands of an I/O queue: Read, Write, Zone Append, Write
+ * Zeroes, Flush, Zone Management Send and Receive, each on the
+ * namespace's device through zns.h.  A data command takes a tag of the
+ * scheduler (the queue is a hardware queue of null_blk's model) before
+ * it runs; with irqmode=2 its reply is held until it completes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvme/types.h>
+
+#include "zonednull/zoned.h"
+#include "internal.h"
+#include "zns.h"
+
+const struct served_device *
+namespace_of (const struct nvme_served *sv, uint32_t nsid)
+{
+  return nsid >= 1 && nsid <= sv->nr_devices ? &sv->devices[nsid - 1] : NULL;
+}
+
+/* What a command asks, decoded once. */
+struct io {
+  const struct served_device *d;
+  uint64_t slba;
+  uint32_t nlb;                 /* 1-based */
+  uint64_t bytes;               /* data moved: read, write, append, report */
+  bool fua, writes, tagged;
+};
+
+static uint64_t
+slba_of (const struct nvme_cmd *cmd)
+{
+  return (uint64_t) cmd->cdw[10] | (uint64_t) cmd->cdw[11] << 32;
+}
+
+/* Decodes cmd into io: 0, or the status it fails with at once. */
+static uint16_t
+decode (const struct nvme_session *s, const struct nvme_cmd *cmd,
+        uint32_t len, struct io *io)
+{
+  uint32_t bs;
+
+  switch (cmd->opcode) {
+  case nvme_cmd_read: case nvme_cmd_write: case nvme_zns_cmd_append:
+  case nvme_cmd_write_zeroes: case nvme_cmd_flush:
+  case nvme_zns_cmd_mgmt_send: case nvme_zns_cmd_mgmt_recv:
+    break;
+  default:
+    return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
+  }
+  memset (io, 0, sizeof *io);
+  io->d = namespace_of (s->sv, cmd->nsid);
+  if (io->d == NULL)
+    return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
+  bs = zn_dev_geometry (io->d->dev)->block_size;
+  io->slba = slba_of (cmd);
+  io->tagged = cmd->opcode != nvme_zns_cmd_mgmt_recv;
+  io->writes = cmd->opcode == nvme_cmd_write || cmd->opcode == nvme_zns_cmd_append
+               || cmd->opcode == nvme_cmd_write_zeroes
+               || cmd->opcode == nvme_zns_cmd_mgmt_send;
+  switch (cmd->opcode) {
+  case nvme_cmd_read: case nvme_cmd_write: case nvme_zns_cmd_append:
+  case nvme_cmd_write_zeroes:
+    io->nlb = (cmd->cdw[12] & 0xffff) + 1;
+    io->fua = cmd->cdw[12] & NVME_IO_FUA;
+    if (cmd->opcode == nvme_cmd_write_zeroes)
+      break;
+    io->bytes = (uint64_t) io->nlb * bs;
+    if (io->bytes > nvme_max_transfer (s->sv))
+      return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+    if (cmd->sgl_len != io->bytes
+        || (cmd->opcode != nvme_cmd_read && len != io->bytes))
+      return ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA);
+    break;
+  case nvme_zns_cmd_mgmt_recv:
+    io->bytes = ((uint64_t) cmd->cdw[12] + 1) * 4;
+    if (io->bytes > nvme_max_transfer (s->sv) || cmd->sgl_len != io->bytes)
+      return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+    break;
+  default:
+    break;
+  }
+  /* -r: the namespaces are write-protected (NSATTR says so too). */
+  if (s->sv->readonly && io->writes)
+    return ERR (NVME_SCT_GENERIC, NVME_SC_NS_WRITE_PROTECTED);
+  return 0;
+}
+
+/* A failure the scheduler decided (a pipelined write's wait): EIO, as
+ * the NBD adapters send it.
+ */
+static uint16_t
+forced_status (const struct io *io, int err)
+{
+  if (err == ETIMEDOUT || err == EBUSY)
+    err = EIO;
+  return nvme_zns_status (io->d->dev, err, io->slba, io->nlb, io->writes);
+}
+
+/* Runs the decoded command and queues its reply. */
+static void
+run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
+     const unsigned char *data, int err)
+{
+  struct zn_dev *dev = io->d->dev;
+  uint64_t result = 0;
+  uint16_t st;
+  unsigned char *buf;
+
+  if (err) {
+    reply (s, cmd, forced_status (io, err), 0);
+    return;
+  }
+  switch (cmd->opcode) {
+  case nvme_cmd_read:
+  case nvme_zns_cmd_mgmt_recv:
+    buf = c2h_begin (s, cmd, io->bytes);
+    st = cmd->opcode == nvme_cmd_read
+         ? nvme_zns_read (dev, io->slba, io->nlb, buf)
+         : nvme_zns_mgmt_recv (dev, io->slba, cmd->cdw[13] & 0xff,
+                               (cmd->cdw[13] >> 8) & 0xff,
+                               cmd->cdw[13] & (1u << 16), buf, io->bytes);
+    if (st)
+      c2h_cancel (s, io->bytes);
+    else
+      c2h_end (s, io->bytes);
+    break;
+  case nvme_cmd_write:
+    st = nvme_zns_write (dev, io->slba, io->nlb, io->fua, data);
+    break;
+  case nvme_zns_cmd_append:
+    st = nvme_zns_append (dev, io->slba, io->nlb, io->fua, data, &result);
+    break;
+  case nvme_cmd_write_zeroes:
+    st = nvme_zns_write_zeroes (dev, io->slba, io->nlb, io->fua);
+    break;
+  case nvme_cmd_flush:
+    st = nvme_zns_flush (dev);
+    break;
+  default:                      /* zone management send */
+    st = nvme_zns_mgmt_send (dev, io->slba, cmd->cdw[13] & 0xff,
+                             cmd->cdw[13] & (1u << 8));
+    break;
+  }
+  reply (s, cmd, st, st ? 0 : result);
+}
+
+/* Keeps an admitted write aside until resume; it owns the data now. */
+static void
+park (struct nvme_session *s, const struct nvme_cmd *cmd, unsigned char **data)
+{
+  struct nvme_parked *p = calloc (1, sizeof *p), **tail;
+
+  if (p == NULL)
+    nvme_out_of_memory (s);
+  p->id = s->next_id - 1;
+  p->cmd = *cmd;
+  p->data = *data;
+  *data = NULL;
+  for (tail = &s->parked; *tail; tail = &(*tail)->next)
+    ;
+  *tail = p;
+}
+
+int
+io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
+            unsigned char **data, uint32_t len)
+{
+  const struct nvme_served *sv = s->sv;
+  struct io io;
+  uint16_t st = decode (s, cmd, len, &io);
+  size_t mark;
+  int err = 0;
+
+  if (st) {
+    reply (s, cmd, st, 0);
+    return 1;
+  }
+  if (sv->room && !sv->room (s->owner, s->out_len - s->out_start
+                             + s->held_bytes, reply_bound (s, io.bytes)))
+    return 0;
+  if (io.tagged && sv->admit) {
+    uint32_t bs = zn_dev_geometry (io.d->dev)->block_size;
+    struct data_request drq = {
+      .id = s->next_id, .dev = io.d,
+      /* A write waits for its zone's write pointer (pipelining); an
+       * append lands at it whatever the order.
+       */
+      .write = cmd->opcode == nvme_cmd_write
+               || cmd->opcode == nvme_cmd_write_zeroes,
+      .offset = io.slba * bs,
+      .count = (uint32_t) ((uint64_t) io.nlb * bs),
+      .bytes = io.bytes,
+    };
+    int v;
+
+    if (io.slba > UINT64_MAX / bs || (uint64_t) io.nlb * bs > UINT32_MAX)
+      drq.offset = drq.count = 0;
+    v = sv->admit (s->owner, s, &drq);
+    if (v == ADMIT_LATER)
+      return 0;
+    s->next_id++;
+    if (v == ADMIT_PARK) {
+      park (s, cmd, data);
+      return 1;
+    }
+    err = v;
+  }
+  mark = s->out_len;
+  run (s, cmd, &io, *data, err);
+  if (io.tagged && sv->delayed)
+    hold_reply (s, mark);
+  return 1;
+}
+
+void
+io_resume (struct nvme_session *s, struct nvme_parked *p, int err)
+{
+  struct io io;
+
+  if (decode (s, &p->cmd, p->cmd.sgl_len, &io) != 0) {
+    reply (s, &p->cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INTERNAL), 0);
+    return;
+  }
+  run (s, &p->cmd, &io, p->data, err);
+}
+
+/* MDTS: the power of two of 4 KiB pages nearest the devices' smallest
+ * max_sectors, so that the host's max_sectors_kb is null_blk's, or as
+ * near as a power of two gets (255 sectors, the default: 128 KiB).
+ */
+uint8_t
+nvme_mdts (const struct nvme_served *sv)
+{
+  uint64_t bytes = UINT64_MAX;
+  uint8_t mdts = 0;
+
+  for (unsigned i = 0; i < sv->nr_devices; i++) {
+    uint64_t b = (uint64_t) zn_dev_geometry (sv->devices[i].dev)->max_sectors
+                 << ZN_SECTOR_SHIFT;
+
+    if (b < bytes)
+      bytes = b;
+  }
+  if (sv->nr_devices == 0)
+    return 5;
+  for (uint8_t m = 1; m <= 13; m++) {
+    uint64_t lo = 4096ull << mdts, hi = 4096ull << m;
+    uint64_t d_lo = lo > bytes ? lo - bytes : bytes - lo;
+    uint64_t d_hi = hi > bytes ? hi - bytes : bytes - hi;
+
+    if (d_hi < d_lo)
+      mdts = m;
+  }
+  return mdts;
+}
+
+uint64_t
+nvme_max_transfer (const struct nvme_served *sv)
+{
+  return 4096ull << nvme_mdts (sv);
+}

@@ -1,0 +1,82 @@
+/* The NVMe/TCP session as a protocol of the connection layer
+ * (net/conn.h) and a session of the scheduler (served.h).
+ */
+#include "conn.h"
+#include "session.h"
+
+static void *
+nvme_open (void *arg, struct net_conn *c)
+{
+  return nvme_session_new (arg, c);
+}
+
+static void
+nvme_close (void *session, struct net_conn *c)
+{
+  (void) c;
+  nvme_session_free (session);
+}
+
+static long
+nvme_input (void *session, const unsigned char *data, size_t len)
+{
+  return nvme_session_input (session, data, len);
+}
+
+static const unsigned char *
+nvme_output (void *session, size_t *len)
+{
+  return nvme_session_output (session, len);
+}
+
+static size_t
+nvme_ready (const void *session)
+{
+  return nvme_session_ready (session);
+}
+
+static void
+nvme_sent (void *session, size_t n)
+{
+  nvme_session_sent (session, n);
+}
+
+/* Established once connected: the handshake timeout covers the
+ * initialization and Connect.
+ */
+static bool
+nvme_established (const void *session)
+{
+  return nvme_session_connected (session);
+}
+
+static bool
+nvme_complete_one (void *session)
+{
+  return nvme_session_complete_one (session);
+}
+
+static void
+nvme_resume (void *session, uint64_t id, int err, bool hold)
+{
+  nvme_session_resume (session, id, err, hold);
+}
+
+const struct sched_session_ops nvme_sched_ops = {
+  .complete_one = nvme_complete_one,
+  .resume = nvme_resume,
+  .ready = nvme_ready,
+  .serving = nvme_established,
+  .device = NULL,               /* each command names its namespace */
+};
+
+const struct net_protocol nvme_protocol = {
+  .open = nvme_open,
+  .close = nvme_close,
+  .input = nvme_input,
+  .output = nvme_output,
+  .ready = nvme_ready,
+  .sent = nvme_sent,
+  .established = nvme_established,
+  .max_input = NVME_MAX_PDU,
+};

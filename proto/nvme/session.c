@@ -1,0 +1,810 @@
+/* The NVMe/TCP session (session.h): framing and checking of the host's
+ * PDUs, digests, the R2T flow of writes, and the output.
+ *
+ * A command is taken from its capsule into a request (struct nvme_req).
+ * One that carries its data in the capsule, or has none to receive, is
+ * ready at once; a write whose data comes with H2CData gets an R2T for
+ * all of it, and is ready once the last H2CData arrived.  Ready
+ * requests are carried out in order; one that must wait (no tag, no
+ * room for its reply) stops the input there, as an NBD request does.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvme/types.h>
+
+#include "internal.h"
+
+/* ---- CRC32C --------------------------------------------------------------- */
+
+static uint32_t crc_table[8][256];
+
+static void
+crc_init (void)
+{
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+
+    for (int k = 0; k < 8; k++)
+      c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;  /* Castagnoli, reflected */
+    crc_table[0][i] = c;
+  }
+  for (uint32_t i = 0; i < 256; i++)
+    for (int t = 1; t < 8; t++)
+      crc_table[t][i] = (crc_table[t - 1][i] >> 8)
+                        ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+/* Eight bytes a step: data digests cover every byte of every transfer. */
+uint32_t
+crc32c (uint32_t crc, const void *data, size_t len)
+{
+  const unsigned char *p = data;
+
+  if (crc_table[0][1] == 0)
+    crc_init ();
+  crc = ~crc;
+  while (len >= 8) {
+    uint32_t lo = crc ^ get_le32 (p), hi = get_le32 (p + 4);
+
+    crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff]
+          ^ crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24]
+          ^ crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff]
+          ^ crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+    p += 8;
+    len -= 8;
+  }
+  while (len-- > 0)
+    crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
+  return ~crc;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+_Noreturn void
+nvme_out_of_memory (const struct nvme_session *s)
+{
+  fprintf (stderr, "%s: out of memory\n", s->sv->program);
+  abort ();
+}
+
+void
+nvme_log (const struct nvme_session *s, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (!s->sv->verbose)
+    return;
+  fprintf (stderr, "%s: nvme: ", s->sv->program);
+  va_start (ap, fmt);
+  vfprintf (stderr, fmt, ap);
+  va_end (ap);
+  fputc ('\n', stderr);
+}
+
+unsigned char *
+out_reserve (struct nvme_session *s, size_t n)
+{
+  unsigned char *p;
+
+  if (s->out_len + n > s->out_cap) {
+    size_t cap = s->out_cap ? s->out_cap : 4096;
+
+    while (cap < s->out_len + n)
+      cap *= 2;
+    p = realloc (s->out, cap);
+    if (p == NULL)
+      nvme_out_of_memory (s);
+    s->out = p;
+    s->out_cap = cap;
+  }
+  p = s->out + s->out_len;
+  s->out_len += n;
+  return p;
+}
+
+void
+out_unreserve (struct nvme_session *s, size_t n)
+{
+  s->out_len -= n;
+}
+
+static size_t
+hdgst_len (const struct nvme_session *s)
+{
+  return s->hdgst ? PDU_DIGEST_LEN : 0;
+}
+
+/* A PDU header of hlen bytes (its common header filled in), with its
+ * header digest when negotiated; the caller fills the rest.
+ */
+static unsigned char *
+pdu_begin (struct nvme_session *s, uint8_t type, uint8_t flags, uint8_t hlen,
+           uint8_t pdo, uint32_t plen)
+{
+  unsigned char *h = out_reserve (s, hlen + hdgst_len (s));
+
+  memset (h, 0, hlen);
+  h[0] = type;
+  h[1] = flags | (s->hdgst ? PDU_F_HDGST : 0);
+  h[2] = hlen;
+  h[3] = pdo;
+  put_le32 (h + 4, plen);
+  return h;
+}
+
+static void
+pdu_end_header (struct nvme_session *s, unsigned char *h)
+{
+  if (s->hdgst)
+    put_le32 (h + h[2], crc32c (0, h, h[2]));
+}
+
+void
+reply (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
+       uint64_t result)
+{
+  unsigned char *h = pdu_begin (s, PDU_CAPSULE_RESP, 0, PDU_RESP_LEN, 0,
+                                PDU_RESP_LEN + hdgst_len (s));
+  unsigned char *cqe = h + PDU_CH_LEN;
+
+  put_le64 (cqe, result);
+  put_le16 (cqe + 8, s->sqflow_off ? 0xffff : s->sqhd);
+  put_le16 (cqe + 10, s->qid);
+  put_le16 (cqe + 12, cmd->cid);
+  put_le16 (cqe + 14, (uint16_t) (status << 1));
+  pdu_end_header (s, h);
+}
+
+/* Where C2HData's data start: after the header and its digest, aligned
+ * to the host's HPDA.
+ */
+static size_t
+c2h_pdo (const struct nvme_session *s)
+{
+  size_t pdo = PDU_DATA_LEN + hdgst_len (s);
+
+  return (pdo + s->hpda - 1) / s->hpda * s->hpda;
+}
+
+size_t
+reply_bound (const struct nvme_session *s, size_t len)
+{
+  return c2h_pdo (s) + len + PDU_DIGEST_LEN + PDU_RESP_LEN + PDU_DIGEST_LEN;
+}
+
+unsigned char *
+c2h_begin (struct nvme_session *s, const struct nvme_cmd *cmd, size_t len)
+{
+  size_t pdo = c2h_pdo (s), dd = s->ddgst ? PDU_DIGEST_LEN : 0;
+  unsigned char *h = pdu_begin (s, PDU_C2H_DATA,
+                                PDU_F_DATA_LAST | (dd ? PDU_F_DDGST : 0),
+                                PDU_DATA_LEN, (uint8_t) pdo,
+                                (uint32_t) (pdo + len + dd));
+
+  put_le16 (h + DATA_CCCID, cmd->cid);
+  put_le32 (h + DATA_OFFSET, 0);
+  put_le32 (h + DATA_LENGTH, (uint32_t) len);
+  pdu_end_header (s, h);
+  memset (out_reserve (s, pdo - PDU_DATA_LEN - hdgst_len (s)), 0,
+          pdo - PDU_DATA_LEN - hdgst_len (s));
+  return out_reserve (s, len);
+}
+
+void
+c2h_end (struct nvme_session *s, size_t len)
+{
+  if (s->ddgst) {
+    const unsigned char *data = s->out + s->out_len - len;
+
+    put_le32 (out_reserve (s, PDU_DIGEST_LEN), crc32c (0, data, len));
+  }
+}
+
+void
+c2h_cancel (struct nvme_session *s, size_t len)
+{
+  out_unreserve (s, c2h_pdo (s) + len);
+}
+
+void
+reply_data (struct nvme_session *s, const struct nvme_cmd *cmd,
+            const void *data, size_t len)
+{
+  if (len > cmd->sgl_len)
+    len = cmd->sgl_len;
+  if (len > 0) {
+    memcpy (c2h_begin (s, cmd, len), data, len);
+    c2h_end (s, len);
+  }
+  reply (s, cmd, 0, 0);
+}
+
+void
+hold_reply (struct nvme_session *s, size_t mark)
+{
+  size_t len = s->out_len - mark;
+  struct held *h = malloc (sizeof *h + len);
+
+  if (h == NULL)
+    nvme_out_of_memory (s);
+  h->next = NULL;
+  h->len = len;
+  memcpy (h->data, s->out + mark, len);
+  s->out_len = mark;
+  if (s->held_tail)
+    s->held_tail->next = h;
+  else
+    s->held_head = h;
+  s->held_tail = h;
+  s->held_bytes += len;
+}
+
+bool
+nvme_session_complete_one (struct nvme_session *s)
+{
+  struct held *h = s->held_head;
+
+  if (h == NULL)
+    return false;
+  if ((s->held_head = h->next) == NULL)
+    s->held_tail = NULL;
+  s->held_bytes -= h->len;
+  memcpy (out_reserve (s, h->len), h->data, h->len);
+  free (h);
+  return true;
+}
+
+const unsigned char *
+nvme_session_output (struct nvme_session *s, size_t *len)
+{
+  *len = s->out_len - s->out_start;
+  return s->out + s->out_start;
+}
+
+size_t
+nvme_session_ready (const struct nvme_session *s)
+{
+  return s->out_len - s->out_start;
+}
+
+void
+nvme_session_sent (struct nvme_session *s, size_t n)
+{
+  s->out_start += n;
+  if (s->out_start == s->out_len) {
+    s->out_start = s->out_len = 0;
+    /* A large buffer, once empty, goes back to the system. */
+    if (s->out_cap > (1u << 20)) {
+      free (s->out);
+      s->out = NULL;
+      s->out_cap = 0;
+    }
+  }
+  else if (s->out_start >= (1u << 20)) {
+    memmove (s->out, s->out + s->out_start, s->out_len - s->out_start);
+    s->out_len -= s->out_start;
+    s->out_start = 0;
+  }
+}
+
+/* ---- fatal errors ------------------------------------------------------------ */
+
+static const char *
+fes_name (uint16_t fes)
+{
+  switch (fes) {
+  case FES_INVALID_HEADER: return "invalid PDU header field";
+  case FES_SEQUENCE: return "PDU sequence error";
+  case FES_HDGST: return "header digest error";
+  case FES_OUT_OF_RANGE: return "data transfer out of range";
+  case FES_LIMIT_EXCEEDED: return "data transfer limit exceeded";
+  default: return "unsupported parameter";
+  }
+}
+
+/* A C2HTermReq for the PDU at pdu: the connection closes once it is
+ * sent.  Returns -1 for the caller to return.
+ */
+static int
+terminate (struct nvme_session *s, const unsigned char *pdu, uint16_t fes,
+           uint32_t fei, const char *why)
+{
+  size_t copy = pdu[2] < PDU_TERM_MAX_COPY ? pdu[2] : PDU_TERM_MAX_COPY;
+  unsigned char *h;
+
+  if (copy > s->pdu_avail)
+    copy = s->pdu_avail;
+  fprintf (stderr, "%s: nvme: PDU type 0x%02x: %s: %s; connection closed\n",
+           s->sv->program, pdu[0], fes_name (fes), why);
+  /* TermReqs carry no digests. */
+  h = out_reserve (s, PDU_TERM_LEN + copy);
+  memset (h, 0, PDU_TERM_LEN);
+  h[0] = PDU_C2H_TERM;
+  h[2] = PDU_TERM_LEN;
+  put_le32 (h + 4, (uint32_t) (PDU_TERM_LEN + copy));
+  put_le16 (h + TERM_FES, fes);
+  put_le32 (h + TERM_FEI, fei);
+  memcpy (h + PDU_TERM_LEN, pdu, copy);
+  s->dead = true;
+  return -1;
+}
+
+/* ---- requests ----------------------------------------------------------------- */
+
+static void
+req_free (struct nvme_session *s, struct nvme_req *rq)
+{
+  free (rq->data);
+  free (rq);
+  s->nr_reqs--;
+}
+
+static void
+ready_push (struct nvme_session *s, struct nvme_req *rq)
+{
+  rq->state = RQ_READY;
+  rq->next = NULL;
+  if (s->ready_tail)
+    s->ready_tail->next = rq;
+  else
+    s->ready_head = rq;
+  s->ready_tail = rq;
+}
+
+static void
+sqe_decode (const unsigned char *p, struct nvme_cmd *cmd)
+{
+  for (int i = 0; i < 16; i++)
+    cmd->cdw[i] = get_le32 (p + 4 * i);
+  cmd->opcode = p[0];
+  cmd->flags = p[1];
+  cmd->cid = get_le16 (p + 2);
+  cmd->nsid = cmd->cdw[1];
+  cmd->sgl_addr = get_le64 (p + SQE_SGL_ADDR);
+  cmd->sgl_len = get_le32 (p + SQE_SGL_LEN);
+  cmd->sgl_type = p[SQE_SGL_TYPE];
+}
+
+/* The most data a command of this queue moves to the controller: a
+ * write of the namespaces' MDTS on an I/O queue; on the admin queue,
+ * Connect's data (nothing else the session serves takes data).
+ */
+static uint32_t
+max_write_data (const struct nvme_session *s)
+{
+  return s->ctrl && s->qid > 0 ? 32u << 20 : ADMIN_INLINE_DATA;
+}
+
+static uint32_t
+inline_limit (const struct nvme_session *s)
+{
+  return s->ctrl && s->qid > 0 ? IO_INLINE_DATA : ADMIN_INLINE_DATA;
+}
+
+/* A command capsule, with dlen bytes of in-capsule data (dgst_ok: their
+ * digest matched).
+ */
+static int
+capsule (struct nvme_session *s, const unsigned char *pdu,
+         const unsigned char *data, uint32_t dlen, bool dgst_ok)
+{
+  struct nvme_req *rq;
+  struct nvme_cmd cmd;
+  unsigned limit = s->ctrl ? s->sqsize + 1u : 1u;
+  bool to_ctrl;
+
+  sqe_decode (pdu + PDU_CH_LEN, &cmd);
+  if (s->nr_reqs >= limit)
+    return terminate (s, pdu, FES_SEQUENCE, 0,
+                      "more commands outstanding than the queue's size");
+  if (s->ctrl)
+    s->sqhd = (uint16_t) ((s->sqhd + 1u) % (s->sqsize + 1u));
+  rq = calloc (1, sizeof *rq);
+  if (rq == NULL)
+    nvme_out_of_memory (s);
+  s->nr_reqs++;
+  rq->cmd = cmd;
+  to_ctrl = cmd.opcode & 1;     /* the opcode's data transfer bits */
+
+  if (!dgst_ok)
+    rq->status = SC (NVME_SCT_GENERIC, NVME_SC_TRAN_TPORT_ERROR);
+  else if (dlen > 0) {
+    if (cmd.sgl_type != SGL_DATA_OFFSET)
+      rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_TYPE);
+    else if (cmd.sgl_addr != 0)
+      rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_OFFSET);
+    else if (cmd.sgl_len != dlen || dlen > inline_limit (s))
+      rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA);
+    else if ((rq->data = malloc (dlen)) == NULL)
+      nvme_out_of_memory (s);
+    else {
+      memcpy (rq->data, data, dlen);
+      rq->len = dlen;
+    }
+  }
+  else if (to_ctrl && cmd.sgl_len > 0) {
+    if (cmd.sgl_type != SGL_TRANSPORT)
+      rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA);
+    else if (cmd.sgl_len > max_write_data (s))
+      rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+    else {
+      /* Its data come after an R2T (start_r2ts). */
+      struct nvme_req **tail;
+
+      rq->state = RQ_WAIT_R2T;
+      rq->len = cmd.sgl_len;
+      for (tail = &s->xfers; *tail; tail = &(*tail)->next)
+        ;
+      *tail = rq;
+      return 0;
+    }
+  }
+  ready_push (s, rq);
+  return 0;
+}
+
+static bool
+ttag_in_use (const struct nvme_session *s, uint16_t ttag)
+{
+  for (const struct nvme_req *rq = s->xfers; rq; rq = rq->next)
+    if (rq->state == RQ_H2C && rq->ttag == ttag)
+      return true;
+  return false;
+}
+
+/* R2Ts for the writes waiting for one, in order, while their buffers
+ * fit R2T_BUFFER_LIMIT (the first always does): what a host may make
+ * the server hold is bounded whatever its queue depth.
+ */
+static void
+start_r2ts (struct nvme_session *s)
+{
+  for (struct nvme_req *rq = s->xfers; rq; rq = rq->next) {
+    unsigned char *h;
+
+    if (rq->state != RQ_WAIT_R2T)
+      continue;
+    if (s->r2t_bytes > 0 && s->r2t_bytes + rq->len > R2T_BUFFER_LIMIT)
+      return;
+    if ((rq->data = malloc (rq->len)) == NULL)
+      nvme_out_of_memory (s);
+    while (ttag_in_use (s, s->next_ttag))
+      s->next_ttag++;
+    rq->ttag = s->next_ttag++;
+    rq->state = RQ_H2C;
+    s->r2t_bytes += rq->len;
+    h = pdu_begin (s, PDU_R2T, 0, PDU_R2T_LEN, 0,
+                   PDU_R2T_LEN + hdgst_len (s));
+    put_le16 (h + DATA_CCCID, rq->cmd.cid);
+    put_le16 (h + DATA_TTAG, rq->ttag);
+    put_le32 (h + DATA_OFFSET, 0);
+    put_le32 (h + DATA_LENGTH, rq->len);
+    pdu_end_header (s, h);
+  }
+}
+
+/* An H2CData PDU; data: its dlen bytes. */
+static int
+h2c_data (struct nvme_session *s, const unsigned char *pdu,
+          const unsigned char *data, uint32_t dlen, bool dgst_ok)
+{
+  uint16_t cccid = get_le16 (pdu + DATA_CCCID), ttag = get_le16 (pdu + DATA_TTAG);
+  uint32_t datao = get_le32 (pdu + DATA_OFFSET);
+  uint32_t datal = get_le32 (pdu + DATA_LENGTH);
+  struct nvme_req *rq, **pp;
+  bool last = pdu[1] & PDU_F_DATA_LAST;
+
+  for (pp = &s->xfers; (rq = *pp) != NULL; pp = &rq->next)
+    if (rq->state == RQ_H2C && rq->ttag == ttag)
+      break;
+  if (rq == NULL)
+    return terminate (s, pdu, FES_INVALID_HEADER, DATA_TTAG,
+                      "no R2T has this transfer tag");
+  if (rq->cmd.cid != cccid)
+    return terminate (s, pdu, FES_INVALID_HEADER, DATA_CCCID,
+                      "the command id is not the R2T's");
+  if (datal != dlen)
+    return terminate (s, pdu, FES_INVALID_HEADER, DATA_LENGTH,
+                      "DATAL is not the PDU's data length");
+  if (datal == 0)
+    return terminate (s, pdu, FES_INVALID_HEADER, DATA_LENGTH,
+                      "DATAL is 0");
+  if (datal > NVME_MAX_H2C_DATA)
+    return terminate (s, pdu, FES_LIMIT_EXCEEDED, DATA_LENGTH,
+                      "DATAL exceeds MAXH2CDATA");
+  if (datao != rq->got || datal > rq->len - rq->got)
+    return terminate (s, pdu, FES_OUT_OF_RANGE, DATA_OFFSET,
+                      "DATAO and DATAL are not the next data of the R2T");
+  if (last != (rq->got + datal == rq->len))
+    return terminate (s, pdu, FES_SEQUENCE, 1,
+                      last ? "LAST_PDU before the end of the R2T's data"
+                           : "the R2T's last data without LAST_PDU");
+  memcpy (rq->data + rq->got, data, datal);
+  rq->got += datal;
+  if (!dgst_ok)
+    rq->status = SC (NVME_SCT_GENERIC, NVME_SC_TRAN_TPORT_ERROR);
+  if (last) {
+    *pp = rq->next;
+    s->r2t_bytes -= rq->len;
+    ready_push (s, rq);
+  }
+  return 0;
+}
+
+/* Carries out a ready request: 1 when done, 0 when it must wait. */
+static int
+execute (struct nvme_session *s, struct nvme_req *rq)
+{
+  const struct nvme_cmd *cmd = &rq->cmd;
+  size_t bound;
+
+  if (rq->status) {
+    reply (s, cmd, rq->status, 0);
+    return 1;
+  }
+  if (cmd->opcode == nvme_admin_fabrics
+      && (cmd->cdw[1] & 0xff) == nvme_fabrics_type_connect) {
+    fabrics_connect (s, cmd, rq->data, rq->len);
+    return 1;
+  }
+  if (s->ctrl == NULL) {
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+    return 1;
+  }
+  if (s->qid > 0)
+    return io_command (s, cmd, &rq->data, rq->len);
+  bound = reply_bound (s, cmd->sgl_len < (1u << 20) ? cmd->sgl_len : 1u << 20);
+  if (s->sv->room && !s->sv->room (s->owner, s->out_len - s->out_start
+                                   + s->held_bytes, bound))
+    return 0;
+  if (cmd->opcode == nvme_admin_fabrics)
+    fabrics_command (s, cmd);
+  else
+    admin_command (s, cmd, rq->data, rq->len);
+  return 1;
+}
+
+/* The ready requests, in order; false when one must wait. */
+static bool
+run_ready (struct nvme_session *s)
+{
+  struct nvme_req *rq;
+
+  while ((rq = s->ready_head) != NULL && !s->dead) {
+    if (execute (s, rq) == 0)
+      return false;
+    if ((s->ready_head = rq->next) == NULL)
+      s->ready_tail = NULL;
+    req_free (s, rq);
+  }
+  return true;
+}
+
+/* ---- PDUs ------------------------------------------------------------------ */
+
+static int
+ic_req (struct nvme_session *s, const unsigned char *pdu)
+{
+  unsigned char *h;
+
+  if (s->ic_done)
+    return terminate (s, pdu, FES_SEQUENCE, 0, "a second ICReq");
+  if (get_le16 (pdu + IC_PFV) != 0)
+    return terminate (s, pdu, FES_UNSUPPORTED, IC_PFV,
+                      "PFV is not 0 (NVMe/TCP 1.0)");
+  if (pdu[IC_HPDA] > 31)
+    return terminate (s, pdu, FES_INVALID_HEADER, IC_HPDA,
+                      "HPDA exceeds 31");
+  s->hpda = (pdu[IC_HPDA] + 1u) * 4;
+  s->hdgst = pdu[IC_DGST] & IC_DGST_HDGST;
+  s->ddgst = pdu[IC_DGST] & IC_DGST_DDGST;
+  s->ic_done = true;
+  h = out_reserve (s, PDU_IC_LEN);
+  memset (h, 0, PDU_IC_LEN);
+  h[0] = PDU_IC_RESP;
+  h[2] = PDU_IC_LEN;
+  put_le32 (h + 4, PDU_IC_LEN);
+  h[IC_DGST] = (s->hdgst ? IC_DGST_HDGST : 0) | (s->ddgst ? IC_DGST_DDGST : 0);
+  put_le32 (h + IC_MAXH2CDATA, NVME_MAX_H2C_DATA);
+  return 0;
+}
+
+/* The header length each type the host may send has; 0: none may. */
+static unsigned
+expected_hlen (uint8_t type)
+{
+  switch (type) {
+  case PDU_IC_REQ: return PDU_IC_LEN;
+  case PDU_H2C_TERM: return PDU_TERM_LEN;
+  case PDU_CAPSULE_CMD: return PDU_CMD_LEN;
+  case PDU_H2C_DATA: return PDU_DATA_LEN;
+  default: return 0;
+  }
+}
+
+/* Checks the common header before waiting for the rest of the PDU, so
+ * that a bad length is refused at once.  0, or -1 (TermReq queued).
+ */
+static int
+check_header (struct nvme_session *s, const unsigned char *pdu)
+{
+  uint8_t type = pdu[0], hlen = pdu[2];
+  uint32_t plen = get_le32 (pdu + 4), min;
+  unsigned want = expected_hlen (type);
+  size_t hd = type == PDU_IC_REQ || type == PDU_H2C_TERM ? 0 : hdgst_len (s);
+
+  if (want == 0)
+    return terminate (s, pdu, FES_INVALID_HEADER, 0,
+                      "not a PDU type a host sends");
+  if (!s->ic_done && type != PDU_IC_REQ && type != PDU_H2C_TERM)
+    return terminate (s, pdu, FES_SEQUENCE, 0, "a PDU before ICReq");
+  if (hlen != want)
+    return terminate (s, pdu, FES_INVALID_HEADER, 2,
+                      "HLEN is not the PDU type's");
+  min = hlen + (uint32_t) hd;
+  if (type == PDU_IC_REQ && plen != PDU_IC_LEN)
+    return terminate (s, pdu, FES_INVALID_HEADER, 4, "PLEN is not 128");
+  if (plen < min)
+    return terminate (s, pdu, FES_INVALID_HEADER, 4,
+                      "PLEN is shorter than the header");
+  if (type == PDU_H2C_TERM ? plen > PDU_TERM_LEN + PDU_TERM_MAX_COPY + 24
+                           : plen > NVME_MAX_PDU)
+    return terminate (s, pdu, FES_INVALID_HEADER, 4,
+                      "PLEN exceeds the largest PDU");
+  if ((type == PDU_CAPSULE_CMD || type == PDU_H2C_DATA) && plen > min
+      && (pdu[3] < min || pdu[3] > plen))
+    return terminate (s, pdu, FES_INVALID_HEADER, 3,
+                      "PDO is not between the header and PLEN");
+  if (s->hdgst && hd && !(pdu[1] & PDU_F_HDGST))
+    return terminate (s, pdu, FES_INVALID_HEADER, 1,
+                      "no HDGST flag, but header digests were negotiated");
+  return 0;
+}
+
+/* One whole PDU of plen bytes at pdu. */
+static int
+handle_pdu (struct nvme_session *s, const unsigned char *pdu, uint32_t plen)
+{
+  uint8_t type = pdu[0], hlen = pdu[2];
+  size_t hd = type == PDU_IC_REQ || type == PDU_H2C_TERM ? 0 : hdgst_len (s);
+  const unsigned char *data = NULL;
+  uint32_t dlen = 0;
+  bool dgst_ok = true;
+
+  if (hd && get_le32 (pdu + hlen) != crc32c (0, pdu, hlen))
+    return terminate (s, pdu, FES_HDGST, 0, "header digest mismatch");
+  if (type == PDU_IC_REQ)
+    return ic_req (s, pdu);
+  if (type == PDU_H2C_TERM) {
+    fprintf (stderr, "%s: nvme: the host ended the connection "
+             "(H2CTermReq, status %u)\n", s->sv->program,
+             get_le16 (pdu + TERM_FES));
+    s->dead = true;
+    return -1;
+  }
+  if (plen > hlen + hd) {
+    size_t dd = s->ddgst ? PDU_DIGEST_LEN : 0;
+
+    if (plen - pdu[3] <= dd)
+      return terminate (s, pdu, FES_INVALID_HEADER, 4,
+                        "PLEN leaves no data after PDO");
+    data = pdu + pdu[3];
+    dlen = (uint32_t) (plen - pdu[3] - dd);
+    if (dd && get_le32 (data + dlen) != crc32c (0, data, dlen)) {
+      dgst_ok = false;
+      nvme_log (s, "data digest mismatch: the command fails with a "
+                "transient transport error");
+    }
+  }
+  if (type == PDU_CAPSULE_CMD)
+    return capsule (s, pdu, data, dlen, dgst_ok);
+  return h2c_data (s, pdu, data, dlen, dgst_ok);
+}
+
+long
+nvme_session_input (struct nvme_session *s, const unsigned char *data,
+                    size_t len)
+{
+  size_t used = 0;
+
+  for (;;) {
+    uint32_t plen;
+
+    if (s->dead)
+      return -1;
+    if (!run_ready (s))
+      break;
+    if (s->dead)
+      return -1;
+    start_r2ts (s);
+    if (len - used < PDU_CH_LEN)
+      break;
+    s->pdu_avail = len - used;
+    if (check_header (s, data + used) == -1)
+      return -1;
+    plen = get_le32 (data + used + 4);
+    if (len - used < plen)
+      break;
+    if (handle_pdu (s, data + used, plen) == -1)
+      return -1;
+    used += plen;
+  }
+  return (long) used;
+}
+
+/* ---- the session -------------------------------------------------------------- */
+
+struct nvme_session *
+nvme_session_new (const struct nvme_served *sv, void *owner)
+{
+  struct nvme_session *s = calloc (1, sizeof *s);
+
+  if (s == NULL)
+    return NULL;
+  s->sv = sv;
+  s->owner = owner;
+  s->hpda = 4;
+  return s;
+}
+
+void
+nvme_session_free (struct nvme_session *s)
+{
+  if (s == NULL)
+    return;
+  fabrics_detach (s);
+  while (s->ready_head) {
+    struct nvme_req *rq = s->ready_head;
+
+    s->ready_head = rq->next;
+    req_free (s, rq);
+  }
+  while (s->xfers) {
+    struct nvme_req *rq = s->xfers;
+
+    s->xfers = rq->next;
+    req_free (s, rq);
+  }
+  while (s->parked) {
+    struct nvme_parked *p = s->parked;
+
+    s->parked = p->next;
+    free (p->data);
+    free (p);
+  }
+  while (s->held_head) {
+    struct held *h = s->held_head;
+
+    s->held_head = h->next;
+    free (h);
+  }
+  free (s->out);
+  free (s);
+}
+
+bool
+nvme_session_connected (const struct nvme_session *s)
+{
+  return s->ctrl != NULL;
+}
+
+void
+nvme_session_resume (struct nvme_session *s, uint64_t id, int err, bool hold)
+{
+  struct nvme_parked **pp, *p;
+  size_t mark = s->out_len;
+
+  for (pp = &s->parked; *pp && (*pp)->id != id; pp = &(*pp)->next)
+    ;
+  if ((p = *pp) == NULL)
+    return;
+  *pp = p->next;
+  io_resume (s, p, err);
+  if (hold)
+    hold_reply (s, mark);
+  free (p->data);
+  free (p);
+}

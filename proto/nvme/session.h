@@ -1,0 +1,113 @@
+/* One NVMe/TCP connection (an admin or I/O queue of a controller, or a
+ * discovery controller's admin queue) as a byte-stream state machine:
+ * PDUs in, PDUs queued out.  zonednull-server's second protocol, beside
+ * NBD.
+ *
+ * No sockets here: the connection layer (net/conn.h, through
+ * nvme_protocol) feeds what it reads and sends what the session queued,
+ * so the protocol is tested and fuzzed without a network
+ * (tests/test-nvme-session.c, proto/nvme/fuzz-session.c).
+ *
+ * The subsystem has one namespace per served device: nullbN is
+ * namespace N+1.  Its controllers live in a registry shared by every
+ * session of the process (the server is one event loop).
+ */
+#ifndef ZONEDNULL_PROTO_NVME_SESSION_H
+#define ZONEDNULL_PROTO_NVME_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "served.h"
+
+struct nvme_session;
+
+/* The largest NQN, without its terminating NUL (NVMe base spec). */
+#define NVME_NQN_MAX 223
+
+/* What every NVMe/TCP connection of the server shares. */
+struct nvme_served {
+  const char *program;          /* names the messages */
+  bool verbose;                 /* log controllers and refusals */
+  struct served_device *devices;
+  unsigned nr_devices;
+  bool readonly;                /* -r: writes fail, namespaces read-only */
+  bool delayed;                 /* replies wait for complete_one */
+  /* As struct served's (proto/nbd/session.h): admission of each data
+   * request, and the output budget; NULL admits everything.
+   */
+  admit_fn *admit;
+  bool (*room) (void *owner, size_t queued, size_t reply);
+  /* Closes the connection owner (another session's), once the current
+   * event is over: a controller's I/O queues go with its admin queue.
+   */
+  void (*abort) (void *owner);
+  /* The connection owner is closed after ms without input (0: never):
+   * the keep-alive timeout of a controller's admin queue.
+   */
+  void (*idle_timeout) (void *owner, unsigned ms);
+  char subnqn[NVME_NQN_MAX + 1];
+  /* --nvme-allow-host: the host NQNs that may connect to the subsystem;
+   * none: any host.
+   */
+  const char *const *allowed_hosts;
+  unsigned nr_allowed_hosts;
+  /* The port the discovery log page lists. */
+  char traddr[64];
+  char trsvcid[32];
+  bool ipv6;
+  /* I/O queues per controller (submit_queues) and their depth
+   * (hw_queue_depth).
+   */
+  unsigned max_queues;
+  unsigned queue_depth;
+};
+
+/* The default subsystem NQN: nqn.2026-12.org.zonednull:HOST:PORT, unique
+ * per server, so that two servers are two subsystems on one host.
+ */
+void nvme_default_nqn (char *nqn, size_t len, const char *port);
+
+/* owner is the connection, passed to the hooks of sv. */
+struct nvme_session *nvme_session_new (const struct nvme_served *sv,
+                                       void *owner);
+void nvme_session_free (struct nvme_session *s);
+
+/* Consumes a prefix of the len bytes at data (whole PDUs) and queues the
+ * replies.  Returns how many bytes were consumed, or -1 when the
+ * connection must be closed once the queued output is sent (a
+ * C2HTermReq, or the host's H2CTermReq).
+ */
+long nvme_session_input (struct nvme_session *s, const unsigned char *data,
+                         size_t len);
+
+/* The output queued, and how many of its first bytes may go now (the
+ * rest is held for complete_one, irqmode=2).
+ */
+const unsigned char *nvme_session_output (struct nvme_session *s,
+                                          size_t *len);
+size_t nvme_session_ready (const struct nvme_session *s);
+void nvme_session_sent (struct nvme_session *s, size_t n);
+
+bool nvme_session_complete_one (struct nvme_session *s);
+void nvme_session_resume (struct nvme_session *s, uint64_t id, int err,
+                          bool hold);
+
+/* Past Connect: the session is a controller's queue. */
+bool nvme_session_connected (const struct nvme_session *s);
+
+/* The largest PDU a host may send: an H2CData of MAXH2CDATA, or a
+ * command capsule with the most in-capsule data, with digests.
+ */
+#define NVME_MAX_H2C_DATA (128 * 1024)
+#define NVME_MAX_PDU (NVME_MAX_H2C_DATA + 64)
+
+/* The session as the connection layer's protocol (its open takes the
+ * struct nvme_served), and its side of the scheduler.
+ */
+struct net_protocol;
+extern const struct net_protocol nvme_protocol;
+extern const struct sched_session_ops nvme_sched_ops;
+
+#endif

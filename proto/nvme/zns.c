@@ -1,0 +1,668 @@
+/* A device of the model as an NVMe Zoned Namespace (see zns.h).
+ *
+ * Everything is judged by what a Linux host makes of it
+ * (drivers/nvme/host/core.c and zns.c): the application on the host must
+ * get null_blk's errno and see null_blk's queue limits.
+ *
+ * Statuses.  The host completes a request through nvme_error_status(),
+ * which switches on (SCT << 8) | SC: Too Many Active Zones (1h/BDh)
+ * becomes BLK_STS_ZONE_ACTIVE_RESOURCE (EOVERFLOW), Too Many Open Zones
+ * (1h/BEh) BLK_STS_ZONE_OPEN_RESOURCE (ETOOMANYREFS); every other ZNS
+ * status, and Internal Error (0h/06h), falls to BLK_STS_IOERR (EIO),
+ * which is what null_blk's BLK_STS_IOERR gives.  The media statuses
+ * (Write Fault 2h/80h, Unrecovered Read Error 2h/81h) would be
+ * BLK_STS_MEDIUM, ENODATA, so a bad block is an Internal Error here.
+ * Capacity Exceeded (0h/81h) is BLK_STS_NOSPC, ENOSPC, the errno of a
+ * backing_dir whose file system is full.  DNR is set on every error:
+ * the host retries a status without it, which null_blk never causes.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zonednull/zoned.h"
+#include "zns.h"
+
+#define MIB_SECTORS (UINT64_C (1) << (20 - ZN_SECTOR_SHIFT))
+/* The host counts ZASL in pages of CAP.MPSMIN, which it takes as 4 KiB. */
+#define ZASL_PAGE_SECTORS 8u
+/* Zones per zn_report_zones call when walking the device. */
+#define REPORT_BATCH 256u
+/* The zero data a Write Zeroes is written from, a chunk at a time. */
+#define ZEROES_BYTES (128u * 1024u)
+
+static const unsigned char zeroes[ZEROES_BYTES];
+
+/* What a command does to the zone, for the reason behind an EIO. */
+enum access {
+  ACCESS_READ,
+  ACCESS_WRITE,
+  ACCESS_APPEND,
+  ACCESS_MGMT,
+};
+
+static uint16_t
+generic_status (uint8_t sc)
+{
+  return (uint16_t) ((NVME_SCT_GENERIC << NVME_SCT_SHIFT) | sc | NVME_SC_DNR);
+}
+
+static uint16_t
+zns_status (uint8_t sc)
+{
+  return (uint16_t) ((NVME_SCT_CMD_SPECIFIC << NVME_SCT_SHIFT) | sc
+                     | NVME_SC_DNR);
+}
+
+static uint32_t
+lba_sectors (const struct zn_geometry *g)
+{
+  return g->block_size >> ZN_SECTOR_SHIFT;
+}
+
+static uint64_t
+ns_blocks (const struct zn_geometry *g)
+{
+  return g->capacity / lba_sectors (g);
+}
+
+static unsigned
+floor_log2 (uint64_t v)
+{
+  unsigned r = 0;
+
+  while (v >>= 1)
+    r++;
+  return r;
+}
+
+static int
+refuse (char *err, size_t errlen, const char *fmt, ...)
+{
+  if (err && errlen) {
+    va_list ap;
+
+    va_start (ap, fmt);
+    vsnprintf (err, errlen, fmt, ap);
+    va_end (ap);
+  }
+  return -1;
+}
+
+int
+nvme_zns_check (const struct zn_geometry *g, char *err, size_t errlen)
+{
+  uint64_t runt = g->capacity & (g->zone_sectors - 1);
+
+  /* nvme_zone_parse_entry() takes any zone type but sequential write
+   * required as a broken device, and ZNS has no conventional zone type.
+   */
+  if (g->nr_conv)
+    return refuse (err, errlen, "zone_nr_conv: %" PRIu32 " conventional "
+                   "zones, but a ZNS namespace has only sequential write "
+                   "required zones (the Linux host refuses any other type); "
+                   "use zone_nr_conv=0 with NVMe/TCP", g->nr_conv);
+  /* The host gives every zone the one size of the LBA format's ZSZE,
+   * so a smaller last zone would end past the namespace; nvmet refuses
+   * such a device for the same reason.
+   */
+  if (runt)
+    return refuse (err, errlen, "size: the last zone is %" PRIu64 " MiB of "
+                   "a zone_size of %" PRIu64 " MiB, but every zone of a ZNS "
+                   "namespace has the zone size; make size a multiple of "
+                   "zone_size for NVMe/TCP", runt / MIB_SECTORS,
+                   g->zone_sectors / MIB_SECTORS);
+  if (g->zone_sectors & (g->zone_sectors - 1))
+    return refuse (err, errlen, "zone_size: %" PRIu64 " MiB is not a power of "
+                   "two, which the Linux host refuses for a ZNS namespace",
+                   g->zone_sectors / MIB_SECTORS);
+  return 0;
+}
+
+void
+nvme_zns_id_ns (struct zn_dev *dev, struct nvme_id_ns *id)
+{
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  uint64_t nsze = ns_blocks (g);
+
+  /* NMIC stays 0, a private namespace; the session decides about
+   * sharing (CMIC) and identifiers, which decide whether the host puts
+   * a multipath head in front.  NOIOB, NPWG, NOWS and the atomic write
+   * fields stay 0: null_blk has none of those limits, and the host then
+   * keeps its defaults, as for null_blk.
+   */
+  memset (id, 0, sizeof *id);
+  id->nsze = htole64 (nsze);
+  id->ncap = htole64 (nsze);
+  id->nuse = htole64 (nsze);
+  id->nlbaf = 0;                /* 0-based: one format */
+  id->flbas = 0;                /* that one, no metadata */
+  /* Blocks past a zone's write pointer are ZNS's deallocated blocks:
+   * null_blk reads them as FFh when memory backed (its zone valid read
+   * length), and transfers nothing, zeroes here, when not.  No
+   * Deallocate bit in Write Zeroes: it writes zeroes.
+   */
+  id->dlfeat = g->memory_backed ? NVME_NS_DLFEAT_RB_ALL_FS
+                                : NVME_NS_DLFEAT_RB_ALL_0S;
+  id->lbaf[0].ms = htole16 (0);
+  id->lbaf[0].ds = (uint8_t) floor_log2 (g->block_size);
+  id->lbaf[0].rp = 0;
+}
+
+/* MOR and MAR are 0-based with all-ones for no limit: the host adds one
+ * to each (nvme_query_zone_info), so all-ones wraps to its 0, no limit.
+ * The geometry is already null_blk's after clamping (max_open at most
+ * max_active, a limit of every sequential zone or more dropped), which
+ * matters on 6.12: blk_validate_zoned_limits() refuses a disk whose
+ * max_open_zones exceeds a non-zero max_active_zones, and
+ * disk_update_zone_resources() drops limits of nr_seq_zones or more.
+ * So /sys/block/nvmeXnY/queue/max_{open,active}_zones equal null_blk's.
+ */
+static uint32_t
+zero_based_limit (uint32_t limit)
+{
+  return limit ? limit - 1 : UINT32_MAX;
+}
+
+void
+nvme_zns_id_ns_zns (struct zn_dev *dev, struct nvme_zns_id_ns *id)
+{
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+
+  memset (id, 0, sizeof *id);
+  /* ZOC 0: the host refuses a namespace that needs any zone operation
+   * characteristic.  OZCS 0: no Read Across Zone Boundaries, no ZRWA.
+   */
+  id->zoc = htole16 (0);
+  id->ozcs = htole16 (0);
+  id->mar = htole32 (zero_based_limit (g->max_active));
+  id->mor = htole32 (zero_based_limit (g->max_open));
+  id->lbafe[0].zsze = htole64 (g->zone_sectors / lba_sectors (g));
+  id->lbafe[0].zdes = 0;
+}
+
+/* The host reads ZASL once per controller (nvme_set_max_append): a
+ * non-zero ZASL gives max_zone_append = 1 << (ZASL + 3) sectors, 0 the
+ * controller's max_hw_sectors (from MDTS); the block layer then bounds
+ * the queue's max_zone_append_sectors by max_hw_sectors and the zone
+ * size.  A power of two can only round null_blk's limit down (255
+ * sectors, the default, becomes 64 KiB), which keeps every append the
+ * host sends within what the model accepts; zone_append_max_bytes
+ * differs from null_blk's for that reason only.  A limit under two
+ * pages has no ZASL of its own (0 means MDTS), so the session must then
+ * report an MDTS of one 4 KiB page for the host to keep within it.
+ */
+void
+nvme_zns_id_ctrl_zns (struct zn_dev *const *devs, unsigned nr_devs,
+                      struct nvme_zns_id_ctrl *id)
+{
+  uint32_t smallest = UINT32_MAX;
+  uint32_t pages;
+
+  memset (id, 0, sizeof *id);
+  for (unsigned i = 0; i < nr_devs; i++) {
+    uint32_t m = zn_dev_geometry (devs[i])->max_append_sectors;
+
+    if (m < smallest)
+      smallest = m;
+  }
+  if (nr_devs == 0)
+    return;
+  pages = smallest / ZASL_PAGE_SECTORS;
+  id->zasl = pages >= 2 ? (uint8_t) floor_log2 (pages) : 0;
+}
+
+/* Fabrics commands (opcode 7Fh) have no entry: the log lists admin and
+ * I/O commands.  The host checks the ZNS set's Zone Append for CSUPP and
+ * makes the namespace read-only without it (nvme_query_zone_info), and
+ * its passthrough lets an unprivileged user send only what is CSUPP
+ * with no effect beyond LBCC, LBCC needing the device open for writing.
+ */
+void
+nvme_zns_effects (uint8_t csi, struct nvme_cmd_effects_log *log)
+{
+  static const uint8_t admin[] = {
+    nvme_admin_get_log_page, nvme_admin_identify, nvme_admin_abort_cmd,
+    nvme_admin_set_features, nvme_admin_get_features,
+    nvme_admin_async_event, nvme_admin_keep_alive,
+  };
+  const uint32_t supported = NVME_CMD_EFFECTS_CSUPP;
+  const uint32_t changes = NVME_CMD_EFFECTS_CSUPP | NVME_CMD_EFFECTS_LBCC;
+
+  memset (log, 0, sizeof *log);
+  for (size_t i = 0; i < sizeof admin / sizeof admin[0]; i++)
+    log->acs[admin[i]] = htole32 (supported);
+  if (csi != NVME_CSI_NVM && csi != NVME_CSI_ZNS)
+    return;
+  log->iocs[nvme_cmd_flush] = htole32 (supported);
+  log->iocs[nvme_cmd_write] = htole32 (changes);
+  log->iocs[nvme_cmd_read] = htole32 (supported);
+  log->iocs[nvme_cmd_write_zeroes] = htole32 (changes);
+  if (csi != NVME_CSI_ZNS)
+    return;
+  log->iocs[nvme_zns_cmd_mgmt_send] = htole32 (changes);
+  log->iocs[nvme_zns_cmd_mgmt_recv] = htole32 (supported);
+  log->iocs[nvme_zns_cmd_append] = htole32 (changes);
+}
+
+/* ---- statuses ----------------------------------------------------------- */
+
+/* The zone state is looked at after the fact: the model fails a write
+ * in null_blk's order (FULL, READONLY or OFFLINE; not at the write
+ * pointer; past the capacity; then resources and bad blocks) without
+ * changing the zone, so what the zone shows now names the check that
+ * failed.  A racing command can change the zone meanwhile; the status
+ * can then name another reason, but every one of them is EIO on the
+ * host, so the application sees no difference.
+ */
+static uint16_t
+write_eio_status (struct zn_dev *dev, enum access access,
+                  uint64_t sector, uint64_t nr_sectors)
+{
+  struct zn_zone z;
+
+  if (zn_report_zones (dev, sector, &z, 1) != 1)
+    return generic_status (NVME_SC_INTERNAL);
+  switch (z.cond) {
+  case ZN_COND_OFFLINE:
+    return zns_status (NVME_SC_ZNS_OFFLINE);
+  case ZN_COND_READONLY:
+    return zns_status (NVME_SC_ZNS_READ_ONLY);
+  case ZN_COND_FULL:
+    return zns_status (NVME_SC_ZNS_FULL);
+  default:
+    break;
+  }
+  /* Waits of pipeline_zoned_writes that fail (EBUSY, ETIMEDOUT) land
+   * here too: a write ahead of the write pointer.
+   */
+  if (access == ACCESS_WRITE && sector != z.wp)
+    return zns_status (NVME_SC_ZNS_INVALID_WRITE);
+  if (z.wp + nr_sectors > z.start + z.capacity
+      || sector + nr_sectors > z.start + z.len)
+    return zns_status (NVME_SC_ZNS_BOUNDARY_ERROR);
+  return generic_status (NVME_SC_INTERNAL);   /* a bad block */
+}
+
+/* A read fails on an OFFLINE zone or a bad block; it may span zones when
+ * the session reads on its own.
+ */
+static uint16_t
+read_eio_status (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors)
+{
+  uint64_t end = sector + nr_sectors;
+  struct zn_zone z;
+
+  while (sector < end && zn_report_zones (dev, sector, &z, 1) == 1) {
+    if (z.cond == ZN_COND_OFFLINE)
+      return zns_status (NVME_SC_ZNS_OFFLINE);
+    sector = z.start + z.len;
+  }
+  return generic_status (NVME_SC_INTERNAL);
+}
+
+static bool
+in_namespace (const struct zn_geometry *g, uint64_t slba, uint32_t nlb)
+{
+  uint64_t nsze = ns_blocks (g);
+
+  return slba < nsze && nlb <= nsze - slba;
+}
+
+static uint16_t
+errno_status (struct zn_dev *dev, int err, enum access access,
+              uint64_t slba, uint32_t nlb)
+{
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  uint64_t sector = slba * lba_sectors (g);
+  uint64_t nr_sectors = (uint64_t) nlb * lba_sectors (g);
+
+  if (err < 0)
+    err = -err;
+  switch (err) {
+  case 0:
+    return 0;
+  case ETOOMANYREFS:
+    return zns_status (NVME_SC_ZNS_TOO_MANY_OPENS);
+  case EOVERFLOW:
+    return zns_status (NVME_SC_ZNS_TOO_MANY_ACTIVE);
+  case EIO:
+  case EBUSY:
+  case ETIMEDOUT:
+    if (access == ACCESS_MGMT)
+      return zns_status (NVME_SC_ZNS_INVAL_TRANSITION);
+    if (!in_namespace (g, slba, nlb ? nlb : 1))
+      return generic_status (NVME_SC_INTERNAL);
+    if (access == ACCESS_READ)
+      return read_eio_status (dev, sector, nr_sectors);
+    return write_eio_status (dev, access, sector, nr_sectors);
+  case EINVAL:
+    if (access != ACCESS_MGMT && !in_namespace (g, slba, nlb))
+      return generic_status (NVME_SC_LBA_RANGE);
+    return generic_status (NVME_SC_INVALID_FIELD);
+  case EOPNOTSUPP:
+    return generic_status (NVME_SC_INVALID_FIELD);
+  case ENOSPC:
+    return generic_status (NVME_SC_CAP_EXCEEDED);
+  default:
+    return generic_status (NVME_SC_INTERNAL);
+  }
+}
+
+uint16_t
+nvme_zns_status (struct zn_dev *dev, int err, uint64_t slba, uint32_t nlb,
+                 bool write)
+{
+  return errno_status (dev, err, write ? ACCESS_WRITE : ACCESS_READ,
+                       slba, nlb);
+}
+
+/* ---- I/O commands ------------------------------------------------------- */
+
+/* The checks before the model: the range (LBA Out of Range, as nvmet),
+ * and the zone boundary, which no command may cross since OZCS has no
+ * Read Across Zone Boundaries (the host never sends one: its
+ * chunk_sectors is the zone size).  The model would split such a write
+ * and could land its second part in the next zone.
+ */
+static uint16_t
+check_io (const struct zn_geometry *g, uint64_t slba, uint32_t nlb)
+{
+  uint64_t sector, end;
+
+  if (nlb == 0)
+    return generic_status (NVME_SC_INVALID_FIELD);
+  if (!in_namespace (g, slba, nlb))
+    return generic_status (NVME_SC_LBA_RANGE);
+  sector = slba * lba_sectors (g);
+  end = sector + (uint64_t) nlb * lba_sectors (g);
+  if (end > (sector | (g->zone_sectors - 1)) + 1)
+    return zns_status (NVME_SC_ZNS_BOUNDARY_ERROR);
+  return 0;
+}
+
+uint16_t
+nvme_zns_read (struct zn_dev *dev, uint64_t slba, uint32_t nlb, void *data)
+{
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  uint16_t status = check_io (g, slba, nlb);
+
+  if (status)
+    return status;
+  return errno_status (dev, zn_read (dev, data, slba * lba_sectors (g),
+                                     (uint64_t) nlb * lba_sectors (g)),
+                       ACCESS_READ, slba, nlb);
+}
+
+static int
+model_write (struct zn_dev *dev, const void *data, uint64_t sector,
+             uint64_t nr_sectors, bool fua)
+{
+  return fua ? zn_write_fua (dev, data, sector, nr_sectors)
+             : zn_write (dev, data, sector, nr_sectors);
+}
+
+uint16_t
+nvme_zns_write (struct zn_dev *dev, uint64_t slba, uint32_t nlb, bool fua,
+                const void *data)
+{
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  uint16_t status = check_io (g, slba, nlb);
+
+  if (status)
+    return status;
+  return errno_status (dev, model_write (dev, data, slba * lba_sectors (g),
+                                         (uint64_t) nlb * lba_sectors (g),
+                                         fua),
+                       ACCESS_WRITE, slba, nlb);
+}
+
+/* Writes of a static zero chunk, so that 65536 blocks of 4 KiB need no
+ * allocation.  The first chunk that fails ends the command, with the
+ * status of that chunk: the ones after it would only fail off the
+ * write pointer and hide why.
+ */
+uint16_t
+nvme_zns_write_zeroes (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
+                       bool fua)
+{
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  uint32_t chunk = ZEROES_BYTES / g->block_size;
+  uint16_t status = check_io (g, slba, nlb);
+
+  while (status == 0 && nlb) {
+    uint32_t n = nlb < chunk ? nlb : chunk;
+    int r = model_write (dev, zeroes, slba * lba_sectors (g),
+                         (uint64_t) n * lba_sectors (g), fua);
+
+    status = errno_status (dev, r, ACCESS_WRITE, slba, n);
+    slba += n;
+    nlb -= n;
+  }
+  return status;
+}
+
+/* nvmet's checks and the spec's: ZSLBA must start a zone (Invalid Field
+ * in Command), and the data must fit the append limit, which the model
+ * enforces with an EIO that names no zone reason.
+ */
+uint16_t
+nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb, bool fua,
+                 const void *data, uint64_t *result)
+{
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  uint64_t sector = zslba * lba_sectors (g);
+  uint64_t nr_sectors = (uint64_t) nlb * lba_sectors (g);
+  uint64_t landed = 0;
+  uint16_t status = check_io (g, zslba, nlb);
+  int r;
+
+  if (status)
+    return status;
+  if (sector & (g->zone_sectors - 1))
+    return generic_status (NVME_SC_INVALID_FIELD);
+  if (nr_sectors > g->max_append_sectors)
+    return generic_status (NVME_SC_INVALID_FIELD);
+  r = zn_zone_append (dev, data, sector, nr_sectors, fua, &landed);
+  if (r)
+    return errno_status (dev, r, ACCESS_APPEND, zslba, nlb);
+  *result = landed / lba_sectors (g);
+  return 0;
+}
+
+uint16_t
+nvme_zns_flush (struct zn_dev *dev)
+{
+  int r = zn_flush (dev);
+
+  if (r == 0)
+    return 0;
+  return generic_status (r == -ENOSPC ? NVME_SC_CAP_EXCEEDED
+                                      : NVME_SC_INTERNAL);
+}
+
+/* ---- zone management ---------------------------------------------------- */
+
+/* The states a select-all action applies to (ZNS: Open Zone to closed
+ * zones, Close Zone to open ones, Finish Zone to both).
+ */
+static bool
+select_all_applies (enum zn_zone_op op, uint8_t cond)
+{
+  bool open = cond == ZN_COND_IMP_OPEN || cond == ZN_COND_EXP_OPEN;
+
+  switch (op) {
+  case ZN_OP_OPEN: return cond == ZN_COND_CLOSED;
+  case ZN_OP_CLOSE: return open;
+  case ZN_OP_FINISH: return open || cond == ZN_COND_CLOSED;
+  default: return false;
+  }
+}
+
+/* The zones are chosen first, then acted on: opening a closed zone can
+ * implicitly close an open one, which must not be opened in turn.  Every
+ * chosen zone is tried; the first failure is the status.
+ */
+static uint16_t
+send_all (struct zn_dev *dev, enum zn_zone_op op)
+{
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  struct zn_zone zones[REPORT_BATCH];
+  unsigned char *chosen;
+  uint64_t sector = 0;
+  unsigned n;
+  int first_err = 0;
+
+  /* Opening every closed zone needs that many open resources beside the
+   * explicitly open zones (implicitly open ones are closed to make
+   * room); without them the spec wants no zone opened at all.
+   */
+  if (op == ZN_OP_OPEN && g->max_open) {
+    struct zn_counters c;
+
+    zn_get_counters (dev, &c);
+    if ((uint64_t) c.exp_open + c.closed > g->max_open)
+      return zns_status (NVME_SC_ZNS_TOO_MANY_OPENS);
+  }
+  chosen = calloc ((g->nr_zones + 7) / 8, 1);
+  if (chosen == NULL)
+    return generic_status (NVME_SC_INTERNAL);
+  while ((n = zn_report_zones (dev, sector, zones, REPORT_BATCH)) > 0) {
+    for (unsigned i = 0; i < n; i++) {
+      uint64_t idx = zones[i].start / g->zone_sectors;
+
+      if (select_all_applies (op, zones[i].cond))
+        chosen[idx / 8] |= (unsigned char) (1u << (idx % 8));
+    }
+    sector = zones[n - 1].start + zones[n - 1].len;
+  }
+  for (uint64_t idx = 0; idx < g->nr_zones; idx++) {
+    int r;
+
+    if (!(chosen[idx / 8] & (1u << (idx % 8))))
+      continue;
+    r = zn_zone_mgmt (dev, op, idx * g->zone_sectors, g->zone_sectors);
+    if (r && first_err == 0)
+      first_err = r;
+  }
+  free (chosen);
+  return errno_status (dev, first_err, ACCESS_MGMT, 0, 0);
+}
+
+uint16_t
+nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
+                    bool select_all)
+{
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  uint64_t sector = slba * lba_sectors (g);
+  enum zn_zone_op op;
+
+  switch (zsa) {
+  case NVME_ZNS_ZSA_OPEN: op = ZN_OP_OPEN; break;
+  case NVME_ZNS_ZSA_CLOSE: op = ZN_OP_CLOSE; break;
+  case NVME_ZNS_ZSA_FINISH: op = ZN_OP_FINISH; break;
+  case NVME_ZNS_ZSA_RESET: op = ZN_OP_RESET; break;
+  default:                      /* Offline, descriptor extensions, ZRWA */
+    return generic_status (NVME_SC_INVALID_FIELD);
+  }
+  /* With select all, SLBA is ignored.  The host sends reset-all for a
+   * reset of the whole device (QUEUE_FLAG_ZONE_RESETALL), and the
+   * model's reset of the whole range is null_blk's reset-all, which
+   * skips READONLY and OFFLINE zones as ZNS does.
+   */
+  if (select_all) {
+    if (op == ZN_OP_RESET)
+      return errno_status (dev, zn_zone_mgmt (dev, op, 0, g->capacity),
+                           ACCESS_MGMT, 0, 0);
+    return send_all (dev, op);
+  }
+  if (slba >= ns_blocks (g))
+    return generic_status (NVME_SC_LBA_RANGE);
+  if (sector & (g->zone_sectors - 1))
+    return generic_status (NVME_SC_INVALID_FIELD);
+  return errno_status (dev, zn_zone_mgmt (dev, op, sector, g->zone_sectors),
+                       ACCESS_MGMT, slba, 0);
+}
+
+/* ZRASF's state filters as zone conditions; -1 for all, -2 for none. */
+static int
+zrasf_cond (uint8_t zrasf)
+{
+  switch (zrasf) {
+  case NVME_ZNS_ZRAS_REPORT_ALL: return -1;
+  case NVME_ZNS_ZRAS_REPORT_EMPTY: return ZN_COND_EMPTY;
+  case NVME_ZNS_ZRAS_REPORT_IMPL_OPENED: return ZN_COND_IMP_OPEN;
+  case NVME_ZNS_ZRAS_REPORT_EXPL_OPENED: return ZN_COND_EXP_OPEN;
+  case NVME_ZNS_ZRAS_REPORT_CLOSED: return ZN_COND_CLOSED;
+  case NVME_ZNS_ZRAS_REPORT_FULL: return ZN_COND_FULL;
+  case NVME_ZNS_ZRAS_REPORT_READ_ONLY: return ZN_COND_READONLY;
+  case NVME_ZNS_ZRAS_REPORT_OFFLINE: return ZN_COND_OFFLINE;
+  default: return -2;
+  }
+}
+
+/* The write pointer is converted as is, as nvmet does: the model's
+ * all-ones for READONLY and OFFLINE zones (null_blk's) becomes all-ones
+ * LBAs shifted by the block size, a field the spec calls not valid in
+ * those states.  The host then shows wp = start + len for a FULL zone
+ * (nvme_zone_parse_entry), and for READONLY and OFFLINE the LBA turned
+ * back into sectors: all-ones with 512-byte blocks, as null_blk's, its
+ * low bits cleared with larger ones.
+ */
+static void
+fill_desc (const struct zn_geometry *g, const struct zn_zone *z,
+           struct nvme_zns_desc *d)
+{
+  uint32_t lbs = lba_sectors (g);
+
+  memset (d, 0, sizeof *d);
+  d->zt = NVME_ZONE_TYPE_SEQWRITE_REQ;
+  d->zs = (uint8_t) (z->cond << 4);
+  d->za = 0;
+  d->zcap = htole64 (z->capacity / lbs);
+  d->zslba = htole64 (z->start / lbs);
+  d->wp = htole64 (z->wp / lbs);
+}
+
+uint16_t
+nvme_zns_mgmt_recv (struct zn_dev *dev, uint64_t slba, uint8_t zra,
+                    uint8_t zrasf, bool partial, void *buf, size_t len)
+{
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  struct nvme_zone_report *report = buf;
+  struct zn_zone zones[REPORT_BATCH];
+  int want = zrasf_cond (zrasf);
+  size_t room, count = 0;
+  uint64_t sector;
+  unsigned n;
+
+  if (len < sizeof *report || zra != NVME_ZNS_ZRA_REPORT_ZONES || want == -2)
+    return generic_status (NVME_SC_INVALID_FIELD);
+  if (slba >= ns_blocks (g))
+    return generic_status (NVME_SC_LBA_RANGE);
+  room = (len - sizeof *report) / sizeof report->entries[0];
+  memset (buf, 0, len);
+
+  /* Without partial, every matching zone to the end is counted: one pass
+   * over the zone table, in batches.  With it, the walk ends once the
+   * buffer is full.
+   */
+  sector = slba * lba_sectors (g);
+  while (!(partial && count >= room)
+         && (n = zn_report_zones (dev, sector, zones, REPORT_BATCH)) > 0) {
+    for (unsigned i = 0; i < n && !(partial && count >= room); i++) {
+      if (want >= 0 && zones[i].cond != want)
+        continue;
+      if (count < room)
+        fill_desc (g, &zones[i], &report->entries[count]);
+      count++;
+    }
+    sector = zones[n - 1].start + zones[n - 1].len;
+  }
+  report->nr_zones = htole64 (count);
+  return 0;
+}

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""A minimal NVMe/TCP host, for zonednull-server's tests: enough of the
+Linux host's sequence (ICReq, Connect, properties, Identify, I/O) to
+check a server without the kernel's nvme-tcp.
+
+Usage: nvme-host.py HOST PORT COMMAND...
+  ic                      ICReq/ICResp only; prints the ICResp fields
+  discover                the discovery log's subsystem NQNs, one a line
+  smoke NQN               admin and I/O queue, identify, write, read back
+  connect NQN HOSTNQN     an admin Connect; prints the status (hex)
+"""
+import socket
+import struct
+import sys
+
+CRC_TABLE = []
+for i in range(256):
+    c = i
+    for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    CRC_TABLE.append(c)
+
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = (crc >> 8) ^ CRC_TABLE[(crc ^ b) & 0xFF]
+    return crc ^ 0xFFFFFFFF
+
+
+class Host:
+    def __init__(self, addr, port, hdgst=False, ddgst=False):
+        self.sock = socket.create_connection((addr, int(port)), timeout=10)
+        self.hdgst, self.ddgst = hdgst, ddgst
+        self.cid = 0
+        self.cntlid = 0
+
+    def recv_exact(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise EOFError("server closed the connection")
+            buf += chunk
+        return buf
+
+    def recv_pdu(self):
+        ch = self.recv_exact(8)
+        ptype, flags, hlen, pdo, plen = struct.unpack("<BBBBI", ch)
+        rest = self.recv_exact(plen - 8)
+        return ptype, flags, hlen, pdo, ch + rest
+
+    def ic(self):
+        pdu = bytearray(128)
+        struct.pack_into("<BBBBI", pdu, 0, 0, 0, 128, 0, 128)
+        pdu[11] = (1 if self.hdgst else 0) | (2 if self.ddgst else 0)
+        self.sock.sendall(pdu)
+        ptype, _, _, _, resp = self.recv_pdu()
+        assert ptype == 1, "not an ICResp: type %d" % ptype
+        return resp
+
+    def hd(self, header):
+        return struct.pack("<I", crc32c(header)) if self.hdgst else b""
+
+    def command(self, sqe, data=b"", qid_sqhd=None):
+        """Sends a capsule; returns (status, result, c2h data)."""
+        hlen = 72
+        hdl = 4 if self.hdgst else 0
+        ddl = 4 if self.ddgst and data else 0
+        pdo = hlen + hdl if data else 0
+        plen = hlen + hdl + len(data) + ddl
+        flags = (1 if self.hdgst else 0) | (2 if ddl else 0)
+        header = struct.pack("<BBBBI", 4, flags, hlen, pdo, plen) + sqe
+        pdu = header + self.hd(header) + data
+        if ddl:
+            pdu += struct.pack("<I", crc32c(data))
+        self.sock.sendall(pdu)
+        got = b""
+        while True:
+            ptype, flags, hlen, pdo, pdu = self.recv_pdu()
+            if ptype == 5:
+                result, sqhd, sqid, cid, status = struct.unpack_from(
+                    "<QHHHH", pdu, 8)
+                return status >> 1, result, got
+            if ptype == 7:
+                datal = struct.unpack_from("<I", pdu, 16)[0]
+                got += pdu[pdo:pdo + datal]
+            elif ptype == 9:
+                cccid, ttag, off, length = struct.unpack_from("<HHII", pdu, 8)
+                self.h2c(cccid, ttag, self.pending[off:off + length])
+            elif ptype == 3:
+                raise EOFError("C2HTermReq, FES %d" %
+                               struct.unpack_from("<H", pdu, 8)[0])
+
+    def h2c(self, cccid, ttag, data, chunk=65536):
+        for off in range(0, len(data), chunk):
+            part = data[off:off + chunk]
+            last = off + chunk >= len(data)
+            hdl = 4 if self.hdgst else 0
+            ddl = 4 if self.ddgst else 0
+            flags = (4 if last else 0) | (1 if self.hdgst else 0) | \
+                (2 if self.ddgst else 0)
+            header = struct.pack("<BBBBIHHII4x", 6, flags, 24, 24 + hdl,
+                                 24 + hdl + len(part) + ddl, cccid, ttag,
+                                 off, len(part))
+            pdu = header + self.hd(header) + part
+            if ddl:
+                pdu += struct.pack("<I", crc32c(part))
+            self.sock.sendall(pdu)
+
+    def sqe(self, opcode, nsid=0, cdw=(), sgl_len=0, sgl_type=0x5A, fctype=None):
+        self.cid += 1
+        b = bytearray(64)
+        struct.pack_into("<BBHI", b, 0, opcode, 0x40, self.cid, nsid)
+        if fctype is not None:
+            b[4] = fctype
+        struct.pack_into("<QI", b, 24, 0, sgl_len)
+        b[39] = sgl_type
+        for i, v in enumerate(cdw):
+            struct.pack_into("<I", b, 40 + 4 * i, v & 0xFFFFFFFF)
+        return bytes(b)
+
+    def connect(self, qid, subnqn, hostnqn, cntlid=0xFFFF, sqsize=31, kato=0):
+        data = bytearray(1024)
+        data[0:16] = b"\x11" * 16
+        struct.pack_into("<H", data, 16, cntlid)
+        data[256:256 + len(subnqn)] = subnqn.encode()
+        data[512:512 + len(hostnqn)] = hostnqn.encode()
+        sqe = self.sqe(0x7F, fctype=1, cdw=(qid << 16, sqsize, kato),
+                       sgl_len=1024, sgl_type=0x01)
+        st, res, _ = self.command(sqe, bytes(data))
+        if st == 0 and qid == 0:
+            self.cntlid = res & 0xFFFF
+        return st, res
+
+    def prop_get(self, offset, eight=False):
+        return self.command(self.sqe(0x7F, fctype=4,
+                                     cdw=(1 if eight else 0, offset)))[:2]
+
+    def prop_set(self, offset, value):
+        return self.command(self.sqe(0x7F, fctype=0,
+                                     cdw=(0, offset, value)))[:2]
+
+    def enable(self):
+        st, cap = self.prop_get(0, True)
+        css = (cap >> 37) & 0xFF
+        cc = 1 | ((6 if css & 0x40 else 0) << 4) | (6 << 16) | (4 << 20)
+        assert self.prop_set(0x14, cc)[0] == 0
+        st, csts = self.prop_get(0x1C)
+        assert st == 0 and csts & 1, "CSTS.RDY not set: %#x" % csts
+        return cap
+
+    def identify(self, cns, nsid=0, csi=0):
+        return self.command(self.sqe(6, nsid, cdw=(cns, csi << 24),
+                                     sgl_len=4096))
+
+    def get_log(self, lid, length, csi=0, offset=0):
+        numd = length // 4 - 1
+        return self.command(self.sqe(2, 0xFFFFFFFF,
+                                     cdw=(lid | (numd & 0xFFFF) << 16,
+                                          numd >> 16, offset, offset >> 32,
+                                          csi << 24),
+                                     sgl_len=length))
+
+    def write(self, nsid, slba, data, bs, opcode=1):
+        nlb = len(data) // bs
+        self.pending = data
+        inline = len(data) <= 8192
+        sqe = self.sqe(opcode, nsid, cdw=(slba, slba >> 32, nlb - 1),
+                       sgl_len=len(data), sgl_type=0x01 if inline else 0x5A)
+        return self.command(sqe, data if inline else b"")
+
+    def read(self, nsid, slba, nlb, bs):
+        return self.command(self.sqe(2, nsid, cdw=(slba, slba >> 32, nlb - 1),
+                                     sgl_len=nlb * bs))
+
+
+DISCOVERY = "nqn.2014-08.org.nvmexpress.discovery"
+HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-000000000001"
+
+
+def discover(addr, port):
+    h = Host(addr, port)
+    h.ic()
+    st, _ = h.connect(0, DISCOVERY, HOSTNQN)
+    assert st == 0, "discovery Connect: status %#x" % st
+    h.enable()
+    st, _, log = h.get_log(0x70, 1024 + 2 * 1024)
+    assert st == 0, "discovery log: status %#x" % st
+    numrec = struct.unpack_from("<Q", log, 8)[0]
+    for i in range(numrec):
+        e = log[1024 + 1024 * i:2048 + 1024 * i]
+        print(e[256:512].rstrip(b"\0").decode(), "subtype", e[2],
+              e[512:768].decode().strip(), e[32:64].decode().strip())
+
+
+def smoke(addr, port, nqn):
+    a = Host(addr, port, hdgst=True, ddgst=True)
+    a.ic()
+    st, _ = a.connect(0, nqn, HOSTNQN, kato=5000)
+    assert st == 0, "admin Connect: %#x" % st
+    a.enable()
+    st, _, idc = a.identify(1)
+    assert st == 0
+    print("mdts", idc[77], "nn", struct.unpack_from("<I", idc, 516)[0],
+          "subnqn", idc[768:1024].rstrip(b"\0").decode())
+    st, _, ns = a.identify(0, 1)
+    nsze = struct.unpack_from("<Q", ns, 0)[0]
+    lbads = ns[128 + 2]
+    bs = 1 << lbads
+    print("nsze", nsze, "bs", bs)
+    io = Host(addr, port, hdgst=True, ddgst=True)
+    io.ic()
+    st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)
+    assert st == 0, "I/O Connect: %#x" % st
+    data = bytes(range(256)) * (65536 // 256)
+    st, _, _ = io.write(1, 0, data, bs)
+    assert st == 0, "write: %#x" % st
+    st, _, back = io.read(1, 0, len(data) // bs, bs)
+    assert st == 0 and back == data, "read: %#x" % st
+    st, res, _ = io.write(1, 0, data[:bs], bs, opcode=0x7D)
+    print("append status %#x lba %d" % (st, res))
+    print("ok")
+
+
+def main():
+    addr, port, cmd = sys.argv[1], sys.argv[2], sys.argv[3]
+    if cmd == "ic":
+        resp = Host(addr, port).ic()
+        print("maxh2cdata", struct.unpack_from("<I", resp, 12)[0])
+    elif cmd == "discover":
+        discover(addr, port)
+    elif cmd == "smoke":
+        smoke(addr, port, sys.argv[4])
+    elif cmd == "connect":
+        h = Host(addr, port)
+        h.ic()
+        st, res = h.connect(0, sys.argv[4], sys.argv[5])
+        print("%#x %#x" % (st, res))
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()
