@@ -6,6 +6,7 @@
 #   RUNTIME     seconds per random-read run; REPEATS rounds
 #   READ_ZONES  zones filled first and read at random
 #   WRITE_ZONES zones each write run fills (fresh zones every run)
+#   SERVER_OPTS zonednull-server's options (e.g. --busy-poll=0)
 #   TARGETS     the targets, in turn within each repeat:
 #     nvme      zonednull-server --nvme on 127.0.0.1:4420, nvme connect
 #     nvmet     nvmet-tcp on 127.0.0.1:4421 over a configfs null_blk
@@ -60,10 +61,14 @@ for t in $TARGETS; do
         # One server: its device is served over NVMe/TCP and NBD alike
         # (each target writes its own zones).
         # shellcheck disable=SC2086
-        "$SERVER" -f -i 127.0.0.1 -p 10809 --nvme=4420 $CONF >/tmp/server.out 2>/tmp/server.err </dev/null &
+        "$SERVER" -f -i 127.0.0.1 -p 10809 --nvme=4420 $SERVER_OPTS $CONF >/tmp/server.out 2>/tmp/server.err </dev/null &
         server_pid=$!
-        waitfor 300 grep -q ':2A19 00000000:0000 0A' /proc/net/tcp ||
-          { err "zonednull-server did not listen: $(tail -n 3 /tmp/server.err | tr '\n' ' ')"; server_pid=; continue; }
+        # Both ports listening (10809 is 2A39, 4420 is 1144 in /proc/net/tcp).
+        if ! waitfor 300 grep -q ':2A39 00000000:0000 0A' /proc/net/tcp ||
+           ! waitfor 100 grep -q ':1144 00000000:0000 0A' /proc/net/tcp; then
+          err "zonednull-server did not listen: $(tail -n 3 /tmp/server.err | tr '\n' ' ')"
+          kill "$server_pid"; wait "$server_pid"; server_pid=; continue
+        fi
         our_nqn=$(cat /tmp/server.out /tmp/server.err | grep -o 'nqn\.[0-9a-zA-Z.:_-]*' | head -n 1)
       fi
       if [ $t = nvme ]; then
@@ -92,6 +97,9 @@ for t in $TARGETS; do
   d=$(dev_of "$t")
   [ -n "$d" ] || continue
   b=${d#/dev/}
+  # The same I/O path on all: no I/O scheduler (6.12 gives a device of
+  # one hardware queue mq-deadline; nvmet's multipath head has none).
+  [ -w "/sys/block/$b/queue/scheduler" ] && echo none >"/sys/block/$b/queue/scheduler"
   a=
   for f in zoned nr_zones chunk_sectors max_sectors_kb max_hw_sectors_kb nr_requests scheduler; do
     a="$a $f=$(cat "/sys/block/$b/queue/$f" 2>/dev/null | tr ' ' ,)"

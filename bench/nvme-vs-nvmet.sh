@@ -27,6 +27,7 @@
 #
 #   bench/nvme-vs-nvmet.sh [BUILDDIR]        default BUILDDIR: ./build
 #   REPEATS=3 RUNTIME=3 READ_ZONES=2 WRITE_ZONES=2 bench/nvme-vs-nvmet.sh
+#   SERVER_OPTS="--busy-poll=0" zonednull-server's options in the guest
 #   CONF="size=512 zone_size=16 ..." (zone_size in MiB; no conventional
 #   zones, size a multiple: what ZNS takes); ZN_BENCH_KEEP=1 keeps the
 #   temporary directory
@@ -63,7 +64,7 @@ tmp=$(mktemp -d /tmp/zonednull-nvme-bench.XXXXXX)
 {
   echo "CONF='$CONF'"
   echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES WRITE_ZONES=$WRITE_ZONES"
-  echo "TARGETS='$TARGETS'"
+  echo "TARGETS='$TARGETS' SERVER_OPTS='${SERVER_OPTS:-}'"
   cat "$top/bench/nvme-vs-nvmet-guest.sh"
 } >"$tmp/guest.sh"
 
@@ -94,7 +95,7 @@ table () {
   echo "zonednull-server over NVMe/TCP against nvmet-tcp (null_blk) and against its own NBD export,"
   echo "every server in the guest on 127.0.0.1: $(sed -n 's/^INFO guest: //p' "$tmp/guest.log" | head -n 1)."
   echo "qemu TCG, 2 vCPUs, $(date -u +%Y-%m-%d); host: $(nproc) CPUs, load average $load0 at the start, $load1 at the end."
-  echo "Every target: $CONF."
+  echo "Every target: $CONF.${SERVER_OPTS:+ zonednull-server $SERVER_OPTS.}"
   echo "fio io_uring direct=1 bs=4k; medians of $REPEATS runs (random reads ${RUNTIME}s; writes $WRITE_ZONES fresh zones each)."
   echo "cpu = the guest's busy CPU time per I/O (both vCPUs, us); srv = zonednull-server's own CPU time per I/O (us)."
   echo
