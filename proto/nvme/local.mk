@@ -14,3 +14,12 @@ proto_nvme_sources = \
 	proto/nvme/zns.h
 
 EXTRA_DIST += proto/nvme/local.mk
+
+# The session driven with hand-built PDUs, no network.
+check_PROGRAMS += tests/test-nvme-session
+TESTS += tests/test-nvme-session
+tests_test_nvme_session_SOURCES = tests/test-nvme-session.c tests/check.h \
+	tests/dev.h $(proto_nvme_sources) net/conn.h
+tests_test_nvme_session_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
+	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
+tests_test_nvme_session_LDADD = lib/libzonednull.la
