@@ -8,6 +8,8 @@ Usage: nvme-host.py HOST PORT COMMAND...
   discover                the discovery log's subsystem NQNs, one a line
   smoke NQN               admin and I/O queue, identify, write, read back
   connect NQN HOSTNQN     an admin Connect; prints the status (hex)
+  keepalive NQN           a controller with KATO 1 s and an I/O queue,
+                          then silence: both must be closed (within 60 s)
 """
 import socket
 import struct
@@ -223,6 +225,26 @@ def smoke(addr, port, nqn):
     print("ok")
 
 
+def keepalive(addr, port, nqn):
+    a = Host(addr, port)
+    a.ic()
+    st, _ = a.connect(0, nqn, HOSTNQN, kato=1000)
+    assert st == 0, "admin Connect: %#x" % st
+    a.enable()
+    io = Host(addr, port)
+    io.ic()
+    st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)
+    assert st == 0, "I/O Connect: %#x" % st
+    for h, what in ((a, "admin queue"), (io, "I/O queue")):
+        h.sock.settimeout(60)
+        try:
+            if h.sock.recv(1) != b"":
+                sys.exit("%s: data instead of a close" % what)
+        except socket.timeout:
+            sys.exit("%s: still open 60 s after the keep-alive timeout" % what)
+    print("closed")
+
+
 def main():
     addr, port, cmd = sys.argv[1], sys.argv[2], sys.argv[3]
     if cmd == "ic":
@@ -237,6 +259,8 @@ def main():
         h.ic()
         st, res = h.connect(0, sys.argv[4], sys.argv[5])
         print("%#x %#x" % (st, res))
+    elif cmd == "keepalive":
+        keepalive(addr, port, sys.argv[4])
     else:
         sys.exit("unknown command " + cmd)
 
