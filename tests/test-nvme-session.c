@@ -90,7 +90,7 @@ struct host {
   uint16_t status;
   uint64_t result;
   uint16_t sqid;
-  unsigned char data[256 * 1024];
+  _Alignas (8) unsigned char data[256 * 1024];
   size_t data_len;
   unsigned r2ts;
   uint16_t fes;                         /* of a C2HTermReq, or 0 */
