@@ -276,6 +276,39 @@ test_zasl (void)
     zn_dev_destroy (devs[i]);
 }
 
+/* 6.10's zone_append_max_sectors lowers the limit; 0 makes the block
+ * layer emulate appends, which the namespace still serves as appends.
+ */
+static void
+test_zasl_newer_kernel (void)
+{
+  struct zn_config c = geometry_config (16, 1, 0, 0, 512);
+  struct zn_dev *d;
+  uint64_t lba = UINT64_MAX;
+  void *p;
+
+  c.kernel = ZN_KERNEL_6_12;
+  c.memory_backed = true;
+  c.zone_append_max_sectors = 64;
+  c.given |= ZN_GIVEN_ZONE_APPEND_MAX_SECTORS;
+  d = create (&c);
+  CHECK_EQ (zasl_of (&d, 1), 3);
+  zn_dev_destroy (d);
+
+  c.zone_append_max_sectors = 0;
+  d = create (&c);
+  CHECK (zn_dev_geometry (d)->append_emulated);
+  CHECK_EQ (zasl_of (&d, 1), 4);
+  p = pattern (d, Z, 8, 1);
+  CHECK_STATUS (nvme_zns_append (d, Z, 8, false, p, &lba), ST_OK);
+  CHECK_EQ (lba, Z);
+  CHECK_STATUS (nvme_zns_append (d, Z, 8, false, p, &lba), ST_OK);
+  CHECK_EQ (lba, Z + 8);
+  free (p);
+  expect_data (d, Z, 8, 1);
+  zn_dev_destroy (d);
+}
+
 static void
 test_effects (void)
 {
@@ -938,6 +971,7 @@ main (void)
   test_id_ns ();
   test_id_ns_zns ();
   test_zasl ();
+  test_zasl_newer_kernel ();
   test_effects ();
   test_write_read ();
   test_write_4k ();
