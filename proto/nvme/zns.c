@@ -96,8 +96,13 @@ refuse (char *err, size_t errlen, const char *fmt, ...)
 int
 nvme_zns_check (const struct zn_geometry *g, char *err, size_t errlen)
 {
-  uint64_t runt = g->capacity & (g->zone_sectors - 1);
+  uint64_t runt = g->capacity % g->zone_sectors;
 
+  /* The model has power-of-two zones already, as null_blk. */
+  if (g->zone_sectors & (g->zone_sectors - 1))
+    return refuse (err, errlen, "zone_size: %" PRIu64 " MiB is not a power of "
+                   "two, which the Linux host refuses for a ZNS namespace",
+                   g->zone_sectors / MIB_SECTORS);
   /* nvme_zone_parse_entry() takes any zone type but sequential write
    * required as a broken device, and ZNS has no conventional zone type.
    */
@@ -129,10 +134,6 @@ nvme_zns_check (const struct zn_geometry *g, char *err, size_t errlen)
                    g->max_sectors < 2 * ZASL_PAGE_SECTORS
                    ? "max_sectors" : "zone_append_max_sectors",
                    g->max_append_sectors);
-  if (g->zone_sectors & (g->zone_sectors - 1))
-    return refuse (err, errlen, "zone_size: %" PRIu64 " MiB is not a power of "
-                   "two, which the Linux host refuses for a ZNS namespace",
-                   g->zone_sectors / MIB_SECTORS);
   return 0;
 }
 
