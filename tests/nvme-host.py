@@ -201,7 +201,7 @@ def smoke(addr, port, nqn):
     a.ic()
     st, _ = a.connect(0, nqn, HOSTNQN, kato=5000)
     assert st == 0, "admin Connect: %#x" % st
-    a.enable()
+    cap = a.enable()
     st, _, idc = a.identify(1)
     assert st == 0
     print("mdts", idc[77], "nn", struct.unpack_from("<I", idc, 516)[0],
@@ -213,7 +213,9 @@ def smoke(addr, port, nqn):
     print("nsze", nsze, "bs", bs)
     io = Host(addr, port, hdgst=True, ddgst=True)
     io.ic()
-    st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)
+    # As the Linux host: the queue's size within CAP.MQES.
+    st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid,
+                       sqsize=min(31, cap & 0xFFFF))
     assert st == 0, "I/O Connect: %#x" % st
     data = bytes(range(256)) * (65536 // 256)
     st, _, _ = io.write(1, 0, data, bs)

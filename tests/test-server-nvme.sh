@@ -5,7 +5,7 @@
 # its subsystem NQN, takes an ICReq, lists the subsystem in its
 # discovery log, serves an admin and an I/O queue (digests, in-capsule
 # and R2T writes, reads, zone append) while NBD still serves on its
-# socket; --nvme-allow-host refuses other hosts; a controller whose host
+# socket, also with irqmode=2; --nvme-allow-host refuses other hosts; a controller whose host
 # falls silent past its keep-alive timeout is closed with its I/O queue.
 # tests/nvme-host.py is the host (no kernel needed).
 . "$(dirname "$0")/lib.sh"
@@ -74,6 +74,18 @@ $host_py 127.0.0.1 "$port" keepalive "$nqn" >"$tmpdir/out" 2>&1 ||
 stop_server "$pid"
 grep -q "keep-alive timeout" "$tmpdir/nvme.log" ||
   fail "no keep-alive message: $(cat "$tmpdir/nvme.log")"
+
+# Through the scheduler with held completions (irqmode=2), pipelined
+# writes and a volatile cache (flushes).
+port=$(free_port)
+start_server timed --nvme="$port" -i 127.0.0.1 size=64 zone_size=8 \
+  memory_backed=1 cache_size=4 irqmode=2 completion_nsec=200000 \
+  pipeline_zoned_writes=1 hw_queue_depth=4
+nqn="nqn.2026-12.org.zonednull:$(hostname | tr -cd 'A-Za-z0-9.-' | cut -c1-64):$port"
+$host_py 127.0.0.1 "$port" smoke "$nqn" >"$tmpdir/out" 2>&1 ||
+  fail "irqmode=2: $(cat "$tmpdir/out")"
+grep -q "^ok" "$tmpdir/out" || fail "irqmode=2: $(cat "$tmpdir/out")"
+stop_server "$pid"
 
 port=$(free_port)
 start_server allow --nvme="$port" -i 127.0.0.1 \
