@@ -8,6 +8,8 @@ Usage: nvme-host.py HOST PORT COMMAND...
   discover                the discovery log's subsystem NQNs, one a line
   smoke NQN               admin and I/O queue, identify, write, read back
   connect NQN HOSTNQN     an admin Connect; prints the status (hex)
+  stall                   a connection that sends nothing, one that stops
+                          after ICReq: both must be closed (within 60 s)
   keepalive NQN           a controller with KATO 1 s and an I/O queue,
                           then silence: both must be closed (within 60 s)
 """
@@ -227,6 +229,24 @@ def smoke(addr, port, nqn):
     print("ok")
 
 
+def await_close(h, what):
+    h.sock.settimeout(60)
+    try:
+        if h.sock.recv(1) != b"":
+            sys.exit("%s: data instead of a close" % what)
+    except socket.timeout:
+        sys.exit("%s: still open after 60 s" % what)
+
+
+def stall(addr, port):
+    silent = Host(addr, port)
+    after_ic = Host(addr, port)
+    after_ic.ic()
+    await_close(silent, "a silent connection")
+    await_close(after_ic, "a connection stopped after ICReq")
+    print("closed")
+
+
 def keepalive(addr, port, nqn):
     a = Host(addr, port)
     a.ic()
@@ -237,13 +257,10 @@ def keepalive(addr, port, nqn):
     io.ic()
     st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)
     assert st == 0, "I/O Connect: %#x" % st
-    for h, what in ((a, "admin queue"), (io, "I/O queue")):
-        h.sock.settimeout(60)
-        try:
-            if h.sock.recv(1) != b"":
-                sys.exit("%s: data instead of a close" % what)
-        except socket.timeout:
-            sys.exit("%s: still open 60 s after the keep-alive timeout" % what)
+    # Longer than the handshake timeout too: KATO keeps them, then ends
+    # them.
+    await_close(a, "admin queue")
+    await_close(io, "I/O queue")
     print("closed")
 
 
@@ -261,6 +278,8 @@ def main():
         h.ic()
         st, res = h.connect(0, sys.argv[4], sys.argv[5])
         print("%#x %#x" % (st, res))
+    elif cmd == "stall":
+        stall(addr, port)
     elif cmd == "keepalive":
         keepalive(addr, port, sys.argv[4])
     else:

@@ -5,7 +5,8 @@
 # its subsystem NQN, takes an ICReq, lists the subsystem in its
 # discovery log, serves an admin and an I/O queue (digests, in-capsule
 # and R2T writes, reads, zone append) while NBD still serves on its
-# socket, also with irqmode=2; --nvme-allow-host refuses other hosts; a controller whose host
+# socket, also with irqmode=2; the handshake timeout closes connections
+# that stall before Connect; --nvme-allow-host refuses other hosts; a controller whose host
 # falls silent past its keep-alive timeout is closed with its I/O queue.
 # tests/nvme-host.py is the host (no kernel needed).
 . "$(dirname "$0")/lib.sh"
@@ -50,7 +51,8 @@ ZONEDNULL_TARGET=server
 start_server conv zone_nr_conv=1 size=8 zone_size=1
 stop_server "$pid"
 
-start_server nvme --nvme="$port" -i 127.0.0.1 size=64 zone_size=8 \
+# 3 s: room for the handshakes of the well-behaved hosts on a loaded machine.
+start_server nvme --nvme="$port" -i 127.0.0.1 --timeout=3 size=64 zone_size=8 \
   zone_max_open=2 memory_backed=1
 nqn="nqn.2026-12.org.zonednull:$(hostname | tr -cd 'A-Za-z0-9.-' | cut -c1-64):$port"
 grep -qF "NVMe/TCP on 127.0.0.1 port $port: subsystem $nqn, namespaces 1-1" \
@@ -69,6 +71,8 @@ grep -q "^append status 0x0 lba 128$" "$tmpdir/out" ||
 # NBD goes on beside it.
 "$NBDINFO" --size "$uri" >"$tmpdir/out" 2>&1 || fail "NBD: $(cat "$tmpdir/out")"
 [ "$(cat "$tmpdir/out")" = $((64 << 20)) ] || fail "NBD size: $(cat "$tmpdir/out")"
+$host_py 127.0.0.1 "$port" stall >"$tmpdir/out" 2>&1 ||
+  fail "handshake timeout: $(cat "$tmpdir/out")"
 $host_py 127.0.0.1 "$port" keepalive "$nqn" >"$tmpdir/out" 2>&1 ||
   fail "keep-alive: $(cat "$tmpdir/out")"
 stop_server "$pid"
