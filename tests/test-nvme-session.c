@@ -411,7 +411,7 @@ zone_send (struct host *h, uint64_t slba, uint8_t zsa, bool all)
 
 /* ---- the cases ------------------------------------------------------------ */
 
-static unsigned char wbuf[128 * 1024];
+static unsigned char wbuf[256 * 1024];
 
 static void
 test_admin_and_io (bool digests)
@@ -553,9 +553,12 @@ test_admin_and_io (bool digests)
   CHECK_EQ (rw (&io, nvme_cmd_read, 0, 136, NULL, false), 0);
   CHECK_EQ (io.data_len, 136 * 512);
   CHECK (memcmp (io.data, wbuf, 136 * 512) == 0);
-  /* Past MDTS: refused before any R2T. */
+  /* Past MDTS: refused, a write before any R2T. */
   CHECK_EQ (rw (&io, nvme_cmd_read, 0, 257, NULL, false),
             ERR (0, NVME_SC_INVALID_FIELD));
+  CHECK_EQ (rw (&io, nvme_cmd_write, 0, 257, wbuf, false),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  CHECK_EQ (io.r2ts, 0);
 
   /* Zone append returns the LBA written. */
   CHECK_EQ (rw (&io, nvme_zns_cmd_append, ZONE_LBAS, 8, wbuf, true), 0);
