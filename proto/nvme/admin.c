@@ -190,12 +190,15 @@ identify (struct nvme_session *s, const struct nvme_cmd *cmd)
     break;                      /* NVM: nothing beyond CNS 0 */
   case NVME_IDENTIFY_CNS_CSI_CTRL:
     if (csi == NVME_CSI_ZNS) {
-      struct zn_dev *devs[64];
-      unsigned n = sv->nr_devices < 64 ? sv->nr_devices : 64;
+      struct zn_dev **devs = calloc (sv->nr_devices + 1u, sizeof *devs);
 
-      for (unsigned i = 0; i < n; i++)
+      if (devs == NULL)
+        nvme_out_of_memory (s);
+      for (unsigned i = 0; i < sv->nr_devices; i++)
         devs[i] = sv->devices[i].dev;
-      nvme_zns_id_ctrl_zns (devs, n, (struct nvme_zns_id_ctrl *) buf);
+      nvme_zns_id_ctrl_zns (devs, sv->nr_devices,
+                            (struct nvme_zns_id_ctrl *) buf);
+      free (devs);
     }
     else if (csi != NVME_CSI_NVM)
       st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
