@@ -8,6 +8,10 @@ Usage: nvme-host.py HOST PORT COMMAND...
   discover                the discovery log's subsystem NQNs, one a line
   smoke NQN               admin and I/O queue, identify, write, read back
   connect NQN HOSTNQN     an admin Connect; prints the status (hex)
+  stall                   a connection that sends nothing, one that stops
+                          after ICReq: both must be closed (within 60 s)
+  keepalive NQN           a controller with KATO 1 s and an I/O queue,
+                          then silence: both must be closed (within 60 s)
 """
 import socket
 import struct
@@ -199,7 +203,7 @@ def smoke(addr, port, nqn):
     a.ic()
     st, _ = a.connect(0, nqn, HOSTNQN, kato=5000)
     assert st == 0, "admin Connect: %#x" % st
-    a.enable()
+    cap = a.enable()
     st, _, idc = a.identify(1)
     assert st == 0
     print("mdts", idc[77], "nn", struct.unpack_from("<I", idc, 516)[0],
@@ -211,7 +215,9 @@ def smoke(addr, port, nqn):
     print("nsze", nsze, "bs", bs)
     io = Host(addr, port, hdgst=True, ddgst=True)
     io.ic()
-    st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)
+    # As the Linux host: the queue's size within CAP.MQES.
+    st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid,
+                       sqsize=min(31, cap & 0xFFFF))
     assert st == 0, "I/O Connect: %#x" % st
     data = bytes(range(256)) * (65536 // 256)
     st, _, _ = io.write(1, 0, data, bs)
@@ -221,6 +227,41 @@ def smoke(addr, port, nqn):
     st, res, _ = io.write(1, 0, data[:bs], bs, opcode=0x7D)
     print("append status %#x lba %d" % (st, res))
     print("ok")
+
+
+def await_close(h, what):
+    h.sock.settimeout(60)
+    try:
+        if h.sock.recv(1) != b"":
+            sys.exit("%s: data instead of a close" % what)
+    except socket.timeout:
+        sys.exit("%s: still open after 60 s" % what)
+
+
+def stall(addr, port):
+    silent = Host(addr, port)
+    after_ic = Host(addr, port)
+    after_ic.ic()
+    await_close(silent, "a silent connection")
+    await_close(after_ic, "a connection stopped after ICReq")
+    print("closed")
+
+
+def keepalive(addr, port, nqn):
+    a = Host(addr, port)
+    a.ic()
+    st, _ = a.connect(0, nqn, HOSTNQN, kato=1000)
+    assert st == 0, "admin Connect: %#x" % st
+    a.enable()
+    io = Host(addr, port)
+    io.ic()
+    st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)
+    assert st == 0, "I/O Connect: %#x" % st
+    # Longer than the handshake timeout too: KATO keeps them, then ends
+    # them.
+    await_close(a, "admin queue")
+    await_close(io, "I/O queue")
+    print("closed")
 
 
 def main():
@@ -237,6 +278,10 @@ def main():
         h.ic()
         st, res = h.connect(0, sys.argv[4], sys.argv[5])
         print("%#x %#x" % (st, res))
+    elif cmd == "stall":
+        stall(addr, port)
+    elif cmd == "keepalive":
+        keepalive(addr, port, sys.argv[4])
     else:
         sys.exit("unknown command " + cmd)
 

@@ -127,6 +127,13 @@ expect_refused (const struct zn_config *c, const char *const *words)
   char err[512] = "";
 
   CHECK_EQ (nvme_zns_check (zn_dev_geometry (d), err, sizeof err), -1);
+  /* The first word is the key the message starts with. */
+  if (strncmp (err, words[0], strlen (words[0])) != 0
+      || err[strlen (words[0])] != ':')
+    fprintf (stderr, "message \"%s\" does not start with %s:\n", err,
+             words[0]);
+  CHECK (strncmp (err, words[0], strlen (words[0])) == 0);
+  CHECK (err[strlen (words[0])] == ':');
   for (; *words; words++) {
     if (strstr (err, *words) == NULL)
       fprintf (stderr, "message \"%s\" lacks \"%s\"\n", err, *words);
@@ -145,12 +152,30 @@ test_check (void)
   };
   struct zn_config conv = geometry_config (16, 1, 0, 2, 512);
   struct zn_config runt = geometry_config (13, 4, 0, 0, 512);
+  static const char *const small_words[] = {
+    "max_sectors", "15 sectors", "8 KiB", NULL
+  };
+  static const char *const append_words[] = {
+    "zone_append_max_sectors", "8 sectors", NULL
+  };
   struct zn_config good = geometry_config (16, 4, 2, 0, 4096);
+  struct zn_config small = geometry_config (16, 4, 0, 0, 512);
   struct zn_dev *d;
   char err[512] = "";
 
   expect_refused (&conv, conv_words);
   expect_refused (&runt, runt_words);
+  /* An append limit under 8 KiB, which ZASL cannot express. */
+  small.max_sectors = 15;
+  expect_refused (&small, small_words);
+  small.max_sectors = 16;
+  d = create (&small);
+  CHECK_EQ (nvme_zns_check (zn_dev_geometry (d), err, sizeof err), 0);
+  zn_dev_destroy (d);
+  small.kernel = ZN_KERNEL_6_12;
+  small.zone_append_max_sectors = 8;
+  small.given |= ZN_GIVEN_ZONE_APPEND_MAX_SECTORS;
+  expect_refused (&small, append_words);
   d = create (&good);
   CHECK_EQ (nvme_zns_check (zn_dev_geometry (d), err, sizeof err), 0);
   CHECK_EQ (nvme_zns_check (zn_dev_geometry (d), NULL, 0), 0);
@@ -274,6 +299,39 @@ test_zasl (void)
   CHECK_EQ (zasl_of (devs, 0), 0);
   for (int i = 0; i < 3; i++)
     zn_dev_destroy (devs[i]);
+}
+
+/* 6.10's zone_append_max_sectors lowers the limit; 0 makes the block
+ * layer emulate appends, which the namespace still serves as appends.
+ */
+static void
+test_zasl_newer_kernel (void)
+{
+  struct zn_config c = geometry_config (16, 1, 0, 0, 512);
+  struct zn_dev *d;
+  uint64_t lba = UINT64_MAX;
+  void *p;
+
+  c.kernel = ZN_KERNEL_6_12;
+  c.memory_backed = true;
+  c.zone_append_max_sectors = 64;
+  c.given |= ZN_GIVEN_ZONE_APPEND_MAX_SECTORS;
+  d = create (&c);
+  CHECK_EQ (zasl_of (&d, 1), 3);
+  zn_dev_destroy (d);
+
+  c.zone_append_max_sectors = 0;
+  d = create (&c);
+  CHECK (zn_dev_geometry (d)->append_emulated);
+  CHECK_EQ (zasl_of (&d, 1), 4);
+  p = pattern (d, Z, 8, 1);
+  CHECK_STATUS (nvme_zns_append (d, Z, 8, false, p, &lba), ST_OK);
+  CHECK_EQ (lba, Z);
+  CHECK_STATUS (nvme_zns_append (d, Z, 8, false, p, &lba), ST_OK);
+  CHECK_EQ (lba, Z + 8);
+  free (p);
+  expect_data (d, Z, 8, 1);
+  zn_dev_destroy (d);
 }
 
 static void
@@ -938,6 +996,7 @@ main (void)
   test_id_ns ();
   test_id_ns_zns ();
   test_zasl ();
+  test_zasl_newer_kernel ();
   test_effects ();
   test_write_read ();
   test_write_4k ();

@@ -90,10 +90,10 @@ nbd_resume (void *session, uint64_t id, int err, bool hold)
 static const struct served_device *
 nbd_device (const void *session)
 {
-  bool control;
+  bool control = false;
   const struct served_device *d = session_device (session, &control);
 
-  return control ? NULL : d;
+  return d != NULL && !control ? d : NULL;
 }
 
 static bool

@@ -83,7 +83,7 @@ id_ctrl (const struct nvme_session *s, struct nvme_id_ctrl *id)
   id->kas = htole16 (KAS_100MS);
   id->sqes = 0x66;
   id->cqes = 0x44;
-  id->maxcmd = htole16 ((uint16_t) sv->queue_depth);
+  id->maxcmd = htole16 ((uint16_t) (nvme_mqes (sv) + 1u));
   id->nn = htole32 (disc ? 0 : sv->nr_devices);
   /* No Write Zeroes in ONCS: null_blk has none, so the host's zeroout
    * writes zero pages on both.  The command is served all the same.
@@ -147,7 +147,11 @@ identify (struct nvme_session *s, const struct nvme_cmd *cmd)
 
   if (buf == NULL)
     nvme_out_of_memory (s);
-  if (disc && cns != NVME_IDENTIFY_CNS_CTRL)
+  /* A discovery controller has no namespaces, and no limits beyond
+   * MDTS (the host asks CNS 6 of any controller).
+   */
+  if (disc && cns != NVME_IDENTIFY_CNS_CTRL
+      && !(cns == NVME_IDENTIFY_CNS_CSI_CTRL && csi == NVME_CSI_NVM))
     st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
   else switch (cns) {
   case NVME_IDENTIFY_CNS_CTRL:
@@ -186,12 +190,15 @@ identify (struct nvme_session *s, const struct nvme_cmd *cmd)
     break;                      /* NVM: nothing beyond CNS 0 */
   case NVME_IDENTIFY_CNS_CSI_CTRL:
     if (csi == NVME_CSI_ZNS) {
-      struct zn_dev *devs[64];
-      unsigned n = sv->nr_devices < 64 ? sv->nr_devices : 64;
+      struct zn_dev **devs = calloc (sv->nr_devices + 1u, sizeof *devs);
 
-      for (unsigned i = 0; i < n; i++)
+      if (devs == NULL)
+        nvme_out_of_memory (s);
+      for (unsigned i = 0; i < sv->nr_devices; i++)
         devs[i] = sv->devices[i].dev;
-      nvme_zns_id_ctrl_zns (devs, n, (struct nvme_zns_id_ctrl *) buf);
+      nvme_zns_id_ctrl_zns (devs, sv->nr_devices,
+                            (struct nvme_zns_id_ctrl *) buf);
+      free (devs);
     }
     else if (csi != NVME_CSI_NVM)
       st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
@@ -309,7 +316,7 @@ features (struct nvme_session *s, const struct nvme_cmd *cmd, bool set)
     if (set) {
       c->kato = v;
       if (s->sv->idle_timeout)
-        s->sv->idle_timeout (s->owner, v ? v + 1000 : 0);
+        s->sv->idle_timeout (s->owner, v ? v + KATO_GRACE_MS : 0);
     }
     reply (s, cmd, 0, c->kato);
     return;

@@ -29,6 +29,7 @@ static uint16_t next_cntlid = 1;
 #define DATA_HOSTNQN 512
 #define CONNECT_DATA_LEN 1024
 #define CATTR_DISABLE_SQFLOW (1 << 2)
+#define ADMIN_SQSIZE_MAX 4095
 
 /* Controller properties (register offsets). */
 #define PROP_CAP 0x00
@@ -37,10 +38,6 @@ static uint16_t next_cntlid = 1;
 #define PROP_CSTS 0x1c
 
 #define NVME_VERSION 0x00010400 /* 1.4: NS descriptors with the CSI */
-/* A host's keep-alive may come this late after KATO (its commands wait
- * behind others on the admin queue).
- */
-#define KATO_GRACE_MS 1000
 /* A discovery controller connected with KATO 0 keeps this one (nvmet's
  * too), so that a host that vanishes does not hold it for ever.
  */
@@ -199,9 +196,13 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
             "HOSTNQN is empty, too long or not terminated");
     return;
   }
-  if (sqsize == 0 || sqsize > sv->queue_depth - 1u) {
+  /* The admin queue's depth is the host's own (32 for Linux), whatever
+   * hw_queue_depth is.
+   */
+  if (sqsize == 0 || sqsize > (qid == 0 ? ADMIN_SQSIZE_MAX : nvme_mqes (sv))) {
     refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, false, SQE_SQSIZE,
-            "SQSIZE is 0 or exceeds CAP.MQES");
+            qid == 0 ? "SQSIZE is 0 or exceeds 4095"
+                     : "SQSIZE is 0 or exceeds CAP.MQES");
     return;
   }
   discovery = strcmp (subnqn, DISCOVERY_NQN) == 0;
@@ -233,10 +234,19 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
 
 /* ---- properties ---------------------------------------------------------- */
 
+/* CAP.MQES, 0-based: hw_queue_depth, but at least 2 entries (the
+ * least a queue may have); the tags bound what runs at once anyway.
+ */
+uint16_t
+nvme_mqes (const struct nvme_served *sv)
+{
+  return sv->queue_depth > 2 ? (uint16_t) (sv->queue_depth - 1u) : 1;
+}
+
 static uint64_t
 prop_cap (const struct nvme_served *sv)
 {
-  uint64_t mqes = sv->queue_depth - 1u;
+  uint64_t mqes = nvme_mqes (sv);
 
   return mqes
          | (uint64_t) 1 << NVME_CAP_CQR_SHIFT

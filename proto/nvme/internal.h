@@ -24,6 +24,10 @@
 #define ADMIN_INLINE_DATA (8192 - SQE_LEN)
 /* Outstanding Asynchronous Event Requests: AERL + 1. */
 #define AER_LIMIT 4
+/* A host's keep-alive may come this late after KATO (its commands wait
+ * behind others on the admin queue).
+ */
+#define KATO_GRACE_MS 1000
 /* Write data a queue buffers for its R2Ts at once, beyond the first. */
 #define R2T_BUFFER_LIMIT (8u << 20)
 
@@ -164,6 +168,8 @@ void fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd);
  * with it.
  */
 void fabrics_detach (struct nvme_session *s);
+/* CAP.MQES. */
+uint16_t nvme_mqes (const struct nvme_served *sv);
 /* The discovery log page. */
 size_t discovery_log (const struct nvme_session *s, unsigned char **buf);
 

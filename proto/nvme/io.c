@@ -115,18 +115,31 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
   }
   switch (cmd->opcode) {
   case nvme_cmd_read:
-  case nvme_zns_cmd_mgmt_recv:
     buf = c2h_begin (s, cmd, io->bytes);
-    st = cmd->opcode == nvme_cmd_read
-         ? nvme_zns_read (dev, io->slba, io->nlb, buf)
-         : nvme_zns_mgmt_recv (dev, io->slba, cmd->cdw[13] & 0xff,
-                               (cmd->cdw[13] >> 8) & 0xff,
-                               cmd->cdw[13] & (1u << 16), buf, io->bytes);
+    st = nvme_zns_read (dev, io->slba, io->nlb, buf);
     if (st)
       c2h_cancel (s, io->bytes);
     else
       c2h_end (s, io->bytes);
     break;
+  case nvme_zns_cmd_mgmt_recv: {
+    /* The report is built through its structures: aligned, then copied
+     * behind the C2HData header.
+     */
+    void *report = malloc (io->bytes ? io->bytes : 1);
+
+    if (report == NULL)
+      nvme_out_of_memory (s);
+    st = nvme_zns_mgmt_recv (dev, io->slba, cmd->cdw[13] & 0xff,
+                             (cmd->cdw[13] >> 8) & 0xff,
+                             cmd->cdw[13] & (1u << 16), report, io->bytes);
+    if (st == 0) {
+      memcpy (c2h_begin (s, cmd, io->bytes), report, io->bytes);
+      c2h_end (s, io->bytes);
+    }
+    free (report);
+    break;
+  }
   case nvme_cmd_write:
     st = nvme_zns_write (dev, io->slba, io->nlb, io->fua, data);
     break;

@@ -14,3 +14,35 @@ proto_nvme_sources = \
 	proto/nvme/zns.h
 
 EXTRA_DIST += proto/nvme/local.mk
+
+# The session driven with hand-built PDUs, no network.
+check_PROGRAMS += tests/test-nvme-session
+TESTS += tests/test-nvme-session
+tests_test_nvme_session_SOURCES = tests/test-nvme-session.c tests/check.h \
+	tests/dev.h $(proto_nvme_sources) net/conn.h
+tests_test_nvme_session_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
+	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
+tests_test_nvme_session_LDADD = lib/libzonednull.la
+
+# The libFuzzer target for the session (clang only), run briefly by
+# tests/test-fuzz.sh beside the NBD one.
+fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/session.c \
+	proto/nvme/fabrics.c proto/nvme/admin.c proto/nvme/io.c \
+	proto/nvme/zns.c lib/zoned.c lib/geometry.c lib/pages.c lib/control.c \
+	lib/control-wire.c lib/queue.c lib/badblocks.c lib/cache.c lib/wplug.c \
+	lib/nbd-zones.c lib/store.c
+if HAVE_LIBFUZZER
+check_DATA += proto/nvme/fuzz-session
+endif
+proto/nvme/fuzz-session: $(fuzz_nvme_session_sources:%=$(srcdir)/%) \
+	proto/served.h proto/nvme/session.h proto/nvme/internal.h \
+	proto/nvme/pdu.h proto/nvme/zns.h lib/pages.h lib/zoned-internal.h \
+	lib/store.h
+	$(AM_V_CCLD)mkdir -p proto/nvme && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
+	  -DPACKAGE_VERSION='"$(PACKAGE_VERSION)"' \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -I$(top_srcdir)/include -I$(top_srcdir)/proto -I$(top_srcdir)/proto/nvme \
+	  -I$(top_srcdir)/net -I$(top_srcdir)/lib \
+	  $(fuzz_nvme_session_sources:%=$(srcdir)/%) -pthread -o $@
+CLEANFILES += proto/nvme/fuzz-session
+EXTRA_DIST += proto/nvme/fuzz-session.c tests/nvme-host.py

@@ -368,14 +368,15 @@ sqe_decode (const unsigned char *p, struct nvme_cmd *cmd)
   cmd->sgl_type = p[SQE_SGL_TYPE];
 }
 
-/* The most data a command of this queue moves to the controller: a
- * write of the namespaces' MDTS on an I/O queue; on the admin queue,
- * Connect's data (nothing else the session serves takes data).
+/* The most data a command of this queue moves to the controller: MDTS
+ * on an I/O queue (a larger write is refused before its R2T, not after
+ * its data came); on the admin queue, Connect's data (nothing else the
+ * session serves takes data).
  */
-static uint32_t
+static uint64_t
 max_write_data (const struct nvme_session *s)
 {
-  return s->ctrl && s->qid > 0 ? 32u << 20 : ADMIN_INLINE_DATA;
+  return s->ctrl && s->qid > 0 ? nvme_max_transfer (s->sv) : ADMIN_INLINE_DATA;
 }
 
 static uint32_t

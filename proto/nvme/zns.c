@@ -96,8 +96,13 @@ refuse (char *err, size_t errlen, const char *fmt, ...)
 int
 nvme_zns_check (const struct zn_geometry *g, char *err, size_t errlen)
 {
-  uint64_t runt = g->capacity & (g->zone_sectors - 1);
+  uint64_t runt = g->capacity % g->zone_sectors;
 
+  /* The model has power-of-two zones already, as null_blk. */
+  if (g->zone_sectors & (g->zone_sectors - 1))
+    return refuse (err, errlen, "zone_size: %" PRIu64 " MiB is not a power of "
+                   "two, which the Linux host refuses for a ZNS namespace",
+                   g->zone_sectors / MIB_SECTORS);
   /* nvme_zone_parse_entry() takes any zone type but sequential write
    * required as a broken device, and ZNS has no conventional zone type.
    */
@@ -116,10 +121,19 @@ nvme_zns_check (const struct zn_geometry *g, char *err, size_t errlen)
                    "namespace has the zone size; make size a multiple of "
                    "zone_size for NVMe/TCP", runt / MIB_SECTORS,
                    g->zone_sectors / MIB_SECTORS);
-  if (g->zone_sectors & (g->zone_sectors - 1))
-    return refuse (err, errlen, "zone_size: %" PRIu64 " MiB is not a power of "
-                   "two, which the Linux host refuses for a ZNS namespace",
-                   g->zone_sectors / MIB_SECTORS);
+  /* ZASL counts powers of two of 4 KiB pages from 8 KiB (0 defers to
+   * MDTS, whose smallest limit is 8 KiB too, 0 there being none), so a
+   * smaller append limit would let the host send appends the model
+   * refuses.
+   */
+  if (g->max_append_sectors < 2 * ZASL_PAGE_SECTORS)
+    return refuse (err, errlen, "%s: a zone append limit of %" PRIu32
+                   " sectors is less than 8 KiB, the smallest an NVMe "
+                   "controller can report (ZASL); use at least 16 with "
+                   "NVMe/TCP",
+                   g->max_sectors < 2 * ZASL_PAGE_SECTORS
+                   ? "max_sectors" : "zone_append_max_sectors",
+                   g->max_append_sectors);
   return 0;
 }
 
@@ -193,8 +207,8 @@ nvme_zns_id_ns_zns (struct zn_dev *dev, struct nvme_zns_id_ns *id)
  * sectors, the default, becomes 64 KiB), which keeps every append the
  * host sends within what the model accepts; zone_append_max_bytes
  * differs from null_blk's for that reason only.  A limit under two
- * pages has no ZASL of its own (0 means MDTS), so the session must then
- * report an MDTS of one 4 KiB page for the host to keep within it.
+ * pages has no ZASL (0 would mean MDTS's limit): nvme_zns_check refuses
+ * such devices, and 0 is what they would get.
  */
 void
 nvme_zns_id_ctrl_zns (struct zn_dev *const *devs, unsigned nr_devs,
