@@ -148,8 +148,10 @@ if [ -z "$guest_script" ]; then
   sed -n 's/^nvme-counts: //p' "$out/run.log" | while read -r line; do
     eval "$(echo "$line" | tr ' ' '\n' | grep -E '^[a-z_]+=[a-z0-9]+$' | sed 's/^/c_/')"
     note "differential ($c_pass): configurations $c_configs, ops $c_ops per device;" \
-      "ours identical to null_blk ${c_ours_identical} of ${c_ours_traced};" \
-      "nvmet identical ${c_nvmet_identical} of ${c_nvmet_traced}, $c_nvmet_lines_differ of $c_lines trace lines differ"
+      "ours identical to null_blk ${c_ours_identical} of ${c_ours_traced}" \
+      "($((c_ours_lines - c_ours_lines_differ)) of $c_ours_lines trace lines identical);" \
+      "nvmet identical ${c_nvmet_identical} of ${c_nvmet_traced}" \
+      "($((c_nvmet_lines - c_nvmet_lines_differ)) of $c_nvmet_lines trace lines identical)"
   done
   if [ "$failures" -gt 0 ]; then
     for d in "$out"/nvme/diff-*/*/; do

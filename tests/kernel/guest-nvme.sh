@@ -25,8 +25,9 @@
 #              host reconnects and the namespace works again
 #   allowhost  --nvme-allow-host=A refuses host B and accepts A
 # Counts lines for the host (check-nvme.sh):
-#   nvme-counts: pass=P configs=N traced=N ops=N ours_identical=N
-#     nvmet_identical=N nvmet_lines_differ=N lines=N
+#   nvme-counts: pass=P configs=N traced=N ops=N ours_traced=N
+#     ours_identical=N ours_lines_differ=N ours_lines=N nvmet_traced=N
+#     nvmet_identical=N nvmet_lines_differ=N nvmet_lines=N lines=N
 # Environment/params: SERVER (zonednull-server in the guest, empty when it
 # has no --nvme: the nvmet and null_blk parts alone), ZN_NVME_TARGET=nvmet
 # (or nullb) runs fio and btrfs on nvmet's namespace (or on null_blk
@@ -262,6 +263,7 @@ diff_pass () {
   pass=$1 pdir=$out/diff-$1
   mkdir -p "$pdir"
   configs=0 traced=0 ops=0 ours_identical=0 nvmet_identical=0 nvmet_lines_differ=0 lines=0
+  ours_lines_differ=0 ours_lines=0 nvmet_lines=0
   ours_traced=0 nvmet_traced=0
   while read -r name seed nops settings; do
     [ -n "$name" ] || continue
@@ -290,6 +292,7 @@ diff_pass () {
           fail "$pass/$name: zntrace on nvmet's $NDEV exited $trc: $(cat "$d/nvmet.trace-err")"
         detach "$NQN_NVMET"
         nvmet_traced=$((nvmet_traced + 1))
+        nvmet_lines=$((nvmet_lines + $(wc -l <"$d/nullb.trace")))
         nd=$(lines_differ "$d/nullb.trace" "$d/nvmet.trace")
         nvmet_lines_differ=$((nvmet_lines_differ + nd))
         if [ "$nd" = 0 ]; then nvmet_identical=$((nvmet_identical + 1)); fi
@@ -316,6 +319,8 @@ diff_pass () {
         fail "$pass/$name: zntrace on our $NDEV exited $trc: $(cat "$d/ours.trace-err")"
       detach "$OUR_NQN"
       ours_traced=$((ours_traced + 1))
+      ours_lines=$((ours_lines + $(wc -l <"$d/nullb.trace")))
+      ours_lines_differ=$((ours_lines_differ + $(lines_differ "$d/nullb.trace" "$d/ours.trace")))
       same=1
       for f in trace fresh after; do
         if ! cmp -s "$d/nullb.$f" "$d/ours.$f"; then
@@ -337,8 +342,9 @@ diff_pass () {
     ours_down
   done </test/nvme.conf
   echo "nvme-counts: pass=$pass configs=$configs traced=$traced ops=$ops ours_traced=$ours_traced" \
-    "ours_identical=$ours_identical nvmet_traced=$nvmet_traced nvmet_identical=$nvmet_identical" \
-    "nvmet_lines_differ=$nvmet_lines_differ lines=$lines"
+    "ours_identical=$ours_identical ours_lines_differ=$ours_lines_differ ours_lines=$ours_lines" \
+    "nvmet_traced=$nvmet_traced nvmet_identical=$nvmet_identical" \
+    "nvmet_lines_differ=$nvmet_lines_differ nvmet_lines=$nvmet_lines lines=$lines"
 }
 
 # reload_nvme_core VALUE: nvme_core (and all that sits on it) again, with
