@@ -85,19 +85,32 @@ zone_attrs="zoned chunk_sectors nr_zones max_open_zones max_active_zones logical
 probe () {   # probe DEV PREFIX: sysfs attributes and the fresh zone report
   b=${1#/dev/}
   for a in $attrs; do echo "$a $(cat "/sys/block/$b/queue/$a" 2>/dev/null || echo MISSING)"; done >"$2.sysfs"
-  $BLKZONE report "$1" 2>&1 | sed "s|$b||g" >"$2.fresh"
+  $BLKZONE report "$1" 2>&1 | sed "s|$b||g" | full_wp_end >"$2.fresh"
 }
 # The trace without the header's dev= and max_sectors_kb=: an NVMe host
 # derives max_sectors_kb from the MDTS, a power of two pages, and its own
 # cap, so no NVMe target can show null_blk's 124 (255 sectors rounded to
 # the block size); the transfers zntrace makes are at most 124 KiB.  The
 # attribute itself is compared in cmp.
+#
+# And a FULL zone's write pointer is its end, start + length, on every
+# device: Linux's NVMe driver reports any FULL zone so (nvme_zone_parse_entry),
+# whatever the target says, while null_blk leaves a zone that writes filled
+# at start + capacity.  zntrace --full-wp-end takes null_blk's FULL zones
+# so too, in the ops it draws from the write pointers and in the states it
+# prints, and the blkzone reports get the same (full_wp_end): what an NVMe
+# host of null_blk's zones would see.  No NVMe target can show otherwise.
 run_trace () {   # run_trace DEV PREFIX SEED NOPS
-  zntrace trace "$1" "$3" "$4" >"$2.raw" 2>"$2.trace-err"
+  zntrace trace --full-wp-end "$1" "$3" "$4" >"$2.raw" 2>"$2.trace-err"
   trc=$?
   sed '1s| dev=[^ ]*||; 2s| max_sectors_kb=[0-9]*||' "$2.raw" >"$2.trace"
-  $BLKZONE report "$1" 2>&1 | sed "s|${1#/dev/}||g" >"$2.after"
+  $BLKZONE report "$1" 2>&1 | sed "s|${1#/dev/}||g" | full_wp_end >"$2.after"
   return $trc
+}
+# full_wp_end: blkzone report lines with a FULL zone's wptr (relative to
+# the zone start) set to its length.
+full_wp_end () {
+  sed '/zcond:14(fu)/ s/len \(0x[0-9a-f]*\), cap \(0x[0-9a-f]*\), wptr 0x[0-9a-f]*/len \1, cap \2, wptr \1/'
 }
 # lines_differ A B: how many lines differ (position by position, the
 # longer file's extra lines count).

@@ -1,7 +1,8 @@
 /* zntrace: the guest-side tool of the real-kernel tier (static, no libc
  * extras beyond Linux headers).
  *
- *   zntrace trace [--initial] [--bad=FIRST-LAST[,FIRST-LAST...]] DEV SEED NOPS
+ *   zntrace trace [--initial] [--full-wp-end] [--bad=FIRST-LAST[,FIRST-LAST...]]
+ *                 DEV SEED NOPS
  *       Runs a random sequence of zone operations and I/O on the zoned
  *       block device DEV (the real null_blk) and prints the trace from the
  *       "# zonetrace v1" header line on, in the format of
@@ -17,6 +18,12 @@
  *       one op in eight is then aimed at a bad range instead (see
  *       bad_op), so that writes and reads run into them; without --bad
  *       nothing is drawn and the ops are those of the oracle's generator.
+ *       --full-wp-end: a FULL zone's write pointer is taken as the zone's
+ *       end (start + length) whatever DEV reports, in the ops drawn from
+ *       it and in the states printed.  Linux's NVMe driver reports every
+ *       FULL zone so, while null_blk leaves a zone that writes filled at
+ *       start + capacity: with it on both, null_blk's trace is the one an
+ *       NVMe host of the same zones records (check-nvme.sh).
  *
  *   zntrace write DEV BYTE-OFFSET BYTES TAG
  *       One O_DIRECT pwrite of the tier's pattern for TAG.  Prints
@@ -135,6 +142,7 @@ struct dev {
   struct blk_zone_report *rep;  /* the report after the last op */
   unsigned nr_rep;
   int rep_err;                  /* errno of a failed report, else 0 */
+  bool full_wp_end;             /* --full-wp-end */
 };
 
 static int
@@ -150,6 +158,10 @@ report (struct dev *d)
   }
   d->rep_err = 0;
   d->nr_rep = d->rep->nr_zones;
+  if (d->full_wp_end)
+    for (unsigned i = 0; i < d->nr_rep; i++)
+      if (d->rep->zones[i].cond == BLK_ZONE_COND_FULL)
+        d->rep->zones[i].wp = d->rep->zones[i].start + d->rep->zones[i].len;
   return 0;
 }
 
@@ -359,9 +371,9 @@ bad_op (struct dev *d, unsigned char *buf, uint64_t i, uint64_t seed,
 
 static int
 cmd_trace (const char *devpath, uint64_t seed, uint64_t nops, bool initial,
-           const struct bad *bad, unsigned nbad)
+           bool full_wp_end, const struct bad *bad, unsigned nbad)
 {
-  struct dev d = { .fd = open_dev (devpath) };
+  struct dev d = { .fd = open_dev (devpath), .full_wp_end = full_wp_end };
   uint64_t bytes;
   unsigned int sz = 0, nz = 0;
   int lbs = 0, pbs = 0;
@@ -637,12 +649,14 @@ trace_main (int argc, char **argv)
 {
   struct bad bad[MAXBAD];
   unsigned nbad = 0;
-  bool initial = false;
+  bool initial = false, full_wp_end = false;
   int k = 2;
 
   for (; k < argc && strncmp (argv[k], "--", 2) == 0; k++) {
     if (strcmp (argv[k], "--initial") == 0)
       initial = true;
+    else if (strcmp (argv[k], "--full-wp-end") == 0)
+      full_wp_end = true;
     else if (strncmp (argv[k], "--bad=", 6) == 0)
       nbad = parse_bad (argv[k] + 6, bad);
     else
@@ -651,13 +665,13 @@ trace_main (int argc, char **argv)
   if (argc - k != 3)
     usage ();
   return cmd_trace (argv[k], arg_u64 (argv[k + 1], "seed"), arg_u64 (argv[k + 2], "op count"),
-                    initial, bad, nbad);
+                    initial, full_wp_end, bad, nbad);
 }
 
 static void
 usage (void)
 {
-  fputs ("usage: zntrace trace [--initial] [--bad=FIRST-LAST[,...]] DEV SEED NOPS\n"
+  fputs ("usage: zntrace trace [--initial] [--full-wp-end] [--bad=FIRST-LAST[,...]] DEV SEED NOPS\n"
          "       zntrace write DEV BYTE-OFFSET BYTES TAG\n"
          "       zntrace seqwrite DEV BYTE-OFFSET CHUNK COUNT TAG\n"
          "       zntrace expect DEV BYTE-OFFSET BYTES TAG\n"
