@@ -20,7 +20,6 @@
 # fail on speed: a failed run gives IOPS 0 and an ERROR line.
 . /test/params
 FIO=/opt/fio/fio
-BLKZONE=/usr/sbin/blkzone
 CFS_NB=/sys/kernel/config/nullb CFS_T=/sys/kernel/config/nvmet
 NQN_NVMET=nqn.2014-08.org.zonednull.test:nvmet
 info () { echo "INFO $*"; }
@@ -128,7 +127,6 @@ done
 
 cpu () { awk '$1 == "cpu" { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; t = 0; for (i = 2; i <= NF; i++) t += $i; print b, t }' /proc/stat; }
 sticks () { case $1 in nvme|nbd) [ -n "$server_pid" ] && awk '{ print $14 + $15 }' "/proc/$server_pid/stat" || echo 0 ;; *) echo 0 ;; esac; }
-wrun=0
 # measure JOB TARGET REPEAT
 measure () {
   job=$1 t=$2 rep=$3 d=$(dev_of "$2")
