@@ -11,7 +11,7 @@ server_zonednull_server_SOURCES = \
 server_zonednull_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
 	-I$(top_srcdir)/net -I$(top_srcdir)/proto -I$(top_srcdir)/proto/nbd
 server_zonednull_server_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS)
-server_zonednull_server_LDADD = lib/libzonednull.la $(LIBEV_LIBS) $(GNUTLS_LIBS)
+server_zonednull_server_LDADD = lib/libzonednull.la $(LIBEV_LIBS) $(GNUTLS_LIBS) $(ISAL_LIBS)
 man8_MANS = man/zonednull-server.8
 
 TESTS += tests/test-server.sh tests/test-cli-server.sh tests/test-server-queue.sh \

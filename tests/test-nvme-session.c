@@ -65,7 +65,7 @@ admit (void *owner, void *session, const struct data_request *rq)
 static uint32_t
 crc (const void *p, size_t n)
 {
-  /* Bitwise, independent of the session's table. */
+  /* Bitwise, independent of the session's ISA-L. */
   const unsigned char *b = p;
   uint32_t c = 0xffffffff;
 

@@ -155,7 +155,7 @@ void nvme_log (const struct nvme_session *s, const char *fmt, ...)
   __attribute__ ((format (printf, 2, 3)));
 
 /* CRC32C, as the digests use it (initial and final inversion). */
-uint32_t crc32c (uint32_t crc, const void *data, size_t len);
+uint32_t crc32c (const void *data, size_t len);
 
 /* ---- fabrics.c ---- */
 
