@@ -13,7 +13,8 @@
 #              with its zone reports and zone limits; nvmet's differing
 #              lines are counted, not failed.  Then the whole again with
 #              nvme_core reloaded as multipath=N (step mpoff, when listed).
-#   cmp        one geometry: blkzone report, sysfs queue attributes,
+#   cmp        one geometry, zones 0 to 3 in four states (zones_in_use):
+#              blkzone report, sysfs queue attributes,
 #              nvme zns id-ns, id-ctrl and report-zones of ours against
 #              nvmet's; only the fields listed in LEGIT may differ
 #   fio        fio --zonemode=zbd --verify on ours with io_uring and
@@ -384,6 +385,18 @@ step_mpoff () {
 }
 
 # ---- cmp -----------------------------------------------------------------
+# zones_in_use DEV: the same zone states on either namespace before the
+# dump, so that the reports compare more than empty zones: zone 0 written
+# to 64 KiB (implicitly open), zone 1 finished (full), zone 2 explicitly
+# open, zone 3 written and closed.
+zones_in_use () {
+  zsz=$(cat "/sys/block/${1#/dev/}/queue/chunk_sectors")
+  zntrace write "$1" 0 65536 81 >/dev/null &&
+    $BLKZONE finish -o "$zsz" -c 1 "$1" &&
+    $BLKZONE open -o $((2 * zsz)) -c 1 "$1" &&
+    zntrace write "$1" $((3 * zsz * 512)) 8192 82 >/dev/null &&
+    $BLKZONE close -o $((3 * zsz)) -c 1 "$1"
+}
 # dump DEV CTRL PREFIX: the normalized "KEY VALUE" lines of each source.
 dump () {
   b=${1#/dev/}
@@ -410,6 +423,7 @@ cmp_pass () {
   set -- $G_CMP
   nullb_up nullb0 "$@" && nvmet_up nullb0 || { fail "cmp/$pass: nvmet: $NB_ERR"; nvmet_down; nullb_down nullb0; return; }
   if attach "cmp-$pass-nvmet" "$PORT_NVMET" "$NQN_NVMET"; then
+    zones_in_use "$NDEV" || fail "cmp/$pass: the zone operations on nvmet's $NDEV failed"
     dump "$NDEV" "$NCTRL" "$cd_/nvmet"
     detach "$NQN_NVMET"
   fi
@@ -424,6 +438,7 @@ cmp_pass () {
     return
   fi
   if attach "cmp-$pass-ours" "$PORT_OURS" "$OUR_NQN"; then
+    zones_in_use "$NDEV" || fail "cmp/$pass: the zone operations on our $NDEV failed"
     dump "$NDEV" "$NCTRL" "$cd_/ours"
     detach "$OUR_NQN"
   fi
