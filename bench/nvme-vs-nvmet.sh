@@ -39,10 +39,13 @@
 # nvme-cli, the static fio built from FIO_SRCDIR or the fio source BUILDDIR
 # was configured with).
 set -eu
+# BUILDDIR relative to where the script is called from.
+build=${1:-$(dirname "$0")/../build}
+build=$(cd "$build" && pwd) || exit 1
+[ -f "$build/Makefile" ] || { echo "nvme-vs-nvmet: $build is no build directory" >&2; exit 1; }
 cd "$(dirname "$0")/.."
 top=$(pwd)
 . bench/lib.sh
-build=$(cd "${1:-$top/build}" && pwd)
 server=$build/server/zonednull-server
 zntrace=$build/tests/kernel/zntrace
 REPEATS=${REPEATS:-3}
