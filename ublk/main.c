@@ -24,6 +24,7 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
 
@@ -375,6 +376,73 @@ start_device (struct run *r)
   return 0;
 }
 
+/* The elevator Linux gives null_blk of this configuration by default.
+ * Before 6.10 a zoned queue required ELEVATOR_F_ZBD_SEQ_WRITE, so
+ * elevator_init_mq took elevator_get_by_features: mq-deadline for null_blk
+ * and ublk alike.  Since zone write plugging, elevator_get_default picks
+ * mq-deadline only for one hardware queue or for tags shared between
+ * hardware queues (BLK_MQ_F_TAG_HCTX_SHARED, null_blk's
+ * shared_tag_bitmap).  null_init_tag_set adds null_blk's poll queue to
+ * submit_queues, so it always has two or more; with shared_tags its
+ * devices use the module's tag set, which has no shared bitmap.
+ */
+static const char *
+nullb_default_scheduler (const struct zn_queue_config *q)
+{
+  struct utsname u;
+  unsigned major = 0, minor = 0;
+
+  if (uname (&u) == 0)
+    sscanf (u.release, "%u.%u", &major, &minor);
+  if (major < 6 || (major == 6 && minor < 10))
+    return "mq-deadline";
+  return q->shared_tag_bitmap && !q->shared_tags ? "mq-deadline" : "none";
+}
+
+/* ublk has one hardware queue per ublk queue and no poll queue, so with
+ * one queue the kernel gives it mq-deadline where null_blk gets none.
+ * The scheduler is set once, before the device is announced; a scheduler
+ * other than the kernel's two defaults was chosen by someone (a udev
+ * rule) and is left alone.  Failing to set it is not fatal: the device
+ * works under either.
+ */
+static void
+match_nullb_scheduler (struct run *r)
+{
+  const char *want = nullb_default_scheduler (&r->params.queue);
+  char path[64], line[256] = "", *cur, *end;
+  FILE *fp;
+  int fd;
+
+  snprintf (path, sizeof path, "/sys/block/ublkb%" PRIu32
+            "/queue/scheduler", r->dev_id);
+  fp = fopen (path, "r");
+  if (fp == NULL || fgets (line, sizeof line, fp) == NULL) {
+    fprintf (stderr, PROG ": warning: %s: %s; the I/O scheduler is the "
+             "kernel's, not null_blk's (%s)\n", path,
+             fp ? "empty" : strerror (errno), want);
+    if (fp)
+      fclose (fp);
+    return;
+  }
+  fclose (fp);
+  cur = strchr (line, '[');
+  end = cur ? strchr (cur, ']') : NULL;
+  if (cur == NULL || end == NULL)
+    return;                     /* no scheduler can be set (NO_SCHED) */
+  *end = '\0';
+  cur++;
+  if (strcmp (cur, want) == 0
+      || (strcmp (cur, "none") != 0 && strcmp (cur, "mq-deadline") != 0))
+    return;
+  fd = open (path, O_WRONLY | O_CLOEXEC);
+  if (fd == -1 || write (fd, want, strlen (want)) == -1)
+    fprintf (stderr, PROG ": warning: %s: writing %s: %s; the I/O "
+             "scheduler stays %s\n", path, want, strerror (errno), cur);
+  if (fd != -1)
+    close (fd);
+}
+
 static int
 start_control_socket (struct run *r)
 {
@@ -621,6 +689,10 @@ connect_remote (struct run *r)
     queues = qi.submit_queues ? qi.submit_queues : 1;
     depth = qi.hw_queue_depth ? qi.hw_queue_depth : 64;
     r->cache_size = qi.cache_size;
+    r->params.queue.shared_tags = (qi.queue_flags
+                                   & ZN_QUEUE_F_SHARED_TAGS) != 0;
+    r->params.queue.shared_tag_bitmap = (qi.queue_flags
+                                         & ZN_QUEUE_F_SHARED_TAG_BITMAP) != 0;
   }
   zn_client_close (c);
   if (info.max_append_sectors == 0) {
@@ -712,7 +784,10 @@ serve (struct run *r)
   r->d.dev_id = r->dev_id;
   if (start_queues (r) == -1
       || (!connect_uri && start_control_socket (r) == -1)
-      || start_device (r) == -1 || announce (r) == -1)
+      || start_device (r) == -1)
+    return -1;
+  match_nullb_scheduler (r);
+  if (announce (r) == -1)
     return -1;
   wait_for_stop ();
   return 0;

@@ -268,7 +268,7 @@ d_configs=0 d_ops=0 d_skip=0 d_refused=0
 d_server_traced=0 d_server_identical=0 d_nbdkit_traced=0 d_nbdkit_identical=0
 d_attrs_differ=0
 diff_attrs="zoned chunk_sectors nr_zones max_open_zones max_active_zones zone_append_max_bytes
-  logical_block_size physical_block_size max_sectors_kb write_cache fua"
+  logical_block_size physical_block_size max_sectors_kb write_cache fua scheduler"
 diff_one () { # diff_one NAME KIND PORT SEED NOPS
   dn=$1 kind=$2 port=$3 dseed=$4 dnops=$5
   dd_=/out/ublk/$dn p=/out/ublk/$dn/connect-$kind

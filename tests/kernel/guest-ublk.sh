@@ -28,7 +28,7 @@ mkdir -p "$out"
 fails=0 configs=0 traced=0 identical=0 refused_both=0 runt=0
 
 attrs="zoned chunk_sectors nr_zones max_open_zones max_active_zones zone_append_max_bytes
-  logical_block_size physical_block_size max_sectors_kb write_cache fua"
+  logical_block_size physical_block_size max_sectors_kb write_cache fua scheduler"
 BLKZONE=/usr/sbin/blkzone
 
 # is_runt SETTINGS: size is not a whole number of zones.
