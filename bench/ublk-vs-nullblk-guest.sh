@@ -195,7 +195,7 @@ run () {
       args="--rw=write --iodepth=4 --numjobs=4 $zbd --offset=$wstart
         --size=$((wz * zone)) --offset_increment=$((wz * zone))" col=47 ;;
     write500_qd1)
-      args="--rw=write --iodepth=1 $zbd --offset=$wstart --size=$((500 * 4096))" col=47 timed= ;;
+      args="--rw=write --iodepth=1 $zbd --offset=$wstart --size=$wlen --io_size=$((500 * 4096))" col=47 timed= ;;
   esac
   reset=; [ "$z" = 1 ] && case $job in *write*) reset=1 ;; esac
   [ -n "$reset" ] && $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d"
