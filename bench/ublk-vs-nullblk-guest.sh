@@ -133,8 +133,12 @@ for name in $names; do
   eval "d=\$dev_$name p=\$pid_$name"
   b=${d#/dev/}
   echo none >/sys/block/$b/queue/scheduler || err "cannot set no scheduler on $d"
+  # Without zones nothing holds sequential writes back to one at a time,
+  # and the block layer would merge fio's 4 KiB writes into fewer, larger
+  # requests: the anchor must make a round trip per I/O.
+  [ "$name" = anchor ] && { echo 2 >/sys/block/$b/queue/nomerges || err "cannot set nomerges on $d"; }
   a=
-  for f in zoned nr_zones chunk_sectors max_sectors_kb nr_requests scheduler write_cache logical_block_size; do
+  for f in zoned nr_zones chunk_sectors max_sectors_kb nr_requests scheduler write_cache logical_block_size nomerges; do
     a="$a $f=$(cat /sys/block/$b/queue/$f 2>/dev/null | tr ' ' ,)"
   done
   info "$name $d:$a hw_queues=$(ls /sys/block/$b/mq | wc -l) bytes=$(/usr/sbin/blockdev --getsize64 $d) pid=$p"
@@ -224,13 +228,18 @@ while [ $rep -le "$REPEATS" ]; do
   # The devices take turns; the order rotates from one repeat to the next.
   order=$names
   i=1
-  while [ $i -lt $rep ]; do set -- $order; shift; order="$* $1"; i=$((i + 1)); done
+  while [ $i -lt $rep ]; do set -- $order; first=$1; shift; order="$* $first"; i=$((i + 1)); done
   for job in randread_qd16 seqwrite_qd1 seqwrite_qd16_1zone seqwrite_qd16_4zones write500_qd1; do
     for name in $order; do run $job $name $rep; done
   done
   rep=$((rep + 1))
 done
 
+for name in $names; do
+  eval "d=\$dev_$name"
+  set -- $(cat /sys/block/${d#/dev/}/stat)
+  info "$name $d in all: $1 reads ($2 merged), $5 writes ($6 merged)"
+done
 for name in $names; do
   eval "p=\$pid_$name"
   [ -n "$p" ] || continue
