@@ -260,7 +260,7 @@ table () {
   echo "whose server completes every request at once, user copy on and no data moved."
   echo "fio $("$cache/consumers/fio" --version 2>/dev/null || echo static) io_uring direct=1 bs=4k; medians of $REPEATS runs of ${RUNTIME}s, the devices taking turns."
   echo "Per I/O: cpu = the guest's busy CPU time (both vCPUs, us), ctx = guest context switches,"
-  echo "daemon = zonednull-ublk's own CPU time (us); from /proc/stat at USER_HZ (10 ms ticks)."
+  echo "daemon = the ublk server's own CPU time (us); from /proc/stat at USER_HZ (10 ms ticks)."
   echo "vcpu-*, daemon (right): the same as vCPUs busy during the run (of 2)."
   if grep -q ' anchor ' "$tmp/raw"; then
     echo
