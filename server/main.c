@@ -418,6 +418,14 @@ parse_options (int argc, char **argv)
     fputs ("zonednull-server: --nvme-allow-host needs --nvme\n", stderr);
     return 2;
   }
+  /* NVMe/TCP is served in the clear: a user who requires TLS for NBD
+   * must not get a port beside it that anyone can write through.
+   */
+  if (nvme_port && tls_settings.mode == TLS_REQUIRE) {
+    fputs ("zonednull-server: --nvme with --tls=require: NVMe/TCP is "
+           "served without TLS, so its port would not require it\n", stderr);
+    return 2;
+  }
   return 0;
 }
 
