@@ -6,3 +6,11 @@ bench_zn_bench_LDADD = $(LIBNBD_LIBS)
 EXTRA_DIST += bench/lib.sh bench/run.sh bench/README.md bench/server-vs-nbdkit.sh bench/tls-vs-nbdkit.sh \
 	bench/ublk-vs-nullblk.sh bench/ublk-vs-nullblk-guest.sh bench/backing-dir.sh \
 	bench/nvme-vs-nvmet.sh bench/nvme-vs-nvmet-guest.sh
+# The anchor of bench/ublk-vs-nullblk.sh: the cheapest ublk server.
+if HAVE_LIBURING
+noinst_PROGRAMS += bench/ublk-null
+bench_ublk_null_SOURCES = bench/ublk-null.c ublk/ctrl.c ublk/ctrl.h ublk/ublk-abi.h
+bench_ublk_null_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/ublk
+bench_ublk_null_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
+bench_ublk_null_LDADD = $(LIBURING_LIBS)
+endif

@@ -12,13 +12,17 @@
 #   NBD_KO     the nbd module's path in the guest (the benchmark's own
 #              cpio: the tier's base image carries no nbd)
 #   BLOCKSIZE  the servers' logical block size (nbd-client -b)
+#   ANCHOR     bench/ublk-null's path in the guest (the benchmark's cpio)
 # Runs as tests/kernel/check-ublk.sh's ZN_UBLK_GUEST_SCRIPT
 # (/test/guest-extra.sh), after its guest-ublk.sh has loaded null_blk and
 # ublk_drv.  Prints one line per fio run:
-#   RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS
+#   RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS [UBLK_CTXT]
 # (ticks: USER_HZ of /proc/stat; CPU_TICKS the guest's busy time on all
-# CPUs, CTXT its context switches, UBLK_TICKS zonednull-ublk's user+system
-# time, 0 for null_blk), and INFO lines.  The remote case, per host
+# CPUs, CTXT its context switches, UBLK_TICKS the ublk server's user+system
+# time, 0 for null_blk; UBLK_CTXT, local part only, the voluntary and
+# involuntary context switches of all the server's threads), and INFO
+# lines.  DEV of the local part: nullb (null_blk), anchor (bench/ublk-null),
+# ublk and ublk0 (zonednull-ublk at memory_backed=1 and 0).  The remote case, per host
 # server KIND: zonednull-ublk --connect=nbd://10.0.2.2:PORT/ (DEV connect)
 # and the kernel's nbd client on the same export (DEV nbd), JOB
 # KIND:remote_*.  No pass or fail on speed: a
@@ -70,7 +74,11 @@ rbytes=$((READ_ZONES * zone))
 info "guest: $(nproc) CPUs, $(uname -r)"
 
 local_part () {
-# ---- the two devices -------------------------------------------------------
+# ---- the four devices ------------------------------------------------------
+# nullb: null_blk with CONF; ublk and ublk0: zonednull-ublk with CONF at
+# memory_backed=1 and memory_backed=0; anchor: bench/ublk-null, a plain
+# disk of the same size, block size and queue depth whose server completes
+# every request at once (the round trip of any ublk server).
 cfs=/sys/kernel/config/nullb/nullb0
 mkdir "$cfs" || { err "mkdir $cfs"; exit 1; }
 echo 1 >"$cfs/zoned"
@@ -78,35 +86,63 @@ for kv in $CONF; do
   echo "${kv#*=}" >"$cfs/${kv%%=*}" || { err "null_blk: cannot set $kv"; exit 1; }
 done
 echo 1 >"$cfs/power" || { err "null_blk refuses $CONF"; exit 1; }
-nullb=/dev/nullb0
-# shellcheck disable=SC2086
-"$UBLK" -f --no-control-socket $CONF >/tmp/ublk.out 2>/tmp/ublk.err &
-ublk_pid=$!
-ublk=
-n=0
-while [ $n -lt 300 ] && [ -z "$ublk" ]; do
-  ublk=$(head -n 1 /tmp/ublk.out 2>/dev/null)
-  kill -0 $ublk_pid 2>/dev/null || break
-  [ -n "$ublk" ] || sleep 0.1
-  n=$((n + 1))
+dev_nullb=/dev/nullb0 pid_nullb= zoned_nullb=1
+[ -b "$dev_nullb" ] || { err "no $dev_nullb"; exit 1; }
+conf_mb () { for kv in $CONF; do case $kv in memory_backed=*) ;; *) printf '%s ' "$kv" ;; esac; done; echo "memory_backed=$1"; }
+size_mb=1024 depth=64
+for kv in $CONF; do
+  case $kv in size=*) size_mb=${kv#size=} ;; hw_queue_depth=*) depth=${kv#hw_queue_depth=} ;; esac
 done
-n=0
-while [ -n "$ublk" ] && [ ! -b "$ublk" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
-[ -b "$ublk" ] || { err "zonednull-ublk gave no device: $(cat /tmp/ublk.err)"; exit 1; }
-[ -b "$nullb" ] || { err "no $nullb"; exit 1; }
-# The same I/O path on both: no I/O scheduler.  (6.12 gives a device of
-# one hardware queue mq-deadline by default: zonednull-ublk's; null_blk has
-# a poll queue besides its submit queue, hence two, and gets none.)
-for d in $nullb $ublk; do
+# start_daemon NAME COMMAND...: starts a server that prints its device's
+# path on stdout once it exists; sets dev_NAME, pid_NAME.
+start_daemon () {
+  sd_name=$1; shift
+  "$@" >/tmp/$sd_name.out 2>/tmp/$sd_name.err &
+  sd_pid=$!
+  sd_dev=
+  n=0
+  while [ $n -lt 300 ] && [ -z "$sd_dev" ]; do
+    sd_dev=$(head -n 1 /tmp/$sd_name.out 2>/dev/null)
+    kill -0 $sd_pid 2>/dev/null || break
+    [ -n "$sd_dev" ] || sleep 0.1
+    n=$((n + 1))
+  done
+  n=0
+  while [ -n "$sd_dev" ] && [ ! -b "$sd_dev" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+  [ -b "$sd_dev" ] || { err "$sd_name gave no device: $(cat /tmp/$sd_name.err)"; exit 1; }
+  eval "dev_$sd_name=$sd_dev pid_$sd_name=$sd_pid"
+}
+# shellcheck disable=SC2046
+start_daemon ublk "$UBLK" -f --no-control-socket $(conf_mb 1)
+zoned_ublk=1
+# shellcheck disable=SC2046
+start_daemon ublk0 "$UBLK" -f --no-control-socket $(conf_mb 0)
+zoned_ublk0=1
+if [ -x "${ANCHOR:-}" ]; then
+  start_daemon anchor "$ANCHOR" "$size_mb" "$BLOCKSIZE" "$depth"
+  zoned_anchor=0
+  names="nullb anchor ublk ublk0"
+else
+  err "no ublk-null in the guest ($ANCHOR): no anchor"
+  names="nullb ublk ublk0"
+fi
+# The same I/O path on all: no I/O scheduler.  (6.12 gives a device of
+# one hardware queue mq-deadline by default: the ublk devices'; null_blk
+# has a poll queue besides its submit queue, hence two, and gets none.)
+for name in $names; do
+  eval "d=\$dev_$name p=\$pid_$name"
   b=${d#/dev/}
   echo none >/sys/block/$b/queue/scheduler || err "cannot set no scheduler on $d"
+  # Without zones nothing holds sequential writes back to one at a time,
+  # and the block layer would merge fio's 4 KiB writes into fewer, larger
+  # requests: the anchor must make a round trip per I/O.
+  [ "$name" = anchor ] && { echo 2 >/sys/block/$b/queue/nomerges || err "cannot set nomerges on $d"; }
   a=
-  for f in zoned nr_zones chunk_sectors max_sectors_kb nr_requests scheduler write_cache; do
+  for f in zoned nr_zones chunk_sectors max_sectors_kb nr_requests scheduler write_cache logical_block_size nomerges; do
     a="$a $f=$(cat /sys/block/$b/queue/$f 2>/dev/null | tr ' ' ,)"
   done
-  info "$d:$a hw_queues=$(ls /sys/block/$b/mq | wc -l)"
+  info "$name $d:$a hw_queues=$(ls /sys/block/$b/mq | wc -l) bytes=$(/usr/sbin/blockdev --getsize64 $d) pid=$p"
 done
-info "zonednull-ublk pid $ublk_pid"
 
 zone=$((ZONE_MB * 1048576))
 nzones=$(cat /sys/block/nullb0/queue/nr_zones)
@@ -120,72 +156,97 @@ wlen=$((4 * wz * zone))
 fio_common="--ioengine=io_uring --direct=1 --bs=4k --output-format=terse
   --terse-version=3 --group_reporting --thread"
 
-# Fill the read zones on both devices (1 MiB sequential writes).
-for d in $nullb $ublk; do
-  $BLKZONE reset "$d"
+# Fill the read zones (1 MiB sequential writes; on the plain anchor the
+# same writes, for the same history).
+for name in $names; do
+  eval "d=\$dev_$name z=\$zoned_$name"
+  zbd=; [ "$z" = 1 ] && { $BLKZONE reset "$d"; zbd=--zonemode=zbd; }
   # shellcheck disable=SC2086
   $FIO --name=fill --filename="$d" --ioengine=io_uring --direct=1 --bs=1M \
-    --iodepth=4 --rw=write --zonemode=zbd --offset=0 --size=$rbytes \
+    --iodepth=4 --rw=write $zbd --offset=0 --size=$rbytes \
     --output-format=terse >/tmp/fill.out 2>&1 ||
     { err "fill of $d failed: $(tail -n 3 /tmp/fill.out)"; exit 1; }
-  info "filled $READ_ZONES zones of $d: $($BLKZONE report -c "$READ_ZONES" "$d" | tr -s ' ' | cut -d, -f4 | tr '\n' ' ')"
+  [ "$z" = 1 ] && info "filled $READ_ZONES zones of $d: $($BLKZONE report -c "$READ_ZONES" "$d" | tr -s ' ' | cut -d, -f4 | tr '\n' ' ')"
 done
 
 cpu () { awk '$1 == "cpu" { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; t = 0; for (i = 2; i <= NF; i++) t += $i; print b, t } $1 == "ctxt" { print $2 }' /proc/stat | tr '\n' ' '; }
-pticks () { if [ "$1" = "$ublk" ]; then awk '{ print $14 + $15 }' /proc/$ublk_pid/stat; else echo 0; fi; }
+# daemon PID: its user+system ticks (all threads: /proc/PID/stat counts
+# them) and the context switches of all its threads; 0 0 without a PID.
+daemon () {
+  if [ -n "$1" ]; then
+    t=$(awk '{ print $14 + $15 }' /proc/$1/stat)
+    c=$(cat /proc/$1/task/*/status | awk '/^(non)?voluntary_ctxt_switches:/ { s += $2 } END { print s + 0 }')
+    echo "$t $c"
+  else
+    echo 0 0
+  fi
+}
 
-# run JOB DEV REPEAT
+# run JOB NAME REPEAT
 run () {
-  job=$1 d=$2 rep=$3
+  job=$1 name=$2 rep=$3
+  eval "d=\$dev_$name p=\$pid_$name z=\$zoned_$name"
+  zbd=; [ "$z" = 1 ] && zbd=--zonemode=zbd
+  timed="--time_based --runtime=$RUNTIME"
   case $job in
     randread_qd16)
       args="--rw=randread --iodepth=16 --offset=0 --size=$rbytes" col=6 ;;
     seqwrite_qd1)
-      args="--rw=write --iodepth=1 --zonemode=zbd --offset=$wstart --size=$wlen" col=47 ;;
+      args="--rw=write --iodepth=1 $zbd --offset=$wstart --size=$wlen" col=47 ;;
     seqwrite_qd16_1zone)
-      args="--rw=write --iodepth=16 --zonemode=zbd --offset=$wstart --size=$wlen" col=47 ;;
+      args="--rw=write --iodepth=16 $zbd --offset=$wstart --size=$wlen" col=47 ;;
     seqwrite_qd16_4zones)
-      args="--rw=write --iodepth=4 --numjobs=4 --zonemode=zbd --offset=$wstart
+      args="--rw=write --iodepth=4 --numjobs=4 $zbd --offset=$wstart
         --size=$((wz * zone)) --offset_increment=$((wz * zone))" col=47 ;;
+    write500_qd1)
+      args="--rw=write --iodepth=1 $zbd --offset=$wstart --size=$wlen --io_size=$((500 * 4096))" col=47 timed= ;;
   esac
-  case $job in seqwrite*) $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d" ;; esac
-  set -- $(cpu) $(pticks "$d")
-  b0=$1 t0=$2 c0=$3 p0=$4
+  reset=; [ "$z" = 1 ] && case $job in *write*) reset=1 ;; esac
+  [ -n "$reset" ] && $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d"
+  set -- $(cpu) $(daemon "$p")
+  b0=$1 t0=$2 c0=$3 p0=$4 x0=$5
   # shellcheck disable=SC2086
-  $FIO --name="$job" --filename="$d" $fio_common $args --time_based \
-    --runtime="$RUNTIME" >/tmp/fio.out 2>/tmp/fio.err
+  $FIO --name="$job" --filename="$d" $fio_common $args $timed >/tmp/fio.out 2>/tmp/fio.err
   frc=$?
-  set -- $(cpu) $(pticks "$d")
-  b1=$1 t1=$2 c1=$3 p1=$4
+  set -- $(cpu) $(daemon "$p")
+  b1=$1 t1=$2 c1=$3 p1=$4 x1=$5
   line=$(grep '^3;' /tmp/fio.out | tail -n 1)
   if [ $frc -ne 0 ] || [ -z "$line" ]; then
-    err "$job on $d (repeat $rep): fio exited $frc: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
+    err "$job on $name $d (repeat $rep): fio exited $frc: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
     iops=0 kb=0
-    [ -n "$m_pid" ] && err "  zonednull-ublk: $(tail -n 3 /tmp/connect.err | tr '\n' ' ')"
-    [ -b "${cdev:-}" ] && err "  zones: $($BLKZONE report -o $((${wstart:-0} / 512)) -c 4 "$cdev" | tr -s ' ' | cut -d, -f2-4 | tr '\n' ';')"
   else
     iops=$(echo "$line" | cut -d';' -f$((col + 2)))
     kb=$(echo "$line" | cut -d';' -f$col)
   fi
-  case $job in seqwrite*) $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d" ;; esac
-  name=nullb; [ "$d" = "$ublk" ] && name=ublk
-  echo "RESULT $job $name $rep $iops $((kb / 4)) $((b1 - b0)) $((c1 - c0)) $((p1 - p0)) $((t1 - t0))"
+  [ -n "$reset" ] && $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d"
+  echo "RESULT $job $name $rep $iops $((kb / 4)) $((b1 - b0)) $((c1 - c0)) $((p1 - p0)) $((t1 - t0)) $((x1 - x0))"
 }
 
 info "read zones $READ_ZONES ($rbytes bytes), write jobs at $wstart: 4 x $wz zones; ${RUNTIME}s per run, $REPEATS repeats"
 rep=1
 while [ $rep -le "$REPEATS" ]; do
-  for job in randread_qd16 seqwrite_qd1 seqwrite_qd16_1zone seqwrite_qd16_4zones; do
-    # The devices take turns, and which goes first alternates.
-    if [ $((rep % 2)) -eq 1 ]; then order="$nullb $ublk"; else order="$ublk $nullb"; fi
-    for d in $order; do run $job "$d" $rep; done
+  # The devices take turns; the order rotates from one repeat to the next.
+  order=$names
+  i=1
+  while [ $i -lt $rep ]; do set -- $order; first=$1; shift; order="$* $first"; i=$((i + 1)); done
+  for job in randread_qd16 seqwrite_qd1 seqwrite_qd16_1zone seqwrite_qd16_4zones write500_qd1; do
+    for name in $order; do run $job $name $rep; done
   done
   rep=$((rep + 1))
 done
 
-kill -TERM $ublk_pid
-wait $ublk_pid
-info "zonednull-ublk exited $?: $(tail -n 4 /tmp/ublk.err | tr '\n' ' ')"
+for name in $names; do
+  eval "d=\$dev_$name"
+  set -- $(cat /sys/block/${d#/dev/}/stat)
+  info "$name $d in all: $1 reads ($2 merged), $5 writes ($6 merged)"
+done
+for name in $names; do
+  eval "p=\$pid_$name"
+  [ -n "$p" ] || continue
+  kill -TERM $p
+  wait $p
+  info "$name exited $?: $(tail -n 4 /tmp/$name.err | tr '\n' ' ')"
+done
 echo 0 >"$cfs/power"
 rmdir "$cfs"
 }

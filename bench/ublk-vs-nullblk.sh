@@ -3,16 +3,23 @@
 # null_blk, in one VM of Debian's Linux 6.12 (bookworm-backports) under qemu
 # TCG, 2 vCPUs.  A benchmark, not a test: nothing passes or fails on speed.
 #
-# Both devices get the same configuration (CONF): a configfs null_blk
-# (/dev/nullb0) and zonednull-ublk (/dev/ublkbN).  The guest's static fio
-# (io_uring, direct=1, 4 KiB) runs on each, the two devices taking turns
-# within each repeat (which goes first alternates):
+# The local part: four devices of the same size, block size and queue
+# depth (CONF): a configfs null_blk (/dev/nullb0); zonednull-ublk
+# (/dev/ublkbN) with CONF at memory_backed=1 (ublk) and at memory_backed=0
+# (ublk0); and the anchor, bench/ublk-null, a plain (not zoned) ublk disk
+# whose server completes every request at once without touching its data:
+# the round trip that no ublk server can beat on this kernel.  The guest's
+# static fio (io_uring, direct=1, 4 KiB) runs on each, the devices taking
+# turns within each repeat (their order rotates from repeat to repeat):
 #   randread_qd16         random reads over READ_ZONES zones written first
 #   seqwrite_qd1          sequential writes, zonemode=zbd
 #   seqwrite_qd16_1zone   the same at iodepth 16: zone write plugging (6.10+)
 #                         sends one write per zone at a time to the driver
 #   seqwrite_qd16_4zones  4 jobs x iodepth 4, each in its own zones: 4
 #                         writes in flight at the driver
+#   write500_qd1          500 sequential writes at QD1 (not timed: fio's
+#                         IOPS is the round trip's inverse)
+# (the anchor, without zones, gets the same jobs at the same offsets).
 # Then the remote case, in the same VM, against one export of a
 # zonednull-server on the host (SERVERS="server nbdkit" adds an nbdkit
 # zonednull) with the same CONF, at the guest's 10.0.2.2:
@@ -27,9 +34,9 @@
 # the server's write zones reset (blkzone on --connect) before and after
 # every write run, the two clients taking turns as above; the ratio is
 # --connect/nbd-client.
-# Medians over REPEATS of IOPS per device, the ratio ublk/null_blk, and per
-# I/O: the guest's busy CPU time, its context switches, and zonednull-ublk's
-# own CPU time.  The table goes to stdout and to OUT (default
+# Medians over REPEATS of IOPS per device, the ratios, and per I/O: the
+# guest's busy CPU time and context switches, and the ublk server's CPU time
+# and context switches (all its threads).  The table goes to stdout and to OUT (default
 # bench/results/ublk-vs-nullblk.txt); the raw lines to OUT's .raw.
 #
 #   bench/ublk-vs-nullblk.sh [BUILDDIR]       default BUILDDIR: ./build
@@ -75,6 +82,9 @@ ublk=$build/ublk/zonednull-ublk
 zntrace=$build/tests/kernel/zntrace
 [ -x "$ublk" ] || { echo "ublk-vs-nullblk: $ublk is not built (liburing?)" >&2; exit 1; }
 [ -x "$zntrace" ] || make -C "$build" tests/kernel/zntrace >/dev/null
+anchor=$build/bench/ublk-null
+[ -x "$anchor" ] || make -C "$build" bench/ublk-null >/dev/null ||
+  { echo "ublk-vs-nullblk: cannot build $anchor" >&2; exit 1; }
 server=$build/server/zonednull-server
 plugin=$build/plugin/.libs/nbdkit-zonednull-plugin.so
 zone_mb="" blocksize=512
@@ -123,20 +133,22 @@ nbd_ko=$(sed -n 's|^\(kernel/drivers/block/nbd\.ko[.a-z]*\):.*|\1|p' "$modules/m
 [ -n "$nbd_ko" ] || { echo "ublk-vs-nullblk: no nbd module in $kver" >&2; exit 1; }
 mkdir -p "$tmp/nbdroot/opt/bench"
 cp "$modules/$nbd_ko" "$tmp/nbdroot/opt/bench/"
+( . "$top/tests/kernel/lib.sh" && copy_binary "$tmp/nbdroot" "$anchor" /opt/bench/ublk-null ) ||
+  { echo "ublk-vs-nullblk: cannot stage $anchor for the guest" >&2; exit 1; }
 (cd "$tmp/nbdroot" && find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort | cpio -o -H newc --quiet) \
   >"$tmp/nbd.cpio"
 {
   echo "CONF='$CONF'"
   echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES"
-  echo "PARTS='$PARTS' REMOTE='${remote# }' BLOCKSIZE=$blocksize NBD_KO=/opt/bench/$(basename "$nbd_ko")"
+  echo "PARTS='$PARTS' REMOTE='${remote# }' BLOCKSIZE=$blocksize NBD_KO=/opt/bench/$(basename "$nbd_ko") ANCHOR=/opt/bench/ublk-null"
   cat "$top/bench/ublk-vs-nullblk-guest.sh"
 } >"$tmp/guest.sh"
 
-# 4 jobs x 2 devices per repeat, and 3 jobs x 2 clients per host server,
+# 5 jobs x 4 devices per repeat, and 3 jobs x 2 clients per host server,
 # each RUNTIME plus fio's start and the zone resets (slow under TCG), with
 # room to spare; the boot and the fills on top.
 nserv=$(echo "$remote" | wc -w)
-vm_timeout=${ZN_KERNEL_VM_TIMEOUT:-$((300 + (8 + nserv * 6) * REPEATS * (RUNTIME + 8)))}
+vm_timeout=${ZN_KERNEL_VM_TIMEOUT:-$((300 + (20 + nserv * 6) * REPEATS * (RUNTIME + 8)))}
 start=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "ublk-vs-nullblk: $REPEATS repeats of ${RUNTIME}s; CONF: $CONF" >&2
@@ -198,18 +210,73 @@ summary () {
         print line }
     }' "$tmp/raw"
 }
-# RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS
+# overview: the local part's four devices side by side (medians): IOPS and
+# ratios, then per I/O the guest's context switches, the server's context
+# switches (all threads, /proc/PID/task/*/status), the server's CPU time
+# and the guest's busy CPU time; for write500_qd1 the round trip.
+overview () {
+  awk '
+    $3 != "nullb" && $3 != "anchor" && $3 != "ublk" && $3 != "ublk0" { next }
+    { k = $2 SUBSEP $3; n[k]++; i = n[k]
+      iops[k, i] = $5
+      if ($6 > 0) { cpu[k, i] = $7 * 10000 / $6; ctx[k, i] = $8 / $6; dmn[k, i] = $9 * 10000 / $6; dctx[k, i] = $11 / $6 }
+      else { cpu[k, i] = 0; ctx[k, i] = 0; dmn[k, i] = 0; dctx[k, i] = 0 }
+      if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 } }
+    function med(a, k,   m, j, t, v, c) {
+      m = n[k]
+      if (!m) return 0
+      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
+      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    function r(x, y) { return y > 0 ? x / y : 0 }
+    END {
+      if (!nj) exit
+      printf "%-22s %8s %8s %8s %8s   %7s %7s %7s %7s %7s\n", "IOPS", "null_blk", "anchor", "ublk", "ublk0", "an/nb", "ub/an", "ub0/an", "ub/nb", "ub0/nb"
+      for (j = 1; j <= nj; j++) {
+        a = med(iops, jobs[j] SUBSEP "nullb"); b = med(iops, jobs[j] SUBSEP "anchor")
+        c = med(iops, jobs[j] SUBSEP "ublk"); d = med(iops, jobs[j] SUBSEP "ublk0")
+        printf "%-22s %8d %8d %8d %8d   %6.2fx %6.2fx %6.2fx %6.2fx %6.2fx\n", jobs[j], a, b, c, d, r(b, a), r(c, b), r(d, b), r(c, a), r(d, a)
+        if (jobs[j] == "write500_qd1")
+          rt = sprintf("%-22s %8.1f %8.1f %8.1f %8.1f   (us per write at QD1: 1/IOPS)", "  round trip", r(1e6, a), r(1e6, b), r(1e6, c), r(1e6, d))
+      }
+      if (rt != "") print rt
+      printf "\nper I/O                 guest ctx switches       | server ctx sw.     | server CPU us          | guest busy CPU us (both vCPUs)\n"
+      printf "%-22s %5s %5s %5s %5s | %5s %5s %5s | %6s %6s %6s | %6s %6s %6s %6s\n", "", "nb", "an", "ub", "ub0", "an", "ub", "ub0", "an", "ub", "ub0", "nb", "an", "ub", "ub0"
+      for (j = 1; j <= nj; j++) {
+        A = jobs[j] SUBSEP "nullb"; B = jobs[j] SUBSEP "anchor"; C = jobs[j] SUBSEP "ublk"; D = jobs[j] SUBSEP "ublk0"
+        printf "%-22s %5.2f %5.2f %5.2f %5.2f | %5.2f %5.2f %5.2f | %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f\n", jobs[j],
+          med(ctx, A), med(ctx, B), med(ctx, C), med(ctx, D), med(dctx, B), med(dctx, C), med(dctx, D),
+          med(dmn, B), med(dmn, C), med(dmn, D), med(cpu, A), med(cpu, B), med(cpu, C), med(cpu, D)
+      }
+    }' "$tmp/raw"
+}
+# RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS [UBLK_CTXT]
 table () {
   echo "zonednull-ublk against null_blk, Linux $(sed -n 's/^INFO .*guest: [0-9]* CPUs, //p' "$tmp/guest.log" | head -n 1),"
   echo "qemu TCG, 2 vCPUs, $(date -u +%Y-%m-%d); host: $(nproc) CPUs, load average $load0 at the start, $load1 at the end."
-  echo "Both devices: $CONF."
+  echo "null_blk and zonednull-ublk: $CONF (ublk0: zonednull-ublk at memory_backed=0)."
+  echo "anchor: bench/ublk-null, a plain ublk disk of the same size, block size and queue depth"
+  echo "whose server completes every request at once, user copy on and no data moved."
   echo "fio $("$cache/consumers/fio" --version 2>/dev/null || echo static) io_uring direct=1 bs=4k; medians of $REPEATS runs of ${RUNTIME}s, the devices taking turns."
   echo "Per I/O: cpu = the guest's busy CPU time (both vCPUs, us), ctx = guest context switches,"
-  echo "daemon = zonednull-ublk's own CPU time (us); from /proc/stat at USER_HZ (10 ms ticks)."
+  echo "daemon = the ublk server's own CPU time (us); from /proc/stat at USER_HZ (10 ms ticks)."
   echo "vcpu-*, daemon (right): the same as vCPUs busy during the run (of 2)."
+  if grep -q ' anchor ' "$tmp/raw"; then
+    echo
+    overview
+  fi
   if grep -q ' nullb ' "$tmp/raw"; then
     echo
     summary nullb ublk null_blk ublk nb ub
+  fi
+  if grep -q ' anchor ' "$tmp/raw"; then
+    echo
+    summary anchor ublk anchor ublk an ub
+    echo
+    summary anchor ublk0 anchor ublk0 an u0
+    echo
+    summary nullb anchor null_blk anchor nb an
   fi
   if grep -q ' connect ' "$tmp/raw"; then
     echo
