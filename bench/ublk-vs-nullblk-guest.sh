@@ -127,8 +127,9 @@ else
   names="nullb ublk ublk0"
 fi
 # The same I/O path on all: no I/O scheduler.  (6.12 gives a device of
-# one hardware queue mq-deadline by default: the ublk devices'; null_blk
-# has a poll queue besides its submit queue, hence two, and gets none.)
+# one hardware queue mq-deadline by default, as the anchor has; null_blk
+# has a poll queue besides its submit queue, hence two, and gets none,
+# which zonednull-ublk copies at start.)
 for name in $names; do
   eval "d=\$dev_$name p=\$pid_$name"
   b=${d#/dev/}
