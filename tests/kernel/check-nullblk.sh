@@ -101,20 +101,7 @@ cat "$kdir/base.cpio" "$work/run.cpio" >"$work/initrd.cpio"
 # ---- boot ----------------------------------------------------------------
 zn_boot 1G "${ZN_KERNEL_VM_TIMEOUT:-600}"
 
-guest_rc=$(sed -n 's/^ZNVM_RC=\([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
-out=$work/out
-mkdir -p "$out"
-if [ -z "$guest_rc" ]; then
-  echo "--- console"; tail -n 40 "$work/console.log"; cat "$work/qemu.log"
-  fail "the VM died before reporting (qemu exit $qrc, log $work/console.log)"
-  note "files of this run: $work"
-  exit 1
-fi
-sed -n '/^=====ZNOUT-BEGIN=====/,/^=====ZNOUT-END=====/p' "$work/ttyS1.log" |
-  sed '1d;$d' | tr -d '\r' | base64 -d | tar xzf - -C "$out" ||
-  { fail "cannot unpack the guest's results from $work/ttyS1.log"; exit 1; }
-[ -f "$out/guest-error" ] && fail "guest: $(cat "$out/guest-error")"
-sed 's/^/guest: /' "$out/run.log"
+zn_guest_results
 [ "$guest_rc" -eq 0 ] || fail "guest tests failed (status $guest_rc)"
 
 # ---- host: replay the traces ----------------------------------------------

@@ -122,25 +122,8 @@ cat "$kdir/base.cpio" "$ccpio" "$ncpio" "$work/run.cpio" >"$work/initrd.cpio"
 [ "${ZN_ZBD_FULL:-0}" = 1 ] && vm_timeout=2400 || vm_timeout=900
 zn_boot "${ZN_NVME_MEM:-2G}" "${ZN_KERNEL_VM_TIMEOUT:-$vm_timeout}"
 
-guest_rc=$(sed -n 's/^ZNVM_RC=\([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
-out=$work/out
-mkdir -p "$out"
-if [ -z "$guest_rc" ]; then
-  echo "--- console"; tail -n 40 "$work/console.log"; cat "$work/qemu.log"
-  fail "the VM died before reporting (qemu exit $qrc, log $work/console.log)"
-  note "files of this run: $work"
-  exit 1
-fi
-sed -n '/^=====ZNOUT-BEGIN=====/,/^=====ZNOUT-END=====/p' "$work/ttyS1.log" |
-  sed '1d;$d' | tr -d '\r' | base64 -d | tar xzf - -C "$out" ||
-  { fail "cannot unpack the guest's results from $work/ttyS1.log"; exit 1; }
-[ -f "$out/guest-error" ] && fail "guest: $(cat "$out/guest-error")"
-sed 's/^/guest: /' "$out/run.log"
-npass=$(grep -c '^ok ' "$out/run.log")
-nfail=$(grep -c '^FAIL' "$out/run.log")
-failures=$((failures + nfail))
-[ "$guest_rc" -eq 0 ] || [ "$nfail" -gt 0 ] ||
-  fail "guest tests failed (status $guest_rc) without a FAIL line"
+zn_guest_results
+zn_count_guest
 
 if [ -z "$guest_script" ]; then
   # The counts of each multipath pass, summed up for the log.

@@ -340,27 +340,8 @@ fi
 [ "${ZN_ZBD_FULL:-0}" = 1 ] && vm_timeout=2400 || vm_timeout=1200
 zn_boot "$mem" "${ZN_KERNEL_VM_TIMEOUT:-$vm_timeout}"
 
-guest_rc=$(sed -n 's/^ZNVM_RC=\([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
-out=$work/out
-mkdir -p "$out"
-if [ -z "$guest_rc" ]; then
-  echo "--- console"; tail -n 40 "$work/console.log"; cat "$work/qemu.log"
-  fail "the VM died before reporting (qemu exit $qrc, log $work/console.log)"
-  note "files of this run: $work"
-  exit 1
-fi
-sed -n '/^=====ZNOUT-BEGIN=====/,/^=====ZNOUT-END=====/p' "$work/ttyS1.log" |
-  sed '1d;$d' | tr -d '\r' | base64 -d | tar xzf - -C "$out" ||
-  { fail "cannot unpack the guest's results from $work/ttyS1.log"; exit 1; }
-[ -f "$out/guest-error" ] && fail "guest: $(cat "$out/guest-error")"
-sed 's/^/guest: /' "$out/run.log"
-# The guest scripts' "ok   - " lines pass and "FAIL - " lines fail
-# (guest-lib.sh).
-npass=$(grep -c '^ok ' "$out/run.log")
-nfail=$(grep -c '^FAIL' "$out/run.log")
-failures=$((failures + nfail))
-[ "$guest_rc" -eq 0 ] || [ "$nfail" -gt 0 ] ||
-  fail "guest tests failed (status $guest_rc) without a FAIL line"
+zn_guest_results
+zn_count_guest
 grep -q '^counts: ' "$out/run.log" || fail "guest-ublk.sh did not finish (no counts line)"
 
 # Failing configurations: their files (both traces, reports, attributes,
