@@ -546,6 +546,8 @@ host_tags () {
     rmmod null_blk 2>/dev/null
     modprobe null_blk nr_devices=0 submit_queues=$q hw_queue_depth=16 shared_tag_bitmap=$stb ||
       { err "modprobe null_blk submit_queues=$q shared_tag_bitmap=$stb"; return 1; }
+    [ "$(cat /sys/module/null_blk/parameters/submit_queues)" = $q ] ||
+      { err "null_blk was not reloaded: submit_queues=$(cat /sys/module/null_blk/parameters/submit_queues)"; return 1; }
     sd_nullb 4 size=1024 zone_size=64 shared_tags=1 hw_queue_depth=16 submit_queues=$q shared_tag_bitmap=$stb || return 1
     sd_ublk ublk 4 size=1024 zone_size=64 shared_tags=1 hw_queue_depth=16 submit_queues=$q || return 1
     sd_layout "host_tags q$q null_blk" /dev/nullb0 /dev/nullb1 /dev/nullb2 /dev/nullb3
@@ -578,7 +580,9 @@ host_tags () {
 # one thread and no lock is ever contended.  fio: 4 jobs x iodepth 16
 # (the seed's 4 connections x depth 16), 70 % random reads, writes at the
 # write pointers (zonemode=zbd), each job in its own 32 zones, their
-# first MiB written before every run (reads go below the write pointer).
+# first MiB written before every run (reads go below the write pointer;
+# the fill writes 1 MiB and skips 3, so each write is at an empty zone's
+# start).
 zone_locking () {
   zc="size=4096 zone_size=4 memory_backed=1 irqmode=0 submit_queues=2 hw_queue_depth=64"
   # shellcheck disable=SC2086
@@ -601,7 +605,7 @@ zone_locking () {
       else eval "d=\$devs_$k ps=\$pids_$k"; d=${d# }; fi
       $BLKZONE reset -o 0 -l $((span / 512)) "$d"
       $FIO --name=fill --filename="$d" --ioengine=io_uring --direct=1 --bs=1M --iodepth=4 \
-        --rw=write --zonemode=strided --zonesize=1M --zoneskip=3M --size=$span \
+        --rw=write:3M --size=$span --io_size=$((span / 4)) \
         --output-format=terse >/tmp/fill.out 2>&1 ||
         { err "zone_locking: fill of $d failed: $(tail -n 3 /tmp/fill.out)"; return 1; }
       # shellcheck disable=SC2086

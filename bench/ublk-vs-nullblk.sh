@@ -414,8 +414,8 @@ table () {
     echo "to a zonednull-server of CONF in the guest over a Unix socket).  guest: context switches and busy"
     echo "CPU us of both vCPUs (/proc/stat); ublk server and conn's zonednull-server, all threads: CPU us"
     echo "(schedstat, ns), wake = voluntary switches (sleeps), preem = involuntary ones, rw = calls of the"
-    echo "read and write families (pread, pwrite, read, write, send, recv: /proc/TID/io syscr+syscw; io_uring's"
-    echo "own reads and writes are not counted there), bytes = their bytes (rchar+wchar)."
+    echo "read and write families (pread, pwrite, read, write: /proc/TID/io syscr+syscw; neither send/recv on"
+    echo "sockets nor io_uring's own reads and writes count there), bytes = their bytes (rchar+wchar)."
     breakdown "$tmp/metrics"
     echo
     echo "Per thread (medians per I/O; the same columns; rd/wr the calls, rbytes/wbytes their bytes):"
