@@ -43,7 +43,20 @@
 #   REPEATS=5 RUNTIME=3 READ_ZONES=2 bench/ublk-vs-nullblk.sh build-bench
 #   ZN_BENCH_KEEP=1 keeps the temporary directory (the tier's log and files)
 #   CONF="size=1024 zone_size=64 ..." (zone_size in MiB; size a multiple)
-#   PARTS="local remote" (default both), SERVERS="server" (or "server nbdkit")
+#   PARTS="local seeds remote" (the default: all three), SERVERS="server"
+#   (or "server nbdkit"), SEEDS="host_tags zone_locking" (the default)
+#   BEFORE=bench/results/ublk-before.raw: appends before, after and
+#   after/before of every job and device, from that earlier run's raw file
+#
+# The local part also has a fifth device, conn: zonednull-ublk --connect
+# to a zonednull-server with CONF in the guest (Unix socket), and a
+# breakdown per I/O of all five: per thread of the servers, the time on
+# CPU (schedstat, ns), the voluntary and involuntary switches and the read
+# and write calls and bytes (/proc/TID/io), then strace -c -f counts of
+# every system call over fixed jobs (Debian's strace, copied into the guest
+# with its libraries).  The seeds part runs bench/run.sh's host_tags and
+# zone_locking on null_blk and zonednull-ublk (bench/README.md).  The
+# breakdown's medians come from bench/ublk-stats.awk.
 #
 # The VM is the 6.12 tier's: this script runs tests/kernel/check-ublk.sh
 # (which calls prepare.sh and prepare-consumers.sh for the kernel, the base
