@@ -369,18 +369,42 @@ seeds () {
       }
     }' "$1"
 }
-# compare BEFORE-METRICS AFTER-METRICS: the main figures side by side.
+# compare BEFORE-METRICS AFTER-METRICS: the main figures side by side,
+# one row per job and device (the after run's rows, in its order).
 compare () {
   awk '
-    NR == FNR { b[$0 ~ /^T/ ? "" : key($0)] = $NF; next }
-    function key(l,   f, m, i, s) { m = split(l, f, " "); s = f[1]; for (i = 2; i < m; i++) s = s " " f[i]; return s }
-    function r(x, y) { return y > 0 ? sprintf("%6.2fx", x / y) : "      -" }
-    $1 == "B" && $4 ~ /^(iops|guest_ctx|guest_cpu_us|daemon_cpu_us|daemon_wakeups|server_cpu_us|server_wakeups)$/ ||
-    $1 == "S" && $5 ~ /^(total|io_uring_enter|pread64|pwrite64|read|write|sendmsg|recvmsg|sendto|recvfrom)$/ ||
-    $1 == "E" && $4 ~ /^(read_iops|write_iops|guest_cpu_us|daemon_cpu_us)$/ {
-      k = key($0); x = (k in b) ? sprintf("%.6g", b[k]) : "-"
-      if (!h++) printf "%-56s %10s %10s %7s\n", "job dev metric", "before", "after", "ratio"
-      printf "%-56s %10s %10.6g %s\n", substr(k, 3), x, $NF, (x != "-" ? r($NF, b[k]) : "      -") }' "$1" "$2"
+    function key(l,   f, m, i, s) { m = split(l, f, " "); s = f[2]; for (i = 3; i < m - 1; i++) s = s " " f[i]; return s }
+    NR == FNR { if ($1 != "T") b[$1, key($0), $(NF - 1)] = $NF; next }
+    $1 == "T" { next }
+    { k = key($0); a[$1, k, $(NF - 1)] = $NF; if (!(($1, k) in seen)) { seen[$1, k] = 1; rows[$1, ++n[$1]] = k } }
+    function v(x, t, k, m,   y) { y = (x == "b") ? b[t, k, m] : a[t, k, m]; return y }
+    function has(x, t, k, m) { return x == "b" ? ((t, k, m) in b) : ((t, k, m) in a) }
+    function c(t, k, m, f,   s) {
+      s = (has("b", t, k, m) ? sprintf(f, v("b", t, k, m)) : sprintf("%" length(sprintf(f, 0)) "s", "-"))
+      return s " " (has("a", t, k, m) ? sprintf(f, v("a", t, k, m)) : sprintf("%" length(sprintf(f, 0)) "s", "-"))
+    }
+    function r(t, k, m) { return has("b", t, k, m) && has("a", t, k, m) && v("b", t, k, m) > 0 ? sprintf("%5.2fx", v("a", t, k, m) / v("b", t, k, m)) : "    - " }
+    END {
+      if (n["B"]) {
+        printf "%-34s | %15s %6s | %11s | %13s %6s | %11s | %13s\n", "job dev", "IOPS bef. aft.", "ratio", "guest ctx", "server CPU us", "ratio", "sleeps", "conn server us"
+        for (i = 1; i <= n["B"]; i++) { k = rows["B", i]
+          printf "%-34s | %s %s | %s | %s %s | %s | %s\n", k, c("B", k, "iops", "%7d"), r("B", k, "iops"),
+            c("B", k, "guest_ctx", "%5.2f"), c("B", k, "daemon_cpu_us", "%6.1f"), r("B", k, "daemon_cpu_us"),
+            c("B", k, "daemon_wakeups", "%5.2f"), c("B", k, "server_cpu_us", "%6.1f") }
+      }
+      if (n["S"]) {
+        printf "\nsystem calls per I/O, before after: %-18s | %11s | %11s | %11s | %11s\n", "", "all", "io_uring", "pread", "pwrite"
+        for (i = 1; i <= n["S"]; i++) { k = rows["S", i]
+          printf "%-54s | %s | %s | %s | %s\n", k, c("S", k, "total", "%5.2f"), c("S", k, "io_uring_enter", "%5.2f"),
+            c("S", k, "pread64", "%5.2f"), c("S", k, "pwrite64", "%5.2f") }
+      }
+      if (n["E"]) {
+        printf "\n%-34s | %15s %6s | %15s %6s | %13s\n", "seeds: experiment dev", "reads bef. aft.", "ratio", "writes", "ratio", "ublk CPU us"
+        for (i = 1; i <= n["E"]; i++) { k = rows["E", i]
+          printf "%-34s | %s %s | %s %s | %s\n", k, c("E", k, "read_iops", "%7d"), r("E", k, "read_iops"),
+            c("E", k, "write_iops", "%7d"), r("E", k, "write_iops"), c("E", k, "daemon_cpu_us", "%6.1f") }
+      }
+    }' "$1" "$2"
 }
 # RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS [UBLK_CTXT]
 table () {
