@@ -113,6 +113,20 @@ queue_main (void *arg)
   bool done = false;
   int err;
 
+  /* Made here, with the flags zonednull-ublk's queues take (ublk/ring.c),
+   * so that this stays the limit of a ublk server done well.
+   */
+  struct io_uring_params p = {
+    .flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+  };
+  err = io_uring_queue_init_params (s->depth + 1, &s->ring, &p);
+  if (err == -EINVAL)
+    err = io_uring_queue_init (s->depth + 1, &s->ring, 0);
+  if (err < 0) {
+    set_ready (s, err);
+    return NULL;
+  }
+  s->ring_ready = true;
   for (unsigned tag = 0; tag < s->depth; tag++)
     queue_cmd (s, tag, ZU_IO_FETCH_REQ, 0);
   sqe = io_uring_get_sqe (&s->ring);
@@ -219,7 +233,6 @@ open_queue (struct server *s)
   size_t page = (size_t) sysconf (_SC_PAGESIZE);
   char path[64];
   void *m;
-  int e;
 
   /* udev or devtmpfs makes the character device a moment after ADD_DEV. */
   snprintf (path, sizeof path, "/dev/ublkc%" PRIu32, s->dev_id);
@@ -242,12 +255,6 @@ open_queue (struct server *s)
     return -1;
   }
   s->descs = m;
-  e = io_uring_queue_init (s->depth + 1, &s->ring, 0);
-  if (e < 0) {
-    fprintf (stderr, PROG ": io_uring_queue_init: %s\n", strerror (-e));
-    return -1;
-  }
-  s->ring_ready = true;
   return 0;
 }
 
@@ -314,7 +321,8 @@ main (int argc, char *argv[])
     pthread_cond_wait (&s.cond, &s.lock);
   pthread_mutex_unlock (&s.lock);
   if (s.error) {
-    fprintf (stderr, PROG ": fetching the tags: %s\n", strerror (-s.error));
+    fprintf (stderr, PROG ": setting up the queue (io_uring, fetches): %s\n",
+             strerror (-s.error));
     goto out;
   }
   /* START_DEV waits until every tag is fetched, then adds the disk (and

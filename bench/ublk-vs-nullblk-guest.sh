@@ -13,6 +13,12 @@
 #              cpio: the tier's base image carries no nbd)
 #   BLOCKSIZE  the servers' logical block size (nbd-client -b)
 #   ANCHOR     bench/ublk-null's path in the guest (the benchmark's cpio)
+#   SERVER     zonednull-server in the guest (the benchmark's cpio): the
+#              local part's conn device, zonednull-ublk --connect to it
+#              over a Unix socket
+#   STRACE     strace in the guest (the benchmark's cpio): the local
+#              part's system call counts
+#   SEEDS      "host_tags zone_locking" or either (PARTS's seeds part)
 # Runs as tests/kernel/check-ublk.sh's ZN_UBLK_GUEST_SCRIPT
 # (/test/guest-extra.sh), after its guest-ublk.sh has loaded null_blk and
 # ublk_drv.  Prints one line per fio run:
@@ -25,8 +31,18 @@
 # ublk and ublk0 (zonednull-ublk at memory_backed=1 and 0).  The remote case, per host
 # server KIND: zonednull-ublk --connect=nbd://10.0.2.2:PORT/ (DEV connect)
 # and the kernel's nbd client on the same export (DEV nbd), JOB
-# KIND:remote_*.  No pass or fail on speed: a
-# failed run gives IOPS 0 and an ERROR line.
+# KIND:remote_*.  The local part also prints, per run and per thread of
+# the ublk server (TAG d) and of conn's zonednull-server (TAG s):
+#   THREAD JOB DEV REPEAT TAG TID COMM RUN_NS VCTX NVCTX RCHAR WCHAR SYSCR SYSCW WCHAN
+# (the deltas of /proc/PID/task/TID/schedstat's time on CPU, status's
+# voluntary and involuntary switches, io's bytes and calls of the read and
+# write families of system calls; WCHAN where it sleeps after the run), and
+# per system call of strace -c -f on each server over a fixed job:
+#   STRACE JOB DEV TAG IOS SYSCALL CALLS
+# The seeds part prints
+#   SEED EXP DEV REPEAT READ_IOPS WRITE_IOPS CPU_TICKS CTXT ELAPSED_TICKS DAEMON_NS DAEMON_VCTX
+# (DAEMON_*: all threads of all its ublk servers).  No pass or fail on
+# speed: a failed run gives IOPS 0 and an ERROR line.
 . /test/params
 FIO=/opt/fio/fio
 BLKZONE=/usr/sbin/blkzone
@@ -43,6 +59,35 @@ cpu () { awk '$1 == "cpu" { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 
 pid_ticks () { if [ -n "$1" ]; then awk '{ print $14 + $15 }' /proc/$1/stat; else echo 0; fi; }
 fio_common="--ioengine=io_uring --direct=1 --bs=4k --output-format=terse
   --terse-version=3 --group_reporting --thread"
+# snap TAG PID...: a line per thread of each PID: TAG TID COMM RUN_NS VCTX
+# NVCTX RCHAR WCHAR SYSCR SYSCW WCHAN (schedstat's time on CPU is in ns,
+# where /proc/PID/stat counts 10 ms ticks).
+snap () {
+  sn_tag=$1; shift
+  for sn_p in "$@"; do
+    [ -d "/proc/$sn_p" ] || continue
+    for sn_t in /proc/$sn_p/task/*; do
+      awk -v tag="$sn_tag" -v tid="${sn_t##*/}" '
+        FILENAME ~ /comm$/ { comm = $0; gsub(/[ \t]/, "_", comm) }
+        FILENAME ~ /wchan$/ { w = $0 }
+        FILENAME ~ /schedstat$/ { ns = $1 }
+        /^voluntary_ctxt_switches:/ { v = $2 } /^nonvoluntary_ctxt_switches:/ { n = $2 }
+        /^rchar:/ { rc = $2 } /^wchar:/ { wc = $2 } /^syscr:/ { sr = $2 } /^syscw:/ { sw = $2 }
+        END { if (w == "" || w == "0") w = "-"
+              print tag, tid, comm, ns + 0, v + 0, n + 0, rc + 0, wc + 0, sr + 0, sw + 0, w }' \
+        "$sn_t/comm" "$sn_t/schedstat" "$sn_t/status" "$sn_t/io" "$sn_t/wchan" 2>/dev/null
+    done
+  done
+}
+# snap_diff BEFORE AFTER PREFIX: the THREAD lines (PREFIX: JOB DEV REPEAT).
+snap_diff () {
+  awk -v pre="$3" 'NR == FNR { for (i = 4; i <= 10; i++) a[$1, $2, i] = $i; next }
+    { l = "THREAD " pre " " $1 " " $2 " " $3
+      for (i = 4; i <= 10; i++) l = l " " ($i - a[$1, $2, i])
+      print l " " $11 }' "$1" "$2"
+}
+# snap_sum FILE: the total time on CPU (ns) and voluntary switches in FILE.
+snap_sum () { awk '{ ns += $4; v += $5 } END { print ns + 0, v + 0 }' "$1"; }
 # measure JOB NAME REPEAT DEV PID COL: one fio run with $args on DEV, one
 # RESULT line (PID: the daemon whose CPU time is counted, or empty).
 measure () {
@@ -126,6 +171,24 @@ else
   err "no ublk-null in the guest ($ANCHOR): no anchor"
   names="nullb ublk ublk0"
 fi
+# conn: zonednull-ublk --connect to a zonednull-server of CONF in this
+# guest, over a Unix socket (as the tier's own guest server); spid_conn
+# is the server's PID, whose threads are counted too (TAG s).
+spid_conn=
+if [ -x "${SERVER:-}" ]; then
+  rm -f /tmp/srv.sock /tmp/srv.pid
+  # shellcheck disable=SC2086
+  "$SERVER" -f -U /tmp/srv.sock -P /tmp/srv.pid $CONF >/tmp/srv.out 2>/tmp/srv.err &
+  n=0
+  while [ ! -s /tmp/srv.pid ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+  spid_conn=$(cat /tmp/srv.pid 2>/dev/null)
+  [ -n "$spid_conn" ] || { err "zonednull-server gave no PID: $(cat /tmp/srv.err)"; exit 1; }
+  start_daemon conn "$UBLK" -f "--connect=nbd+unix:///?socket=/tmp/srv.sock"
+  zoned_conn=1
+  names="$names conn"
+else
+  err "no zonednull-server in the guest (${SERVER:-}): no conn device"
+fi
 # The same I/O path on all: no I/O scheduler.  (6.12 gives a device of
 # one hardware queue mq-deadline by default, as the anchor has; null_blk
 # has a poll queue besides its submit queue, hence two, and gets none,
@@ -144,6 +207,7 @@ for name in $names; do
   done
   info "$name $d:$a hw_queues=$(ls /sys/block/$b/mq | wc -l) bytes=$(/usr/sbin/blockdev --getsize64 $d) pid=$p"
 done
+[ -n "$spid_conn" ] && info "conn's zonednull-server: pid=$spid_conn, $(ls /proc/$spid_conn/task | wc -l) threads; conn's zonednull-ublk: $(ls /proc/$pid_conn/task | wc -l) threads"
 
 zone=$((ZONE_MB * 1048576))
 nzones=$(cat /sys/block/nullb0/queue/nr_zones)
@@ -204,6 +268,8 @@ run () {
   esac
   reset=; [ "$z" = 1 ] && case $job in *write*) reset=1 ;; esac
   [ -n "$reset" ] && $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d"
+  eval "sp=\${spid_$name:-}"
+  { snap d $p; snap s $sp; } >/tmp/th0
   set -- $(cpu) $(daemon "$p")
   b0=$1 t0=$2 c0=$3 p0=$4 x0=$5
   # shellcheck disable=SC2086
@@ -211,6 +277,7 @@ run () {
   frc=$?
   set -- $(cpu) $(daemon "$p")
   b1=$1 t1=$2 c1=$3 p1=$4 x1=$5
+  { snap d $p; snap s $sp; } >/tmp/th1
   line=$(grep '^3;' /tmp/fio.out | tail -n 1)
   if [ $frc -ne 0 ] || [ -z "$line" ]; then
     err "$job on $name $d (repeat $rep): fio exited $frc: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
@@ -221,6 +288,49 @@ run () {
   fi
   [ -n "$reset" ] && $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d"
   echo "RESULT $job $name $rep $iops $((kb / 4)) $((b1 - b0)) $((c1 - c0)) $((p1 - p0)) $((t1 - t0)) $((x1 - x0))"
+  snap_diff /tmp/th0 /tmp/th1 "$job $name $rep"
+}
+
+# strace_runs: per ublk server, strace -c -f (all its threads; conn's
+# zonednull-server beside it) over a fixed number of I/Os, not timed:
+# sc_write_qd1 (500 zoned writes at QD1 in the write zones) and
+# sc_randread_qd16 (4000 random reads at QD16 over the read zones).
+strace_runs () {
+  for name in $names; do
+    eval "d=\$dev_$name p=\$pid_$name z=\$zoned_$name sp=\${spid_$name:-}"
+    [ -n "$p" ] || continue
+    zbd=; [ "$z" = 1 ] && zbd=--zonemode=zbd
+    for job in sc_write_qd1 sc_randread_qd16; do
+      case $job in
+        sc_write_qd1) ios=500
+          args="--rw=write --iodepth=1 $zbd --offset=$wstart --size=$wlen --io_size=$((ios * 4096))" ;;
+        sc_randread_qd16) ios=4000
+          args="--rw=randread --iodepth=16 --offset=0 --size=$rbytes --io_size=$((ios * 4096))" ;;
+      esac
+      [ "$z" = 1 ] && $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d"
+      spids=
+      for tp in "d:$p" "s:$sp"; do
+        [ -n "${tp#*:}" ] || continue
+        rm -f /tmp/st.${tp%%:*}
+        "$STRACE" -c -f -q -o /tmp/st.${tp%%:*} -p "${tp#*:}" 2>/tmp/st.${tp%%:*}.err &
+        spids="$spids $!"
+      done
+      sleep 1
+      # shellcheck disable=SC2086
+      $FIO --name="$job" --filename="$d" $fio_common $args >/tmp/fio.out 2>/tmp/fio.err ||
+        err "$job on $name under strace: fio: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
+      # shellcheck disable=SC2086
+      kill -INT $spids
+      for s in $spids; do wait "$s"; done
+      for tg in d s; do
+        [ -f /tmp/st.$tg ] || continue
+        awk -v pre="STRACE $job $name $tg $ios" '
+          $1 ~ /^[0-9.]+$/ && $NF != "total" && NF >= 5 { print pre, $NF, $4 }' /tmp/st.$tg
+        [ -s /tmp/st.$tg ] || err "strace of $name ($tg) wrote nothing: $(cat /tmp/st.$tg.err)"
+      done
+      [ "$z" = 1 ] && $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d"
+    done
+  done
 }
 
 info "read zones $READ_ZONES ($rbytes bytes), write jobs at $wstart: 4 x $wz zones; ${RUNTIME}s per run, $REPEATS repeats"
@@ -235,6 +345,8 @@ while [ $rep -le "$REPEATS" ]; do
   done
   rep=$((rep + 1))
 done
+if [ -x "${STRACE:-}" ]; then strace_runs
+else err "no strace in the guest (${STRACE:-}): no system call counts"; fi
 
 for name in $names; do
   eval "d=\$dev_$name"
@@ -248,6 +360,7 @@ for name in $names; do
   wait $p
   info "$name exited $?: $(tail -n 4 /tmp/$name.err | tr '\n' ' ')"
 done
+if [ -n "$spid_conn" ]; then kill -TERM "$spid_conn"; wait "$spid_conn"; fi
 echo 0 >"$cfs/power"
 rmdir "$cfs"
 }
@@ -326,7 +439,200 @@ remote_part () {
   return 0
 }
 
+# ---- the seeds' experiments on block devices --------------------------------
+# seeds_part: bench/run.sh's host_tags and zone_locking (the seeds'
+# settings) on null_blk and zonednull-ublk in this VM.  null_blk's
+# shared_tags take the module's tag set, sized by its module parameters
+# (submit_queues, hw_queue_depth, shared_tag_bitmap; read-only once
+# loaded), so null_blk is reloaded for each layout.  zonednull-ublk serves
+# one device per process and has no tag space shared between processes or
+# queues (it refuses shared_tag_bitmap=1 with submit_queues=2): its four
+# devices are four processes with 16 tags per queue, shared_tags=1 taken
+# and meaning nothing more.
+# sd_nullb N KEY=VALUE...: configfs null_blk devices nullb0..nullbN-1.
+sd_nullb () {
+  sn_n=$1; shift
+  i=0
+  while [ $i -lt "$sn_n" ]; do
+    c=/sys/kernel/config/nullb/nullb$i
+    mkdir "$c" || { err "mkdir $c"; return 1; }
+    echo 1 >"$c/zoned"
+    for kv in "$@"; do
+      if [ -e "$c/${kv%%=*}" ]; then echo "${kv#*=}" >"$c/${kv%%=*}" || { err "null_blk: cannot set $kv"; return 1; }
+      else info "null_blk of $(uname -r) has no configfs ${kv%%=*}: the module's value"; fi
+    done
+    echo 1 >"$c/power" || { err "null_blk refuses $*"; return 1; }
+    echo none >/sys/block/nullb$i/queue/scheduler 2>/dev/null
+    i=$((i + 1))
+  done
+}
+sd_nullb_off () {
+  for c in /sys/kernel/config/nullb/nullb*; do
+    [ -d "$c" ] || continue
+    echo 0 >"$c/power"; rmdir "$c"
+  done
+}
+# sd_ublk NAME N KEY=VALUE...: N zonednull-ublk processes; sets
+# devs_NAME, pids_NAME.
+sd_ublk () {
+  su_name=$1 su_n=$2; shift 2
+  su_devs= su_pids=
+  i=0
+  while [ $i -lt "$su_n" ]; do
+    "$UBLK" -f --no-control-socket "$@" >/tmp/sd.$i.out 2>/tmp/sd.$i.err &
+    su_p=$!
+    su_d= n=0
+    while [ $n -lt 300 ] && [ -z "$su_d" ]; do
+      su_d=$(head -n 1 /tmp/sd.$i.out 2>/dev/null)
+      kill -0 $su_p 2>/dev/null || break
+      [ -n "$su_d" ] || sleep 0.1
+      n=$((n + 1))
+    done
+    n=0
+    while [ -n "$su_d" ] && [ ! -b "$su_d" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+    [ -b "$su_d" ] || { err "$su_name: zonednull-ublk $* gave no device: $(cat /tmp/sd.$i.err)"; return 1; }
+    echo none >/sys/block/${su_d#/dev/}/queue/scheduler
+    su_devs="$su_devs $su_d" su_pids="$su_pids $su_p"
+    i=$((i + 1))
+  done
+  eval "devs_$su_name='$su_devs' pids_$su_name='$su_pids'"
+}
+sd_stop () { # sd_stop PID...
+  for sp in "$@"; do kill -TERM "$sp"; done
+  for sp in "$@"; do wait "$sp"; done
+}
+# sd_layout NAME DEV...: one INFO line on the devices' queues and tags.
+sd_layout () {
+  sl=$1; shift
+  for d in "$@"; do
+    b=${d#/dev/}
+    info "seeds $sl $d: hw_queues=$(ls /sys/block/$b/mq | wc -l) tags=$(cat /sys/block/$b/mq/*/nr_tags | tr '\n' ,) nr_requests=$(cat /sys/block/$b/queue/nr_requests) scheduler=$(cat /sys/block/$b/queue/scheduler | tr ' ' ,)"
+  done
+}
+# sd_measure EXP DEV REPEAT PIDS FIOARGS...: one fio run (one job section
+# per device or the jobs of FIOARGS), one SEED line.
+sd_measure () {
+  sm_exp=$1 sm_dev=$2 sm_rep=$3 sm_pids=$4; shift 4
+  # shellcheck disable=SC2086
+  snap d $sm_pids >/tmp/sth0
+  cpu >/tmp/cpu0
+  read -r b0 t0 c0 </tmp/cpu0
+  # shellcheck disable=SC2086
+  $FIO $fio_common --time_based --runtime="$RUNTIME" "$@" >/tmp/fio.out 2>/tmp/fio.err
+  frc=$?
+  # shellcheck disable=SC2046
+  set -- $(cpu)
+  b1=$1 t1=$2 c1=$3
+  # shellcheck disable=SC2086
+  snap d $sm_pids >/tmp/sth1
+  line=$(grep '^3;' /tmp/fio.out | tail -n 1)
+  if [ $frc -ne 0 ] || [ -z "$line" ]; then
+    err "seeds $sm_exp on $sm_dev (repeat $sm_rep): fio exited $frc: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
+    ri=0 wi=0
+  else
+    ri=$(echo "$line" | cut -d';' -f8) wi=$(echo "$line" | cut -d';' -f49)
+  fi
+  set -- $(snap_sum /tmp/sth0) $(snap_sum /tmp/sth1)
+  echo "SEED $sm_exp $sm_dev $sm_rep $ri $wi $((b1 - b0)) $((c1 - c0)) $((t1 - t0)) $(($3 - $1)) $(($4 - $2))"
+}
+# host_tags: 4 devices of 1024 MiB in 64 MiB zones, 16 tags shared by all
+# (null_blk's shared_tags); one queue against two queues sharing the
+# tags (shared_tag_bitmap).  fio: 4 KiB random reads, one job of iodepth 4
+# per device (the seed's 4 in flight per device), not zonemode=zbd (reads
+# of empty zones return zeros on both).
+host_tags () {
+  for q in 1 2; do
+    stb=$((q - 1))
+    rmmod null_blk 2>/dev/null
+    modprobe null_blk nr_devices=0 submit_queues=$q hw_queue_depth=16 shared_tag_bitmap=$stb ||
+      { err "modprobe null_blk submit_queues=$q shared_tag_bitmap=$stb"; return 1; }
+    [ "$(cat /sys/module/null_blk/parameters/submit_queues)" = $q ] ||
+      { err "null_blk was not reloaded: submit_queues=$(cat /sys/module/null_blk/parameters/submit_queues)"; return 1; }
+    sd_nullb 4 size=1024 zone_size=64 shared_tags=1 hw_queue_depth=16 submit_queues=$q shared_tag_bitmap=$stb || return 1
+    sd_ublk ublk 4 size=1024 zone_size=64 shared_tags=1 hw_queue_depth=16 submit_queues=$q || return 1
+    sd_layout "host_tags q$q null_blk" /dev/nullb0 /dev/nullb1 /dev/nullb2 /dev/nullb3
+    # shellcheck disable=SC2086
+    sd_layout "host_tags q$q zonednull-ublk" $devs_ublk
+    rep=1
+    while [ $rep -le "$REPEATS" ]; do
+      if [ $((rep % 2)) -eq 1 ]; then order="nullb ublk"; else order="ublk nullb"; fi
+      for k in $order; do
+        if [ $k = nullb ]; then ds="/dev/nullb0 /dev/nullb1 /dev/nullb2 /dev/nullb3" ps=
+        else ds=$devs_ublk ps=$pids_ublk; fi
+        a="--rw=randread --iodepth=4"
+        for d in $ds; do a="$a --name=${d#/dev/} --filename=$d"; done
+        # shellcheck disable=SC2086
+        sd_measure host_tags_q$q $k $rep "$ps" $a
+      done
+      rep=$((rep + 1))
+    done
+    # shellcheck disable=SC2086
+    sd_stop $pids_ublk
+    sd_nullb_off
+  done
+  rmmod null_blk 2>/dev/null
+  modprobe null_blk nr_devices=0
+}
+# zone_locking: 4096 MiB in 4 MiB zones, memory_backed=1, irqmode=0;
+# zonednull-ublk with per-zone locks (zlock) against device_lock=1
+# (dlock), null_blk (per-zone locks, it has no device lock) beside them.
+# submit_queues=2: with one queue zonednull-ublk serves everything from
+# one thread and no lock is ever contended.  fio: 4 jobs x iodepth 16
+# (the seed's 4 connections x depth 16), 70 % random reads, writes at the
+# write pointers (zonemode=zbd), each job in its own 32 zones, their
+# first MiB written before every run (reads go below the write pointer;
+# the fill writes 1 MiB and skips 3, so each write is at an empty zone's
+# start).
+zone_locking () {
+  zc="size=4096 zone_size=4 memory_backed=1 irqmode=0 submit_queues=2 hw_queue_depth=64"
+  # shellcheck disable=SC2086
+  sd_nullb 1 $zc || return 1
+  # shellcheck disable=SC2086
+  sd_ublk zlock 1 $zc device_lock=0 || return 1
+  # shellcheck disable=SC2086
+  sd_ublk dlock 1 $zc device_lock=1 || return 1
+  # shellcheck disable=SC2086
+  sd_layout zone_locking /dev/nullb0 $devs_zlock $devs_dlock
+  span=$((4 * 32 * 4 * 1048576))
+  names3="nullb zlock dlock"
+  rep=1
+  while [ $rep -le "$REPEATS" ]; do
+    order=$names3
+    i=1
+    while [ $i -lt $rep ]; do set -- $order; first=$1; shift; order="$* $first"; i=$((i + 1)); done
+    for k in $order; do
+      if [ $k = nullb ]; then d=/dev/nullb0 ps=
+      else eval "d=\$devs_$k ps=\$pids_$k"; d=${d# }; fi
+      $BLKZONE reset -o 0 -l $((span / 512)) "$d"
+      $FIO --name=fill --filename="$d" --ioengine=io_uring --direct=1 --bs=1M --iodepth=4 \
+        --rw=write:3M --size=$span --io_size=$((span / 4)) \
+        --output-format=terse >/tmp/fill.out 2>&1 ||
+        { err "zone_locking: fill of $d failed: $(tail -n 3 /tmp/fill.out)"; return 1; }
+      # shellcheck disable=SC2086
+      sd_measure zone_locking $k $rep "$ps" --name=mixed --filename=$d --rw=randrw --rwmixread=70 \
+        --zonemode=zbd --iodepth=16 --numjobs=4 --size=$((span / 4)) --offset_increment=$((span / 4))
+      [ $rep -eq 1 ] && info "zone_locking $k: zones after the run: $($BLKZONE report -c 3 "$d" | tr -s ' ' | cut -d, -f2-4 | tr '\n' ';')"
+    done
+    rep=$((rep + 1))
+  done
+  # shellcheck disable=SC2086
+  sd_stop $pids_zlock $pids_dlock
+  sd_nullb_off
+}
+seeds_part () {
+  for cfs0 in /sys/kernel/config/nullb/nullb*; do
+    [ -d "$cfs0" ] && { err "seeds: $cfs0 is still there"; return 1; }
+  done
+  for e in $SEEDS; do
+    case $e in
+      host_tags|zone_locking) $e ;;
+      *) err "SEEDS: host_tags or zone_locking, not $e" ;;
+    esac
+  done
+}
+
 case " $PARTS " in *" local "*) ( local_part ) ;; esac
+case " $PARTS " in *" seeds "*) ( seeds_part ) ;; esac
 case " $PARTS " in *" remote "*)
   if [ -n "$REMOTE" ]; then
     insmod "$NBD_KO" nbds_max=2 2>/tmp/insmod.err ||

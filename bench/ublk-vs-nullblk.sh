@@ -43,7 +43,20 @@
 #   REPEATS=5 RUNTIME=3 READ_ZONES=2 bench/ublk-vs-nullblk.sh build-bench
 #   ZN_BENCH_KEEP=1 keeps the temporary directory (the tier's log and files)
 #   CONF="size=1024 zone_size=64 ..." (zone_size in MiB; size a multiple)
-#   PARTS="local remote" (default both), SERVERS="server" (or "server nbdkit")
+#   PARTS="local seeds remote" (the default: all three), SERVERS="server"
+#   (or "server nbdkit"), SEEDS="host_tags zone_locking" (the default)
+#   BEFORE=bench/results/ublk-before.raw: appends before, after and
+#   after/before of every job and device, from that earlier run's raw file
+#
+# The local part also has a fifth device, conn: zonednull-ublk --connect
+# to a zonednull-server with CONF in the guest (Unix socket), and a
+# breakdown per I/O of all five: per thread of the servers, the time on
+# CPU (schedstat, ns), the voluntary and involuntary switches and the read
+# and write calls and bytes (/proc/TID/io), then strace -c -f counts of
+# every system call over fixed jobs (Debian's strace, copied into the guest
+# with its libraries).  The seeds part runs bench/run.sh's host_tags and
+# zone_locking on null_blk and zonednull-ublk (bench/README.md).  The
+# breakdown's medians come from bench/ublk-stats.awk.
 #
 # The VM is the 6.12 tier's: this script runs tests/kernel/check-ublk.sh
 # (which calls prepare.sh and prepare-consumers.sh for the kernel, the base
@@ -70,7 +83,9 @@ build=$(cd "$build" && pwd)
 REPEATS=${REPEATS:-5}
 RUNTIME=${RUNTIME:-3}
 READ_ZONES=${READ_ZONES:-2}
-PARTS=${PARTS:-local remote}
+PARTS=${PARTS:-local seeds remote}
+SEEDS=${SEEDS:-host_tags zone_locking}
+BEFORE=${BEFORE:-}
 SERVERS=${SERVERS:-server}
 CONF=${CONF:-size=1024 zone_size=64 zone_nr_conv=0 memory_backed=1 submit_queues=1 hw_queue_depth=64 irqmode=1}
 OUT=${OUT:-$top/bench/results/ublk-vs-nullblk.txt}
@@ -92,6 +107,7 @@ for kv in $CONF; do
   case $kv in zone_size=*) zone_mb=${kv#zone_size=} ;; blocksize=*) blocksize=${kv#blocksize=} ;; esac
 done
 [ -n "$zone_mb" ] || { echo "ublk-vs-nullblk: CONF needs zone_size" >&2; exit 1; }
+[ -z "$BEFORE" ] || [ -f "$BEFORE" ] || { echo "ublk-vs-nullblk: BEFORE=$BEFORE: no such raw file" >&2; exit 1; }
 
 tmp=$(mktemp -d /tmp/zn-ublk-bench.XXXXXX)
 # ---- the host servers of the remote case (stopped by PID at exit) ---------
@@ -135,20 +151,36 @@ mkdir -p "$tmp/nbdroot/opt/bench"
 cp "$modules/$nbd_ko" "$tmp/nbdroot/opt/bench/"
 ( . "$top/tests/kernel/lib.sh" && copy_binary "$tmp/nbdroot" "$anchor" /opt/bench/ublk-null ) ||
   { echo "ublk-vs-nullblk: cannot stage $anchor for the guest" >&2; exit 1; }
+# The local part's conn device: zonednull-ublk --connect to a
+# zonednull-server in the guest; and strace (Debian's, with its
+# libraries) for the system call counts.
+[ -x "$server" ] || { echo "ublk-vs-nullblk: no $server" >&2; exit 1; }
+( . "$top/tests/kernel/lib.sh" && copy_binary "$tmp/nbdroot" "$server" /opt/bench/zonednull-server ) ||
+  { echo "ublk-vs-nullblk: cannot stage $server for the guest" >&2; exit 1; }
+guest_strace=
+if strace_bin=$(command -v strace); then
+  ( . "$top/tests/kernel/lib.sh" && copy_binary "$tmp/nbdroot" "$strace_bin" /opt/bench/strace ) ||
+    { echo "ublk-vs-nullblk: cannot stage $strace_bin for the guest" >&2; exit 1; }
+  guest_strace=/opt/bench/strace
+else
+  echo "ublk-vs-nullblk: no strace on the host (apt-get install strace): no system call counts" >&2
+fi
 (cd "$tmp/nbdroot" && find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort | cpio -o -H newc --quiet) \
   >"$tmp/nbd.cpio"
 {
   echo "CONF='$CONF'"
   echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES"
   echo "PARTS='$PARTS' REMOTE='${remote# }' BLOCKSIZE=$blocksize NBD_KO=/opt/bench/$(basename "$nbd_ko") ANCHOR=/opt/bench/ublk-null"
+  echo "SERVER=/opt/bench/zonednull-server STRACE=$guest_strace SEEDS='$SEEDS'"
   cat "$top/bench/ublk-vs-nullblk-guest.sh"
 } >"$tmp/guest.sh"
 
-# 5 jobs x 4 devices per repeat, and 3 jobs x 2 clients per host server,
-# each RUNTIME plus fio's start and the zone resets (slow under TCG), with
-# room to spare; the boot and the fills on top.
+# 5 jobs x 5 devices per repeat, 3 jobs x 2 clients per host server, and
+# the seeds' 2 x 2 + 3 runs, each RUNTIME plus fio's start and the zone
+# resets (slow under TCG), with room to spare; the boot, the fills and the
+# strace runs (8, about 20 s each) on top.
 nserv=$(echo "$remote" | wc -w)
-vm_timeout=${ZN_KERNEL_VM_TIMEOUT:-$((300 + (20 + nserv * 6) * REPEATS * (RUNTIME + 8)))}
+vm_timeout=${ZN_KERNEL_VM_TIMEOUT:-$((500 + (25 + nserv * 6 + 7) * REPEATS * (RUNTIME + 8)))}
 start=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "ublk-vs-nullblk: $REPEATS repeats of ${RUNTIME}s; CONF: $CONF" >&2
@@ -170,7 +202,8 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 grep -E '^check-ublk: (booting|VM ran|FAIL|ERROR)' "$tmp/tier.log" >&2 || true
 sed -n 's/^guest: //p' "$tmp/tier.log" >"$tmp/guest.log"
 grep -E '^(INFO|ERROR)' "$tmp/guest.log" >&2 || true
-grep '^RESULT ' "$tmp/guest.log" >"$tmp/raw" || true
+grep -E '^(RESULT|THREAD|STRACE|SEED) ' "$tmp/guest.log" >"$tmp/raw" || true
+grep '^RESULT ' "$tmp/raw" >"$tmp/res" || true
 if [ ! -s "$tmp/raw" ]; then
   echo "ublk-vs-nullblk: no results (check-ublk.sh exit $rc); its log:" >&2
   tail -n 40 "$tmp/tier.log" >&2
@@ -208,7 +241,7 @@ summary () {
       for (j = 1; j <= nj; j++) { line = sprintf("%-34s", jobs[j])
         for (r = 1; r <= nr; r++) line = line sprintf(" %d: %d %d", r, run[jobs[j], r, A], run[jobs[j], r, B])
         print line }
-    }' "$tmp/raw"
+    }' "$tmp/res"
 }
 # overview: the local part's four devices side by side (medians): IOPS and
 # ratios, then per I/O the guest's context switches, the server's context
@@ -249,7 +282,129 @@ overview () {
           med(ctx, A), med(ctx, B), med(ctx, C), med(ctx, D), med(dctx, B), med(dctx, C), med(dctx, D),
           med(dmn, B), med(dmn, C), med(dmn, D), med(cpu, A), med(cpu, B), med(cpu, C), med(cpu, D)
       }
-    }' "$tmp/raw"
+    }' "$tmp/res"
+}
+# The breakdown (bench/ublk-stats.awk's metrics of a raw file, medians).
+stats () { awk -v RUNTIME="$RUNTIME" -f "$top/bench/ublk-stats.awk" "$1"; }
+# breakdown METRICS: per job and device of the local part, per I/O.
+breakdown () {
+  awk '
+    $1 == "B" { k = $2 " " $3; if (!(k in seen)) { seen[k] = 1; rows[++n] = k }; v[k, $4] = $5 }
+    function c(k, m, f) { return (k, m) in v ? sprintf(f, v[k, m]) : sprintf("%" (f ~ /6/ ? 6 : (f ~ /7/ ? 7 : 5)) "s", "-") }
+    END {
+      if (!n) exit
+      printf "%-21s %-6s %6s | %5s %6s | %6s %5s %5s %4s %6s | %6s %5s %4s %6s\n", "", "", "", "guest", "", "ublk server (all threads)", "", "", "", "", "conn zonednull-server", "", "", ""
+      printf "%-21s %-6s %6s | %5s %6s | %6s %5s %5s %4s %6s | %6s %5s %4s %6s\n", "job", "dev", "IOPS", "ctx", "cpu", "cpu", "wake", "preem", "rw", "bytes", "cpu", "wake", "rw", "bytes"
+      for (i = 1; i <= n; i++) {
+        k = rows[i]; split(k, f, " ")
+        printf "%-21s %-6s %6d | %s %s | %s %s %s %s %s | %s %s %s %s\n", f[1], f[2], v[k, "iops"],
+          c(k, "guest_ctx", "%5.2f"), c(k, "guest_cpu_us", "%6.1f"),
+          c(k, "daemon_cpu_us", "%6.1f"), c(k, "daemon_wakeups", "%5.2f"), c(k, "daemon_preempted", "%5.2f"),
+          c(k, "daemon_rw_calls", "%4.1f"), c(k, "daemon_rw_bytes", "%6d"),
+          c(k, "server_cpu_us", "%6.1f"), c(k, "server_wakeups", "%5.2f"), c(k, "server_rw_calls", "%4.1f"),
+          c(k, "server_rw_bytes", "%6d")
+      }
+    }' "$1"
+}
+# threads METRICS: per thread of the servers, per I/O.
+threads () {
+  awk '
+    $1 == "T" { k = $2 " " $3 " " $4; if (!(k in seen)) { seen[k] = 1; rows[++n] = k }; v[k, $5] = $6 }
+    END {
+      if (!n) exit
+      printf "%-21s %-6s %-40s %6s %5s %5s %5s %5s %6s %6s\n", "job", "dev", "thread (TAG+RANK:COMM:WCHAN)", "cpu", "wake", "preem", "rd", "wr", "rbytes", "wbytes"
+      for (i = 1; i <= n; i++) {
+        k = rows[i]; split(k, f, " ")
+        printf "%-21s %-6s %-40s %6.1f %5.2f %5.2f %5.2f %5.2f %6d %6d\n", f[1], f[2], f[3], v[k, "cpu_us"], v[k, "wakeups"],
+          v[k, "preempted"], v[k, "read_calls"], v[k, "write_calls"], v[k, "read_bytes"], v[k, "write_bytes"]
+      }
+    }' "$1"
+}
+# syscalls METRICS: strace -c per I/O, the calls of at least 0.01 per I/O.
+syscalls () {
+  awk '
+    $1 == "S" { k = $2 " " $3 " " $4; if (!(k in seen)) { seen[k] = 1; rows[++n] = k }
+      if ($5 == "total") tot[k] = $6; else if ($6 >= 0.01) { m[k]++; nm[k, m[k]] = $5; cv[k, m[k]] = $6 } }
+    END {
+      if (!n) exit
+      for (i = 1; i <= n; i++) {
+        k = rows[i]; split(k, f, " ")
+        # by calls, most first
+        for (a = 2; a <= m[k]; a++) { t = cv[k, a]; s = nm[k, a]; b = a - 1
+          while (b > 0 && cv[k, b] < t) { cv[k, b + 1] = cv[k, b]; nm[k, b + 1] = nm[k, b]; b-- }
+          cv[k, b + 1] = t; nm[k, b + 1] = s }
+        l = sprintf("%-17s %-6s %-6s %6.2f  ", f[1], f[2], (f[3] == "d" ? "ublk" : "server"), tot[k])
+        for (a = 1; a <= m[k]; a++) l = l sprintf(" %s %.2f", nm[k, a], cv[k, a])
+        print l
+      }
+    }' "$1"
+}
+# seeds METRICS: the seeds experiments, medians and ratios.
+seeds () {
+  awk '
+    $1 == "E" { k = $2 " " $3; if (!(k in seen)) { seen[k] = 1; rows[++n] = k }; v[k, $4] = $5 }
+    function r(x, y) { return y > 0 ? sprintf("%.2fx", x / y) : "-" }
+    function io(k) { return v[k, "read_iops"] + v[k, "write_iops"] }
+    END {
+      if (!n) exit
+      printf "%-14s %-6s %8s %8s   %8s %6s %8s %6s\n", "experiment", "dev", "read", "write", "guest us", "ctx", "ublk us", "wake"
+      for (i = 1; i <= n; i++) {
+        k = rows[i]; split(k, f, " ")
+        printf "%-14s %-6s %8d %8d   %8.1f %6.2f %8.1f %6.2f\n", f[1], f[2], v[k, "read_iops"], v[k, "write_iops"],
+          v[k, "guest_cpu_us"], v[k, "guest_ctx"], v[k, "daemon_cpu_us"], v[k, "daemon_wakeups"]
+      }
+      print ""
+      if (("host_tags_q1 nullb", "read_iops") in v) {
+        print "host_tags, 2 queues / 1 queue (seed: 1.5x):  null_blk " r(io("host_tags_q2 nullb"), io("host_tags_q1 nullb")) \
+          ", zonednull-ublk " r(io("host_tags_q2 ublk"), io("host_tags_q1 ublk"))
+        print "host_tags, zonednull-ublk / null_blk:        1 queue " r(io("host_tags_q1 ublk"), io("host_tags_q1 nullb")) \
+          ", 2 queues " r(io("host_tags_q2 ublk"), io("host_tags_q2 nullb"))
+      }
+      if (("zone_locking zlock", "read_iops") in v) {
+        print "zone_locking, per-zone locks / device_lock=1 (seed: 3x for reads):  reads " \
+          r(v["zone_locking zlock", "read_iops"], v["zone_locking dlock", "read_iops"]) ", writes " \
+          r(v["zone_locking zlock", "write_iops"], v["zone_locking dlock", "write_iops"])
+        print "zone_locking, zonednull-ublk / null_blk (reads+writes):  per-zone locks " \
+          r(io("zone_locking zlock"), io("zone_locking nullb")) ", device_lock=1 " r(io("zone_locking dlock"), io("zone_locking nullb"))
+      }
+    }' "$1"
+}
+# compare BEFORE-METRICS AFTER-METRICS: the main figures side by side,
+# one row per job and device (the after run's rows, in its order).
+compare () {
+  awk '
+    function key(l,   f, m, i, s) { m = split(l, f, " "); s = f[2]; for (i = 3; i < m - 1; i++) s = s " " f[i]; return s }
+    NR == FNR { if ($1 != "T") b[$1, key($0), $(NF - 1)] = $NF; next }
+    $1 == "T" { next }
+    { k = key($0); a[$1, k, $(NF - 1)] = $NF; if (!(($1, k) in seen)) { seen[$1, k] = 1; rows[$1, ++n[$1]] = k } }
+    function v(x, t, k, m,   y) { y = (x == "b") ? b[t, k, m] : a[t, k, m]; return y }
+    function has(x, t, k, m) { return x == "b" ? ((t, k, m) in b) : ((t, k, m) in a) }
+    function c(t, k, m, f,   s) {
+      s = (has("b", t, k, m) ? sprintf(f, v("b", t, k, m)) : sprintf("%" length(sprintf(f, 0)) "s", "-"))
+      return s " " (has("a", t, k, m) ? sprintf(f, v("a", t, k, m)) : sprintf("%" length(sprintf(f, 0)) "s", "-"))
+    }
+    function r(t, k, m) { return has("b", t, k, m) && has("a", t, k, m) && v("b", t, k, m) > 0 ? sprintf("%5.2fx", v("a", t, k, m) / v("b", t, k, m)) : "    - " }
+    END {
+      if (n["B"]) {
+        printf "%-34s | %15s %6s | %11s | %13s %6s | %11s | %13s\n", "job dev", "IOPS bef. aft.", "ratio", "guest ctx", "server CPU us", "ratio", "sleeps", "conn server us"
+        for (i = 1; i <= n["B"]; i++) { k = rows["B", i]
+          printf "%-34s | %s %s | %s | %s %s | %s | %s\n", k, c("B", k, "iops", "%7d"), r("B", k, "iops"),
+            c("B", k, "guest_ctx", "%5.2f"), c("B", k, "daemon_cpu_us", "%6.1f"), r("B", k, "daemon_cpu_us"),
+            c("B", k, "daemon_wakeups", "%5.2f"), c("B", k, "server_cpu_us", "%6.1f") }
+      }
+      if (n["S"]) {
+        printf "\nsystem calls per I/O, before after: %-18s | %11s | %11s | %11s | %11s\n", "", "all", "io_uring", "pread", "pwrite"
+        for (i = 1; i <= n["S"]; i++) { k = rows["S", i]
+          printf "%-54s | %s | %s | %s | %s\n", k, c("S", k, "total", "%5.2f"), c("S", k, "io_uring_enter", "%5.2f"),
+            c("S", k, "pread64", "%5.2f"), c("S", k, "pwrite64", "%5.2f") }
+      }
+      if (n["E"]) {
+        printf "\n%-34s | %15s %6s | %15s %6s | %13s\n", "seeds: experiment dev", "reads bef. aft.", "ratio", "writes", "ratio", "ublk CPU us"
+        for (i = 1; i <= n["E"]; i++) { k = rows["E", i]
+          printf "%-34s | %s %s | %s %s | %s\n", k, c("E", k, "read_iops", "%7d"), r("E", k, "read_iops"),
+            c("E", k, "write_iops", "%7d"), r("E", k, "write_iops"), c("E", k, "daemon_cpu_us", "%6.1f") }
+      }
+    }' "$1" "$2"
 }
 # RESULT JOB DEV REPEAT IOPS IOS CPU_TICKS CTXT UBLK_TICKS ELAPSED_TICKS [UBLK_CTXT]
 table () {
@@ -289,8 +444,47 @@ table () {
     echo
     summary nbd connect nbd-client connect nb co
   fi
+  stats "$tmp/raw" >"$tmp/metrics"
+  if grep -q '^B' "$tmp/metrics"; then
+    echo
+    echo "The breakdown per I/O, medians of $REPEATS runs (all five devices; conn: zonednull-ublk --connect"
+    echo "to a zonednull-server of CONF in the guest over a Unix socket).  guest: context switches and busy"
+    echo "CPU us of both vCPUs (/proc/stat); ublk server and conn's zonednull-server, all threads: CPU us"
+    echo "(schedstat, ns), wake = voluntary switches (sleeps), preem = involuntary ones, rw = calls of the"
+    echo "read and write families (pread, pwrite, read, write: /proc/TID/io syscr+syscw; neither send/recv on"
+    echo "sockets nor io_uring's own reads and writes count there), bytes = their bytes (rchar+wchar)."
+    breakdown "$tmp/metrics"
+    echo
+    echo "Per thread (medians per I/O; the same columns; rd/wr the calls, rbytes/wbytes their bytes):"
+    threads "$tmp/metrics"
+  fi
+  if grep -q '^S' "$tmp/metrics"; then
+    echo
+    echo "System calls per I/O, strace -c -f on each server (all its threads) over a fixed job, not timed:"
+    echo "sc_write_qd1 = 500 zoned writes at QD1, sc_randread_qd16 = 4000 random reads at QD16; calls of 0.01"
+    echo "per I/O or more, most first."
+    syscalls "$tmp/metrics"
+  fi
+  if grep -q '^E' "$tmp/metrics"; then
+    echo
+    echo "The seeds' experiments on block devices (PARTS=seeds, SEEDS='$SEEDS'), medians of $REPEATS runs"
+    echo "of ${RUNTIME}s; per I/O: guest busy CPU us and context switches, the ublk servers' CPU us and sleeps."
+    echo "host_tags_qN: 4 devices, size=1024 zone_size=64 hw_queue_depth=16 shared_tags=1 submit_queues=N"
+    echo "(null_blk: reloaded with submit_queues=N hw_queue_depth=16 shared_tag_bitmap=N-1, its shared tag"
+    echo "set; zonednull-ublk: 4 processes, 16 tags per queue, no shared_tag_bitmap), 4 KiB random reads,"
+    echo "iodepth 4 per device.  zone_locking: size=4096 zone_size=4 memory_backed=1 irqmode=0 submit_queues=2"
+    echo "hw_queue_depth=64; 4 jobs x iodepth 16, 70 % random reads, writes at the write pointers of"
+    echo "each job's 32 zones; zlock = zonednull-ublk's per-zone locks, dlock = device_lock=1, nullb = null_blk."
+    seeds "$tmp/metrics"
+  fi
   echo
   echo "The VM ran $(sed -n 's/^check-ublk: VM ran \([0-9]*\) s.*/\1/p' "$tmp/tier.log") s; the script $((end - start)) s."
+  if [ -n "$BEFORE" ]; then
+    echo
+    echo "==== before ($BEFORE) and after (this run): medians, after/before ===="
+    stats "$BEFORE" >"$tmp/metrics.before"
+    compare "$tmp/metrics.before" "$tmp/metrics"
+  fi
 }
 table | tee "$tmp/table"
 mkdir -p "$(dirname "$OUT")"

@@ -349,9 +349,9 @@ start_queues (struct run *r)
     }
     r->nr_queues = q + 1;
   }
-  v = zu_queues_wait_ready (&r->d, r->nr_queues);
+  v = zu_queues_wait_ready (&r->d, r->nr_queues, err, sizeof err);
   if (v < 0) {
-    error ("fetching requests: %s", strerror (-v));
+    error ("%s", err);
     return -1;
   }
   return r->nr_queues == r->d.nr_queues ? 0 : -1;

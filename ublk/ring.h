@@ -37,6 +37,7 @@ struct zu_device {
   pthread_cond_t cond;
   unsigned nr_ready;
   int error;                    /* the first queue's failure, -errno */
+  char error_msg[256];          /* ... and what failed, naming the queue */
   /* Requests served, by ublk operation (op_flags & 0xff), for the line
    * printed at exit: the one way to see, say, that btrfs wrote with zone
    * appends.
@@ -53,8 +54,11 @@ struct zu_device {
 /* "N reads, M writes, ..." of the operations served, into buf. */
 void zu_served_summary (struct zu_device *d, char *buf, size_t len);
 
-/* Waits until every started queue submitted its fetches; 0 or -errno. */
-int zu_queues_wait_ready (struct zu_device *d, unsigned nr_started);
+/* Waits until every started queue made its ring and submitted its
+ * fetches; 0, or -errno with the first failure's message in err.
+ */
+int zu_queues_wait_ready (struct zu_device *d, unsigned nr_started,
+                          char *err, size_t errlen);
 
 /* The errno a model or server result becomes in the ublk result, chosen
  * so that the application sees what it would see on null_blk.
@@ -103,6 +107,7 @@ struct zu_ring {
   bool done;
   /* ring.c's own. */
   struct io_uring ring;
+  unsigned entries;
   bool ring_ready;
   size_t descs_len;
   unsigned dead_tags;
@@ -111,16 +116,18 @@ struct zu_ring {
   bool thread_started;
 };
 
-/* Maps the descriptors of queue r->id and sets up a ring with room for
- * nr_sqes SQEs, the most the kind keeps outstanding.  0, or -1 with a
- * message; either way zu_ring_close undoes it.
+/* Maps the descriptors of queue r->id and sizes the ring for nr_sqes
+ * SQEs, the most the kind keeps outstanding; the thread makes the ring
+ * itself (zu_ring_start).  0, or -1 with a message; either way
+ * zu_ring_close undoes it.
  */
 int zu_ring_open (struct zu_ring *r, unsigned nr_sqes, char *err,
                   size_t errlen);
 
-/* Starts the thread, which fetches every tag, arms the stop poll and
- * then serves through ops until the device stops.  0, or -1 with a
- * message.
+/* Starts the thread, which makes its ring, fetches every tag, arms the
+ * stop poll and then serves through ops until the device stops.  0, or
+ * -1 with a message; the thread's own failures come through
+ * zu_queues_wait_ready.
  */
 int zu_ring_start (struct zu_ring *r, const struct zu_ring_ops *ops,
                    char *err, size_t errlen);
