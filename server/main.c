@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 
 #include <ev.h>
 
@@ -36,6 +38,7 @@
 static const char *unix_path;           /* -U: listen on this socket */
 static const char *ipaddr = "127.0.0.1"; /* -i: TCP address */
 static const char *port = "10809";      /* -p: TCP port */
+static bool port_set;                   /* -p given */
 static const char *pidfile;             /* -P: written once listening */
 static bool foreground;                 /* -f: do not daemonize */
 static bool verbose;                    /* -v: log connections */
@@ -50,6 +53,7 @@ static unsigned nr_allowed_hosts;
 static struct served served;
 static struct zn_queue_config qcfg;
 static int listen_fd = -1;
+static bool listen_tcp;                 /* listen_fd is TCP, not Unix */
 static int nvme_fd = -1;
 static struct nvme_served nvme_served;
 static uint64_t pipeline_wait_ns;
@@ -368,6 +372,7 @@ parse_options (int argc, char **argv)
     case 'p':
       if (parse_port (optarg) == -1)
         return 2;
+      port_set = true;
       break;
     case 'f': foreground = true; break;
     case 'P': pidfile = optarg; break;
@@ -478,6 +483,60 @@ nvme_prepare (char *err, size_t errlen)
   return 0;
 }
 
+/* systemd's socket activation, read as sd_listen_fds(3) describes it
+ * (LISTEN_PID, LISTEN_FDS, the sockets from fd 3) without linking
+ * libsystemd for three lines: one listening socket, the NBD one, in
+ * place of -U and -p.  The fd, -1 when none was passed to this process,
+ * -2 after a message.
+ */
+static int
+activation_socket (void)
+{
+  const char *pid = getenv ("LISTEN_PID"), *fds = getenv ("LISTEN_FDS");
+  struct sockaddr_storage sa;
+  socklen_t len = sizeof sa;
+  int listening = 0;
+  socklen_t optlen = sizeof listening;
+  char *end;
+  long n;
+
+  if (pid == NULL || fds == NULL)
+    return -1;
+  errno = 0;
+  n = strtol (pid, &end, 10);
+  if (errno || end == pid || *end || n != (long) getpid ())
+    return -1;                  /* meant for another process */
+  if (strcmp (fds, "1") != 0) {
+    fprintf (stderr, "zonednull-server: LISTEN_FDS=%s: systemd must pass "
+             "exactly one socket, the NBD one (one ListenStream=)\n", fds);
+    return -2;
+  }
+  /* Not for the programs this one might start. */
+  unsetenv ("LISTEN_PID");
+  unsetenv ("LISTEN_FDS");
+  unsetenv ("LISTEN_FDNAMES");
+  if (unix_path || port_set) {
+    fprintf (stderr, "zonednull-server: %s: the NBD socket comes from "
+             "systemd (LISTEN_FDS); -i only places --nvme's port\n",
+             unix_path ? "-U" : "-p");
+    return -2;
+  }
+  if (getsockopt (3, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) == -1
+      || !listening || getsockname (3, (struct sockaddr *) &sa, &len) == -1) {
+    fputs ("zonednull-server: fd 3 from systemd (LISTEN_FDS) is not a "
+           "listening socket\n", stderr);
+    return -2;
+  }
+  if (fcntl (3, F_SETFD, FD_CLOEXEC) == -1
+      || fcntl (3, F_SETFL, fcntl (3, F_GETFL) | O_NONBLOCK) == -1) {
+    fprintf (stderr, "zonednull-server: fd 3 from systemd: %s\n",
+             strerror (errno));
+    return -2;
+  }
+  listen_tcp = sa.ss_family == AF_INET || sa.ss_family == AF_INET6;
+  return 3;
+}
+
 /* Devices, TLS credentials and the listening socket; EXIT_FAILURE with
  * everything undone, or 0.
  */
@@ -515,10 +574,15 @@ prepare (struct zn_params *params)
   }
   params_free (params);
 
-  listen_fd = unix_path ? net_listen_unix (unix_path, "-U", err, sizeof err)
-                        : net_listen_tcp (ipaddr, port, err, sizeof err);
+  listen_fd = activation_socket ();
   if (listen_fd == -1) {
-    fprintf (stderr, "zonednull-server: %s\n", err);
+    listen_tcp = unix_path == NULL;
+    listen_fd = unix_path ? net_listen_unix (unix_path, "-U", err, sizeof err)
+                          : net_listen_tcp (ipaddr, port, err, sizeof err);
+    if (listen_fd == -1)
+      fprintf (stderr, "zonednull-server: %s\n", err);
+  }
+  if (listen_fd < 0) {
     devices_destroy ();
     tls_deinit ();
     return EXIT_FAILURE;
@@ -556,7 +620,7 @@ serve (void)
   nvme_sched = sched_hooks (&nvme_sched_ops);
   srv = net_server_new (loop, &set);
   if (srv == NULL
-      || net_serve (srv, listen_fd, unix_path == NULL, &nbd_protocol, &served,
+      || net_serve (srv, listen_fd, listen_tcp, &nbd_protocol, &served,
                     &nbd_sched) == -1
       || (nvme_fd != -1
           && net_serve (srv, nvme_fd, true, &nvme_protocol, &nvme_served,

@@ -269,6 +269,10 @@ if [ -f /test/guest-extra.sh ]; then
   echo "== ZN_UBLK_GUEST_SCRIPT ($(basename "$guest_script"))"
   sh /test/guest-extra.sh || rc=1
 fi
+if [ -f /test/guest-ublk-unit.sh ]; then
+  echo "== zonednull-ublk@.service's ExecStart and ExecStop"
+  sh /test/guest-ublk-unit.sh || rc=1
+fi
 if [ -f /test/guest-ublk-connect.sh ]; then
   echo "== zonednull-ublk --connect"
   ZN_CONNECT_URIS="$connect_uris" ZN_CONNECT_SERVER=/usr/bin/zonednull-server \
@@ -288,6 +292,17 @@ if [ -n "$ublk" ]; then
     copy_binary "$stage" "$ZONEDNULL_CLI" /usr/bin/zonednull || die "cannot copy $ZONEDNULL_CLI into the guest"
     copy_binary "$stage" "$ZONEDNULL_SERVER" /usr/bin/zonednull-server ||
       die "cannot copy $ZONEDNULL_SERVER into the guest"
+  fi
+  # The unit as built, its program at the unit's own path, and setpriv
+  # for its capability bounding set (guest-ublk-unit.sh).
+  unit=${ZONEDNULL_UBLK_UNIT:-$(dirname "$ublk")/../systemd/zonednull-ublk@.service}
+  if [ -f "$unit" ]; then
+    cp "$here/guest-ublk-unit.sh" "$unit" "$stage/test/"
+    copy_binary "$stage" "$ublk" "$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$unit")" &&
+      copy_binary "$stage" "$(command -v setpriv)" /usr/bin/setpriv ||
+      die "cannot copy zonednull-ublk and setpriv for $unit into the guest"
+  else
+    note "SKIP: no $unit: zonednull-ublk@.service is not run"
   fi
 else
   guest_ublk=
@@ -343,6 +358,8 @@ zn_boot "$mem" "${ZN_KERNEL_VM_TIMEOUT:-$vm_timeout}"
 zn_guest_results
 zn_count_guest
 grep -q '^counts: ' "$out/run.log" || fail "guest-ublk.sh did not finish (no counts line)"
+[ ! -f "$stage/test/guest-ublk-unit.sh" ] || grep -q '^unit-counts: ' "$out/run.log" ||
+  fail "guest-ublk-unit.sh did not finish (no unit-counts line)"
 
 # Failing configurations: their files (both traces, reports, attributes,
 # zonednull-ublk's output) are kept; a null_blk trace is a regression
