@@ -190,18 +190,7 @@ cp "$work/a.log" "$work/a.guest.log"
 cp "$work/b.log" "$work/b.guest.log"
 cp "$work/s.err" "$work/s.guest.err"
 
-guest_rc=$(sed -n 's/^ZNVM_RC=\([0-9]*\).*/\1/p' "$work/console.log" | tail -n 1)
-out=$work/out
-mkdir -p "$out"
-if [ -z "$guest_rc" ]; then
-  echo "--- console" ; tail -n 40 "$work/console.log"; cat "$work/qemu.log"
-  die "the VM died before reporting (qemu exit $qrc, log $work/console.log)"
-fi
-sed -n '/^=====ZNOUT-BEGIN=====/,/^=====ZNOUT-END=====/p' "$work/ttyS1.log" |
-  sed '1d;$d' | tr -d '\r' | base64 -d | tar xzf - -C "$out" ||
-  die "cannot unpack the guest's results from $work/ttyS1.log"
-[ -f "$out/guest-error" ] && fail "guest: $(cat "$out/guest-error")"
-sed 's/^/guest: /' "$out/run.log"
+zn_guest_results
 [ "$guest_rc" -eq 0 ] || fail "guest tests failed (status $guest_rc)"
 
 # ---- host: the servers' state after the guest ------------------------------
