@@ -118,6 +118,24 @@ zone=$((ZONE_MB * 1048576))
 rbytes=$((READ_ZONES * zone))
 info "guest: $(nproc) CPUs, $(uname -r)"
 
+# wait_device OUT PID: the device path a server prints first on OUT, once
+# it is a block device (at most 30 s for the line, 5 s for the node);
+# empty if the server PID exits first.
+wait_device () {
+  wd_dev= wd_n=0
+  while [ $wd_n -lt 300 ] && [ -z "$wd_dev" ]; do
+    wd_dev=$(head -n 1 "$1" 2>/dev/null)
+    kill -0 "$2" 2>/dev/null || break
+    [ -n "$wd_dev" ] || sleep 0.1
+    wd_n=$((wd_n + 1))
+  done
+  wd_n=0
+  while [ -n "$wd_dev" ] && [ ! -b "$wd_dev" ] && [ $wd_n -lt 50 ]; do
+    sleep 0.1; wd_n=$((wd_n + 1))
+  done
+  echo "$wd_dev"
+}
+
 local_part () {
 # ---- the four devices ------------------------------------------------------
 # nullb: null_blk with CONF; ublk and ublk0: zonednull-ublk with CONF at
@@ -144,16 +162,7 @@ start_daemon () {
   sd_name=$1; shift
   "$@" >/tmp/$sd_name.out 2>/tmp/$sd_name.err &
   sd_pid=$!
-  sd_dev=
-  n=0
-  while [ $n -lt 300 ] && [ -z "$sd_dev" ]; do
-    sd_dev=$(head -n 1 /tmp/$sd_name.out 2>/dev/null)
-    kill -0 $sd_pid 2>/dev/null || break
-    [ -n "$sd_dev" ] || sleep 0.1
-    n=$((n + 1))
-  done
-  n=0
-  while [ -n "$sd_dev" ] && [ ! -b "$sd_dev" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+  sd_dev=$(wait_device /tmp/$sd_name.out $sd_pid)
   [ -b "$sd_dev" ] || { err "$sd_name gave no device: $(cat /tmp/$sd_name.err)"; exit 1; }
   eval "dev_$sd_name=$sd_dev pid_$sd_name=$sd_pid"
 }
@@ -481,15 +490,7 @@ sd_ublk () {
   while [ $i -lt "$su_n" ]; do
     "$UBLK" -f --no-control-socket "$@" >/tmp/sd.$i.out 2>/tmp/sd.$i.err &
     su_p=$!
-    su_d= n=0
-    while [ $n -lt 300 ] && [ -z "$su_d" ]; do
-      su_d=$(head -n 1 /tmp/sd.$i.out 2>/dev/null)
-      kill -0 $su_p 2>/dev/null || break
-      [ -n "$su_d" ] || sleep 0.1
-      n=$((n + 1))
-    done
-    n=0
-    while [ -n "$su_d" ] && [ ! -b "$su_d" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+    su_d=$(wait_device /tmp/sd.$i.out $su_p)
     [ -b "$su_d" ] || { err "$su_name: zonednull-ublk $* gave no device: $(cat /tmp/sd.$i.err)"; return 1; }
     echo none >/sys/block/${su_d#/dev/}/queue/scheduler
     su_devs="$su_devs $su_d" su_pids="$su_pids $su_p"
