@@ -609,8 +609,8 @@ meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
   if (fd == -ENOENT)
     return 0;
   if (fd == -ELOOP || fd == -NOT_REGULAR)
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " is %s",
-                   dir, cause (-fd));
+    return refuse (err, errlen, fd == -ELOOP ? ELOOP : EINVAL, "backing_dir="
+                   "%s: " META_NAME " is %s", dir, cause (-fd));
   if (fd < 0 || (fp = fdopen (fd, "r")) == NULL) {
     int e = fd < 0 ? -fd : errno;
 
