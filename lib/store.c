@@ -743,13 +743,15 @@ zone_of_name (const struct zn_dev *dev, int dirfd, const char *dir,
               const char *name, uint32_t *zno, char *err, size_t errlen)
 {
   bool conv = strncmp (name, "cnv-", 4) == 0;
-  size_t digits = strspn (name + 4, "0123456789");
+  size_t digits;
   unsigned long long n;
   char zloop_name[32];
   struct stat sb;
 
-  if ((!conv && strncmp (name, "seq-", 4) != 0) || digits == 0
-      || name[4 + digits] != '\0')
+  if (!conv && strncmp (name, "seq-", 4) != 0)
+    return 0;
+  digits = strspn (name + 4, "0123456789");
+  if (digits == 0 || name[4 + digits] != '\0')
     return 0;                   /* not named as a zone file: left alone */
   errno = 0;
   n = strtoull (name + 4, NULL, 10);
