@@ -12,7 +12,8 @@ engine_libzn_client_pic_la_SOURCES = client/client.c client/checks.c \
 engine_libzn_client_pic_la_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 
 pkglib_LTLIBRARIES = engine/zonednull-fio.la
-engine_zonednull_fio_la_SOURCES = engine/zonednull-fio.c
+engine_zonednull_fio_la_SOURCES = engine/zonednull-fio.c engine/conn.c \
+	engine/io.c engine/zones.c engine/internal.h
 # fio's headers need GNU C (typeof) and _GNU_SOURCE with config-host.h
 # first; -isystem keeps their warnings out of our -Wall -Wextra -Werror.
 engine_zonednull_fio_la_CPPFLAGS = $(AM_CPPFLAGS) -D_GNU_SOURCE \

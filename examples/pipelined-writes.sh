@@ -1,7 +1,8 @@
 #!/bin/sh
-# The seed patch's pipelining experiment, rewritten for zonednull: 4 KiB
-# sequential writes at queue depth 64 in batches of 16, to a 1 MiB device
-# with one 1 MiB zone whose requests complete after 100 us, in three modes:
+# The pipelining one of the seed experiments (bench/README.md), rewritten
+# for zonednull: 4 KiB sequential writes at queue depth 64 in batches of
+# 16, to a 1 MiB device with one 1 MiB zone whose requests complete after
+# 100 us, in three modes:
 #
 #   no ordering         writes sent as fio issues them (zone_write_lock=0)
 #                       to a strict server: the server may run them out of
@@ -79,7 +80,7 @@ if [ -n "$missing" ]; then
   cat <<MSG
 pipelined-writes: this plugin lacks the queueing model of issue 5:$missing
 The modes run without it; without the 100 us completion the numbers are
-not the seed's experiment.
+not those of the seed experiment (bench/README.md).
 
 MSG
 fi

@@ -154,9 +154,9 @@ before (const struct timespec *a, const struct timespec *b)
 }
 
 /* Linux delays a sleeping thread's wakeup by its timer slack (50 us by
- * default), which would add half the seed's 100 us completion time.  The
- * kernel's hrtimer has no such slack, so each sleeping thread asks for
- * 1 ns once.
+ * default), which would add half the 100 us completion time of the seed
+ * experiments (bench/README.md).  The kernel's hrtimer has no such slack,
+ * so each sleeping thread asks for 1 ns once.
  */
 static void
 sleep_until (const struct timespec *deadline)

@@ -307,7 +307,8 @@ check_active (struct zn_dev *dev)
 
 /* The implicit close is refused while active is at its limit even when the
  * target is CLOSED (so opening it would not add an active zone): the
- * kernel's quirk, which the traces confirm.
+ * kernel's quirk (null_check_open; doc/zone-rules.md, 3.3), which the
+ * traces confirm.
  */
 static int
 check_open (struct zn_dev *dev)
@@ -446,7 +447,8 @@ reset_zone (struct zn_dev *dev, struct zone *z)
 }
 
 /* Checks a write of n sectors at sector and opens the zone implicitly:
- * steps 1 to 5 of the driver's zoned write.  Nothing changes on failure.
+ * null_zone_write up to its call of null_process_cmd (doc/zone-rules.md,
+ * section 4, steps 1 to 5).  Nothing changes on failure.
  */
 static int
 write_open_zone (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
@@ -748,7 +750,9 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
      */
     res_lock (dev);
     ret = write_open_zone (dev, z, sector, n);
-    /* Step 6: the zone is already open when a bad block fails the write.
+    /* Step 6 of zone-rules 4 (null_process_cmd, called by null_zone_write
+     * after the zone is opened): the zone stays open when a bad block
+     * fails the write.
      * With badblocks_partial_io (7.3) the part before the bad block is
      * written and the wp moves past it, and the write still fails.
      */

@@ -1,6 +1,7 @@
 /* Concurrency tests of the zonednull device model: the calls are
  * documented as thread-safe, so racing threads must leave a device whose
- * counters, limits and zone states are consistent (spec §3.1, §3.3, §5).
+ * counters, limits and zone states are consistent (doc/zone-rules.md,
+ * sections 2, 3 and 10).
  * Iteration counts are bounded so that this also runs quickly under
  * valgrind and ASan; nothing here depends on timing.
  */
@@ -146,7 +147,7 @@ test_parallel_fill (void)
       if (s < zones[i].capacity)
         CHECK (sector_is_pattern (p, zones[i].start + s, 0));
       else
-        CHECK (sector_is (p, 0xFF));        /* [cap, len) gap, §4.1 */
+        CHECK (sector_is (p, 0xFF));  /* [cap, len) gap, zone-rules 8.1 */
     }
   }
   free (buf);
@@ -286,7 +287,7 @@ monitor (void *p)
 
 /* Checks the final state: counters match a recount of the report, the
  * limits hold, every zone is self-consistent, and (memory-backed) the
- * data of each zone obeys §4.1 for its final wp.
+ * data of each zone obeys zone-rules 8.1 for its final wp.
  */
 static void
 check_final_state (struct zn_dev *d, const struct race *r)

@@ -1,5 +1,5 @@
-/* Unit tests of the zonednull device model against the behaviour spec
- * (shared/spec/null_blk-zoned.md, cited as §N below).
+/* Unit tests of the zonednull device model against null_blk's zone rules
+ * (doc/zone-rules.md, cited as "zone-rules N.M" below).
  *
  * Most tests use 1 MiB zones (2048 sectors) so that the zone numbers in the
  * comments map to sectors as zone * 2048.
@@ -238,7 +238,7 @@ same_state (struct zn_dev *d, const struct snapshot *before)
 }
 
 /* ------------------------------------------------------------------ */
-/* Geometry and configuration (§1, §2) */
+/* Geometry and configuration (zone-rules 1) */
 
 static void
 test_defaults (void)
@@ -300,7 +300,7 @@ test_geometry_basic (void)
   zn_dev_destroy (d);
 }
 
-/* §2 example "runt": the last zone is shorter and not conventional. */
+/* zone-rules 1.3, 1.4: a runt last zone is shorter and not conventional. */
 static void
 test_geometry_runt (void)
 {
@@ -337,7 +337,9 @@ test_geometry_runt (void)
   zn_dev_destroy (d);
 }
 
-/* §2 rule 6: a runt last zone with zone_capacity < zone_size is refused. */
+/* zone-rules 1.7: a runt last zone with zone_capacity < zone_size is
+ * refused.
+ */
 static void
 test_geometry_runt_cap_rejected (void)
 {
@@ -365,7 +367,7 @@ test_geometry_cap_gap (void)
   zn_dev_destroy (d);
 }
 
-/* §2 rule 3: at least one sequential zone always exists. */
+/* zone-rules 1.4: at least one sequential zone always exists. */
 static void
 test_geometry_conv_clamp (void)
 {
@@ -519,7 +521,7 @@ test_config_blocksize (void)
   }
 }
 
-/* §1 max_sectors: rounded down to a multiple of the block size. */
+/* zone-rules 1.10: max_sectors is rounded down to whole blocks. */
 static void
 test_config_max_sectors (void)
 {
@@ -542,7 +544,7 @@ test_config_max_sectors (void)
   }
 }
 
-/* §2 rule 7 (a), (b), (c). */
+/* zone-rules 1.8 (a), (b), (c). */
 static void
 test_limit_clamping (void)
 {
@@ -587,7 +589,7 @@ test_limit_clamping (void)
   }
 }
 
-/* §2 rule 8: once clamped to 0, the limit is really gone. */
+/* zone-rules 1.9: once clamped to 0, the limit is really gone. */
 static void
 test_clamped_limit_not_enforced (void)
 {
@@ -603,7 +605,9 @@ test_clamped_limit_not_enforced (void)
 }
 
 /* ------------------------------------------------------------------ */
-/* State machine without limits (§3.4, §3.8).  Zone 0 is conventional. */
+/* State machine without limits (zone-rules 4, 5.2).  Zone 0 is
+ * conventional.
+ */
 
 static void
 test_from_empty (void)
@@ -742,7 +746,7 @@ test_from_closed (void)
   EXPECT_ZONE (d, 4, ZN_COND_EMPTY, 0);
   EXPECT_COUNTERS (d, 0, 1, 2);
 
-  /* §3.4 step 5: a write at the wp of a CLOSED zone reopens it. */
+  /* zone-rules 4, step 5: a write at the wp of a CLOSED zone reopens it. */
   CHECK_EQ (wrz (d, 5, 8, 8), 0);
   EXPECT_ZONE (d, 5, ZN_COND_IMP_OPEN, 16);
   EXPECT_COUNTERS (d, 1, 1, 1);
@@ -773,7 +777,7 @@ test_from_full (void)
   zn_dev_destroy (d);
 }
 
-/* §3.8 last row, §3.4: conventional zones have no state. */
+/* zone-rules 4, 5.2: conventional zones have no state. */
 static void
 test_conventional (void)
 {
@@ -803,7 +807,7 @@ test_conventional (void)
   zn_dev_destroy (d);
 }
 
-/* §3.4 checks 1 to 3 and step 7. */
+/* zone-rules 4, steps 1 to 3 and 7. */
 static void
 test_write_wp_rules (void)
 {
@@ -845,13 +849,13 @@ test_write_wp_rules (void)
   CHECK_EQ (wrz (d, 1, 4088, 8), -EIO);
   CHECK (same_state (d, &s));
 
-  /* Finish: FULL with wp = start + len (§3.8 note). */
+  /* Finish: FULL with wp = start + len (zone-rules 5.2, rule 2). */
   CHECK_EQ (wrz (d, 2, 0, 8), 0);
   CHECK_EQ (op1 (d, ZN_OP_FINISH, 2), 0);
   EXPECT_ZONE (d, 2, ZN_COND_FULL, 4096);
   CHECK_EQ (op1 (d, ZN_OP_FINISH, 3), 0);
   EXPECT_ZONE (d, 3, ZN_COND_FULL, 4096);
-  /* Finish of FULL keeps start + cap (§6, 6.1 column). */
+  /* Finish of FULL keeps start + cap on 6.1 (zone-rules 11.1). */
   CHECK_EQ (op1 (d, ZN_OP_FINISH, 1), 0);
   EXPECT_ZONE (d, 1, ZN_COND_FULL, 2048);
   EXPECT_COUNTERS (d, 0, 0, 0);
@@ -859,7 +863,7 @@ test_write_wp_rules (void)
 }
 
 /* ------------------------------------------------------------------ */
-/* Resource management (§3.3, quirks Q1 to Q5) */
+/* Open and active slots (zone-rules 3) */
 
 /* c4 geometry: zone 0 conventional, 1..7 sequential, open 2, active 3. */
 static struct zn_dev *
@@ -891,7 +895,7 @@ test_limits_open_and_active (void)
   EXPECT_COUNTERS (d, 2, 0, 1);
 
   /* active == max_active: every activation fails with EOVERFLOW even
-   * though the open check would fail too (Q3); nothing changes (Q5).
+   * though the open check would fail too (3.6); nothing changes (3.7).
    */
   snap (d, &s);
   CHECK_EQ (wrz (d, 4, 0, 8), -EOVERFLOW);
@@ -899,7 +903,7 @@ test_limits_open_and_active (void)
   CHECK_EQ (op1 (d, ZN_OP_FINISH, 4), -EOVERFLOW);
   CHECK (same_state (d, &s));
 
-  /* Q1: a CLOSED target needs an open slot; the implicit close is refused
+  /* 3.3: a CLOSED target needs an open slot; the implicit close is refused
    * because active == max_active, although reopening zone 1 would not
    * change the active count.
    */
@@ -955,7 +959,7 @@ test_limits_open_and_active (void)
 }
 
 /* ETOOMANYREFS for an EMPTY target: active has room, open slots are all
- * taken by EXP_OPEN zones, which are never closed implicitly (Q4).
+ * taken by EXP_OPEN zones, which are never closed implicitly (3.5).
  */
 static void
 test_limits_exp_open_not_victim (void)
@@ -985,7 +989,7 @@ test_limits_exp_open_not_victim (void)
   CHECK_EQ (op1 (d, ZN_OP_FINISH, 4), -ETOOMANYREFS);
   CHECK_EQ (wrz (d, 1, 8, 8), -ETOOMANYREFS);
   CHECK_EQ (op1 (d, ZN_OP_OPEN, 1), -ETOOMANYREFS);
-  /* Finish of CLOSED needs an open slot (§3.8). */
+  /* Finish of CLOSED needs an open slot (zone-rules 5.2). */
   CHECK_EQ (op1 (d, ZN_OP_FINISH, 1), -ETOOMANYREFS);
   CHECK (same_state (d, &s));
 
@@ -1033,7 +1037,9 @@ test_limits_finish_closed_implicit_close (void)
   zn_dev_destroy (d);
 }
 
-/* Q2: round-robin victim selection from a cursor that only power-on sets. */
+/* zone-rules 3.4: round-robin victim selection from a cursor that only
+ * power-on sets.
+ */
 static void
 test_limits_round_robin (void)
 {
@@ -1100,7 +1106,7 @@ test_limits_round_robin (void)
   zn_dev_destroy (d);
 }
 
-/* §3.3: the scan wraps from the last zone back to nr_conv. */
+/* zone-rules 3.4: the scan wraps from the last zone back to nr_conv. */
 static void
 test_limits_cursor_wraps_to_nr_conv (void)
 {
@@ -1174,7 +1180,7 @@ test_limits_open_only (void)
 }
 
 /* ------------------------------------------------------------------ */
-/* Zone management ranges (§3.7) */
+/* Zone management ranges (zone-rules 5.1) */
 
 static void
 test_zone_mgmt_range_errors (void)
@@ -1321,7 +1327,7 @@ test_reset_all (void)
 }
 
 /* ------------------------------------------------------------------ */
-/* READONLY / OFFLINE injection (§3.9) */
+/* READONLY / OFFLINE injection (zone-rules 6) */
 
 static void
 test_inject_basic (void)
@@ -1344,7 +1350,7 @@ test_inject_basic (void)
   CHECK_EQ (zn_zone_set_readonly (d, zstart (d, 1) + 100), 0);
   EXPECT_ZONE_NO_WP (d, 1, ZN_COND_READONLY);
   EXPECT_COUNTERS (d, 0, 0, 0);                 /* finished first */
-  /* Reads succeed: data below the old wp, zeros after (§4.1). */
+  /* Reads succeed: data below the old wp, zeros after (zone-rules 8.1). */
   CHECK (reads_pattern (d, zstart (d, 1), 8, 0));
   CHECK (reads_fill (d, zstart (d, 1) + 8, 24, 0x00));
   CHECK_EQ (wrz (d, 1, 8, 8), -EIO);
@@ -1404,7 +1410,9 @@ test_inject_basic (void)
   zn_dev_destroy (d);
 }
 
-/* §3.9: the finish done before READONLY/OFFLINE ignores its result. */
+/* zone-rules 6.3: the finish done before READONLY/OFFLINE ignores its
+ * result.
+ */
 static void
 test_inject_finish_side_effects (void)
 {
@@ -1447,7 +1455,7 @@ test_inject_finish_side_effects (void)
 }
 
 /* ------------------------------------------------------------------ */
-/* Read content (§4) */
+/* Read content (zone-rules 8) */
 
 static void
 test_read_content (void)
@@ -1527,7 +1535,9 @@ test_read_content (void)
   zn_dev_destroy (d);
 }
 
-/* §4.2: without memory backing every read returns zeros (deviation). */
+/* zone-rules 8.2: without memory backing every read returns zeros (a
+ * deliberate difference).
+ */
 static void
 test_read_not_memory_backed (void)
 {
@@ -1591,7 +1601,7 @@ test_reset_keeps_mappings (void)
 }
 
 /* ------------------------------------------------------------------ */
-/* Requests (§8) */
+/* Requests (zone-rules 9) */
 
 static void
 test_request_bounds_alignment (void)
@@ -1639,7 +1649,9 @@ test_request_bounds_alignment (void)
   free (buf);
 }
 
-/* §8 row 4: split at zone boundaries, no rollback, highest failing part. */
+/* zone-rules 9.3: split at zone boundaries, no rollback, highest failing
+ * part.
+ */
 static void
 test_write_zone_crossing (void)
 {
@@ -1705,7 +1717,7 @@ test_write_zone_crossing (void)
   zn_dev_destroy (d);
 }
 
-/* §8 row 3: requests above max_sectors are processed as if split. */
+/* zone-rules 9.2: requests above max_sectors are processed as if split. */
 static void
 test_write_max_sectors_split (void)
 {
@@ -1749,7 +1761,7 @@ test_write_max_sectors_split (void)
   zn_dev_destroy (d);
 }
 
-/* §3.10 */
+/* What a zone reports (zone-rules 7) */
 static void
 test_report_zones (void)
 {
@@ -1985,7 +1997,7 @@ test_append_block_size (void)
   zn_dev_destroy (d);
 }
 
-/* Resource checks are those of a write at the wp (§3.3). */
+/* Resource checks are those of a write at the wp (zone-rules 3, 4). */
 static void
 test_append_limits (void)
 {

@@ -79,7 +79,7 @@ rejects "error: zone_size=512K: .*whole number of MiB" size=8 zone_size=512K
 rejects "error: zone_capacity=1536K: .*whole number of MiB" \
   size=8 zone_size=2 zone_capacity=1536K
 
-# null_blk's power-on checks (spec section 1).
+# null_blk's power-on checks (doc/zone-rules.md, 1).
 rejects "error: zone_size: .*power of 2" zone_size=3
 rejects "error: zone_size: .*power of 2" size=8 zone_size=0
 rejects "error: zone_size: .*larger than size" size=8 zone_size=16

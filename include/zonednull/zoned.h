@@ -55,11 +55,11 @@ struct zn_config {
   uint32_t blocksize;       /* logical = physical block size, bytes */
   uint32_t max_sectors;     /* largest request before splitting; 0 = 255 */
   bool memory_backed;       /* keep written data */
-  /* Pipelined zoned writes (spec section 7), off by default: a write to a
-   * sequential zone that lies ahead of the write pointer waits, up to
-   * pipeline_wait_ms and with at most pipeline_max_waiting writes waiting
-   * per zone, until the write pointer reaches it.  Off, every write is
-   * judged at once, as null_blk does.
+  /* Pipelined zoned writes (doc/zone-rules.md, 12), off by default: a
+   * write to a sequential zone that lies ahead of the write pointer waits,
+   * up to pipeline_wait_ms and with at most pipeline_max_waiting writes
+   * waiting per zone, until the write pointer reaches it.  Off, every
+   * write is judged at once, as null_blk does.
    */
   bool pipeline_zoned_writes;
   uint32_t pipeline_wait_ms;      /* 0 = ZN_PIPELINE_WAIT_MS */

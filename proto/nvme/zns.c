@@ -460,9 +460,9 @@ nvme_zns_write_zeroes (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
   return status;
 }
 
-/* nvmet's checks and the spec's: ZSLBA must start a zone (Invalid Field
- * in Command), and the data must fit the append limit, which the model
- * enforces with an EIO that names no zone reason.
+/* nvmet's checks and the ZNS command set's: ZSLBA must start a zone
+ * (Invalid Field in Command), and the data must fit the append limit,
+ * which the model enforces with an EIO that names no zone reason.
  */
 uint16_t
 nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb, bool fua,
@@ -533,7 +533,7 @@ send_all (struct zn_dev *dev, enum zn_zone_op op)
 
   /* Opening every closed zone needs that many open resources beside the
    * explicitly open zones (implicitly open ones are closed to make
-   * room); without them the spec wants no zone opened at all.
+   * room); without them the ZNS command set wants no zone opened at all.
    */
   if (op == ZN_OP_OPEN && g->max_open) {
     struct zn_counters c;
@@ -621,8 +621,8 @@ zrasf_cond (uint8_t zrasf)
 
 /* The write pointer is converted as is, as nvmet does: the model's
  * all-ones for READONLY and OFFLINE zones (null_blk's) becomes all-ones
- * LBAs shifted by the block size, a field the spec calls not valid in
- * those states.  The host then shows wp = start + len for a FULL zone
+ * LBAs shifted by the block size, a field the ZNS command set calls not
+ * valid in those states.  The host then shows wp = start + len for a FULL zone
  * (nvme_zone_parse_entry), and for READONLY and OFFLINE the LBA turned
  * back into sectors: all-ones with 512-byte blocks, as null_blk's, its
  * low bits cleared with larger ones.

@@ -22,7 +22,7 @@
 #   ZN_KERNEL_TRACES  random null_blk configurations per run (default 5)
 #   ZN_KERNEL_OPS     ops per trace (default 400)
 #   ZN_KERNEL_KEEP    where failing traces are kept (default WORK/../failed)
-#   ZN_KERNEL_GOLDEN  "all": trace every oracle configuration, not one
+#   ZN_KERNEL_GOLDEN  "all": trace every golden configuration, not one
 #   ZN_KERNEL_GOLDEN_OPS  ops of those traces (default 300; 1500 = whole files)
 set -u
 
@@ -80,9 +80,9 @@ zn_rng_init "$seed"
 conf=$work/traces.conf
 : >"$conf"
 zn_draw_kernel_configs "$conf" "$ntraces" "$nops" 6.1
-# One oracle configuration with the oracle's seed: zntrace must reproduce
+# One golden trace's configuration with its seed: zntrace must reproduce
 # the published recording's first ops exactly (checks the tracer itself).
-# ZN_KERNEL_GOLDEN=all takes every oracle file (with ZN_KERNEL_GOLDEN_OPS=1500,
+# ZN_KERNEL_GOLDEN=all takes every golden trace (with ZN_KERNEL_GOLDEN_OPS=1500,
 # the whole recordings).
 set -- "$srcdir"/tests/traces/*-seed1.trace
 if [ $# -gt 0 ] && [ -f "$1" ]; then

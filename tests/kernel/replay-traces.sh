@@ -111,7 +111,7 @@ zn_replay_traces () {
         lines=$(($(wc -l <"$trace") - 4))
         tail -n +5 "$g" | head -n "$lines" >"$work/golden.head"
         if tail -n +5 "$trace" | cmp -s - "$work/golden.head"; then
-          note "ok: $name: zntrace reproduces the oracle's recording (ops 0..$n)"
+          note "ok: $name: zntrace reproduces the golden recording (ops 0..$n)"
         else
           fail "$name: zntrace does not reproduce $(basename "$g") (< published, > this run):"
           tail -n +5 "$trace" | diff "$work/golden.head" - | head -n 5

@@ -7,8 +7,8 @@
  *       block device DEV (the real null_blk) and prints the trace from the
  *       "# zonetrace v1" header line on, in the format of
  *       tests/traces/README.md.  The op generator is the one described
- *       there ("How the recorder picks ops", with one correction: the
- *       write's p >= 65 branch picks any zone), so the oracle's recordings
+ *       there ("How the recorder picks ops" and "Write zone choice": the
+ *       write's p >= 65 branch picks any zone), so the golden recordings
  *       come out again for their seeds; the tier checks that every run.
  *       --initial: no reset-all as op 0, the ops start from the state the
  *       device powered on with (zone_full=1 makes its zones FULL); the
@@ -17,7 +17,7 @@
  *       configfs badblocks).  Before each op one more number is drawn, and
  *       one op in eight is then aimed at a bad range instead (see
  *       bad_op), so that writes and reads run into them; without --bad
- *       nothing is drawn and the ops are those of the oracle's generator.
+ *       nothing is drawn and the ops are those of the golden recordings.
  *       --full-wp-end: a FULL zone's write pointer is taken as the zone's
  *       end (start + length) whatever DEV reports, in the ops drawn from
  *       it and in the states printed.  Linux's NVMe driver reports every
@@ -444,9 +444,9 @@ cmd_trace (const char *devpath, uint64_t seed, uint64_t nops, bool initial,
       else {
         uint64_t p = rndn (100);
 
-        /* The oracle README says "else EMPTY zones" for p >= 65, but the
-         * published recordings only come out again when that branch picks
-         * among all zones (checked on all 8 x 1500 ops).
+        /* For p >= 65 the recordings only come out again when the branch
+         * picks among all zones, not EMPTY ones only (checked on all
+         * 8 x 1500 ops; tests/traces/README.md, "Write zone choice").
          */
         if (p < 65) {
           z = pick (&d, pred, p < 10 ? L_CONV : p < 20 ? L_FULL : L_OPENCLOSED);
