@@ -523,6 +523,11 @@ execute (struct nvme_session *s, struct nvme_req *rq)
     reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
     return 1;
   }
+  /* Before CC.EN, and after a reset or a shutdown, as nvmet answers. */
+  if (cmd->opcode != nvme_admin_fabrics && !ctrl_ready (s->ctrl)) {
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+    return 1;
+  }
   if (s->qid > 0)
     return io_command (s, cmd, &rq->data, rq->len);
   bound = reply_bound (s, cmd->sgl_len < (1u << 20) ? cmd->sgl_len : 1u << 20);
