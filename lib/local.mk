@@ -1,11 +1,30 @@
-# The queueing model (tags, hardware queues, completion timing, throttle):
-# included from Makefile.am.
-lib_libzonednull_la_SOURCES += \
+# The device model: no transport, shared by every program; included from
+# Makefile.am.
+noinst_LTLIBRARIES = lib/libzonednull.la
+lib_libzonednull_la_SOURCES = \
+	include/zonednull/control.h \
 	include/zonednull/queue.h \
+	include/zonednull/zoned.h \
 	lib/badblocks.c \
 	lib/cache.c \
-	lib/queue.c
-pkginclude_HEADERS += include/zonednull/queue.h
+	lib/control.c \
+	lib/control-wire.c \
+	lib/escape.c \
+	lib/escape.h \
+	lib/fifo.h \
+	lib/geometry.c \
+	lib/nbd-zones.c \
+	lib/nbd-zones.h \
+	lib/pages.c \
+	lib/pages.h \
+	lib/params.c \
+	lib/params.h \
+	lib/queue.c \
+	lib/store.c \
+	lib/store.h \
+	lib/wplug.c \
+	lib/zoned.c \
+	lib/zoned-internal.h
 
 check_PROGRAMS += tests/test-queue
 tests_test_queue_SOURCES = tests/test-queue.c tests/check.h
