@@ -1,4 +1,5 @@
-/* nbdkit-zonednull-plugin: Linux null_blk's zoned device (6.1) over NBD.
+/* nbdkit-zonednull-plugin: Linux null_blk's zoned device over NBD, as
+ * the null_blk of Linux 6.1, 6.12 or 7.3 behaves (kernel=).
  *
  * The zone rules live in the model library (include/zonednull/zoned.h);
  * this file only turns NBD requests into model calls and model errors
@@ -698,8 +699,8 @@ static struct nbdkit_plugin plugin = {
 #ifdef PACKAGE_VERSION
   .version           = PACKAGE_VERSION,
 #endif
-  .description       = "Linux null_blk's zoned block device (kernel 6.1) "
-                       "over NBD, without root",
+  .description       = "Linux null_blk's zoned block device (kernel 6.1, "
+                       "6.12 or 7.3) over NBD, without root",
   .load              = zonednull_load,
   .unload            = zonednull_unload,
   .config            = zonednull_config,
