@@ -26,12 +26,12 @@
 #include "zonednull/queue.h"
 #include "zonednull/zoned.h"
 #include "conn.h"
+#include "nbd/session.h"
 #include "nvme/session.h"
 #include "nvme/zns.h"
 #include "params.h"
 #include "pidfile.h"
 #include "scheduler.h"
-#include "session.h"
 #include "tls.h"
 
 /* Command line settings. */

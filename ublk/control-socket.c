@@ -15,7 +15,7 @@
 #include "zonednull/control.h"
 #include "conn.h"
 #include "control-socket.h"
-#include "session.h"
+#include "nbd/session.h"
 
 struct zu_control_socket {
   char *path;

@@ -30,8 +30,8 @@ export_name (const struct served_device *d, bool control)
 }
 
 static void
-opt_reply (struct session *s, uint32_t opt, uint32_t type, const void *data,
-           uint32_t len)
+opt_reply (struct nbd_session *s, uint32_t opt, uint32_t type,
+           const void *data, uint32_t len)
 {
   out_option_reply (s, &(struct nbd_option_reply) {
     .opt = opt, .type = type, .len = len,
@@ -42,7 +42,8 @@ opt_reply (struct session *s, uint32_t opt, uint32_t type, const void *data,
 
 /* An error reply with a message for the human at the client. */
 static void
-opt_error (struct session *s, uint32_t opt, uint32_t type, const char *fmt, ...)
+opt_error (struct nbd_session *s, uint32_t opt, uint32_t type,
+           const char *fmt, ...)
 {
   struct message m;
   va_list ap;
@@ -54,7 +55,7 @@ opt_error (struct session *s, uint32_t opt, uint32_t type, const char *fmt, ...)
 }
 
 static void
-reply_server (struct session *s, uint32_t opt, const char *name,
+reply_server (struct nbd_session *s, uint32_t opt, const char *name,
               const char *description)
 {
   size_t nl = strlen (name), dl = strlen (description);
@@ -68,7 +69,7 @@ reply_server (struct session *s, uint32_t opt, const char *name,
 }
 
 static void
-reply_info_export (struct session *s, uint32_t opt,
+reply_info_export (struct nbd_session *s, uint32_t opt,
                    const struct served_device *d, bool control)
 {
   out_option_reply (s, &(struct nbd_option_reply) {
@@ -83,7 +84,7 @@ reply_info_export (struct session *s, uint32_t opt,
  * the advertised maximum.  The control export takes any byte range.
  */
 static void
-reply_info_block_size (struct session *s, uint32_t opt,
+reply_info_block_size (struct nbd_session *s, uint32_t opt,
                        const struct served_device *d, bool control)
 {
   uint32_t lbs = zn_dev_geometry (d->dev)->block_size;
@@ -98,7 +99,7 @@ reply_info_block_size (struct session *s, uint32_t opt,
 }
 
 static void
-reply_info_string (struct session *s, uint32_t opt, uint16_t type,
+reply_info_string (struct nbd_session *s, uint32_t opt, uint16_t type,
                    const char *text)
 {
   size_t n = strlen (text);
@@ -119,7 +120,8 @@ export_description (bool control)
 
 /* The old-style option: no error is possible, a bad name disconnects. */
 static long
-opt_export_name (struct session *s, const unsigned char *data, uint32_t len)
+opt_export_name (struct nbd_session *s, const unsigned char *data,
+                 uint32_t len)
 {
   const struct served_device *d;
   bool control = false, bad;
@@ -138,7 +140,7 @@ opt_export_name (struct session *s, const unsigned char *data, uint32_t len)
 }
 
 static void
-opt_info_go (struct session *s, uint32_t opt, const unsigned char *data,
+opt_info_go (struct nbd_session *s, uint32_t opt, const unsigned char *data,
              uint32_t len)
 {
   struct nbd_info_request rq;
@@ -216,8 +218,8 @@ query_matches (const char *q, uint32_t qlen, int ctx, bool list)
 }
 
 static void
-opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
-                  uint32_t len)
+opt_meta_context (struct nbd_session *s, uint32_t opt,
+                  const unsigned char *data, uint32_t len)
 {
   bool list = opt == OPT_LIST_META_CONTEXT;
   const char *what = list ? "NBD_OPT_LIST_META_CONTEXT" : "NBD_OPT_SET_META_CONTEXT";
@@ -285,11 +287,11 @@ opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
   opt_reply (s, opt, REP_ACK, NULL, 0);
 }
 
-/* NBD_OPT_STARTTLS: acknowledged in the clear; session_input stops
+/* NBD_OPT_STARTTLS: acknowledged in the clear; nbd_session_input stops
  * there, and the transport upgrades before it offers more input.
  */
 static void
-opt_starttls (struct session *s, uint32_t len)
+opt_starttls (struct nbd_session *s, uint32_t len)
 {
   if (s->sv->tls == TLS_OFF)
     opt_error (s, OPT_STARTTLS, REP_ERR_UNSUP, "TLS is off on this server "
@@ -307,7 +309,7 @@ opt_starttls (struct session *s, uint32_t len)
 
 /* One option; data holds its len bytes. */
 static long
-handle_option (struct session *s, uint32_t opt, const unsigned char *data,
+handle_option (struct nbd_session *s, uint32_t opt, const unsigned char *data,
                uint32_t len)
 {
   /* --tls=require: before the upgrade nothing is answered but STARTTLS
@@ -367,7 +369,7 @@ handle_option (struct session *s, uint32_t opt, const unsigned char *data,
 }
 
 static unsigned
-max_options (const struct session *s)
+max_options (const struct nbd_session *s)
 {
   /* Each device has a data export and a control export. */
   return MAX_OPTIONS_BASE + 2 * s->sv->nr_devices * MAX_OPTIONS_PER_EXPORT;
@@ -377,7 +379,7 @@ max_options (const struct session *s)
  * disconnect.
  */
 static long
-client_flags (struct session *s, const unsigned char *data, size_t len)
+client_flags (struct nbd_session *s, const unsigned char *data, size_t len)
 {
   uint32_t flags;
 
@@ -392,7 +394,7 @@ client_flags (struct session *s, const unsigned char *data, size_t len)
 }
 
 long
-handshake_step (struct session *s, const unsigned char *data, size_t len)
+handshake_step (struct nbd_session *s, const unsigned char *data, size_t len)
 {
   struct nbd_option o;
 

@@ -23,7 +23,7 @@ proto/nbd/fuzz-session: $(fuzz_session_sources:%=$(srcdir)/%) \
 	net/tls.h $(filter %.h,$(lib_libzonednull_la_SOURCES))
 	$(AM_V_CCLD)mkdir -p proto/nbd && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -I$(top_srcdir)/include -I$(top_srcdir)/proto -I$(top_srcdir)/proto/nbd \
+	  -I$(top_srcdir)/include -I$(top_srcdir)/proto \
 	  -I$(top_srcdir)/net -I$(top_srcdir)/lib \
 	  $(fuzz_session_sources:%=$(srcdir)/%) -pthread -o $@
 CLEANFILES = proto/nbd/fuzz-session
