@@ -125,11 +125,11 @@ opt_export_name (struct nbd_session *s, const unsigned char *data,
 {
   const struct served_device *d;
   bool control = false, bad;
-  uint64_t session;
+  uint64_t errlog;
   unsigned char zeroes[124] = { 0 };
 
-  d = find_export (s->sv, (const char *) data, len, &control, &session, &bad);
-  if (d == NULL || !choose_export (s, d, control, session))
+  d = find_export (s->sv, (const char *) data, len, &control, &errlog, &bad);
+  if (d == NULL || !choose_export (s, d, control, errlog))
     return -1;
   out_be64 (s, export_size (d, control));
   out_be16 (s, export_flags (s, d, control));
@@ -146,8 +146,8 @@ opt_info_go (struct nbd_session *s, uint32_t opt, const unsigned char *data,
   struct nbd_info_request rq;
   const struct served_device *d;
   bool control = false, want_name = false, want_desc = false, bad;
-  uint64_t session;
-  char session_name[64];
+  uint64_t errlog;
+  char errlog_name[64];
   int shown;
 
   if (!nbd_info_request_decode (data, len, &rq)) {
@@ -156,12 +156,12 @@ opt_info_go (struct nbd_session *s, uint32_t opt, const unsigned char *data,
     return;
   }
   shown = (int) (rq.name_len > 200 ? 200 : rq.name_len);
-  d = find_export (s->sv, rq.name, rq.name_len, &control, &session, &bad);
+  d = find_export (s->sv, rq.name, rq.name_len, &control, &errlog, &bad);
   if (d == NULL && bad) {
-    opt_error (s, opt, REP_ERR_INVALID, "export '%.*s': a session's name is "
-               "nullbN" ZN_SESSION_INFIX "ID, ID being %d hex digits, not "
-               "all zero (zonednull-control(5))", shown, rq.name,
-               ZN_SESSION_ID_DIGITS);
+    opt_error (s, opt, REP_ERR_INVALID, "export '%.*s': an error log's "
+               "export is nullbN" ZN_ERRLOG_INFIX "ID, ID being %d hex "
+               "digits, not all zero (zonednull-control(5))", shown, rq.name,
+               ZN_ERRLOG_ID_DIGITS);
     return;
   }
   if (d == NULL) {
@@ -176,18 +176,18 @@ opt_info_go (struct nbd_session *s, uint32_t opt, const unsigned char *data,
     want_name |= type == INFO_NAME;
     want_desc |= type == INFO_DESCRIPTION;
   }
-  if (opt == OPT_GO && !choose_export (s, d, control, session)) {
+  if (opt == OPT_GO && !choose_export (s, d, control, errlog)) {
     /* The client may fall back to the plain name. */
     opt_error (s, opt, REP_ERR_UNKNOWN,
-               "out of memory for the session");
+               "out of memory for the error log");
     return;
   }
   reply_info_export (s, opt, d, control);
   reply_info_block_size (s, opt, d, control);
-  if (want_name && session) {
-    zn_control_session_name (session_name, sizeof session_name, d->name,
-                             session);
-    reply_info_string (s, opt, INFO_NAME, session_name);
+  if (want_name && errlog) {
+    zn_control_errlog_name (errlog_name, sizeof errlog_name, d->name,
+                             errlog);
+    reply_info_string (s, opt, INFO_NAME, errlog_name);
   }
   else if (want_name)
     reply_info_string (s, opt, INFO_NAME, export_name (d, control));
@@ -225,7 +225,7 @@ opt_meta_context (struct nbd_session *s, uint32_t opt,
   const char *what = list ? "NBD_OPT_LIST_META_CONTEXT" : "NBD_OPT_SET_META_CONTEXT";
   const struct served_device *d;
   bool control = false, chosen[3] = { false, false, false }, bad;
-  uint64_t session;
+  uint64_t errlog;
   struct nbd_meta_request rq;
   const unsigned char *q;
 
@@ -247,7 +247,7 @@ opt_meta_context (struct nbd_session *s, uint32_t opt,
     opt_error (s, opt, REP_ERR_INVALID, "%s: trailing bytes", what);
     return;
   }
-  d = find_export (s->sv, rq.name, rq.name_len, &control, &session, &bad);
+  d = find_export (s->sv, rq.name, rq.name_len, &control, &errlog, &bad);
   if (d == NULL) {
     opt_error (s, opt, bad ? REP_ERR_INVALID : REP_ERR_UNKNOWN,
                "%s: no export named '%.*s'", what,

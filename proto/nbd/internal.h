@@ -45,10 +45,10 @@ struct nbd_session {
   const struct served_device *meta_d;
   bool meta_control;
   struct zn_control_conn conn;
-  /* A data export opened as "nullbN/session/ID": the session its failures
+  /* A data export opened as "nullbN/session/ID": the error log its failures
    * are logged for (NULL: the device-wide log).
    */
-  struct zn_control_session *zsession;
+  struct zn_control_errlog *errlog;
   struct outbuf out;
   size_t ready;                 /* out's bytes that may be sent */
   /* Ends (offsets in out) of the replies held for completion, FIFO. */
@@ -176,19 +176,19 @@ void format_message (struct message *m, const char *fmt, va_list ap);
 /* ---- exports (session.c) ---- */
 
 /* nullbN is a device, nullbN/control its zone control, nullbN/session/ID
- * the device for a session (*session is then ID, otherwise 0); "" is
- * nullb0.  NULL for an unknown name, with *bad set when it is a session's
+ * the device with error log ID (*errlog is then ID, otherwise 0); "" is
+ * nullb0.  NULL for an unknown name, with *bad set when it is an error log's
  * name with a malformed ID.
  */
 const struct served_device *find_export (const struct served *sv,
                                          const char *name, size_t len,
-                                         bool *control, uint64_t *session,
+                                         bool *control, uint64_t *errlog,
                                          bool *bad);
 /* The export chosen for transmission; false when out of memory for its
- * session.
+ * error log.
  */
 bool choose_export (struct nbd_session *s, const struct served_device *d,
-                    bool control, uint64_t session);
+                    bool control, uint64_t errlog);
 uint64_t export_size (const struct served_device *d, bool control);
 uint16_t export_flags (const struct nbd_session *s,
                        const struct served_device *d, bool control);

@@ -74,9 +74,9 @@ format_message (struct message *m, const char *fmt, va_list ap)
 
 const struct served_device *
 find_export (const struct served *sv, const char *name, size_t len,
-             bool *control, uint64_t *session, bool *bad)
+             bool *control, uint64_t *errlog, bool *bad)
 {
-  *session = 0;
+  *errlog = 0;
   *bad = false;
   if (len == 0)
     return &sv->devices[0];
@@ -93,7 +93,7 @@ find_export (const struct served *sv, const char *name, size_t len,
       *control = true;
       return d;
     }
-    r = zn_control_parse_session_name (name, len, d->name, session);
+    r = zn_control_parse_errlog_name (name, len, d->name, errlog);
     if (r == 1) {
       *control = false;
       return d;
@@ -108,15 +108,15 @@ find_export (const struct served *sv, const char *name, size_t len,
 
 bool
 choose_export (struct nbd_session *s, const struct served_device *d,
-               bool control, uint64_t session)
+               bool control, uint64_t errlog)
 {
-  struct zn_control_session *zs = NULL;
+  struct zn_control_errlog *log = NULL;
 
-  if (session && (zs = zn_control_session_attach (d->ctl, session)) == NULL)
+  if (errlog && (log = zn_control_errlog_attach (d->ctl, errlog)) == NULL)
     return false;
   s->d = d;
   s->control = control;
-  s->zsession = zs;
+  s->errlog = log;
   return true;
 }
 
@@ -171,8 +171,8 @@ nbd_session_free (struct nbd_session *s)
 {
   if (s == NULL)
     return;
-  if (s->zsession)
-    zn_control_session_detach (s->d->ctl, s->zsession);
+  if (s->errlog)
+    zn_control_errlog_detach (s->d->ctl, s->errlog);
   free (s->out.data);
   free (s->held);
   while (s->parked) {

@@ -17,12 +17,12 @@
 
 #define REPORT_BATCH     64     /* zones per zn_report_zones call */
 
-/* A failed data request, for DATA_ERRNO or the session's SESSION_ERRNO. */
+/* A failed data request, for DATA_ERRNO or the error log's ERRLOG_ERRNO. */
 static void
 log_failure (struct nbd_session *s, uint32_t nbd_cmd, uint64_t offset,
              uint32_t count, int err)
 {
-  zn_control_session_log_error (s->d->ctl, s->zsession, nbd_cmd, offset,
+  zn_control_errlog_add (s->d->ctl, s->errlog, nbd_cmd, offset,
                                 count, err);
 }
 
