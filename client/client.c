@@ -19,6 +19,7 @@
 #include "zonednull/client.h"
 
 #include "checks.h"
+#include "control-wire.h"
 
 /* Descriptors per pread of the zone area: 1 MiB, well under the 64 MiB
  * that nbdkit and libnbd accept in one request.

@@ -7,8 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "control-wire.h"
 
 static uint64_t
 get64 (const unsigned char *p)

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "queue.h"
+#include "zoned.h"
 
 struct logged_error {
   uint32_t nbd_cmd;

@@ -3,12 +3,13 @@
 noinst_LTLIBRARIES = lib/libzonednull.la
 lib_libzonednull_la_SOURCES = \
 	include/zonednull/control.h \
-	include/zonednull/queue.h \
-	include/zonednull/zoned.h \
+	include/zonednull/zone.h \
 	lib/badblocks.c \
 	lib/cache.c \
 	lib/control.c \
+	lib/control.h \
 	lib/control-wire.c \
+	lib/control-wire.h \
 	lib/escape.c \
 	lib/escape.h \
 	lib/fifo.h \
@@ -20,10 +21,12 @@ lib_libzonednull_la_SOURCES = \
 	lib/params.c \
 	lib/params.h \
 	lib/queue.c \
+	lib/queue.h \
 	lib/store.c \
 	lib/store.h \
 	lib/wplug.c \
 	lib/zoned.c \
+	lib/zoned.h \
 	lib/zoned-internal.h
 
 check_PROGRAMS += tests/test-queue

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 #include "pages.h"
 
 struct zn_bb_range {

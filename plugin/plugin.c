@@ -1,7 +1,7 @@
 /* nbdkit-zonednull-plugin: Linux null_blk's zoned device over NBD, as
  * the null_blk of Linux 6.1, 6.12 or 7.3 behaves (kernel=).
  *
- * The zone rules live in the model library (include/zonednull/zoned.h);
+ * The zone rules live in the model library (lib/zoned.h);
  * this file only turns NBD requests into model calls and model errors
  * into NBD errors and log lines.  NBD has no zone commands, so zones are
  * driven through the data path: writes at the write pointer, TRIM of
@@ -19,9 +19,9 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
-#include "zonednull/control.h"
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "queue.h"
+#include "zoned.h"
 #include "escape.h"
 #include "nbd-zones.h"
 #include "params.h"

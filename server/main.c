@@ -22,9 +22,9 @@
 
 #include <ev.h>
 
-#include "zonednull/control.h"
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "queue.h"
+#include "zoned.h"
 #include "conn.h"
 #include "nbd/session.h"
 #include "nvme/session.h"

@@ -12,7 +12,7 @@
 
 #include <ev.h>
 
-#include "zonednull/control.h"
+#include "control.h"
 #include "conn.h"
 #include "control-socket.h"
 #include "nbd/session.h"

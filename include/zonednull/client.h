@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include <zonednull/control.h>
-#include <zonednull/zoned.h>
+#include <zonednull/zone.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -60,7 +60,7 @@
  * is exactly 32 + 512 * nr_sectors bytes: the command, then the data.  It
  * is atomic against every other write to the zone, from any connection.
  * On success result_sector is the sector the data landed at; the errnos
- * are zn_zone_append's (EIO for a conventional zone, a sector that is not
+ * are those of a zone append on the device (EIO for a conventional zone, a sector that is not
  * a zone start, more than max_append_sectors, a FULL zone or data past
  * the zone capacity; ETOOMANYREFS and EOVERFLOW for the limits; EINVAL
  * for an empty or unaligned length).
@@ -105,8 +105,6 @@
 #ifndef ZONEDNULL_CONTROL_H
 #define ZONEDNULL_CONTROL_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #define ZN_CONTROL_VERSION 1
@@ -194,8 +192,6 @@ enum zn_command {
 
 #define ZN_APPEND_F_FUA (1u << 0)   /* APPEND's argument: write with FUA */
 
-/* ---- encoding (lib/control-wire.c; used by both sides) ---------------- */
-
 struct zn_control_info {
   uint32_t version;
   uint32_t nr_zones;
@@ -249,106 +245,5 @@ struct zn_control_queue_info {
   struct zn_control_queue_stats device;
   struct zn_control_queue_stats queues[ZN_CONTROL_MAX_QUEUES];
 };
-
-struct zn_zone;
-
-void zn_control_encode_header (void *page, const struct zn_control_info *info);
-/* Returns 0, or -EPROTO when the magic, version or sizes do not match. */
-int zn_control_decode_header (const void *page, struct zn_control_info *info);
-/* On an encoded header page: adds the queue section and its flag. */
-void zn_control_encode_queues (void *page,
-                               const struct zn_control_queue_info *q);
-/* Returns 0, or -ENOENT when the server sent no queue section. */
-int zn_control_decode_queues (const void *page,
-                              struct zn_control_queue_info *q);
-void zn_control_encode_zone (void *desc, const struct zn_zone *zone);
-void zn_control_decode_zone (const void *desc, struct zn_zone *zone);
-void zn_control_encode_command (void *buf, enum zn_command op,
-                                uint64_t sector, uint64_t nr_sectors,
-                                uint64_t arg);
-/* Returns 0, or -EINVAL for a bad magic or an unknown op. */
-int zn_control_decode_command (const void *buf, enum zn_command *op,
-                               uint64_t *sector, uint64_t *nr_sectors,
-                               uint64_t *arg);
-
-/* "<device>/session/<16 hex digits>", the data export whose connections
- * log their failures in error log errlog; device "" is ZN_DEFAULT_DEVICE.
- * Returns the length snprintf would, or -EINVAL for error log 0.
- */
-int zn_control_errlog_name (char *buf, size_t len, const char *device,
-                            uint64_t errlog);
-/* Whether the len bytes at name are such an export of device: 1 with the
- * error log's id in *errlog; 0 when the name does not start with
- * "<device>/session/"; -EINVAL when it does but the id is not 16 hex
- * digits or is 0 (the caller refuses the name).
- */
-int zn_control_parse_errlog_name (const char *name, size_t len,
-                                  const char *device, uint64_t *errlog);
-
-/* ERRLOG_ERRNO's write: the command, then the payload (the buffer is
- * ZN_COMMAND_SIZE + ZN_ERRLOG_ERRNO_SIZE bytes).
- */
-void zn_control_encode_errlog_errno (void *buf, uint64_t errlog,
-                                     uint32_t nbd_cmd, uint64_t offset,
-                                     uint64_t count);
-
-/* ---- server side (lib/control.c), for the NBD adapters ----------------- */
-
-struct zn_dev;
-struct zn_control;            /* one per device */
-
-/* The result of a connection's last command; zero it at connect. */
-struct zn_control_conn {
-  uint64_t seq;
-  uint32_t op;
-  uint32_t err;
-  uint64_t sector;
-  uint64_t nr_sectors;
-};
-
-struct zn_control *zn_control_create (struct zn_dev *dev);
-
-/* Makes the header carry the queue section of device index (of
- * nr_devices), with the queueing and pipelining settings it runs with.
- */
-struct zn_queues;
-struct zn_queue_config;
-struct zn_config;
-void zn_control_set_queues (struct zn_control *ctl, struct zn_queues *qs,
-                            const struct zn_queue_config *qcfg,
-                            const struct zn_config *cfg,
-                            uint32_t index, uint32_t nr_devices);
-void zn_control_destroy (struct zn_control *ctl);
-uint64_t zn_control_size (const struct zn_control *ctl);
-
-/* Error logs: a data connection to "<device>/session/<id>" attaches to
- * the error log of that id at open (creating it, or finding it again) and
- * detaches at close.  attach returns NULL only when out of memory.  An
- * error log stays while attached; detached, it is kept among the
- * ZN_CONTROL_ERRLOGS most recently detached ones.
- */
-struct zn_control_errlog;
-struct zn_control_errlog *zn_control_errlog_attach (struct zn_control *ctl,
-                                                    uint64_t id);
-void zn_control_errlog_detach (struct zn_control *ctl,
-                               struct zn_control_errlog *log);
-/* Remembers a failed data request (err is a positive errno) in the
- * connection's error log; NULL (a plain connection) is the device-wide
- * log that DATA_ERRNO asks.
- */
-void zn_control_errlog_add (struct zn_control *ctl,
-                            struct zn_control_errlog *log,
-                            uint32_t nbd_cmd, uint64_t offset,
-                            uint64_t count, int err);
-
-/* Return 0 or a negative errno for the NBD request itself.  A write that
- * is refused as malformed (-EINVAL) leaves in why a message naming the
- * rule it broke, for the server's log or the NBD error reply.
- */
-int zn_control_pread (struct zn_control *ctl, const struct zn_control_conn *conn,
-                      bool readonly, void *buf, uint64_t count, uint64_t offset);
-int zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
-                       const void *buf, uint64_t count, uint64_t offset,
-                       char *why, size_t whylen);
 
 #endif /* ZONEDNULL_CONTROL_H */

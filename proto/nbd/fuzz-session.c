@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "zoned.h"
 #include "session.h"
 
 /* Two devices, so that export names are exercised. */

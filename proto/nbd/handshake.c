@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "zoned.h"
 #include "internal.h"
 
 static const char *const context_names[] = {

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "zonednull/control.h"
+#include "control.h"
 #include "session.h"
 #include "wire.h"
 

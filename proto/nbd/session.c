@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "zoned.h"
 #include "internal.h"
 
 /* An empty output buffer larger than this is freed. */

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "zoned.h"
 #include "internal.h"
 #include "nbd-zones.h"
 
