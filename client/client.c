@@ -910,17 +910,6 @@ zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
   return zn_client_errlog_errno (c, c->errlog, nbd_cmd, offset, count, err);
 }
 
-/* The name of 0.1.0, kept so that programs built against it still link
- * and run (libzonednull-client.so.0).
- */
-int
-zn_client_session_errno (struct zn_client *c, uint64_t errlog,
-                         uint32_t nbd_cmd, uint64_t offset, uint64_t count,
-                         int *err)
-{
-  return zn_client_errlog_errno (c, errlog, nbd_cmd, offset, count, err);
-}
-
 int
 zn_client_report (struct zn_client *c, uint64_t sector,
                   struct zn_zone *zones, unsigned max)

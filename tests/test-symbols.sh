@@ -99,8 +99,21 @@ check_headers () {
   [ "$status" = 0 ] || exit 1
 }
 
-check "$ZONEDNULL_BUILDDIR/client/.libs/libzonednull-client.so"
-check_headers "$ZONEDNULL_BUILDDIR/client/.libs/libzonednull-client.so"
+# check_abi SO LIST: SO still exports every function of LIST, the exports
+# of the release its soname was fixed by: a program built then still runs.
+check_abi () {
+  defined "$1" >"$tmpdir/exported"
+  grep -v '^#' "$2" | sort -u >"$tmpdir/abi"
+  missing=$(comm -23 "$tmpdir/abi" "$tmpdir/exported")
+  [ -z "$missing" ] ||
+    fail "$(basename "$1") no longer exports, as $(basename "$2") lists: $(echo $missing)"
+  echo "$(basename "$1"): the $(wc -l <"$tmpdir/abi") functions of $(basename "$2") all exported"
+}
+
+client_so=$ZONEDNULL_BUILDDIR/client/.libs/libzonednull-client.so
+check "$client_so"
+check_headers "$client_so"
+check_abi "$client_so" "${ZONEDNULL_SRCDIR:-.}/tests/abi-0.1.0.txt"
 
 nbdkit_bin=$(command -v "${NBDKIT:-nbdkit}") || fail "no nbdkit"
 check "$ZONEDNULL_BUILDDIR/plugin/.libs/nbdkit-zonednull-plugin.so" "$nbdkit_bin"
