@@ -270,7 +270,7 @@ def hostile(addr, port, nqn, mode):
     fails with the status given:
       identify  Identify before Connect, after a Connect --nvme-allow-host
                 refused (the subsystem's host is HOSTNQN, this one REFUSED)
-      opcode    an opcode the admin queue does not serve
+      opcode    an opcode an I/O queue does not serve
       nsid0     a Read of NSID 0 on an I/O queue
       sgl       a Write whose SGL is neither in-capsule nor transport
     The other connections it needs are returned too, to keep them open.
@@ -282,12 +282,12 @@ def hostile(addr, port, nqn, mode):
         assert st == CONNECT_INVALID_HOST, "Connect: %#x" % st
         return h, [], h.sqe(6, 0, cdw=(1,), sgl_len=4096), CMD_SEQ_ERROR
     a = admin_queue(addr, port, nqn)
-    if mode == "opcode":
-        return a, [], a.sqe(0xC4), INVALID_OPCODE
     io = Host(addr, port)
     io.ic()
     st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)
     assert st == 0, "I/O Connect: %#x" % st
+    if mode == "opcode":
+        return io, [a], io.sqe(0xC4, 1), INVALID_OPCODE
     if mode == "nsid0":
         return io, [a], io.sqe(2, 0, cdw=(0, 0, 7), sgl_len=4096), INVALID_NS
     assert mode == "sgl", mode
@@ -341,7 +341,7 @@ def no_r2t(addr, port, nqn):
         print(what, "ok")
 
 
-def discovery_hog(addr, port, n, per_conn=1040, length=8128):
+def discovery_hog(addr, port, n, per_conn=1032, length=8128):
     """n discovery controllers (a refused host may have them), each
     sending per_conn commands that take no data with a transport SGL of
     length bytes, and for each R2T the data but its last bytes, so that
