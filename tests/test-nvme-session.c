@@ -846,7 +846,7 @@ test_no_r2t (void)
   host_open (&a, 5, &sv);
   ic (&a, false, false);
   /* Before Connect: only Connect takes data. */
-  no_r2t (&a, nvme_admin_set_features, 8192,
+  no_r2t (&a, nvme_admin_set_features, 4096,
           ERR (0, NVME_SC_CMD_SEQ_ERROR));
   CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
   enable (&a);
