@@ -79,7 +79,9 @@ struct net_conn {
  * connection at most OUTPUT_GUARANTEED queued is always taken, so that a
  * client that reads its replies is served whatever the others hold.  The
  * output held is thus at most OUTPUT_TOTAL_LIMIT plus OUTPUT_GUARANTEED
- * per connection.
+ * per connection.  A protocol that holds more for its client than its
+ * output (NVMe/TCP's R2T buffers) counts that too (proto->holds), and
+ * asks net_fits before taking more of it.
  */
 #define OUTPUT_TOTAL_LIMIT ((size_t) 256 << 20)
 #define OUTPUT_GUARANTEED (((size_t) 1 << 20) + 4096)  /* 1 MiB and headers */
