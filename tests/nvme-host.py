@@ -12,6 +12,12 @@ Usage: nvme-host.py HOST PORT COMMAND...
                           after ICReq: both must be closed (within 60 s)
   keepalive NQN           a controller with KATO 1 s and an I/O queue,
                           then silence: both must be closed (within 60 s)
+  kato NQN                KATO 0xFFFFFFFF from Connect, and from Set
+                          Features, then 3 s of silence: both controllers
+                          must still answer a Keep Alive
+  enable NQN              CC.EN and CC.SHN: commands before CC.EN, after
+                          a reset (CC.EN 1 to 0) and after a shutdown get
+                          Command Sequence Error, the I/O queue is closed
   no-r2t NQN              commands that take no data, with a transport
                           SGL, on an admin queue (HOSTNQN) and a discovery
                           controller (REFUSED): refused, no R2T
@@ -25,6 +31,7 @@ import select
 import socket
 import struct
 import sys
+import time
 
 CRC_TABLE = []
 for i in range(256):
@@ -162,6 +169,21 @@ class Host:
         st, csts = self.prop_get(0x1C)
         assert st == 0 and csts & 1, "CSTS.RDY not set: %#x" % csts
         return cap
+
+    def set_cc(self, cc):
+        assert self.prop_set(0x14, cc)[0] == 0
+        st, csts = self.prop_get(0x1C)
+        assert st == 0
+        return csts
+
+    def keep_alive(self):
+        return self.command(self.sqe(0x18))[0]
+
+    def features(self, fid, value=None):
+        """Set Features (with a value) or Get Features: (status, result)."""
+        if value is None:
+            return self.command(self.sqe(0x0A, cdw=(fid,)))[:2]
+        return self.command(self.sqe(0x09, cdw=(fid, value)))[:2]
 
     def identify(self, cns, nsid=0, csi=0):
         return self.command(self.sqe(6, nsid, cdw=(cns, csi << 24),
@@ -407,6 +429,90 @@ def keepalive(addr, port, nqn):
     print("closed")
 
 
+def kato(addr, port, nqn):
+    # 0xFFFFFFFF plus the server's grace wrapped round to 999 ms once.
+    a = Host(addr, port)
+    a.ic()
+    st, _ = a.connect(0, nqn, HOSTNQN, kato=0xFFFFFFFF)
+    assert st == 0, "admin Connect: %#x" % st
+    a.enable()
+    b = Host(addr, port)
+    b.ic()
+    st, _ = b.connect(0, nqn, HOSTNQN, kato=5000)
+    assert st == 0, "admin Connect: %#x" % st
+    b.enable()
+    st, res = b.features(0x0F, 0xFFFFFFFF)
+    assert st == 0, "Set Features KATO: %#x" % st
+    print("kato %#x" % a.features(0x0F)[1], "%#x" % res)
+    time.sleep(3)
+    for h, how in ((a, "Connect"), (b, "Set Features")):
+        try:
+            st = h.keep_alive()
+        except (EOFError, OSError) as e:
+            sys.exit("KATO 0xFFFFFFFF from %s: closed after 3 s of silence "
+                     "(%s)" % (how, e))
+        assert st == 0, "Keep Alive: %#x" % st
+    print("alive")
+
+
+SEQ_ERROR = 0x400C      # Command Sequence Error, DNR
+
+
+def io_queue(addr, port, nqn, cntlid):
+    io = Host(addr, port)
+    io.ic()
+    return io, io.connect(1, nqn, HOSTNQN, cntlid=cntlid)[0]
+
+
+def io_closed(io, what):
+    """The I/O queue io must be closed: a read gets no reply."""
+    try:
+        st = io.read(1, 0, 1, 512)[0]
+    except (EOFError, OSError):
+        return
+    sys.exit("%s: the I/O queue still answers (status %#x)" % (what, st))
+
+
+def enable(addr, port, nqn):
+    a = Host(addr, port)
+    a.ic()
+    st, _ = a.connect(0, nqn, HOSTNQN)
+    assert st == 0, "admin Connect: %#x" % st
+    st = a.identify(1)[0]
+    assert st == SEQ_ERROR, "Identify before CC.EN: %#x" % st
+    st = a.keep_alive()
+    assert st == SEQ_ERROR, "Keep Alive before CC.EN: %#x" % st
+    io, st = io_queue(addr, port, nqn, a.cntlid)
+    assert st == SEQ_ERROR, "I/O Connect before CC.EN: %#x" % st
+    a.enable()
+    cc = a.prop_get(0x14)[1]
+    assert a.identify(1)[0] == 0
+    io, st = io_queue(addr, port, nqn, a.cntlid)
+    assert st == 0, "I/O Connect: %#x" % st
+    assert io.read(1, 0, 1, 512)[0] == 0
+    # A reset: CC.EN 1 to 0.
+    csts = a.set_cc(cc & ~1)
+    assert csts == 0, "CSTS after the reset: %#x" % csts
+    io_closed(io, "after CC.EN=0")
+    st = a.identify(1)[0]
+    assert st == SEQ_ERROR, "Identify after CC.EN=0: %#x" % st
+    io, st = io_queue(addr, port, nqn, a.cntlid)
+    assert st == SEQ_ERROR, "I/O Connect after CC.EN=0: %#x" % st
+    print("reset: Command Sequence Error, I/O queue closed")
+    # Enabled again, then a normal shutdown.
+    a.enable()
+    io, st = io_queue(addr, port, nqn, a.cntlid)
+    assert st == 0, "I/O Connect after the reset: %#x" % st
+    assert io.read(1, 0, 1, 512)[0] == 0
+    csts = a.set_cc(cc | 1 << 14)
+    assert csts & 0xD == 0x8, "CSTS after CC.SHN: %#x" % csts
+    io_closed(io, "after CC.SHN")
+    st = a.identify(1)[0]
+    assert st == SEQ_ERROR, "Identify after CC.SHN: %#x" % st
+    print("shutdown: CSTS.SHST complete, Command Sequence Error, I/O queue "
+          "closed")
+
+
 def main():
     addr, port, cmd = sys.argv[1], sys.argv[2], sys.argv[3]
     if cmd == "ic":
@@ -425,6 +531,10 @@ def main():
         stall(addr, port)
     elif cmd == "keepalive":
         keepalive(addr, port, sys.argv[4])
+    elif cmd == "kato":
+        kato(addr, port, sys.argv[4])
+    elif cmd == "enable":
+        enable(addr, port, sys.argv[4])
     elif cmd == "no-r2t":
         no_r2t(addr, port, sys.argv[4])
     else:

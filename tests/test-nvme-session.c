@@ -4,8 +4,10 @@
  * digests, Connect (admin, I/O, refusals), properties, identify data,
  * logs, features, in-capsule and R2T writes, reads, zone append, zone
  * reports and management, a ZNS resource error, the checks of every
- * PDU field (TermReq), keep-alive and teardown, commands refused before
- * an R2T, and the output budget over every reply and R2T buffer.
+ * PDU field (TermReq), keep-alive (KATO near 2^32 ms too), CC.EN and
+ * CC.SHN (commands refused before enable, I/O queues closed on a reset
+ * or shutdown), teardown, commands refused before an R2T, and the
+ * output budget over every reply and R2T buffer.
  *
  * Device: 64 MiB of 8 MiB zones (16384 blocks of 512 bytes), no
  * conventional zones, at most one open zone, memory-backed.
@@ -379,11 +381,14 @@ prop_set (struct host *h, uint32_t offset, uint32_t value)
   return h->status;
 }
 
+/* The Linux host's CC, enabled. */
+#define CC_ENABLED (1 | NVME_CC_CSS_CSI << NVME_CC_CSS_SHIFT \
+                    | 6 << NVME_CC_IOSQES_SHIFT | 4 << NVME_CC_IOCQES_SHIFT)
+
 static void
 enable (struct host *h)
 {
-  uint32_t cc = 1 | NVME_CC_CSS_CSI << NVME_CC_CSS_SHIFT
-                | 6 << NVME_CC_IOSQES_SHIFT | 4 << NVME_CC_IOCQES_SHIFT;
+  uint32_t cc = CC_ENABLED;
 
   CHECK_EQ (prop_get (h, 0x1c, false) & 1, 0);
   CHECK_EQ (prop_set (h, 0x14, cc), 0);
@@ -710,6 +715,7 @@ test_bad_pdus (void)
   host_open (&h, 2, &sv);
   ic (&h, false, true);
   CHECK_EQ (connect (&h, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  enable (&h);
   {
     unsigned char q[SQE_LEN], data[1024] = { 0 };
     size_t plen;
@@ -816,6 +822,113 @@ test_refusals (void)
       nvme_session_free (io.s);
     }
   }
+}
+
+/* KATO near 2^32 ms, from Connect and from Set Features: cut to what
+ * the idle timer takes with its grace, never wrapped round to a short
+ * timeout.
+ */
+static void
+test_kato (void)
+{
+  uint32_t huge[2] = { NVME_FEAT_FID_KATO, 0xffffffff };
+  uint32_t some[2] = { NVME_FEAT_FID_KATO, 5000 };
+  uint32_t get[1] = { NVME_FEAT_FID_KATO };
+  struct host a;
+
+  host_open (&a, 5, &sv);
+  ic (&a, false, false);
+  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0xffffffff), 0);
+  CHECK_EQ (idle_ms[5], 0xffffffff);
+  enable (&a);
+  CHECK_EQ (command (&a, nvme_admin_get_features, 0, get, 1, 0, NULL, 0), 0);
+  CHECK_EQ (a.result, 0xffffffff - 1000);
+  CHECK_EQ (command (&a, nvme_admin_set_features, 0, some, 2, 0, NULL, 0), 0);
+  CHECK_EQ (idle_ms[5], 6000);
+  CHECK_EQ (command (&a, nvme_admin_set_features, 0, huge, 2, 0, NULL, 0), 0);
+  CHECK_EQ (a.result, 0xffffffff - 1000);
+  CHECK_EQ (idle_ms[5], 0xffffffff);
+  huge[1] = 0xffffffff - 1000;
+  CHECK_EQ (command (&a, nvme_admin_set_features, 0, huge, 2, 0, NULL, 0), 0);
+  CHECK_EQ (idle_ms[5], 0xffffffff);
+  nvme_session_free (a.s);
+}
+
+/* An I/O queue of admin queue a's controller, connected. */
+static void
+io_queue (struct host *io, const struct host *a)
+{
+  host_open (io, 6, &sv);
+  ic (io, false, false);
+  CHECK_EQ (connect (io, 1, SUBNQN, HOSTNQN, a->cntlid, 0), 0);
+  CHECK_EQ (rw (io, nvme_cmd_read, 0, 8, NULL, false), 0);
+}
+
+/* CC.EN and CC.SHN as nvmet has them: before CC.EN only the fabrics
+ * commands run; a reset (CC.EN 1 to 0) and a shutdown close the I/O
+ * queues and refuse all but the properties until CC.EN is set again.
+ */
+static void
+test_enable (void)
+{
+  uint32_t shn = CC_ENABLED | NVME_CC_SHN_NORMAL << NVME_CC_SHN_SHIFT;
+  struct host a, io;
+  uint64_t csts;
+
+  memset (aborted, 0, sizeof aborted);
+  host_open (&a, 5, &sv);
+  ic (&a, false, false);
+  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0),
+            ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  CHECK_EQ (command (&a, nvme_admin_keep_alive, 0, NULL, 0, 0, NULL, 0),
+            ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  host_open (&io, 6, &sv);
+  ic (&io, false, false);
+  CHECK_EQ (connect (&io, 1, SUBNQN, HOSTNQN, a.cntlid, 0),
+            ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  nvme_session_free (io.s);
+  enable (&a);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0), 0);
+  io_queue (&io, &a);
+
+  CHECK_EQ (prop_set (&a, 0x14, CC_ENABLED & ~1u), 0);
+  CHECK (aborted[6]);
+  CHECK (!nvme_session_connected (io.s));
+  CHECK_EQ (rw (&io, nvme_cmd_read, 0, 8, NULL, false),
+            ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  nvme_session_free (io.s);
+  CHECK_EQ (prop_get (&a, 0x1c, false), 0);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0),
+            ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  host_open (&io, 6, &sv);
+  ic (&io, false, false);
+  CHECK_EQ (connect (&io, 1, SUBNQN, HOSTNQN, a.cntlid, 0),
+            ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  nvme_session_free (io.s);
+
+  /* Enabled again, the controller serves new I/O queues. */
+  enable (&a);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0), 0);
+  aborted[6] = false;
+  io_queue (&io, &a);
+
+  CHECK_EQ (prop_set (&a, 0x14, shn), 0);
+  csts = prop_get (&a, 0x1c, false);
+  CHECK_EQ (NVME_CSTS_SHST (csts), NVME_CSTS_SHST_CMPLT);
+  CHECK_EQ (NVME_CSTS_RDY (csts), 0);
+  CHECK (aborted[6]);
+  CHECK_EQ (rw (&io, nvme_cmd_read, 0, 8, NULL, false),
+            ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  nvme_session_free (io.s);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0),
+            ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  /* A reset after the shutdown, then CC.EN: ready again. */
+  CHECK_EQ (prop_set (&a, 0x14, 0), 0);
+  CHECK_EQ (prop_get (&a, 0x1c, false), 0);
+  enable (&a);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0), 0);
+  nvme_session_free (a.s);
 }
 
 /* A capsule that must be refused before any R2T: the first PDU back is
@@ -1059,6 +1172,8 @@ main (void)
   test_admin_and_io (true);
   test_bad_pdus ();
   test_refusals ();
+  test_kato ();
+  test_enable ();
   test_no_r2t ();
   test_budget ();
   zn_dev_destroy (devices[0].dev);

@@ -7,7 +7,11 @@
 # and R2T writes, reads, zone append) while NBD still serves on its
 # socket, also with irqmode=2; the handshake timeout closes connections
 # that stall before Connect; --nvme-allow-host refuses other hosts; a controller whose host
-# falls silent past its keep-alive timeout is closed with its I/O queue.
+# falls silent past its keep-alive timeout is closed with its I/O queue,
+# and one with KATO 0xFFFFFFFF is not; commands before CC.EN, after a
+# reset and after a shutdown get Command Sequence Error and the I/O queue
+# is closed; host and subsystem NQNs with newlines and terminal escapes
+# are logged escaped, with and without -v.
 # tests/nvme-host.py is the host (no kernel needed).
 . "$(dirname "$0")/lib.sh"
 
@@ -79,6 +83,16 @@ $host_py 127.0.0.1 "$port" stall >"$tmpdir/out" 2>&1 ||
   fail "handshake timeout: $(cat "$tmpdir/out")"
 $host_py 127.0.0.1 "$port" keepalive "$nqn" >"$tmpdir/out" 2>&1 ||
   fail "keep-alive: $(cat "$tmpdir/out")"
+# KATO 0xFFFFFFFF (Connect, Set Features) is kept, not wrapped round to
+# a second: the controllers still answer after 3 s of silence.
+$host_py 127.0.0.1 "$port" kato "$nqn" >"$tmpdir/out" 2>&1 ||
+  fail "KATO 0xFFFFFFFF: $(cat "$tmpdir/out")"
+grep -q "^alive$" "$tmpdir/out" || fail "KATO 0xFFFFFFFF: $(cat "$tmpdir/out")"
+# CC.EN and CC.SHN: Command Sequence Error before CC.EN and after a reset
+# or a shutdown, which close the I/O queue.
+$host_py 127.0.0.1 "$port" enable "$nqn" >"$tmpdir/out" 2>&1 ||
+  fail "CC.EN and CC.SHN: $(cat "$tmpdir/out")"
+grep -q "^shutdown: " "$tmpdir/out" || fail "CC.SHN: $(cat "$tmpdir/out")"
 stop_server "$pid"
 grep -q "keep-alive timeout" "$tmpdir/nvme.log" ||
   fail "no keep-alive message: $(cat "$tmpdir/nvme.log")"
@@ -109,4 +123,37 @@ case $(cat "$tmpdir/out") in "0x0 "*) ;; *) fail "the allowed host was refused: 
 stop_server "$pid"
 grep -q "is not allowed (--nvme-allow-host)" "$tmpdir/allow.log" ||
   fail "no refusal logged: $(cat "$tmpdir/allow.log")"
+
+# NQNs chosen to forge log lines: a newline, then a line of their own
+# with terminal escapes.  Logged escaped, with and without -v, on the
+# refusals and on -v's controller lines.
+evil_host=$(printf 'nqn.2014-08.org.example:evil\nFORGED host line\033[2J\033]0;x\007')
+evil_sub=$(printf 'nqn.2014-08.org.example:no\nFORGED subsystem line\033[31m')
+for v in quiet verbose; do
+  port=$(free_port)
+  nqn="nqn.2026-12.org.zonednull:$(hostname | tr -cd 'A-Za-z0-9.-' | cut -c1-64):$port"
+  if [ $v = quiet ]; then
+    start_server escape-$v --nvme="$port" -i 127.0.0.1 \
+      --nvme-allow-host=nqn.2014-08.org.example:allowed size=8 zone_size=1
+  else
+    start_server escape-$v -v --nvme="$port" -i 127.0.0.1 size=8 zone_size=1
+  fi
+  $host_py 127.0.0.1 "$port" connect "$evil_sub" "$evil_host" >"$tmpdir/out" 2>&1 ||
+    fail "connect: $(cat "$tmpdir/out")"
+  $host_py 127.0.0.1 "$port" connect "$nqn" "$evil_host" >"$tmpdir/out" 2>&1 ||
+    fail "connect: $(cat "$tmpdir/out")"
+  stop_server "$pid"
+  log=$tmpdir/escape-$v.log
+  grep -qF 'nqn.2014-08.org.example:evil\nFORGED host line\x1b[2J\x1b]0;x\x07' "$log" ||
+    fail "$v: the host NQN is not logged escaped: $(cat "$log")"
+  grep -qF 'nqn.2014-08.org.example:no\nFORGED subsystem line\x1b[31m' "$log" ||
+    fail "$v: the subsystem NQN is not logged escaped: $(cat "$log")"
+  if grep -q '^FORGED' "$log"; then fail "$v: a forged log line: $(cat "$log")"; fi
+  if LC_ALL=C grep -q '[^ -~]' "$log"; then
+    fail "$v: control bytes in the log: $(od -c "$log" | head -n 20)"
+  fi
+done
+grep -q 'controller 1: .* for nqn\.2014-08\.org\.example:evil\\nFORGED' \
+  "$tmpdir/escape-verbose.log" ||
+  fail "-v: no controller line: $(cat "$tmpdir/escape-verbose.log")"
 exit 0

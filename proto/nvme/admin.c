@@ -311,11 +311,8 @@ features (struct nvme_session *s, const struct nvme_cmd *cmd, bool set)
     reply (s, cmd, 0, (c->nr_queues - 1u) | (c->nr_queues - 1u) << 16);
     return;
   case NVME_FEAT_FID_KATO:
-    if (set) {
-      c->kato = v;
-      if (s->sv->idle_timeout)
-        s->sv->idle_timeout (s->owner, v ? v + KATO_GRACE_MS : 0);
-    }
+    if (set)
+      ctrl_set_kato (s, c, v);
     reply (s, cmd, 0, c->kato);
     return;
   case NVME_FEAT_FID_ASYNC_EVENT:

@@ -14,6 +14,7 @@
 
 #include <nvme/types.h>
 
+#include "escape.h"
 #include "internal.h"
 
 /* The server is one event loop: the controllers of all its sessions. */
@@ -80,6 +81,17 @@ nqn_of (const unsigned char *field, char *nqn)
   return true;
 }
 
+/* An NQN from the host, escaped for a log line (escape.h): the host
+ * chose its every byte.
+ */
+#define LOGGED_NQN ZN_ESCAPED_SIZE (NVME_NQN_MAX)
+
+static const char *
+logged (char *buf, const char *nqn)
+{
+  return zn_escape (buf, LOGGED_NQN, nqn, strlen (nqn));
+}
+
 static bool
 host_allowed (const struct nvme_served *sv, const char *hostnqn)
 {
@@ -109,6 +121,7 @@ connect_admin (struct nvme_session *s, const struct nvme_cmd *cmd,
 {
   const struct nvme_served *sv = s->sv;
   struct nvme_ctrl *c = calloc (1, sizeof *c);
+  char host[LOGGED_NQN];
 
   if (c == NULL || (c->ioq = calloc (sv->max_queues + 1u, sizeof *c->ioq)) == NULL)
     nvme_out_of_memory (s);
@@ -116,18 +129,16 @@ connect_admin (struct nvme_session *s, const struct nvme_cmd *cmd,
   c->cntlid = alloc_cntlid (sv);
   c->discovery = discovery;
   strcpy (c->hostnqn, hostnqn);
-  c->kato = kato == 0 && discovery ? DISCOVERY_KATO_MS : kato;
   c->nr_queues = discovery ? 0 : sv->max_queues;
   c->admin = s;
   c->next = controllers;
   controllers = c;
   s->ctrl = c;
   s->qid = 0;
-  if (c->kato && sv->idle_timeout)
-    sv->idle_timeout (s->owner, c->kato + KATO_GRACE_MS);
+  ctrl_set_kato (s, c, kato == 0 && discovery ? DISCOVERY_KATO_MS : kato);
   nvme_log (s, "controller %u: %s for %s, keep-alive %u ms",
-            c->cntlid, discovery ? "discovery" : sv->subnqn, hostnqn,
-            c->kato);
+            c->cntlid, discovery ? "discovery" : sv->subnqn,
+            logged (host, hostnqn), c->kato);
   reply (s, cmd, 0, c->cntlid);
 }
 
@@ -171,6 +182,7 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
   uint16_t sqsize = cmd->cdw[11] & 0xffff;
   uint8_t cattr = (cmd->cdw[11] >> 16) & 0xff;
   char subnqn[NVME_NQN_MAX + 1], hostnqn[NVME_NQN_MAX + 1];
+  char host[LOGGED_NQN], sub[LOGGED_NQN];
   bool discovery;
 
   if (s->ctrl) {
@@ -208,7 +220,8 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
   discovery = strcmp (subnqn, DISCOVERY_NQN) == 0;
   if (!discovery && strcmp (subnqn, sv->subnqn) != 0) {
     fprintf (stderr, "%s: nvme: host %s asked for subsystem %s, not %s\n",
-             sv->program, hostnqn, subnqn, sv->subnqn);
+             sv->program, logged (host, hostnqn), logged (sub, subnqn),
+             sv->subnqn);
     refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_SUBNQN,
             "no such subsystem");
     return;
@@ -218,7 +231,8 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
    */
   if (!discovery && !host_allowed (sv, hostnqn)) {
     fprintf (stderr, "%s: nvme: host %s is not allowed "
-             "(--nvme-allow-host)\n", sv->program, hostnqn);
+             "(--nvme-allow-host)\n", sv->program,
+             logged (host, hostnqn));
     refuse (s, cmd, NVME_SC_CONNECT_INVALID_HOST, true, DATA_HOSTNQN,
             "host not allowed");
     return;
@@ -230,6 +244,18 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
     connect_admin (s, cmd, discovery, hostnqn, cmd->cdw[12]);
   else
     connect_io (s, cmd, data, qid, discovery, hostnqn);
+}
+
+void
+ctrl_set_kato (struct nvme_session *s, struct nvme_ctrl *c, uint32_t kato)
+{
+  uint64_t ms;
+
+  c->kato = kato > KATO_MAX_MS ? KATO_MAX_MS : kato;
+  /* In 64 bits: KATO near 2^32 must not wrap to a short timeout. */
+  ms = c->kato ? (uint64_t) c->kato + KATO_GRACE_MS : 0;
+  if (s->sv->idle_timeout)
+    s->sv->idle_timeout (s->owner, (unsigned) ms);
 }
 
 /* ---- properties ---------------------------------------------------------- */
@@ -270,6 +296,35 @@ cc_valid (uint32_t cc)
          && NVME_CC_IOSQES (cc) == 6 && NVME_CC_IOCQES (cc) == 4;
 }
 
+/* Closes c's I/O queues: their commands go with them. */
+static void
+drop_io_queues (struct nvme_session *s, struct nvme_ctrl *c)
+{
+  for (unsigned q = 1; q <= s->sv->max_queues; q++) {
+    struct nvme_session *io = c->ioq[q];
+
+    if (io) {
+      c->ioq[q] = NULL;
+      io->ctrl = NULL;
+      if (s->sv->abort)
+        s->sv->abort (io->owner);
+    }
+  }
+}
+
+/* A controller reset (CC.EN 1 to 0) and a shutdown (CC.SHN) both stop
+ * the controller, as nvmet's do: not ready, its I/O queues closed and
+ * its held Asynchronous Event Requests gone.  The host enables it
+ * again (CC.EN 0 to 1) and connects new I/O queues.
+ */
+static void
+clear_ctrl (struct nvme_session *s, struct nvme_ctrl *c)
+{
+  c->csts &= ~NVME_CSTS_RDY_MASK;
+  c->nr_aer = 0;
+  drop_io_queues (s, c);
+}
+
 static void
 set_cc (struct nvme_session *s, struct nvme_ctrl *c, uint32_t cc)
 {
@@ -285,15 +340,27 @@ set_cc (struct nvme_session *s, struct nvme_ctrl *c, uint32_t cc)
       c->csts |= NVME_CSTS_CFS_MASK << NVME_CSTS_CFS_SHIFT;
     }
   }
-  else if (!NVME_CC_EN (cc) && NVME_CC_EN (old))
-    c->csts = 0;                /* a controller reset */
+  else if (!NVME_CC_EN (cc) && NVME_CC_EN (old)) {
+    nvme_log (s, "controller %u: reset (CC.EN 0)", c->cntlid);
+    clear_ctrl (s, c);
+    c->csts = 0;
+  }
   if (NVME_CC_SHN (cc) && !NVME_CC_SHN (old)) {
+    nvme_log (s, "controller %u: shut down (CC.SHN %u)", c->cntlid,
+              NVME_CC_SHN (cc));
+    clear_ctrl (s, c);
     /* Nothing to write back: the shutdown is complete at once. */
     c->csts &= ~(NVME_CSTS_SHST_MASK << NVME_CSTS_SHST_SHIFT);
     c->csts |= NVME_CSTS_SHST_CMPLT << NVME_CSTS_SHST_SHIFT;
   }
   else if (!NVME_CC_SHN (cc))
     c->csts &= ~(NVME_CSTS_SHST_MASK << NVME_CSTS_SHST_SHIFT);
+}
+
+bool
+ctrl_ready (const struct nvme_ctrl *c)
+{
+  return NVME_CC_EN (c->cc) && (c->csts & NVME_CSTS_RDY_MASK);
 }
 
 void
@@ -338,6 +405,7 @@ void
 fabrics_detach (struct nvme_session *s)
 {
   struct nvme_ctrl *c = s->ctrl, **pp;
+  char host[LOGGED_NQN];
 
   if (c == NULL)
     return;
@@ -346,19 +414,12 @@ fabrics_detach (struct nvme_session *s)
     c->ioq[s->qid] = NULL;
     return;
   }
-  for (unsigned q = 1; q <= s->sv->max_queues; q++) {
-    struct nvme_session *io = c->ioq[q];
-
-    if (io) {
-      io->ctrl = NULL;
-      if (s->sv->abort)
-        s->sv->abort (io->owner);
-    }
-  }
+  drop_io_queues (s, c);
   for (pp = &controllers; *pp != c; pp = &(*pp)->next)
     ;
   *pp = c->next;
-  nvme_log (s, "controller %u of %s removed", c->cntlid, c->hostnqn);
+  nvme_log (s, "controller %u of %s removed", c->cntlid,
+            logged (host, c->hostnqn));
   free (c->ioq);
   free (c);
 }

@@ -2,9 +2,10 @@
  *
  * The first byte picks where the bytes go: a fresh connection (they
  * must make the handshake themselves), a controller's admin queue past
- * ICReq and Connect, or one of its I/O queues past those (the valid
- * prelude is built here, so that the fuzzer's bytes reach the commands
- * without guessing a digest).  The rest is cut into pieces at points
+ * ICReq, Connect and CC.EN (the commands it serves only then), or one
+ * of its I/O queues past those (the valid prelude is built here, so
+ * that the fuzzer's bytes reach the commands without guessing a
+ * digest).  The rest is cut into pieces at points
  * chosen by its own bytes, as the event loop would read them.
  *
  * Invariants checked: a session consumes no more than it was given,
@@ -201,6 +202,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   case 1:
     s = admin = nvme_session_new (&sv, NULL);
     prelude (admin, 0, 0xffff);
+    enable (admin);
     break;
   default: {
     uint16_t cntlid;

@@ -28,6 +28,10 @@
  * behind others on the admin queue).
  */
 #define KATO_GRACE_MS 1000
+/* The longest KATO kept: the idle timer of the connection layer takes
+ * 32-bit milliseconds, KATO and its grace.  A longer one is cut to it.
+ */
+#define KATO_MAX_MS (UINT32_MAX - KATO_GRACE_MS)
 /* Write data a queue buffers for its R2Ts at once, beyond the first
  * (all queues together: the output budget, nvme_served.room).
  */
@@ -172,6 +176,15 @@ void fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd);
  * with it.
  */
 void fabrics_detach (struct nvme_session *s);
+/* Sets c's KATO (ms, 0: none), cut to KATO_MAX_MS, and restarts the
+ * idle timer of its admin queue s.
+ */
+void ctrl_set_kato (struct nvme_session *s, struct nvme_ctrl *c,
+                    uint32_t kato);
+/* Enabled and ready (CC.EN, CSTS.RDY): commands other than the fabrics
+ * ones (properties) run only then.
+ */
+bool ctrl_ready (const struct nvme_ctrl *c);
 /* CAP.MQES. */
 uint16_t nvme_mqes (const struct nvme_served *sv);
 /* The discovery log page. */

@@ -350,9 +350,9 @@ is_connect (const struct nvme_cmd *cmd)
 }
 
 /* Whether cmd may have its data sent after an R2T: 0, or the status it
- * fails with before any buffer is granted.  Only Connect, on a queue not
- * connected yet, and Write and Zone Append of an I/O queue, within MDTS,
- * take data from the host.
+ * fails with before any buffer is granted (execute's own, before CC.EN).
+ * Only Connect, on a queue not connected yet, and Write and Zone Append
+ * of an I/O queue, within MDTS, take data from the host.
  */
 static uint16_t
 r2t_status (const struct nvme_session *s, const struct nvme_cmd *cmd)
@@ -360,7 +360,8 @@ r2t_status (const struct nvme_session *s, const struct nvme_cmd *cmd)
   if (s->ctrl == NULL && is_connect (cmd))
     return cmd->sgl_len > ADMIN_INLINE_DATA
            ? ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) : 0;
-  if (s->ctrl == NULL || is_connect (cmd))
+  if (s->ctrl == NULL || is_connect (cmd)
+      || (cmd->opcode != nvme_admin_fabrics && !ctrl_ready (s->ctrl)))
     return ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
   return s->qid > 0 ? io_data_status (s, cmd) : admin_data_status (cmd);
 }
@@ -575,6 +576,11 @@ execute (struct nvme_session *s, struct nvme_req *rq)
     return 1;
   }
   if (s->ctrl == NULL) {
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+    return 1;
+  }
+  /* Before CC.EN, and after a reset or a shutdown, as nvmet answers. */
+  if (cmd->opcode != nvme_admin_fabrics && !ctrl_ready (s->ctrl)) {
     reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
     return 1;
   }

@@ -24,6 +24,9 @@
 #   restart    the server SIGKILLed while a writer runs and restarted on
 #              the same backing_dir: what the writer sees, and that the
 #              host reconnects and the namespace works again
+#   reset      nvme reset of the controller (CC.EN to 0, a reconnect): the
+#              namespace comes back with its data, reports zones and
+#              takes a write
 #   allowhost  --nvme-allow-host=A refuses host B and accepts A
 # Counts lines for the host (check-nvme.sh):
 #   nvme-counts: pass=P configs=N traced=N ops=N ours_traced=N
@@ -39,7 +42,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 out=/out/nvme
 mkdir -p "$out"
 fails=0 passes=0
-STEPS=${ZN_NVME_STEPS:-diff cmp mpoff fio btrfs restart allowhost}
+STEPS=${ZN_NVME_STEPS:-diff cmp mpoff fio btrfs restart reset allowhost}
 TARGET=${ZN_NVME_TARGET:-ours}
 FIO=/opt/fio/fio
 BLKZONE=/usr/sbin/blkzone
@@ -668,6 +671,54 @@ step_restart () {
   detach "$rnqn"
   ours_down
   rm -rf "$bdir"
+}
+
+# ---- reset -------------------------------------------------------------------
+# nvme reset: the host sets CC.EN to 0 (the server closes the I/O queues
+# and refuses all but the properties) and connects again; the namespace
+# must come back with its data and take new writes.
+step_reset () {
+  [ -n "$SERVER" ] || { skip "reset: no zonednull-server with --nvme"; return; }
+  # shellcheck disable=SC2086
+  ours_up reset memory_backed=1 $G_RESTART -- -v ||
+    { fail "reset: zonednull-server --nvme did not come up: $(tail -n 3 "$out/reset.server.err" | tr '\n' ' ')"; return; }
+  attach reset "$PORT_OURS" "$OUR_NQN" || { ours_down; return; }
+  zsz=$(( $(cat "/sys/block/${NDEV#/dev/}/queue/chunk_sectors") * 512 ))
+  zntrace seqwrite "$NDEV" 0 65536 4 74 >"$out/reset.before" 2>&1 ||
+    fail "reset: the write before the reset failed: $(tail -n 2 "$out/reset.before" | tr '\n' ' ')"
+  dmesg -c >/dev/null
+  if nvme reset "/dev/$NCTRL" >"$out/reset.txt" 2>&1; then
+    ok "reset: nvme reset /dev/$NCTRL returned"
+  else
+    fail "reset: nvme reset /dev/$NCTRL: $(tr '\n' ' ' <"$out/reset.txt") $(dmesg | grep -i nvme | tail -n 3 | tr '\n' ' ')"
+  fi
+  if waitfor 300 is_live; then
+    ok "reset: $NCTRL live again after the reset"
+  else
+    fail "reset: $NCTRL is '$(ctrl_state)' 30 s after the reset: $(dmesg | grep -i nvme | tail -n 4 | tr '\n' ' ')"
+  fi
+  echo "reset: the host's log:"; dmesg | grep -i nvme | head -n 8 | sed 's/^/    /'
+  grep -q "reset (CC.EN 0)" "$out/reset.server.err" &&
+    ok "reset: the server saw CC.EN go to 0" ||
+    fail "reset: no controller reset in the server's log: $(tail -n 4 "$out/reset.server.err" | tr '\n' ' ')"
+  # 256 KiB written: zone 0's write pointer 512 sectors from its start.
+  wp=$($BLKZONE report -c 1 "$NDEV" 2>"$out/reset.zones" |
+         sed -n 's/.*wptr \(0x[0-9a-f]*\) .*/\1/p')
+  if [ -n "$wp" ] && [ $((wp)) = 512 ]; then
+    ok "reset: zones report after the reset, zone 0's write pointer where the write left it"
+  else
+    fail "reset: zone 0 after the reset: wptr '$wp' (512 expected) $(head -n 2 "$out/reset.zones" | tr '\n' ' ')"
+  fi
+  zntrace expect "$NDEV" 0 262144 74 >/dev/null 2>&1 &&
+    ok "reset: zone 0's data, written before the reset, read back" ||
+    fail "reset: zone 0's data differ after the reset"
+  if zntrace write "$NDEV" "$zsz" 65536 75 >/dev/null && zntrace expect "$NDEV" "$zsz" 65536 75; then
+    ok "reset: after the reset zone 1 takes a write and reads it back"
+  else
+    fail "reset: the namespace does not take writes after the reset"
+  fi
+  detach "$OUR_NQN"
+  ours_down
 }
 
 # ---- allowhost ---------------------------------------------------------------
