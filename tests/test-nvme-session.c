@@ -962,6 +962,8 @@ test_no_r2t (void)
   no_r2t (&a, nvme_admin_set_features, 4096,
           ERR (0, NVME_SC_CMD_SEQ_ERROR));
   CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  /* Before CC.EN, as execute answers. */
+  no_r2t (&a, 0xc1, 8000, ERR (0, NVME_SC_CMD_SEQ_ERROR));
   enable (&a);
   no_r2t (&a, 0xc1, 8000, ERR (0, NVME_SC_INVALID_OPCODE));
   no_r2t (&a, 0x05, 4096, ERR (0, NVME_SC_INVALID_OPCODE));
