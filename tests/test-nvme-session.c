@@ -997,6 +997,7 @@ test_no_r2t (void)
   host_open (&d, 5, &sv);
   ic (&d, false, false);
   CHECK_EQ (connect (&d, 0, DISCOVERY, HOSTNQN, 0xffff, 0), 0);
+  enable (&d);
   no_r2t (&d, 0xc1, 8000, ERR (0, NVME_SC_INVALID_OPCODE));
   no_r2t (&d, nvme_admin_set_features, 8000,
           ERR (0, NVME_SC_SGL_INVALID_DATA));
