@@ -495,6 +495,7 @@ params_device_config (const struct zn_params *p, uint32_t i,
       (void) mkdir (p->backing_dir, 0700);
     snprintf (dir, dirlen, "%s/nullb%" PRIu32, p->backing_dir, i);
     cfg->backing_dir = dir;
+    cfg->backing_dir_nofollow = true;
   }
   return cfg;
 }

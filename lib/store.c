@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "store.h"
 #include "zoned-internal.h"
 
@@ -20,6 +21,16 @@
  * millions of zones, and a descriptor each would pass any RLIMIT_NOFILE.
  */
 #define FD_SLOTS 64
+/* Every file in DIR is opened with these: whoever can write in DIR could
+ * otherwise make a name a link and have the device truncate and write any
+ * file the process can, or make it a FIFO and block the open for good.
+ * O_NONBLOCK does nothing to a regular file, and nothing else is kept.
+ */
+#define IN_DIR (O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+/* Not an errno: a name in DIR that is not a regular file.  Only messages
+ * see it; callers get EIO or EINVAL.
+ */
+#define NOT_REGULAR (1 << 20)
 
 struct fd_slot {
   uint32_t zone;
@@ -76,6 +87,36 @@ refuse (char *err, size_t errlen, int errnum, const char *fmt, ...)
   return -1;
 }
 
+static const char *
+cause (int errnum)
+{
+  if (errnum == ELOOP)          /* O_NOFOLLOW met a link */
+    return "a symbolic link, which zonednull does not follow";
+  if (errnum == NOT_REGULAR)
+    return "not a regular file";
+  return strerror (errnum);
+}
+
+/* Opens name in DIR, refusing a link and anything but a regular file.
+ * Returns the descriptor or -errno (-NOT_REGULAR).
+ */
+static int
+open_in_dir (int dirfd, const char *name, int flags)
+{
+  int fd = openat (dirfd, name, flags | IN_DIR, 0600);
+  struct stat sb;
+
+  if (fd < 0)
+    return -errno;
+  if (fstat (fd, &sb) < 0)
+    sb.st_mode = 0;
+  if (!S_ISREG (sb.st_mode)) {
+    close (fd);
+    return -NOT_REGULAR;
+  }
+  return fd;
+}
+
 /* An I/O error has no caller to report it to but the client, which sees
  * EIO: the cause and the file go to stderr (nbdkit's log, the servers'
  * log), once until the next success.
@@ -86,7 +127,7 @@ file_error (struct zn_store *st, const char *what, const char *file,
 {
   if (errnum != st->last_errno)
     fprintf (stderr, "zonednull: backing_dir %s: %s %s: %s\n", st->dir, what,
-             file, strerror (errnum));
+             file, cause (errnum));
   st->last_errno = errnum;
   return -EIO;
 }
@@ -138,13 +179,14 @@ lru_push (struct zn_store *st, int s)
   st->lru_head = s;
 }
 
+/* The descriptor, or -errno. */
 static int
 open_zone_file (struct zn_dev *dev, uint32_t zno)
 {
   char name[32];
 
   zone_file_name (dev, zno, name, sizeof name);
-  return openat (dev->store->dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  return open_in_dir (dev->store->dirfd, name, O_RDWR | O_CREAT);
 }
 
 static void *fill_files (void *arg);
@@ -171,9 +213,8 @@ file_get (struct zn_dev *dev, uint32_t zno, struct zone_file *f)
   }
   fd = open_zone_file (dev, zno);
   if (fd < 0) {
-    int e = errno;
     pthread_mutex_unlock (&st->fd_lock);
-    return -e;
+    return fd;
   }
   if (st->nr_slots < FD_SLOTS)
     s = st->nr_slots++;
@@ -409,10 +450,15 @@ store_reload (struct zn_dev *dev)
     uint64_t sectors = 0;
 
     zone_file_name (dev, i, name, sizeof name);
-    if (fstatat (st->dirfd, name, &sb, 0) == 0)
+    if (fstatat (st->dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+      if (errno != ENOENT)
+        ret = io_error (dev, "reading the size of", i, errno);
+    }
+    else if (!S_ISREG (sb.st_mode))
+      ret = io_error (dev, "reading the size of", i,
+                      S_ISLNK (sb.st_mode) ? ELOOP : NOT_REGULAR);
+    else
       sectors = (uint64_t) sb.st_size >> ZN_SECTOR_SHIFT;
-    else if (errno != ENOENT)
-      ret = io_error (dev, "reading the size of", i, errno);
     if (sectors > z->capacity)
       sectors = z->capacity;
     set_seq_zone (z, st->special[i], sectors, &nr_closed);
@@ -451,7 +497,12 @@ meta_write_locked (struct zn_dev *dev)
   int fd, ret = 0;
 
   geometry_of (dev, &m);
-  fd = openat (st->dirfd, META_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+  /* A new file, not one found there (a link to follow): what an earlier
+   * write left goes first.
+   */
+  if (unlinkat (st->dirfd, META_TMP, 0) < 0 && errno != ENOENT)
+    return -errno;
+  fd = openat (st->dirfd, META_TMP, O_WRONLY | O_CREAT | O_EXCL | IN_DIR,
                0600);
   if (fd < 0 || (fp = fdopen (fd, "w")) == NULL) {
     ret = -errno;
@@ -515,28 +566,59 @@ store_set_special (struct zn_dev *dev, struct zone *z, uint8_t cond)
 /* Reads DIR/zonednull.meta into *m, the special zones and *bb; 0 when
  * there is none, 1 when read, -1 with a message.
  */
-struct bb_entry { uint64_t first, last; };
+struct bb_entry { uint64_t first, last; int lineno; };
 
 static int geometry_check (const struct zn_dev *dev, const char *dir,
                            const struct meta_geometry *had, char *err,
                            size_t errlen);
+
+/* Adds the rule a badblocks line broke to the refusal naming it. */
+static int
+bb_refusal (char *err, size_t errlen, int r)
+{
+  size_t len;
+
+  if (err == NULL || errlen == 0) {
+    errno = r == -ENOMEM ? ENOMEM : EINVAL;
+    return -1;
+  }
+  len = strlen (err);
+  if (r == -EINVAL)
+    refuse (err + len, errlen - len, EINVAL, "the first sector must be at "
+            "most the last, and the last below 2^64 - 1");
+  else if (r == -ENOSPC)
+    refuse (err + len, errlen - len, EINVAL, "more bad blocks than the "
+            "table holds (%d entries of at most %d sectors)",
+            ZN_BADBLOCKS_MAX, ZN_BADBLOCKS_MAX_LEN);
+  else
+    refuse (err + len, errlen - len, -r, "%s", strerror (-r));
+  return -1;
+}
 
 static int
 meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
            struct bb_entry *bb, size_t *nr_bb, char *err, size_t errlen)
 {
   struct zn_store *st = dev->store;
-  char line[256], key[32], stray[64] = "";
+  char line[256], key[32], stray[64] = "", shown[80];
   unsigned seen = 0;
   int fd, lineno = 0, stray_lineno = 0;
   FILE *fp;
 
-  fd = openat (st->dirfd, META_NAME, O_RDONLY | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT)
+  fd = open_in_dir (st->dirfd, META_NAME, O_RDONLY);
+  if (fd == -ENOENT)
     return 0;
-  if (fd < 0 || (fp = fdopen (fd, "r")) == NULL)
+  if (fd == -ELOOP || fd == -NOT_REGULAR)
+    return refuse (err, errlen, fd == -ELOOP ? ELOOP : EINVAL, "backing_dir="
+                   "%s: " META_NAME " is %s", dir, cause (-fd));
+  if (fd < 0 || (fp = fdopen (fd, "r")) == NULL) {
+    int e = fd < 0 ? -fd : errno;
+
+    if (fd >= 0)
+      close (fd);
     return refuse (err, errlen, EIO, "backing_dir=%s: reading " META_NAME
-                   ": %s", dir, strerror (errno));
+                   ": %s", dir, strerror (e));
+  }
   *nr_bb = 0;
   while (fgets (line, sizeof line, fp)) {
     unsigned long long a = 0, b = 0;
@@ -570,13 +652,18 @@ meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
        */
       if (!stray_lineno) {
         stray_lineno = lineno;
-        snprintf (stray, sizeof stray, "%.*s", (int) strcspn (line, "\n"),
-                  line);
+        zn_escape (stray, sizeof stray, line, strcspn (line, "\n"));
       }
     }
-    else if (strcmp (key, "badblocks") == 0 && n == 3 && a <= b
-             && *nr_bb < ZN_BADBLOCKS_MAX)
-      bb[(*nr_bb)++] = (struct bb_entry) { a, b };
+    else if (strcmp (key, "badblocks") == 0 && n == 3) {
+      if (a > b || *nr_bb == ZN_BADBLOCKS_MAX) {
+        fclose (fp);
+        refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d: "
+                "badblocks %llu %llu: ", dir, lineno, a, b);
+        return bb_refusal (err, errlen, a > b ? -EINVAL : -ENOSPC);
+      }
+      bb[(*nr_bb)++] = (struct bb_entry) { a, b, lineno };
+    }
     else
       goto bad;
   }
@@ -595,9 +682,9 @@ meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
   return 1;
  bad:
   fclose (fp);
-  line[strcspn (line, "\n")] = '\0';
+  zn_escape (shown, sizeof shown, line, strcspn (line, "\n"));
   return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d "
-                 "is not understood: \"%.60s\"", dir, lineno, line);
+                 "is not understood: \"%s\"", dir, lineno, shown);
 }
 
 static int
@@ -623,6 +710,74 @@ geometry_check (const struct zn_dev *dev, const char *dir,
 
 /* ---- opening ------------------------------------------------------------ */
 
+/* The file name in DIR must be a regular file, not a link to one.  0, or
+ * -1 with a message.
+ */
+static int
+check_kind (int dirfd, const char *dir, const char *name, struct stat *sb,
+            char *err, size_t errlen)
+{
+  if (fstatat (dirfd, name, sb, AT_SYMLINK_NOFOLLOW) < 0) {
+    int e = errno;
+
+    return refuse (err, errlen, e, "backing_dir=%s: %s: %s", dir, name,
+                   strerror (e));
+  }
+  if (S_ISLNK (sb->st_mode))
+    return refuse (err, errlen, ELOOP, "backing_dir=%s: %s is %s", dir, name,
+                   cause (ELOOP));
+  if (!S_ISREG (sb->st_mode))
+    return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is %s", dir, name,
+                   cause (NOT_REGULAR));
+  return 0;
+}
+
+/* Whether name is a zone file of this device: 1 with *zno, 0 if not named
+ * as one, -1 with a message if named as one but not as zloop names zone
+ * *zno (six digits, more from zone 1,000,000 on; zloop opens no other
+ * name), or of no zone of this device.  Two names of one zone would
+ * leave the write pointer to whichever readdir lists last.
+ */
+static int
+zone_of_name (const struct zn_dev *dev, int dirfd, const char *dir,
+              const char *name, uint32_t *zno, char *err, size_t errlen)
+{
+  bool conv = strncmp (name, "cnv-", 4) == 0;
+  size_t digits;
+  unsigned long long n;
+  char zloop_name[32];
+  struct stat sb;
+
+  if (!conv && strncmp (name, "seq-", 4) != 0)
+    return 0;
+  digits = strspn (name + 4, "0123456789");
+  if (digits == 0 || name[4 + digits] != '\0')
+    return 0;                   /* not named as a zone file: left alone */
+  errno = 0;
+  n = strtoull (name + 4, NULL, 10);
+  if (errno || n >= dev->geo.nr_zones)
+    return refuse (err, errlen, EINVAL, "backing_dir=%s: %s names a zone "
+                   "past the last zone (%" PRIu32 ") of size=%" PRIu64
+                   " zone_size=%" PRIu64, dir, name,
+                   dev->geo.nr_zones - 1, dev->geo.capacity >> 11,
+                   dev->geo.zone_sectors >> 11);
+  *zno = (uint32_t) n;
+  if (conv != (*zno < dev->geo.nr_conv))
+    return refuse (err, errlen, EINVAL, "zone_nr_conv=%" PRIu32 ": "
+                   "backing_dir=%s has %s, a %s zone file, for zone %"
+                   PRIu32, dev->geo.nr_conv, dir, name,
+                   conv ? "conventional" : "sequential", *zno);
+  zone_file_name (dev, *zno, zloop_name, sizeof zloop_name);
+  if (strcmp (name, zloop_name) == 0)
+    return 1;
+  if (fstatat (dirfd, zloop_name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+    return refuse (err, errlen, EINVAL, "backing_dir=%s: %s and %s are both "
+                   "files of zone %" PRIu32 "; zloop's is %s", dir, name,
+                   zloop_name, *zno, zloop_name);
+  return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is not zloop's "
+                 "name for zone %" PRIu32 ", %s", dir, name, *zno, zloop_name);
+}
+
 /* Checks every zone file in DIR and records the sizes of the sequential
  * ones (sectors).  Returns the number of zone files, or -1.
  */
@@ -646,47 +801,24 @@ scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
   /* A refusal names the file: e->d_name lives until closedir. */
   while ((e = readdir (d)) != NULL) {
     const char *name = e->d_name;
-    bool conv = strncmp (name, "cnv-", 4) == 0;
-    char *end;
-    unsigned long long zno;
+    bool tmp = strcmp (name, META_TMP) == 0;   /* rewritten at start */
+    uint32_t zno = 0;
     struct stat sb;
     struct zone *z;
+    bool conv;
+    int r = tmp ? 0 : zone_of_name (dev, st->dirfd, dir, name, &zno, err,
+                                    errlen);
 
-    if (!conv && strncmp (name, "seq-", 4) != 0)
+    if (r < 0 || ((r > 0 || tmp)
+                  && check_kind (st->dirfd, dir, name, &sb, err,
+                                 errlen) < 0)) {
+      found = -1;
+      break;
+    }
+    if (r == 0)
       continue;
-    if (strspn (name + 4, "0123456789") < 6)
-      continue;               /* not zloop's name for a zone file */
-    errno = 0;
-    zno = strtoull (name + 4, &end, 10);
-    if (*end != '\0' || errno)
-      continue;
-    if (zno >= dev->geo.nr_zones) {
-      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s is zone "
-                      "%llu, past the last zone (%" PRIu32 ") of size=%"
-                      PRIu64 " zone_size=%" PRIu64, dir, name, zno,
-                      dev->geo.nr_zones - 1, dev->geo.capacity >> 11,
-                      dev->geo.zone_sectors >> 11);
-      break;
-    }
-    if (conv != (zno < dev->geo.nr_conv)) {
-      found = refuse (err, errlen, EINVAL, "zone_nr_conv=%" PRIu32
-                      ": backing_dir=%s has %s, a %s zone file, for zone "
-                      "%llu", dev->geo.nr_conv, dir, name,
-                      conv ? "conventional" : "sequential", zno);
-      break;
-    }
-    if (fstatat (st->dirfd, name, &sb, 0) < 0) {
-      int e2 = errno;
-      found = refuse (err, errlen, e2, "backing_dir=%s: %s: %s", dir, name,
-                      strerror (e2));
-      break;
-    }
-    if (!S_ISREG (sb.st_mode)) {
-      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s is not a "
-                      "regular file", dir, name);
-      break;
-    }
     z = &dev->zones[zno];
+    conv = zno < dev->geo.nr_conv;
     if ((uint64_t) sb.st_size > (conv ? z->len : z->capacity)
                                 << ZN_SECTOR_SHIFT) {
       found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
@@ -747,10 +879,9 @@ fill_files (void *arg)
       fprintf (stderr, "zonednull: backing_dir %s: making the zone files "
                "from %s on before stopping\n", st->dir, name);
     pthread_mutex_lock (z->mutex);
-    fd = openat (st->dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC
-                 | (conv ? 0 : O_EXCL), 0600);
-    if (fd < 0 && errno != EEXIST)
-      e = errno;
+    fd = open_in_dir (st->dirfd, name, O_RDWR | O_CREAT | (conv ? 0 : O_EXCL));
+    if (fd < 0 && fd != -EEXIST)
+      e = -fd;
     else if (fd >= 0 && conv && (fstat (fd, &sb) < 0
                                  || ((uint64_t) sb.st_size
                                      < z->len << ZN_SECTOR_SHIFT
@@ -762,7 +893,7 @@ fill_files (void *arg)
       close (fd);
     if (e) {
       fprintf (stderr, "zonednull: backing_dir %s: making %s: %s\n",
-               st->dir, name, strerror (e));
+               st->dir, name, cause (e));
       break;
     }
   }
@@ -787,13 +918,13 @@ make_files (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
       size = z->capacity << ZN_SECTOR_SHIFT;
     if (fd < 0 || (size && ftruncate (fd, (off_t) size))) {
       char name[32];
-      int e = errno;
+      int e = fd < 0 ? -fd : errno;
 
       if (fd >= 0)
         close (fd);
       zone_file_name (dev, i, name, sizeof name);
-      return refuse (err, errlen, e, "backing_dir=%s: making %s: %s", dir,
-                     name, strerror (e));
+      return refuse (err, errlen, e == NOT_REGULAR ? EINVAL : e,
+                     "backing_dir=%s: making %s: %s", dir, name, cause (e));
     }
     close (fd);
   }
@@ -801,9 +932,12 @@ make_files (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
 }
 
 static int
-open_dir (const char *dir, bool *made, char *err, size_t errlen)
+open_dir (const char *dir, bool nofollow, bool *made, char *err,
+          size_t errlen)
 {
-  int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
+  int fd = open (dir, flags);
+  struct stat sb;
 
   *made = false;
   if (fd < 0 && errno == ENOENT) {
@@ -811,8 +945,13 @@ open_dir (const char *dir, bool *made, char *err, size_t errlen)
       return refuse (err, errlen, errno, "backing_dir=%s: cannot be made: %s",
                      dir, strerror (errno));
     *made = true;
-    fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    fd = open (dir, flags);
   }
+  /* O_NOFOLLOW with O_DIRECTORY says ENOTDIR for a link. */
+  if (fd < 0 && nofollow && errno == ENOTDIR && lstat (dir, &sb) == 0
+      && S_ISLNK (sb.st_mode))
+    return refuse (err, errlen, ELOOP, "backing_dir=%s: is %s", dir,
+                   cause (ELOOP));
   if (fd < 0)
     return refuse (err, errlen, errno, "backing_dir=%s: %s", dir,
                    strerror (errno));
@@ -835,7 +974,8 @@ open_dir (const char *dir, bool *made, char *err, size_t errlen)
 }
 
 int
-store_open (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
+store_open (struct zn_dev *dev, const char *dir, bool nofollow, char *err,
+            size_t errlen)
 {
   struct zn_store *st = calloc (1, sizeof *st);
   uint32_t nr_zones = dev->geo.nr_zones;
@@ -872,7 +1012,7 @@ store_open (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
   for (uint32_t i = 0; i < nr_zones; i++)
     st->zone_slot[i] = -1;
 
-  st->dirfd = open_dir (dir, &made, err, errlen);
+  st->dirfd = open_dir (dir, nofollow, &made, err, errlen);
   if (st->dirfd < 0)
     goto fail;
   has_meta = meta_read (dev, dir, &had, bb, &nr_bb, err, errlen);
@@ -895,8 +1035,16 @@ store_open (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
       goto fail;
     }
     atomic_store (&dev->nr_closed, nr_closed);
-    for (size_t i = 0; i < nr_bb; i++)
-      zn_badblocks_set (dev, bb[i].first, bb[i].last);
+    for (size_t i = 0; i < nr_bb; i++) {
+      r = zn_badblocks_set (dev, bb[i].first, bb[i].last);
+      if (r < 0) {
+        refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d: "
+                "badblocks %" PRIu64 " %" PRIu64 ": ", dir, bb[i].lineno,
+                bb[i].first, bb[i].last);
+        bb_refusal (err, errlen, r);
+        goto fail;
+      }
+    }
   }
   else if (dev->zone_full && make_files (dev, dir, err, errlen) < 0)
     goto fail;

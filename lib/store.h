@@ -29,10 +29,11 @@ struct zn_store;
 
 /* Opens or makes DIR and sets every zone's state from it.  -1 with errno
  * and a message naming the cause (a key, a file, the lock); nothing in
- * DIR is changed then.
+ * DIR is changed then.  Nothing in DIR is followed if a link, nor DIR
+ * itself with nofollow.
  */
-int store_open (struct zn_dev *dev, const char *dir, char *err,
-                size_t errlen);
+int store_open (struct zn_dev *dev, const char *dir, bool nofollow,
+                char *err, size_t errlen);
 void store_close (struct zn_dev *dev);
 /* Whether DIR held a device before this process. */
 bool store_restored (const struct zn_dev *dev);

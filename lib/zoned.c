@@ -190,7 +190,8 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
       errno = ENOMEM;
       return NULL;
     }
-    if (store_open (dev, cfg->backing_dir, err, errlen) < 0) {
+    if (store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow, err,
+                    errlen) < 0) {
       int e = errno;
       zn_dev_destroy (dev);
       errno = e;

@@ -59,7 +59,10 @@ refused_start () {
       </dev/null 2>"$tmpdir/refused.err"
   fi
   rc=$?
-  if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
+  if [ "$rc" -eq 124 ]; then
+    fail "$rkind $* did not exit within 20 s: it serves, or hangs"
+  fi
+  if [ "$rc" -eq 0 ]; then
     fail "$rkind $* started (exit $rc)"
   fi
   grep -qF -- "$text" "$tmpdir/refused.err" ||

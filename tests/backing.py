@@ -4,6 +4,7 @@
 # has the nbd module.
 #
 #   backing.py write URI OFF LEN SEED [fua|flush]   (bytes)
+#   backing.py write-fails URI OFF LEN               (with EIO)
 #   backing.py expect URI OFF LEN SEED|zero
 #   backing.py snapshot CLI URI
 #   backing.py restarted <SNAPSHOT
@@ -51,6 +52,18 @@ def cmd_write(uri, off, length, seed, how=""):
     h.pwrite(data_of(int(seed), int(length)), int(off), flags)
     if how == "flush":
         h.flush()
+    h.shutdown()
+
+
+def cmd_write_fails(uri, off, length):
+    h = connect(uri)
+    try:
+        h.pwrite(data_of(0, int(length)), int(off))
+    except nbd.Error as e:
+        if e.errno != "EIO":
+            fail("a write at %s failed with %s, not EIO" % (off, e.errno))
+    else:
+        fail("a write at %s succeeded" % off)
     h.shutdown()
 
 
@@ -326,7 +339,7 @@ def cmd_storm_verify(cli, uri, d, *logs):
 
 
 commands = {
-    "write": cmd_write, "expect": cmd_expect, "snapshot": cmd_snapshot,
+    "write": cmd_write, "write-fails": cmd_write_fails, "expect": cmd_expect, "snapshot": cmd_snapshot,
     "restarted": cmd_restarted, "files": cmd_files,
     "storm-client": cmd_storm_client, "storm-verify": cmd_storm_verify,
 }

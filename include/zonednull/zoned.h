@@ -89,9 +89,14 @@ struct zn_config {
   uint32_t given;                   /* ZN_GIVEN_* of the keys set */
   /* Keep the zones in files in this directory, in zloop's layout, so
    * that they outlive the process (implies memory_backed); NULL: in
-   * memory.  Not copied: it must live as long as the device.
+   * memory.  Not copied: it must live as long as the device.  Nothing
+   * in it is followed if a symbolic link; the directory itself is (the
+   * operator named it, and systemd's DynamicUser makes a StateDirectory
+   * one) unless backing_dir_nofollow: DIR/nullbI of nr_devices > 1 lies
+   * in the operator's DIR.
    */
   const char *backing_dir;
+  bool backing_dir_nofollow;
 };
 
 #define ZN_PIPELINE_WAIT_MS 1000
