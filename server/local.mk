@@ -17,9 +17,10 @@ man8_MANS = man/zonednull-server.8
 TESTS += tests/test-server.sh tests/test-cli-server.sh tests/test-server-queue.sh \
 	tests/test-zero-length.sh tests/test-server-output.sh \
 	tests/test-server-timeout.sh tests/test-server-disc.sh tests/test-server-tls.sh \
-	tests/test-server-nvme.sh tests/test-server-activation.sh
+	tests/test-server-nvme.sh tests/test-server-nvme-budget.sh \
+	tests/test-server-activation.sh
 EXTRA_DIST += $(man8_MANS) tests/test-server.sh tests/test-cli-server.sh \
 	tests/test-server-queue.sh tests/test-zero-length.sh \
 	tests/test-server-output.sh tests/test-server-timeout.sh \
 	tests/test-server-disc.sh tests/test-server-tls.sh tests/test-server-nvme.sh \
-	tests/test-server-activation.sh
+	tests/test-server-nvme-budget.sh tests/test-server-activation.sh
