@@ -463,6 +463,7 @@ nvme_prepare (char *err, size_t errlen)
   nv->delayed = served.delayed;
   nv->admit = sched_admit;
   nv->room = net_room;
+  nv->fits = net_fits;
   nv->abort = conn_abort;
   nv->idle_timeout = conn_idle_timeout;
   nvme_default_nqn (nv->subnqn, sizeof nv->subnqn, nvme_port);
