@@ -60,10 +60,10 @@
  * is exactly 32 + 512 * nr_sectors bytes: the command, then the data.  It
  * is atomic against every other write to the zone, from any connection.
  * On success result_sector is the sector the data landed at; the errnos
- * are those of a zone append on the device (EIO for a conventional zone, a sector that is not
- * a zone start, more than max_append_sectors, a FULL zone or data past
- * the zone capacity; ETOOMANYREFS and EOVERFLOW for the limits; EINVAL
- * for an empty or unaligned length).
+ * are those of a zone append on the device (EIO for a conventional zone,
+ * a sector that is not a zone start, more than max_append_sectors, a FULL
+ * zone or data past the zone capacity; ETOOMANYREFS and EOVERFLOW for the
+ * limits; EINVAL for an empty or unaligned length).
  *
  * ZN_CMD_DATA_ERRNO asks for the exact errno of a failed data request on
  * the device's data export: sector and nr_sectors carry the request's byte
