@@ -64,7 +64,7 @@ mode=$(sed -n 's/^SocketMode=//p' zonednull-server@.socket)
   fail "zonednull-server@.socket: SocketMode=${mode:-(unset: 0666)}, want 0600"
 nofile=$(sed -n 's/^LimitNOFILE=//p' zonednull-server@.service)
 documented=$(sed -n 's/\\//g; s/.*LimitNOFILE=\([0-9][0-9]*\).*/\1/p' \
-  "$srcdir/man/zonednull-server.8")
+  "$srcdir/man/zonednull-server.8.in")
 [ -n "$nofile" ] && [ "$nofile" = "$documented" ] ||
   fail "zonednull-server@.service: LimitNOFILE=${nofile:-(unset: 1024)}, zonednull-server(8) says ${documented:-nothing}"
 
