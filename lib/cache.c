@@ -180,6 +180,7 @@ cache_before_write (struct zn_dev *dev, struct zone *z, uint64_t off,
   struct zn_undo *u;
   int ret = 0;
 
+  ZONE_ASSERT_HELD (z);
   pthread_mutex_lock (&dev->cache_lock);
   if (fua) {
     ret = write_back_range (dev, zno, off, len);
@@ -233,6 +234,7 @@ zn_flush (struct zn_dev *dev)
 void
 cache_power_loss (struct zn_dev *dev)
 {
+  ALL_ZONES_ASSERT_HELD (dev);
   pthread_mutex_lock (&dev->cache_lock);
   while (dev->undo_tail) {
     struct zn_undo *u = dev->undo_tail;

@@ -304,6 +304,7 @@ store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
   int64_t done;
   int r = file_get (dev, zno, &f);
 
+  ZONE_ASSERT_HELD (z);
   if (r < 0)
     return io_error (dev, "opening", zno, -r);
   done = transfer (f.fd, buf, len, off, false);
@@ -349,6 +350,7 @@ store_sync_zone (struct zn_dev *dev, struct zone *z)
   struct zone_file f;
   int r = file_get (dev, zno, &f);
 
+  ZONE_ASSERT_HELD (z);
   if (r < 0)
     return io_error (dev, "opening", zno, -r);
   r = fdatasync (f.fd) ? errno : 0;
@@ -363,6 +365,7 @@ store_truncate (struct zn_dev *dev, struct zone *z, uint64_t size)
   struct zone_file f;
   int r = file_get (dev, zno, &f);
 
+  ZONE_ASSERT_HELD (z);
   if (r < 0)
     return io_error (dev, "opening", zno, -r);
   r = ftruncate (f.fd, (off_t) size) ? errno : 0;
@@ -443,6 +446,7 @@ store_reload (struct zn_dev *dev)
   unsigned nr_closed = 0;
   int ret = 0;
 
+  ALL_ZONES_ASSERT_HELD (dev);
   for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
     char name[32];

@@ -1,11 +1,16 @@
 /* The zone state machine of null_blk (drivers/block/null_blk/zoned.c in
  * Linux 6.1, and where they differ 6.12 and 7.3) plus the checks and
- * splitting the block layer does in front of it.  Structure follows the driver: one small function per operation,
- * and the open/active resource checks in one place.
+ * splitting the block layer does in front of it.  This file is the
+ * driver's twin: its functions come in the driver's order, each marked
+ * with the kernel function it models, one small function per operation
+ * and the open/active resource checks in one place.  What the driver does
+ * not have lives beside it: pipelined writes (pipeline.c), the power
+ * cycle (power.c), reports (report.c), the data (the back ends).
  *
  * Locking follows the driver's "improve zone locking" design: one lock per
  * zone, and the resource lock only when open or active limits are set.
- * Lock order: zone lock, then resource lock.
+ * Lock order: zone lock, then resource lock.  Each function that relies
+ * on a lock asserts it (ZN_ASSERT_HELD, zoned-internal.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,39 +25,43 @@
 
 #define ALL_ONES UINT64_MAX
 
-/* ---- locking ---------------------------------------------------------- */
+/* ---- locking ----------------------------------------------------------- */
 
-static void
-zone_lock (struct zone *z)
+void
+zn_mutex_init (pthread_mutex_t *m)
 {
-  pthread_mutex_lock (z->mutex);
+#ifdef ZN_DEBUG_LOCKS
+  pthread_mutexattr_t attr;
+
+  pthread_mutexattr_init (&attr);
+  pthread_mutexattr_settype (&attr, PTHREAD_MUTEX_ERRORCHECK);
+  pthread_mutex_init (m, &attr);
+  pthread_mutexattr_destroy (&attr);
+#else
+  pthread_mutex_init (m, NULL);
+#endif
 }
 
-static void
-zone_unlock (struct zone *z)
+#ifdef ZN_DEBUG_LOCKS
+/* An error-checking mutex its owner locks again fails with EDEADLK at
+ * once; one another thread holds times out at the deadline already past.
+ */
+void
+zn_assert_held (pthread_mutex_t *m, const char *what, const char *file,
+                int line)
 {
-  pthread_mutex_unlock (z->mutex);
-}
+  struct timespec past = { 0, 0 };
+  int r = pthread_mutex_timedlock (m, &past);
 
-static void
-res_lock (struct zn_dev *dev)
-{
-  if (dev->need_res_mgmt)
-    pthread_mutex_lock (&dev->res_lock);
+  if (r == EDEADLK)
+    return;
+  if (r == 0)
+    pthread_mutex_unlock (m);
+  fprintf (stderr, "%s:%d: %s is not held by this thread\n", file, line,
+           what);
+  abort ();
 }
-
-static void
-res_unlock (struct zn_dev *dev)
-{
-  if (dev->need_res_mgmt)
-    pthread_mutex_unlock (&dev->res_lock);
-}
-
-static unsigned
-count (atomic_uint *c)
-{
-  return atomic_load_explicit (c, memory_order_relaxed);
-}
+#endif
 
 static void
 inc (atomic_uint *c)
@@ -66,19 +75,14 @@ dec (atomic_uint *c)
   atomic_fetch_sub_explicit (c, 1, memory_order_relaxed);
 }
 
-static struct zone *
-zone_of (struct zn_dev *dev, uint64_t sector)
-{
-  return &dev->zones[sector >> dev->zone_shift];
-}
-
-/* ---- device ----------------------------------------------------------- */
+/* ---- device ------------------------------------------------------------ */
 
 /* The zone tables are made up front, as null_blk does.  Ones that need
  * more than half the machine's memory together (a size given in bytes
  * instead of MiB, say, or many devices) would only end with the OOM
  * killer, after a long time of paging: refused before any is allocated.
  */
+/* null_blk: null_init_zoned_dev (), its kvmalloc_array () of the zones */
 int
 zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
                      char *err, size_t errlen)
@@ -113,6 +117,7 @@ zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
   return -1;
 }
 
+/* null_blk: null_init_zoned_dev () */
 struct zn_dev *
 zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
 {
@@ -139,8 +144,8 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   dev->zone_shift = __builtin_ctzll (geo.zone_sectors);
   dev->need_res_mgmt = geo.max_open || geo.max_active;
   dev->imp_close_cursor = geo.nr_conv;
-  pthread_mutex_init (&dev->res_lock, NULL);
-  pthread_mutex_init (&dev->dev_lock, NULL);
+  zn_mutex_init (&dev->res_lock);
+  zn_mutex_init (&dev->dev_lock);
   badblocks_init (dev);
   cache_init (dev, geo.memory_backed ? cfg->cache_size << 20 : 0);
   dev->pipeline = cfg->pipeline_zoned_writes;
@@ -160,7 +165,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   for (uint32_t i = 0; i < geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
 
-    pthread_mutex_init (&z->lock, NULL);
+    zn_mutex_init (&z->lock);
     z->mutex = cfg->device_lock ? &dev->dev_lock : &z->lock;
     z->start = (uint64_t) i * geo.zone_sectors;
     z->len = geo.capacity - z->start < geo.zone_sectors
@@ -201,6 +206,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   return dev;
 }
 
+/* null_blk: null_free_zoned_dev () */
 void
 zn_dev_destroy (struct zn_dev *dev)
 {
@@ -224,6 +230,7 @@ zn_dev_destroy (struct zn_dev *dev)
   free (dev);
 }
 
+/* null_blk: null_register_zoned_dev (), the limits the disk reports */
 const struct zn_geometry *
 zn_dev_geometry (const struct zn_dev *dev)
 {
@@ -248,14 +255,80 @@ zn_dev_zone_full (const struct zn_dev *dev)
   return dev->zone_full;
 }
 
-/* ---- resource checks (called with the resource lock held) -------------- */
+/* null_blk: null_report_zones () is zn_report_zones, in report.c. */
+
+/* ---- reads ------------------------------------------------------------- */
+
+static uint64_t
+zone_bytes (const struct zone *z, uint64_t sector)
+{
+  return (sector - z->start) << ZN_SECTOR_SHIFT;
+}
+
+/* Below the wp a zone reads its data (zeros where nothing was written);
+ * at and past the wp null_blk fills the buffer with 0xFF.
+ */
+/* null_blk: null_zone_valid_read_len () */
+static int
+read_zone (struct zn_dev *dev, struct zone *z, void *buf,
+           uint64_t sector, uint64_t n)
+{
+  uint64_t valid, wp;
+  uint8_t cond;
+
+  zone_lock (z);
+  res_lock (dev);
+  cond = z->cond;
+  wp = z->wp;
+  res_unlock (dev);
+
+  /* A read that meets a bad block fails whole, partial or not: the
+   * request completes with the error.
+   */
+  if (cond == ZN_COND_OFFLINE || badblocks_check (dev, sector, n, &valid)) {
+    zone_unlock (z);
+    return -EIO;
+  }
+  if (!dev->geo.memory_backed) {
+    memset (buf, 0, n << ZN_SECTOR_SHIFT);
+    zone_unlock (z);
+    return 0;
+  }
+  if (z->type == ZN_ZONE_CONVENTIONAL || wp >= sector + n)
+    valid = n;
+  else
+    valid = wp > sector ? wp - sector : 0;
+  if (dev->store) {
+    int ret = valid == 0 ? 0
+      : dev->cache_bytes
+      ? cache_read (dev, z, zone_bytes (z, sector), buf,
+                    valid << ZN_SECTOR_SHIFT)
+      : store_read (dev, z, zone_bytes (z, sector), buf,
+                    valid << ZN_SECTOR_SHIFT);
+    if (ret) {
+      zone_unlock (z);
+      return ret;
+    }
+  }
+  else
+    pages_copy_out (&z->pages, zone_bytes (z, sector), buf,
+                    valid << ZN_SECTOR_SHIFT);
+  memset ((unsigned char *) buf + (valid << ZN_SECTOR_SHIFT), 0xFF,
+          (n - valid) << ZN_SECTOR_SHIFT);
+  zone_unlock (z);
+  return 0;
+}
+
+/* ---- resource checks (resource lock held) ------------------------------ */
 
 /* Moves an IMP_OPEN or EXP_OPEN zone to CLOSED, or to EMPTY if nothing was
  * written to it.
  */
+/* null_blk: __null_close_zone () */
 static void
 close_open_zone (struct zn_dev *dev, struct zone *z)
 {
+  RES_ASSERT_HELD (dev);
   if (z->cond == ZN_COND_IMP_OPEN)
     dec (&dev->nr_imp_open);
   else
@@ -273,12 +346,14 @@ close_open_zone (struct zn_dev *dev, struct zone *z)
  * victim's own lock is not taken, as in the driver: its cond is only ever
  * touched under the resource lock while limits are enforced.
  */
+/* null_blk: null_close_imp_open_zone () */
 static void
 close_imp_open_zone (struct zn_dev *dev)
 {
   uint32_t nr_conv = dev->geo.nr_conv, nr_zones = dev->geo.nr_zones;
   uint32_t zno = dev->imp_close_cursor;
 
+  RES_ASSERT_HELD (dev);
   if (zno >= nr_zones)
     zno = nr_conv;
   for (uint32_t i = nr_conv; i < nr_zones; i++) {
@@ -294,12 +369,14 @@ close_imp_open_zone (struct zn_dev *dev)
   }
 }
 
+/* null_blk: null_check_active () */
 static int
 check_active (struct zn_dev *dev)
 {
   unsigned active = count (&dev->nr_imp_open) + count (&dev->nr_exp_open)
     + count (&dev->nr_closed);
 
+  RES_ASSERT_HELD (dev);
   if (!dev->geo.max_active || active < dev->geo.max_active)
     return 0;
   return -EOVERFLOW;
@@ -310,11 +387,13 @@ check_active (struct zn_dev *dev)
  * kernel's quirk (null_check_open; doc/zone-rules.md, 3.3), which the
  * traces confirm.
  */
+/* null_blk: null_check_open () */
 static int
 check_open (struct zn_dev *dev)
 {
   unsigned open = count (&dev->nr_imp_open) + count (&dev->nr_exp_open);
 
+  RES_ASSERT_HELD (dev);
   if (!dev->geo.max_open || open < dev->geo.max_open)
     return 0;
   if (count (&dev->nr_imp_open) && check_active (dev) == 0) {
@@ -325,9 +404,12 @@ check_open (struct zn_dev *dev)
 }
 
 /* Whether the EMPTY or CLOSED zone z may become open. */
+/* null_blk: null_check_zone_resources () */
 static int
 check_zone_resources (struct zn_dev *dev, struct zone *z)
 {
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
   if (z->cond == ZN_COND_EMPTY) {
     int ret = check_active (dev);
     if (ret)
@@ -336,125 +418,20 @@ check_zone_resources (struct zn_dev *dev, struct zone *z)
   return check_open (dev);
 }
 
-/* ---- per-zone operations (zone lock and resource lock held) ------------ */
-
-static int
-open_zone (struct zn_dev *dev, struct zone *z)
-{
-  int ret;
-
-  switch (z->cond) {
-  case ZN_COND_EXP_OPEN:
-    return 0;
-  case ZN_COND_EMPTY:
-    ret = check_zone_resources (dev, z);
-    if (ret)
-      return ret;
-    break;
-  case ZN_COND_IMP_OPEN:
-    dec (&dev->nr_imp_open);
-    break;
-  case ZN_COND_CLOSED:
-    ret = check_zone_resources (dev, z);
-    if (ret)
-      return ret;
-    dec (&dev->nr_closed);
-    break;
-  default:
-    return -EIO;
-  }
-  z->cond = ZN_COND_EXP_OPEN;
-  inc (&dev->nr_exp_open);
-  return 0;
-}
-
-static int
-close_zone (struct zn_dev *dev, struct zone *z)
-{
-  switch (z->cond) {
-  case ZN_COND_CLOSED:
-    return 0;
-  case ZN_COND_IMP_OPEN:
-  case ZN_COND_EXP_OPEN:
-    close_open_zone (dev, z);
-    return 0;
-  default:
-    return -EIO;
-  }
-}
-
-static int
-finish_zone (struct zn_dev *dev, struct zone *z)
-{
-  int ret;
-
-  switch (z->cond) {
-  case ZN_COND_FULL:
-    /* From 6.10 only a device with limits returns early; without them a
-     * FULL zone gets its wp moved to the zone's end like any other.
-     */
-    if (dev->need_res_mgmt || dev->geo.kernel < ZN_KERNEL_6_12)
-      return 0;
-    break;
-  case ZN_COND_EMPTY:
-    ret = check_zone_resources (dev, z);
-    if (ret)
-      return ret;
-    break;
-  case ZN_COND_IMP_OPEN:
-    dec (&dev->nr_imp_open);
-    break;
-  case ZN_COND_EXP_OPEN:
-    dec (&dev->nr_exp_open);
-    break;
-  case ZN_COND_CLOSED:
-    ret = check_zone_resources (dev, z);
-    if (ret)
-      return ret;
-    dec (&dev->nr_closed);
-    break;
-  default:
-    return -EIO;
-  }
-  z->cond = ZN_COND_FULL;
-  z->wp = z->start + z->len;
-  return 0;
-}
-
-/* The caller discards the zone's data when this returns 0. */
-static int
-reset_zone (struct zn_dev *dev, struct zone *z)
-{
-  switch (z->cond) {
-  case ZN_COND_EMPTY:
-  case ZN_COND_FULL:
-    break;
-  case ZN_COND_IMP_OPEN:
-    dec (&dev->nr_imp_open);
-    break;
-  case ZN_COND_EXP_OPEN:
-    dec (&dev->nr_exp_open);
-    break;
-  case ZN_COND_CLOSED:
-    dec (&dev->nr_closed);
-    break;
-  default:
-    return -EIO;
-  }
-  z->cond = ZN_COND_EMPTY;
-  z->wp = z->start;
-  return 0;
-}
+/* ---- writes (zone lock held) ------------------------------------------- */
 
 /* Checks a write of n sectors at sector and opens the zone implicitly:
  * null_zone_write up to its call of null_process_cmd (doc/zone-rules.md,
  * section 4, steps 1 to 5).  Nothing changes on failure.
  */
+/* null_blk: null_zone_write (), up to null_process_cmd () */
 static int
 write_open_zone (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
 {
   int ret;
 
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
   switch (z->cond) {
   case ZN_COND_FULL:
   case ZN_COND_READONLY:
@@ -484,9 +461,12 @@ write_open_zone (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n
   return 0;
 }
 
+/* null_blk: null_zone_write (), after null_process_cmd () */
 static void
 advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
 {
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
   z->wp += n;
   if (z->wp != z->start + z->capacity)
     return;
@@ -495,180 +475,6 @@ advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
   else if (z->cond == ZN_COND_IMP_OPEN)
     dec (&dev->nr_imp_open);
   z->cond = ZN_COND_FULL;
-}
-
-/* ---- pipelined writes (zone lock held) ---------------------------------- */
-
-/* Wakes the writes waiting on z for its wp; with give_up they fail. */
-static void
-wake_waiters (struct zone *z, bool give_up)
-{
-  if (give_up)
-    z->fail_gen++;
-  for (struct wp_waiter *w = z->waiters; w; w = w->next)
-    if (give_up || w->sector <= z->wp)
-      pthread_cond_signal (&w->cond);
-}
-
-/* An implicit close may change the cond of an open zone under the
- * resource lock alone, so cond is read under it.
- */
-static uint8_t
-zone_cond (struct zn_dev *dev, struct zone *z)
-{
-  uint8_t cond;
-
-  res_lock (dev);
-  cond = z->cond;
-  res_unlock (dev);
-  return cond;
-}
-
-static bool
-writable_cond (uint8_t cond)
-{
-  return cond != ZN_COND_FULL && cond != ZN_COND_READONLY
-    && cond != ZN_COND_OFFLINE;
-}
-
-/* Whether a write of n sectors at sector must wait for the wp (1, and it
- * is counted as waiting until wait_end), may go now (0), or may not wait
- * because pipeline_max_waiting writes already do (-EBUSY).  Writes that
- * can never succeed (behind the wp, past the capacity, to a FULL,
- * READONLY or OFFLINE zone) do not wait: the ordinary checks then fail
- * them at once.  Zone lock held.
- */
-static int
-wait_begin (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
-{
-  if (sector <= z->wp || sector + n > z->start + z->capacity
-      || !writable_cond (zone_cond (dev, z)))
-    return 0;
-  if (z->nr_waiting >= dev->pipeline_max_waiting) {
-    atomic_fetch_add (&dev->pl_failed, 1);
-    return -EBUSY;
-  }
-  z->nr_waiting++;
-  atomic_fetch_add (&dev->pl_waiting, 1);
-  atomic_fetch_add (&dev->pl_waited, 1);
-  return 1;
-}
-
-/* A wait is over, with result 0, -ETIMEDOUT or -EIO.  Zone lock held. */
-static void
-wait_end (struct zn_dev *dev, struct zone *z, int result)
-{
-  z->nr_waiting--;
-  atomic_fetch_sub (&dev->pl_waiting, 1);
-  if (result)
-    atomic_fetch_add (result == -ETIMEDOUT ? &dev->pl_timeouts
-                                           : &dev->pl_failed, 1);
-}
-
-/* Waits until a write of n sectors at sector, ahead of the wp, is at the
- * wp.  A waiting write changes no zone state.
- */
-static int
-pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
-{
-  struct timespec deadline;
-  struct wp_waiter me;
-  uint64_t gen = z->fail_gen;
-  int ret = wait_begin (dev, z, sector, n);
-
-  if (ret != 1)
-    return ret;
-  ret = 0;
-  clock_gettime (CLOCK_MONOTONIC, &deadline);
-  deadline.tv_sec += dev->pipeline_wait_ms / 1000;
-  deadline.tv_nsec += (long) (dev->pipeline_wait_ms % 1000) * 1000000;
-  if (deadline.tv_nsec >= 1000000000) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000;
-  }
-  me.sector = sector;
-  pthread_cond_init (&me.cond, &dev->wp_condattr);
-  me.next = z->waiters;
-  z->waiters = &me;
-  while (sector > z->wp && gen == z->fail_gen
-         && writable_cond (zone_cond (dev, z))) {
-    if (pthread_cond_timedwait (&me.cond, z->mutex, &deadline) == ETIMEDOUT
-        && sector > z->wp && gen == z->fail_gen) {
-      ret = -ETIMEDOUT;
-      break;
-    }
-  }
-  for (struct wp_waiter **p = &z->waiters; *p; p = &(*p)->next)
-    if (*p == &me) {
-      *p = me.next;
-      break;
-    }
-  pthread_cond_destroy (&me.cond);
-  if (ret == 0 && gen != z->fail_gen)
-    ret = -EIO;
-  wait_end (dev, z, ret);
-  return ret;
-}
-
-/* The same wait for an event loop, which cannot block: see zoned.h.  Only
- * a request's first part can be ahead of a write pointer (its later parts
- * start where it left off, or at a zone start).
- */
-int
-zn_pipeline_begin (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors,
-                   struct zn_pipeline_wait *w)
-{
-  struct zone *z;
-  uint64_t n;
-  int ret;
-
-  if (!dev->pipeline || nr_sectors == 0 || sector >= dev->geo.capacity)
-    return 0;
-  z = zone_of (dev, sector);
-  if (z->type == ZN_ZONE_CONVENTIONAL)
-    return 0;
-  n = z->start + z->len - sector < nr_sectors ? z->start + z->len - sector
-                                              : nr_sectors;
-  zone_lock (z);
-  ret = wait_begin (dev, z, sector, n);
-  if (ret == 1)
-    *w = (struct zn_pipeline_wait) { .sector = sector, .gen = z->fail_gen };
-  zone_unlock (z);
-  return ret;
-}
-
-int
-zn_pipeline_poll (struct zn_dev *dev, const struct zn_pipeline_wait *w)
-{
-  struct zone *z = zone_of (dev, w->sector);
-  int ret;
-
-  zone_lock (z);
-  if (w->gen != z->fail_gen)
-    ret = -EIO;
-  else
-    ret = w->sector > z->wp && writable_cond (zone_cond (dev, z));
-  zone_unlock (z);
-  return ret;
-}
-
-void
-zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
-                 int result)
-{
-  struct zone *z = zone_of (dev, w->sector);
-
-  zone_lock (z);
-  wait_end (dev, z, result);
-  zone_unlock (z);
-}
-
-/* ---- data path -------------------------------------------------------- */
-
-static uint64_t
-zone_bytes (const struct zone *z, uint64_t sector)
-{
-  return (sector - z->start) << ZN_SECTOR_SHIFT;
 }
 
 /* backing_dir: n sectors into the zone file, or its cache. */
@@ -693,6 +499,7 @@ write_store (struct zn_dev *dev, struct zone *z, uint64_t off,
  * as its sector under the zone lock (and reports it in *sector): the one
  * place the two differ, as in null_blk's null_zone_write.
  */
+/* null_blk: null_zone_write () */
 static int
 write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
             uint64_t *sectorp, uint64_t n, bool fua, bool append)
@@ -789,228 +596,129 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
   return ret ? ret : bb_ret;
 }
 
-/* Below the wp a zone reads its data (zeros where nothing was written);
- * at and past the wp null_blk fills the buffer with 0xFF.
- */
+/* ---- zone operations (zone lock and resource lock held) ---------------- */
+
+/* null_blk: null_open_zone () */
 static int
-read_zone (struct zn_dev *dev, struct zone *z, void *buf,
-           uint64_t sector, uint64_t n)
+open_zone (struct zn_dev *dev, struct zone *z)
 {
-  uint64_t valid, wp;
-  uint8_t cond;
-
-  zone_lock (z);
-  res_lock (dev);
-  cond = z->cond;
-  wp = z->wp;
-  res_unlock (dev);
-
-  /* A read that meets a bad block fails whole, partial or not: the
-   * request completes with the error.
-   */
-  if (cond == ZN_COND_OFFLINE || badblocks_check (dev, sector, n, &valid)) {
-    zone_unlock (z);
-    return -EIO;
-  }
-  if (!dev->geo.memory_backed) {
-    memset (buf, 0, n << ZN_SECTOR_SHIFT);
-    zone_unlock (z);
-    return 0;
-  }
-  if (z->type == ZN_ZONE_CONVENTIONAL || wp >= sector + n)
-    valid = n;
-  else
-    valid = wp > sector ? wp - sector : 0;
-  if (dev->store) {
-    int ret = valid == 0 ? 0
-      : dev->cache_bytes
-      ? cache_read (dev, z, zone_bytes (z, sector), buf,
-                    valid << ZN_SECTOR_SHIFT)
-      : store_read (dev, z, zone_bytes (z, sector), buf,
-                    valid << ZN_SECTOR_SHIFT);
-    if (ret) {
-      zone_unlock (z);
-      return ret;
-    }
-  }
-  else
-    pages_copy_out (&z->pages, zone_bytes (z, sector), buf,
-                    valid << ZN_SECTOR_SHIFT);
-  memset ((unsigned char *) buf + (valid << ZN_SECTOR_SHIFT), 0xFF,
-          (n - valid) << ZN_SECTOR_SHIFT);
-  zone_unlock (z);
-  return 0;
-}
-
-/* The block layer's checks: aligned to the logical block, inside the device. */
-static int
-check_request (const struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors)
-{
-  uint64_t lbs_mask = (dev->geo.block_size >> ZN_SECTOR_SHIFT) - 1;
-
-  if ((sector | nr_sectors) & lbs_mask)
-    return -EINVAL;
-  if (sector > dev->geo.capacity || nr_sectors > dev->geo.capacity - sector)
-    return -EINVAL;
-  return 0;
-}
-
-typedef int (*part_fn) (struct zn_dev *, struct zone *, void *,
-                        uint64_t, uint64_t);
-
-/* Splits like the block layer (zone boundaries, max_sectors).  Every part
- * is attempted and the last error wins, as with chained bios.
- */
-static int
-for_each_part (struct zn_dev *dev, part_fn fn, void *buf,
-               uint64_t sector, uint64_t nr_sectors)
-{
-  int ret = check_request (dev, sector, nr_sectors);
-
-  if (ret)
-    return ret;
-  while (nr_sectors) {
-    struct zone *z = zone_of (dev, sector);
-    uint64_t n = z->start + z->len - sector;
-    int part_ret;
-
-    if (n > dev->geo.max_sectors)
-      n = dev->geo.max_sectors;
-    if (n > nr_sectors)
-      n = nr_sectors;
-    part_ret = fn (dev, z, buf, sector, n);
-    if (part_ret)
-      ret = part_ret;
-    buf = (unsigned char *) buf + (n << ZN_SECTOR_SHIFT);
-    sector += n;
-    nr_sectors -= n;
-  }
-  return ret;
-}
-
-int
-zn_read (struct zn_dev *dev, void *buf, uint64_t sector, uint64_t nr_sectors)
-{
-  return for_each_part (dev, read_zone, buf, sector, nr_sectors);
-}
-
-static int
-write_part (struct zn_dev *dev, struct zone *z, void *buf,
-            uint64_t sector, uint64_t n)
-{
-  return write_zone (dev, z, buf, &sector, n, false, false);
-}
-
-static int
-write_part_fua (struct zn_dev *dev, struct zone *z, void *buf,
-                uint64_t sector, uint64_t n)
-{
-  return write_zone (dev, z, buf, &sector, n, true, false);
-}
-
-int
-zn_write (struct zn_dev *dev, const void *buf, uint64_t sector, uint64_t nr_sectors)
-{
-  /* The part function never writes through buf. */
-  return for_each_part (dev, write_part, (void *) buf, sector, nr_sectors);
-}
-
-int
-zn_write_fua (struct zn_dev *dev, const void *buf, uint64_t sector,
-              uint64_t nr_sectors)
-{
-  return for_each_part (dev, write_part_fua, (void *) buf, sector, nr_sectors);
-}
-
-/* The block layer's checks come first (blk_check_zone_append): an append
- * must start a sequential zone and fit the append limit, since it cannot
- * be split.  A FULL, READONLY or OFFLINE zone and data past the capacity
- * then fail in write_open_zone, as a write at the wp would.
- */
-int
-zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
-                uint64_t nr_sectors, bool fua, uint64_t *written)
-{
-  struct zone *z;
   int ret;
 
-  if (nr_sectors == 0)
-    return -EINVAL;
-  ret = check_request (dev, sector, nr_sectors);
-  if (ret)
-    return ret;
-  z = zone_of (dev, sector);
-  if (z->type == ZN_ZONE_CONVENTIONAL || sector != z->start
-      || nr_sectors > dev->geo.max_append_sectors)
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
+  switch (z->cond) {
+  case ZN_COND_EXP_OPEN:
+    return 0;
+  case ZN_COND_EMPTY:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    break;
+  case ZN_COND_IMP_OPEN:
+    dec (&dev->nr_imp_open);
+    break;
+  case ZN_COND_CLOSED:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    dec (&dev->nr_closed);
+    break;
+  default:
     return -EIO;
-  ret = write_zone (dev, z, buf, &sector, nr_sectors, fua, true);
-  if (ret == 0 && written)
-    *written = sector;
-  return ret;
+  }
+  z->cond = ZN_COND_EXP_OPEN;
+  inc (&dev->nr_exp_open);
+  return 0;
 }
 
-/* ---- power ---------------------------------------------------------------- */
-
-/* Zone locks [first, end) in zone order (once with device_lock). */
-static void
-lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock)
+/* null_blk: null_close_zone () */
+static int
+close_zone (struct zn_dev *dev, struct zone *z)
 {
-  if (dev->zones[0].mutex != &dev->zones[0].lock) {
-    if (lock)
-      pthread_mutex_lock (&dev->dev_lock);
-    else
-      pthread_mutex_unlock (&dev->dev_lock);
-    return;
-  }
-  for (uint32_t i = first; i < end; i++) {
-    if (lock)
-      zone_lock (&dev->zones[i]);
-    else
-      zone_unlock (&dev->zones[i]);
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
+  switch (z->cond) {
+  case ZN_COND_CLOSED:
+    return 0;
+  case ZN_COND_IMP_OPEN:
+  case ZN_COND_EXP_OPEN:
+    close_open_zone (dev, z);
+    return 0;
+  default:
+    return -EIO;
   }
 }
 
-
-static void
-lock_all_zones (struct zn_dev *dev, bool lock)
+/* null_blk: null_finish_zone () */
+static int
+finish_zone (struct zn_dev *dev, struct zone *z)
 {
-  lock_zones (dev, 0, dev->geo.nr_zones, lock);
-}
+  int ret;
 
-int
-zn_power_cycle (struct zn_dev *dev)
-{
-  int ret = 0;
-
-  lock_all_zones (dev, true);
-  res_lock (dev);
-  cache_power_loss (dev);
-  atomic_store (&dev->nr_imp_open, 0);
-  atomic_store (&dev->nr_exp_open, 0);
-  atomic_store (&dev->nr_closed, 0);
-  /* Power-on builds the zones again, FULL with zone_full; with
-   * backing_dir from the zone files, as a restart does.
-   */
-  if (dev->store)
-    ret = store_reload (dev);
-  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
-    struct zone *z = &dev->zones[i];
-
-    if (!dev->store) {
-      z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
-      z->wp = dev->zone_full ? z->start + z->capacity : z->start;
-    }
-    wake_waiters (z, true);
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
+  switch (z->cond) {
+  case ZN_COND_FULL:
+    /* From 6.10 only a device with limits returns early; without them a
+     * FULL zone gets its wp moved to the zone's end like any other.
+     */
+    if (dev->need_res_mgmt || dev->geo.kernel < ZN_KERNEL_6_12)
+      return 0;
+    break;
+  case ZN_COND_EMPTY:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    break;
+  case ZN_COND_IMP_OPEN:
+    dec (&dev->nr_imp_open);
+    break;
+  case ZN_COND_EXP_OPEN:
+    dec (&dev->nr_exp_open);
+    break;
+  case ZN_COND_CLOSED:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    dec (&dev->nr_closed);
+    break;
+  default:
+    return -EIO;
   }
-  dev->imp_close_cursor = dev->geo.nr_conv;
-  if (dev->wplugs)
-    wplug_remove_all (dev);
-  res_unlock (dev);
-  lock_all_zones (dev, false);
-  return ret;
+  z->cond = ZN_COND_FULL;
+  z->wp = z->start + z->len;
+  return 0;
 }
 
-/* ---- zone management ---------------------------------------------------- */
+/* The caller discards the zone's data when this returns 0. */
+/* null_blk: null_reset_zone () */
+static int
+reset_zone (struct zn_dev *dev, struct zone *z)
+{
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
+  switch (z->cond) {
+  case ZN_COND_EMPTY:
+  case ZN_COND_FULL:
+    break;
+  case ZN_COND_IMP_OPEN:
+    dec (&dev->nr_imp_open);
+    break;
+  case ZN_COND_EXP_OPEN:
+    dec (&dev->nr_exp_open);
+    break;
+  case ZN_COND_CLOSED:
+    dec (&dev->nr_closed);
+    break;
+  default:
+    return -EIO;
+  }
+  z->cond = ZN_COND_EMPTY;
+  z->wp = z->start;
+  return 0;
+}
+
+/* ---- zone management --------------------------------------------------- */
 
 /* backing_dir: a reset empties the zone's file and a finish fills it to
  * the capacity, as zloop does; both are durable at once.
@@ -1032,6 +740,7 @@ store_zone_size (struct zn_dev *dev, struct zone *z, bool reset)
  * bios are chained, so from 6.10 an earlier failure reaches this zone's
  * bio and its completion leaves the zone write plug alone.
  */
+/* null_blk: null_zone_mgmt () */
 static int
 zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
                bool chain_ok)
@@ -1066,6 +775,7 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
 }
 
 /* Resets every sequential zone that is not EMPTY, READONLY or OFFLINE. */
+/* null_blk: null_zone_mgmt (), REQ_OP_ZONE_RESET_ALL */
 static int
 reset_all (struct zn_dev *dev)
 {
@@ -1092,6 +802,7 @@ reset_all (struct zn_dev *dev)
   return 0;
 }
 
+/* block layer: blkdev_zone_mgmt () */
 int
 zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
               uint64_t sector, uint64_t nr_sectors)
@@ -1117,7 +828,124 @@ zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
   return ret;
 }
 
+/* ---- requests ---------------------------------------------------------- */
+
+/* The block layer's checks: aligned to the logical block, inside the device. */
+/* block layer: bio_check_eod () and the logical block size */
+static int
+check_request (const struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors)
+{
+  uint64_t lbs_mask = (dev->geo.block_size >> ZN_SECTOR_SHIFT) - 1;
+
+  if ((sector | nr_sectors) & lbs_mask)
+    return -EINVAL;
+  if (sector > dev->geo.capacity || nr_sectors > dev->geo.capacity - sector)
+    return -EINVAL;
+  return 0;
+}
+
+typedef int (*part_fn) (struct zn_dev *, struct zone *, void *,
+                        uint64_t, uint64_t);
+
+/* Splits like the block layer (zone boundaries, max_sectors).  Every part
+ * is attempted and the last error wins, as with chained bios.
+ */
+/* block layer: __bio_split_to_limits () */
+static int
+for_each_part (struct zn_dev *dev, part_fn fn, void *buf,
+               uint64_t sector, uint64_t nr_sectors)
+{
+  int ret = check_request (dev, sector, nr_sectors);
+
+  if (ret)
+    return ret;
+  while (nr_sectors) {
+    struct zone *z = zone_of (dev, sector);
+    uint64_t n = z->start + z->len - sector;
+    int part_ret;
+
+    if (n > dev->geo.max_sectors)
+      n = dev->geo.max_sectors;
+    if (n > nr_sectors)
+      n = nr_sectors;
+    part_ret = fn (dev, z, buf, sector, n);
+    if (part_ret)
+      ret = part_ret;
+    buf = (unsigned char *) buf + (n << ZN_SECTOR_SHIFT);
+    sector += n;
+    nr_sectors -= n;
+  }
+  return ret;
+}
+
+/* null_blk: null_process_zoned_cmd (), REQ_OP_READ */
+int
+zn_read (struct zn_dev *dev, void *buf, uint64_t sector, uint64_t nr_sectors)
+{
+  return for_each_part (dev, read_zone, buf, sector, nr_sectors);
+}
+
+static int
+write_part (struct zn_dev *dev, struct zone *z, void *buf,
+            uint64_t sector, uint64_t n)
+{
+  return write_zone (dev, z, buf, &sector, n, false, false);
+}
+
+static int
+write_part_fua (struct zn_dev *dev, struct zone *z, void *buf,
+                uint64_t sector, uint64_t n)
+{
+  return write_zone (dev, z, buf, &sector, n, true, false);
+}
+
+/* null_blk: null_process_zoned_cmd (), REQ_OP_WRITE */
+int
+zn_write (struct zn_dev *dev, const void *buf, uint64_t sector, uint64_t nr_sectors)
+{
+  /* The part function never writes through buf. */
+  return for_each_part (dev, write_part, (void *) buf, sector, nr_sectors);
+}
+
+int
+zn_write_fua (struct zn_dev *dev, const void *buf, uint64_t sector,
+              uint64_t nr_sectors)
+{
+  return for_each_part (dev, write_part_fua, (void *) buf, sector, nr_sectors);
+}
+
+/* The block layer's checks come first (blk_check_zone_append): an append
+ * must start a sequential zone and fit the append limit, since it cannot
+ * be split.  A FULL, READONLY or OFFLINE zone and data past the capacity
+ * then fail in write_open_zone, as a write at the wp would.
+ */
+/* null_blk: null_process_zoned_cmd (), REQ_OP_ZONE_APPEND */
+int
+zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
+                uint64_t nr_sectors, bool fua, uint64_t *written)
+{
+  struct zone *z;
+  int ret;
+
+  if (nr_sectors == 0)
+    return -EINVAL;
+  ret = check_request (dev, sector, nr_sectors);
+  if (ret)
+    return ret;
+  z = zone_of (dev, sector);
+  if (z->type == ZN_ZONE_CONVENTIONAL || sector != z->start
+      || nr_sectors > dev->geo.max_append_sectors)
+    return -EIO;
+  ret = write_zone (dev, z, buf, &sector, nr_sectors, fua, true);
+  if (ret == 0 && written)
+    *written = sector;
+  return ret;
+}
+
+/* ---- zone conditions (configfs) ---------------------------------------- */
+
 /* configfs zone_readonly / zone_offline. */
+/* null_blk: null_set_zone_cond () */
 static int
 set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
 {
@@ -1158,6 +986,7 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
   return dev->store ? store_save_meta (dev) : 0;
 }
 
+/* null_blk: zone_cond_store () */
 int
 zn_zone_set_readonly (struct zn_dev *dev, uint64_t sector)
 {
@@ -1168,85 +997,4 @@ int
 zn_zone_set_offline (struct zn_dev *dev, uint64_t sector)
 {
   return set_zone_cond (dev, sector, ZN_COND_OFFLINE);
-}
-
-/* ---- reporting -------------------------------------------------------- */
-
-unsigned
-zn_report_zones (struct zn_dev *dev, uint64_t sector,
-                 struct zn_zone *zones, unsigned max)
-{
-  unsigned n = 0;
-
-  if (sector >= dev->geo.capacity)
-    return 0;
-  for (uint64_t i = sector >> dev->zone_shift;
-       i < dev->geo.nr_zones && n < max; i++, n++) {
-    struct zone *z = &dev->zones[i];
-
-    zone_lock (z);
-    res_lock (dev);
-    zones[n] = (struct zn_zone) {
-      .start = z->start, .len = z->len, .capacity = z->capacity,
-      .wp = z->wp, .type = z->type, .cond = z->cond,
-    };
-    res_unlock (dev);
-    if (dev->wplugs && z->type != ZN_ZONE_CONVENTIONAL)
-      wplug_report (dev, z, zones[n].cond, zones[n].wp);
-    zone_unlock (z);
-  }
-  return n;
-}
-
-unsigned
-zn_report_snapshot (struct zn_dev *dev, uint32_t first, struct zn_zone *zones,
-                    unsigned max, struct zn_counters *counters)
-{
-  uint32_t nr = dev->geo.nr_zones;
-  uint32_t end = first >= nr ? first : nr - first < max ? nr : first + max;
-  /* The counters cover every zone, so every zone must hold still. */
-  uint32_t lo = counters ? 0 : first, hi = counters ? nr : end;
-
-  lock_zones (dev, lo, hi, true);
-  res_lock (dev);
-  for (uint32_t i = first; i < end; i++) {
-    struct zone *z = &dev->zones[i];
-    struct zn_zone *out = &zones[i - first];
-
-    *out = (struct zn_zone) {
-      .start = z->start, .len = z->len, .capacity = z->capacity,
-      .wp = z->wp, .type = z->type, .cond = z->cond,
-    };
-    if (dev->wplugs && z->type != ZN_ZONE_CONVENTIONAL)
-      wplug_report (dev, z, out->cond, out->wp);
-  }
-  if (counters) {
-    counters->imp_open = count (&dev->nr_imp_open);
-    counters->exp_open = count (&dev->nr_exp_open);
-    counters->closed = count (&dev->nr_closed);
-  }
-  res_unlock (dev);
-  lock_zones (dev, lo, hi, false);
-  return end > first ? end - first : 0;
-}
-
-void
-zn_get_counters (struct zn_dev *dev, struct zn_counters *counters)
-{
-  res_lock (dev);
-  counters->imp_open = count (&dev->nr_imp_open);
-  counters->exp_open = count (&dev->nr_exp_open);
-  counters->closed = count (&dev->nr_closed);
-  res_unlock (dev);
-}
-
-void
-zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s)
-{
-  *s = (struct zn_pipeline_stats) {
-    .waiting = atomic_load (&dev->pl_waiting),
-    .waited = atomic_load (&dev->pl_waited),
-    .timeouts = atomic_load (&dev->pl_timeouts),
-    .failed = atomic_load (&dev->pl_failed),
-  };
 }
