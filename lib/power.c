@@ -5,7 +5,6 @@
  * its power-on state under every zone lock, so that a front end's
  * requests in flight meet either the old device or the new one.
  */
-#include "store.h"
 #include "zoned-internal.h"
 
 void
@@ -26,32 +25,37 @@ lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock)
   }
 }
 
+/* Power-on builds the zones again, FULL with zone_full: the back ends'
+ * reload when they keep nothing across (with backing_dir the zones come
+ * from the zone files instead, as a restart does).
+ */
+int
+zones_power_on (struct zn_dev *dev)
+{
+  ALL_ZONES_ASSERT_HELD (dev);
+  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+
+    z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
+    z->wp = dev->zone_full ? z->start + z->capacity : z->start;
+  }
+  return 0;
+}
+
 /* null_blk: nullb_device_power_store () */
 int
 zn_power_cycle (struct zn_dev *dev)
 {
-  int ret = 0;
+  int ret;
 
   lock_zones (dev, 0, dev->geo.nr_zones, true);
   res_lock (dev);
-  cache_power_loss (dev);
   atomic_store (&dev->nr_imp_open, 0);
   atomic_store (&dev->nr_exp_open, 0);
   atomic_store (&dev->nr_closed, 0);
-  /* Power-on builds the zones again, FULL with zone_full; with
-   * backing_dir from the zone files, as a restart does.
-   */
-  if (dev->store)
-    ret = store_reload (dev);
-  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
-    struct zone *z = &dev->zones[i];
-
-    if (!dev->store) {
-      z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
-      z->wp = dev->zone_full ? z->start + z->capacity : z->start;
-    }
-    wake_waiters (z, true);
-  }
+  ret = dev->backend->reload (dev);
+  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++)
+    wake_waiters (&dev->zones[i], true);
   dev->imp_close_cursor = dev->geo.nr_conv;
   if (dev->wplugs)
     wplug_remove_all (dev);

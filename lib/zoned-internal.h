@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "zonednull/zoned.h"
+#include "backend.h"
 #include "pages.h"
 
 struct zn_bb_range {
@@ -85,6 +86,9 @@ struct zn_dev {
   struct zn_wplug *wplugs;
   /* backing_dir (store.c), NULL when the data lives in memory. */
   struct zn_store *store;
+  /* Where the data is (backend.h), and with a cache what it is on. */
+  const struct zn_backend *backend;
+  const struct zn_backend *cache_under;
 };
 
 /* ---- locks ------------------------------------------------------------ */
@@ -183,22 +187,15 @@ int zn_geometry_from_config (const struct zn_config *cfg,
                              struct zn_geometry *geo,
                              char *err, size_t errlen);
 
-/* cache.c */
+/* cache.c: the cache's lock and counters, with or without a cache. */
 struct zn_undo;
 void cache_init (struct zn_dev *dev, uint64_t cache_bytes);
-void cache_free (struct zn_dev *dev);
-int cache_before_write (struct zn_dev *dev, struct zone *z, uint64_t off,
-                        uint64_t len, bool fua);
-void cache_power_loss (struct zn_dev *dev);
-/* With backing_dir the cache holds the written data itself, and the zone
- * file gets it at write-back (zone lock held for z).
+void cache_destroy (struct zn_dev *dev);
+
+/* power.c: a power-on's zones when nothing of them was kept (the back
+ * ends' reload); every zone lock held.
  */
-int cache_write (struct zn_dev *dev, struct zone *z, uint64_t off,
-                 const void *buf, uint64_t len, bool fua);
-int cache_read (struct zn_dev *dev, struct zone *z, uint64_t off,
-                void *buf, uint64_t len);
-void cache_drop_zone (struct zn_dev *dev, struct zone *z);
-int cache_write_back_zone (struct zn_dev *dev, struct zone *z);
+int zones_power_on (struct zn_dev *dev);
 
 /* wplug.c, all with the zone lock held */
 void wplug_free (struct zn_dev *dev);

@@ -117,6 +117,16 @@ zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
   return -1;
 }
 
+/* Nothing was opened yet: the zones' memory is all there is to free. */
+static struct zn_dev *
+create_failed (struct zn_dev *dev, int e)
+{
+  dev->backend = &pages_backend;
+  zn_dev_destroy (dev);
+  errno = e;
+  return NULL;
+}
+
 /* null_blk: null_init_zoned_dev () */
 struct zn_dev *
 zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
@@ -185,24 +195,17 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
     }
     pages_init (&z->pages, z->len << ZN_SECTOR_SHIFT);
   }
-  if (cfg->backing_dir) {
-    if (dev->cache_bytes
-        && !(dev->cache_count = calloc (geo.nr_zones,
-                                        sizeof *dev->cache_count))) {
-      zn_dev_destroy (dev);
-      if (err && errlen)
-        snprintf (err, errlen, "out of memory for %u zones", geo.nr_zones);
-      errno = ENOMEM;
-      return NULL;
-    }
-    if (store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow, err,
-                    errlen) < 0) {
-      int e = errno;
-      zn_dev_destroy (dev);
-      errno = e;
-      return NULL;
-    }
+  dev->backend = !geo.memory_backed ? &null_backend
+    : cfg->backing_dir ? &store_backend : &pages_backend;
+  if (dev->cache_bytes && cache_over (dev) < 0) {
+    if (err && errlen)
+      snprintf (err, errlen, "out of memory for %u zones", geo.nr_zones);
+    return create_failed (dev, ENOMEM);
   }
+  if (cfg->backing_dir
+      && store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow, err,
+                     errlen) < 0)
+    return create_failed (dev, errno);
   return dev;
 }
 
@@ -215,12 +218,10 @@ zn_dev_destroy (struct zn_dev *dev)
   /* The cache goes to the zone files, and the store's filler, which takes
    * zone locks, ends before the locks do.
    */
-  cache_free (dev);
-  store_close (dev);
-  for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
-    pages_free (&dev->zones[i].pages);
+  dev->backend->free (dev);
+  cache_destroy (dev);
+  for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
     pthread_mutex_destroy (&dev->zones[i].lock);
-  }
   pthread_mutex_destroy (&dev->res_lock);
   pthread_mutex_destroy (&dev->dev_lock);
   badblocks_free (dev);
@@ -266,15 +267,27 @@ zone_bytes (const struct zone *z, uint64_t sector)
 }
 
 /* Below the wp a zone reads its data (zeros where nothing was written);
- * at and past the wp null_blk fills the buffer with 0xFF.
+ * at and past the wp null_blk's memory backing fills the buffer with 0xFF.
+ * Sectors, read under the zone lock.
  */
 /* null_blk: null_zone_valid_read_len () */
+static uint64_t
+valid_read_len (const struct zone *z, uint64_t wp, uint64_t sector,
+                uint64_t n)
+{
+  if (z->type == ZN_ZONE_CONVENTIONAL || wp >= sector + n)
+    return n;
+  return wp > sector ? wp - sector : 0;
+}
+
+/* null_blk: null_process_zoned_cmd (), its default case (a read) */
 static int
 read_zone (struct zn_dev *dev, struct zone *z, void *buf,
            uint64_t sector, uint64_t n)
 {
   uint64_t valid, wp;
   uint8_t cond;
+  int ret;
 
   zone_lock (z);
   res_lock (dev);
@@ -285,38 +298,15 @@ read_zone (struct zn_dev *dev, struct zone *z, void *buf,
   /* A read that meets a bad block fails whole, partial or not: the
    * request completes with the error.
    */
-  if (cond == ZN_COND_OFFLINE || badblocks_check (dev, sector, n, &valid)) {
-    zone_unlock (z);
-    return -EIO;
-  }
-  if (!dev->geo.memory_backed) {
-    memset (buf, 0, n << ZN_SECTOR_SHIFT);
-    zone_unlock (z);
-    return 0;
-  }
-  if (z->type == ZN_ZONE_CONVENTIONAL || wp >= sector + n)
-    valid = n;
+  if (cond == ZN_COND_OFFLINE || badblocks_check (dev, sector, n, &valid))
+    ret = -EIO;
   else
-    valid = wp > sector ? wp - sector : 0;
-  if (dev->store) {
-    int ret = valid == 0 ? 0
-      : dev->cache_bytes
-      ? cache_read (dev, z, zone_bytes (z, sector), buf,
-                    valid << ZN_SECTOR_SHIFT)
-      : store_read (dev, z, zone_bytes (z, sector), buf,
-                    valid << ZN_SECTOR_SHIFT);
-    if (ret) {
-      zone_unlock (z);
-      return ret;
-    }
-  }
-  else
-    pages_copy_out (&z->pages, zone_bytes (z, sector), buf,
-                    valid << ZN_SECTOR_SHIFT);
-  memset ((unsigned char *) buf + (valid << ZN_SECTOR_SHIFT), 0xFF,
-          (n - valid) << ZN_SECTOR_SHIFT);
+    ret = dev->backend->read (dev, z, zone_bytes (z, sector), buf,
+                              n << ZN_SECTOR_SHIFT,
+                              valid_read_len (z, wp, sector, n)
+                              << ZN_SECTOR_SHIFT);
   zone_unlock (z);
-  return 0;
+  return ret;
 }
 
 /* ---- resource checks (resource lock held) ------------------------------ */
@@ -477,24 +467,6 @@ advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
   z->cond = ZN_COND_FULL;
 }
 
-/* backing_dir: n sectors into the zone file, or its cache. */
-static int
-write_store (struct zn_dev *dev, struct zone *z, uint64_t off,
-             const void *buf, uint64_t n, bool fua)
-{
-  uint64_t len = n << ZN_SECTOR_SHIFT;
-  int ret;
-
-  if (n == 0)
-    return 0;
-  if (dev->cache_bytes)
-    return cache_write (dev, z, off, buf, len, fua);
-  ret = store_write (dev, z, off, buf, len);
-  if (ret == 0 && fua)
-    ret = store_sync_zone (dev, z);
-  return ret;
-}
-
 /* A write, or with append a zone append, which takes the write pointer
  * as its sector under the zone lock (and reports it in *sector): the one
  * place the two differ, as in null_blk's null_zone_write.
@@ -505,7 +477,6 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
             uint64_t *sectorp, uint64_t n, bool fua, bool append)
 {
   uint64_t sector = *sectorp, off, xfer = 0;
-  bool store = dev->geo.memory_backed;
   bool plugged = false;
   int ret = 0, bb_ret = 0;
 
@@ -535,12 +506,9 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
       bb_ret = -EIO;
     else
       xfer = n;
-    if (xfer && dev->store)
-      ret = write_store (dev, z, off, buf, xfer, fua);
-    else if (xfer && store)
-      ret = pages_reserve (&z->pages);
-    if (ret == 0 && xfer && dev->cache_bytes && !dev->store)
-      ret = cache_before_write (dev, z, off, xfer << ZN_SECTOR_SHIFT, fua);
+    if (xfer)
+      ret = dev->backend->write (dev, z, off, buf, xfer << ZN_SECTOR_SHIFT,
+                                 fua);
   }
   else {
     bool at_wp;
@@ -551,9 +519,9 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
       return ret;
     }
     at_wp = sector == z->wp;
-    /* The wp moves before the copy, under the resource lock, so an
+    /* The data goes in and the wp moves under the resource lock, so an
      * implicit close of this zone by another writer meanwhile sees a
-     * consistent zone; readers wait on the zone lock until the data is in.
+     * consistent zone.
      */
     res_lock (dev);
     ret = write_open_zone (dev, z, sector, n);
@@ -573,10 +541,9 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     /* A zone file's size is its wp: the data goes in before the wp
      * moves, and a failed write leaves both where they were.
      */
-    if (ret == 0 && dev->store)
-      ret = write_store (dev, z, off, buf, xfer, fua);
-    else if (ret == 0 && store)
-      ret = pages_reserve (&z->pages);
+    if (ret == 0)
+      ret = dev->backend->write (dev, z, off, buf, xfer << ZN_SECTOR_SHIFT,
+                                 fua);
     if (ret == 0)
       advance_wp (dev, z, xfer);
     if (ret == 0)
@@ -590,8 +557,6 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     if (plugged)
       wplug_complete (dev, z, ret);
   }
-  if ((ret == 0 || ret == bb_ret) && xfer && store && !dev->store)
-    pages_copy_in (&z->pages, off, buf, xfer << ZN_SECTOR_SHIFT);
   zone_unlock (z);
   return ret ? ret : bb_ret;
 }
@@ -720,22 +685,6 @@ reset_zone (struct zn_dev *dev, struct zone *z)
 
 /* ---- zone management --------------------------------------------------- */
 
-/* backing_dir: a reset empties the zone's file and a finish fills it to
- * the capacity, as zloop does; both are durable at once.
- */
-static int
-store_zone_size (struct zn_dev *dev, struct zone *z, bool reset)
-{
-  int ret;
-
-  if (reset)
-    cache_drop_zone (dev, z);
-  else if ((ret = cache_write_back_zone (dev, z)) != 0)
-    return ret;
-  ret = store_truncate (dev, z, reset ? 0 : z->capacity << ZN_SECTOR_SHIFT);
-  return ret ? ret : store_sync_zone (dev, z);
-}
-
 /* chain_ok: no zone before this one in the range failed.  The range's
  * bios are chained, so from 6.10 an earlier failure reaches this zone's
  * bio and its completion leaves the zone write plug alone.
@@ -764,10 +713,10 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
   res_unlock (dev);
   if (ret == 0 && chain_ok && dev->wplugs)
     wplug_zone_mgmt (dev, z, op);
-  if (ret == 0 && dev->store && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
-    ret = store_zone_size (dev, z, op == ZN_OP_RESET);
   if (ret == 0 && op == ZN_OP_RESET)
-    pages_discard (&z->pages);
+    ret = dev->backend->reset (dev, z);
+  else if (ret == 0 && op == ZN_OP_FINISH)
+    ret = dev->backend->finish (dev, z);
   if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
     wake_waiters (z, true);
   zone_unlock (z);
@@ -789,10 +738,8 @@ reset_all (struct zn_dev *dev)
         && z->cond != ZN_COND_OFFLINE)
       discard = reset_zone (dev, z) == 0;
     res_unlock (dev);
-    if (discard && dev->store)
-      store_zone_size (dev, z, true);
     if (discard) {
-      pages_discard (&z->pages);
+      dev->backend->reset (dev, z);
       wake_waiters (z, true);
     }
     if (dev->wplugs)
@@ -914,6 +861,13 @@ zn_write_fua (struct zn_dev *dev, const void *buf, uint64_t sector,
   return for_each_part (dev, write_part_fua, (void *) buf, sector, nr_sectors);
 }
 
+/* null_blk: null_handle_flush () (main.c) */
+int
+zn_flush (struct zn_dev *dev)
+{
+  return dev->backend->flush (dev);
+}
+
 /* The block layer's checks come first (blk_check_zone_append): an append
  * must start a sequential zone and fit the append limit, since it cannot
  * be split.  A FULL, READONLY or OFFLINE zone and data past the capacity
@@ -975,15 +929,12 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
     z->wp = ALL_ONES;
   }
   res_unlock (dev);
-  if (discard && dev->store)
-    store_zone_size (dev, z, true);
   if (discard)
-    pages_discard (&z->pages);
+    dev->backend->reset (dev, z);
   wake_waiters (z, true);
-  if (dev->store)
-    store_set_special (dev, z, discard ? 0 : cond);
+  dev->backend->set_cond (dev, z, discard ? 0 : cond);
   zone_unlock (z);
-  return dev->store ? store_save_meta (dev) : 0;
+  return dev->backend->save_meta (dev);
 }
 
 /* null_blk: zone_cond_store () */
