@@ -289,9 +289,9 @@ undo_reload (struct zn_dev *dev)
 
 /* An orderly stop writes the cache back, as a drive does at shutdown. */
 static void
-undo_free (struct zn_dev *dev)
+cache_free (struct zn_dev *dev)
 {
-  undo_flush (dev);
+  dev->backend->flush (dev);
   dev->cache_under->free (dev);
 }
 
@@ -305,7 +305,7 @@ static const struct zn_backend cache_undo_backend = {
   .save_meta = under_save_meta,
   .flush = undo_flush,
   .reload = undo_reload,
-  .free = undo_free,
+  .free = cache_free,
 };
 
 /* ---- over files: write-back records ------------------------------------- */
@@ -434,13 +434,6 @@ wb_reload (struct zn_dev *dev)
   return dev->cache_under->reload (dev);
 }
 
-static void
-wb_free (struct zn_dev *dev)
-{
-  wb_flush (dev);
-  dev->cache_under->free (dev);
-}
-
 static const struct zn_backend cache_file_backend = {
   .name = "cache over files",
   .read = wb_read,
@@ -451,7 +444,7 @@ static const struct zn_backend cache_file_backend = {
   .save_meta = under_save_meta,
   .flush = wb_flush,
   .reload = wb_reload,
-  .free = wb_free,
+  .free = cache_free,
 };
 
 int
