@@ -192,8 +192,8 @@ enum key_kind {
 
 /* Every key, its parsing and its documentation in one row, so that a key
  * cannot be accepted without appearing in --help, nbdkit's config_help
- * and (tests/test-params-docs.sh checks) the man pages.  Rows are in the
- * order of the plugin's man page.
+ * and the man pages' PARAMETERS, which the build makes from these rows
+ * (man/gen-params).  Rows are in the order those lists show.
  */
 struct param_key {
   struct param_doc doc;

@@ -41,7 +41,7 @@ struct param_doc {
   const char *meaning;    /* one line; NULL for an alias */
 };
 
-/* Key I of every key params_set accepts, in the man page's order; NULL
+/* Key I of every key params_set accepts, in the lists' order; NULL
  * past the last.
  */
 const struct param_doc *params_doc (size_t i);

@@ -79,7 +79,9 @@ struct net_conn {
  * connection at most OUTPUT_GUARANTEED queued is always taken, so that a
  * client that reads its replies is served whatever the others hold.  The
  * output held is thus at most OUTPUT_TOTAL_LIMIT plus OUTPUT_GUARANTEED
- * per connection.
+ * per connection.  A protocol that holds more for its client than its
+ * output (NVMe/TCP's R2T buffers) counts that too (proto->holds), and
+ * asks net_fits before taking more of it.
  */
 #define OUTPUT_TOTAL_LIMIT ((size_t) 256 << 20)
 #define OUTPUT_GUARANTEED (((size_t) 1 << 20) + 4096)  /* 1 MiB and headers */
@@ -106,7 +108,10 @@ account (struct net_conn *c)
   struct net_server *srv = c->srv;
   size_t now;
 
-  c->l->proto->output (c->session, &now);
+  if (c->l->proto->holds)
+    now = c->l->proto->holds (c->session);
+  else
+    c->l->proto->output (c->session, &now);
   if (now < c->queued)
     srv->output_freed = true;
   srv->output_total = srv->output_total - c->queued + now;
@@ -126,22 +131,29 @@ blocked_remove (struct net_conn *c)
 }
 
 bool
+net_fits (void *owner, size_t queued, size_t more)
+{
+  struct net_conn *c = owner;
+  struct net_server *srv = c->srv;
+  size_t mine = queued + more, others = srv->output_total - c->queued;
+
+  if (mine <= OUTPUT_GUARANTEED)
+    return true;
+  if (others + mine > OUTPUT_TOTAL_LIMIT)
+    return false;
+  if (queued == 0)
+    return true;                /* one request of any size at a time */
+  return mine <= NET_OUTPUT_LIMIT
+         && mine <= OUTPUT_TOTAL_LIMIT / srv->nr_conns;
+}
+
+bool
 net_room (void *owner, size_t queued, size_t reply)
 {
   struct net_conn *c = owner;
   struct net_server *srv = c->srv;
-  size_t mine = queued + reply, others = srv->output_total - c->queued;
-  bool ok;
+  bool ok = net_fits (owner, queued, reply);
 
-  if (mine <= OUTPUT_GUARANTEED)
-    ok = true;
-  else if (others + mine > OUTPUT_TOTAL_LIMIT)
-    ok = false;
-  else if (queued == 0)
-    ok = true;                  /* one request of any size at a time */
-  else
-    ok = mine <= NET_OUTPUT_LIMIT
-         && mine <= OUTPUT_TOTAL_LIMIT / srv->nr_conns;
   if (!ok && !c->out_blocked) {
     c->out_blocked = true;
     ZN_FIFO_PUSH (srv->blocked_head, srv->blocked_tail, c, blocked_next);

@@ -38,6 +38,11 @@ struct net_protocol {
   const unsigned char *(*output) (void *session, size_t *len);
   size_t (*ready) (const void *session);
   void (*sent) (void *session, size_t n);
+  /* What the session holds for its client, as the output budget counts
+   * it: its output, with replies held for their completion and the
+   * buffers of data it asked the client for.  NULL: the output.
+   */
+  size_t (*holds) (const void *session);
   /* An upgrade to TLS was acknowledged: once the output is sent, the
    * layer runs the TLS handshake and calls tls_started.  NULL: never.
    */
@@ -141,6 +146,12 @@ void net_conn_idle_timeout (struct net_conn *c, unsigned ms);
  * the input again once output has gone.
  */
 bool net_room (void *c, size_t queued, size_t reply);
+
+/* As net_room, but only asks: the connection is read on, and not
+ * offered its input again for this.  For a session that must go on
+ * reading to free what it holds (NVMe/TCP's data after an R2T).
+ */
+bool net_fits (void *c, size_t queued, size_t more);
 
 /* Output a connection may always hold: a session keeps its own queue
  * under this when nothing else bounds it.

@@ -463,6 +463,7 @@ nvme_prepare (char *err, size_t errlen)
   nv->delayed = served.delayed;
   nv->admit = sched_admit;
   nv->room = net_room;
+  nv->fits = net_fits;
   nv->abort = conn_abort;
   nv->idle_timeout = conn_idle_timeout;
   nvme_default_nqn (nv->subnqn, sizeof nv->subnqn, nvme_port);
@@ -495,7 +496,7 @@ activation_socket (void)
   const char *pid = getenv ("LISTEN_PID"), *fds = getenv ("LISTEN_FDS");
   struct sockaddr_storage sa;
   socklen_t len = sizeof sa;
-  int listening = 0;
+  int listening = 0, type = -1;
   socklen_t optlen = sizeof listening;
   char *end;
   long n;
@@ -525,6 +526,18 @@ activation_socket (void)
       || !listening || getsockname (3, (struct sockaddr *) &sa, &len) == -1) {
     fputs ("zonednull-server: fd 3 from systemd (LISTEN_FDS) is not a "
            "listening socket\n", stderr);
+    return -2;
+  }
+  /* A listening SOCK_SEQPACKET socket passes the test above, but NBD is
+   * a byte stream: records would cut requests at their boundaries.
+   */
+  optlen = sizeof type;
+  if (getsockopt (3, SOL_SOCKET, SO_TYPE, &type, &optlen) == -1
+      || type != SOCK_STREAM) {
+    fprintf (stderr, "zonednull-server: fd 3 from systemd (LISTEN_FDS) is "
+             "a %s socket, not SOCK_STREAM: NBD needs ListenStream=\n",
+             type == SOCK_SEQPACKET ? "SOCK_SEQPACKET"
+             : type == SOCK_DGRAM ? "SOCK_DGRAM" : "non-stream");
     return -2;
   }
   if (fcntl (3, F_SETFD, FD_CLOEXEC) == -1

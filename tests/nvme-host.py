@@ -18,7 +18,16 @@ Usage: nvme-host.py HOST PORT COMMAND...
   enable NQN              CC.EN and CC.SHN: commands before CC.EN, after
                           a reset (CC.EN 1 to 0) and after a shutdown get
                           Command Sequence Error, the I/O queue is closed
+  no-r2t NQN              commands that take no data, with a transport
+                          SGL, on an admin queue (HOSTNQN) and a discovery
+                          controller (REFUSED): refused, no R2T
+
+As a module, for tests that watch the server's memory: hostile(), a
+host that sends failing commands and never reads (flood()), and
+discovery_hog(), discovery controllers that try to make the server
+hold R2T buffers.
 """
+import select
 import socket
 import struct
 import sys
@@ -203,6 +212,15 @@ class Host:
 
 DISCOVERY = "nqn.2014-08.org.nvmexpress.discovery"
 HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-000000000001"
+# A host --nvme-allow-host leaves out, in the tests that use it.
+REFUSED = "nqn.2014-08.org.example:refused"
+
+# Statuses with DNR, as the CQE's status field holds them (>> 1).
+INVALID_OPCODE = 0x4001
+INVALID_NS = 0x400B
+CMD_SEQ_ERROR = 0x400C
+SGL_INVALID_DATA = 0x400F
+CONNECT_INVALID_HOST = 0x4184
 
 
 def discover(addr, port):
@@ -241,6 +259,10 @@ def smoke(addr, port, nqn):
     st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid,
                        sqsize=min(31, cap & 0xFFFF))
     assert st == 0, "I/O Connect: %#x" % st
+    # Every zone reset first (Zone Management Send, Select All), so
+    # that it runs again on one server.
+    st, _, _ = io.command(io.sqe(0x79, 1, cdw=(0, 0, 0, 0x04 | 1 << 8)))
+    assert st == 0, "reset: %#x" % st
     data = bytes(range(256)) * (65536 // 256)
     st, _, _ = io.write(1, 0, data, bs)
     assert st == 0, "write: %#x" % st
@@ -249,6 +271,127 @@ def smoke(addr, port, nqn):
     st, res, _ = io.write(1, 0, data[:bs], bs, opcode=0x7D)
     print("append status %#x lba %d" % (st, res))
     print("ok")
+
+
+def capsule(sqe):
+    """A CapsuleCmd without digests or data."""
+    return struct.pack("<BBBBI", 4, 0, 72, 0, 72) + sqe
+
+
+def admin_queue(addr, port, nqn, hostnqn=HOSTNQN):
+    a = Host(addr, port)
+    a.ic()
+    st, _ = a.connect(0, nqn, hostnqn)
+    assert st == 0, "admin Connect: %#x" % st
+    a.enable()
+    return a
+
+
+def hostile(addr, port, nqn, mode):
+    """A connection set up for mode, and the command it repeats, which
+    fails with the status given:
+      identify  Identify before Connect, after a Connect --nvme-allow-host
+                refused (the subsystem's host is HOSTNQN, this one REFUSED)
+      opcode    an opcode an I/O queue does not serve
+      nsid0     a Read of NSID 0 on an I/O queue
+      sgl       a Write whose SGL is neither in-capsule nor transport
+    The other connections it needs are returned too, to keep them open.
+    """
+    if mode == "identify":
+        h = Host(addr, port)
+        h.ic()
+        st, _ = h.connect(0, nqn, REFUSED)
+        assert st == CONNECT_INVALID_HOST, "Connect: %#x" % st
+        return h, [], h.sqe(6, 0, cdw=(1,), sgl_len=4096), CMD_SEQ_ERROR
+    a = admin_queue(addr, port, nqn)
+    io = Host(addr, port)
+    io.ic()
+    st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)
+    assert st == 0, "I/O Connect: %#x" % st
+    if mode == "opcode":
+        return io, [a], io.sqe(0xC4, 1), INVALID_OPCODE
+    if mode == "nsid0":
+        return io, [a], io.sqe(2, 0, cdw=(0, 0, 7), sgl_len=4096), INVALID_NS
+    assert mode == "sgl", mode
+    return io, [a], io.sqe(1, 1, cdw=(0, 0, 7), sgl_len=4096, sgl_type=0), \
+        SGL_INVALID_DATA
+
+
+def flood(h, sqe, limit, stall=3.0):
+    """Sends the command sqe over and over and never reads, until limit
+    bytes went or the server took nothing for stall seconds (it stopped
+    reading).  Returns the bytes sent."""
+    chunk = capsule(sqe) * 16384
+    h.sock.setblocking(False)
+    sent = off = 0
+    while sent < limit:
+        if not select.select([], [h.sock], [], stall)[1]:
+            break
+        try:
+            n = h.sock.send(chunk[off:])
+        except BlockingIOError:
+            continue
+        sent += n
+        off = (off + n) % len(chunk)
+    return sent
+
+
+def first_pdu(h, sqe):
+    """Sends sqe; returns the type of the first PDU back, and the status
+    when it is a CapsuleResp."""
+    h.sock.sendall(capsule(sqe))
+    ptype, _, _, _, pdu = h.recv_pdu()
+    return ptype, struct.unpack_from("<H", pdu, 22)[0] >> 1 if ptype == 5 else None
+
+
+def no_r2t(addr, port, nqn):
+    a = admin_queue(addr, port, nqn)
+    d = admin_queue(addr, port, DISCOVERY, REFUSED)
+    for h, what in ((a, "admin queue"), (d, "discovery controller")):
+        for opcode, fctype, want in ((0xC1, None, INVALID_OPCODE),
+                                     (0x05, None, INVALID_OPCODE),
+                                     (0x09, None, SGL_INVALID_DATA),
+                                     (0x7F, 0, SGL_INVALID_DATA)):
+            sqe = h.sqe(opcode, fctype=fctype, cdw=(0, 0x14, 0),
+                        sgl_len=8000)
+            ptype, st = first_pdu(h, sqe)
+            if ptype == 9:
+                sys.exit("%s: opcode %#x was granted an R2T" % (what, opcode))
+            if ptype != 5 or st != want:
+                sys.exit("%s: opcode %#x: PDU type %d, status %s, not %#x"
+                         % (what, opcode, ptype, st, want))
+        print(what, "ok")
+
+
+def discovery_hog(addr, port, n, per_conn=1032, length=8128):
+    """n discovery controllers (a refused host may have them), each
+    sending per_conn commands that take no data with a transport SGL of
+    length bytes, and for each R2T the data but its last bytes, so that
+    the buffers are filled and stay.  Returns the connections and the
+    R2Ts granted."""
+    conns, r2ts = [], 0
+    for _ in range(n):
+        h = Host(addr, port)
+        h.ic()
+        st, _ = h.connect(0, DISCOVERY, REFUSED, sqsize=2047)
+        assert st == 0, "discovery Connect: %#x" % st
+        h.sock.sendall(b"".join(capsule(h.sqe(0xC1, sgl_len=length))
+                                for _ in range(per_conn)))
+        h.sock.settimeout(2)
+        for _ in range(per_conn):
+            try:
+                ptype, _, _, _, pdu = h.recv_pdu()
+            except socket.timeout:
+                break
+            if ptype == 9:
+                r2ts += 1
+                cccid, ttag, _, rlen = struct.unpack_from("<HHII", pdu, 8)
+                part = rlen - 128
+                h.sock.sendall(struct.pack("<BBBBIHHII4x", 6, 0, 24, 24,
+                                           24 + part, cccid, ttag, 0, part)
+                               + bytes(part))
+        conns.append(h)
+    return conns, r2ts
 
 
 def await_close(h, what):
@@ -392,6 +535,8 @@ def main():
         kato(addr, port, sys.argv[4])
     elif cmd == "enable":
         enable(addr, port, sys.argv[4])
+    elif cmd == "no-r2t":
+        no_r2t(addr, port, sys.argv[4])
     else:
         sys.exit("unknown command " + cmd)
 

@@ -6,7 +6,8 @@
  * reports and management, a ZNS resource error, the checks of every
  * PDU field (TermReq), keep-alive (KATO near 2^32 ms too), CC.EN and
  * CC.SHN (commands refused before enable, I/O queues closed on a reset
- * or shutdown), and teardown.
+ * or shutdown), teardown, commands refused before an R2T, and the
+ * output budget over every reply and R2T buffer.
  *
  * Device: 64 MiB of 8 MiB zones (16384 blocks of 512 bytes), no
  * conventional zones, at most one open zone, memory-backed.
@@ -38,6 +39,12 @@ static int owners[8];                   /* a connection is its index */
 static unsigned idle_ms[8];
 static bool aborted[8];
 static int admit_later;                 /* ADMIT_LATER this many times */
+/* The output budget: room says no while room_no; fits, while fits_no.
+ * What the session said it holds, and asked for, the last time.
+ */
+static bool room_no, fits_no;
+static unsigned room_asked, fits_asked;
+static size_t asked_queued, asked_more;
 
 static void
 abort_conn (void *owner)
@@ -62,6 +69,26 @@ admit (void *owner, void *session, const struct data_request *rq)
     return ADMIT_LATER;
   }
   return 0;
+}
+
+static bool
+room (void *owner, size_t queued, size_t reply)
+{
+  (void) owner;
+  room_asked++;
+  asked_queued = queued;
+  asked_more = reply;
+  return !room_no;
+}
+
+static bool
+fits (void *owner, size_t queued, size_t more)
+{
+  (void) owner;
+  fits_asked++;
+  asked_queued = queued;
+  asked_more = more;
+  return !fits_no;
 }
 
 static uint32_t
@@ -904,6 +931,224 @@ test_enable (void)
   nvme_session_free (a.s);
 }
 
+/* A capsule that must be refused before any R2T: the first PDU back is
+ * its CapsuleResp with status st.
+ */
+static void
+no_r2t (struct host *h, uint8_t opcode, uint32_t sgl_len, uint16_t st)
+{
+  unsigned char q[SQE_LEN];
+
+  h->pending = wbuf;
+  h->r2ts = 0;
+  sqe (h, q, opcode, 0, NULL, 0, sgl_len, SGL_TRANSPORT);
+  CHECK (exchange (h, q, NULL, 0));
+  CHECK_EQ (h->r2ts, 0);
+  CHECK_EQ (h->status, st);
+}
+
+/* Commands with data for the controller but no use for it get no R2T
+ * (issue 32: an admin queue, even a discovery controller's, granted
+ * megabytes of R2T buffers for opcodes that take no data).
+ */
+static void
+test_no_r2t (void)
+{
+  struct host a, io, d;
+
+  host_open (&a, 5, &sv);
+  ic (&a, false, false);
+  /* Before Connect: only Connect takes data. */
+  no_r2t (&a, nvme_admin_set_features, 4096,
+          ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  /* Before CC.EN, as execute answers. */
+  no_r2t (&a, 0xc1, 8000, ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  enable (&a);
+  no_r2t (&a, 0xc1, 8000, ERR (0, NVME_SC_INVALID_OPCODE));
+  no_r2t (&a, 0x05, 4096, ERR (0, NVME_SC_INVALID_OPCODE));
+  no_r2t (&a, nvme_admin_set_features, 4096,
+          ERR (0, NVME_SC_SGL_INVALID_DATA));
+  no_r2t (&a, nvme_admin_fabrics, 1024, ERR (0, NVME_SC_SGL_INVALID_DATA));
+  /* A second Connect on a connected queue. */
+  {
+    unsigned char q[SQE_LEN];
+
+    a.pending = wbuf;
+    a.r2ts = 0;
+    sqe (&a, q, nvme_admin_fabrics, 0, NULL, 0, 1024, SGL_TRANSPORT);
+    q[4] = nvme_fabrics_type_connect;
+    CHECK (exchange (&a, q, NULL, 0));
+    CHECK_EQ (a.r2ts, 0);
+    CHECK_EQ (a.status, ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  }
+  host_open (&io, 6, &sv);
+  ic (&io, false, false);
+  CHECK_EQ (connect (&io, 1, SUBNQN, HOSTNQN, a.cntlid, 0), 0);
+  no_r2t (&io, 0x81, 4096, ERR (0, NVME_SC_INVALID_OPCODE));
+  no_r2t (&io, nvme_zns_cmd_mgmt_send, 4096,
+          ERR (0, NVME_SC_SGL_INVALID_DATA));
+  /* A write still gets its R2T. */
+  CHECK_EQ (rw (&io, nvme_cmd_write, 0, 16, wbuf, false), 0);
+  CHECK_EQ (io.r2ts, 1);
+  nvme_session_free (a.s);
+  nvme_session_free (io.s);
+
+  host_open (&d, 5, &sv);
+  ic (&d, false, false);
+  CHECK_EQ (connect (&d, 0, DISCOVERY, HOSTNQN, 0xffff, 0), 0);
+  enable (&d);
+  no_r2t (&d, 0xc1, 8000, ERR (0, NVME_SC_INVALID_OPCODE));
+  no_r2t (&d, nvme_admin_set_features, 8000,
+          ERR (0, NVME_SC_SGL_INVALID_DATA));
+  nvme_session_free (d.s);
+}
+
+/* Feeds the capsule q; returns what the session's input returned. */
+static long
+feed_capsule (struct host *h, const unsigned char *q)
+{
+  size_t plen = build (h, pdu_buf, PDU_CAPSULE_CMD, 0, PDU_CMD_LEN, q,
+                       NULL, 0);
+
+  return feed (h, pdu_buf, plen);
+}
+
+/* The output budget covers every reply: failing commands wait for room
+ * as others do (issue 32: they were answered whatever the budget said),
+ * and R2T buffers count in what the session holds.
+ */
+static void
+test_budget (void)
+{
+  struct nvme_served b = sv;
+  struct host h, a, io;
+  unsigned char q1[SQE_LEN], q2[SQE_LEN];
+  size_t len;
+
+  b.room = room;
+  b.fits = fits;
+
+  /* Identify before Connect: no room, no reply, no further input. */
+  host_open (&h, 5, &b);
+  ic (&h, false, false);
+  room_no = true;
+  room_asked = 0;
+  sqe (&h, q1, nvme_admin_identify, 0, NULL, 0, 4096, SGL_TRANSPORT);
+  CHECK_EQ (feed_capsule (&h, q1), PDU_CMD_LEN);
+  CHECK_EQ (room_asked, 1);
+  /* C2HData and CapsuleResp, digests or not. */
+  CHECK_EQ (asked_more, PDU_DATA_LEN + 4096 + PDU_RESP_LEN + 8);
+  nvme_session_output (h.s, &len);
+  CHECK_EQ (len, 0);
+  sqe (&h, q2, 0xff, 0, NULL, 0, 0, SGL_TRANSPORT);
+  CHECK_EQ (feed_capsule (&h, q2), 0);
+  CHECK_EQ (nvme_session_holds (h.s), 0);
+  /* Room: both are answered, in order. */
+  room_no = false;
+  CHECK_EQ (feed_capsule (&h, q2), PDU_CMD_LEN);
+  nvme_session_output (h.s, &len);
+  CHECK_EQ (len, 2 * PDU_RESP_LEN);
+  CHECK_EQ (nvme_session_holds (h.s), 2 * PDU_RESP_LEN);
+  h.cid = 1;
+  CHECK (drain (&h));
+  CHECK_EQ (h.status, ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  h.cid = 2;
+  CHECK (drain (&h));
+  CHECK_EQ (h.status, ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  nvme_session_free (h.s);
+
+  /* An I/O queue: NSID 0, an invalid opcode and a bad SGL type wait
+   * for room as a read does.
+   */
+  host_open (&a, 5, &b);
+  ic (&a, false, false);
+  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  enable (&a);
+  host_open (&io, 6, &b);
+  ic (&io, false, false);
+  CHECK_EQ (connect (&io, 1, SUBNQN, HOSTNQN, a.cntlid, 0), 0);
+  {
+    static const struct { uint8_t opcode, sgl_type; uint32_t nsid; } bad[] = {
+      { nvme_cmd_read, SGL_TRANSPORT, 0 },
+      { 0x55, SGL_TRANSPORT, 1 },
+      { nvme_cmd_write, 0x00, 1 },
+    };
+    static const uint16_t st[] = {
+      ERR (0, NVME_SC_INVALID_NS), ERR (0, NVME_SC_INVALID_OPCODE),
+      ERR (0, NVME_SC_SGL_INVALID_DATA),
+    };
+    uint32_t cdw[3] = { 0, 0, 7 };
+
+    for (unsigned i = 0; i < 3; i++) {
+      room_no = true;
+      room_asked = 0;
+      sqe (&io, q1, bad[i].opcode, bad[i].nsid, cdw, 3, 4096, bad[i].sgl_type);
+      CHECK_EQ (feed_capsule (&io, q1), PDU_CMD_LEN);
+      CHECK_EQ (room_asked, 1);
+      nvme_session_output (io.s, &len);
+      CHECK_EQ (len, 0);
+      CHECK_EQ (feed_capsule (&io, q1), 0);
+      room_no = false;
+      CHECK_EQ (feed (&io, pdu_buf, 0), 0);
+      CHECK (drain (&io));
+      CHECK_EQ (io.status, st[i]);
+    }
+  }
+
+  /* R2Ts: the first asks room, the next only whether they fit, and
+   * their buffers count in what the session holds.
+   */
+  CHECK_EQ (zone_send (&io, 0, NVME_ZNS_ZSA_RESET, true), 0);
+  room_asked = fits_asked = 0;
+  io.pending = wbuf;
+  {
+    uint32_t cdw[3] = { 0, 0, 127 };
+
+    sqe (&io, q1, nvme_cmd_write, 1, cdw, 3, 65536, SGL_TRANSPORT);
+    CHECK_EQ (feed_capsule (&io, q1), PDU_CMD_LEN);
+    CHECK_EQ (room_asked, 1);
+    CHECK_EQ (asked_queued, 0);
+    CHECK_EQ (asked_more, PDU_R2T_LEN + 65536);
+    fits_no = true;
+    cdw[0] = 128;
+    io.pending = wbuf;
+    sqe (&io, q2, nvme_cmd_write, 1, cdw, 3, 65536, SGL_TRANSPORT);
+    CHECK_EQ (feed_capsule (&io, q2), PDU_CMD_LEN);
+    CHECK_EQ (fits_asked, 1);
+    CHECK_EQ (room_asked, 1);
+    CHECK_EQ (asked_queued, PDU_R2T_LEN + 65536);
+    CHECK_EQ (asked_more, PDU_R2T_LEN + 65536);
+    nvme_session_output (io.s, &len);
+    CHECK_EQ (len, PDU_R2T_LEN);            /* one R2T only */
+    CHECK_EQ (nvme_session_holds (io.s), PDU_R2T_LEN + 65536);
+    /* The first's data come in; then, none in flight, the second asks
+     * room for its R2T, and gets it.
+     */
+    {
+      const unsigned char *p = nvme_session_output (io.s, &len);
+      uint16_t ttag = get_le16 (p + DATA_TTAG);
+
+      CHECK_EQ (p[0], PDU_R2T);
+      nvme_session_sent (io.s, len);
+      send_h2c (&io, (uint16_t) (io.cid - 1), ttag, 0, 65536);
+    }
+    CHECK (fits_asked > 1);
+    CHECK_EQ (room_asked, 3);   /* the first's reply, the second's R2T */
+    io.cid--;
+    CHECK (drain (&io));
+    CHECK_EQ (io.status, 0);
+    io.cid++;
+    io.r2ts = 0;
+    CHECK (drain (&io));
+    CHECK_EQ (io.status, 0);
+    CHECK_EQ (io.r2ts, 1);
+    CHECK_EQ (nvme_session_holds (io.s), 0);
+  }
+  nvme_session_free (a.s);
+  nvme_session_free (io.s);
+}
+
 int
 main (void)
 {
@@ -932,6 +1177,8 @@ main (void)
   test_refusals ();
   test_kato ();
   test_enable ();
+  test_no_r2t ();
+  test_budget ();
   zn_dev_destroy (devices[0].dev);
   return 0;
 }

@@ -3,10 +3,8 @@
  * unit, and the names are unique.
  *
  * With --table it prints the table instead, "name unit default alias" a
- * line ("-" for none), for tests/test-params-docs.sh to hold the help
- * texts and the man pages against; with --man, the list of the man pages
- * that have no prose of their own per key (zonednull-server(8),
- * zonednull-ublk(8)), to paste there when a key changes.
+ * line ("-" for none), for tests/test-man-params.sh to hold the man pages
+ * made from it (man/gen-params) against.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,60 +97,6 @@ check_row (const struct param_doc *d)
   params_free (&set);
 }
 
-/* Troff's minus sign for every '-': a bare one may be a hyphen. */
-static void
-put_roff (const char *s)
-{
-  for (; *s; s++)
-    if (*s == '-')
-      fputs ("\\-", stdout);
-    else
-      putchar (*s);
-}
-
-/* KEY=UNIT as a man page tag: a placeholder <UNIT> in italics. */
-static void
-put_tag (const struct param_doc *d)
-{
-  size_t len = strlen (d->unit);
-
-  printf (".TP\n");
-  if (d->unit[0] == '<' && d->unit[len - 1] == '>') {
-    printf (".BI %s= ", d->name);
-    fwrite (d->unit + 1, 1, len - 2, stdout);
-  }
-  else {
-    printf (".B %s=", d->name);
-    put_roff (d->unit);
-  }
-  putchar ('\n');
-}
-
-static void
-print_man (void)
-{
-  const struct param_doc *d, *next;
-
-  for (size_t i = 0; (d = params_doc (i)) != NULL; i++) {
-    if (d->alias_of)
-      continue;
-    put_tag (d);
-    /* An alias follows its key in the table and shares its paragraph. */
-    for (size_t j = i + 1; (next = params_doc (j)) && next->alias_of; j++) {
-      printf (".PD 0\n");
-      put_tag (next);
-      printf (".PD\n");
-    }
-    put_roff (d->meaning);
-    if (d->def) {
-      printf (" (default ");
-      put_roff (d->def);
-      putchar (')');
-    }
-    printf (".\n");
-  }
-}
-
 int
 main (int argc, char **argv)
 {
@@ -163,10 +107,6 @@ main (int argc, char **argv)
     for (i = 0; (d = params_doc (i)) != NULL; i++)
       printf ("%s %s %s %s\n", d->name, d->unit, d->def ? d->def : "-",
               d->alias_of ? d->alias_of : "-");
-    return EXIT_SUCCESS;
-  }
-  if (argc == 2 && strcmp (argv[1], "--man") == 0) {
-    print_man ();
     return EXIT_SUCCESS;
   }
   for (i = 0; (d = params_doc (i)) != NULL; i++)

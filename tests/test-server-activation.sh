@@ -3,8 +3,8 @@
 # zonednull-server@.socket does), through systemd-socket-activate: the
 # server takes the listening socket of LISTEN_FDS and serves the data
 # and control exports on it, leaves systemd's socket file alone when it
-# stops, and refuses -U, -p, more than one socket, and a descriptor 3
-# that is not a listening socket, each by name.
+# stops, and refuses -U, -p, more than one socket, a descriptor 3 that
+# is not a listening socket, and one that is not a stream, each by name.
 . "$(dirname "$0")/lib.sh"
 
 : "${ZONEDNULL_SERVER:=${ZONEDNULL_BUILDDIR:-.}/server/zonednull-server}"
@@ -63,4 +63,21 @@ refused '^zonednull-server: -p: the NBD socket comes from systemd' '3</dev/null'
 refused '^zonednull-server: LISTEN_FDS=2: systemd must pass exactly one socket' '3</dev/null 4</dev/null' 2
 refused '^zonednull-server: fd 3 from systemd (LISTEN_FDS) is not a listening socket' '3</dev/null' 1
 [ ! -e "$tmpdir/x.sock" ] || fail "-U made a socket beside systemd's"
+# A listening socket of records (ListenSequentialPacket=) is a listening
+# socket all the same: the type is what must be refused.
+# timeout: a server that takes the socket would serve it for ever.
+timeout 60 /usr/bin/python3 -c '
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1])
+s.listen()
+os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)      # dup2 to itself keeps close-on-exec
+os.environ.update(LISTEN_PID=str(os.getpid()), LISTEN_FDS="1")
+os.execv(sys.argv[2], sys.argv[2:])
+' "$tmpdir/seqpacket.sock" "$ZONEDNULL_SERVER" -f size=64 zone_size=8 \
+  </dev/null >"$tmpdir/refused.out" 2>&1
+rc=$?
+[ "$rc" = 1 ] && grep -q '^zonednull-server: fd 3 from systemd (LISTEN_FDS) is a SOCK_SEQPACKET socket, not SOCK_STREAM' "$tmpdir/refused.out" ||
+  fail "a SOCK_SEQPACKET listener: exit $rc, '$(cat "$tmpdir/refused.out")'"
 echo "$0: ok"

@@ -33,5 +33,4 @@ ublk_zonednull_ublk_LDADD = lib/libzonednull.la $(LIBURING_LIBS) \
 TESTS += tests/test-ublk-params.sh
 endif
 EXTRA_DIST += tests/test-ublk-params.sh
-man8_MANS += man/zonednull-ublk.8
 EXTRA_DIST += ublk/local.mk

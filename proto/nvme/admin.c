@@ -13,8 +13,6 @@
 #include "internal.h"
 #include "zns.h"
 
-/* Logs and identify data larger than this are not asked for. */
-#define MAX_ADMIN_DATA (1u << 20)
 /* Keep Alive Support: the granularity of KATO, 100 ms units. */
 #define KAS_100MS 10
 
@@ -381,5 +379,19 @@ admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
   default:
     reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE), 0);
     break;
+  }
+}
+
+uint16_t
+admin_data_status (const struct nvme_cmd *cmd)
+{
+  switch (cmd->opcode) {
+  case nvme_admin_identify: case nvme_admin_get_log_page:
+  case nvme_admin_set_features: case nvme_admin_get_features:
+  case nvme_admin_keep_alive: case nvme_admin_async_event:
+  case nvme_admin_abort_cmd: case nvme_admin_fabrics:
+    return ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA);
+  default:
+    return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
   }
 }

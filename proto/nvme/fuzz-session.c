@@ -92,6 +92,7 @@ setup (void)
   sv.delayed = true;
   sv.admit = admit;
   sv.room = room;
+  sv.fits = room;
   sv.abort = ignore_abort;
   sv.idle_timeout = ignore_idle;
 }

@@ -32,8 +32,12 @@
  * 32-bit milliseconds, KATO and its grace.  A longer one is cut to it.
  */
 #define KATO_MAX_MS (UINT32_MAX - KATO_GRACE_MS)
-/* Write data a queue buffers for its R2Ts at once, beyond the first. */
+/* Write data a queue buffers for its R2Ts at once, beyond the first
+ * (all queues together: the output budget, nvme_served.room).
+ */
 #define R2T_BUFFER_LIMIT (8u << 20)
+/* Logs and identify data larger than this are not asked for. */
+#define MAX_ADMIN_DATA (1u << 20)
 
 /* A command as parsed from its capsule. */
 struct nvme_cmd {
@@ -190,15 +194,25 @@ size_t discovery_log (const struct nvme_session *s, unsigned char **buf);
 
 void admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
                     const unsigned char *data, uint32_t len);
+/* The status of a command of a connected admin queue that would have
+ * the host send data after an R2T: none of them takes any (Connect is
+ * the session's), so each is refused before its data are asked for, as
+ * nvmet refuses it when it parses it.
+ */
+uint16_t admin_data_status (const struct nvme_cmd *cmd);
 
 /* ---- io.c ---- */
 
 /* Carries out an I/O command whose data (a write's) is at data: 1 when
- * done (its reply queued), 0 when it must wait (ADMIT_LATER or no room
- * for the reply).
+ * done (its reply queued), 0 when it must wait (ADMIT_LATER).
  */
 int io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
                 unsigned char **data, uint32_t len);
+/* As admin_data_status for an I/O queue: 0 for a Write or Zone Append
+ * within MDTS.
+ */
+uint16_t io_data_status (const struct nvme_session *s,
+                         const struct nvme_cmd *cmd);
 /* Applies a parked write. */
 void io_resume (struct nvme_session *s, struct nvme_parked *p, int err);
 

@@ -35,6 +35,31 @@ slba_of (const struct nvme_cmd *cmd)
   return (uint64_t) cmd->cdw[10] | (uint64_t) cmd->cdw[11] << 32;
 }
 
+static bool
+known (uint8_t opcode)
+{
+  switch (opcode) {
+  case nvme_cmd_read: case nvme_cmd_write: case nvme_zns_cmd_append:
+  case nvme_cmd_write_zeroes: case nvme_cmd_flush:
+  case nvme_zns_cmd_mgmt_send: case nvme_zns_cmd_mgmt_recv:
+    return true;
+  default:
+    return false;
+  }
+}
+
+uint16_t
+io_data_status (const struct nvme_session *s, const struct nvme_cmd *cmd)
+{
+  if (!known (cmd->opcode))
+    return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
+  if (cmd->opcode != nvme_cmd_write && cmd->opcode != nvme_zns_cmd_append)
+    return ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA);
+  if (cmd->sgl_len > nvme_max_transfer (s->sv))
+    return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+  return 0;
+}
+
 /* Decodes cmd into io: 0, or the status it fails with at once. */
 static uint16_t
 decode (const struct nvme_session *s, const struct nvme_cmd *cmd,
@@ -42,14 +67,8 @@ decode (const struct nvme_session *s, const struct nvme_cmd *cmd,
 {
   uint32_t bs;
 
-  switch (cmd->opcode) {
-  case nvme_cmd_read: case nvme_cmd_write: case nvme_zns_cmd_append:
-  case nvme_cmd_write_zeroes: case nvme_cmd_flush:
-  case nvme_zns_cmd_mgmt_send: case nvme_zns_cmd_mgmt_recv:
-    break;
-  default:
+  if (!known (cmd->opcode))
     return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
-  }
   memset (io, 0, sizeof *io);
   io->d = namespace_of (s->sv, cmd->nsid);
   if (io->d == NULL)
@@ -191,9 +210,6 @@ io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
     reply (s, cmd, st, 0);
     return 1;
   }
-  if (sv->room && !sv->room (s->owner, s->out_len - s->out_start
-                             + s->held_bytes, reply_bound (s, io.bytes)))
-    return 0;
   if (io.tagged && sv->admit) {
     uint32_t bs = zn_dev_geometry (io.d->dev)->block_size;
     struct data_request drq = {

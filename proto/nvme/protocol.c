@@ -35,6 +35,12 @@ nvme_ready (const void *session)
   return nvme_session_ready (session);
 }
 
+static size_t
+nvme_holds (const void *session)
+{
+  return nvme_session_holds (session);
+}
+
 static void
 nvme_sent (void *session, size_t n)
 {
@@ -77,6 +83,7 @@ const struct net_protocol nvme_protocol = {
   .output = nvme_output,
   .ready = nvme_ready,
   .sent = nvme_sent,
+  .holds = nvme_holds,
   .established = nvme_established,
   .max_input = NVME_MAX_PDU,
 };

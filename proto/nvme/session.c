@@ -238,6 +238,12 @@ nvme_session_ready (const struct nvme_session *s)
   return s->out_len - s->out_start;
 }
 
+size_t
+nvme_session_holds (const struct nvme_session *s)
+{
+  return s->out_len - s->out_start + s->held_bytes + s->r2t_bytes;
+}
+
 void
 nvme_session_sent (struct nvme_session *s, size_t n)
 {
@@ -336,15 +342,28 @@ sqe_decode (const unsigned char *p, struct nvme_cmd *cmd)
   cmd->sgl_type = p[SQE_SGL_TYPE];
 }
 
-/* The most data a command of this queue moves to the controller: MDTS
- * on an I/O queue (a larger write is refused before its R2T, not after
- * its data came); on the admin queue, Connect's data (nothing else the
- * session serves takes data).
- */
-static uint64_t
-max_write_data (const struct nvme_session *s)
+static bool
+is_connect (const struct nvme_cmd *cmd)
 {
-  return s->ctrl && s->qid > 0 ? nvme_max_transfer (s->sv) : ADMIN_INLINE_DATA;
+  return cmd->opcode == nvme_admin_fabrics
+         && (cmd->cdw[1] & 0xff) == nvme_fabrics_type_connect;
+}
+
+/* Whether cmd may have its data sent after an R2T: 0, or the status it
+ * fails with before any buffer is granted (execute's own, before CC.EN).
+ * Only Connect, on a queue not connected yet, and Write and Zone Append
+ * of an I/O queue, within MDTS, take data from the host.
+ */
+static uint16_t
+r2t_status (const struct nvme_session *s, const struct nvme_cmd *cmd)
+{
+  if (s->ctrl == NULL && is_connect (cmd))
+    return cmd->sgl_len > ADMIN_INLINE_DATA
+           ? ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) : 0;
+  if (s->ctrl == NULL || is_connect (cmd)
+      || (cmd->opcode != nvme_admin_fabrics && !ctrl_ready (s->ctrl)))
+    return ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
+  return s->qid > 0 ? io_data_status (s, cmd) : admin_data_status (cmd);
 }
 
 static uint32_t
@@ -397,9 +416,7 @@ capsule (struct nvme_session *s, const unsigned char *pdu,
   else if (to_ctrl && cmd.sgl_len > 0) {
     if (cmd.sgl_type != SGL_TRANSPORT)
       rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA);
-    else if (cmd.sgl_len > max_write_data (s))
-      rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-    else {
+    else if ((rq->status = r2t_status (s, &cmd)) == 0) {
       /* Its data come after an R2T (start_r2ts). */
       struct nvme_req **tail;
 
@@ -424,9 +441,27 @@ ttag_in_use (const struct nvme_session *s, uint16_t ttag)
   return false;
 }
 
+/* Room in the output budget for an R2T of len bytes and its buffer.
+ * With none in flight the session waits for it as a reply does (its
+ * connection is not read meanwhile: nothing it holds needs reading);
+ * with some, their data must still be read, so it only asks, and asks
+ * again as their data come.
+ */
+static bool
+r2t_room (const struct nvme_session *s, uint32_t len)
+{
+  const struct nvme_served *sv = s->sv;
+  size_t n = PDU_R2T_LEN + hdgst_len (s) + len;
+
+  if (s->r2t_bytes == 0)
+    return sv->room == NULL || sv->room (s->owner, nvme_session_holds (s), n);
+  return sv->fits == NULL || sv->fits (s->owner, nvme_session_holds (s), n);
+}
+
 /* R2Ts for the writes waiting for one, in order, while their buffers
- * fit R2T_BUFFER_LIMIT (the first always does): what a host may make
- * the server hold is bounded whatever its queue depth.
+ * fit R2T_BUFFER_LIMIT (the first always does) and the output budget:
+ * what a host may make the server hold is bounded whatever its queue
+ * depth, and whatever its number of queues.
  */
 static void
 start_r2ts (struct nvme_session *s)
@@ -437,6 +472,8 @@ start_r2ts (struct nvme_session *s)
     if (rq->state != RQ_WAIT_R2T)
       continue;
     if (s->r2t_bytes > 0 && s->r2t_bytes + rq->len > R2T_BUFFER_LIMIT)
+      return;
+    if (!r2t_room (s, rq->len))
       return;
     if ((rq->data = malloc (rq->len)) == NULL)
       nvme_out_of_memory (s);
@@ -503,19 +540,38 @@ h2c_data (struct nvme_session *s, const unsigned char *pdu,
   return 0;
 }
 
-/* Carries out a ready request: 1 when done, 0 when it must wait. */
+/* The most output a command's reply takes: data only for an opcode
+ * that moves data to the host (its transfer bits), at most what its SGL
+ * asks and the queue ever sends.
+ */
+static size_t
+reply_max (const struct nvme_session *s, const struct nvme_cmd *cmd)
+{
+  uint64_t max = s->qid > 0 ? nvme_max_transfer (s->sv) : MAX_ADMIN_DATA;
+  uint64_t len = cmd->opcode & 2 ? cmd->sgl_len : 0;
+
+  return reply_bound (s, len < max ? len : max);
+}
+
+/* Carries out a ready request: 1 when done, 0 when it must wait.
+ * Every request, the failing ones too, first waits for room for its
+ * reply, so that a host that does not read stops being read.  The
+ * buffers of R2Ts in flight are left out of the session's share here:
+ * waiting for them to go would wait for input this wait stops reading.
+ */
 static int
 execute (struct nvme_session *s, struct nvme_req *rq)
 {
   const struct nvme_cmd *cmd = &rq->cmd;
-  size_t bound;
 
+  if (s->sv->room && !s->sv->room (s->owner, nvme_session_holds (s)
+                                   - s->r2t_bytes, reply_max (s, cmd)))
+    return 0;
   if (rq->status) {
     reply (s, cmd, rq->status, 0);
     return 1;
   }
-  if (cmd->opcode == nvme_admin_fabrics
-      && (cmd->cdw[1] & 0xff) == nvme_fabrics_type_connect) {
+  if (is_connect (cmd)) {
     fabrics_connect (s, cmd, rq->data, rq->len);
     return 1;
   }
@@ -530,10 +586,6 @@ execute (struct nvme_session *s, struct nvme_req *rq)
   }
   if (s->qid > 0)
     return io_command (s, cmd, &rq->data, rq->len);
-  bound = reply_bound (s, cmd->sgl_len < (1u << 20) ? cmd->sgl_len : 1u << 20);
-  if (s->sv->room && !s->sv->room (s->owner, s->out_len - s->out_start
-                                   + s->held_bytes, bound))
-    return 0;
   if (cmd->opcode == nvme_admin_fabrics)
     fabrics_command (s, cmd);
   else

@@ -35,10 +35,18 @@ struct nvme_served {
   bool readonly;                /* -r: writes fail, namespaces read-only */
   bool delayed;                 /* replies wait for complete_one */
   /* As struct served's (proto/nbd/session.h): admission of each data
-   * request, and the output budget; NULL admits everything.
+   * request, and the output budget; NULL admits everything.  Every
+   * command, failing or not, waits for room for its largest reply
+   * before it is carried out, and each R2T for room for its PDU and
+   * its data's buffer: queued is all the session holds
+   * (nvme_session_holds).
    */
   admit_fn *admit;
   bool (*room) (void *owner, size_t queued, size_t reply);
+  /* As room, but without stopping the input (net_fits): asked for an
+   * R2T while others are in flight, whose data must still be read.
+   */
+  bool (*fits) (void *owner, size_t queued, size_t more);
   /* Closes the connection owner (another session's), once the current
    * event is over: a controller's I/O queues go with its admin queue.
    */
@@ -88,6 +96,11 @@ long nvme_session_input (struct nvme_session *s, const unsigned char *data,
 const unsigned char *nvme_session_output (struct nvme_session *s,
                                           size_t *len);
 size_t nvme_session_ready (const struct nvme_session *s);
+/* What the session holds for its host, as the output budget counts it:
+ * the output, the replies held for complete_one and the buffers of the
+ * writes granted an R2T.
+ */
+size_t nvme_session_holds (const struct nvme_session *s);
 void nvme_session_sent (struct nvme_session *s, size_t n);
 
 bool nvme_session_complete_one (struct nvme_session *s);

@@ -4,8 +4,15 @@
 # as written, with what systemd gives them (check-ublk.sh put the program
 # at the unit's path): %i, OPTIONS and PARAMS from the EnvironmentFile=
 # split at spaces, the RuntimeDirectory= and StateDirectory=, the
-# CapabilityBoundingSet= and NoNewPrivileges= (setpriv), ublk_drv loaded
-# first (modprobe@ublk_drv.service), $MAINPID from PIDFile=.  The device
+# CapabilityBoundingSet= and NoNewPrivileges= (setpriv), PrivateMounts=
+# (a mount namespace of its own, slave, busybox's unshare), and in it
+# ProtectKernelTunables= as far as /sys and /proc/sys go (bind mounts made
+# read-only) with the ReadWritePaths= under them, ublk_drv loaded
+# first (modprobe@ublk_drv.service), $MAINPID from PIDFile=.  What needs
+# systemd itself is not exercised here: SystemCallFilter= (seccomp),
+# DevicePolicy= and DeviceAllow= (a cgroup's device program),
+# ProtectSystem=, ProtectProc= and ProcSubset=; tests/test-units.sh
+# checks only that systemd accepts them and scores the unit.  The device
 # must appear with the file's geometry once ExecStart= returns, take
 # writes, and be gone (block device, character device, sysfs, pidfile,
 # control socket) once ExecStop= has run and the process has ended; a
@@ -29,6 +36,19 @@ bounding=-all$(for c in $(key CapabilityBoundingSet); do
   printf ',+%s' "$(echo "${c#CAP_}" | tr 'A-Z' 'a-z')"; done)
 nnp=
 [ "$(key NoNewPrivileges)" = yes ] && nnp=--no-new-privs
+# The mounts the namespace gets before ExecStart=, as a script for its sh:
+# writable paths first, so that making their parents read-only leaves
+# them alone.
+mounts=
+if [ "$(key ProtectKernelTunables)" = yes ]; then
+  for p in $(key ReadWritePaths); do
+    mounts="$mounts mount -o bind ${p#-} ${p#-} &&"
+  done
+  mounts="$mounts mount -o bind /proc/sys /proc/sys &&
+    mount -o remount,bind,ro /proc/sys && mount -o remount,bind,ro /sys &&"
+fi
+unshare=
+[ "$(key PrivateMounts)" = yes ] && unshare="unshare -m --propagation slave"
 for v in execstart execstop pidfile envfile; do
   eval "[ -n \"\$$v\" ]" || { fail "no $v in $unit"; exit 1; }
 done
@@ -44,14 +64,21 @@ start () {
   dev= mainpid=
   # shellcheck disable=SC1090
   dev=$(. "$envfile"; export OPTIONS PARAMS
-        /usr/bin/setpriv --bounding-set="$bounding" $nnp sh -c "exec $execstart" 2>"$out/$1.err")
+        $unshare sh -c "$mounts exec /usr/bin/setpriv --bounding-set=$bounding $nnp sh -c 'exec $execstart'" \
+          2>"$out/$1.err")
   rc=$?
   if [ $rc -ne 0 ] || ! [ -b "$dev" ] || ! [ -s "$pidfile" ]; then
     fail "$1: ExecStart ($execstart) exited $rc, printed '$dev': $(tail -n 3 "$out/$1.err" | tr '\n' ' ')"
     return 1
   fi
   mainpid=$(cat "$pidfile")
-  ok "$1: ExecStart with the bounding set $bounding $nnp: $dev, PID $mainpid"
+  ok "$1: ExecStart with the bounding set $bounding $nnp${unshare:+, $unshare}: $dev, PID $mainpid"
+  # Read-only /sys must leave the device's queue/scheduler writable.
+  if grep -q scheduler "$out/$1.err"; then
+    fail "$1: $(grep scheduler "$out/$1.err")"
+  elif [ -n "$mounts" ]; then
+    ok "$1: null_blk's I/O scheduler set under a read-only /sys"
+  fi
 }
 # stop: ExecStop= with $MAINPID, then systemd waits for the process.
 stop () {
