@@ -16,7 +16,7 @@ fuzz_session_sources = proto/nbd/fuzz-session.c proto/nbd/session.c \
 	proto/nbd/handshake.c proto/nbd/transmission.c lib/zoned.c \
 	lib/geometry.c lib/pages.c lib/control.c lib/control-wire.c \
 	lib/queue.c lib/badblocks.c lib/cache.c lib/wplug.c lib/nbd-zones.c \
-	lib/store.c lib/escape.c
+	lib/store.c lib/escape.c lib/pipeline.c lib/power.c lib/report.c
 if HAVE_LIBFUZZER
 check_DATA = proto/nbd/fuzz-session
 endif

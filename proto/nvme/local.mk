@@ -41,7 +41,8 @@ fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/session.c \
 	proto/nvme/fabrics.c proto/nvme/admin.c proto/nvme/io.c \
 	proto/nvme/zns.c lib/escape.c lib/zoned.c lib/geometry.c lib/pages.c \
 	lib/control.c lib/control-wire.c lib/queue.c lib/badblocks.c lib/cache.c \
-	lib/wplug.c lib/nbd-zones.c lib/store.c
+	lib/wplug.c lib/nbd-zones.c lib/store.c lib/pipeline.c lib/power.c \
+	lib/report.c
 if HAVE_LIBFUZZER
 check_DATA += proto/nvme/fuzz-session
 endif
