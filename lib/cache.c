@@ -18,12 +18,15 @@
  * nor written with FUA, in every zone: the files hold the rest, and a
  * sequential zone comes back with its wp at its last durable byte.  Reads
  * lay the records over the file, oldest first.
+ *
+ * So the cache is a back end (backend.h) on top of another, with two
+ * tables: cache_undo_backend over pages, cache_file_backend over a store.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "backend.h"
 #include "zoned-internal.h"
 
 struct zn_undo {
@@ -155,102 +158,163 @@ write_back_range (struct zn_dev *dev, uint32_t zno, uint64_t off, uint64_t len)
   return 0;
 }
 
-/* backing_dir: every record of zone zno into its file, oldest first. */
+/* The back end under the cache: the zone file gets a record at
+ * write-back.
+ */
 static int
-cache_write_back_zone_locked (struct zn_dev *dev, uint32_t zno)
+write_back (struct zn_dev *dev, struct zn_undo *u)
 {
-  for (struct zn_undo *u = dev->undo_head, *next; u; u = next) {
-    next = u->next;
-    if (u->zone != zno)
-      continue;
-    int ret = store_write (dev, &dev->zones[zno], u->off, u->old, u->len);
-    if (ret)
-      return ret;
-    unlink_undo (dev, u);
-  }
-  return 0;
-}
-
-/* Called with z's lock held, before a conventional zone's data changes. */
-int
-cache_before_write (struct zn_dev *dev, struct zone *z, uint64_t off,
-                    uint64_t len, bool fua)
-{
-  uint32_t zno = (uint32_t) (z - dev->zones);
-  struct zn_undo *u;
-  int ret = 0;
-
-  pthread_mutex_lock (&dev->cache_lock);
-  if (fua) {
-    ret = write_back_range (dev, zno, off, len);
-    goto out;
-  }
-  u = new_record (dev, zno, off, len);
-  if (u == NULL) {
-    ret = -ENOMEM;
-    goto out;
-  }
-  pages_copy_out (&z->pages, off, u->old, len);
-  /* A full cache writes back its oldest data. */
-  while (dev->dirty_bytes > dev->cache_bytes && dev->undo_head != u)
-    unlink_undo (dev, dev->undo_head);
- out:
-  pthread_mutex_unlock (&dev->cache_lock);
-  return ret;
-}
-
-/* backing_dir: the oldest record into its zone file. */
-static int
-write_back_head (struct zn_dev *dev)
-{
-  struct zn_undo *u = dev->undo_head;
-  int ret = store_write (dev, &dev->zones[u->zone], u->off, u->old, u->len);
+  int ret = dev->cache_under->write (dev, &dev->zones[u->zone], u->off,
+                                     u->old, u->len, false);
 
   if (ret == 0)
     unlink_undo (dev, u);
   return ret;
 }
 
-int
-zn_flush (struct zn_dev *dev)
+/* backing_dir: every record of zone zno into its file, oldest first. */
+static int
+write_back_zone (struct zn_dev *dev, uint32_t zno)
 {
-  int ret = 0;
+  for (struct zn_undo *u = dev->undo_head, *next; u; u = next) {
+    int ret;
 
-  pthread_mutex_lock (&dev->cache_lock);
-  while (dev->undo_head && ret == 0) {
-    if (dev->store)
-      ret = write_back_head (dev);
-    else
-      unlink_undo (dev, dev->undo_head);
+    next = u->next;
+    if (u->zone == zno && (ret = write_back (dev, u)) != 0)
+      return ret;
   }
+  return 0;
+}
+
+static uint32_t
+zone_index (struct zn_dev *dev, struct zone *z)
+{
+  return (uint32_t) (z - dev->zones);
+}
+
+static int
+under_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
+            uint64_t len, uint64_t valid)
+{
+  return dev->cache_under->read (dev, z, off, buf, len, valid);
+}
+
+static int
+under_reset (struct zn_dev *dev, struct zone *z)
+{
+  return dev->cache_under->reset (dev, z);
+}
+
+static int
+under_finish (struct zn_dev *dev, struct zone *z)
+{
+  return dev->cache_under->finish (dev, z);
+}
+
+static void
+under_set_cond (struct zn_dev *dev, struct zone *z, uint8_t cond)
+{
+  dev->cache_under->set_cond (dev, z, cond);
+}
+
+static int
+under_save_meta (struct zn_dev *dev)
+{
+  return dev->cache_under->save_meta (dev);
+}
+
+/* ---- over memory: undo records ------------------------------------------ */
+
+/* Only a conventional zone's data can show the loss (see above).  The
+ * record of the bytes the write overwrites is made first, and goes again
+ * if the write fails.
+ */
+static int
+undo_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+            const void *buf, uint64_t len, bool fua)
+{
+  const struct zn_backend *under = dev->cache_under;
+  uint32_t zno = zone_index (dev, z);
+  struct zn_undo *u = NULL;
+  int ret;
+
+  ZONE_ASSERT_HELD (z);
+  if (z->type != ZN_ZONE_CONVENTIONAL)
+    return under->write (dev, z, off, buf, len, fua);
+  pthread_mutex_lock (&dev->cache_lock);
+  if (fua)
+    ret = write_back_range (dev, zno, off, len);
+  else if ((u = new_record (dev, zno, off, len)) == NULL)
+    ret = -ENOMEM;
+  else
+    ret = under->read (dev, z, off, u->old, len, len);
+  if (ret == 0)
+    ret = under->write (dev, z, off, buf, len, fua);
+  if (ret && u)
+    unlink_undo (dev, u);
+  /* A full cache writes back its oldest data. */
+  while (ret == 0 && u && dev->dirty_bytes > dev->cache_bytes
+         && dev->undo_head != u)
+    unlink_undo (dev, dev->undo_head);
   pthread_mutex_unlock (&dev->cache_lock);
-  if (ret == 0 && dev->store)
-    ret = store_flush (dev);
   return ret;
 }
 
-/* Called with every zone lock held: the unflushed writes are undone. */
-void
-cache_power_loss (struct zn_dev *dev)
+static int
+undo_flush (struct zn_dev *dev)
 {
+  pthread_mutex_lock (&dev->cache_lock);
+  while (dev->undo_head)
+    unlink_undo (dev, dev->undo_head);
+  pthread_mutex_unlock (&dev->cache_lock);
+  return dev->cache_under->flush (dev);
+}
+
+/* The unflushed writes are undone, newest first. */
+static int
+undo_reload (struct zn_dev *dev)
+{
+  ALL_ZONES_ASSERT_HELD (dev);
   pthread_mutex_lock (&dev->cache_lock);
   while (dev->undo_tail) {
     struct zn_undo *u = dev->undo_tail;
 
-    if (!dev->store)
-      pages_copy_in (&dev->zones[u->zone].pages, u->off, u->old, u->len);
+    dev->cache_under->write (dev, &dev->zones[u->zone], u->off, u->old,
+                             u->len, false);
     unlink_undo (dev, u);
   }
   pthread_mutex_unlock (&dev->cache_lock);
+  return dev->cache_under->reload (dev);
 }
 
-/* ---- backing_dir ------------------------------------------------------ */
-
-int
-cache_write (struct zn_dev *dev, struct zone *z, uint64_t off,
-             const void *buf, uint64_t len, bool fua)
+/* An orderly stop writes the cache back, as a drive does at shutdown. */
+static void
+cache_free (struct zn_dev *dev)
 {
-  uint32_t zno = (uint32_t) (z - dev->zones);
+  dev->backend->flush (dev);
+  dev->cache_under->free (dev);
+}
+
+static const struct zn_backend cache_undo_backend = {
+  .name = "cache over memory",
+  .read = under_read,
+  .write = undo_write,
+  .reset = under_reset,
+  .finish = under_finish,
+  .set_cond = under_set_cond,
+  .save_meta = under_save_meta,
+  .flush = undo_flush,
+  .reload = undo_reload,
+  .free = cache_free,
+};
+
+/* ---- over files: write-back records ------------------------------------- */
+
+static int
+wb_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+          const void *buf, uint64_t len, bool fua)
+{
+  uint32_t zno = zone_index (dev, z);
   struct zn_undo *u;
   int ret = 0;
 
@@ -260,13 +324,11 @@ cache_write (struct zn_dev *dev, struct zone *z, uint64_t off,
      * cache holds before this write is written back first.
      */
     if (z->type == ZN_ZONE_SEQWRITE_REQ)
-      ret = cache_write_back_zone_locked (dev, zno);
+      ret = write_back_zone (dev, zno);
     else
       ret = write_back_range (dev, zno, off, len);
     if (ret == 0)
-      ret = store_write (dev, z, off, buf, len);
-    if (ret == 0)
-      ret = store_sync_zone (dev, z);
+      ret = dev->cache_under->write (dev, z, off, buf, len, true);
     goto out;
   }
   u = new_record (dev, zno, off, len);
@@ -279,30 +341,35 @@ cache_write (struct zn_dev *dev, struct zone *z, uint64_t off,
    * the data stays cached and a flush reports the error.
    */
   while (dev->dirty_bytes > dev->cache_bytes && dev->undo_head != u)
-    if (write_back_head (dev) < 0)
+    if (write_back (dev, dev->undo_head) < 0)
       break;
  out:
   pthread_mutex_unlock (&dev->cache_lock);
   return ret;
 }
 
-int
-cache_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
-            uint64_t len)
+/* The records lie over the file, oldest first. */
+static int
+wb_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
+         uint64_t len, uint64_t valid)
 {
-  uint32_t zno = (uint32_t) (z - dev->zones);
-  uint64_t end = off + len;
-  int ret;
+  uint32_t zno = zone_index (dev, z);
+  uint64_t end = off + valid;
+  int ret = 0;
 
+  if (valid == 0) {
+    fill_past_wp (buf, len, 0);
+    return 0;
+  }
   pthread_mutex_lock (&dev->cache_lock);
   /* With the zone lock held no record of z can be added; one can only be
    * written back, so with none now the file alone is the data.
    */
   if (dev->cache_count[zno] == 0) {
     pthread_mutex_unlock (&dev->cache_lock);
-    return store_read (dev, z, off, buf, len);
+    return under_read (dev, z, off, buf, len, valid);
   }
-  ret = store_read (dev, z, off, buf, len);
+  ret = under_read (dev, z, off, buf, valid, valid);
   for (struct zn_undo *u = dev->undo_head; u && ret == 0; u = u->next) {
     uint64_t from = u->off > off ? u->off : off;
     uint64_t to = u->off + u->len < end ? u->off + u->len : end;
@@ -312,16 +379,16 @@ cache_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
               to - from);
   }
   pthread_mutex_unlock (&dev->cache_lock);
+  if (ret == 0)
+    fill_past_wp (buf, len, valid);
   return ret;
 }
 
-void
-cache_drop_zone (struct zn_dev *dev, struct zone *z)
+static int
+wb_reset (struct zn_dev *dev, struct zone *z)
 {
-  uint32_t zno = (uint32_t) (z - dev->zones);
+  uint32_t zno = zone_index (dev, z);
 
-  if (!dev->cache_count)
-    return;
   pthread_mutex_lock (&dev->cache_lock);
   for (struct zn_undo *u = dev->undo_head, *next; u; u = next) {
     next = u->next;
@@ -329,26 +396,75 @@ cache_drop_zone (struct zn_dev *dev, struct zone *z)
       unlink_undo (dev, u);
   }
   pthread_mutex_unlock (&dev->cache_lock);
+  return under_reset (dev, z);
 }
 
-int
-cache_write_back_zone (struct zn_dev *dev, struct zone *z)
+static int
+wb_finish (struct zn_dev *dev, struct zone *z)
 {
   int ret;
 
-  if (!dev->cache_count)
-    return 0;
   pthread_mutex_lock (&dev->cache_lock);
-  ret = cache_write_back_zone_locked (dev, (uint32_t) (z - dev->zones));
+  ret = write_back_zone (dev, zone_index (dev, z));
   pthread_mutex_unlock (&dev->cache_lock);
-  return ret;
+  return ret ? ret : under_finish (dev, z);
 }
 
-/* An orderly stop writes the cache back, as a drive does at shutdown. */
-void
-cache_free (struct zn_dev *dev)
+static int
+wb_flush (struct zn_dev *dev)
 {
-  zn_flush (dev);
+  int ret = 0;
+
+  pthread_mutex_lock (&dev->cache_lock);
+  while (dev->undo_head && ret == 0)
+    ret = write_back (dev, dev->undo_head);
+  pthread_mutex_unlock (&dev->cache_lock);
+  return ret ? ret : dev->cache_under->flush (dev);
+}
+
+/* The files keep only what was written back. */
+static int
+wb_reload (struct zn_dev *dev)
+{
+  ALL_ZONES_ASSERT_HELD (dev);
+  pthread_mutex_lock (&dev->cache_lock);
+  while (dev->undo_tail)
+    unlink_undo (dev, dev->undo_tail);
+  pthread_mutex_unlock (&dev->cache_lock);
+  return dev->cache_under->reload (dev);
+}
+
+static const struct zn_backend cache_file_backend = {
+  .name = "cache over files",
+  .read = wb_read,
+  .write = wb_write,
+  .reset = wb_reset,
+  .finish = wb_finish,
+  .set_cond = under_set_cond,
+  .save_meta = under_save_meta,
+  .flush = wb_flush,
+  .reload = wb_reload,
+  .free = cache_free,
+};
+
+int
+cache_over (struct zn_dev *dev)
+{
+  dev->cache_under = dev->backend;
+  if (!dev->cache_under->keeps_data) {
+    dev->backend = &cache_undo_backend;
+    return 0;
+  }
+  dev->cache_count = calloc (dev->geo.nr_zones, sizeof *dev->cache_count);
+  if (!dev->cache_count)
+    return -ENOMEM;
+  dev->backend = &cache_file_backend;
+  return 0;
+}
+
+void
+cache_destroy (struct zn_dev *dev)
+{
   pthread_mutex_destroy (&dev->cache_lock);
   free (dev->cache_count);
 }

@@ -4,6 +4,7 @@ noinst_LTLIBRARIES = lib/libzonednull.la
 lib_libzonednull_la_SOURCES = \
 	include/zonednull/control.h \
 	include/zonednull/zone.h \
+	lib/backend.h \
 	lib/badblocks.c \
 	lib/cache.c \
 	lib/control.c \
@@ -20,8 +21,11 @@ lib_libzonednull_la_SOURCES = \
 	lib/pages.h \
 	lib/params.c \
 	lib/params.h \
+	lib/pipeline.c \
+	lib/power.c \
 	lib/queue.c \
 	lib/queue.h \
+	lib/report.c \
 	lib/store.c \
 	lib/store.h \
 	lib/wplug.c \

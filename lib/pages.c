@@ -1,8 +1,13 @@
+/* The memory back ends: pages (memory_backed=1), a mapping a zone, and
+ * null (memory_backed=0), which keeps nothing.
+ */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "backend.h"
 #include "pages.h"
+#include "zoned-internal.h"
 
 void
 pages_init (struct zn_pages *p, uint64_t zone_bytes)
@@ -62,3 +67,116 @@ pages_free (struct zn_pages *p)
   munmap (p->data, p->bytes);
   p->data = NULL;
 }
+
+/* ---- the back ends ---------------------------------------------------- */
+
+static int
+nothing_to_do (struct zn_dev *dev)
+{
+  (void) dev;
+  return 0;
+}
+
+static int
+nothing_in_zone (struct zn_dev *dev, struct zone *z)
+{
+  (void) dev, (void) z;
+  return 0;
+}
+
+static void
+no_cond (struct zn_dev *dev, struct zone *z, uint8_t cond)
+{
+  (void) dev, (void) z, (void) cond;
+}
+
+static int
+pages_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
+            uint64_t len, uint64_t valid)
+{
+  (void) dev;
+  pages_copy_out (&z->pages, off, buf, valid);
+  fill_past_wp (buf, len, valid);
+  return 0;
+}
+
+static int
+pages_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+             const void *buf, uint64_t len, bool fua)
+{
+  int ret = pages_reserve (&z->pages);
+
+  (void) dev, (void) fua;
+  if (ret == 0)
+    pages_copy_in (&z->pages, off, buf, len);
+  return ret;
+}
+
+static int
+pages_reset (struct zn_dev *dev, struct zone *z)
+{
+  (void) dev;
+  pages_discard (&z->pages);
+  return 0;
+}
+
+static void
+pages_free_all (struct zn_dev *dev)
+{
+  for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
+    pages_free (&dev->zones[i].pages);
+}
+
+const struct zn_backend pages_backend = {
+  .name = "pages",
+  .keeps_data = false,
+  .read = pages_read,
+  .write = pages_write,
+  .reset = pages_reset,
+  .finish = nothing_in_zone,
+  .set_cond = no_cond,
+  .save_meta = nothing_to_do,
+  .flush = nothing_to_do,
+  .reload = zones_power_on,
+  .free = pages_free_all,
+};
+
+/* null_blk without memory backing leaves a read's buffer as it was;
+ * zonednull returns zeros, past the wp too (doc/zone-rules.md, 8.2).
+ */
+static int
+null_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
+           uint64_t len, uint64_t valid)
+{
+  (void) dev, (void) z, (void) off, (void) valid;
+  memset (buf, 0, len);
+  return 0;
+}
+
+static int
+null_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+            const void *buf, uint64_t len, bool fua)
+{
+  (void) dev, (void) z, (void) off, (void) buf, (void) len, (void) fua;
+  return 0;
+}
+
+static void
+null_free (struct zn_dev *dev)
+{
+  (void) dev;
+}
+
+const struct zn_backend null_backend = {
+  .name = "null",
+  .keeps_data = false,
+  .read = null_read,
+  .write = null_write,
+  .reset = nothing_in_zone,
+  .finish = nothing_in_zone,
+  .set_cond = no_cond,
+  .save_meta = nothing_to_do,
+  .flush = nothing_to_do,
+  .reload = zones_power_on,
+  .free = null_free,
+};

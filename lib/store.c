@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "escape.h"
+#include "backend.h"
 #include "store.h"
 #include "zoned-internal.h"
 
@@ -295,7 +296,11 @@ transfer (int fd, unsigned char *buf, uint64_t len, uint64_t off, bool write)
   return (int64_t) done;
 }
 
-int
+/* A zone's data, with its lock held (store_write also from the cache's
+ * write-back, which the cache lock serialises instead); offsets are bytes
+ * in the zone.  Every failure is -EIO, as a block device reports it.
+ */
+static int
 store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
             uint64_t len)
 {
@@ -304,6 +309,7 @@ store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
   int64_t done;
   int r = file_get (dev, zno, &f);
 
+  ZONE_ASSERT_HELD (z);
   if (r < 0)
     return io_error (dev, "opening", zno, -r);
   done = transfer (f.fd, buf, len, off, false);
@@ -314,7 +320,8 @@ store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
   return 0;
 }
 
-int
+/* A failed write to a sequential zone leaves its file as it was. */
+static int
 store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
              const void *buf, uint64_t len)
 {
@@ -342,13 +349,14 @@ store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
   return 0;
 }
 
-int
+static int
 store_sync_zone (struct zn_dev *dev, struct zone *z)
 {
   uint32_t zno = zone_no (dev, z);
   struct zone_file f;
   int r = file_get (dev, zno, &f);
 
+  ZONE_ASSERT_HELD (z);
   if (r < 0)
     return io_error (dev, "opening", zno, -r);
   r = fdatasync (f.fd) ? errno : 0;
@@ -356,13 +364,14 @@ store_sync_zone (struct zn_dev *dev, struct zone *z)
   return r ? io_error (dev, "syncing", zno, r) : 0;
 }
 
-int
+static int
 store_truncate (struct zn_dev *dev, struct zone *z, uint64_t size)
 {
   uint32_t zno = zone_no (dev, z);
   struct zone_file f;
   int r = file_get (dev, zno, &f);
 
+  ZONE_ASSERT_HELD (z);
   if (r < 0)
     return io_error (dev, "opening", zno, -r);
   r = ftruncate (f.fd, (off_t) size) ? errno : 0;
@@ -373,7 +382,8 @@ store_truncate (struct zn_dev *dev, struct zone *z, uint64_t size)
   return 0;
 }
 
-int
+/* fdatasync of every zone file written since the last one. */
+static int
 store_flush (struct zn_dev *dev)
 {
   struct zn_store *st = dev->store;
@@ -436,13 +446,17 @@ set_seq_zone (struct zone *z, uint8_t special, uint64_t file_sectors,
   }
 }
 
-int
+/* A power-on: each sequential zone's condition and wp from its file
+ * (READONLY and OFFLINE zones stay), and the closed zones recounted.
+ */
+static int
 store_reload (struct zn_dev *dev)
 {
   struct zn_store *st = dev->store;
   unsigned nr_closed = 0;
   int ret = 0;
 
+  ALL_ZONES_ASSERT_HELD (dev);
   for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
     char name[32];
@@ -553,7 +567,8 @@ store_save_meta (struct zn_dev *dev)
   return 0;
 }
 
-void
+/* Records that z is now READONLY, OFFLINE or (0) neither. */
+static void
 store_set_special (struct zn_dev *dev, struct zone *z, uint8_t cond)
 {
   struct zn_store *st = dev->store;
@@ -1110,3 +1125,70 @@ store_close (struct zn_dev *dev)
   free (st);
   dev->store = NULL;
 }
+
+/* ---- the back end ------------------------------------------------------- */
+
+static int
+file_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
+           uint64_t len, uint64_t valid)
+{
+  int ret = valid ? store_read (dev, z, off, buf, valid) : 0;
+
+  if (ret == 0)
+    fill_past_wp (buf, len, valid);
+  return ret;
+}
+
+static int
+file_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+            const void *buf, uint64_t len, bool fua)
+{
+  int ret = store_write (dev, z, off, buf, len);
+
+  return ret == 0 && fua ? store_sync_zone (dev, z) : ret;
+}
+
+/* A reset empties the zone's file and a finish fills it to the capacity,
+ * as zloop does; both are durable at once.
+ */
+static int
+file_size (struct zn_dev *dev, struct zone *z, uint64_t size)
+{
+  int ret = store_truncate (dev, z, size);
+
+  return ret ? ret : store_sync_zone (dev, z);
+}
+
+static int
+file_reset (struct zn_dev *dev, struct zone *z)
+{
+  return file_size (dev, z, 0);
+}
+
+static int
+file_finish (struct zn_dev *dev, struct zone *z)
+{
+  return file_size (dev, z, z->capacity << ZN_SECTOR_SHIFT);
+}
+
+/* An orderly stop makes what was written durable. */
+static void
+file_free (struct zn_dev *dev)
+{
+  store_flush (dev);
+  store_close (dev);
+}
+
+const struct zn_backend store_backend = {
+  .name = "store",
+  .keeps_data = true,
+  .read = file_read,
+  .write = file_write,
+  .reset = file_reset,
+  .finish = file_finish,
+  .set_cond = store_set_special,
+  .save_meta = store_save_meta,
+  .flush = store_flush,
+  .reload = store_reload,
+  .free = file_free,
+};

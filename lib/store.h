@@ -40,30 +40,11 @@ bool store_restored (const struct zn_dev *dev);
 /* DIR, or NULL without a store. */
 const char *store_dir (const struct zn_dev *dev);
 
-/* The rest are called with the zone's lock held; offsets are bytes in the
- * zone.  Every failure is -EIO, as a block device reports it.
- */
-int store_read (struct zn_dev *dev, struct zone *z, uint64_t off,
-                void *buf, uint64_t len);
-/* A failed write to a sequential zone leaves its file as it was. */
-int store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
-                 const void *buf, uint64_t len);
-int store_sync_zone (struct zn_dev *dev, struct zone *z);
-/* Sets the file's size: 0 for a reset, the capacity for a finish. */
-int store_truncate (struct zn_dev *dev, struct zone *z, uint64_t size);
-/* fdatasync of every zone file written since the last one. */
-int store_flush (struct zn_dev *dev);
+/* The rest of the store is its back end, store_backend (backend.h). */
 
-/* Sets each sequential zone's condition and wp from its file (READONLY
- * and OFFLINE zones stay) and recounts the closed zones: a power-on.
- * Called with every zone lock held.
- */
-int store_reload (struct zn_dev *dev);
 /* Writes the metadata file again after a READONLY, OFFLINE or bad block
  * change.
  */
 int store_save_meta (struct zn_dev *dev);
-/* Records that z is now READONLY, OFFLINE or (0) neither. */
-void store_set_special (struct zn_dev *dev, struct zone *z, uint8_t cond);
 
 #endif

@@ -102,6 +102,7 @@ wplug_prepare (struct zn_dev *dev, struct zone *z, uint64_t *sector,
 {
   struct zn_wplug *p = plug_of (dev, z);
 
+  ZONE_ASSERT_HELD (z);
   if (!p->hashed)
     *p = (struct zn_wplug) {
       .hashed = true, .wp_offset = *sector - z->start,
@@ -126,6 +127,7 @@ wplug_complete (struct zn_dev *dev, struct zone *z, int ret)
 {
   struct zn_wplug *p = plug_of (dev, z);
 
+  ZONE_ASSERT_HELD (z);
   if (ret)
     p->need_wp_update = true;
   if (p->wp_offset == 0 || p->wp_offset >= z->capacity)
@@ -138,6 +140,7 @@ wplug_complete (struct zn_dev *dev, struct zone *z, int ret)
 void
 wplug_native_append (struct zn_dev *dev, struct zone *z)
 {
+  ZONE_ASSERT_HELD (z);
   plug_remove (plug_of (dev, z));
 }
 
@@ -149,6 +152,7 @@ wplug_zone_mgmt (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
 {
   struct zn_wplug *p = plug_of (dev, z);
 
+  ZONE_ASSERT_HELD (z);
   if (!p->hashed)
     return;
   if (op == ZN_OP_RESET)
@@ -163,6 +167,7 @@ wplug_zone_mgmt (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
 void
 wplug_remove_all (struct zn_dev *dev)
 {
+  ALL_ZONES_ASSERT_HELD (dev);
   for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
     plug_remove (&dev->wplugs[i]);
 }
@@ -177,6 +182,7 @@ wplug_report (struct zn_dev *dev, struct zone *z, uint8_t cond, uint64_t wp)
   struct zn_wplug *p = plug_of (dev, z);
   uint64_t wp_offset;
 
+  ZONE_ASSERT_HELD (z);
   if (!p->hashed || !p->need_wp_update)
     return;
   switch (cond) {

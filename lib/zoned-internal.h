@@ -1,4 +1,7 @@
-/* The device structure, shared by the geometry and state-machine files. */
+/* The device structure and its locks, shared by the model's files:
+ * zoned.c (the zone state machine), pipeline.c (pipelined writes),
+ * power.c (the power cycle), report.c (zone reports), and the rest.
+ */
 #ifndef ZONEDNULL_ZONED_INTERNAL_H
 #define ZONEDNULL_ZONED_INTERNAL_H
 
@@ -6,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "zoned.h"
+#include "backend.h"
 #include "pages.h"
 
 struct zn_bb_range {
@@ -82,29 +86,116 @@ struct zn_dev {
   struct zn_wplug *wplugs;
   /* backing_dir (store.c), NULL when the data lives in memory. */
   struct zn_store *store;
+  /* Where the data is (backend.h), and with a cache what it is on. */
+  const struct zn_backend *backend;
+  const struct zn_backend *cache_under;
 };
+
+/* ---- locks ------------------------------------------------------------ */
+
+/* The locking rules are checked, not only written down, in a debug build
+ * (configure --enable-debug, and --enable-sanitizers): there the model's
+ * mutexes are error-checking, which lets ZN_ASSERT_HELD ask whether this
+ * thread owns one, and a rule broken aborts with the file and line.  A
+ * release build compiles the checks away.
+ */
+#ifdef ZN_DEBUG_LOCKS
+void zn_assert_held (pthread_mutex_t *m, const char *what,
+                     const char *file, int line);
+# define ZN_ASSERT_HELD_AS(m, name) \
+  zn_assert_held ((m), (name), __FILE__, __LINE__)
+#else
+# define ZN_ASSERT_HELD_AS(m, name) ((void) 0)
+#endif
+#define ZN_ASSERT_HELD(m) ZN_ASSERT_HELD_AS (m, #m)
+
+void zn_mutex_init (pthread_mutex_t *m);
+
+/* null_blk: null_lock_zone (), null_unlock_zone () */
+static inline void
+zone_lock (struct zone *z)
+{
+  pthread_mutex_lock (z->mutex);
+}
+
+static inline void
+zone_unlock (struct zone *z)
+{
+  pthread_mutex_unlock (z->mutex);
+}
+
+/* null_blk: null_lock_zone_res (), null_unlock_zone_res () */
+static inline void
+res_lock (struct zn_dev *dev)
+{
+  if (dev->need_res_mgmt)
+    pthread_mutex_lock (&dev->res_lock);
+}
+
+static inline void
+res_unlock (struct zn_dev *dev)
+{
+  if (dev->need_res_mgmt)
+    pthread_mutex_unlock (&dev->res_lock);
+}
+
+#define ZONE_ASSERT_HELD(z) ZN_ASSERT_HELD_AS ((z)->mutex, "the zone lock")
+/* The resource lock is only taken while limits are enforced. */
+#define RES_ASSERT_HELD(dev) \
+  do { \
+    if ((dev)->need_res_mgmt) \
+      ZN_ASSERT_HELD_AS (&(dev)->res_lock, "the resource lock"); \
+  } while (0)
+
+/* Power cycle and snapshot: every zone held still. */
+#ifdef ZN_DEBUG_LOCKS
+# define ALL_ZONES_ASSERT_HELD(dev) \
+  for (uint32_t zi_ = 0; zi_ < (dev)->geo.nr_zones; zi_++) \
+    ZONE_ASSERT_HELD (&(dev)->zones[zi_])
+#else
+# define ALL_ZONES_ASSERT_HELD(dev) ((void) 0)
+#endif
+
+/* null_blk: null_zone_no () */
+static inline struct zone *
+zone_of (struct zn_dev *dev, uint64_t sector)
+{
+  return &dev->zones[sector >> dev->zone_shift];
+}
+
+static inline unsigned
+count (atomic_uint *c)
+{
+  return atomic_load_explicit (c, memory_order_relaxed);
+}
+
+/* power.c: the zone locks [first, end) in zone order (once with
+ * device_lock), taken or released.
+ */
+void lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock);
+
+/* pipeline.c, with the zone lock held: the wait of a write ahead of the
+ * write pointer, and the wake-up of such writes when it moves (with
+ * give_up they fail).
+ */
+int pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector,
+                   uint64_t n);
+void wake_waiters (struct zone *z, bool give_up);
 
 /* geometry.c: null_blk's power-on validation and clamping. */
 int zn_geometry_from_config (const struct zn_config *cfg,
                              struct zn_geometry *geo,
                              char *err, size_t errlen);
 
-/* cache.c */
+/* cache.c: the cache's lock and counters, with or without a cache. */
 struct zn_undo;
 void cache_init (struct zn_dev *dev, uint64_t cache_bytes);
-void cache_free (struct zn_dev *dev);
-int cache_before_write (struct zn_dev *dev, struct zone *z, uint64_t off,
-                        uint64_t len, bool fua);
-void cache_power_loss (struct zn_dev *dev);
-/* With backing_dir the cache holds the written data itself, and the zone
- * file gets it at write-back (zone lock held for z).
+void cache_destroy (struct zn_dev *dev);
+
+/* power.c: a power-on's zones when nothing of them was kept (the back
+ * ends' reload); every zone lock held.
  */
-int cache_write (struct zn_dev *dev, struct zone *z, uint64_t off,
-                 const void *buf, uint64_t len, bool fua);
-int cache_read (struct zn_dev *dev, struct zone *z, uint64_t off,
-                void *buf, uint64_t len);
-void cache_drop_zone (struct zn_dev *dev, struct zone *z);
-int cache_write_back_zone (struct zn_dev *dev, struct zone *z);
+int zones_power_on (struct zn_dev *dev);
 
 /* wplug.c, all with the zone lock held */
 void wplug_free (struct zn_dev *dev);

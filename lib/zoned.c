@@ -1,11 +1,16 @@
 /* The zone state machine of null_blk (drivers/block/null_blk/zoned.c in
  * Linux 6.1, and where they differ 6.12 and 7.3) plus the checks and
- * splitting the block layer does in front of it.  Structure follows the driver: one small function per operation,
- * and the open/active resource checks in one place.
+ * splitting the block layer does in front of it.  This file is the
+ * driver's twin: its functions come in the driver's order, each marked
+ * with the kernel function it models, one small function per operation
+ * and the open/active resource checks in one place.  What the driver does
+ * not have lives beside it: pipelined writes (pipeline.c), the power
+ * cycle (power.c), reports (report.c), the data (the back ends).
  *
  * Locking follows the driver's "improve zone locking" design: one lock per
  * zone, and the resource lock only when open or active limits are set.
- * Lock order: zone lock, then resource lock.
+ * Lock order: zone lock, then resource lock.  Each function that relies
+ * on a lock asserts it (ZN_ASSERT_HELD, zoned-internal.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,39 +25,43 @@
 
 #define ALL_ONES UINT64_MAX
 
-/* ---- locking ---------------------------------------------------------- */
+/* ---- locking ----------------------------------------------------------- */
 
-static void
-zone_lock (struct zone *z)
+void
+zn_mutex_init (pthread_mutex_t *m)
 {
-  pthread_mutex_lock (z->mutex);
+#ifdef ZN_DEBUG_LOCKS
+  pthread_mutexattr_t attr;
+
+  pthread_mutexattr_init (&attr);
+  pthread_mutexattr_settype (&attr, PTHREAD_MUTEX_ERRORCHECK);
+  pthread_mutex_init (m, &attr);
+  pthread_mutexattr_destroy (&attr);
+#else
+  pthread_mutex_init (m, NULL);
+#endif
 }
 
-static void
-zone_unlock (struct zone *z)
+#ifdef ZN_DEBUG_LOCKS
+/* An error-checking mutex its owner locks again fails with EDEADLK at
+ * once; one another thread holds times out at the deadline already past.
+ */
+void
+zn_assert_held (pthread_mutex_t *m, const char *what, const char *file,
+                int line)
 {
-  pthread_mutex_unlock (z->mutex);
-}
+  struct timespec past = { 0, 0 };
+  int r = pthread_mutex_timedlock (m, &past);
 
-static void
-res_lock (struct zn_dev *dev)
-{
-  if (dev->need_res_mgmt)
-    pthread_mutex_lock (&dev->res_lock);
+  if (r == EDEADLK)
+    return;
+  if (r == 0)
+    pthread_mutex_unlock (m);
+  fprintf (stderr, "%s:%d: %s is not held by this thread\n", file, line,
+           what);
+  abort ();
 }
-
-static void
-res_unlock (struct zn_dev *dev)
-{
-  if (dev->need_res_mgmt)
-    pthread_mutex_unlock (&dev->res_lock);
-}
-
-static unsigned
-count (atomic_uint *c)
-{
-  return atomic_load_explicit (c, memory_order_relaxed);
-}
+#endif
 
 static void
 inc (atomic_uint *c)
@@ -66,19 +75,14 @@ dec (atomic_uint *c)
   atomic_fetch_sub_explicit (c, 1, memory_order_relaxed);
 }
 
-static struct zone *
-zone_of (struct zn_dev *dev, uint64_t sector)
-{
-  return &dev->zones[sector >> dev->zone_shift];
-}
-
-/* ---- device ----------------------------------------------------------- */
+/* ---- device ------------------------------------------------------------ */
 
 /* The zone tables are made up front, as null_blk does.  Ones that need
  * more than half the machine's memory together (a size given in bytes
  * instead of MiB, say, or many devices) would only end with the OOM
  * killer, after a long time of paging: refused before any is allocated.
  */
+/* null_blk: null_init_zoned_dev (), its kvmalloc_array () of the zones */
 int
 zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
                      char *err, size_t errlen)
@@ -113,6 +117,17 @@ zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
   return -1;
 }
 
+/* Nothing was opened yet: the zones' memory is all there is to free. */
+static struct zn_dev *
+create_failed (struct zn_dev *dev, int e)
+{
+  dev->backend = &pages_backend;
+  zn_dev_destroy (dev);
+  errno = e;
+  return NULL;
+}
+
+/* null_blk: null_init_zoned_dev () */
 struct zn_dev *
 zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
 {
@@ -139,8 +154,8 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   dev->zone_shift = __builtin_ctzll (geo.zone_sectors);
   dev->need_res_mgmt = geo.max_open || geo.max_active;
   dev->imp_close_cursor = geo.nr_conv;
-  pthread_mutex_init (&dev->res_lock, NULL);
-  pthread_mutex_init (&dev->dev_lock, NULL);
+  zn_mutex_init (&dev->res_lock);
+  zn_mutex_init (&dev->dev_lock);
   badblocks_init (dev);
   cache_init (dev, geo.memory_backed ? cfg->cache_size << 20 : 0);
   dev->pipeline = cfg->pipeline_zoned_writes;
@@ -160,7 +175,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   for (uint32_t i = 0; i < geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
 
-    pthread_mutex_init (&z->lock, NULL);
+    zn_mutex_init (&z->lock);
     z->mutex = cfg->device_lock ? &dev->dev_lock : &z->lock;
     z->start = (uint64_t) i * geo.zone_sectors;
     z->len = geo.capacity - z->start < geo.zone_sectors
@@ -180,27 +195,21 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
     }
     pages_init (&z->pages, z->len << ZN_SECTOR_SHIFT);
   }
-  if (cfg->backing_dir) {
-    if (dev->cache_bytes
-        && !(dev->cache_count = calloc (geo.nr_zones,
-                                        sizeof *dev->cache_count))) {
-      zn_dev_destroy (dev);
-      if (err && errlen)
-        snprintf (err, errlen, "out of memory for %u zones", geo.nr_zones);
-      errno = ENOMEM;
-      return NULL;
-    }
-    if (store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow, err,
-                    errlen) < 0) {
-      int e = errno;
-      zn_dev_destroy (dev);
-      errno = e;
-      return NULL;
-    }
+  dev->backend = !geo.memory_backed ? &null_backend
+    : cfg->backing_dir ? &store_backend : &pages_backend;
+  if (dev->cache_bytes && cache_over (dev) < 0) {
+    if (err && errlen)
+      snprintf (err, errlen, "out of memory for %u zones", geo.nr_zones);
+    return create_failed (dev, ENOMEM);
   }
+  if (cfg->backing_dir
+      && store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow, err,
+                     errlen) < 0)
+    return create_failed (dev, errno);
   return dev;
 }
 
+/* null_blk: null_free_zoned_dev () */
 void
 zn_dev_destroy (struct zn_dev *dev)
 {
@@ -209,12 +218,10 @@ zn_dev_destroy (struct zn_dev *dev)
   /* The cache goes to the zone files, and the store's filler, which takes
    * zone locks, ends before the locks do.
    */
-  cache_free (dev);
-  store_close (dev);
-  for (uint32_t i = 0; i < dev->geo.nr_zones; i++) {
-    pages_free (&dev->zones[i].pages);
+  dev->backend->free (dev);
+  cache_destroy (dev);
+  for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
     pthread_mutex_destroy (&dev->zones[i].lock);
-  }
   pthread_mutex_destroy (&dev->res_lock);
   pthread_mutex_destroy (&dev->dev_lock);
   badblocks_free (dev);
@@ -224,6 +231,7 @@ zn_dev_destroy (struct zn_dev *dev)
   free (dev);
 }
 
+/* null_blk: null_register_zoned_dev (), the limits the disk reports */
 const struct zn_geometry *
 zn_dev_geometry (const struct zn_dev *dev)
 {
@@ -248,14 +256,69 @@ zn_dev_zone_full (const struct zn_dev *dev)
   return dev->zone_full;
 }
 
-/* ---- resource checks (called with the resource lock held) -------------- */
+/* null_blk: null_report_zones () is zn_report_zones, in report.c. */
+
+/* ---- reads ------------------------------------------------------------- */
+
+static uint64_t
+zone_bytes (const struct zone *z, uint64_t sector)
+{
+  return (sector - z->start) << ZN_SECTOR_SHIFT;
+}
+
+/* Below the wp a zone reads its data (zeros where nothing was written);
+ * at and past the wp null_blk's memory backing fills the buffer with 0xFF.
+ * Sectors, read under the zone lock.
+ */
+/* null_blk: null_zone_valid_read_len () */
+static uint64_t
+valid_read_len (const struct zone *z, uint64_t wp, uint64_t sector,
+                uint64_t n)
+{
+  if (z->type == ZN_ZONE_CONVENTIONAL || wp >= sector + n)
+    return n;
+  return wp > sector ? wp - sector : 0;
+}
+
+/* null_blk: null_process_zoned_cmd (), its default case (a read) */
+static int
+read_zone (struct zn_dev *dev, struct zone *z, void *buf,
+           uint64_t sector, uint64_t n)
+{
+  uint64_t valid, wp;
+  uint8_t cond;
+  int ret;
+
+  zone_lock (z);
+  res_lock (dev);
+  cond = z->cond;
+  wp = z->wp;
+  res_unlock (dev);
+
+  /* A read that meets a bad block fails whole, partial or not: the
+   * request completes with the error.
+   */
+  if (cond == ZN_COND_OFFLINE || badblocks_check (dev, sector, n, &valid))
+    ret = -EIO;
+  else
+    ret = dev->backend->read (dev, z, zone_bytes (z, sector), buf,
+                              n << ZN_SECTOR_SHIFT,
+                              valid_read_len (z, wp, sector, n)
+                              << ZN_SECTOR_SHIFT);
+  zone_unlock (z);
+  return ret;
+}
+
+/* ---- resource checks (resource lock held) ------------------------------ */
 
 /* Moves an IMP_OPEN or EXP_OPEN zone to CLOSED, or to EMPTY if nothing was
  * written to it.
  */
+/* null_blk: __null_close_zone () */
 static void
 close_open_zone (struct zn_dev *dev, struct zone *z)
 {
+  RES_ASSERT_HELD (dev);
   if (z->cond == ZN_COND_IMP_OPEN)
     dec (&dev->nr_imp_open);
   else
@@ -273,12 +336,14 @@ close_open_zone (struct zn_dev *dev, struct zone *z)
  * victim's own lock is not taken, as in the driver: its cond is only ever
  * touched under the resource lock while limits are enforced.
  */
+/* null_blk: null_close_imp_open_zone () */
 static void
 close_imp_open_zone (struct zn_dev *dev)
 {
   uint32_t nr_conv = dev->geo.nr_conv, nr_zones = dev->geo.nr_zones;
   uint32_t zno = dev->imp_close_cursor;
 
+  RES_ASSERT_HELD (dev);
   if (zno >= nr_zones)
     zno = nr_conv;
   for (uint32_t i = nr_conv; i < nr_zones; i++) {
@@ -294,12 +359,14 @@ close_imp_open_zone (struct zn_dev *dev)
   }
 }
 
+/* null_blk: null_check_active () */
 static int
 check_active (struct zn_dev *dev)
 {
   unsigned active = count (&dev->nr_imp_open) + count (&dev->nr_exp_open)
     + count (&dev->nr_closed);
 
+  RES_ASSERT_HELD (dev);
   if (!dev->geo.max_active || active < dev->geo.max_active)
     return 0;
   return -EOVERFLOW;
@@ -310,11 +377,13 @@ check_active (struct zn_dev *dev)
  * kernel's quirk (null_check_open; doc/zone-rules.md, 3.3), which the
  * traces confirm.
  */
+/* null_blk: null_check_open () */
 static int
 check_open (struct zn_dev *dev)
 {
   unsigned open = count (&dev->nr_imp_open) + count (&dev->nr_exp_open);
 
+  RES_ASSERT_HELD (dev);
   if (!dev->geo.max_open || open < dev->geo.max_open)
     return 0;
   if (count (&dev->nr_imp_open) && check_active (dev) == 0) {
@@ -325,9 +394,12 @@ check_open (struct zn_dev *dev)
 }
 
 /* Whether the EMPTY or CLOSED zone z may become open. */
+/* null_blk: null_check_zone_resources () */
 static int
 check_zone_resources (struct zn_dev *dev, struct zone *z)
 {
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
   if (z->cond == ZN_COND_EMPTY) {
     int ret = check_active (dev);
     if (ret)
@@ -336,13 +408,169 @@ check_zone_resources (struct zn_dev *dev, struct zone *z)
   return check_open (dev);
 }
 
-/* ---- per-zone operations (zone lock and resource lock held) ------------ */
+/* ---- writes (zone lock held) ------------------------------------------- */
 
+/* Checks a write of n sectors at sector and opens the zone implicitly:
+ * null_zone_write up to its call of null_process_cmd (doc/zone-rules.md,
+ * section 4, steps 1 to 5).  Nothing changes on failure.
+ */
+/* null_blk: null_zone_write (), up to null_process_cmd () */
+static int
+write_open_zone (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+{
+  int ret;
+
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
+  switch (z->cond) {
+  case ZN_COND_FULL:
+  case ZN_COND_READONLY:
+  case ZN_COND_OFFLINE:
+    return -EIO;
+  }
+  if (sector != z->wp || z->wp + n > z->start + z->capacity)
+    return -EIO;
+
+  switch (z->cond) {
+  case ZN_COND_EMPTY:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    inc (&dev->nr_imp_open);
+    z->cond = ZN_COND_IMP_OPEN;
+    break;
+  case ZN_COND_CLOSED:
+    ret = check_zone_resources (dev, z);
+    if (ret)
+      return ret;
+    dec (&dev->nr_closed);
+    inc (&dev->nr_imp_open);
+    z->cond = ZN_COND_IMP_OPEN;
+    break;
+  }
+  return 0;
+}
+
+/* null_blk: null_zone_write (), after null_process_cmd () */
+static void
+advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
+{
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
+  z->wp += n;
+  if (z->wp != z->start + z->capacity)
+    return;
+  if (z->cond == ZN_COND_EXP_OPEN)
+    dec (&dev->nr_exp_open);
+  else if (z->cond == ZN_COND_IMP_OPEN)
+    dec (&dev->nr_imp_open);
+  z->cond = ZN_COND_FULL;
+}
+
+/* A write, or with append a zone append, which takes the write pointer
+ * as its sector under the zone lock (and reports it in *sector): the one
+ * place the two differ, as in null_blk's null_zone_write.
+ */
+/* null_blk: null_zone_write () */
+static int
+write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
+            uint64_t *sectorp, uint64_t n, bool fua, bool append)
+{
+  uint64_t sector = *sectorp, off, xfer = 0;
+  bool plugged = false;
+  int ret = 0, bb_ret = 0;
+
+  zone_lock (z);
+  /* The block layer's zone write plug comes first.  An emulated append
+   * is a write at the plug's wp by the time null_blk sees it.
+   */
+  if (dev->wplugs && z->type != ZN_ZONE_CONVENTIONAL) {
+    if (append && !dev->geo.append_emulated)
+      wplug_native_append (dev, z);
+    else {
+      ret = wplug_prepare (dev, z, &sector, n, append);
+      if (ret) {
+        zone_unlock (z);
+        return ret;
+      }
+      *sectorp = sector;
+      append = false;
+      plugged = true;
+    }
+  }
+  if (append)
+    *sectorp = sector = z->wp;
+  off = zone_bytes (z, sector);
+  if (z->type == ZN_ZONE_CONVENTIONAL) {
+    if (badblocks_check (dev, sector, n, &xfer))
+      bb_ret = -EIO;
+    else
+      xfer = n;
+    if (xfer)
+      ret = dev->backend->write (dev, z, off, buf, xfer << ZN_SECTOR_SHIFT,
+                                 fua);
+  }
+  else {
+    bool at_wp;
+
+    if (dev->pipeline && !append
+        && (ret = pipeline_wait (dev, z, sector, n)) != 0) {
+      zone_unlock (z);
+      return ret;
+    }
+    at_wp = sector == z->wp;
+    /* The data goes in and the wp moves under the resource lock, so an
+     * implicit close of this zone by another writer meanwhile sees a
+     * consistent zone.
+     */
+    res_lock (dev);
+    ret = write_open_zone (dev, z, sector, n);
+    /* Step 6 of zone-rules 4 (null_process_cmd, called by null_zone_write
+     * after the zone is opened): the zone stays open when a bad block
+     * fails the write.
+     * With badblocks_partial_io (7.3) the part before the bad block is
+     * written and the wp moves past it, and the write still fails.
+     */
+    if (ret == 0 && badblocks_check (dev, sector, n, &xfer)) {
+      bb_ret = -EIO;
+      if (xfer == 0)
+        ret = -EIO;
+    }
+    else
+      xfer = n;
+    /* A zone file's size is its wp: the data goes in before the wp
+     * moves, and a failed write leaves both where they were.
+     */
+    if (ret == 0)
+      ret = dev->backend->write (dev, z, off, buf, xfer << ZN_SECTOR_SHIFT,
+                                 fua);
+    if (ret == 0)
+      advance_wp (dev, z, xfer);
+    if (ret == 0)
+      ret = bb_ret;
+    res_unlock (dev);
+    /* The writes queued behind a failed write at the wp cannot succeed;
+     * a failed append moved nothing and leaves them waiting.
+     */
+    if (dev->pipeline && (ret == 0 || (at_wp && !append)))
+      wake_waiters (z, ret != 0);
+    if (plugged)
+      wplug_complete (dev, z, ret);
+  }
+  zone_unlock (z);
+  return ret ? ret : bb_ret;
+}
+
+/* ---- zone operations (zone lock and resource lock held) ---------------- */
+
+/* null_blk: null_open_zone () */
 static int
 open_zone (struct zn_dev *dev, struct zone *z)
 {
   int ret;
 
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
   switch (z->cond) {
   case ZN_COND_EXP_OPEN:
     return 0;
@@ -368,9 +596,12 @@ open_zone (struct zn_dev *dev, struct zone *z)
   return 0;
 }
 
+/* null_blk: null_close_zone () */
 static int
 close_zone (struct zn_dev *dev, struct zone *z)
 {
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
   switch (z->cond) {
   case ZN_COND_CLOSED:
     return 0;
@@ -383,11 +614,14 @@ close_zone (struct zn_dev *dev, struct zone *z)
   }
 }
 
+/* null_blk: null_finish_zone () */
 static int
 finish_zone (struct zn_dev *dev, struct zone *z)
 {
   int ret;
 
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
   switch (z->cond) {
   case ZN_COND_FULL:
     /* From 6.10 only a device with limits returns early; without them a
@@ -422,9 +656,12 @@ finish_zone (struct zn_dev *dev, struct zone *z)
 }
 
 /* The caller discards the zone's data when this returns 0. */
+/* null_blk: null_reset_zone () */
 static int
 reset_zone (struct zn_dev *dev, struct zone *z)
 {
+  ZONE_ASSERT_HELD (z);
+  RES_ASSERT_HELD (dev);
   switch (z->cond) {
   case ZN_COND_EMPTY:
   case ZN_COND_FULL:
@@ -446,403 +683,102 @@ reset_zone (struct zn_dev *dev, struct zone *z)
   return 0;
 }
 
-/* Checks a write of n sectors at sector and opens the zone implicitly:
- * null_zone_write up to its call of null_process_cmd (doc/zone-rules.md,
- * section 4, steps 1 to 5).  Nothing changes on failure.
+/* ---- zone management --------------------------------------------------- */
+
+/* chain_ok: no zone before this one in the range failed.  The range's
+ * bios are chained, so from 6.10 an earlier failure reaches this zone's
+ * bio and its completion leaves the zone write plug alone.
  */
+/* null_blk: null_zone_mgmt () */
 static int
-write_open_zone (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
+               bool chain_ok)
 {
   int ret;
 
-  switch (z->cond) {
-  case ZN_COND_FULL:
-  case ZN_COND_READONLY:
-  case ZN_COND_OFFLINE:
-    return -EIO;
-  }
-  if (sector != z->wp || z->wp + n > z->start + z->capacity)
-    return -EIO;
-
-  switch (z->cond) {
-  case ZN_COND_EMPTY:
-    ret = check_zone_resources (dev, z);
-    if (ret)
-      return ret;
-    inc (&dev->nr_imp_open);
-    z->cond = ZN_COND_IMP_OPEN;
-    break;
-  case ZN_COND_CLOSED:
-    ret = check_zone_resources (dev, z);
-    if (ret)
-      return ret;
-    dec (&dev->nr_closed);
-    inc (&dev->nr_imp_open);
-    z->cond = ZN_COND_IMP_OPEN;
-    break;
-  }
-  return 0;
-}
-
-static void
-advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
-{
-  z->wp += n;
-  if (z->wp != z->start + z->capacity)
-    return;
-  if (z->cond == ZN_COND_EXP_OPEN)
-    dec (&dev->nr_exp_open);
-  else if (z->cond == ZN_COND_IMP_OPEN)
-    dec (&dev->nr_imp_open);
-  z->cond = ZN_COND_FULL;
-}
-
-/* ---- pipelined writes (zone lock held) ---------------------------------- */
-
-/* Wakes the writes waiting on z for its wp; with give_up they fail. */
-static void
-wake_waiters (struct zone *z, bool give_up)
-{
-  if (give_up)
-    z->fail_gen++;
-  for (struct wp_waiter *w = z->waiters; w; w = w->next)
-    if (give_up || w->sector <= z->wp)
-      pthread_cond_signal (&w->cond);
-}
-
-/* An implicit close may change the cond of an open zone under the
- * resource lock alone, so cond is read under it.
- */
-static uint8_t
-zone_cond (struct zn_dev *dev, struct zone *z)
-{
-  uint8_t cond;
-
+  zone_lock (z);
   res_lock (dev);
-  cond = z->cond;
-  res_unlock (dev);
-  return cond;
-}
-
-static bool
-writable_cond (uint8_t cond)
-{
-  return cond != ZN_COND_FULL && cond != ZN_COND_READONLY
-    && cond != ZN_COND_OFFLINE;
-}
-
-/* Whether a write of n sectors at sector must wait for the wp (1, and it
- * is counted as waiting until wait_end), may go now (0), or may not wait
- * because pipeline_max_waiting writes already do (-EBUSY).  Writes that
- * can never succeed (behind the wp, past the capacity, to a FULL,
- * READONLY or OFFLINE zone) do not wait: the ordinary checks then fail
- * them at once.  Zone lock held.
- */
-static int
-wait_begin (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
-{
-  if (sector <= z->wp || sector + n > z->start + z->capacity
-      || !writable_cond (zone_cond (dev, z)))
-    return 0;
-  if (z->nr_waiting >= dev->pipeline_max_waiting) {
-    atomic_fetch_add (&dev->pl_failed, 1);
-    return -EBUSY;
-  }
-  z->nr_waiting++;
-  atomic_fetch_add (&dev->pl_waiting, 1);
-  atomic_fetch_add (&dev->pl_waited, 1);
-  return 1;
-}
-
-/* A wait is over, with result 0, -ETIMEDOUT or -EIO.  Zone lock held. */
-static void
-wait_end (struct zn_dev *dev, struct zone *z, int result)
-{
-  z->nr_waiting--;
-  atomic_fetch_sub (&dev->pl_waiting, 1);
-  if (result)
-    atomic_fetch_add (result == -ETIMEDOUT ? &dev->pl_timeouts
-                                           : &dev->pl_failed, 1);
-}
-
-/* Waits until a write of n sectors at sector, ahead of the wp, is at the
- * wp.  A waiting write changes no zone state.
- */
-static int
-pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
-{
-  struct timespec deadline;
-  struct wp_waiter me;
-  uint64_t gen = z->fail_gen;
-  int ret = wait_begin (dev, z, sector, n);
-
-  if (ret != 1)
-    return ret;
-  ret = 0;
-  clock_gettime (CLOCK_MONOTONIC, &deadline);
-  deadline.tv_sec += dev->pipeline_wait_ms / 1000;
-  deadline.tv_nsec += (long) (dev->pipeline_wait_ms % 1000) * 1000000;
-  if (deadline.tv_nsec >= 1000000000) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000;
-  }
-  me.sector = sector;
-  pthread_cond_init (&me.cond, &dev->wp_condattr);
-  me.next = z->waiters;
-  z->waiters = &me;
-  while (sector > z->wp && gen == z->fail_gen
-         && writable_cond (zone_cond (dev, z))) {
-    if (pthread_cond_timedwait (&me.cond, z->mutex, &deadline) == ETIMEDOUT
-        && sector > z->wp && gen == z->fail_gen) {
-      ret = -ETIMEDOUT;
-      break;
-    }
-  }
-  for (struct wp_waiter **p = &z->waiters; *p; p = &(*p)->next)
-    if (*p == &me) {
-      *p = me.next;
-      break;
-    }
-  pthread_cond_destroy (&me.cond);
-  if (ret == 0 && gen != z->fail_gen)
+  if (z->cond == ZN_COND_READONLY || z->cond == ZN_COND_OFFLINE
+      || z->type == ZN_ZONE_CONVENTIONAL)
     ret = -EIO;
-  wait_end (dev, z, ret);
-  return ret;
-}
-
-/* The same wait for an event loop, which cannot block: see zoned.h.  Only
- * a request's first part can be ahead of a write pointer (its later parts
- * start where it left off, or at a zone start).
- */
-int
-zn_pipeline_begin (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors,
-                   struct zn_pipeline_wait *w)
-{
-  struct zone *z;
-  uint64_t n;
-  int ret;
-
-  if (!dev->pipeline || nr_sectors == 0 || sector >= dev->geo.capacity)
-    return 0;
-  z = zone_of (dev, sector);
-  if (z->type == ZN_ZONE_CONVENTIONAL)
-    return 0;
-  n = z->start + z->len - sector < nr_sectors ? z->start + z->len - sector
-                                              : nr_sectors;
-  zone_lock (z);
-  ret = wait_begin (dev, z, sector, n);
-  if (ret == 1)
-    *w = (struct zn_pipeline_wait) { .sector = sector, .gen = z->fail_gen };
-  zone_unlock (z);
-  return ret;
-}
-
-int
-zn_pipeline_poll (struct zn_dev *dev, const struct zn_pipeline_wait *w)
-{
-  struct zone *z = zone_of (dev, w->sector);
-  int ret;
-
-  zone_lock (z);
-  if (w->gen != z->fail_gen)
-    ret = -EIO;
-  else
-    ret = w->sector > z->wp && writable_cond (zone_cond (dev, z));
-  zone_unlock (z);
-  return ret;
-}
-
-void
-zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
-                 int result)
-{
-  struct zone *z = zone_of (dev, w->sector);
-
-  zone_lock (z);
-  wait_end (dev, z, result);
-  zone_unlock (z);
-}
-
-/* ---- data path -------------------------------------------------------- */
-
-static uint64_t
-zone_bytes (const struct zone *z, uint64_t sector)
-{
-  return (sector - z->start) << ZN_SECTOR_SHIFT;
-}
-
-/* backing_dir: n sectors into the zone file, or its cache. */
-static int
-write_store (struct zn_dev *dev, struct zone *z, uint64_t off,
-             const void *buf, uint64_t n, bool fua)
-{
-  uint64_t len = n << ZN_SECTOR_SHIFT;
-  int ret;
-
-  if (n == 0)
-    return 0;
-  if (dev->cache_bytes)
-    return cache_write (dev, z, off, buf, len, fua);
-  ret = store_write (dev, z, off, buf, len);
-  if (ret == 0 && fua)
-    ret = store_sync_zone (dev, z);
-  return ret;
-}
-
-/* A write, or with append a zone append, which takes the write pointer
- * as its sector under the zone lock (and reports it in *sector): the one
- * place the two differ, as in null_blk's null_zone_write.
- */
-static int
-write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
-            uint64_t *sectorp, uint64_t n, bool fua, bool append)
-{
-  uint64_t sector = *sectorp, off, xfer = 0;
-  bool store = dev->geo.memory_backed;
-  bool plugged = false;
-  int ret = 0, bb_ret = 0;
-
-  zone_lock (z);
-  /* The block layer's zone write plug comes first.  An emulated append
-   * is a write at the plug's wp by the time null_blk sees it.
-   */
-  if (dev->wplugs && z->type != ZN_ZONE_CONVENTIONAL) {
-    if (append && !dev->geo.append_emulated)
-      wplug_native_append (dev, z);
-    else {
-      ret = wplug_prepare (dev, z, &sector, n, append);
-      if (ret) {
-        zone_unlock (z);
-        return ret;
-      }
-      *sectorp = sector;
-      append = false;
-      plugged = true;
-    }
-  }
-  if (append)
-    *sectorp = sector = z->wp;
-  off = zone_bytes (z, sector);
-  if (z->type == ZN_ZONE_CONVENTIONAL) {
-    if (badblocks_check (dev, sector, n, &xfer))
-      bb_ret = -EIO;
-    else
-      xfer = n;
-    if (xfer && dev->store)
-      ret = write_store (dev, z, off, buf, xfer, fua);
-    else if (xfer && store)
-      ret = pages_reserve (&z->pages);
-    if (ret == 0 && xfer && dev->cache_bytes && !dev->store)
-      ret = cache_before_write (dev, z, off, xfer << ZN_SECTOR_SHIFT, fua);
-  }
   else {
-    bool at_wp;
-
-    if (dev->pipeline && !append
-        && (ret = pipeline_wait (dev, z, sector, n)) != 0) {
-      zone_unlock (z);
-      return ret;
+    switch (op) {
+    case ZN_OP_OPEN: ret = open_zone (dev, z); break;
+    case ZN_OP_CLOSE: ret = close_zone (dev, z); break;
+    case ZN_OP_FINISH: ret = finish_zone (dev, z); break;
+    case ZN_OP_RESET: ret = reset_zone (dev, z); break;
+    default: ret = -EOPNOTSUPP; break;
     }
-    at_wp = sector == z->wp;
-    /* The wp moves before the copy, under the resource lock, so an
-     * implicit close of this zone by another writer meanwhile sees a
-     * consistent zone; readers wait on the zone lock until the data is in.
-     */
-    res_lock (dev);
-    ret = write_open_zone (dev, z, sector, n);
-    /* Step 6 of zone-rules 4 (null_process_cmd, called by null_zone_write
-     * after the zone is opened): the zone stays open when a bad block
-     * fails the write.
-     * With badblocks_partial_io (7.3) the part before the bad block is
-     * written and the wp moves past it, and the write still fails.
-     */
-    if (ret == 0 && badblocks_check (dev, sector, n, &xfer)) {
-      bb_ret = -EIO;
-      if (xfer == 0)
-        ret = -EIO;
-    }
-    else
-      xfer = n;
-    /* A zone file's size is its wp: the data goes in before the wp
-     * moves, and a failed write leaves both where they were.
-     */
-    if (ret == 0 && dev->store)
-      ret = write_store (dev, z, off, buf, xfer, fua);
-    else if (ret == 0 && store)
-      ret = pages_reserve (&z->pages);
-    if (ret == 0)
-      advance_wp (dev, z, xfer);
-    if (ret == 0)
-      ret = bb_ret;
-    res_unlock (dev);
-    /* The writes queued behind a failed write at the wp cannot succeed;
-     * a failed append moved nothing and leaves them waiting.
-     */
-    if (dev->pipeline && (ret == 0 || (at_wp && !append)))
-      wake_waiters (z, ret != 0);
-    if (plugged)
-      wplug_complete (dev, z, ret);
   }
-  if ((ret == 0 || ret == bb_ret) && xfer && store && !dev->store)
-    pages_copy_in (&z->pages, off, buf, xfer << ZN_SECTOR_SHIFT);
+  res_unlock (dev);
+  if (ret == 0 && chain_ok && dev->wplugs)
+    wplug_zone_mgmt (dev, z, op);
+  if (ret == 0 && op == ZN_OP_RESET)
+    ret = dev->backend->reset (dev, z);
+  else if (ret == 0 && op == ZN_OP_FINISH)
+    ret = dev->backend->finish (dev, z);
+  if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
+    wake_waiters (z, true);
   zone_unlock (z);
-  return ret ? ret : bb_ret;
+  return ret;
 }
 
-/* Below the wp a zone reads its data (zeros where nothing was written);
- * at and past the wp null_blk fills the buffer with 0xFF.
- */
+/* Resets every sequential zone that is not EMPTY, READONLY or OFFLINE. */
+/* null_blk: null_zone_mgmt (), REQ_OP_ZONE_RESET_ALL */
 static int
-read_zone (struct zn_dev *dev, struct zone *z, void *buf,
-           uint64_t sector, uint64_t n)
+reset_all (struct zn_dev *dev)
 {
-  uint64_t valid, wp;
-  uint8_t cond;
+  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+    bool discard = false;
 
-  zone_lock (z);
-  res_lock (dev);
-  cond = z->cond;
-  wp = z->wp;
-  res_unlock (dev);
-
-  /* A read that meets a bad block fails whole, partial or not: the
-   * request completes with the error.
-   */
-  if (cond == ZN_COND_OFFLINE || badblocks_check (dev, sector, n, &valid)) {
-    zone_unlock (z);
-    return -EIO;
-  }
-  if (!dev->geo.memory_backed) {
-    memset (buf, 0, n << ZN_SECTOR_SHIFT);
-    zone_unlock (z);
-    return 0;
-  }
-  if (z->type == ZN_ZONE_CONVENTIONAL || wp >= sector + n)
-    valid = n;
-  else
-    valid = wp > sector ? wp - sector : 0;
-  if (dev->store) {
-    int ret = valid == 0 ? 0
-      : dev->cache_bytes
-      ? cache_read (dev, z, zone_bytes (z, sector), buf,
-                    valid << ZN_SECTOR_SHIFT)
-      : store_read (dev, z, zone_bytes (z, sector), buf,
-                    valid << ZN_SECTOR_SHIFT);
-    if (ret) {
-      zone_unlock (z);
-      return ret;
+    zone_lock (z);
+    res_lock (dev);
+    if (z->cond != ZN_COND_EMPTY && z->cond != ZN_COND_READONLY
+        && z->cond != ZN_COND_OFFLINE)
+      discard = reset_zone (dev, z) == 0;
+    res_unlock (dev);
+    if (discard) {
+      dev->backend->reset (dev, z);
+      wake_waiters (z, true);
     }
+    if (dev->wplugs)
+      wplug_zone_mgmt (dev, z, ZN_OP_RESET);
+    zone_unlock (z);
   }
-  else
-    pages_copy_out (&z->pages, zone_bytes (z, sector), buf,
-                    valid << ZN_SECTOR_SHIFT);
-  memset ((unsigned char *) buf + (valid << ZN_SECTOR_SHIFT), 0xFF,
-          (n - valid) << ZN_SECTOR_SHIFT);
-  zone_unlock (z);
   return 0;
 }
+
+/* block layer: blkdev_zone_mgmt () */
+int
+zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
+              uint64_t sector, uint64_t nr_sectors)
+{
+  uint64_t capacity = dev->geo.capacity, mask = dev->geo.zone_sectors - 1;
+  uint64_t end = sector + nr_sectors;
+  int ret = 0;
+
+  if (op < ZN_OP_OPEN || op > ZN_OP_RESET)
+    return -EOPNOTSUPP;
+  if (nr_sectors == 0 || end < sector || end > capacity)
+    return -EINVAL;
+  if ((sector & mask) || ((nr_sectors & mask) && end != capacity))
+    return -EINVAL;
+  if (op == ZN_OP_RESET && sector == 0 && nr_sectors == capacity)
+    return reset_all (dev);
+
+  for (; sector < end; sector += dev->geo.zone_sectors) {
+    int zone_ret = zone_mgmt_one (dev, zone_of (dev, sector), op, ret == 0);
+    if (zone_ret)
+      ret = zone_ret;
+  }
+  return ret;
+}
+
+/* ---- requests ---------------------------------------------------------- */
 
 /* The block layer's checks: aligned to the logical block, inside the device. */
+/* block layer: bio_check_eod () and the logical block size */
 static int
 check_request (const struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors)
 {
@@ -861,6 +797,7 @@ typedef int (*part_fn) (struct zn_dev *, struct zone *, void *,
 /* Splits like the block layer (zone boundaries, max_sectors).  Every part
  * is attempted and the last error wins, as with chained bios.
  */
+/* block layer: __bio_split_to_limits () */
 static int
 for_each_part (struct zn_dev *dev, part_fn fn, void *buf,
                uint64_t sector, uint64_t nr_sectors)
@@ -888,6 +825,7 @@ for_each_part (struct zn_dev *dev, part_fn fn, void *buf,
   return ret;
 }
 
+/* null_blk: null_process_zoned_cmd (), REQ_OP_READ */
 int
 zn_read (struct zn_dev *dev, void *buf, uint64_t sector, uint64_t nr_sectors)
 {
@@ -908,6 +846,7 @@ write_part_fua (struct zn_dev *dev, struct zone *z, void *buf,
   return write_zone (dev, z, buf, &sector, n, true, false);
 }
 
+/* null_blk: null_process_zoned_cmd (), REQ_OP_WRITE */
 int
 zn_write (struct zn_dev *dev, const void *buf, uint64_t sector, uint64_t nr_sectors)
 {
@@ -922,11 +861,19 @@ zn_write_fua (struct zn_dev *dev, const void *buf, uint64_t sector,
   return for_each_part (dev, write_part_fua, (void *) buf, sector, nr_sectors);
 }
 
+/* null_blk: null_handle_flush () (main.c) */
+int
+zn_flush (struct zn_dev *dev)
+{
+  return dev->backend->flush (dev);
+}
+
 /* The block layer's checks come first (blk_check_zone_append): an append
  * must start a sequential zone and fit the append limit, since it cannot
  * be split.  A FULL, READONLY or OFFLINE zone and data past the capacity
  * then fail in write_open_zone, as a write at the wp would.
  */
+/* null_blk: null_process_zoned_cmd (), REQ_OP_ZONE_APPEND */
 int
 zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
                 uint64_t nr_sectors, bool fua, uint64_t *written)
@@ -949,175 +896,10 @@ zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
   return ret;
 }
 
-/* ---- power ---------------------------------------------------------------- */
-
-/* Zone locks [first, end) in zone order (once with device_lock). */
-static void
-lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock)
-{
-  if (dev->zones[0].mutex != &dev->zones[0].lock) {
-    if (lock)
-      pthread_mutex_lock (&dev->dev_lock);
-    else
-      pthread_mutex_unlock (&dev->dev_lock);
-    return;
-  }
-  for (uint32_t i = first; i < end; i++) {
-    if (lock)
-      zone_lock (&dev->zones[i]);
-    else
-      zone_unlock (&dev->zones[i]);
-  }
-}
-
-
-static void
-lock_all_zones (struct zn_dev *dev, bool lock)
-{
-  lock_zones (dev, 0, dev->geo.nr_zones, lock);
-}
-
-int
-zn_power_cycle (struct zn_dev *dev)
-{
-  int ret = 0;
-
-  lock_all_zones (dev, true);
-  res_lock (dev);
-  cache_power_loss (dev);
-  atomic_store (&dev->nr_imp_open, 0);
-  atomic_store (&dev->nr_exp_open, 0);
-  atomic_store (&dev->nr_closed, 0);
-  /* Power-on builds the zones again, FULL with zone_full; with
-   * backing_dir from the zone files, as a restart does.
-   */
-  if (dev->store)
-    ret = store_reload (dev);
-  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
-    struct zone *z = &dev->zones[i];
-
-    if (!dev->store) {
-      z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
-      z->wp = dev->zone_full ? z->start + z->capacity : z->start;
-    }
-    wake_waiters (z, true);
-  }
-  dev->imp_close_cursor = dev->geo.nr_conv;
-  if (dev->wplugs)
-    wplug_remove_all (dev);
-  res_unlock (dev);
-  lock_all_zones (dev, false);
-  return ret;
-}
-
-/* ---- zone management ---------------------------------------------------- */
-
-/* backing_dir: a reset empties the zone's file and a finish fills it to
- * the capacity, as zloop does; both are durable at once.
- */
-static int
-store_zone_size (struct zn_dev *dev, struct zone *z, bool reset)
-{
-  int ret;
-
-  if (reset)
-    cache_drop_zone (dev, z);
-  else if ((ret = cache_write_back_zone (dev, z)) != 0)
-    return ret;
-  ret = store_truncate (dev, z, reset ? 0 : z->capacity << ZN_SECTOR_SHIFT);
-  return ret ? ret : store_sync_zone (dev, z);
-}
-
-/* chain_ok: no zone before this one in the range failed.  The range's
- * bios are chained, so from 6.10 an earlier failure reaches this zone's
- * bio and its completion leaves the zone write plug alone.
- */
-static int
-zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
-               bool chain_ok)
-{
-  int ret;
-
-  zone_lock (z);
-  res_lock (dev);
-  if (z->cond == ZN_COND_READONLY || z->cond == ZN_COND_OFFLINE
-      || z->type == ZN_ZONE_CONVENTIONAL)
-    ret = -EIO;
-  else {
-    switch (op) {
-    case ZN_OP_OPEN: ret = open_zone (dev, z); break;
-    case ZN_OP_CLOSE: ret = close_zone (dev, z); break;
-    case ZN_OP_FINISH: ret = finish_zone (dev, z); break;
-    case ZN_OP_RESET: ret = reset_zone (dev, z); break;
-    default: ret = -EOPNOTSUPP; break;
-    }
-  }
-  res_unlock (dev);
-  if (ret == 0 && chain_ok && dev->wplugs)
-    wplug_zone_mgmt (dev, z, op);
-  if (ret == 0 && dev->store && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
-    ret = store_zone_size (dev, z, op == ZN_OP_RESET);
-  if (ret == 0 && op == ZN_OP_RESET)
-    pages_discard (&z->pages);
-  if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
-    wake_waiters (z, true);
-  zone_unlock (z);
-  return ret;
-}
-
-/* Resets every sequential zone that is not EMPTY, READONLY or OFFLINE. */
-static int
-reset_all (struct zn_dev *dev)
-{
-  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
-    struct zone *z = &dev->zones[i];
-    bool discard = false;
-
-    zone_lock (z);
-    res_lock (dev);
-    if (z->cond != ZN_COND_EMPTY && z->cond != ZN_COND_READONLY
-        && z->cond != ZN_COND_OFFLINE)
-      discard = reset_zone (dev, z) == 0;
-    res_unlock (dev);
-    if (discard && dev->store)
-      store_zone_size (dev, z, true);
-    if (discard) {
-      pages_discard (&z->pages);
-      wake_waiters (z, true);
-    }
-    if (dev->wplugs)
-      wplug_zone_mgmt (dev, z, ZN_OP_RESET);
-    zone_unlock (z);
-  }
-  return 0;
-}
-
-int
-zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
-              uint64_t sector, uint64_t nr_sectors)
-{
-  uint64_t capacity = dev->geo.capacity, mask = dev->geo.zone_sectors - 1;
-  uint64_t end = sector + nr_sectors;
-  int ret = 0;
-
-  if (op < ZN_OP_OPEN || op > ZN_OP_RESET)
-    return -EOPNOTSUPP;
-  if (nr_sectors == 0 || end < sector || end > capacity)
-    return -EINVAL;
-  if ((sector & mask) || ((nr_sectors & mask) && end != capacity))
-    return -EINVAL;
-  if (op == ZN_OP_RESET && sector == 0 && nr_sectors == capacity)
-    return reset_all (dev);
-
-  for (; sector < end; sector += dev->geo.zone_sectors) {
-    int zone_ret = zone_mgmt_one (dev, zone_of (dev, sector), op, ret == 0);
-    if (zone_ret)
-      ret = zone_ret;
-  }
-  return ret;
-}
+/* ---- zone conditions (configfs) ---------------------------------------- */
 
 /* configfs zone_readonly / zone_offline. */
+/* null_blk: null_set_zone_cond () */
 static int
 set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
 {
@@ -1147,17 +929,15 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
     z->wp = ALL_ONES;
   }
   res_unlock (dev);
-  if (discard && dev->store)
-    store_zone_size (dev, z, true);
   if (discard)
-    pages_discard (&z->pages);
+    dev->backend->reset (dev, z);
   wake_waiters (z, true);
-  if (dev->store)
-    store_set_special (dev, z, discard ? 0 : cond);
+  dev->backend->set_cond (dev, z, discard ? 0 : cond);
   zone_unlock (z);
-  return dev->store ? store_save_meta (dev) : 0;
+  return dev->backend->save_meta (dev);
 }
 
+/* null_blk: zone_cond_store () */
 int
 zn_zone_set_readonly (struct zn_dev *dev, uint64_t sector)
 {
@@ -1168,85 +948,4 @@ int
 zn_zone_set_offline (struct zn_dev *dev, uint64_t sector)
 {
   return set_zone_cond (dev, sector, ZN_COND_OFFLINE);
-}
-
-/* ---- reporting -------------------------------------------------------- */
-
-unsigned
-zn_report_zones (struct zn_dev *dev, uint64_t sector,
-                 struct zn_zone *zones, unsigned max)
-{
-  unsigned n = 0;
-
-  if (sector >= dev->geo.capacity)
-    return 0;
-  for (uint64_t i = sector >> dev->zone_shift;
-       i < dev->geo.nr_zones && n < max; i++, n++) {
-    struct zone *z = &dev->zones[i];
-
-    zone_lock (z);
-    res_lock (dev);
-    zones[n] = (struct zn_zone) {
-      .start = z->start, .len = z->len, .capacity = z->capacity,
-      .wp = z->wp, .type = z->type, .cond = z->cond,
-    };
-    res_unlock (dev);
-    if (dev->wplugs && z->type != ZN_ZONE_CONVENTIONAL)
-      wplug_report (dev, z, zones[n].cond, zones[n].wp);
-    zone_unlock (z);
-  }
-  return n;
-}
-
-unsigned
-zn_report_snapshot (struct zn_dev *dev, uint32_t first, struct zn_zone *zones,
-                    unsigned max, struct zn_counters *counters)
-{
-  uint32_t nr = dev->geo.nr_zones;
-  uint32_t end = first >= nr ? first : nr - first < max ? nr : first + max;
-  /* The counters cover every zone, so every zone must hold still. */
-  uint32_t lo = counters ? 0 : first, hi = counters ? nr : end;
-
-  lock_zones (dev, lo, hi, true);
-  res_lock (dev);
-  for (uint32_t i = first; i < end; i++) {
-    struct zone *z = &dev->zones[i];
-    struct zn_zone *out = &zones[i - first];
-
-    *out = (struct zn_zone) {
-      .start = z->start, .len = z->len, .capacity = z->capacity,
-      .wp = z->wp, .type = z->type, .cond = z->cond,
-    };
-    if (dev->wplugs && z->type != ZN_ZONE_CONVENTIONAL)
-      wplug_report (dev, z, out->cond, out->wp);
-  }
-  if (counters) {
-    counters->imp_open = count (&dev->nr_imp_open);
-    counters->exp_open = count (&dev->nr_exp_open);
-    counters->closed = count (&dev->nr_closed);
-  }
-  res_unlock (dev);
-  lock_zones (dev, lo, hi, false);
-  return end > first ? end - first : 0;
-}
-
-void
-zn_get_counters (struct zn_dev *dev, struct zn_counters *counters)
-{
-  res_lock (dev);
-  counters->imp_open = count (&dev->nr_imp_open);
-  counters->exp_open = count (&dev->nr_exp_open);
-  counters->closed = count (&dev->nr_closed);
-  res_unlock (dev);
-}
-
-void
-zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s)
-{
-  *s = (struct zn_pipeline_stats) {
-    .waiting = atomic_load (&dev->pl_waiting),
-    .waited = atomic_load (&dev->pl_waited),
-    .timeouts = atomic_load (&dev->pl_timeouts),
-    .failed = atomic_load (&dev->pl_failed),
-  };
 }

@@ -21,6 +21,8 @@ Usage: nvme-host.py HOST PORT COMMAND...
   no-r2t NQN              commands that take no data, with a transport
                           SGL, on an admin queue (HOSTNQN) and a discovery
                           controller (REFUSED): refused, no R2T
+  error-log NQN           an Identify with an unknown CNS, then the Error
+                          Information log (01h): its newest entry, printed
 
 As a module, for tests that watch the server's memory: hostile(), a
 host that sends failing commands and never reads (flood()), and
@@ -217,6 +219,7 @@ REFUSED = "nqn.2014-08.org.example:refused"
 
 # Statuses with DNR, as the CQE's status field holds them (>> 1).
 INVALID_OPCODE = 0x4001
+INVALID_FIELD = 0x4002
 INVALID_NS = 0x400B
 CMD_SEQ_ERROR = 0x400C
 SGL_INVALID_DATA = 0x400F
@@ -285,6 +288,20 @@ def admin_queue(addr, port, nqn, hostnqn=HOSTNQN):
     assert st == 0, "admin Connect: %#x" % st
     a.enable()
     return a
+
+
+def error_log(addr, port, nqn):
+    """A failing Identify and the entry it leaves, newest first."""
+    a = admin_queue(addr, port, nqn)
+    st = a.identify(0x1F)[0]
+    assert st == INVALID_FIELD, "Identify CNS 1Fh: %#x" % st
+    cid = a.cid
+    st, _, log = a.get_log(0x01, 64 * 64)
+    assert st == 0 and len(log) == 64 * 64, "log 01h: %#x" % st
+    count, sqid, cmdid, status, loc = struct.unpack_from("<QHHHH", log, 0)
+    assert cmdid == cid, "cmdid %d, not %d" % (cmdid, cid)
+    print("count %d sqid %d status %#x location %d" % (count, sqid,
+                                                     status >> 1, loc))
 
 
 def hostile(addr, port, nqn, mode):
@@ -537,6 +554,8 @@ def main():
         enable(addr, port, sys.argv[4])
     elif cmd == "no-r2t":
         no_r2t(addr, port, sys.argv[4])
+    elif cmd == "error-log":
+        error_log(addr, port, sys.argv[4])
     else:
         sys.exit("unknown command " + cmd)
 

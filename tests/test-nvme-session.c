@@ -6,8 +6,9 @@
  * reports and management, a ZNS resource error, the checks of every
  * PDU field (TermReq), keep-alive (KATO near 2^32 ms too), CC.EN and
  * CC.SHN (commands refused before enable, I/O queues closed on a reset
- * or shutdown), teardown, commands refused before an R2T, and the
- * output budget over every reply and R2T buffer.
+ * or shutdown), teardown, commands refused before an R2T, the output
+ * budget over every reply and R2T buffer, and the Error Information log
+ * that names the field of each failure.
  *
  * Device: 64 MiB of 8 MiB zones (16384 blocks of 512 bytes), no
  * conventional zones, at most one open zone, memory-backed.
@@ -864,6 +865,134 @@ io_queue (struct host *io, const struct host *a)
   CHECK_EQ (rw (io, nvme_cmd_read, 0, 8, NULL, false), 0);
 }
 
+/* The Error Information log (01h) of controller a, whole: entry i. */
+static const struct nvme_error_log_page *
+error_entry (struct host *a, unsigned i)
+{
+  CHECK_EQ (get_log (a, NVME_LOG_LID_ERROR, 64 * 64, 0), 0);
+  CHECK_EQ (a->data_len, 64 * 64);
+  return (const struct nvme_error_log_page *) a->data + i;
+}
+
+/* The newest entry is the failure of command cid on queue sqid with
+ * status st, at the SQE field loc (byte offset), for lba and nsid.
+ */
+static void
+expect_error (struct host *a, uint16_t cid, uint16_t sqid, uint16_t st,
+              uint16_t loc, uint64_t lba, uint32_t nsid)
+{
+  const struct nvme_error_log_page *e = error_entry (a, 0);
+
+  CHECK_EQ (le16toh (e->cmdid), cid);
+  CHECK_EQ (le16toh (e->sqid), sqid);
+  CHECK_EQ (le16toh (e->status_field), st << 1);
+  CHECK_EQ (le16toh (e->parm_error_location), loc);
+  CHECK_EQ (le64toh (e->lba), lba);
+  CHECK_EQ (le32toh (e->nsid), nsid);
+}
+
+/* A failing command names the field at fault, in the Error Information
+ * log of its controller (as nvmet's error_loc), newest first, 64
+ * entries at most (ELPE 63).
+ */
+static void
+test_error_log (void)
+{
+  struct host a, io;
+  uint64_t count;
+
+  host_open (&a, 0, &sv);
+  ic (&a, false, false);
+  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  enable (&a);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0), 0);
+  CHECK_EQ (((const struct nvme_id_ctrl *) a.data)->elpe, 63);
+  CHECK_EQ (le64toh (error_entry (&a, 0)->error_count), 0);
+
+  /* Identify: an unknown CNS (cdw10's byte 0), a namespace not there. */
+  CHECK_EQ (identify (&a, 0x1f, 0, 0), ERR (0, NVME_SC_INVALID_FIELD));
+  expect_error (&a, a.cid, 0, ERR (0, NVME_SC_INVALID_FIELD), 40, 0, 0);
+  CHECK_EQ (le64toh (error_entry (&a, 0)->error_count), 1);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_NS, 9, 0),
+            ERR (0, NVME_SC_INVALID_NS));
+  expect_error (&a, a.cid, 0, ERR (0, NVME_SC_INVALID_NS), 4, 0, 9);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CSI_NS, 1, 7),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  expect_error (&a, a.cid, 0, ERR (0, NVME_SC_INVALID_FIELD), 47, 0, 1);
+  /* Set Features with an unknown FID; Get Log Page with an unknown LID. */
+  {
+    uint32_t cdw[2] = { 0x7e, 1 };
+
+    CHECK_EQ (command (&a, nvme_admin_set_features, 0, cdw, 2, 0, NULL, 0),
+              ERR (0, NVME_SC_INVALID_FIELD));
+    expect_error (&a, a.cid, 0, ERR (0, NVME_SC_INVALID_FIELD), 40, 0, 0);
+  }
+  CHECK_EQ (get_log (&a, 0x7e, 512, 0), ERR (1, NVME_SC_INVALID_LOG_PAGE));
+  expect_error (&a, a.cid, 0, ERR (1, NVME_SC_INVALID_LOG_PAGE), 40, 0,
+                0xffffffff);
+  /* A property that is not there: its offset (cdw11). */
+  {
+    uint32_t cdw[2] = { 0, 0x40 };
+    unsigned char q[SQE_LEN];
+
+    sqe (&a, q, nvme_admin_fabrics, 0, cdw, 2, 0, SGL_TRANSPORT);
+    q[4] = nvme_fabrics_type_property_get;
+    CHECK (exchange (&a, q, NULL, 0));
+    CHECK_EQ (a.status, ERR (0, NVME_SC_INVALID_FIELD));
+    expect_error (&a, a.cid, 0, ERR (0, NVME_SC_INVALID_FIELD), 44, 0, 0);
+  }
+
+  /* An I/O queue's Connect with a QID beyond those granted goes to the
+   * controller it names, as the queue it asked for.
+   */
+  host_open (&io, 6, &sv);
+  ic (&io, false, false);
+  CHECK_EQ (connect (&io, 3, SUBNQN, HOSTNQN, a.cntlid, 0),
+            ERR (1, NVME_SC_CONNECT_INVALID_PARAM));
+  expect_error (&a, io.cid, 3, ERR (1, NVME_SC_CONNECT_INVALID_PARAM), 42,
+                0, 0);
+  CHECK_EQ (connect (&io, 1, SUBNQN, HOSTNQN, a.cntlid, 0), 0);
+
+  /* A read past the namespace: SLBA, on queue 1, with its LBA. */
+  CHECK_EQ (rw (&io, nvme_cmd_read, 8 * ZONE_LBAS, 1, NULL, false),
+            ERR (0, NVME_SC_LBA_RANGE));
+  expect_error (&a, io.cid, 1, ERR (0, NVME_SC_LBA_RANGE), 40,
+                8 * ZONE_LBAS, 1);
+  /* Past MDTS: NLB.  A zone action that is not one: ZSA. */
+  CHECK_EQ (rw (&io, nvme_cmd_read, 0, 257, NULL, false),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  expect_error (&a, io.cid, 1, ERR (0, NVME_SC_INVALID_FIELD), 48, 0, 1);
+  CHECK_EQ (zone_send (&io, ZONE_LBAS, 0x7, false),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  expect_error (&a, io.cid, 1, ERR (0, NVME_SC_INVALID_FIELD), 52,
+                ZONE_LBAS, 1);
+  /* A zone append off a zone start: SLBA. */
+  CHECK_EQ (rw (&io, nvme_zns_cmd_append, 1, 8, wbuf, true),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  expect_error (&a, io.cid, 1, ERR (0, NVME_SC_INVALID_FIELD), 40, 1, 1);
+  count = le64toh (error_entry (&a, 0)->error_count);
+  CHECK_EQ (count, 11);
+
+  /* More errors than entries: the newest 64, newest first, the oldest
+   * overwritten; past the 64 entries the page reads as zeroes.
+   */
+  for (int i = 0; i < 70; i++)
+    CHECK_EQ (identify (&a, 0x1f, 0, 0), ERR (0, NVME_SC_INVALID_FIELD));
+  count += 70;
+  for (unsigned i = 0; i < 64; i++)
+    CHECK_EQ (le64toh (error_entry (&a, i)->error_count), count - i);
+  CHECK_EQ (get_log (&a, NVME_LOG_LID_ERROR, 65 * 64, 0), 0);
+  {
+    const struct nvme_error_log_page *e
+      = (const struct nvme_error_log_page *) a.data + 64;
+
+    CHECK_EQ (e->error_count, 0);
+    CHECK_EQ (e->cmdid, 0);
+  }
+  nvme_session_free (a.s);
+  nvme_session_free (io.s);
+}
+
 /* CC.EN and CC.SHN as nvmet has them: before CC.EN only the fabrics
  * commands run; a reset (CC.EN 1 to 0) and a shutdown close the I/O
  * queues and refuse all but the properties until CC.EN is set again.
@@ -1179,6 +1308,7 @@ main (void)
   test_enable ();
   test_no_r2t ();
   test_budget ();
+  test_error_log ();
   zn_dev_destroy (devices[0].dev);
   return 0;
 }

@@ -76,6 +76,11 @@ $host_py 127.0.0.1 "$port" smoke "$nqn" >"$tmpdir/out" 2>&1 ||
   fail "admin and I/O queues: $(cat "$tmpdir/out")"
 grep -q "^append status 0x0 lba 128$" "$tmpdir/out" ||
   fail "zone append: $(cat "$tmpdir/out")"
+# A failing command leaves an entry naming its field (CNS: byte 40).
+$host_py 127.0.0.1 "$port" error-log "$nqn" >"$tmpdir/out" 2>&1 ||
+  fail "error log: $(cat "$tmpdir/out")"
+grep -q "^count 1 sqid 0 status 0x4002 location 40$" "$tmpdir/out" ||
+  fail "error log entry: $(cat "$tmpdir/out")"
 # NBD goes on beside it.
 "$NBDINFO" --size "$uri" >"$tmpdir/out" 2>&1 || fail "NBD: $(cat "$tmpdir/out")"
 [ "$(cat "$tmpdir/out")" = $((64 << 20)) ] || fail "NBD size: $(cat "$tmpdir/out")"

@@ -77,6 +77,7 @@ id_ctrl (const struct nvme_session *s, struct nvme_id_ctrl *id)
   id->cntrltype = disc ? NVME_CTRL_CNTRLTYPE_DISCOVERY : NVME_CTRL_CNTRLTYPE_IO;
   id->acl = 3;
   id->aerl = AER_LIMIT - 1;
+  id->elpe = ERROR_LOG_SLOTS - 1;
   id->lpa = NVME_CTRL_LPA_EXTENDED | (disc ? 0 : NVME_CTRL_LPA_CMD_EFFECTS);
   id->kas = htole16 (KAS_100MS);
   id->sqes = 0x66;
@@ -133,61 +134,84 @@ ns_descs (const struct nvme_session *s, uint32_t nsid, unsigned char *buf)
   return (size_t) (p - buf);
 }
 
-static void
-identify (struct nvme_session *s, const struct nvme_cmd *cmd)
-{
-  const struct nvme_served *sv = s->sv;
-  uint8_t cns = cmd->cdw[10] & 0xff, csi = cmd->cdw[11] >> 24;
-  const struct served_device *d = namespace_of (sv, cmd->nsid);
-  bool disc = s->ctrl->discovery;
-  unsigned char *buf = calloc (1, NVME_IDENTIFY_DATA_SIZE);
-  uint16_t st = 0;
+#define INVALID_FIELD ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD)
+#define INVALID_NS ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_NS)
 
-  if (buf == NULL)
-    nvme_out_of_memory (s);
+static bool
+known_csi (uint8_t csi)
+{
+  return csi == NVME_CSI_NVM || csi == NVME_CSI_ZNS;
+}
+
+/* 0, or the status Identify fails with (*loc: the field). */
+static uint16_t
+check_identify (const struct nvme_session *s, const struct nvme_cmd *cmd,
+                uint16_t *loc)
+{
+  const struct cmd_identify *a = &cmd->u.identify;
+  bool has_ns = namespace_of (s->sv, cmd->nsid) != NULL;
+
+  *loc = LOC_CNS;
   /* A discovery controller has no namespaces, and no limits beyond
    * MDTS (the host asks CNS 6 of any controller).
    */
-  if (disc && cns != NVME_IDENTIFY_CNS_CTRL
-      && !(cns == NVME_IDENTIFY_CNS_CSI_CTRL && csi == NVME_CSI_NVM))
-    st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-  else switch (cns) {
+  if (s->ctrl->discovery && a->cns != NVME_IDENTIFY_CNS_CTRL
+      && !(a->cns == NVME_IDENTIFY_CNS_CSI_CTRL && a->csi == NVME_CSI_NVM))
+    return INVALID_FIELD;
+  switch (a->cns) {
+  case NVME_IDENTIFY_CNS_CTRL:
+    return 0;
+  case NVME_IDENTIFY_CNS_NS: case NVME_IDENTIFY_CNS_NS_DESC_LIST:
+    *loc = LOC_NSID;
+    return has_ns ? 0 : INVALID_NS;
+  case NVME_IDENTIFY_CNS_NS_ACTIVE_LIST:
+    *loc = LOC_NSID;
+    return cmd->nsid < 0xfffffffe ? 0 : INVALID_NS;
+  case NVME_IDENTIFY_CNS_CSI_NS:
+    *loc = LOC_NSID;
+    if (!has_ns)
+      return INVALID_NS;
+    /* fall through */
+  case NVME_IDENTIFY_CNS_CSI_CTRL:
+    *loc = LOC_ID_CSI;
+    return known_csi (a->csi) ? 0 : INVALID_FIELD;
+  default:
+    return INVALID_FIELD;
+  }
+}
+
+/* The data of a valid Identify into buf (zeroed). */
+static void
+identify_data (const struct nvme_session *s, const struct nvme_cmd *cmd,
+               unsigned char *buf)
+{
+  const struct nvme_served *sv = s->sv;
+  const struct cmd_identify *a = &cmd->u.identify;
+  const struct served_device *d = namespace_of (sv, cmd->nsid);
+
+  switch (a->cns) {
   case NVME_IDENTIFY_CNS_CTRL:
     id_ctrl (s, (struct nvme_id_ctrl *) buf);
     break;
   case NVME_IDENTIFY_CNS_NS:
-    if (d == NULL)
-      st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
-    else
-      id_ns (s, d, (struct nvme_id_ns *) buf);
+    id_ns (s, d, (struct nvme_id_ns *) buf);
     break;
   case NVME_IDENTIFY_CNS_NS_ACTIVE_LIST: {
     unsigned n = 0;
 
-    if (cmd->nsid >= 0xfffffffe) {
-      st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
-      break;
-    }
     for (uint32_t id = cmd->nsid + 1; id <= sv->nr_devices && n < 1024; id++)
       put_le32 (buf + 4 * n++, id);
     break;
   }
   case NVME_IDENTIFY_CNS_NS_DESC_LIST:
-    if (d == NULL)
-      st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
-    else
-      ns_descs (s, cmd->nsid, buf);
+    ns_descs (s, cmd->nsid, buf);
     break;
   case NVME_IDENTIFY_CNS_CSI_NS:
-    if (d == NULL)
-      st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
-    else if (csi == NVME_CSI_ZNS)
+    if (a->csi == NVME_CSI_ZNS)
       nvme_zns_id_ns_zns (d->dev, (struct nvme_zns_id_ns *) buf);
-    else if (csi != NVME_CSI_NVM)
-      st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
     break;                      /* NVM: nothing beyond CNS 0 */
-  case NVME_IDENTIFY_CNS_CSI_CTRL:
-    if (csi == NVME_CSI_ZNS) {
+  default:                      /* CSI_CTRL */
+    if (a->csi == NVME_CSI_ZNS) {
       struct zn_dev **devs = calloc (sv->nr_devices + 1u, sizeof *devs);
 
       if (devs == NULL)
@@ -198,53 +222,117 @@ identify (struct nvme_session *s, const struct nvme_cmd *cmd)
                             (struct nvme_zns_id_ctrl *) buf);
       free (devs);
     }
-    else if (csi != NVME_CSI_NVM)
-      st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
     break;                      /* NVM: no limits beyond MDTS */
-  default:
-    st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-    break;
   }
-  if (st)
-    reply (s, cmd, st, 0);
-  else
-    reply_data (s, cmd, buf, NVME_IDENTIFY_DATA_SIZE);
+}
+
+static void
+identify (struct nvme_session *s, const struct nvme_cmd *cmd)
+{
+  uint16_t loc, st = check_identify (s, cmd, &loc);
+  unsigned char *buf;
+
+  if (st) {
+    fail (s, cmd, st, loc);
+    return;
+  }
+  if ((buf = calloc (1, NVME_IDENTIFY_DATA_SIZE)) == NULL)
+    nvme_out_of_memory (s);
+  identify_data (s, cmd, buf);
+  reply_data (s, cmd, buf, NVME_IDENTIFY_DATA_SIZE);
   free (buf);
 }
 
-/* The log page lid, whole, into *buf (malloc'd): its length, or 0 with
- * *st set.
+/* ---- the Error Information log ------------------------------------------ */
+
+void
+ctrl_log_error (struct nvme_ctrl *c, uint16_t sqid, const struct nvme_cmd *cmd,
+                uint16_t status, uint16_t loc)
+{
+  struct nvme_error_log_page *e;
+
+  c->nr_errors++;
+  e = &c->errors[c->nr_errors % ERROR_LOG_SLOTS];
+  memset (e, 0, sizeof *e);
+  e->error_count = htole64 (c->nr_errors);
+  e->sqid = htole16 (sqid);
+  e->cmdid = htole16 (cmd->cid);
+  e->status_field = htole16 ((uint16_t) (status << 1));   /* phase: 0 */
+  e->parm_error_location = htole16 (loc);
+  e->lba = htole64 (nvme_cmd_lba (cmd));
+  e->nsid = htole32 (cmd->opcode == nvme_admin_fabrics ? 0 : cmd->nsid);
+}
+
+/* The entries, newest first; the slots not used yet are zeroes. */
+static size_t
+error_log (const struct nvme_session *s, unsigned char **buf)
+{
+  const struct nvme_ctrl *c = s->ctrl;
+  struct nvme_error_log_page *e = calloc (ERROR_LOG_SLOTS, sizeof *e);
+  uint64_t n = c->nr_errors < ERROR_LOG_SLOTS ? c->nr_errors
+                                              : ERROR_LOG_SLOTS;
+
+  if (e == NULL)
+    nvme_out_of_memory (s);
+  for (uint64_t i = 0; i < n; i++)
+    e[i] = c->errors[(c->nr_errors - i) % ERROR_LOG_SLOTS];
+  *buf = (unsigned char *) e;
+  return ERROR_LOG_SLOTS * sizeof *e;
+}
+
+/* ---- logs ----------------------------------------------------------------- */
+
+/* 0, or the status Get Log Page fails with (*loc: the field). */
+static uint16_t
+check_log (const struct nvme_session *s, const struct nvme_cmd *cmd,
+           uint16_t *loc)
+{
+  const struct cmd_log *a = &cmd->u.log;
+
+  *loc = LOC_NUMDL;
+  if (a->numd * 4 > MAX_ADMIN_DATA)
+    return INVALID_FIELD;
+  *loc = LOC_LPO;
+  if (a->lpo & 3)
+    return INVALID_FIELD;
+  *loc = LOC_LID;
+  if (s->ctrl->discovery)
+    return a->lid == NVME_LOG_LID_DISCOVER
+           ? 0 : ERR (NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_LOG_PAGE);
+  switch (a->lid) {
+  case NVME_LOG_LID_ERROR: case NVME_LOG_LID_SMART:
+    return 0;
+  case NVME_LOG_LID_CMD_EFFECTS:
+    *loc = LOC_LOG_CSI;
+    return known_csi (a->csi) ? 0 : INVALID_FIELD;
+  default:
+    return ERR (NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_LOG_PAGE);
+  }
+}
+
+/* The log page of a valid Get Log Page, whole, into *buf (malloc'd):
+ * its length.
  */
 static size_t
-log_page (struct nvme_session *s, uint8_t lid, uint8_t csi,
-          unsigned char **buf, uint16_t *st)
+log_page (struct nvme_session *s, const struct cmd_log *a, unsigned char **buf)
 {
-  bool disc = s->ctrl->discovery;
   size_t len;
 
-  if (lid == NVME_LOG_LID_DISCOVER && disc)
+  switch (a->lid) {
+  case NVME_LOG_LID_DISCOVER:
     return discovery_log (s, buf);
-  switch (disc ? 0xff : lid) {
   case NVME_LOG_LID_ERROR:
-    len = sizeof (struct nvme_error_log_page);
-    break;
+    return error_log (s, buf);
   case NVME_LOG_LID_SMART:
     len = sizeof (struct nvme_smart_log);
     break;
-  case NVME_LOG_LID_CMD_EFFECTS:
-    if (csi != NVME_CSI_NVM && csi != NVME_CSI_ZNS) {
-      *st = ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-      return 0;
-    }
+  default:                      /* CMD_EFFECTS */
     len = sizeof (struct nvme_cmd_effects_log);
     break;
-  default:
-    *st = ERR (NVME_SCT_CMD_SPECIFIC, NVME_SC_INVALID_LOG_PAGE);
-    return 0;
   }
   if ((*buf = calloc (1, len)) == NULL)
     nvme_out_of_memory (s);
-  if (lid == NVME_LOG_LID_SMART) {
+  if (a->lid == NVME_LOG_LID_SMART) {
     struct nvme_smart_log *smart = (struct nvme_smart_log *) *buf;
 
     smart->temperature[0] = 298 & 0xff;   /* 25 C, in kelvin */
@@ -252,63 +340,92 @@ log_page (struct nvme_session *s, uint8_t lid, uint8_t csi,
     smart->avail_spare = 100;
     smart->spare_thresh = 10;
   }
-  else if (lid == NVME_LOG_LID_CMD_EFFECTS)
-    nvme_zns_effects (csi, (struct nvme_cmd_effects_log *) *buf);
+  else
+    nvme_zns_effects (a->csi, (struct nvme_cmd_effects_log *) *buf);
   return len;
 }
 
 static void
 get_log_page (struct nvme_session *s, const struct nvme_cmd *cmd)
 {
-  uint8_t lid = cmd->cdw[10] & 0xff, csi = cmd->cdw[14] >> 24;
-  uint64_t numd = ((uint64_t) (cmd->cdw[11] & 0xffff) << 16
-                   | cmd->cdw[10] >> 16) + 1;
-  uint64_t lpo = (uint64_t) cmd->cdw[12] | (uint64_t) cmd->cdw[13] << 32;
+  const struct cmd_log *a = &cmd->u.log;
   unsigned char *page = NULL, *out;
-  uint16_t st = 0;
-  size_t len, want;
+  uint16_t loc, st = check_log (s, cmd, &loc);
+  size_t len, want = (size_t) a->numd * 4;
 
-  if (numd * 4 > MAX_ADMIN_DATA || lpo & 3) {
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD), 0);
+  if (st) {
+    fail (s, cmd, st, loc);
     return;
   }
-  want = (size_t) numd * 4;
-  len = log_page (s, lid, csi, &page, &st);
-  if (st || lpo > len) {
-    reply (s, cmd, st ? st : ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD), 0);
+  len = log_page (s, a, &page);
+  if (a->lpo > len) {
+    fail (s, cmd, INVALID_FIELD, LOC_LPO);
     free (page);
     return;
   }
   /* Past its end the page reads as zeroes. */
   if ((out = calloc (1, want)) == NULL)
     nvme_out_of_memory (s);
-  memcpy (out, page + lpo, len - lpo < want ? len - lpo : want);
+  memcpy (out, page + a->lpo, len - a->lpo < want ? len - a->lpo : want);
   reply_data (s, cmd, out, want);
   free (out);
   free (page);
+}
+
+/* ---- features ------------------------------------------------------------- */
+
+/* 0, or the status Get or Set Features fails with (*loc: the field). */
+static uint16_t
+check_features (const struct nvme_session *s, const struct nvme_cmd *cmd,
+                bool set, uint16_t *loc)
+{
+  const struct cmd_features *a = &cmd->u.features;
+  uint32_t v = a->value;
+
+  *loc = LOC_SEL;
+  if (!set && a->sel > NVME_GET_FEATURES_SEL_SUPPORTED)
+    return INVALID_FIELD;
+  *loc = LOC_FID;
+  switch (a->fid) {
+  case NVME_FEAT_FID_NUM_QUEUES:
+    if (s->ctrl->discovery)
+      return INVALID_FIELD;
+    *loc = LOC_FEAT_VALUE;
+    return set && (NVME_GET (v, FEAT_NRQS_NSQR) == 0xffff
+                   || NVME_GET (v, FEAT_NRQS_NCQR) == 0xffff)
+           ? INVALID_FIELD : 0;
+  case NVME_FEAT_FID_KATO: case NVME_FEAT_FID_ASYNC_EVENT:
+    return 0;
+  case NVME_FEAT_FID_VOLATILE_WC:
+    return set ? INVALID_FIELD : 0;
+  default:
+    return INVALID_FIELD;
+  }
 }
 
 static void
 features (struct nvme_session *s, const struct nvme_cmd *cmd, bool set)
 {
   struct nvme_ctrl *c = s->ctrl;
-  uint8_t fid = cmd->cdw[10] & 0xff;
-  uint32_t v = cmd->cdw[11];
+  uint32_t v = cmd->u.features.value;
+  uint16_t loc, st = check_features (s, cmd, set, &loc);
 
-  switch (fid) {
+  if (st) {
+    fail (s, cmd, st, loc);
+    return;
+  }
+  switch (cmd->u.features.fid) {
   case NVME_FEAT_FID_NUM_QUEUES:
-    if (c->discovery)
-      break;
     if (set) {
-      unsigned nsq = (v & 0xffff) + 1u, ncq = (v >> 16) + 1u, n;
+      unsigned nsq = NVME_GET (v, FEAT_NRQS_NSQR) + 1u;
+      unsigned ncq = NVME_GET (v, FEAT_NRQS_NCQR) + 1u;
+      unsigned n = nsq < ncq ? nsq : ncq;
 
-      if ((v & 0xffff) == 0xffff || v >> 16 == 0xffff)
-        break;
-        /* The host asks once, before its I/O queues. */
-      n = nsq < ncq ? nsq : ncq;
+      /* The host asks once, before its I/O queues. */
       c->nr_queues = n < s->sv->max_queues ? n : s->sv->max_queues;
     }
-    reply (s, cmd, 0, (c->nr_queues - 1u) | (c->nr_queues - 1u) << 16);
+    reply (s, cmd, 0, NVME_SET (c->nr_queues - 1u, FEAT_NRQS_NSQR)
+                      | NVME_SET (c->nr_queues - 1u, FEAT_NRQS_NCQR));
     return;
   case NVME_FEAT_FID_KATO:
     if (set)
@@ -320,16 +437,10 @@ features (struct nvme_session *s, const struct nvme_cmd *cmd, bool set)
       c->aec = v;
     reply (s, cmd, 0, c->aec);
     return;
-  case NVME_FEAT_FID_VOLATILE_WC:
-    if (!set) {
-      reply (s, cmd, 0, 0);
-      return;
-    }
-    break;
-  default:
-    break;
+  default:                      /* VOLATILE_WC, Get */
+    reply (s, cmd, 0, 0);
+    return;
   }
-  reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD), 0);
 }
 
 /* Held until an event, which never comes: the subsystem does not
@@ -377,7 +488,7 @@ admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
     reply (s, cmd, 0, 1);       /* bit 0: not aborted */
     break;
   default:
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE), 0);
+    fail (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE), LOC_OPCODE);
     break;
   }
 }

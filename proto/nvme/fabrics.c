@@ -21,10 +21,7 @@
 static struct nvme_ctrl *controllers;
 static uint16_t next_cntlid = 1;
 
-/* Connect's fields: in the command (SQE offsets) and in its data. */
-#define SQE_RECFMT 40
-#define SQE_QID 42
-#define SQE_SQSIZE 44
+/* Connect's data: where its fields are. */
 #define DATA_CNTLID 16
 #define DATA_SUBNQN 256
 #define DATA_HOSTNQN 512
@@ -103,16 +100,51 @@ host_allowed (const struct nvme_served *sv, const char *hostnqn)
   return false;
 }
 
-/* Connect Invalid Parameters (or another status) naming the field: the
- * result's IPO is its offset, in the data when in_data (IATTR).
+/* The controller an I/O queue's Connect names, when it is the host's
+ * own: the one whose Error Information log gets the Connect's failure
+ * (the queue has no controller yet).  NULL for an admin queue's.
+ */
+static struct nvme_ctrl *
+connect_target (const struct nvme_session *s, const struct nvme_cmd *cmd,
+                const unsigned char *data, uint32_t len)
+{
+  char hostnqn[NVME_NQN_MAX + 1];
+  struct nvme_ctrl *c;
+
+  if (cmd->u.connect.qid == 0 || len != CONNECT_DATA_LEN
+      || !nqn_of (data + DATA_HOSTNQN, hostnqn))
+    return NULL;
+  c = find_ctrl (s->sv, get_le16 (data + DATA_CNTLID));
+  return c && strcmp (c->hostnqn, hostnqn) == 0 ? c : NULL;
+}
+
+/* Connect fails with sct/sc; offset names the field: the result's IPO
+ * is its offset, in the data when in_data (IATTR).
  */
 static void
-refuse (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t sc,
-        bool in_data, unsigned offset, const char *why)
+refuse_sc (struct nvme_session *s, const struct nvme_cmd *cmd,
+           const unsigned char *data, uint32_t len, uint16_t status,
+           bool in_data, unsigned offset, const char *why)
 {
+  struct nvme_ctrl *c = connect_target (s, cmd, data, len);
+
   nvme_log (s, "Connect refused: %s", why);
-  reply (s, cmd, ERR (NVME_SCT_CMD_SPECIFIC, sc),
-         (in_data ? 1u << 16 : 0) | offset);
+  if (c)
+    ctrl_log_error (c, cmd->u.connect.qid, cmd, status,
+                    in_data ? LOC_NONE : (uint16_t) offset);
+  /* IPO goes with the command specific statuses only. */
+  reply (s, cmd, status, (status >> 8 & 7) != NVME_SCT_CMD_SPECIFIC ? 0
+                         : (in_data ? 1u << 16 : 0) | offset);
+}
+
+/* Connect Invalid Parameters (or another command specific status). */
+static void
+refuse (struct nvme_session *s, const struct nvme_cmd *cmd,
+        const unsigned char *data, uint32_t len, uint16_t sc, bool in_data,
+        unsigned offset, const char *why)
+{
+  refuse_sc (s, cmd, data, len, ERR (NVME_SCT_CMD_SPECIFIC, sc), in_data,
+             offset, why);
 }
 
 static void
@@ -144,27 +176,30 @@ connect_admin (struct nvme_session *s, const struct nvme_cmd *cmd,
 
 static void
 connect_io (struct nvme_session *s, const struct nvme_cmd *cmd,
-            const unsigned char *data, uint16_t qid, bool discovery,
-            const char *hostnqn)
+            const unsigned char *data, bool discovery, const char *hostnqn)
 {
+  uint16_t qid = cmd->u.connect.qid;
   struct nvme_ctrl *c = find_ctrl (s->sv, get_le16 (data + DATA_CNTLID));
+  uint16_t seq = ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
 
   if (c == NULL)
-    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_CNTLID,
-            "no controller has this CNTLID");
+    refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
+            true, DATA_CNTLID, "no controller has this CNTLID");
   else if (c->discovery || discovery)
-    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_SUBNQN,
-            "a discovery controller has no I/O queues");
+    refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
+            true, DATA_SUBNQN, "a discovery controller has no I/O queues");
   else if (strcmp (c->hostnqn, hostnqn) != 0)
-    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_HOSTNQN,
-            "the controller belongs to another host NQN");
+    refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
+            true, DATA_HOSTNQN, "the controller belongs to another host NQN");
   else if (!(c->csts & NVME_CSTS_RDY_MASK))
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+    refuse_sc (s, cmd, data, CONNECT_DATA_LEN, seq, false, LOC_NONE,
+               "the controller is not enabled");
   else if (qid > c->nr_queues)
-    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, false, SQE_QID,
-            "QID exceeds the number of queues granted");
+    refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
+            false, LOC_QID, "QID exceeds the number of queues granted");
   else if (c->ioq[qid] != NULL)
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+    refuse_sc (s, cmd, data, CONNECT_DATA_LEN, seq, false, LOC_QID,
+               "the queue is connected already");
   else {
     c->ioq[qid] = s;
     s->ctrl = c;
@@ -178,9 +213,8 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
                  const unsigned char *data, uint32_t len)
 {
   const struct nvme_served *sv = s->sv;
-  uint16_t recfmt = cmd->cdw[10] & 0xffff, qid = cmd->cdw[10] >> 16;
-  uint16_t sqsize = cmd->cdw[11] & 0xffff;
-  uint8_t cattr = (cmd->cdw[11] >> 16) & 0xff;
+  const struct cmd_connect *a = &cmd->u.connect;
+  uint16_t qid = a->qid, sqsize = a->sqsize;
   char subnqn[NVME_NQN_MAX + 1], hostnqn[NVME_NQN_MAX + 1];
   char host[LOGGED_NQN], sub[LOGGED_NQN];
   bool discovery;
@@ -189,8 +223,8 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
     reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
     return;
   }
-  if (recfmt != 0) {
-    refuse (s, cmd, NVME_SC_CONNECT_FORMAT, false, SQE_RECFMT,
+  if (a->recfmt != 0) {
+    refuse (s, cmd, data, len, NVME_SC_CONNECT_FORMAT, false, LOC_RECFMT,
             "RECFMT is not 0");
     return;
   }
@@ -199,21 +233,21 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
     return;
   }
   if (!nqn_of (data + DATA_SUBNQN, subnqn)) {
-    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_SUBNQN,
-            "SUBNQN is empty, too long or not terminated");
+    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, true,
+            DATA_SUBNQN, "SUBNQN is empty, too long or not terminated");
     return;
   }
   if (!nqn_of (data + DATA_HOSTNQN, hostnqn)) {
-    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_HOSTNQN,
-            "HOSTNQN is empty, too long or not terminated");
+    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, true,
+            DATA_HOSTNQN, "HOSTNQN is empty, too long or not terminated");
     return;
   }
   /* The admin queue's depth is the host's own (32 for Linux), whatever
    * hw_queue_depth is.
    */
   if (sqsize == 0 || sqsize > (qid == 0 ? ADMIN_SQSIZE_MAX : nvme_mqes (sv))) {
-    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, false, SQE_SQSIZE,
-            qid == 0 ? "SQSIZE is 0 or exceeds 4095"
+    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, false,
+            LOC_SQSIZE, qid == 0 ? "SQSIZE is 0 or exceeds 4095"
                      : "SQSIZE is 0 or exceeds CAP.MQES");
     return;
   }
@@ -222,8 +256,8 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
     fprintf (stderr, "%s: nvme: host %s asked for subsystem %s, not %s\n",
              sv->program, logged (host, hostnqn), logged (sub, subnqn),
              sv->subnqn);
-    refuse (s, cmd, NVME_SC_CONNECT_INVALID_PARAM, true, DATA_SUBNQN,
-            "no such subsystem");
+    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, true,
+            DATA_SUBNQN, "no such subsystem");
     return;
   }
   /* The discovery controller lists only the subsystems a host may use,
@@ -233,17 +267,17 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
     fprintf (stderr, "%s: nvme: host %s is not allowed "
              "(--nvme-allow-host)\n", sv->program,
              logged (host, hostnqn));
-    refuse (s, cmd, NVME_SC_CONNECT_INVALID_HOST, true, DATA_HOSTNQN,
-            "host not allowed");
+    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_HOST, true,
+            DATA_HOSTNQN, "host not allowed");
     return;
   }
   s->sqsize = sqsize;
-  s->sqflow_off = cattr & CATTR_DISABLE_SQFLOW;
+  s->sqflow_off = a->cattr & CATTR_DISABLE_SQFLOW;
   s->sqhd = 1 % (sqsize + 1u);
   if (qid == 0)
-    connect_admin (s, cmd, discovery, hostnqn, cmd->cdw[12]);
+    connect_admin (s, cmd, discovery, hostnqn, a->kato);
   else
-    connect_io (s, cmd, data, qid, discovery, hostnqn);
+    connect_io (s, cmd, data, discovery, hostnqn);
 }
 
 void
@@ -363,42 +397,56 @@ ctrl_ready (const struct nvme_ctrl *c)
   return NVME_CC_EN (c->cc) && (c->csts & NVME_CSTS_RDY_MASK);
 }
 
+/* 0, or the status a property command fails with (*loc: the field). */
+static uint16_t
+check_property (const struct nvme_session *s, const struct nvme_cmd *cmd,
+                uint16_t *loc)
+{
+  const struct cmd_prop *p = &cmd->u.prop;
+
+  *loc = LOC_FCTYPE;
+  if (s->qid > 0 || cmd->family != CF_PROP)
+    return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
+  *loc = LOC_PROP_OFFSET;
+  if (cmd->fctype == nvme_fabrics_type_property_set) {
+    if (p->offset != PROP_CC)
+      return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+    *loc = LOC_ATTRIB;
+    return p->attrib == 0 ? 0 : ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+  }
+  switch (p->offset) {
+  case PROP_CAP: case PROP_VS: case PROP_CC: case PROP_CSTS:
+    return 0;
+  default:
+    return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+  }
+}
+
 void
 fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd)
 {
   struct nvme_ctrl *c = s->ctrl;
-  uint8_t fctype = cmd->cdw[1] & 0xff;
-  bool eight = (cmd->cdw[10] & 7) == 1;
-  uint32_t offset = cmd->cdw[11];
+  const struct cmd_prop *p = &cmd->u.prop;
+  uint16_t loc, st = check_property (s, cmd, &loc);
 
-  if (s->qid > 0) {
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE), 0);
+  if (st) {
+    fail (s, cmd, st, loc);
     return;
   }
-  switch (fctype) {
-  case nvme_fabrics_type_property_get:
-    switch (offset) {
-    case PROP_CAP:
-      reply (s, cmd, 0, eight ? prop_cap (s->sv)
-                              : (uint32_t) prop_cap (s->sv));
-      return;
-    case PROP_VS: reply (s, cmd, 0, NVME_VERSION); return;
-    case PROP_CC: reply (s, cmd, 0, c->cc); return;
-    case PROP_CSTS: reply (s, cmd, 0, c->csts); return;
-    }
-    break;
-  case nvme_fabrics_type_property_set:
-    if (offset == PROP_CC && !eight) {
-      set_cc (s, c, cmd->cdw[12]);
-      reply (s, cmd, 0, 0);
-      return;
-    }
-    break;
-  default:
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE), 0);
+  if (cmd->fctype == nvme_fabrics_type_property_set) {
+    set_cc (s, c, (uint32_t) p->value);
+    reply (s, cmd, 0, 0);
     return;
   }
-  reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD), 0);
+  switch (p->offset) {
+  case PROP_CAP:
+    reply (s, cmd, 0, p->attrib == 1 ? prop_cap (s->sv)
+                                     : (uint32_t) prop_cap (s->sv));
+    break;
+  case PROP_VS: reply (s, cmd, 0, NVME_VERSION); break;
+  case PROP_CC: reply (s, cmd, 0, c->cc); break;
+  default: reply (s, cmd, 0, c->csts); break;
+  }
 }
 
 void

@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <nvme/types.h>
+
+#include "command.h"
 #include "pdu.h"
 #include "session.h"
 
@@ -38,17 +41,10 @@
 #define R2T_BUFFER_LIMIT (8u << 20)
 /* Logs and identify data larger than this are not asked for. */
 #define MAX_ADMIN_DATA (1u << 20)
-
-/* A command as parsed from its capsule. */
-struct nvme_cmd {
-  uint8_t opcode, flags;
-  uint16_t cid;
-  uint32_t nsid;
-  uint32_t cdw[16];             /* the raw command dwords */
-  uint64_t sgl_addr;
-  uint32_t sgl_len;
-  uint8_t sgl_type;
-};
+/* Entries of a controller's Error Information log (ELPE + 1): the most
+ * recent errors, older ones overwritten.
+ */
+#define ERROR_LOG_SLOTS 64
 
 /* A command between its capsule and its execution: in the ready FIFO,
  * or waiting for its R2T, or receiving its H2CData.
@@ -56,12 +52,15 @@ struct nvme_cmd {
 enum req_state { RQ_WAIT_R2T, RQ_H2C, RQ_READY };
 
 struct nvme_req {
-  struct nvme_cmd cmd;
+  unsigned char sqe[SQE_LEN];
+  struct nvme_cmd cmd;          /* its dwords decoded once it runs */
+  bool decoded;
   enum req_state state;
   unsigned char *data;          /* the host's data */
   uint32_t len, got;
   uint16_t ttag;
-  uint16_t status;              /* fail with this instead (digest) */
+  uint16_t status;              /* fail with this instead (digest, SGL) */
+  uint16_t loc;                 /* and the field at fault */
   struct nvme_req *next;
 };
 
@@ -127,6 +126,11 @@ struct nvme_ctrl {
   struct nvme_session **ioq;    /* by qid, sv->max_queues + 1 */
   uint16_t aer_cid[AER_LIMIT];
   unsigned nr_aer;
+  /* The Error Information log: the entry of error n (from 1) is
+   * errors[n % ERROR_LOG_SLOTS].
+   */
+  struct nvme_error_log_page errors[ERROR_LOG_SLOTS];
+  uint64_t nr_errors;
   struct nvme_ctrl *next;
 };
 
@@ -136,9 +140,17 @@ struct nvme_ctrl {
 unsigned char *out_reserve (struct nvme_session *s, size_t n);
 /* Takes back the last n bytes reserved. */
 void out_unreserve (struct nvme_session *s, size_t n);
-/* A CapsuleResp for cmd. */
+/* A CapsuleResp for cmd.  A failing one is entered in the controller's
+ * Error Information log with loc, the field at fault (LOC_NONE: none
+ * in particular).
+ */
+void reply_at (struct nvme_session *s, const struct nvme_cmd *cmd,
+               uint16_t status, uint64_t result, uint16_t loc);
 void reply (struct nvme_session *s, const struct nvme_cmd *cmd,
             uint16_t status, uint64_t result);
+/* cmd failed with status because of the field at loc. */
+void fail (struct nvme_session *s, const struct nvme_cmd *cmd,
+           uint16_t status, uint16_t loc);
 /* C2HData with the first len bytes of data (at most the command's SGL
  * length), then a successful CapsuleResp.
  */
@@ -191,6 +203,11 @@ uint16_t nvme_mqes (const struct nvme_served *sv);
 size_t discovery_log (const struct nvme_session *s, unsigned char **buf);
 
 /* ---- admin.c ---- */
+
+/* Enters cmd's failure in c's Error Information log (sqid: the queue's). */
+void ctrl_log_error (struct nvme_ctrl *c, uint16_t sqid,
+                     const struct nvme_cmd *cmd, uint16_t status,
+                     uint16_t loc);
 
 void admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
                     const unsigned char *data, uint32_t len);

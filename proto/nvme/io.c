@@ -29,12 +29,6 @@ struct io {
   bool fua, writes, tagged;
 };
 
-static uint64_t
-slba_of (const struct nvme_cmd *cmd)
-{
-  return (uint64_t) cmd->cdw[10] | (uint64_t) cmd->cdw[11] << 32;
-}
-
 static bool
 known (uint8_t opcode)
 {
@@ -60,51 +54,84 @@ io_data_status (const struct nvme_session *s, const struct nvme_cmd *cmd)
   return 0;
 }
 
-/* Decodes cmd into io: 0, or the status it fails with at once. */
+/* Checks cmd and fills io: 0, or the status cmd fails with at once
+ * (*loc: the field).
+ */
 static uint16_t
-decode (const struct nvme_session *s, const struct nvme_cmd *cmd,
-        uint32_t len, struct io *io)
+check (const struct nvme_session *s, const struct nvme_cmd *cmd,
+       uint32_t len, struct io *io, uint16_t *loc)
 {
   uint32_t bs;
 
+  *loc = LOC_OPCODE;
   if (!known (cmd->opcode))
     return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
   memset (io, 0, sizeof *io);
+  *loc = LOC_NSID;
   io->d = namespace_of (s->sv, cmd->nsid);
   if (io->d == NULL)
     return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
   bs = zn_dev_geometry (io->d->dev)->block_size;
-  io->slba = slba_of (cmd);
+  io->slba = nvme_cmd_lba (cmd);
   io->tagged = cmd->opcode != nvme_zns_cmd_mgmt_recv;
   io->writes = cmd->opcode == nvme_cmd_write || cmd->opcode == nvme_zns_cmd_append
                || cmd->opcode == nvme_cmd_write_zeroes
                || cmd->opcode == nvme_zns_cmd_mgmt_send;
-  switch (cmd->opcode) {
-  case nvme_cmd_read: case nvme_cmd_write: case nvme_zns_cmd_append:
-  case nvme_cmd_write_zeroes:
-    io->nlb = (cmd->cdw[12] & 0xffff) + 1;
-    io->fua = cmd->cdw[12] & NVME_IO_FUA;
-    if (cmd->opcode == nvme_cmd_write_zeroes)
-      break;
+  if (cmd->family == CF_RW) {
+    io->nlb = cmd->u.rw.nlb;
+    io->fua = cmd->u.rw.control & NVME_IO_FUA;
+  }
+  if (cmd->family == CF_RW && cmd->opcode != nvme_cmd_write_zeroes) {
     io->bytes = (uint64_t) io->nlb * bs;
+    *loc = LOC_NLB;
     if (io->bytes > nvme_max_transfer (s->sv))
       return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+    *loc = LOC_SGL_LEN;
     if (cmd->sgl_len != io->bytes
         || (cmd->opcode != nvme_cmd_read && len != io->bytes))
       return ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA);
-    break;
-  case nvme_zns_cmd_mgmt_recv:
-    io->bytes = ((uint64_t) cmd->cdw[12] + 1) * 4;
+  }
+  else if (cmd->family == CF_ZMR) {
+    io->bytes = cmd->u.zmr.numd * 4;
+    *loc = LOC_ZM_NUMD;
     if (io->bytes > nvme_max_transfer (s->sv) || cmd->sgl_len != io->bytes)
       return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-    break;
-  default:
-    break;
   }
   /* -r: the namespaces are write-protected (NSATTR says so too). */
+  *loc = LOC_NSID;
   if (s->sv->readonly && io->writes)
     return ERR (NVME_SCT_GENERIC, NVME_SC_NS_WRITE_PROTECTED);
   return 0;
+}
+
+/* The field a failure of the namespace's (zns.h) lies in, as nvmet
+ * places the block layer's: an Invalid Field at the field the ZNS rules
+ * refused, a range or boundary error at the range, any other at SLBA.
+ */
+static uint16_t
+namespace_loc (const struct nvme_cmd *cmd, const struct io *io, uint16_t st)
+{
+  const struct zn_geometry *g = zn_dev_geometry (io->d->dev);
+  uint64_t sector = io->slba * (g->block_size >> ZN_SECTOR_SHIFT);
+
+  if (cmd->family == CF_OTHER)
+    return LOC_NONE;
+  if (st == ERR (NVME_SCT_CMD_SPECIFIC, NVME_SC_ZNS_BOUNDARY_ERROR))
+    return cmd->family == CF_RW ? LOC_NLB : LOC_SLBA;
+  if (st != ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD))
+    return LOC_SLBA;
+  switch (cmd->family) {
+  case CF_ZMS:
+    return cmd->u.zms.zsa < NVME_ZNS_ZSA_CLOSE
+           || cmd->u.zms.zsa > NVME_ZNS_ZSA_RESET ? LOC_ZSA : LOC_SLBA;
+  case CF_ZMR:
+    if (cmd->u.zmr.zra != NVME_ZNS_ZRA_REPORT_ZONES)
+      return LOC_ZRA;
+    return io->bytes < sizeof (struct nvme_zone_report) ? LOC_ZM_NUMD
+                                                       : LOC_ZRASF;
+  default:                      /* an append off a zone start, or too long */
+    return sector & (g->zone_sectors - 1) ? LOC_SLBA : LOC_NLB;
+  }
 }
 
 /* A failure the scheduler decided (a pipelined write's wait): EIO, as
@@ -129,7 +156,7 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
   unsigned char *buf;
 
   if (err) {
-    reply (s, cmd, forced_status (io, err), 0);
+    fail (s, cmd, forced_status (io, err), LOC_SLBA);
     return;
   }
   switch (cmd->opcode) {
@@ -149,9 +176,8 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
 
     if (report == NULL)
       nvme_out_of_memory (s);
-    st = nvme_zns_mgmt_recv (dev, io->slba, cmd->cdw[13] & 0xff,
-                             (cmd->cdw[13] >> 8) & 0xff,
-                             cmd->cdw[13] & (1u << 16), report, io->bytes);
+    st = nvme_zns_mgmt_recv (dev, io->slba, cmd->u.zmr.zra, cmd->u.zmr.zrasf,
+                             cmd->u.zmr.partial, report, io->bytes);
     if (st == 0) {
       memcpy (c2h_begin (s, cmd, io->bytes), report, io->bytes);
       c2h_end (s, io->bytes);
@@ -172,11 +198,12 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
     st = nvme_zns_flush (dev);
     break;
   default:                      /* zone management send */
-    st = nvme_zns_mgmt_send (dev, io->slba, cmd->cdw[13] & 0xff,
-                             cmd->cdw[13] & (1u << 8));
+    st = nvme_zns_mgmt_send (dev, io->slba, cmd->u.zms.zsa,
+                             cmd->u.zms.select_all);
     break;
   }
-  reply (s, cmd, st, st ? 0 : result);
+  reply_at (s, cmd, st, st ? 0 : result, st ? namespace_loc (cmd, io, st)
+                                            : LOC_NONE);
 }
 
 /* Keeps an admitted write aside until resume; it owns the data now. */
@@ -202,12 +229,12 @@ io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
 {
   const struct nvme_served *sv = s->sv;
   struct io io;
-  uint16_t st = decode (s, cmd, len, &io);
+  uint16_t loc, st = check (s, cmd, len, &io, &loc);
   size_t mark;
   int err = 0;
 
   if (st) {
-    reply (s, cmd, st, 0);
+    fail (s, cmd, st, loc);
     return 1;
   }
   if (io.tagged && sv->admit) {
@@ -248,8 +275,9 @@ void
 io_resume (struct nvme_session *s, struct nvme_parked *p, int err)
 {
   struct io io;
+  uint16_t loc;
 
-  if (decode (s, &p->cmd, p->cmd.sgl_len, &io) != 0) {
+  if (check (s, &p->cmd, p->cmd.sgl_len, &io, &loc) != 0) {
     reply (s, &p->cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INTERNAL), 0);
     return;
   }

@@ -3,6 +3,8 @@
 proto_nvme_sources = \
 	proto/served.h \
 	proto/nvme/admin.c \
+	proto/nvme/command.c \
+	proto/nvme/command.h \
 	proto/nvme/fabrics.c \
 	proto/nvme/internal.h \
 	proto/nvme/io.c \
@@ -35,6 +37,7 @@ tests_test_nvme_session_LDADD = lib/libzonednull.la $(ISAL_LIBS)
 # The libFuzzer target for the session (clang only), run briefly by
 # tests/test-fuzz.sh beside the NBD one.
 fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/session.c \
+	proto/nvme/command.c \
 	proto/nvme/fabrics.c proto/nvme/admin.c proto/nvme/io.c \
 	proto/nvme/zns.c $(filter %.c,$(lib_libzonednull_la_SOURCES))
 if HAVE_LIBFUZZER
@@ -42,7 +45,7 @@ check_DATA += proto/nvme/fuzz-session
 endif
 proto/nvme/fuzz-session: $(fuzz_nvme_session_sources:%=$(srcdir)/%) \
 	proto/served.h proto/nvme/session.h proto/nvme/internal.h \
-	proto/nvme/pdu.h proto/nvme/zns.h \
+	proto/nvme/pdu.h proto/nvme/command.h proto/nvme/zns.h \
 	$(filter %.h,$(lib_libzonednull_la_SOURCES))
 	$(AM_V_CCLD)mkdir -p proto/nvme && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
 	  -DPACKAGE_VERSION='"$(PACKAGE_VERSION)"' \

@@ -116,6 +116,52 @@ get_le64 (const unsigned char *p)
   return (uint64_t) get_le32 (p) | (uint64_t) get_le32 (p + 4) << 32;
 }
 
+/* The common header of every PDU. */
+struct pdu_ch {
+  uint8_t type, flags, hlen, pdo;
+  uint32_t plen;
+};
+
+/* ICReq's fields. */
+struct pdu_icreq {
+  uint16_t pfv;
+  uint8_t hpda, dgst;
+  uint32_t maxr2t;
+};
+
+/* The fields of H2CData (and of C2HData and R2T). */
+struct pdu_data {
+  uint16_t cccid, ttag;
+  uint32_t datao, datal;
+};
+
+static inline struct pdu_ch
+pdu_ch_decode (const unsigned char *p)
+{
+  return (struct pdu_ch) {
+    .type = p[0], .flags = p[1], .hlen = p[2], .pdo = p[3],
+    .plen = get_le32 (p + 4),
+  };
+}
+
+static inline struct pdu_icreq
+pdu_icreq_decode (const unsigned char *p)
+{
+  return (struct pdu_icreq) {
+    .pfv = get_le16 (p + IC_PFV), .hpda = p[IC_HPDA], .dgst = p[IC_DGST],
+    .maxr2t = get_le32 (p + IC_MAXR2T),
+  };
+}
+
+static inline struct pdu_data
+pdu_data_decode (const unsigned char *p)
+{
+  return (struct pdu_data) {
+    .cccid = get_le16 (p + DATA_CCCID), .ttag = get_le16 (p + DATA_TTAG),
+    .datao = get_le32 (p + DATA_OFFSET), .datal = get_le32 (p + DATA_LENGTH),
+  };
+}
+
 static inline void
 put_le16 (unsigned char *p, uint16_t v)
 {

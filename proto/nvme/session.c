@@ -111,8 +111,8 @@ pdu_end_header (struct nvme_session *s, unsigned char *h)
 }
 
 void
-reply (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
-       uint64_t result)
+reply_at (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
+          uint64_t result, uint16_t loc)
 {
   unsigned char *h = pdu_begin (s, PDU_CAPSULE_RESP, 0, PDU_RESP_LEN, 0,
                                 PDU_RESP_LEN + hdgst_len (s));
@@ -124,6 +124,22 @@ reply (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
   put_le16 (cqe + 12, cmd->cid);
   put_le16 (cqe + 14, (uint16_t) (status << 1));
   pdu_end_header (s, h);
+  if (status && s->ctrl)
+    ctrl_log_error (s->ctrl, s->qid, cmd, status, loc);
+}
+
+void
+reply (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
+       uint64_t result)
+{
+  reply_at (s, cmd, status, result, LOC_NONE);
+}
+
+void
+fail (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
+      uint16_t loc)
+{
+  reply_at (s, cmd, status, 0, loc);
 }
 
 /* Where C2HData's data start: after the header and its digest, aligned
@@ -283,16 +299,17 @@ fes_name (uint16_t fes)
  * sent.  Returns -1 for the caller to return.
  */
 static int
-terminate (struct nvme_session *s, const unsigned char *pdu, uint16_t fes,
-           uint32_t fei, const char *why)
+terminate (struct nvme_session *s, const unsigned char *pdu,
+           const struct pdu_ch *ch, uint16_t fes, uint32_t fei,
+           const char *why)
 {
-  size_t copy = pdu[2] < PDU_TERM_MAX_COPY ? pdu[2] : PDU_TERM_MAX_COPY;
+  size_t copy = ch->hlen < PDU_TERM_MAX_COPY ? ch->hlen : PDU_TERM_MAX_COPY;
   unsigned char *h;
 
   if (copy > s->pdu_avail)
     copy = s->pdu_avail;
   fprintf (stderr, "%s: nvme: PDU type 0x%02x: %s: %s; connection closed\n",
-           s->sv->program, pdu[0], fes_name (fes), why);
+           s->sv->program, ch->type, fes_name (fes), why);
   /* TermReqs carry no digests. */
   h = out_reserve (s, PDU_TERM_LEN + copy);
   memset (h, 0, PDU_TERM_LEN);
@@ -328,42 +345,29 @@ ready_push (struct nvme_session *s, struct nvme_req *rq)
   s->ready_tail = rq;
 }
 
-static void
-sqe_decode (const unsigned char *p, struct nvme_cmd *cmd)
-{
-  for (int i = 0; i < 16; i++)
-    cmd->cdw[i] = get_le32 (p + 4 * i);
-  cmd->opcode = p[0];
-  cmd->flags = p[1];
-  cmd->cid = get_le16 (p + 2);
-  cmd->nsid = cmd->cdw[1];
-  cmd->sgl_addr = get_le64 (p + SQE_SGL_ADDR);
-  cmd->sgl_len = get_le32 (p + SQE_SGL_LEN);
-  cmd->sgl_type = p[SQE_SGL_TYPE];
-}
-
-static bool
-is_connect (const struct nvme_cmd *cmd)
-{
-  return cmd->opcode == nvme_admin_fabrics
-         && (cmd->cdw[1] & 0xff) == nvme_fabrics_type_connect;
-}
-
 /* Whether cmd may have its data sent after an R2T: 0, or the status it
  * fails with before any buffer is granted (execute's own, before CC.EN).
  * Only Connect, on a queue not connected yet, and Write and Zone Append
  * of an I/O queue, within MDTS, take data from the host.
  */
 static uint16_t
-r2t_status (const struct nvme_session *s, const struct nvme_cmd *cmd)
+r2t_status (const struct nvme_session *s, const struct nvme_cmd *cmd,
+            uint16_t *loc)
 {
-  if (s->ctrl == NULL && is_connect (cmd))
+  uint16_t st;
+
+  if (s->ctrl == NULL && nvme_cmd_is_connect (cmd)) {
+    *loc = LOC_SGL_LEN;
     return cmd->sgl_len > ADMIN_INLINE_DATA
            ? ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) : 0;
-  if (s->ctrl == NULL || is_connect (cmd)
+  }
+  if (s->ctrl == NULL || nvme_cmd_is_connect (cmd)
       || (cmd->opcode != nvme_admin_fabrics && !ctrl_ready (s->ctrl)))
     return ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
-  return s->qid > 0 ? io_data_status (s, cmd) : admin_data_status (cmd);
+  st = s->qid > 0 ? io_data_status (s, cmd) : admin_data_status (cmd);
+  *loc = st == ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) ? LOC_OPCODE
+                                                               : LOC_SGL_LEN;
+  return st;
 }
 
 static uint32_t
@@ -377,16 +381,17 @@ inline_limit (const struct nvme_session *s)
  */
 static int
 capsule (struct nvme_session *s, const unsigned char *pdu,
-         const unsigned char *data, uint32_t dlen, bool dgst_ok)
+         const struct pdu_ch *ch, const unsigned char *data, uint32_t dlen,
+         bool dgst_ok)
 {
   struct nvme_req *rq;
   struct nvme_cmd cmd;
   unsigned limit = s->ctrl ? s->sqsize + 1u : 1u;
   bool to_ctrl;
 
-  sqe_decode (pdu + PDU_CH_LEN, &cmd);
+  nvme_cmd_parse (pdu + PDU_CH_LEN, &cmd);
   if (s->nr_reqs >= limit)
-    return terminate (s, pdu, FES_SEQUENCE, 0,
+    return terminate (s, pdu, ch, FES_SEQUENCE, 0,
                       "more commands outstanding than the queue's size");
   if (s->ctrl)
     s->sqhd = (uint16_t) ((s->sqhd + 1u) % (s->sqsize + 1u));
@@ -394,18 +399,26 @@ capsule (struct nvme_session *s, const unsigned char *pdu,
   if (rq == NULL)
     nvme_out_of_memory (s);
   s->nr_reqs++;
+  memcpy (rq->sqe, pdu + PDU_CH_LEN, SQE_LEN);
   rq->cmd = cmd;
+  rq->loc = LOC_NONE;
   to_ctrl = cmd.opcode & 1;     /* the opcode's data transfer bits */
 
   if (!dgst_ok)
     rq->status = SC (NVME_SCT_GENERIC, NVME_SC_TRAN_TPORT_ERROR);
   else if (dlen > 0) {
-    if (cmd.sgl_type != SGL_DATA_OFFSET)
+    if (cmd.sgl_type != SGL_DATA_OFFSET) {
       rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_TYPE);
-    else if (cmd.sgl_addr != 0)
+      rq->loc = LOC_SGL_TYPE;
+    }
+    else if (cmd.sgl_addr != 0) {
       rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_OFFSET);
-    else if (cmd.sgl_len != dlen || dlen > inline_limit (s))
+      rq->loc = LOC_SGL_ADDR;
+    }
+    else if (cmd.sgl_len != dlen || dlen > inline_limit (s)) {
       rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA);
+      rq->loc = LOC_SGL_LEN;
+    }
     else if ((rq->data = malloc (dlen)) == NULL)
       nvme_out_of_memory (s);
     else {
@@ -414,9 +427,11 @@ capsule (struct nvme_session *s, const unsigned char *pdu,
     }
   }
   else if (to_ctrl && cmd.sgl_len > 0) {
-    if (cmd.sgl_type != SGL_TRANSPORT)
+    if (cmd.sgl_type != SGL_TRANSPORT) {
       rq->status = ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA);
-    else if ((rq->status = r2t_status (s, &cmd)) == 0) {
+      rq->loc = LOC_SGL_TYPE;
+    }
+    else if ((rq->status = r2t_status (s, &cmd, &rq->loc)) == 0) {
       /* Its data come after an R2T (start_r2ts). */
       struct nvme_req **tail;
 
@@ -495,37 +510,37 @@ start_r2ts (struct nvme_session *s)
 /* An H2CData PDU; data: its dlen bytes. */
 static int
 h2c_data (struct nvme_session *s, const unsigned char *pdu,
-          const unsigned char *data, uint32_t dlen, bool dgst_ok)
+          const struct pdu_ch *ch, const unsigned char *data, uint32_t dlen,
+          bool dgst_ok)
 {
-  uint16_t cccid = get_le16 (pdu + DATA_CCCID), ttag = get_le16 (pdu + DATA_TTAG);
-  uint32_t datao = get_le32 (pdu + DATA_OFFSET);
-  uint32_t datal = get_le32 (pdu + DATA_LENGTH);
+  struct pdu_data d = pdu_data_decode (pdu);
+  uint32_t datal = d.datal;
   struct nvme_req *rq, **pp;
-  bool last = pdu[1] & PDU_F_DATA_LAST;
+  bool last = ch->flags & PDU_F_DATA_LAST;
 
   for (pp = &s->xfers; (rq = *pp) != NULL; pp = &rq->next)
-    if (rq->state == RQ_H2C && rq->ttag == ttag)
+    if (rq->state == RQ_H2C && rq->ttag == d.ttag)
       break;
   if (rq == NULL)
-    return terminate (s, pdu, FES_INVALID_HEADER, DATA_TTAG,
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, DATA_TTAG,
                       "no R2T has this transfer tag");
-  if (rq->cmd.cid != cccid)
-    return terminate (s, pdu, FES_INVALID_HEADER, DATA_CCCID,
+  if (rq->cmd.cid != d.cccid)
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, DATA_CCCID,
                       "the command id is not the R2T's");
   if (datal != dlen)
-    return terminate (s, pdu, FES_INVALID_HEADER, DATA_LENGTH,
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, DATA_LENGTH,
                       "DATAL is not the PDU's data length");
   if (datal == 0)
-    return terminate (s, pdu, FES_INVALID_HEADER, DATA_LENGTH,
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, DATA_LENGTH,
                       "DATAL is 0");
   if (datal > NVME_MAX_H2C_DATA)
-    return terminate (s, pdu, FES_LIMIT_EXCEEDED, DATA_LENGTH,
+    return terminate (s, pdu, ch, FES_LIMIT_EXCEEDED, DATA_LENGTH,
                       "DATAL exceeds MAXH2CDATA");
-  if (datao != rq->got || datal > rq->len - rq->got)
-    return terminate (s, pdu, FES_OUT_OF_RANGE, DATA_OFFSET,
+  if (d.datao != rq->got || datal > rq->len - rq->got)
+    return terminate (s, pdu, ch, FES_OUT_OF_RANGE, DATA_OFFSET,
                       "DATAO and DATAL are not the next data of the R2T");
   if (last != (rq->got + datal == rq->len))
-    return terminate (s, pdu, FES_SEQUENCE, 1,
+    return terminate (s, pdu, ch, FES_SEQUENCE, 1,
                       last ? "LAST_PDU before the end of the R2T's data"
                            : "the R2T's last data without LAST_PDU");
   memcpy (rq->data + rq->got, data, datal);
@@ -568,10 +583,14 @@ execute (struct nvme_session *s, struct nvme_req *rq)
                                    - s->r2t_bytes, reply_max (s, cmd)))
     return 0;
   if (rq->status) {
-    reply (s, cmd, rq->status, 0);
+    fail (s, cmd, rq->status, rq->loc);
     return 1;
   }
-  if (is_connect (cmd)) {
+  if (!rq->decoded) {
+    nvme_cmd_decode (rq->sqe, s->qid > 0, &rq->cmd);
+    rq->decoded = true;
+  }
+  if (nvme_cmd_is_connect (cmd)) {
     fabrics_connect (s, cmd, rq->data, rq->len);
     return 1;
   }
@@ -612,21 +631,23 @@ run_ready (struct nvme_session *s)
 /* ---- PDUs ------------------------------------------------------------------ */
 
 static int
-ic_req (struct nvme_session *s, const unsigned char *pdu)
+ic_req (struct nvme_session *s, const unsigned char *pdu,
+        const struct pdu_ch *ch)
 {
+  struct pdu_icreq ic = pdu_icreq_decode (pdu);
   unsigned char *h;
 
   if (s->ic_done)
-    return terminate (s, pdu, FES_SEQUENCE, 0, "a second ICReq");
-  if (get_le16 (pdu + IC_PFV) != 0)
-    return terminate (s, pdu, FES_UNSUPPORTED, IC_PFV,
+    return terminate (s, pdu, ch, FES_SEQUENCE, 0, "a second ICReq");
+  if (ic.pfv != 0)
+    return terminate (s, pdu, ch, FES_UNSUPPORTED, IC_PFV,
                       "PFV is not 0 (NVMe/TCP 1.0)");
-  if (pdu[IC_HPDA] > 31)
-    return terminate (s, pdu, FES_INVALID_HEADER, IC_HPDA,
+  if (ic.hpda > 31)
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, IC_HPDA,
                       "HPDA exceeds 31");
-  s->hpda = (pdu[IC_HPDA] + 1u) * 4;
-  s->hdgst = pdu[IC_DGST] & IC_DGST_HDGST;
-  s->ddgst = pdu[IC_DGST] & IC_DGST_DDGST;
+  s->hpda = (ic.hpda + 1u) * 4;
+  s->hdgst = ic.dgst & IC_DGST_HDGST;
+  s->ddgst = ic.dgst & IC_DGST_DDGST;
   s->ic_done = true;
   h = out_reserve (s, PDU_IC_LEN);
   memset (h, 0, PDU_IC_LEN);
@@ -655,55 +676,58 @@ expected_hlen (uint8_t type)
  * that a bad length is refused at once.  0, or -1 (TermReq queued).
  */
 static int
-check_header (struct nvme_session *s, const unsigned char *pdu)
+check_header (struct nvme_session *s, const unsigned char *pdu,
+              const struct pdu_ch *ch)
 {
-  uint8_t type = pdu[0], hlen = pdu[2];
-  uint32_t plen = get_le32 (pdu + 4), min;
+  uint8_t type = ch->type, hlen = ch->hlen;
+  uint32_t plen = ch->plen, min;
   unsigned want = expected_hlen (type);
   size_t hd = type == PDU_IC_REQ || type == PDU_H2C_TERM ? 0 : hdgst_len (s);
 
   if (want == 0)
-    return terminate (s, pdu, FES_INVALID_HEADER, 0,
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, 0,
                       "not a PDU type a host sends");
   if (!s->ic_done && type != PDU_IC_REQ && type != PDU_H2C_TERM)
-    return terminate (s, pdu, FES_SEQUENCE, 0, "a PDU before ICReq");
+    return terminate (s, pdu, ch, FES_SEQUENCE, 0, "a PDU before ICReq");
   if (hlen != want)
-    return terminate (s, pdu, FES_INVALID_HEADER, 2,
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, 2,
                       "HLEN is not the PDU type's");
   min = hlen + (uint32_t) hd;
   if (type == PDU_IC_REQ && plen != PDU_IC_LEN)
-    return terminate (s, pdu, FES_INVALID_HEADER, 4, "PLEN is not 128");
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, 4, "PLEN is not 128");
   if (plen < min)
-    return terminate (s, pdu, FES_INVALID_HEADER, 4,
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, 4,
                       "PLEN is shorter than the header");
   if (type == PDU_H2C_TERM ? plen > PDU_TERM_LEN + PDU_TERM_MAX_COPY + 24
                            : plen > NVME_MAX_PDU)
-    return terminate (s, pdu, FES_INVALID_HEADER, 4,
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, 4,
                       "PLEN exceeds the largest PDU");
   if ((type == PDU_CAPSULE_CMD || type == PDU_H2C_DATA) && plen > min
-      && (pdu[3] < min || pdu[3] > plen))
-    return terminate (s, pdu, FES_INVALID_HEADER, 3,
+      && (ch->pdo < min || ch->pdo > plen))
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, 3,
                       "PDO is not between the header and PLEN");
-  if (s->hdgst && hd && !(pdu[1] & PDU_F_HDGST))
-    return terminate (s, pdu, FES_INVALID_HEADER, 1,
+  if (s->hdgst && hd && !(ch->flags & PDU_F_HDGST))
+    return terminate (s, pdu, ch, FES_INVALID_HEADER, 1,
                       "no HDGST flag, but header digests were negotiated");
   return 0;
 }
 
 /* One whole PDU of plen bytes at pdu. */
 static int
-handle_pdu (struct nvme_session *s, const unsigned char *pdu, uint32_t plen)
+handle_pdu (struct nvme_session *s, const unsigned char *pdu,
+            const struct pdu_ch *ch)
 {
-  uint8_t type = pdu[0], hlen = pdu[2];
+  uint8_t type = ch->type, hlen = ch->hlen;
+  uint32_t plen = ch->plen;
   size_t hd = type == PDU_IC_REQ || type == PDU_H2C_TERM ? 0 : hdgst_len (s);
   const unsigned char *data = NULL;
   uint32_t dlen = 0;
   bool dgst_ok = true;
 
   if (hd && get_le32 (pdu + hlen) != crc32c (pdu, hlen))
-    return terminate (s, pdu, FES_HDGST, 0, "header digest mismatch");
+    return terminate (s, pdu, ch, FES_HDGST, 0, "header digest mismatch");
   if (type == PDU_IC_REQ)
-    return ic_req (s, pdu);
+    return ic_req (s, pdu, ch);
   if (type == PDU_H2C_TERM) {
     fprintf (stderr, "%s: nvme: the host ended the connection "
              "(H2CTermReq, status %u)\n", s->sv->program,
@@ -714,11 +738,11 @@ handle_pdu (struct nvme_session *s, const unsigned char *pdu, uint32_t plen)
   if (plen > hlen + hd) {
     size_t dd = s->ddgst ? PDU_DIGEST_LEN : 0;
 
-    if (plen - pdu[3] <= dd)
-      return terminate (s, pdu, FES_INVALID_HEADER, 4,
+    if (plen - ch->pdo <= dd)
+      return terminate (s, pdu, ch, FES_INVALID_HEADER, 4,
                         "PLEN leaves no data after PDO");
-    data = pdu + pdu[3];
-    dlen = (uint32_t) (plen - pdu[3] - dd);
+    data = pdu + ch->pdo;
+    dlen = (uint32_t) (plen - ch->pdo - dd);
     if (dd && get_le32 (data + dlen) != crc32c (data, dlen)) {
       dgst_ok = false;
       nvme_log (s, "data digest mismatch: the command fails with a "
@@ -726,8 +750,8 @@ handle_pdu (struct nvme_session *s, const unsigned char *pdu, uint32_t plen)
     }
   }
   if (type == PDU_CAPSULE_CMD)
-    return capsule (s, pdu, data, dlen, dgst_ok);
-  return h2c_data (s, pdu, data, dlen, dgst_ok);
+    return capsule (s, pdu, ch, data, dlen, dgst_ok);
+  return h2c_data (s, pdu, ch, data, dlen, dgst_ok);
 }
 
 long
@@ -737,7 +761,7 @@ nvme_session_input (struct nvme_session *s, const unsigned char *data,
   size_t used = 0;
 
   for (;;) {
-    uint32_t plen;
+    struct pdu_ch ch;
 
     if (s->dead)
       return -1;
@@ -749,14 +773,14 @@ nvme_session_input (struct nvme_session *s, const unsigned char *data,
     if (len - used < PDU_CH_LEN)
       break;
     s->pdu_avail = len - used;
-    if (check_header (s, data + used) == -1)
+    ch = pdu_ch_decode (data + used);
+    if (check_header (s, data + used, &ch) == -1)
       return -1;
-    plen = get_le32 (data + used + 4);
-    if (len - used < plen)
+    if (len - used < ch.plen)
       break;
-    if (handle_pdu (s, data + used, plen) == -1)
+    if (handle_pdu (s, data + used, &ch) == -1)
       return -1;
-    used += plen;
+    used += ch.plen;
   }
   return (long) used;
 }

@@ -1,0 +1,65 @@
+/* The power cycle (configfs "power" written 0 then 1): what a device keeps
+ * over it and what it loses.  In null_blk, nullb_device_power_store in
+ * main.c frees the zones (null_free_zoned_dev) and makes them again
+ * (null_init_zoned_dev); here the zone table stays and is set back to
+ * its power-on state under every zone lock, so that a front end's
+ * requests in flight meet either the old device or the new one.
+ */
+#include "zoned-internal.h"
+
+void
+lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock)
+{
+  if (dev->zones[0].mutex != &dev->zones[0].lock) {
+    if (lock)
+      pthread_mutex_lock (&dev->dev_lock);
+    else
+      pthread_mutex_unlock (&dev->dev_lock);
+    return;
+  }
+  for (uint32_t i = first; i < end; i++) {
+    if (lock)
+      zone_lock (&dev->zones[i]);
+    else
+      zone_unlock (&dev->zones[i]);
+  }
+}
+
+/* Power-on builds the zones again, FULL with zone_full: the back ends'
+ * reload when they keep nothing across (with backing_dir the zones come
+ * from the zone files instead, as a restart does).
+ */
+int
+zones_power_on (struct zn_dev *dev)
+{
+  ALL_ZONES_ASSERT_HELD (dev);
+  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
+    struct zone *z = &dev->zones[i];
+
+    z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
+    z->wp = dev->zone_full ? z->start + z->capacity : z->start;
+  }
+  return 0;
+}
+
+/* null_blk: nullb_device_power_store () */
+int
+zn_power_cycle (struct zn_dev *dev)
+{
+  int ret;
+
+  lock_zones (dev, 0, dev->geo.nr_zones, true);
+  res_lock (dev);
+  atomic_store (&dev->nr_imp_open, 0);
+  atomic_store (&dev->nr_exp_open, 0);
+  atomic_store (&dev->nr_closed, 0);
+  ret = dev->backend->reload (dev);
+  for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++)
+    wake_waiters (&dev->zones[i], true);
+  dev->imp_close_cursor = dev->geo.nr_conv;
+  if (dev->wplugs)
+    wplug_remove_all (dev);
+  res_unlock (dev);
+  lock_zones (dev, 0, dev->geo.nr_zones, false);
+  return ret;
+}
