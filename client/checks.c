@@ -10,9 +10,10 @@
 #include <string.h>
 
 #include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "zonednull/zone.h"
 
 #include "checks.h"
+#include "control-wire.h"
 
 /* Every header and descriptor is checked here, once, against the rules
  * of zonednull-control(5): programs on this library divide by the zone

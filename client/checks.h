@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "zonednull/zone.h"
 
 /* A decoded header: geometry, limits and zone counters. */
 int zn_check_geometry (const struct zn_control_info *info, char *why,

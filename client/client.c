@@ -19,6 +19,7 @@
 #include "zonednull/client.h"
 
 #include "checks.h"
+#include "control-wire.h"
 
 /* Descriptors per pread of the zone area: 1 MiB, well under the 64 MiB
  * that nbdkit and libnbd accept in one request.
@@ -30,10 +31,10 @@ struct zn_client {
   struct nbd_handle *ctl;
   /* For further data connections (zn_client_open_data). */
   char *uri;
-  /* The session of the data connection; 0 when the server has none. */
-  uint64_t session;
-  /* The server refused a session's export name: it predates sessions. */
-  bool no_sessions;
+  /* The error log of the data connection; 0 when the server has none. */
+  uint64_t errlog;
+  /* The server refused an error log's export name: it predates them. */
+  bool no_errlogs;
   /* The geometry never changes, so it is read once, at connect. */
   struct zn_control_info geo;
   /* Commands executed on the control connection, to check that each
@@ -370,9 +371,9 @@ read_header (struct zn_client *c, struct zn_control_info *info)
 
 /* ---- connecting --------------------------------------------------------- */
 
-/* A fresh session id: random, never 0. */
+/* A fresh error log id: random, never 0. */
 static uint64_t
-new_session_id (void)
+new_errlog_id (void)
 {
   static uint64_t counter;
   uint64_t id = 0;
@@ -394,25 +395,25 @@ new_session_id (void)
   return id;
 }
 
-/* Connects a data handle to the URI's export in a session of its own:
- * option mode swaps in "<device>/session/<id>" for the URI's export name,
- * as connect_control does for the control export.  When the server
+/* Connects a data handle to the URI's export with an error log of its
+ * own: option mode swaps in "<device>/session/<id>" for the URI's export
+ * name, as connect_control does for the control export.  When the server
  * refuses the name, the handle is dropped and a plain connection tried,
- * so that a server predating sessions is served as before (*session 0;
+ * so that a server predating error logs is served as before (*errlog 0;
  * the client remembers not to try again) and any other failure is
  * reported in libnbd's own words.  Returns the handle, or NULL with the
  * reason in c->error.
  */
 static struct nbd_handle *
-connect_data (struct zn_client *c, const char *uri, uint64_t *session)
+connect_data (struct zn_client *c, const char *uri, uint64_t *errlog)
 {
   struct nbd_handle *h;
 
-  *session = 0;
-  if (!c->no_sessions) {
+  *errlog = 0;
+  if (!c->no_errlogs) {
     char *export = NULL;
     char name[256];
-    uint64_t id = new_session_id ();
+    uint64_t id = new_errlog_id ();
     int n = -1;
 
     h = new_handle ();
@@ -427,11 +428,11 @@ connect_data (struct zn_client *c, const char *uri, uint64_t *session)
     }
     if (nbd_aio_is_negotiating (h)
         && (export = nbd_get_export_name (h)) != NULL)
-      n = zn_control_session_name (name, sizeof name, export, id);
+      n = zn_control_errlog_name (name, sizeof name, export, id);
     free (export);
     if (n > 0 && (size_t) n < sizeof name
         && nbd_set_export_name (h, name) == 0 && opt_go (c, h) == 0) {
-      *session = id;
+      *errlog = id;
       return h;
     }
     goodbye (c, h);
@@ -453,7 +454,7 @@ connect_data (struct zn_client *c, const char *uri, uint64_t *session)
     goodbye (c, h);
     return NULL;
   }
-  c->no_sessions = true;
+  c->no_errlogs = true;
   return h;
 }
 
@@ -582,7 +583,7 @@ zn_client_connect_timeout (const char *uri, unsigned timeout_ms, char *err,
     set_error (c, "%s", strerror (ENOMEM));
     goto fail;
   }
-  c->data = connect_data (c, uri, &c->session);
+  c->data = connect_data (c, uri, &c->errlog);
   if (c->data == NULL || connect_control (c, uri) < 0)
     goto fail;
 
@@ -851,7 +852,7 @@ zn_client_append_fua (struct zn_client *c, const void *buf, uint64_t sector,
 }
 
 struct nbd_handle *
-zn_client_open_data (struct zn_client *c, uint64_t *session)
+zn_client_open_data (struct zn_client *c, uint64_t *errlog)
 {
   uint64_t id;
   struct nbd_handle *h;
@@ -872,26 +873,26 @@ zn_client_open_data (struct zn_client *c, uint64_t *session)
     goodbye (c, h);
     return NULL;
   }
-  if (session)
-    *session = id;
+  if (errlog)
+    *errlog = id;
   return h;
 }
 
 int
-zn_client_session_errno (struct zn_client *c, uint64_t session,
-                         uint32_t nbd_cmd, uint64_t offset, uint64_t count,
-                         int *err)
+zn_client_errlog_errno (struct zn_client *c, uint64_t errlog,
+                        uint32_t nbd_cmd, uint64_t offset, uint64_t count,
+                        int *err)
 {
-  unsigned char msg[ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE];
+  unsigned char msg[ZN_COMMAND_SIZE + ZN_ERRLOG_ERRNO_SIZE];
   struct zn_control_info info;
   int r;
 
-  /* No session (a server that predates them): the device-wide log. */
-  if (session == 0)
+  /* No error log (a server that predates them): the device-wide one. */
+  if (errlog == 0)
     r = command (c, ZN_CMD_DATA_ERRNO, offset, count, nbd_cmd, &info);
   else {
-    zn_control_encode_session_errno (msg, session, nbd_cmd, offset, count);
-    r = send_command (c, ZN_CMD_SESSION_ERRNO, msg, sizeof msg, &info);
+    zn_control_encode_errlog_errno (msg, errlog, nbd_cmd, offset, count);
+    r = send_command (c, ZN_CMD_ERRLOG_ERRNO, msg, sizeof msg, &info);
   }
   if (r < 0)
     return r;
@@ -899,14 +900,14 @@ zn_client_session_errno (struct zn_client *c, uint64_t session,
   return 0;
 }
 
-/* The client's own data connection is in a session when the server has
- * them, so the answer is this client's alone.
+/* The client's own data connection has an error log of its own when the
+ * server has them, so the answer is this client's alone.
  */
 int
 zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
                       uint64_t offset, uint64_t count, int *err)
 {
-  return zn_client_session_errno (c, c->session, nbd_cmd, offset, count, err);
+  return zn_client_errlog_errno (c, c->errlog, nbd_cmd, offset, count, err);
 }
 
 int

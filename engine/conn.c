@@ -48,12 +48,12 @@ zf_put_client (struct thread_data *td, struct zn_client *zc)
 }
 
 /* A further data connection of the job, to the client's URI, in a
- * session of its own so that its failures have exact errnos.
+ * error log of its own so that its failures have exact errnos.
  */
 static struct nbd_handle *
-connect_data (struct zn_client *zc, const char *uri, uint64_t *session)
+connect_data (struct zn_client *zc, const char *uri, uint64_t *errlog)
 {
-  struct nbd_handle *h = zn_client_open_data (zc, session);
+  struct nbd_handle *h = zn_client_open_data (zc, errlog);
 
   if (h == NULL)
     log_err ("%s: uri=%s: %s\n", ENGINE, uri, zn_client_error (zc));
@@ -185,12 +185,12 @@ open_data_connections (struct zf_engine *e, const char *uri, unsigned n)
   e->conns[0].owned = false;
   e->nconns = 1;
   while (e->nconns < n) {
-    uint64_t session = 0;
-    struct nbd_handle *h = connect_data (e->zc, uri, &session);
+    uint64_t errlog = 0;
+    struct nbd_handle *h = connect_data (e->zc, uri, &errlog);
 
     if (h == NULL)
       return -1;
-    e->conns[e->nconns].session = session;
+    e->conns[e->nconns].errlog = errlog;
     e->conns[e->nconns].h = h;
     e->conns[e->nconns].owned = true;
     e->nconns++;

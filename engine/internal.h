@@ -61,7 +61,7 @@ struct zf_req_list {
 struct zf_conn {
   struct nbd_handle *h;
   bool owned;                   /* not the client's own data handle */
-  uint64_t session;             /* owned: its session (0: the server has none) */
+  uint64_t errlog;              /* its error log (0: the server has none) */
 };
 
 /* A sequential zone's write lock, with the writes waiting for it. */

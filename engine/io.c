@@ -253,11 +253,11 @@ device_errno (struct zf_engine *e, const struct zf_req *r)
 
   if (r->nbd_cmd == UINT32_MAX || e->zc == NULL)
     return r->error;
-  /* Each connection's session answers for its own requests alone. */
+  /* Each connection's error log answers for its own requests alone. */
   if (!conn->owned
       ? zn_client_data_errno (e->zc, r->nbd_cmd, r->io_u->offset,
                               r->io_u->xfer_buflen, &err) < 0
-      : zn_client_session_errno (e->zc, conn->session, r->nbd_cmd,
+      : zn_client_errlog_errno (e->zc, conn->errlog, r->nbd_cmd,
                                  r->io_u->offset, r->io_u->xfer_buflen,
                                  &err) < 0)
     return r->error;

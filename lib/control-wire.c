@@ -7,8 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "control-wire.h"
 
 static uint64_t
 get64 (const unsigned char *p)
@@ -246,7 +245,8 @@ zn_control_decode_command (const void *buf, enum zn_command *op,
   const unsigned char *p = buf;
   uint32_t code = get32 (p + 4);
 
-  if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN || code > ZN_CMD_SESSION_ERRNO)
+  if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN
+      || code > ZN_CMD_ERRLOG_ERRNO)
     return -EINVAL;
   *op = (enum zn_command) code;
   *sector = get64 (p + 8);
@@ -256,30 +256,30 @@ zn_control_decode_command (const void *buf, enum zn_command *op,
 }
 
 int
-zn_control_session_name (char *buf, size_t len, const char *device,
-                         uint64_t session)
+zn_control_errlog_name (char *buf, size_t len, const char *device,
+                        uint64_t errlog)
 {
-  if (session == 0)
+  if (errlog == 0)
     return -EINVAL;
   if (device == NULL || *device == '\0')
     device = ZN_DEFAULT_DEVICE;
-  return snprintf (buf, len, "%s" ZN_SESSION_INFIX "%016" PRIx64,
-                   device, session);
+  return snprintf (buf, len, "%s" ZN_ERRLOG_INFIX "%016" PRIx64,
+                   device, errlog);
 }
 
 int
-zn_control_parse_session_name (const char *name, size_t len,
-                               const char *device, uint64_t *session)
+zn_control_parse_errlog_name (const char *name, size_t len,
+                              const char *device, uint64_t *errlog)
 {
-  size_t dl = strlen (device), il = strlen (ZN_SESSION_INFIX);
+  size_t dl = strlen (device), il = strlen (ZN_ERRLOG_INFIX);
   uint64_t id = 0;
 
   if (len < dl + il || memcmp (name, device, dl) != 0
-      || memcmp (name + dl, ZN_SESSION_INFIX, il) != 0)
+      || memcmp (name + dl, ZN_ERRLOG_INFIX, il) != 0)
     return 0;
   name += dl + il;
   len -= dl + il;
-  if (len != ZN_SESSION_ID_DIGITS)
+  if (len != ZN_ERRLOG_ID_DIGITS)
     return -EINVAL;
   for (size_t i = 0; i < len; i++) {
     char ch = name[i];
@@ -297,19 +297,19 @@ zn_control_parse_session_name (const char *name, size_t len,
   }
   if (id == 0)
     return -EINVAL;
-  *session = id;
+  *errlog = id;
   return 1;
 }
 
 void
-zn_control_encode_session_errno (void *buf, uint64_t session,
-                                 uint32_t nbd_cmd, uint64_t offset,
-                                 uint64_t count)
+zn_control_encode_errlog_errno (void *buf, uint64_t errlog,
+                                uint32_t nbd_cmd, uint64_t offset,
+                                uint64_t count)
 {
   unsigned char *p = buf;
 
-  zn_control_encode_command (p, ZN_CMD_SESSION_ERRNO, offset, count, 0);
-  put64 (p + ZN_COMMAND_SIZE, session);
+  zn_control_encode_command (p, ZN_CMD_ERRLOG_ERRNO, offset, count, 0);
+  put64 (p + ZN_COMMAND_SIZE, errlog);
   put32 (p + ZN_COMMAND_SIZE + 8, nbd_cmd);
   put32 (p + ZN_COMMAND_SIZE + 12, 0);
 }

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "queue.h"
+#include "zoned.h"
 
 struct logged_error {
   uint32_t nbd_cmd;
@@ -20,32 +20,33 @@ struct logged_error {
   int err;
 };
 
-/* A session's own log of failures (see control.h).  It lives in a hash
- * table by id while attached or kept; a session with no connection is
+/* An error log of its own, for the data connections opened with its id
+ * (see control.h).  It lives in a hash
+ * table by id while attached or kept; an error log with no connection is
  * also on the idle list, most recently detached first, and the oldest is
- * dropped once ZN_CONTROL_SESSIONS are idle.
+ * dropped once ZN_CONTROL_ERRLOGS are idle.
  */
-struct zn_control_session {
+struct zn_control_errlog {
   uint64_t id;
   unsigned refs;                /* connections attached */
-  struct zn_control_session *hnext;
-  struct zn_control_session *iprev, *inext;
+  struct zn_control_errlog *hnext;
+  struct zn_control_errlog *iprev, *inext;
   unsigned log_next;
   unsigned log_used;
-  struct logged_error log[ZN_CONTROL_SESSION_LOG];
+  struct logged_error log[ZN_CONTROL_ERRLOG_SIZE];
 };
 
-#define SESSION_BUCKETS 1024
+#define ERRLOG_BUCKETS 1024
 
 struct zn_control {
   struct zn_dev *dev;
-  /* Guards the device-wide log and every session. */
+  /* Guards the device-wide log and every error log. */
   pthread_mutex_t log_lock;
   struct logged_error log[ZN_CONTROL_ERROR_LOG];   /* a ring */
   unsigned log_next;
   unsigned log_used;
-  struct zn_control_session *buckets[SESSION_BUCKETS];
-  struct zn_control_session *idle_head, *idle_tail;
+  struct zn_control_errlog *buckets[ERRLOG_BUCKETS];
+  struct zn_control_errlog *idle_head, *idle_tail;
   unsigned nr_idle;
   /* The queue section: the device's queues and fixed settings. */
   struct zn_queues *qs;
@@ -128,9 +129,9 @@ zn_control_destroy (struct zn_control *ctl)
 {
   if (!ctl)
     return;
-  for (unsigned i = 0; i < SESSION_BUCKETS; i++)
+  for (unsigned i = 0; i < ERRLOG_BUCKETS; i++)
     while (ctl->buckets[i]) {
-      struct zn_control_session *s = ctl->buckets[i];
+      struct zn_control_errlog *s = ctl->buckets[i];
 
       ctl->buckets[i] = s->hnext;
       free (s);
@@ -187,16 +188,6 @@ ring_find (const struct logged_error *ring, unsigned size, unsigned next,
   return 0;
 }
 
-void
-zn_control_log_error (struct zn_control *ctl, uint32_t nbd_cmd,
-                      uint64_t offset, uint64_t count, int err)
-{
-  pthread_mutex_lock (&ctl->log_lock);
-  ring_add (ctl->log, ZN_CONTROL_ERROR_LOG, &ctl->log_next, &ctl->log_used,
-            nbd_cmd, offset, count, err);
-  pthread_mutex_unlock (&ctl->log_lock);
-}
-
 static int
 find_logged_error (struct zn_control *ctl, uint32_t nbd_cmd,
                    uint64_t offset, uint64_t count)
@@ -210,21 +201,21 @@ find_logged_error (struct zn_control *ctl, uint32_t nbd_cmd,
   return err;
 }
 
-/* ---- sessions ----------------------------------------------------------- */
+/* ---- error logs --------------------------------------------------------- */
 
 static unsigned
 bucket_of (uint64_t id)
 {
   /* Clients pick ids at random; the multiply spreads any that are not. */
   return (unsigned) ((id * UINT64_C(0x9e3779b97f4a7c15)) >> 54)
-    % SESSION_BUCKETS;
+    % ERRLOG_BUCKETS;
 }
 
 /* With log_lock held. */
-static struct zn_control_session *
-session_find (struct zn_control *ctl, uint64_t id)
+static struct zn_control_errlog *
+errlog_find (struct zn_control *ctl, uint64_t id)
 {
-  struct zn_control_session *s = ctl->buckets[bucket_of (id)];
+  struct zn_control_errlog *s = ctl->buckets[bucket_of (id)];
 
   while (s && s->id != id)
     s = s->hnext;
@@ -232,7 +223,7 @@ session_find (struct zn_control *ctl, uint64_t id)
 }
 
 static void
-idle_unlink (struct zn_control *ctl, struct zn_control_session *s)
+idle_unlink (struct zn_control *ctl, struct zn_control_errlog *s)
 {
   if (s->iprev)
     s->iprev->inext = s->inext;
@@ -247,9 +238,9 @@ idle_unlink (struct zn_control *ctl, struct zn_control_session *s)
 }
 
 static void
-session_drop (struct zn_control *ctl, struct zn_control_session *s)
+errlog_drop (struct zn_control *ctl, struct zn_control_errlog *s)
 {
-  struct zn_control_session **pp = &ctl->buckets[bucket_of (s->id)];
+  struct zn_control_errlog **pp = &ctl->buckets[bucket_of (s->id)];
 
   while (*pp != s)
     pp = &(*pp)->hnext;
@@ -258,13 +249,13 @@ session_drop (struct zn_control *ctl, struct zn_control_session *s)
   free (s);
 }
 
-struct zn_control_session *
-zn_control_session_attach (struct zn_control *ctl, uint64_t id)
+struct zn_control_errlog *
+zn_control_errlog_attach (struct zn_control *ctl, uint64_t id)
 {
-  struct zn_control_session *s;
+  struct zn_control_errlog *s;
 
   pthread_mutex_lock (&ctl->log_lock);
-  s = session_find (ctl, id);
+  s = errlog_find (ctl, id);
   if (s) {
     if (s->refs == 0)
       idle_unlink (ctl, s);
@@ -283,8 +274,7 @@ zn_control_session_attach (struct zn_control *ctl, uint64_t id)
 }
 
 void
-zn_control_session_detach (struct zn_control *ctl,
-                           struct zn_control_session *s)
+zn_control_errlog_detach (struct zn_control *ctl, struct zn_control_errlog *s)
 {
   if (s == NULL)
     return;
@@ -298,39 +288,38 @@ zn_control_session_detach (struct zn_control *ctl,
       ctl->idle_tail = s;
     ctl->idle_head = s;
     ctl->nr_idle++;
-    while (ctl->nr_idle > ZN_CONTROL_SESSIONS)
-      session_drop (ctl, ctl->idle_tail);
+    while (ctl->nr_idle > ZN_CONTROL_ERRLOGS)
+      errlog_drop (ctl, ctl->idle_tail);
   }
   pthread_mutex_unlock (&ctl->log_lock);
 }
 
 void
-zn_control_session_log_error (struct zn_control *ctl,
-                              struct zn_control_session *s,
-                              uint32_t nbd_cmd, uint64_t offset,
-                              uint64_t count, int err)
+zn_control_errlog_add (struct zn_control *ctl, struct zn_control_errlog *log,
+                       uint32_t nbd_cmd, uint64_t offset, uint64_t count,
+                       int err)
 {
-  if (s == NULL) {
-    zn_control_log_error (ctl, nbd_cmd, offset, count, err);
-    return;
-  }
   pthread_mutex_lock (&ctl->log_lock);
-  ring_add (s->log, ZN_CONTROL_SESSION_LOG, &s->log_next, &s->log_used,
-            nbd_cmd, offset, count, err);
+  if (log)
+    ring_add (log->log, ZN_CONTROL_ERRLOG_SIZE, &log->log_next,
+              &log->log_used, nbd_cmd, offset, count, err);
+  else
+    ring_add (ctl->log, ZN_CONTROL_ERROR_LOG, &ctl->log_next, &ctl->log_used,
+              nbd_cmd, offset, count, err);
   pthread_mutex_unlock (&ctl->log_lock);
 }
 
 static int
-find_session_error (struct zn_control *ctl, uint64_t id, uint32_t nbd_cmd,
-                    uint64_t offset, uint64_t count)
+find_errlog_error (struct zn_control *ctl, uint64_t id, uint32_t nbd_cmd,
+                   uint64_t offset, uint64_t count)
 {
-  struct zn_control_session *s;
+  struct zn_control_errlog *s;
   int err = 0;
 
   pthread_mutex_lock (&ctl->log_lock);
-  s = session_find (ctl, id);
+  s = errlog_find (ctl, id);
   if (s)
-    err = ring_find (s->log, ZN_CONTROL_SESSION_LOG, s->log_next,
+    err = ring_find (s->log, ZN_CONTROL_ERRLOG_SIZE, s->log_next,
                      s->log_used, nbd_cmd, offset, count);
   pthread_mutex_unlock (&ctl->log_lock);
   return err;
@@ -476,7 +465,7 @@ execute (struct zn_control *ctl, enum zn_command op,
   case ZN_CMD_POWER_CYCLE:
     return zn_power_cycle (ctl->dev);
   case ZN_CMD_APPEND:           /* carries data: see append */
-  case ZN_CMD_SESSION_ERRNO:    /* carries a payload: see session_errno */
+  case ZN_CMD_ERRLOG_ERRNO:    /* carries a payload: see errlog_errno */
     break;
   case ZN_CMD_BADBLOCKS_SET:
   case ZN_CMD_BADBLOCKS_CLEAR:
@@ -542,39 +531,39 @@ payload32 (const unsigned char *p)
     | (uint32_t) p[2] << 8 | p[3];
 }
 
-/* SESSION_ERRNO: the session id and the NBD command type follow the
+/* ERRLOG_ERRNO: the error log's id and the NBD command type follow the
  * command, as an APPEND's data does.
  */
 static int
-session_errno (struct zn_control *ctl, struct zn_control_conn *conn,
-               const unsigned char *data, uint64_t count, uint64_t offset,
-               uint64_t length, uint64_t arg, char *why, size_t whylen)
+errlog_errno (struct zn_control *ctl, struct zn_control_conn *conn,
+              const unsigned char *data, uint64_t count, uint64_t offset,
+              uint64_t length, uint64_t arg, char *why, size_t whylen)
 {
   const unsigned char *p = data + ZN_COMMAND_SIZE;
   uint64_t id;
 
-  if (count != ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE) {
-    snprintf (why, whylen, "SESSION_ERRNO must be one write of %d + %d bytes "
-              "at offset 0, the command then the session id and the NBD "
+  if (count != ZN_COMMAND_SIZE + ZN_ERRLOG_ERRNO_SIZE) {
+    snprintf (why, whylen, "ERRLOG_ERRNO must be one write of %d + %d bytes "
+              "at offset 0, the command then the error log's id and the NBD "
               "command type; got %" PRIu64 " bytes", ZN_COMMAND_SIZE,
-              ZN_SESSION_ERRNO_SIZE, count);
+              ZN_ERRLOG_ERRNO_SIZE, count);
     return -EINVAL;
   }
   id = payload64 (p);
   if (arg != 0 || payload32 (p + 12) != 0) {
-    snprintf (why, whylen, "SESSION_ERRNO: the argument and the payload's "
+    snprintf (why, whylen, "ERRLOG_ERRNO: the argument and the payload's "
               "bytes 12 to 15 must be zero");
     return -EINVAL;
   }
   if (id == 0) {
-    snprintf (why, whylen, "SESSION_ERRNO: session 0 is no session (ask "
+    snprintf (why, whylen, "ERRLOG_ERRNO: error log 0 is none (ask "
               "DATA_ERRNO for plain connections)");
     return -EINVAL;
   }
-  conn->err = (uint32_t) find_session_error (ctl, id, payload32 (p + 8),
-                                             offset, length);
+  conn->err = (uint32_t) find_errlog_error (ctl, id, payload32 (p + 8),
+                                            offset, length);
   conn->seq++;
-  conn->op = ZN_CMD_SESSION_ERRNO;
+  conn->op = ZN_CMD_ERRLOG_ERRNO;
   conn->sector = offset;
   conn->nr_sectors = length;
   return 0;
@@ -602,11 +591,11 @@ zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
   if (op == ZN_CMD_APPEND)
     return append (ctl, conn, buf, count, sector, nr_sectors, arg,
                    why, whylen);
-  if (op == ZN_CMD_SESSION_ERRNO)
-    return session_errno (ctl, conn, buf, count, sector, nr_sectors, arg,
-                          why, whylen);
+  if (op == ZN_CMD_ERRLOG_ERRNO)
+    return errlog_errno (ctl, conn, buf, count, sector, nr_sectors, arg,
+                         why, whylen);
   if (count != ZN_COMMAND_SIZE) {
-    snprintf (why, whylen, "a command other than APPEND and SESSION_ERRNO "
+    snprintf (why, whylen, "a command other than APPEND and ERRLOG_ERRNO "
               "is exactly %d bytes (zonednull-control(5)); got %" PRIu64
               " bytes",
               ZN_COMMAND_SIZE, count);

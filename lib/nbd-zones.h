@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 
 /* TRIM means exactly BLKRESETZONE: whole zones, sequential ones unless
  * it covers the whole device (reset-all, which skips conventional

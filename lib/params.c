@@ -500,6 +500,30 @@ params_device_config (const struct zn_params *p, uint32_t i,
   return cfg;
 }
 
+/* One badblocks setting; -1 with a message for a bad spec or a full table. */
+static int
+apply_badblocks (struct zn_dev *dev, const char *spec, char *err,
+                 size_t errlen)
+{
+  size_t before = zn_badblocks_list (dev, NULL, NULL, 0);
+  int r = zn_badblocks_parse (dev, spec);
+
+  if (r == -ENOSPC) {
+    snprintf (err, errlen, "badblocks=%s: the bad block table is full: as "
+              "the kernel's, it holds %d entries of at most %d sectors, "
+              "and the settings before this one take %zu",
+              spec, ZN_BADBLOCKS_MAX, ZN_BADBLOCKS_MAX_LEN, before);
+    return -1;
+  }
+  if (r < 0) {
+    snprintf (err, errlen, "badblocks=%s: expected +FIRST-LAST to add or "
+              "-FIRST-LAST to remove an inclusive range of 512-byte "
+              "sectors, with FIRST <= LAST", spec);
+    return -1;
+  }
+  return 0;
+}
+
 int
 params_apply (const struct zn_params *p, struct zn_dev *dev, char *err,
               size_t errlen)
@@ -536,30 +560,7 @@ params_apply (const struct zn_params *p, struct zn_dev *dev, char *err,
     return -1;
   }
   for (size_t i = 0; i < p->nr_badblocks; i++)
-    if (params_apply_badblocks (dev, p->badblocks[i], err, errlen) == -1)
+    if (apply_badblocks (dev, p->badblocks[i], err, errlen) == -1)
       return -1;
-  return 0;
-}
-
-int
-params_apply_badblocks (struct zn_dev *dev, const char *spec,
-                        char *err, size_t errlen)
-{
-  size_t before = zn_badblocks_list (dev, NULL, NULL, 0);
-  int r = zn_badblocks_parse (dev, spec);
-
-  if (r == -ENOSPC) {
-    snprintf (err, errlen, "badblocks=%s: the bad block table is full: as "
-              "the kernel's, it holds %d entries of at most %d sectors, "
-              "and the settings before this one take %zu",
-              spec, ZN_BADBLOCKS_MAX, ZN_BADBLOCKS_MAX_LEN, before);
-    return -1;
-  }
-  if (r < 0) {
-    snprintf (err, errlen, "badblocks=%s: expected +FIRST-LAST to add or "
-              "-FIRST-LAST to remove an inclusive range of 512-byte "
-              "sectors, with FIRST <= LAST", spec);
-    return -1;
-  }
   return 0;
 }

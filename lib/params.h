@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "queue.h"
+#include "zoned.h"
 
 /* zone_readonly / zone_offline toggle, so their order matters. */
 struct cond_setting {
@@ -77,9 +77,5 @@ const struct zn_config *params_device_config (const struct zn_params *p,
  */
 int params_apply (const struct zn_params *p, struct zn_dev *dev,
                   char *err, size_t errlen);
-
-/* One badblocks setting; -1 with a message for a bad spec or a full table. */
-int params_apply_badblocks (struct zn_dev *dev, const char *spec,
-                            char *err, size_t errlen);
 
 #endif

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 
-#include "zonednull/queue.h"
+#include "queue.h"
 
 #define NSEC_PER_SEC 1000000000LL
 #define THROTTLE_TICK_NSEC 20000000LL  /* null_blk refills every 20 ms */
@@ -205,18 +205,6 @@ zn_tagset_destroy (struct zn_tagset *set)
   }
   free (set->pools);
   free (set);
-}
-
-uint32_t
-zn_tagset_depth (const struct zn_tagset *set)
-{
-  return set->depth;
-}
-
-uint32_t
-zn_tagset_pools (const struct zn_tagset *set)
-{
-  return set->nr_pools;
 }
 
 /* Takes a tag, waiting in FIFO order.  A request that finds no free tag

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 #include "backend.h"
 #include "pages.h"
 

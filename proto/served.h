@@ -39,10 +39,10 @@ struct data_request {
 /* served.admit's answers besides 0 (start it now) and a positive errno
  * (start it, but fail it with that error).
  */
-#define ADMIT_LATER -1          /* not now: session_input stops here */
+#define ADMIT_LATER -1          /* not now: nbd_session_input stops here */
 #define ADMIT_PARK  -2          /* a write that waits for its zone's write
                                    pointer: the session keeps it aside and
-                                   goes on; session_resume applies it */
+                                   goes on; nbd_session_resume applies it */
 
 /* Asked before each data request: 0, a positive errno, ADMIT_LATER or
  * ADMIT_PARK (see above); all but ADMIT_LATER mean the request took a

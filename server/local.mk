@@ -9,7 +9,7 @@ server_zonednull_server_SOURCES = \
 	server/scheduler.c \
 	server/scheduler.h
 server_zonednull_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
-	-I$(top_srcdir)/net -I$(top_srcdir)/proto -I$(top_srcdir)/proto/nbd
+	-I$(top_srcdir)/net -I$(top_srcdir)/proto
 server_zonednull_server_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS)
 server_zonednull_server_LDADD = lib/libzonednull.la $(LIBEV_LIBS) $(GNUTLS_LIBS) $(ISAL_LIBS)
 

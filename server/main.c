@@ -22,16 +22,16 @@
 
 #include <ev.h>
 
-#include "zonednull/control.h"
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "queue.h"
+#include "zoned.h"
 #include "conn.h"
+#include "nbd/session.h"
 #include "nvme/session.h"
 #include "nvme/zns.h"
 #include "params.h"
 #include "pidfile.h"
 #include "scheduler.h"
-#include "session.h"
 #include "tls.h"
 
 /* Command line settings. */

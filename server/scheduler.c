@@ -19,8 +19,8 @@
 
 #include <ev.h>
 
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "queue.h"
+#include "zoned.h"
 #include "fifo.h"
 #include "scheduler.h"
 

@@ -10,7 +10,7 @@
 
 #include <ev.h>
 
-#include "zonednull/queue.h"
+#include "queue.h"
 #include "conn.h"
 #include "served.h"
 

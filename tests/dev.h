@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 
 /* A configuration of this geometry (sizes in MiB), null_blk's defaults
  * otherwise.

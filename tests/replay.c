@@ -33,7 +33,7 @@
 #include <sys/wait.h>
 
 #include "zonednull/client.h"
-#include "zonednull/zoned.h"
+#include "zoned.h"
 #include "spawn.h"
 #include "trace-format.h"
 

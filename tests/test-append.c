@@ -22,6 +22,7 @@
 #include <libnbd.h>
 
 #include "check.h"
+#include "control-wire.h"
 #include "server-fixture.h"
 #include "zonednull/client.h"
 

@@ -10,7 +10,7 @@
 
 #include "check.h"
 #include "dev.h"
-#include "zonednull/zoned.h"
+#include "zoned.h"
 
 static struct zn_dev *
 make_dev (void)

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 #include "check.h"
 #include "dev.h"
 

@@ -16,9 +16,9 @@
 #include <libnbd.h>
 
 #include "check.h"
+#include "control-wire.h"
 #include "server-fixture.h"
 #include "zonednull/client.h"
-#include "zonednull/control.h"
 
 #define NR_ZONES 32
 #define ZONE_SECTORS 2048          /* zone_size=1 */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <strings.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 #include "check.h"
 #include "dev.h"
 

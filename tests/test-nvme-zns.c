@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 #include "zns.h"
 #include "check.h"
 #include "dev.h"

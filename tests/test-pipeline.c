@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "dev.h"
-#include "zonednull/zoned.h"
+#include "zoned.h"
 
 #define BLOCK_SECTORS 8            /* 4 KiB writes */
 #define NR_WRITES 32

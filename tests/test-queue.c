@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "zonednull/queue.h"
+#include "queue.h"
 
 static struct zn_queue_config
 config (uint32_t depth, uint32_t queues, bool shared_bitmap)
@@ -88,10 +88,18 @@ test_attach (void)
   struct zn_tagset *set = zn_tagset_create (&cfg);
   struct zn_queues *qs = zn_queues_create (set, &cfg);
   struct zn_queue_stats dev, q[3];
+  struct zn_request rq[5];
 
   CHECK (set && qs);
-  CHECK_EQ (zn_tagset_pools (set), 3);
-  CHECK_EQ (zn_tagset_depth (set), 4);
+  /* A pool per queue, of hw_queue_depth tags each. */
+  for (unsigned k = 0; k < 3; k++)
+    CHECK_EQ (zn_queues_pool (qs, k), k);
+  for (unsigned i = 0; i < 4; i++)
+    CHECK (zn_queue_try_begin (qs, 2, true, &rq[i]));
+  CHECK (!zn_queue_try_begin (qs, 2, true, &rq[4]));
+  CHECK (zn_queue_try_begin (qs, 1, true, &rq[4]));
+  for (unsigned i = 0; i < 5; i++)
+    zn_queue_complete (qs, &rq[i]);
   for (unsigned k = 0; k < 7; k++)
     CHECK_EQ (zn_queues_attach (qs), k % 3);
   CHECK_EQ (zn_queues_stats (qs, &dev, q, 3), 3);
@@ -249,7 +257,7 @@ test_pools (bool shared_bitmap)
   struct zn_queues *qs = zn_queues_create (set, &cfg);
   struct worker holders[2], other;
 
-  CHECK_EQ (zn_tagset_pools (set), shared_bitmap ? 1 : 2);
+  CHECK_EQ (zn_queues_pool (qs, 1), shared_bitmap ? 0 : 1);
   atomic_store (&tag_order, 0);
   for (int i = 0; i < 2; i++) {
     start_worker (&holders[i], qs, 0);

@@ -197,7 +197,7 @@ else
   echo "qemu-img/qemu-io not installed: their TLS case skipped"
 fi
 
-# The CLI and the client library: control, data and session connections.
+# The CLI and the client library: control and data connections.
 "$zn" report -c 3 "$turi" >out || fail "zonednull report over TLS"
 grep -q 'start: 0x000001000.*wptr 0x000880' out || fail "report over TLS: $(cat out)"
 "$zn" info "$turi" >out || fail "zonednull info over TLS"
@@ -205,7 +205,7 @@ sector=$("$zn" append -o 0x2000 -l 8 --pattern 0xab "$turi") ||
   fail "zonednull append over TLS"
 [ "$sector" = 8320 ] || fail "append landed at $sector, expected 8320 (behind qemu-io's write)"
 "$zn" finish -o 0x4000 -c 1 "$turi" || fail "zonednull finish over TLS"
-# The exact errno through the session over TLS: a write to a full zone.
+# The exact errno through the error log over TLS: a write to a full zone.
 "$zn" append -o 0x4000 -l 8 --pattern 0 "$turi" 2>err &&
   fail "append to a full zone succeeded"
 grep -q 'EIO\|Input/output' err || fail "append to a full zone: $(cat err)"

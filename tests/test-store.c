@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 #include "params.h"
 #include "check.h"
 #include "dev.h"

@@ -12,10 +12,10 @@
 
 #include <ev.h>
 
-#include "zonednull/control.h"
+#include "control.h"
 #include "conn.h"
 #include "control-socket.h"
-#include "session.h"
+#include "nbd/session.h"
 
 struct zu_control_socket {
   char *path;

@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "queue.h"
+#include "zoned.h"
 
 struct zu_control_socket;
 

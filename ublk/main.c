@@ -29,9 +29,9 @@
 #include <linux/capability.h>
 
 #include "zonednull/client.h"
-#include "zonednull/control.h"
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "queue.h"
+#include "zoned.h"
 #include "params.h"
 #include "pidfile.h"
 #include "ublk-abi.h"

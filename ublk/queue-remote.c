@@ -35,7 +35,7 @@
 #include "fifo.h"
 #include "queue-remote.h"
 
-/* Each queue's data connection is a session of its own
+/* Each queue's data connection has an error log of its own
  * (zn_client_open_data), so the errno the server recorded for a failed
  * request is that request's, whatever other clients fail meanwhile.
  */
@@ -93,7 +93,7 @@ struct zu_rqueue {
   struct rslot *slots;
   /* The data connection. */
   struct nbd_handle *h;
-  uint64_t session;
+  uint64_t errlog;
   bool h_dead;                  /* libnbd said so, or we shut it down */
   bool in_armed, out_armed;
   bool can_flush, can_fua;
@@ -197,7 +197,7 @@ run_job (struct zu_rqueue *q, struct rslot *s)
     break;
   case J_ERRNO:
     s->job_errno = 0;
-    r = zn_client_session_errno (c, q->session, s->nbd_cmd,
+    r = zn_client_errlog_errno (c, q->errlog, s->nbd_cmd,
                     s->iod.start_sector << ZN_SECTOR_SHIFT,
                     (uint64_t) s->iod.nr_sectors << ZN_SECTOR_SHIFT,
                     &s->job_errno);
@@ -754,7 +754,7 @@ zu_rqueue_start (struct zu_device *d, unsigned id, const char *uri,
     snprintf (err, errlen, "queue %u: %s: %s", id, uri, why);
     goto fail;
   }
-  q->h = zn_client_open_data (q->c, &q->session);
+  q->h = zn_client_open_data (q->c, &q->errlog);
   if (q->h == NULL) {
     snprintf (err, errlen, "queue %u: data connection to %s: %s", id, uri,
               zn_client_error (q->c));

@@ -18,8 +18,8 @@
 
 #include <liburing.h>
 
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "queue.h"
+#include "zoned.h"
 #include "ublk-abi.h"
 
 /* What all queues of the device share. */

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include <zonednull/control.h>
-#include <zonednull/zoned.h>
+#include <zonednull/zone.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -183,10 +183,11 @@ int zn_client_pwrite (struct zn_client *c, const void *buf, size_t count,
  * failed request of type nbd_cmd (enum zn_nbd_cmd) at this byte offset and
  * count.  Returns 0 and sets *err to that positive errno, or to 0 when no
  * recent failure matches (keep libnbd's errno then); returns a negative
- * errno if the query itself failed.  The client's data connection is a
- * session of its own, so the answer is for this client's requests alone;
- * against a server without sessions it comes from the device-wide log of
- * the last ZN_CONTROL_ERROR_LOG failures of all clients.
+ * errno if the query itself failed.  The client's data connection has an
+ * error log of its own, so the answer is for this client's requests
+ * alone; against a server without error logs it comes from the
+ * device-wide log of the last ZN_CONTROL_ERROR_LOG failures of all
+ * clients.
  */
 int zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
                           uint64_t offset, uint64_t count, int *err);
@@ -195,34 +196,33 @@ int zn_client_data_errno (struct zn_client *c, uint32_t nbd_cmd,
 struct nbd_handle *zn_client_data_handle (struct zn_client *c);
 
 /* Exact errnos per request, whatever other clients do.  A data
- * connection opened here belongs to a session of its own (the id is
- * chosen at random and carried in the export name the server sees,
+ * connection opened here has an error log of its own (its id is chosen
+ * at random and carried in the export name the server sees,
  * "<device>/session/<16 hex digits>"): the server records the failures of
- * that connection for the session alone, and zn_client_session_errno asks
- * for the errno of the most recent failed request of the session with
- * that NBD command type, byte offset and count.  The answer is exact as
- * long as the caller never has two requests of the same type, offset and
- * count in flight on the connection at once.  zn_client_open_data
- * connects to the client's URI (same server, export and TLS settings) and
- * returns a connected libnbd handle that the caller owns (nbd_shutdown,
- * nbd_close), with its session id in *session (if not NULL), or NULL with
- * the reason in zn_client_error().  The client's own data connection
- * (zn_client_data_handle) is in a session too, the one
- * zn_client_data_errno asks.
+ * that connection in that log alone, and zn_client_errlog_errno asks for
+ * the errno of the most recent failed request in the log with that NBD
+ * command type, byte offset and count.  The answer is exact as long as
+ * the caller never has two requests of the same type, offset and count
+ * in flight on the connection at once.  zn_client_open_data connects to
+ * the client's URI (same server, export and TLS settings) and returns a
+ * connected libnbd handle that the caller owns (nbd_shutdown, nbd_close),
+ * with its error log's id in *errlog (if not NULL), or NULL with the
+ * reason in zn_client_error().  The client's own data connection
+ * (zn_client_data_handle) has one too, the one zn_client_data_errno asks.
  *
- * A server that predates sessions refuses the name: the handle is then
- * connected to the plain export and *session is 0, and
- * zn_client_session_errno with session 0 asks the device-wide log
+ * A server that predates error logs refuses the name: the handle is then
+ * connected to the plain export and *errlog is 0, and
+ * zn_client_errlog_errno with errlog 0 asks the device-wide log
  * (DATA_ERRNO), exact only while no other client fails the same request.
- * The server keeps a session's last ZN_CONTROL_SESSION_LOG failures; a
- * session's log outlives its last connection for a while (the
- * ZN_CONTROL_SESSIONS most recently closed sessions of the device are
- * kept).  zn_client_session_errno returns 0 with *err set to the positive
+ * The server keeps an error log's last ZN_CONTROL_ERRLOG_SIZE failures;
+ * the log outlives its last connection for a while (the
+ * ZN_CONTROL_ERRLOGS most recently closed error logs of the device are
+ * kept).  zn_client_errlog_errno returns 0 with *err set to the positive
  * errno, or 0 when no failure matches (keep libnbd's errno then); a
  * negative errno if the query itself failed.
  */
 struct nbd_handle *zn_client_open_data (struct zn_client *c,
-                                        uint64_t *session);
+                                        uint64_t *errlog);
 /* Disconnects and closes a handle of zn_client_open_data politely,
  * waiting for the server at most the client's timeout (not at all once
  * the client has timed out).  A caller that gave up on the handle itself
@@ -237,7 +237,16 @@ void zn_client_close_data (struct zn_client *c, struct nbd_handle *h);
  * for the server, so no libnbd callback of an abandoned request runs.
  */
 void zn_client_abandon (struct zn_client *c);
-int zn_client_session_errno (struct zn_client *c, uint64_t session,
+int zn_client_errlog_errno (struct zn_client *c, uint64_t errlog,
+                            uint32_t nbd_cmd, uint64_t offset,
+                            uint64_t count, int *err);
+/* zn_client_errlog_errno's name in 0.1.0, when error logs were called
+ * sessions.
+ */
+#ifdef __GNUC__
+__attribute__ ((__deprecated__ ("use zn_client_errlog_errno")))
+#endif
+int zn_client_session_errno (struct zn_client *c, uint64_t errlog,
                              uint32_t nbd_cmd, uint64_t offset,
                              uint64_t count, int *err);
 

@@ -16,9 +16,10 @@
  * a read-only server.
  *
  * A command is a 32-byte write at offset 0; an APPEND's write carries its
- * data after those 32 bytes, a SESSION_ERRNO's its payload.  The write succeeds when the command was well
- * formed and executed, whatever its outcome; the exact errno is then in
- * the header page's result fields (read it back on the same connection).
+ * data after those 32 bytes, an ERRLOG_ERRNO's its payload.  The write
+ * succeeds when the command was well formed and executed, whatever its
+ * outcome; the exact errno is then in the header page's result fields
+ * (read it back on the same connection).
  * A malformed command fails the write with EINVAL.  On a read-only server
  * (nbdkit -r) every write, hence every command, fails with EPERM.  The
  * result is per connection: a client must not have two commands in
@@ -59,10 +60,10 @@
  * is exactly 32 + 512 * nr_sectors bytes: the command, then the data.  It
  * is atomic against every other write to the zone, from any connection.
  * On success result_sector is the sector the data landed at; the errnos
- * are zn_zone_append's (EIO for a conventional zone, a sector that is not
- * a zone start, more than max_append_sectors, a FULL zone or data past
- * the zone capacity; ETOOMANYREFS and EOVERFLOW for the limits; EINVAL
- * for an empty or unaligned length).
+ * are those of a zone append on the device (EIO for a conventional zone,
+ * a sector that is not a zone start, more than max_append_sectors, a FULL
+ * zone or data past the zone capacity; ETOOMANYREFS and EOVERFLOW for the
+ * limits; EINVAL for an empty or unaligned length).
  *
  * ZN_CMD_DATA_ERRNO asks for the exact errno of a failed data request on
  * the device's data export: sector and nr_sectors carry the request's byte
@@ -70,41 +71,40 @@
  * command type (NBD_CMD_READ 0, WRITE 1, TRIM 4, WRITE_ZEROES 6).  The
  * result is the errno of the most recent failed request that matches, or 0
  * if none of the last ZN_CONTROL_ERROR_LOG failures matches.  That log is
- * shared by every plain connection of the device (failures on session
- * connections are not in it), so when several clients fail the same
- * request at once, the answer may be another client's.
+ * shared by every plain connection of the device (failures on connections
+ * with an error log of their own are not in it), so when several clients
+ * fail the same request at once, the answer may be another client's.
  *
- * Sessions make the answer exact.  A data connection may belong to a
- * session: the client picks a random 64-bit id other than 0 and opens the
- * data export "<device>/session/<id>", the id as exactly 16 hex digits
- * (ZN_SESSION_INFIX; the device "" is "nullb0", so its sessions are
+ * Error logs of their own make the answer exact.  A data connection may
+ * have one: the client picks a random 64-bit id other than 0 and opens
+ * the data export "<device>/session/<id>", the id as exactly 16 hex
+ * digits (ZN_ERRLOG_INFIX; the device "" is "nullb0", so its names are
  * "nullb0/session/0123456789abcdef").  Any other name that starts with
  * "<device>/session/" is refused.  Such a connection is the device's data
  * export in every way, except that its failed requests are logged in the
- * session's own log of the last ZN_CONTROL_SESSION_LOG failures, never in
- * the device-wide one.  Several connections may share a session (and its
- * log).  A server keeps every session that has a connection open, and
- * the ZN_CONTROL_SESSIONS most recently used sessions without one (older
- * ones are dropped, their failures forgotten), per device; that bounds its
- * memory to (open data connections + ZN_CONTROL_SESSIONS) sessions of a
- * fixed size.  A server without sessions refuses the name as an unknown
- * export: a client then falls back to the plain name and DATA_ERRNO.
+ * error log of that id, which keeps the last ZN_CONTROL_ERRLOG_SIZE
+ * failures, never in the device-wide one.  Several connections may share
+ * an id (and its log).  A server keeps every error log that has a
+ * connection open, and the ZN_CONTROL_ERRLOGS most recently used ones
+ * without one (older ones are dropped, their failures forgotten), per
+ * device; that bounds its memory to (open data connections +
+ * ZN_CONTROL_ERRLOGS) error logs of a fixed size.  A server without error
+ * logs refuses the name as an unknown export: a client then falls back to
+ * the plain name and DATA_ERRNO.
  *
- * ZN_CMD_SESSION_ERRNO asks a session's log: sector and nr_sectors carry
- * the request's byte offset and length as for DATA_ERRNO, the argument is
- * 0, and the write is exactly 32 + ZN_SESSION_ERRNO_SIZE bytes: the
- * command, then
- *   32  u64 session id (not 0)   40  u32 NBD command type   44  u32 zero
- * The result is the errno of the session's most recent failed request of
- * that type, offset and length, or 0 if none matches (or the session is
- * unknown: never opened, or dropped).  Older servers refuse the op as
- * unknown (EINVAL on the write).
+ * ZN_CMD_ERRLOG_ERRNO asks an error log: sector and nr_sectors carry the
+ * request's byte offset and length as for DATA_ERRNO, the argument is 0,
+ * and the write is exactly 32 + ZN_ERRLOG_ERRNO_SIZE bytes: the command,
+ * then
+ *   32  u64 error log id (not 0)   40  u32 NBD command type   44  u32 zero
+ * The result is the errno of the log's most recent failed request of that
+ * type, offset and length, or 0 if none matches (or the id is unknown:
+ * never opened, or dropped).  Older servers refuse the op as unknown
+ * (EINVAL on the write).
  */
 #ifndef ZONEDNULL_CONTROL_H
 #define ZONEDNULL_CONTROL_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #define ZN_CONTROL_VERSION 1
@@ -116,11 +116,12 @@
 #define ZN_CONTROL_ZONE_SIZE 64
 #define ZN_COMMAND_SIZE 32
 #define ZN_CONTROL_ERROR_LOG 256
-#define ZN_SESSION_INFIX "/session/"
-#define ZN_SESSION_ID_DIGITS 16
-#define ZN_SESSION_ERRNO_SIZE 16       /* SESSION_ERRNO's payload */
-#define ZN_CONTROL_SESSION_LOG 64      /* failures kept per session */
-#define ZN_CONTROL_SESSIONS 256        /* sessions kept without a connection */
+#define ZN_ERRLOG_INFIX "/session/"    /* 0.1.0 called error logs sessions */
+#define ZN_ERRLOG_ID_DIGITS 16
+#define ZN_ERRLOG_ERRNO_SIZE 16       /* ERRLOG_ERRNO's payload */
+#define ZN_CONTROL_ERRLOG_SIZE 64      /* failures kept per error log */
+#define ZN_CONTROL_ERRLOGS 256        /* error logs kept without a
+                                         connection */
 
 /* Header flags. */
 #define ZN_CONTROL_F_MEMORY_BACKED (1u << 0)
@@ -185,12 +186,11 @@ enum zn_command {
   ZN_CMD_BADBLOCKS_CLEAR = 9, /* ... becomes good again */
   ZN_CMD_POWER_CYCLE = 10,   /* configfs power=0, power=1 */
   ZN_CMD_APPEND = 11,        /* zone append; the data follows the command */
-  ZN_CMD_SESSION_ERRNO = 12, /* DATA_ERRNO for one session; payload follows */
+  ZN_CMD_ERRLOG_ERRNO = 12,  /* DATA_ERRNO for one error log; payload
+                                follows */
 };
 
 #define ZN_APPEND_F_FUA (1u << 0)   /* APPEND's argument: write with FUA */
-
-/* ---- encoding (lib/control-wire.c; used by both sides) ---------------- */
 
 struct zn_control_info {
   uint32_t version;
@@ -245,109 +245,5 @@ struct zn_control_queue_info {
   struct zn_control_queue_stats device;
   struct zn_control_queue_stats queues[ZN_CONTROL_MAX_QUEUES];
 };
-
-struct zn_zone;
-
-void zn_control_encode_header (void *page, const struct zn_control_info *info);
-/* Returns 0, or -EPROTO when the magic, version or sizes do not match. */
-int zn_control_decode_header (const void *page, struct zn_control_info *info);
-/* On an encoded header page: adds the queue section and its flag. */
-void zn_control_encode_queues (void *page,
-                               const struct zn_control_queue_info *q);
-/* Returns 0, or -ENOENT when the server sent no queue section. */
-int zn_control_decode_queues (const void *page,
-                              struct zn_control_queue_info *q);
-void zn_control_encode_zone (void *desc, const struct zn_zone *zone);
-void zn_control_decode_zone (const void *desc, struct zn_zone *zone);
-void zn_control_encode_command (void *buf, enum zn_command op,
-                                uint64_t sector, uint64_t nr_sectors,
-                                uint64_t arg);
-/* Returns 0, or -EINVAL for a bad magic or an unknown op. */
-int zn_control_decode_command (const void *buf, enum zn_command *op,
-                               uint64_t *sector, uint64_t *nr_sectors,
-                               uint64_t *arg);
-
-/* "<device>/session/<16 hex digits>" for a session's data connection;
- * device "" is ZN_DEFAULT_DEVICE.  Returns the length snprintf would, or
- * -EINVAL for session 0.
- */
-int zn_control_session_name (char *buf, size_t len, const char *device,
-                             uint64_t session);
-/* Whether the len bytes at name are device's session export: 1 with the
- * id in *session; 0 when the name does not start with
- * "<device>/session/"; -EINVAL when it does but the id is not 16 hex
- * digits or is 0 (the caller refuses the name).
- */
-int zn_control_parse_session_name (const char *name, size_t len,
-                                   const char *device, uint64_t *session);
-
-/* SESSION_ERRNO's write: the command, then the payload (the buffer is
- * ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE bytes).
- */
-void zn_control_encode_session_errno (void *buf, uint64_t session,
-                                      uint32_t nbd_cmd, uint64_t offset,
-                                      uint64_t count);
-
-/* ---- server side (lib/control.c), for the NBD adapters ----------------- */
-
-struct zn_dev;
-struct zn_control;            /* one per device */
-
-/* The result of a connection's last command; zero it at connect. */
-struct zn_control_conn {
-  uint64_t seq;
-  uint32_t op;
-  uint32_t err;
-  uint64_t sector;
-  uint64_t nr_sectors;
-};
-
-struct zn_control *zn_control_create (struct zn_dev *dev);
-
-/* Makes the header carry the queue section of device index (of
- * nr_devices), with the queueing and pipelining settings it runs with.
- */
-struct zn_queues;
-struct zn_queue_config;
-struct zn_config;
-void zn_control_set_queues (struct zn_control *ctl, struct zn_queues *qs,
-                            const struct zn_queue_config *qcfg,
-                            const struct zn_config *cfg,
-                            uint32_t index, uint32_t nr_devices);
-void zn_control_destroy (struct zn_control *ctl);
-uint64_t zn_control_size (const struct zn_control *ctl);
-
-/* Remembers a failed data request (err is a positive errno). */
-void zn_control_log_error (struct zn_control *ctl, uint32_t nbd_cmd,
-                           uint64_t offset, uint64_t count, int err);
-
-/* Sessions: a data connection to "<device>/session/<id>" attaches to the
- * session at open (creating it, or finding it again) and detaches at
- * close; in between its failures go to the session's log.  attach returns
- * NULL only when out of memory.  A session stays while attached; detached,
- * it is kept among the ZN_CONTROL_SESSIONS most recently detached ones.
- */
-struct zn_control_session;
-struct zn_control_session *zn_control_session_attach (struct zn_control *ctl,
-                                                      uint64_t id);
-void zn_control_session_detach (struct zn_control *ctl,
-                                struct zn_control_session *s);
-/* As zn_control_log_error, into the session's log; a NULL session is the
- * device-wide log.
- */
-void zn_control_session_log_error (struct zn_control *ctl,
-                                   struct zn_control_session *s,
-                                   uint32_t nbd_cmd, uint64_t offset,
-                                   uint64_t count, int err);
-
-/* Return 0 or a negative errno for the NBD request itself.  A write that
- * is refused as malformed (-EINVAL) leaves in why a message naming the
- * rule it broke, for the server's log or the NBD error reply.
- */
-int zn_control_pread (struct zn_control *ctl, const struct zn_control_conn *conn,
-                      bool readonly, void *buf, uint64_t count, uint64_t offset);
-int zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
-                       const void *buf, uint64_t count, uint64_t offset,
-                       char *why, size_t whylen);
 
 #endif /* ZONEDNULL_CONTROL_H */

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "zoned.h"
 #include "session.h"
 
 /* Two devices, so that export names are exercised. */
@@ -54,7 +54,7 @@ admit (void *owner, void *s, const struct data_request *rq)
 /* The output budget of this piece, as the server's served.room applies
  * it: a request whose reply would pass it waits unless nothing is
  * queued.  approved_end is what the output may reach with the request
- * last given room (0: none since session_input began).
+ * last given room (0: none since nbd_session_input began).
  */
 static size_t budget, approved_end;
 
@@ -120,7 +120,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  struct session *s;
+  struct nbd_session *s;
   unsigned char *pending = NULL;
   size_t pending_len = 0, pos = 0;
   bool upgraded = false, control;
@@ -128,7 +128,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   if (devices[0].dev == NULL)
     setup ();
   served.tls = (enum tls_mode) (size % 3);
-  s = session_new (&served, NULL);
+  s = nbd_session_new (&served, NULL);
   if (s == NULL)
     return 0;
 
@@ -152,51 +152,51 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     tags_left = data[pos - piece] % 8;
     budget = (size_t) (data[pos - piece] >> 3) * 4096;
     approved_end = 0;
-    used = session_input (s, pending, pending_len);
+    used = nbd_session_input (s, pending, pending_len);
     if (used < 0) {
       /* As the server does after NBD_CMD_DISC: what was admitted is
        * still answered.
        */
       for (unsigned i = 0; i < nr_parked; i++)
-        session_resume (s, parked_ids[i], i % 2 ? EIO : 0, true);
+        nbd_session_resume (s, parked_ids[i], i % 2 ? EIO : 0, true);
       nr_parked = 0;
-      while (session_complete_one (s))
+      while (nbd_session_complete_one (s))
         ;
-      session_sent (s, session_ready (s));
-      if (session_output (s)->len != 0)
+      nbd_session_sent (s, nbd_session_ready (s));
+      if (nbd_session_output (s)->len != 0)
         abort ();               /* a reply left behind */
       break;
     }
     if ((size_t) used > pending_len
-        || session_output (s)->len > SESSION_OUTPUT_LIMIT + (33u << 20)
-        || (approved_end && session_output (s)->len > approved_end))
+        || nbd_session_output (s)->len > NBD_SESSION_OUTPUT_LIMIT + (33u << 20)
+        || (approved_end && nbd_session_output (s)->len > approved_end))
       abort ();
     memmove (pending, pending + used, pending_len - (size_t) used);
     pending_len -= (size_t) used;
     if (served.tls == TLS_REQUIRE && !upgraded
-        && (session_device (s, &control) != NULL
-            || memmem (session_output (s)->data, session_output (s)->len,
-                       "nullb", 5) != NULL))
+        && (nbd_session_device (s, &control) != NULL
+            || memmem (nbd_session_output (s)->data,
+                       nbd_session_output (s)->len, "nullb", 5) != NULL))
       abort ();
-    if (session_starttls (s)) {
+    if (nbd_session_starttls (s)) {
       if (served.tls == TLS_OFF)
         abort ();
-      session_tls_started (s);
+      nbd_session_tls_started (s);
       upgraded = true;
     }
     /* Parked writes go on, the odd ones failed. */
     for (unsigned i = 0; i < nr_parked; i++)
-      session_resume (s, parked_ids[i], i % 2 ? EIO : 0, true);
+      nbd_session_resume (s, parked_ids[i], i % 2 ? EIO : 0, true);
     nr_parked = 0;
     /* Output is drained as a client would read it. */
-    while (session_complete_one (s))
+    while (nbd_session_complete_one (s))
       ;
-    session_sent (s, session_ready (s));
+    nbd_session_sent (s, nbd_session_ready (s));
   }
   nr_parked = 0;               /* the next input's session numbers anew */
   check_zones (devices[0].dev);
   check_zones (devices[1].dev);
   free (pending);
-  session_free (s);
+  nbd_session_free (s);
   return 0;
 }

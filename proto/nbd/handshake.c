@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "zoned.h"
 #include "internal.h"
 
 static const char *const context_names[] = {
@@ -30,8 +30,8 @@ export_name (const struct served_device *d, bool control)
 }
 
 static void
-opt_reply (struct session *s, uint32_t opt, uint32_t type, const void *data,
-           uint32_t len)
+opt_reply (struct nbd_session *s, uint32_t opt, uint32_t type,
+           const void *data, uint32_t len)
 {
   out_option_reply (s, &(struct nbd_option_reply) {
     .opt = opt, .type = type, .len = len,
@@ -42,7 +42,8 @@ opt_reply (struct session *s, uint32_t opt, uint32_t type, const void *data,
 
 /* An error reply with a message for the human at the client. */
 static void
-opt_error (struct session *s, uint32_t opt, uint32_t type, const char *fmt, ...)
+opt_error (struct nbd_session *s, uint32_t opt, uint32_t type,
+           const char *fmt, ...)
 {
   struct message m;
   va_list ap;
@@ -54,7 +55,7 @@ opt_error (struct session *s, uint32_t opt, uint32_t type, const char *fmt, ...)
 }
 
 static void
-reply_server (struct session *s, uint32_t opt, const char *name,
+reply_server (struct nbd_session *s, uint32_t opt, const char *name,
               const char *description)
 {
   size_t nl = strlen (name), dl = strlen (description);
@@ -68,7 +69,7 @@ reply_server (struct session *s, uint32_t opt, const char *name,
 }
 
 static void
-reply_info_export (struct session *s, uint32_t opt,
+reply_info_export (struct nbd_session *s, uint32_t opt,
                    const struct served_device *d, bool control)
 {
   out_option_reply (s, &(struct nbd_option_reply) {
@@ -83,7 +84,7 @@ reply_info_export (struct session *s, uint32_t opt,
  * the advertised maximum.  The control export takes any byte range.
  */
 static void
-reply_info_block_size (struct session *s, uint32_t opt,
+reply_info_block_size (struct nbd_session *s, uint32_t opt,
                        const struct served_device *d, bool control)
 {
   uint32_t lbs = zn_dev_geometry (d->dev)->block_size;
@@ -98,7 +99,7 @@ reply_info_block_size (struct session *s, uint32_t opt,
 }
 
 static void
-reply_info_string (struct session *s, uint32_t opt, uint16_t type,
+reply_info_string (struct nbd_session *s, uint32_t opt, uint16_t type,
                    const char *text)
 {
   size_t n = strlen (text);
@@ -119,15 +120,16 @@ export_description (bool control)
 
 /* The old-style option: no error is possible, a bad name disconnects. */
 static long
-opt_export_name (struct session *s, const unsigned char *data, uint32_t len)
+opt_export_name (struct nbd_session *s, const unsigned char *data,
+                 uint32_t len)
 {
   const struct served_device *d;
   bool control = false, bad;
-  uint64_t session;
+  uint64_t errlog;
   unsigned char zeroes[124] = { 0 };
 
-  d = find_export (s->sv, (const char *) data, len, &control, &session, &bad);
-  if (d == NULL || !choose_export (s, d, control, session))
+  d = find_export (s->sv, (const char *) data, len, &control, &errlog, &bad);
+  if (d == NULL || !choose_export (s, d, control, errlog))
     return -1;
   out_be64 (s, export_size (d, control));
   out_be16 (s, export_flags (s, d, control));
@@ -138,14 +140,14 @@ opt_export_name (struct session *s, const unsigned char *data, uint32_t len)
 }
 
 static void
-opt_info_go (struct session *s, uint32_t opt, const unsigned char *data,
+opt_info_go (struct nbd_session *s, uint32_t opt, const unsigned char *data,
              uint32_t len)
 {
   struct nbd_info_request rq;
   const struct served_device *d;
   bool control = false, want_name = false, want_desc = false, bad;
-  uint64_t session;
-  char session_name[64];
+  uint64_t errlog;
+  char errlog_name[64];
   int shown;
 
   if (!nbd_info_request_decode (data, len, &rq)) {
@@ -154,12 +156,12 @@ opt_info_go (struct session *s, uint32_t opt, const unsigned char *data,
     return;
   }
   shown = (int) (rq.name_len > 200 ? 200 : rq.name_len);
-  d = find_export (s->sv, rq.name, rq.name_len, &control, &session, &bad);
+  d = find_export (s->sv, rq.name, rq.name_len, &control, &errlog, &bad);
   if (d == NULL && bad) {
-    opt_error (s, opt, REP_ERR_INVALID, "export '%.*s': a session's name is "
-               "nullbN" ZN_SESSION_INFIX "ID, ID being %d hex digits, not "
-               "all zero (zonednull-control(5))", shown, rq.name,
-               ZN_SESSION_ID_DIGITS);
+    opt_error (s, opt, REP_ERR_INVALID, "export '%.*s': an error log's "
+               "export is nullbN" ZN_ERRLOG_INFIX "ID, ID being %d hex "
+               "digits, not all zero (zonednull-control(5))", shown, rq.name,
+               ZN_ERRLOG_ID_DIGITS);
     return;
   }
   if (d == NULL) {
@@ -174,18 +176,18 @@ opt_info_go (struct session *s, uint32_t opt, const unsigned char *data,
     want_name |= type == INFO_NAME;
     want_desc |= type == INFO_DESCRIPTION;
   }
-  if (opt == OPT_GO && !choose_export (s, d, control, session)) {
+  if (opt == OPT_GO && !choose_export (s, d, control, errlog)) {
     /* The client may fall back to the plain name. */
     opt_error (s, opt, REP_ERR_UNKNOWN,
-               "out of memory for the session");
+               "out of memory for the error log");
     return;
   }
   reply_info_export (s, opt, d, control);
   reply_info_block_size (s, opt, d, control);
-  if (want_name && session) {
-    zn_control_session_name (session_name, sizeof session_name, d->name,
-                             session);
-    reply_info_string (s, opt, INFO_NAME, session_name);
+  if (want_name && errlog) {
+    zn_control_errlog_name (errlog_name, sizeof errlog_name, d->name,
+                             errlog);
+    reply_info_string (s, opt, INFO_NAME, errlog_name);
   }
   else if (want_name)
     reply_info_string (s, opt, INFO_NAME, export_name (d, control));
@@ -216,14 +218,14 @@ query_matches (const char *q, uint32_t qlen, int ctx, bool list)
 }
 
 static void
-opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
-                  uint32_t len)
+opt_meta_context (struct nbd_session *s, uint32_t opt,
+                  const unsigned char *data, uint32_t len)
 {
   bool list = opt == OPT_LIST_META_CONTEXT;
   const char *what = list ? "NBD_OPT_LIST_META_CONTEXT" : "NBD_OPT_SET_META_CONTEXT";
   const struct served_device *d;
   bool control = false, chosen[3] = { false, false, false }, bad;
-  uint64_t session;
+  uint64_t errlog;
   struct nbd_meta_request rq;
   const unsigned char *q;
 
@@ -245,7 +247,7 @@ opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
     opt_error (s, opt, REP_ERR_INVALID, "%s: trailing bytes", what);
     return;
   }
-  d = find_export (s->sv, rq.name, rq.name_len, &control, &session, &bad);
+  d = find_export (s->sv, rq.name, rq.name_len, &control, &errlog, &bad);
   if (d == NULL) {
     opt_error (s, opt, bad ? REP_ERR_INVALID : REP_ERR_UNKNOWN,
                "%s: no export named '%.*s'", what,
@@ -285,11 +287,11 @@ opt_meta_context (struct session *s, uint32_t opt, const unsigned char *data,
   opt_reply (s, opt, REP_ACK, NULL, 0);
 }
 
-/* NBD_OPT_STARTTLS: acknowledged in the clear; session_input stops
+/* NBD_OPT_STARTTLS: acknowledged in the clear; nbd_session_input stops
  * there, and the transport upgrades before it offers more input.
  */
 static void
-opt_starttls (struct session *s, uint32_t len)
+opt_starttls (struct nbd_session *s, uint32_t len)
 {
   if (s->sv->tls == TLS_OFF)
     opt_error (s, OPT_STARTTLS, REP_ERR_UNSUP, "TLS is off on this server "
@@ -307,7 +309,7 @@ opt_starttls (struct session *s, uint32_t len)
 
 /* One option; data holds its len bytes. */
 static long
-handle_option (struct session *s, uint32_t opt, const unsigned char *data,
+handle_option (struct nbd_session *s, uint32_t opt, const unsigned char *data,
                uint32_t len)
 {
   /* --tls=require: before the upgrade nothing is answered but STARTTLS
@@ -367,7 +369,7 @@ handle_option (struct session *s, uint32_t opt, const unsigned char *data,
 }
 
 static unsigned
-max_options (const struct session *s)
+max_options (const struct nbd_session *s)
 {
   /* Each device has a data export and a control export. */
   return MAX_OPTIONS_BASE + 2 * s->sv->nr_devices * MAX_OPTIONS_PER_EXPORT;
@@ -377,7 +379,7 @@ max_options (const struct session *s)
  * disconnect.
  */
 static long
-client_flags (struct session *s, const unsigned char *data, size_t len)
+client_flags (struct nbd_session *s, const unsigned char *data, size_t len)
 {
   uint32_t flags;
 
@@ -392,7 +394,7 @@ client_flags (struct session *s, const unsigned char *data, size_t len)
 }
 
 long
-handshake_step (struct session *s, const unsigned char *data, size_t len)
+handshake_step (struct nbd_session *s, const unsigned char *data, size_t len)
 {
   struct nbd_option o;
 

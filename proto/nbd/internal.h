@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "zonednull/control.h"
+#include "control.h"
 #include "session.h"
 #include "wire.h"
 
@@ -26,7 +26,7 @@ enum { CTX_ALLOCATION = 1, CTX_ZONES = 2 };
 
 enum phase { PH_CLIENT_FLAGS, PH_OPTIONS, PH_TRANSMISSION };
 
-struct session {
+struct nbd_session {
   const struct served *sv;
   void *owner;                  /* for sv->admit */
   enum phase phase;
@@ -45,10 +45,10 @@ struct session {
   const struct served_device *meta_d;
   bool meta_control;
   struct zn_control_conn conn;
-  /* A data export opened as "nullbN/session/ID": the session its failures
+  /* A data export opened as "nullbN/session/ID": the error log its failures
    * are logged for (NULL: the device-wide log).
    */
-  struct zn_control_session *zsession;
+  struct zn_control_errlog *errlog;
   struct outbuf out;
   size_t ready;                 /* out's bytes that may be sent */
   /* Ends (offsets in out) of the replies held for completion, FIFO. */
@@ -60,7 +60,7 @@ struct session {
   bool disc;                    /* NBD_CMD_DISC came */
 };
 
-/* A write admitted with ADMIT_PARK, kept aside until session_resume. */
+/* A write admitted with ADMIT_PARK, kept aside until nbd_session_resume. */
 struct parked {
   uint64_t id, cookie, offset;
   uint32_t count;
@@ -75,10 +75,10 @@ struct parked {
  * by out_grow (session.c) when full.
  */
 
-void out_grow (struct session *s, size_t more);
+void out_grow (struct nbd_session *s, size_t more);
 
 static inline void
-out_bytes (struct session *s, const void *data, size_t n)
+out_bytes (struct nbd_session *s, const void *data, size_t n)
 {
   if (s->out.len + n > s->out.cap)
     out_grow (s, n);
@@ -87,7 +87,7 @@ out_bytes (struct session *s, const void *data, size_t n)
 }
 
 static inline void
-out_be16 (struct session *s, uint16_t v)
+out_be16 (struct nbd_session *s, uint16_t v)
 {
   unsigned char b[2];
 
@@ -96,7 +96,7 @@ out_be16 (struct session *s, uint16_t v)
 }
 
 static inline void
-out_be32 (struct session *s, uint32_t v)
+out_be32 (struct nbd_session *s, uint32_t v)
 {
   unsigned char b[4];
 
@@ -105,7 +105,7 @@ out_be32 (struct session *s, uint32_t v)
 }
 
 static inline void
-out_be64 (struct session *s, uint64_t v)
+out_be64 (struct nbd_session *s, uint64_t v)
 {
   unsigned char b[8];
 
@@ -115,7 +115,7 @@ out_be64 (struct session *s, uint64_t v)
 
 /* Room for n bytes at the end, filled by the caller. */
 static inline unsigned char *
-out_reserve (struct session *s, size_t n)
+out_reserve (struct nbd_session *s, size_t n)
 {
   unsigned char *p;
 
@@ -127,7 +127,7 @@ out_reserve (struct session *s, size_t n)
 }
 
 static inline void
-out_option_reply (struct session *s, const struct nbd_option_reply *r)
+out_option_reply (struct nbd_session *s, const struct nbd_option_reply *r)
 {
   unsigned char b[20];
 
@@ -139,7 +139,7 @@ out_option_reply (struct session *s, const struct nbd_option_reply *r)
 }
 
 static inline void
-out_simple_reply (struct session *s, const struct nbd_simple_reply *r)
+out_simple_reply (struct nbd_session *s, const struct nbd_simple_reply *r)
 {
   unsigned char b[NBD_SIMPLE_REPLY_SIZE];
 
@@ -150,7 +150,7 @@ out_simple_reply (struct session *s, const struct nbd_simple_reply *r)
 }
 
 static inline void
-out_chunk (struct session *s, const struct nbd_chunk *c)
+out_chunk (struct nbd_session *s, const struct nbd_chunk *c)
 {
   unsigned char b[NBD_CHUNK_SIZE];
 
@@ -163,7 +163,7 @@ out_chunk (struct session *s, const struct nbd_chunk *c)
 }
 
 /* Prints "PROGRAM: out of memory" and aborts. */
-_Noreturn void session_out_of_memory (const struct session *s);
+_Noreturn void nbd_session_out_of_memory (const struct nbd_session *s);
 
 /* Error messages for the client, cut to fit (NBD caps strings anyway). */
 struct message {
@@ -176,33 +176,33 @@ void format_message (struct message *m, const char *fmt, va_list ap);
 /* ---- exports (session.c) ---- */
 
 /* nullbN is a device, nullbN/control its zone control, nullbN/session/ID
- * the device for a session (*session is then ID, otherwise 0); "" is
- * nullb0.  NULL for an unknown name, with *bad set when it is a session's
+ * the device with error log ID (*errlog is then ID, otherwise 0); "" is
+ * nullb0.  NULL for an unknown name, with *bad set when it is an error log's
  * name with a malformed ID.
  */
 const struct served_device *find_export (const struct served *sv,
                                          const char *name, size_t len,
-                                         bool *control, uint64_t *session,
+                                         bool *control, uint64_t *errlog,
                                          bool *bad);
 /* The export chosen for transmission; false when out of memory for its
- * session.
+ * error log.
  */
-bool choose_export (struct session *s, const struct served_device *d,
-                    bool control, uint64_t session);
+bool choose_export (struct nbd_session *s, const struct served_device *d,
+                    bool control, uint64_t errlog);
 uint64_t export_size (const struct served_device *d, bool control);
-uint16_t export_flags (const struct session *s, const struct served_device *d,
-                       bool control);
+uint16_t export_flags (const struct nbd_session *s,
+                       const struct served_device *d, bool control);
 
 /* ---- the phases ---- */
 
 /* One unit of the handshake (the client's flags or an option) at data,
  * or nothing: bytes consumed, 0 for more input, -1 to disconnect.
  */
-long handshake_step (struct session *s, const unsigned char *data,
+long handshake_step (struct nbd_session *s, const unsigned char *data,
                      size_t len);
 
 /* One request at data, or nothing; as handshake_step. */
-long transmission_step (struct session *s, const unsigned char *data,
+long transmission_step (struct nbd_session *s, const unsigned char *data,
                         size_t len);
 
 #endif

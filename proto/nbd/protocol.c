@@ -12,32 +12,32 @@
 static void *
 nbd_open (void *arg, struct net_conn *c)
 {
-  return session_new (arg, c);
+  return nbd_session_new (arg, c);
 }
 
 static void
 nbd_close (void *session, struct net_conn *c)
 {
-  struct session *s = session;
-  unsigned refused = session_tls_refused (s);
+  struct nbd_session *s = session;
+  unsigned refused = nbd_session_tls_refused (s);
 
   if (refused > 0)
     fprintf (stderr, "%s: connection %d: %u options refused before "
              "NBD_OPT_STARTTLS (--tls=require)\n", net_conn_program (c),
              net_conn_fd (c), refused);
-  session_free (s);
+  nbd_session_free (s);
 }
 
 static long
 nbd_input (void *session, const unsigned char *data, size_t len)
 {
-  return session_input (session, data, len);
+  return nbd_session_input (session, data, len);
 }
 
 static const unsigned char *
 nbd_output (void *session, size_t *len)
 {
-  struct outbuf *out = session_output (session);
+  struct outbuf *out = nbd_session_output (session);
 
   *len = out->len;
   return out->data;
@@ -46,25 +46,25 @@ nbd_output (void *session, size_t *len)
 static size_t
 nbd_ready (const void *session)
 {
-  return session_ready (session);
+  return nbd_session_ready (session);
 }
 
 static void
 nbd_sent (void *session, size_t n)
 {
-  session_sent (session, n);
+  nbd_session_sent (session, n);
 }
 
 static bool
 nbd_starttls (const void *session)
 {
-  return session_starttls (session);
+  return nbd_session_starttls (session);
 }
 
 static void
 nbd_tls_started (void *session)
 {
-  session_tls_started (session);
+  nbd_session_tls_started (session);
 }
 
 static bool
@@ -72,26 +72,26 @@ nbd_established (const void *session)
 {
   bool control;
 
-  return session_device (session, &control) != NULL;
+  return nbd_session_device (session, &control) != NULL;
 }
 
 static bool
 nbd_complete_one (void *session)
 {
-  return session_complete_one (session);
+  return nbd_session_complete_one (session);
 }
 
 static void
 nbd_resume (void *session, uint64_t id, int err, bool hold)
 {
-  session_resume (session, id, err, hold);
+  nbd_session_resume (session, id, err, hold);
 }
 
 static const struct served_device *
 nbd_device (const void *session)
 {
   bool control = false;
-  const struct served_device *d = session_device (session, &control);
+  const struct served_device *d = nbd_session_device (session, &control);
 
   return d != NULL && !control ? d : NULL;
 }

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "zoned.h"
 #include "internal.h"
 
 /* An empty output buffer larger than this is freed. */
@@ -22,14 +22,14 @@
 /* ---- output -------------------------------------------------------------- */
 
 _Noreturn void
-session_out_of_memory (const struct session *s)
+nbd_session_out_of_memory (const struct nbd_session *s)
 {
   fprintf (stderr, "%s: out of memory\n", s->sv->program);
   abort ();
 }
 
 void
-out_grow (struct session *s, size_t more)
+out_grow (struct nbd_session *s, size_t more)
 {
   struct outbuf *b = &s->out;
   size_t cap;
@@ -42,7 +42,7 @@ out_grow (struct session *s, size_t more)
     cap *= 2;
   p = realloc (b->data, cap);
   if (p == NULL)
-    session_out_of_memory (s);
+    nbd_session_out_of_memory (s);
   b->data = p;
   b->cap = cap;
 }
@@ -74,9 +74,9 @@ format_message (struct message *m, const char *fmt, va_list ap)
 
 const struct served_device *
 find_export (const struct served *sv, const char *name, size_t len,
-             bool *control, uint64_t *session, bool *bad)
+             bool *control, uint64_t *errlog, bool *bad)
 {
-  *session = 0;
+  *errlog = 0;
   *bad = false;
   if (len == 0)
     return &sv->devices[0];
@@ -93,7 +93,7 @@ find_export (const struct served *sv, const char *name, size_t len,
       *control = true;
       return d;
     }
-    r = zn_control_parse_session_name (name, len, d->name, session);
+    r = zn_control_parse_errlog_name (name, len, d->name, errlog);
     if (r == 1) {
       *control = false;
       return d;
@@ -107,16 +107,16 @@ find_export (const struct served *sv, const char *name, size_t len,
 }
 
 bool
-choose_export (struct session *s, const struct served_device *d,
-               bool control, uint64_t session)
+choose_export (struct nbd_session *s, const struct served_device *d,
+               bool control, uint64_t errlog)
 {
-  struct zn_control_session *zs = NULL;
+  struct zn_control_errlog *log = NULL;
 
-  if (session && (zs = zn_control_session_attach (d->ctl, session)) == NULL)
+  if (errlog && (log = zn_control_errlog_attach (d->ctl, errlog)) == NULL)
     return false;
   s->d = d;
   s->control = control;
-  s->zsession = zs;
+  s->errlog = log;
   return true;
 }
 
@@ -132,7 +132,7 @@ export_size (const struct served_device *d, bool control)
  * cache_size and fua.
  */
 uint16_t
-export_flags (const struct session *s, const struct served_device *d,
+export_flags (const struct nbd_session *s, const struct served_device *d,
               bool control)
 {
   uint16_t f = TF_HAS_FLAGS | TF_SEND_FLUSH | TF_CAN_MULTI_CONN;
@@ -150,10 +150,10 @@ export_flags (const struct session *s, const struct served_device *d,
 
 /* ---- the state machine --------------------------------------------------- */
 
-struct session *
-session_new (const struct served *sv, void *owner)
+struct nbd_session *
+nbd_session_new (const struct served *sv, void *owner)
 {
-  struct session *s = calloc (1, sizeof *s);
+  struct nbd_session *s = calloc (1, sizeof *s);
 
   if (s == NULL)
     return NULL;
@@ -167,12 +167,12 @@ session_new (const struct served *sv, void *owner)
 }
 
 void
-session_free (struct session *s)
+nbd_session_free (struct nbd_session *s)
 {
   if (s == NULL)
     return;
-  if (s->zsession)
-    zn_control_session_detach (s->d->ctl, s->zsession);
+  if (s->errlog)
+    zn_control_errlog_detach (s->d->ctl, s->errlog);
   free (s->out.data);
   free (s->held);
   while (s->parked) {
@@ -186,13 +186,13 @@ session_free (struct session *s)
 }
 
 struct outbuf *
-session_output (struct session *s)
+nbd_session_output (struct nbd_session *s)
 {
   return &s->out;
 }
 
 const struct served_device *
-session_device (const struct session *s, bool *control)
+nbd_session_device (const struct nbd_session *s, bool *control)
 {
   if (s->phase != PH_TRANSMISSION)
     return NULL;
@@ -201,13 +201,13 @@ session_device (const struct session *s, bool *control)
 }
 
 size_t
-session_ready (const struct session *s)
+nbd_session_ready (const struct nbd_session *s)
 {
   return s->ready;
 }
 
 void
-session_sent (struct session *s, size_t n)
+nbd_session_sent (struct nbd_session *s, size_t n)
 {
   outbuf_consume (&s->out, n);
   s->ready -= n;
@@ -224,13 +224,13 @@ session_sent (struct session *s, size_t n)
 }
 
 bool
-session_starttls (const struct session *s)
+nbd_session_starttls (const struct nbd_session *s)
 {
   return s->starttls;
 }
 
 void
-session_tls_started (struct session *s)
+nbd_session_tls_started (struct nbd_session *s)
 {
   s->starttls = false;
   s->tls = true;
@@ -244,20 +244,21 @@ session_tls_started (struct session *s)
 }
 
 unsigned
-session_tls_refused (const struct session *s)
+nbd_session_tls_refused (const struct nbd_session *s)
 {
   return s->tls_refused;
 }
 
 long
-session_input (struct session *s, const unsigned char *data, size_t len)
+nbd_session_input (struct nbd_session *s, const unsigned char *data,
+                   size_t len)
 {
   size_t used = 0;
 
   /* What follows STARTTLS is TLS, not NBD.  In the transmission phase
    * served.room, when set, decides alone.
    */
-  while ((s->out.len < SESSION_OUTPUT_LIMIT
+  while ((s->out.len < NBD_SESSION_OUTPUT_LIMIT
           || (s->phase == PH_TRANSMISSION && s->sv->room)) && !s->starttls) {
     long r = s->phase == PH_TRANSMISSION
              ? transmission_step (s, data + used, len - used)
@@ -267,7 +268,7 @@ session_input (struct session *s, const unsigned char *data, size_t len)
       /* What was queued goes out before the connection closes, at once
        * unless the client asked to disconnect.
        */
-      while (!s->disc && session_complete_one (s))
+      while (!s->disc && nbd_session_complete_one (s))
         ;
       if (s->held_count == 0)
         s->ready = s->out.len;

@@ -17,7 +17,7 @@
 #include "served.h"
 #include "tls.h"
 
-struct session;
+struct nbd_session;
 
 /* What every connection of the server shares. */
 struct served {
@@ -26,7 +26,7 @@ struct served {
   unsigned nr_devices;
   bool readonly;                /* -r: no write, trim or control command */
   enum tls_mode tls;            /* --tls: STARTTLS off, allowed or needed */
-  bool delayed;                 /* replies wait for session_complete_one */
+  bool delayed;                 /* replies wait for nbd_session_complete_one */
   /* Asked before each data request: 0, a positive errno, ADMIT_LATER or
    * ADMIT_PARK (see above); all but ADMIT_LATER mean the request took a
    * tag.  NULL admits everything.
@@ -34,8 +34,8 @@ struct served {
   admit_fn *admit;
   /* Asked before each request of the transmission phase, with the bytes
    * of output the session holds and a bound on the request's reply: true
-   * to take it, false to stop session_input there (the request is offered
-   * again later).  NULL: only SESSION_OUTPUT_LIMIT applies.  net_room
+   * to take it, false to stop nbd_session_input there (the request is offered
+   * again later).  NULL: only NBD_SESSION_OUTPUT_LIMIT applies.  net_room
    * is the connection layer's output budget.
    */
   bool (*room) (void *owner, size_t queued, size_t reply);
@@ -48,62 +48,64 @@ struct outbuf {
 };
 
 /* owner is passed to sv->admit. */
-struct session *session_new (const struct served *sv, void *owner);
-void session_free (struct session *s);
+struct nbd_session *nbd_session_new (const struct served *sv, void *owner);
+void nbd_session_free (struct nbd_session *s);
 
-/* session_input stops taking requests once this much output is queued, so
+/* nbd_session_input stops taking requests once this much output is queued, so
  * that a client sending many large reads without reading the replies
  * cannot make the server buffer without bound.  One reply can add up to
  * the 32 MiB maximum request on top; served.room, when set, bounds it
  * more tightly.
  */
-#define SESSION_OUTPUT_LIMIT NET_OUTPUT_LIMIT
+#define NBD_SESSION_OUTPUT_LIMIT NET_OUTPUT_LIMIT
 
 /* Consumes a prefix of the len bytes at data and queues the replies.
  * Returns how many bytes were consumed (the rest must be offered again
  * with more data appended), or -1 when the connection must be closed
  * after the queued output is sent: the client disconnected, aborted, or
  * broke the protocol.  After NBD_CMD_DISC, replies still held wait for
- * session_complete_one and parked writes for session_resume as before,
+ * nbd_session_complete_one and parked writes for nbd_session_resume as before,
  * since they must be answered first; otherwise all output is ready.
  */
-long session_input (struct session *s, const unsigned char *data, size_t len);
+long nbd_session_input (struct nbd_session *s, const unsigned char *data,
+                        size_t len);
 
 /* The replies queued so far, the ones still held (irqmode=2) at the end. */
-struct outbuf *session_output (struct session *s);
+struct outbuf *nbd_session_output (struct nbd_session *s);
 
 /* How many bytes at the start of the output may be sent now. */
-size_t session_ready (const struct session *s);
+size_t nbd_session_ready (const struct nbd_session *s);
 
 /* The caller sent the first n ready bytes. */
-void session_sent (struct session *s, size_t n);
+void nbd_session_sent (struct nbd_session *s, size_t n);
 
 /* With delayed replies: releases the reply of the oldest admitted request
  * (it completed); returns false when none is held.
  */
-bool session_complete_one (struct session *s);
+bool nbd_session_complete_one (struct nbd_session *s);
 
 /* Applies the parked write id (or, with err, fails it with that errno)
- * and queues its reply, held for session_complete_one if hold.
+ * and queues its reply, held for nbd_session_complete_one if hold.
  */
-void session_resume (struct session *s, uint64_t id, int err, bool hold);
+void nbd_session_resume (struct nbd_session *s, uint64_t id, int err,
+                         bool hold);
 
-/* After an acknowledged NBD_OPT_STARTTLS: session_input consumed nothing
+/* After an acknowledged NBD_OPT_STARTTLS: nbd_session_input consumed nothing
  * beyond it, and the caller must send the output in the clear, run the
- * TLS handshake on the bytes that follow, then call session_tls_started.
+ * TLS handshake on the bytes that follow, then call nbd_session_tls_started.
  */
-bool session_starttls (const struct session *s);
-void session_tls_started (struct session *s);
+bool nbd_session_starttls (const struct nbd_session *s);
+void nbd_session_tls_started (struct nbd_session *s);
 
 /* Options refused with NBD_REP_ERR_TLS_REQD (or EXPORT_NAME dropped) under
  * --tls=require, for the log.
  */
-unsigned session_tls_refused (const struct session *s);
+unsigned nbd_session_tls_refused (const struct nbd_session *s);
 
 /* The device chosen, once in the transmission phase (NULL before), and
  * whether its control export was chosen.
  */
-const struct served_device *session_device (const struct session *s,
+const struct served_device *nbd_session_device (const struct nbd_session *s,
                                             bool *control);
 
 /* The session as the connection layer's protocol; its open takes the

@@ -10,19 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/control.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "zoned.h"
 #include "internal.h"
 #include "nbd-zones.h"
 
 #define REPORT_BATCH     64     /* zones per zn_report_zones call */
 
-/* A failed data request, for DATA_ERRNO or the session's SESSION_ERRNO. */
+/* A failed data request, for DATA_ERRNO or the error log's ERRLOG_ERRNO. */
 static void
-log_failure (struct session *s, uint32_t nbd_cmd, uint64_t offset,
+log_failure (struct nbd_session *s, uint32_t nbd_cmd, uint64_t offset,
              uint32_t count, int err)
 {
-  zn_control_session_log_error (s->d->ctl, s->zsession, nbd_cmd, offset,
+  zn_control_errlog_add (s->d->ctl, s->errlog, nbd_cmd, offset,
                                 count, err);
 }
 
@@ -43,7 +43,7 @@ nbd_error (int err)
 }
 
 static void
-reply_simple (struct session *s, uint64_t cookie, uint32_t error)
+reply_simple (struct nbd_session *s, uint64_t cookie, uint32_t error)
 {
   out_simple_reply (s, &(struct nbd_simple_reply) {
     .error = error, .cookie = cookie,
@@ -51,7 +51,7 @@ reply_simple (struct session *s, uint64_t cookie, uint32_t error)
 }
 
 static void
-chunk_header (struct session *s, uint16_t flags, uint16_t type,
+chunk_header (struct nbd_session *s, uint16_t flags, uint16_t type,
               uint64_t cookie, uint32_t len)
 {
   out_chunk (s, &(struct nbd_chunk) {
@@ -61,7 +61,8 @@ chunk_header (struct session *s, uint16_t flags, uint16_t type,
 
 /* A failed request: the error, and with structured replies a message. */
 static void
-reply_error (struct session *s, uint64_t cookie, int err, const char *fmt, ...)
+reply_error (struct nbd_session *s, uint64_t cookie, int err,
+             const char *fmt, ...)
 {
   struct message m;
   va_list ap;
@@ -84,7 +85,7 @@ reply_error (struct session *s, uint64_t cookie, int err, const char *fmt, ...)
  * Its 16 bytes are one receive for a client, a chunk's 20 are two.
  */
 static void
-reply_ok (struct session *s, uint64_t cookie)
+reply_ok (struct nbd_session *s, uint64_t cookie)
 {
   reply_simple (s, cookie, 0);
 }
@@ -112,7 +113,8 @@ all_zero (const unsigned char *p, size_t n)
 }
 
 static void
-cmd_read (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
+cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
+          uint32_t count)
 {
   const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
   size_t header = s->structured ? NBD_CHUNK_SIZE + 8 : NBD_SIMPLE_REPLY_SIZE;
@@ -158,8 +160,8 @@ cmd_read (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
 }
 
 static void
-cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
-           bool fua, const unsigned char *data)
+cmd_write (struct nbd_session *s, uint64_t cookie, uint64_t offset,
+           uint32_t count, bool fua, const unsigned char *data)
 {
   const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
   char why[256] = "";
@@ -197,7 +199,8 @@ cmd_write (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count,
  * (lib/nbd-zones.h).
  */
 static void
-cmd_trim (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
+cmd_trim (struct nbd_session *s, uint64_t cookie, uint64_t offset,
+          uint32_t count)
 {
   const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
   uint64_t zone_bytes = geo->zone_sectors << ZN_SECTOR_SHIFT;
@@ -222,7 +225,7 @@ cmd_trim (struct session *s, uint64_t cookie, uint64_t offset, uint32_t count)
 }
 
 struct extents {
-  struct session *s;
+  struct nbd_session *s;
   uint32_t count;
   uint64_t next;                /* byte offset the next extent starts at */
   uint64_t end;                 /* clip here */
@@ -262,7 +265,7 @@ extent_add (struct extents *e, const struct zn_extent *x)
 
 /* One BLOCK_STATUS chunk for context ctx over [offset, offset + count). */
 static void
-block_status_chunk (struct session *s, uint64_t cookie, int ctx, bool last,
+block_status_chunk (struct nbd_session *s, uint64_t cookie, int ctx, bool last,
                     uint64_t offset, uint32_t count, bool one)
 {
   struct extents e = {
@@ -299,7 +302,7 @@ block_status_chunk (struct session *s, uint64_t cookie, int ctx, bool last,
 }
 
 static void
-cmd_block_status (struct session *s, uint64_t cookie, uint64_t offset,
+cmd_block_status (struct nbd_session *s, uint64_t cookie, uint64_t offset,
                   uint32_t count, uint16_t flags)
 {
   int last = s->meta[CTX_ZONES] ? CTX_ZONES : CTX_ALLOCATION;
@@ -317,7 +320,7 @@ cmd_block_status (struct session *s, uint64_t cookie, uint64_t offset,
 
 /* Checks a request's range; 0, or the errno to reply with (and a message). */
 static int
-check_request (struct session *s, uint16_t type, uint16_t flags,
+check_request (struct nbd_session *s, uint16_t type, uint16_t flags,
                uint64_t offset, uint32_t count, char *why, size_t whylen)
 {
   uint64_t size = export_size (s->d, s->control);
@@ -369,16 +372,16 @@ command_name (uint16_t type)
   return type < sizeof names / sizeof names[0] ? names[type] : "command";
 }
 
-/* Keeps the reply just queued until session_complete_one releases it. */
+/* Keeps the reply just queued until nbd_session_complete_one releases it. */
 static void
-hold_reply (struct session *s)
+hold_reply (struct nbd_session *s)
 {
   if (s->held_count == s->held_cap) {
     unsigned cap = s->held_cap ? s->held_cap * 2 : 64;
     size_t *p = malloc (cap * sizeof *p);
 
     if (p == NULL)
-      session_out_of_memory (s);
+      nbd_session_out_of_memory (s);
     for (unsigned i = 0; i < s->held_count; i++)
       p[i] = s->held[(s->held_head + i) % s->held_cap];
     free (s->held);
@@ -389,17 +392,17 @@ hold_reply (struct session *s)
   s->held[(s->held_head + s->held_count++) % s->held_cap] = s->out.len;
 }
 
-/* Keeps an admitted write aside until session_resume; handle_request
+/* Keeps an admitted write aside until nbd_session_resume; handle_request
  * has checked it.
  */
 static long
-park (struct session *s, const struct nbd_request *rq,
+park (struct nbd_session *s, const struct nbd_request *rq,
       const unsigned char *payload)
 {
   struct parked *p = malloc (sizeof *p), **tail;
 
   if (p == NULL || (p->data = malloc (rq->count ? rq->count : 1)) == NULL)
-    session_out_of_memory (s);
+    nbd_session_out_of_memory (s);
   p->id = s->next_id - 1;
   p->cookie = rq->cookie;
   p->offset = rq->offset;
@@ -419,7 +422,7 @@ park (struct session *s, const struct nbd_request *rq,
  * than a small read).
  */
 static size_t
-reply_bound (const struct session *s, uint16_t type, uint32_t count)
+reply_bound (const struct nbd_session *s, uint16_t type, uint32_t count)
 {
   const size_t small = NBD_CHUNK_SIZE + 6 + sizeof ((struct message *) 0)->text;
 
@@ -439,7 +442,7 @@ reply_bound (const struct session *s, uint16_t type, uint32_t count)
  * write's data).
  */
 static long
-handle_request (struct session *s, const struct nbd_request *rq,
+handle_request (struct nbd_session *s, const struct nbd_request *rq,
                 const unsigned char *payload, size_t avail)
 {
   uint16_t flags = rq->flags, type = rq->type;
@@ -544,7 +547,8 @@ handle_request (struct session *s, const struct nbd_request *rq,
 }
 
 long
-transmission_step (struct session *s, const unsigned char *data, size_t len)
+transmission_step (struct nbd_session *s, const unsigned char *data,
+                   size_t len)
 {
   struct nbd_request rq;
 
@@ -557,7 +561,7 @@ transmission_step (struct session *s, const unsigned char *data, size_t len)
 
 
 bool
-session_complete_one (struct session *s)
+nbd_session_complete_one (struct nbd_session *s)
 {
   if (s->held_count == 0)
     return false;
@@ -569,7 +573,8 @@ session_complete_one (struct session *s)
 }
 
 void
-session_resume (struct session *s, uint64_t id, int err, bool hold)
+nbd_session_resume (struct nbd_session *s, uint64_t id, int err,
+                    bool hold)
 {
   struct parked **pp, *p;
 

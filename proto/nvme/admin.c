@@ -9,7 +9,7 @@
 
 #include <nvme/types.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 #include "internal.h"
 #include "zns.h"
 

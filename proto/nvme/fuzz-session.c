@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 #include "internal.h"
 
 static struct served_device devices[2];

@@ -10,7 +10,7 @@
 
 #include <nvme/types.h>
 
-#include "zonednull/zoned.h"
+#include "zoned.h"
 #include "internal.h"
 #include "zns.h"
 

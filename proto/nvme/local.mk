@@ -39,17 +39,14 @@ tests_test_nvme_session_LDADD = lib/libzonednull.la $(ISAL_LIBS)
 fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/session.c \
 	proto/nvme/command.c \
 	proto/nvme/fabrics.c proto/nvme/admin.c proto/nvme/io.c \
-	proto/nvme/zns.c lib/escape.c lib/zoned.c lib/geometry.c lib/pages.c \
-	lib/control.c lib/control-wire.c lib/queue.c lib/badblocks.c lib/cache.c \
-	lib/wplug.c lib/nbd-zones.c lib/store.c lib/pipeline.c lib/power.c \
-	lib/report.c
+	proto/nvme/zns.c $(filter %.c,$(lib_libzonednull_la_SOURCES))
 if HAVE_LIBFUZZER
 check_DATA += proto/nvme/fuzz-session
 endif
 proto/nvme/fuzz-session: $(fuzz_nvme_session_sources:%=$(srcdir)/%) \
 	proto/served.h proto/nvme/session.h proto/nvme/internal.h \
-	proto/nvme/pdu.h proto/nvme/command.h proto/nvme/zns.h lib/escape.h lib/pages.h \
-	lib/zoned-internal.h lib/store.h
+	proto/nvme/pdu.h proto/nvme/command.h proto/nvme/zns.h \
+	$(filter %.h,$(lib_libzonednull_la_SOURCES))
 	$(AM_V_CCLD)mkdir -p proto/nvme && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
 	  -DPACKAGE_VERSION='"$(PACKAGE_VERSION)"' \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

@@ -124,8 +124,4 @@ unsigned zn_queues_pool (const struct zn_queues *qs, unsigned queue);
 unsigned zn_queues_stats (struct zn_queues *qs, struct zn_queue_stats *dev,
                           struct zn_queue_stats *queues, unsigned max);
 
-/* Tags per pool and pools in the tag set. */
-uint32_t zn_tagset_depth (const struct zn_tagset *set);
-uint32_t zn_tagset_pools (const struct zn_tagset *set);
-
 #endif /* ZONEDNULL_QUEUE_H */

@@ -1,11 +1,37 @@
-# The queueing model (tags, hardware queues, completion timing, throttle):
-# included from Makefile.am.
-lib_libzonednull_la_SOURCES += \
-	include/zonednull/queue.h \
+# The device model: no transport, shared by every program; included from
+# Makefile.am.
+noinst_LTLIBRARIES = lib/libzonednull.la
+lib_libzonednull_la_SOURCES = \
+	include/zonednull/control.h \
+	include/zonednull/zone.h \
+	lib/backend.h \
 	lib/badblocks.c \
 	lib/cache.c \
-	lib/queue.c
-pkginclude_HEADERS += include/zonednull/queue.h
+	lib/control.c \
+	lib/control.h \
+	lib/control-wire.c \
+	lib/control-wire.h \
+	lib/escape.c \
+	lib/escape.h \
+	lib/fifo.h \
+	lib/geometry.c \
+	lib/nbd-zones.c \
+	lib/nbd-zones.h \
+	lib/pages.c \
+	lib/pages.h \
+	lib/params.c \
+	lib/params.h \
+	lib/pipeline.c \
+	lib/power.c \
+	lib/queue.c \
+	lib/queue.h \
+	lib/report.c \
+	lib/store.c \
+	lib/store.h \
+	lib/wplug.c \
+	lib/zoned.c \
+	lib/zoned.h \
+	lib/zoned-internal.h
 
 check_PROGRAMS += tests/test-queue
 tests_test_queue_SOURCES = tests/test-queue.c tests/check.h

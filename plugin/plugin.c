@@ -1,6 +1,7 @@
-/* nbdkit-zonednull-plugin: Linux null_blk's zoned device (6.1) over NBD.
+/* nbdkit-zonednull-plugin: Linux null_blk's zoned device over NBD, as
+ * the null_blk of Linux 6.1, 6.12 or 7.3 behaves (kernel=).
  *
- * The zone rules live in the model library (include/zonednull/zoned.h);
+ * The zone rules live in the model library (lib/zoned.h);
  * this file only turns NBD requests into model calls and model errors
  * into NBD errors and log lines.  NBD has no zone commands, so zones are
  * driven through the data path: writes at the write pointer, TRIM of
@@ -18,9 +19,9 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
-#include "zonednull/control.h"
-#include "zonednull/queue.h"
-#include "zonednull/zoned.h"
+#include "control.h"
+#include "queue.h"
+#include "zoned.h"
 #include "escape.h"
 #include "nbd-zones.h"
 #include "params.h"
@@ -75,10 +76,10 @@ struct handle {
   bool readonly;
   unsigned queue;               /* data export: the hardware queue it feeds */
   struct zn_control_conn conn;
-  /* Data export "nullbN/session/ID": the session its failures go to
+  /* Data export "nullbN/session/ID": the error log its failures go to
    * (NULL: the device-wide log).
    */
-  struct zn_control_session *session;
+  struct zn_control_errlog *errlog;
 };
 
 static void
@@ -257,13 +258,14 @@ zonednull_default_export (int readonly UNUSED, int is_tls UNUSED)
 }
 
 /* "" is nullb0, as the default export.  A data export may be named
- * "nullbN/session/ID" (zonednull-control(5)): *session is then its id,
- * otherwise 0.  *bad is set for a session name with a malformed id.
+ * "nullbN/session/ID" (zonednull-control(5)): *errlog is then ID, the id
+ * of its error log, otherwise 0.  *bad is set for such a name with a
+ * malformed id.
  */
 static struct device *
-find_device (const char *name, bool *control, uint64_t *session, bool *bad)
+find_device (const char *name, bool *control, uint64_t *errlog, bool *bad)
 {
-  *session = 0;
+  *errlog = 0;
   *bad = false;
   if (strcmp (name, "") == 0)
     name = ZN_DEFAULT_DEVICE;
@@ -278,8 +280,8 @@ find_device (const char *name, bool *control, uint64_t *session, bool *bad)
       *control = true;
       return &devices[i];
     }
-    r = zn_control_parse_session_name (name, strlen (name), devices[i].name,
-                                       session);
+    r = zn_control_parse_errlog_name (name, strlen (name), devices[i].name,
+                                       errlog);
     if (r == 1) {
       *control = false;
       return &devices[i];
@@ -297,7 +299,7 @@ zonednull_open (int readonly)
 {
   const char *name = nbdkit_export_name ();
   struct handle *h;
-  uint64_t session;
+  uint64_t errlog;
   bool bad;
   /* For the log: the client chose the name (escape.h). */
   char logged[ZN_ESCAPED_SIZE (64)];
@@ -311,11 +313,12 @@ zonednull_open (int readonly)
     return NULL;
   }
   h->readonly = readonly;
-  h->d = find_device (name, &h->control, &session, &bad);
+  h->d = find_device (name, &h->control, &errlog, &bad);
   if (h->d == NULL && bad) {
-    nbdkit_error ("export '%s': a session's name is nullbN" ZN_SESSION_INFIX
+    nbdkit_error ("export '%s': an error log's export is nullbN"
+                  ZN_ERRLOG_INFIX
                   "ID, ID being %d hex digits, not all zero "
-                  "(zonednull-control(5))", logged, ZN_SESSION_ID_DIGITS);
+                  "(zonednull-control(5))", logged, ZN_ERRLOG_ID_DIGITS);
     free (h);
     return NULL;
   }
@@ -326,10 +329,10 @@ zonednull_open (int readonly)
     free (h);
     return NULL;
   }
-  if (session) {
-    h->session = zn_control_session_attach (h->d->ctl, session);
-    if (h->session == NULL) {
-      nbdkit_error ("export '%s': out of memory for the session", logged);
+  if (errlog) {
+    h->errlog = zn_control_errlog_attach (h->d->ctl, errlog);
+    if (h->errlog == NULL) {
+      nbdkit_error ("export '%s': out of memory for the error log", logged);
       free (h);
       return NULL;
     }
@@ -345,10 +348,10 @@ zonednull_close (void *handle)
 {
   struct handle *h = handle;
 
-  /* The session first: once the queue counts the connection gone, its
-   * session is idle (tests wait for that).
+  /* The error log first: once the queue counts the connection gone, its
+   * error log is idle (tests wait for that).
    */
-  zn_control_session_detach (h->d->ctl, h->session);
+  zn_control_errlog_detach (h->d->ctl, h->errlog);
   if (!h->control)
     zn_queues_detach (h->d->qs, h->queue);
   free (h);
@@ -486,7 +489,7 @@ check_alignment (struct device *d, const char *what, uint32_t count,
 }
 
 /* A failed data request: logged, remembered for DATA_ERRNO (or the
- * connection's session, for SESSION_ERRNO), sent.
+ * connection's error log, for ERRLOG_ERRNO), sent.
  */
 static int
 data_error (struct handle *h, const char *what, uint32_t nbd_cmd,
@@ -495,7 +498,7 @@ data_error (struct handle *h, const char *what, uint32_t nbd_cmd,
   struct device *d = h->d;
 
   request_error (d, what, count, offset, err);
-  zn_control_session_log_error (d->ctl, h->session, nbd_cmd, offset, count,
+  zn_control_errlog_add (d->ctl, h->errlog, nbd_cmd, offset, count,
                                 err);
   nbdkit_set_error (wire_errno (err));
   return -1;
@@ -635,7 +638,7 @@ zonednull_trim (void *handle, uint32_t count, uint64_t offset,
                     ": reset of zones %" PRIu64 " to %" PRIu64
                     " failed (a READONLY or OFFLINE zone cannot be reset): %s",
                     d->name, offset, count, first, last, error_text (-r));
-    zn_control_session_log_error (d->ctl, h->session, NBD_CMD_TRIM, offset,
+    zn_control_errlog_add (d->ctl, h->errlog, NBD_CMD_TRIM, offset,
                                   count, -r);
     nbdkit_set_error (wire_errno (-r));
     return -1;
@@ -698,8 +701,8 @@ static struct nbdkit_plugin plugin = {
 #ifdef PACKAGE_VERSION
   .version           = PACKAGE_VERSION,
 #endif
-  .description       = "Linux null_blk's zoned block device (kernel 6.1) "
-                       "over NBD, without root",
+  .description       = "Linux null_blk's zoned block device (kernel 6.1, "
+                       "6.12 or 7.3) over NBD, without root",
   .load              = zonednull_load,
   .unload            = zonednull_unload,
   .config            = zonednull_config,

@@ -1,13 +1,13 @@
-/* Sessions: exact errnos per data connection, against both servers (nbdkit
- * with the plugin, then zonednull-server).  Two clients fail the same
- * request (type, offset, length) with different errnos, each asking only
- * afterwards: each must get its own.  Sessions are isolated from plain
- * connections both ways, malformed session names are refused, the
- * SESSION_ERRNO wire rules hold, the logs keep their bounds (64 failures
- * per session; every attached session and the 256 most recently detached
- * per device), and a server without sessions (nbdkit's exportname filter
- * refusing the names) is served through the device-wide log.  Outcomes
- * only, never speed.
+/* Error logs: exact errnos per data connection, against both servers
+ * (nbdkit with the plugin, then zonednull-server).  Two clients fail the
+ * same request (type, offset, length) with different errnos, each asking
+ * only afterwards: each must get its own.  Error logs are isolated from
+ * plain connections both ways, malformed export names of error logs are
+ * refused, the ERRLOG_ERRNO wire rules hold, the logs keep their bounds
+ * (64 failures per error log; every attached error log and the 256 most
+ * recently detached per device), and a server without error logs
+ * (nbdkit's exportname filter refusing the names) is served through the
+ * device-wide log.  Outcomes only, never speed.
  *
  * Device: 8 zones of 1 MiB (2048 sectors), zone 0 conventional, at most
  * 1 open zone; two devices.
@@ -25,6 +25,7 @@
 #include <libnbd.h>
 
 #include "check.h"
+#include "control-wire.h"
 #include "server-fixture.h"
 #include "zonednull/client.h"
 
@@ -42,18 +43,18 @@ static const char *const default_device[] = {
 
 static unsigned char block[BLOCK];
 
-/* The errno a session's log (session 0: the device-wide log) holds for a
+/* The errno error log errlog (0: the device-wide log) holds for a
  * write of one block at off must be want (0: none).
  */
-#define EXPECT_LOGGED(c, session, off, want)                            \
+#define EXPECT_LOGGED(c, errlog, off, want)                             \
   do {                                                                  \
     int logged_ = -1;                                                   \
-    EXPECT_OK (c, zn_client_session_errno (c, session, ZN_NBD_CMD_WRITE, \
-                                           off, BLOCK, &logged_));      \
+    EXPECT_OK (c, zn_client_errlog_errno (c, errlog, ZN_NBD_CMD_WRITE,  \
+                                          off, BLOCK, &logged_));       \
     if (logged_ != (want)) {                                            \
-      fprintf (stderr, "%s:%d: %s: session %016llx has errno %d (%s) "  \
+      fprintf (stderr, "%s:%d: %s: error log %016llx has errno %d (%s) " \
                "for the write at %llu, expected %s\n", __FILE__,        \
-               __LINE__, fixture_target, (unsigned long long) (session), \
+               __LINE__, fixture_target, (unsigned long long) (errlog), \
                logged_, logged_ ? zn_errno_name (logged_) : "none",     \
                (unsigned long long) (off), #want);                      \
       exit (EXIT_FAILURE);                                              \
@@ -125,9 +126,9 @@ raw_close (struct nbd_handle *h)
 }
 
 static struct nbd_handle *
-open_data_ok (struct zn_client *c, uint64_t *session)
+open_data_ok (struct zn_client *c, uint64_t *errlog)
 {
-  struct nbd_handle *h = zn_client_open_data (c, session);
+  struct nbd_handle *h = zn_client_open_data (c, errlog);
 
   if (h == NULL) {
     fprintf (stderr, "%s: zn_client_open_data: %s\n", fixture_target,
@@ -155,7 +156,7 @@ connections (struct zn_client *c)
 }
 
 /* Waits until the server has closed all but want data connections: both
- * servers detach a connection's session before they stop counting it.
+ * servers detach a connection's error log before they stop counting it.
  * The bound only turns a server that never closes one into a failure
  * with the count, instead of a hang.
  */
@@ -168,7 +169,7 @@ wait_connections (struct zn_client *c, uint32_t want)
     struct timespec tick = { 0, 1000 * 1000 };
 
     if (ms == 120 * 1000) {
-      fprintf (stderr, "test-session: the server still counts %" PRIu32
+      fprintf (stderr, "test-errlog: the server still counts %" PRIu32
                " connections, not %" PRIu32 ", after 120 s\n", have, want);
       exit (EXIT_FAILURE);
     }
@@ -176,9 +177,9 @@ wait_connections (struct zn_client *c, uint32_t want)
   }
 }
 
-/* Two clients, each in a session, fail the same write with different
- * errnos at different times and ask only afterwards.  With one
- * device-wide log the first would get the second's errno.
+/* Two clients, each with an error log of its own, fail the same write
+ * with different errnos at different times and ask only afterwards.  With
+ * one device-wide log the first would get the second's errno.
  */
 static void
 test_exact (const struct spawned *s)
@@ -205,7 +206,7 @@ test_exact (const struct spawned *s)
   EXPECT_OWN (a, R_OFF, EIO);
   /* The library's own calls ask the same way. */
   EXPECT_ERRNO (b, zn_client_pwrite (b, block, BLOCK, R_OFF), ETOOMANYREFS);
-  /* Session failures stay out of the device-wide log. */
+  /* Failures in error logs stay out of the device-wide log. */
   EXPECT_LOGGED (a, 0, R_OFF, 0);
 
   /* The same with connections of zn_client_open_data, the errnos the
@@ -225,19 +226,19 @@ test_exact (const struct spawned *s)
   EXPECT_LOGGED (b, s2, R_OFF, EIO);
   /* Only the command type, offset and length that failed. */
   err = -1;
-  EXPECT_OK (a, zn_client_session_errno (a, s1, ZN_NBD_CMD_READ, R_OFF,
-                                         BLOCK, &err));
+  EXPECT_OK (a, zn_client_errlog_errno (a, s1, ZN_NBD_CMD_READ, R_OFF,
+                                        BLOCK, &err));
   CHECK_EQ (err, 0);
   EXPECT_LOGGED (a, s1, R_OFF + BLOCK, 0);
   err = -1;
-  EXPECT_OK (a, zn_client_session_errno (a, s1, ZN_NBD_CMD_WRITE, R_OFF,
-                                         2 * BLOCK, &err));
+  EXPECT_OK (a, zn_client_errlog_errno (a, s1, ZN_NBD_CMD_WRITE, R_OFF,
+                                        2 * BLOCK, &err));
   CHECK_EQ (err, 0);
-  /* The clients' own sessions are untouched. */
+  /* The clients' own error logs are untouched. */
   EXPECT_OWN (a, R_OFF, EIO);
   EXPECT_OWN (b, R_OFF, ETOOMANYREFS);
 
-  /* A plain connection logs to the device-wide log only, and a session
+  /* A plain connection logs to the device-wide log only, and an error log
    * that never failed has nothing, whatever plain connections do.
    */
   plain = raw_connect (s, "", NULL, 0);
@@ -250,12 +251,12 @@ test_exact (const struct spawned *s)
   EXPECT_LOGGED (a, s3, R_OFF, 0);
   EXPECT_LOGGED (a, s1, R_OFF, ETOOMANYREFS);
   EXPECT_OWN (b, R_OFF, ETOOMANYREFS);
-  /* A write the session makes fail later replaces its earlier errno. */
+  /* A later failure of the same write replaces the earlier errno. */
   write_fails (h1, R_OFF);                        /* now EIO */
   EXPECT_LOGGED (a, s1, R_OFF, EIO);
 
-  /* A session's connection is the device: data written through it reads
-   * back through the others.
+  /* A connection with an error log is the device: data written through it
+   * reads back through the others.
    */
   {
     unsigned char in[BLOCK];
@@ -275,8 +276,8 @@ test_exact (const struct spawned *s)
   zn_client_close (b);
 }
 
-/* Session names: valid ones for every device, malformed ones refused with
- * a message naming the rule.
+/* Export names of error logs: valid ones for every device, malformed ones
+ * refused with a message naming the rule.
  */
 static void
 test_names (const struct spawned *s)
@@ -312,7 +313,7 @@ test_names (const struct spawned *s)
       exit (EXIT_FAILURE);
     }
   }
-  /* No device 2, so no sessions of it. */
+  /* No device 2, so no error logs of it. */
   CHECK (raw_connect (s, "nullb2/session/0123456789abcdef", NULL, 0) == NULL);
   /* nbdkit keeps the plugin's message in its log; zonednull-server sends
    * it in its reply, which libnbd 1.14 does not pass on, so ask nbdinfo
@@ -320,15 +321,15 @@ test_names (const struct spawned *s)
    */
   if (!fixture_native) {
     spawn_log (s, log, sizeof log);
-    if (strstr (log, "export 'nullb0/session/xyz': a session's name is "
+    if (strstr (log, "export 'nullb0/session/xyz': an error log's export is "
                 "nullbN/session/ID, ID being 16 hex digits") == NULL) {
-      fprintf (stderr, "%s: no message for the malformed session name in "
+      fprintf (stderr, "%s: no message for the malformed export name in "
                "the log:\n%s\n", fixture_target, log);
       exit (EXIT_FAILURE);
     }
   }
 
-  /* A client on nullb1 is in a session of nullb1. */
+  /* A client on nullb1 has an error log of nullb1. */
   server_uri (uri, sizeof uri, s, "nullb1");
   {
     struct zn_client *c = connect_ok (uri);
@@ -347,15 +348,15 @@ test_names (const struct spawned *s)
   }
 }
 
-/* SESSION_ERRNO on the wire: exactly 48 bytes, argument and reserved
- * bytes zero, session not 0; a malformed one fails the write with EINVAL
+/* ERRLOG_ERRNO on the wire: exactly 48 bytes, argument and reserved
+ * bytes zero, error log not 0; a malformed one fails the write with EINVAL
  * and leaves the result alone.
  */
 static void
 test_wire (const struct spawned *s)
 {
   struct nbd_handle *ctl = raw_connect (s, "nullb0/control", NULL, 0);
-  unsigned char buf[ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE + 8];
+  unsigned char buf[ZN_COMMAND_SIZE + ZN_ERRLOG_ERRNO_SIZE + 8];
   unsigned char page[ZN_CONTROL_HEADER_SIZE];
   struct zn_control_info info;
   uint64_t seq;
@@ -365,14 +366,14 @@ test_wire (const struct spawned *s)
   CHECK_EQ (zn_control_decode_header (page, &info), 0);
   seq = info.result_seq;
 
-  /* Well formed: an unknown session has nothing. */
-  zn_control_encode_session_errno (buf, 0x77, ZN_NBD_CMD_WRITE, R_OFF, BLOCK);
-  CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE, 0, 0)
+  /* Well formed: an unknown error log has nothing. */
+  zn_control_encode_errlog_errno (buf, 0x77, ZN_NBD_CMD_WRITE, R_OFF, BLOCK);
+  CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE + ZN_ERRLOG_ERRNO_SIZE, 0, 0)
          == 0);
   CHECK (nbd_pread (ctl, page, sizeof page, 0, 0) == 0);
   CHECK_EQ (zn_control_decode_header (page, &info), 0);
   CHECK_EQ (info.result_seq, seq + 1);
-  CHECK_EQ (info.result_op, ZN_CMD_SESSION_ERRNO);
+  CHECK_EQ (info.result_op, ZN_CMD_ERRLOG_ERRNO);
   CHECK_EQ (info.result_errno, 0);
   CHECK_EQ (info.result_sector, R_OFF);
   CHECK_EQ (info.result_nr_sectors, BLOCK);
@@ -380,27 +381,27 @@ test_wire (const struct spawned *s)
   /* The command without its payload, or with more. */
   CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE, 0, 0) == -1);
   CHECK_EQ (nbd_get_errno (), EINVAL);
-  memset (buf + ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE, 0, 8);
+  memset (buf + ZN_COMMAND_SIZE + ZN_ERRLOG_ERRNO_SIZE, 0, 8);
   CHECK (nbd_pwrite (ctl, buf, sizeof buf, 0, 0) == -1);
   CHECK_EQ (nbd_get_errno (), EINVAL);
-  /* Session 0, a non-zero argument, non-zero reserved bytes. */
-  zn_control_encode_session_errno (buf, 0, ZN_NBD_CMD_WRITE, R_OFF, BLOCK);
-  CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE, 0, 0)
+  /* Error log 0, a non-zero argument, non-zero reserved bytes. */
+  zn_control_encode_errlog_errno (buf, 0, ZN_NBD_CMD_WRITE, R_OFF, BLOCK);
+  CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE + ZN_ERRLOG_ERRNO_SIZE, 0, 0)
          == -1);
   CHECK_EQ (nbd_get_errno (), EINVAL);
-  zn_control_encode_session_errno (buf, 0x77, ZN_NBD_CMD_WRITE, R_OFF, BLOCK);
+  zn_control_encode_errlog_errno (buf, 0x77, ZN_NBD_CMD_WRITE, R_OFF, BLOCK);
   buf[31] = 1;
-  CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE, 0, 0)
+  CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE + ZN_ERRLOG_ERRNO_SIZE, 0, 0)
          == -1);
   CHECK_EQ (nbd_get_errno (), EINVAL);
-  zn_control_encode_session_errno (buf, 0x77, ZN_NBD_CMD_WRITE, R_OFF, BLOCK);
+  zn_control_encode_errlog_errno (buf, 0x77, ZN_NBD_CMD_WRITE, R_OFF, BLOCK);
   buf[ZN_COMMAND_SIZE + 15] = 1;
-  CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE, 0, 0)
+  CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE + ZN_ERRLOG_ERRNO_SIZE, 0, 0)
          == -1);
   CHECK_EQ (nbd_get_errno (), EINVAL);
   /* Not at offset 0. */
-  zn_control_encode_session_errno (buf, 0x77, ZN_NBD_CMD_WRITE, R_OFF, BLOCK);
-  CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE + ZN_SESSION_ERRNO_SIZE, 512,
+  zn_control_encode_errlog_errno (buf, 0x77, ZN_NBD_CMD_WRITE, R_OFF, BLOCK);
+  CHECK (nbd_pwrite (ctl, buf, ZN_COMMAND_SIZE + ZN_ERRLOG_ERRNO_SIZE, 512,
                      0) == -1);
   CHECK_EQ (nbd_get_errno (), EINVAL);
   CHECK (nbd_pread (ctl, page, sizeof page, 0, 0) == 0);
@@ -409,9 +410,9 @@ test_wire (const struct spawned *s)
   raw_close (ctl);
 }
 
-/* The bounds: a session keeps its last ZN_CONTROL_SESSION_LOG failures;
- * a device keeps every attached session and the ZN_CONTROL_SESSIONS most
- * recently detached ones, so sessions that come and go cannot grow the
+/* The bounds: an error log keeps its last ZN_CONTROL_ERRLOG_SIZE failures;
+ * a device keeps every attached error log and the ZN_CONTROL_ERRLOGS most
+ * recently detached ones, so error logs that come and go cannot grow the
  * server without limit.
  */
 static void
@@ -426,23 +427,23 @@ test_bounds (const struct spawned *s)
   char name[64];
 
   reset_all (c);
-  /* One session, ZN_CONTROL_SESSION_LOG + 1 failures (all EIO: zone 4 is
+  /* One error log, ZN_CONTROL_ERRLOG_SIZE + 1 failures (all EIO: zone 4 is
    * EMPTY and none is at its write pointer): the first is forgotten.
    */
   h = open_data_ok (c, &sid);
-  for (unsigned k = 1; k <= ZN_CONTROL_SESSION_LOG + 1; k++)
+  for (unsigned k = 1; k <= ZN_CONTROL_ERRLOG_SIZE + 1; k++)
     write_fails (h, zone4 + k * BLOCK);
   EXPECT_LOGGED (c, sid, zone4 + BLOCK, 0);
   EXPECT_LOGGED (c, sid, zone4 + 2 * BLOCK, EIO);
-  EXPECT_LOGGED (c, sid, zone4 + (ZN_CONTROL_SESSION_LOG + 1) * BLOCK, EIO);
+  EXPECT_LOGGED (c, sid, zone4 + (ZN_CONTROL_ERRLOG_SIZE + 1) * BLOCK, EIO);
   raw_close (h);
 
-  /* A live session is never dropped, however many come and go after it. */
+  /* A live error log is never dropped, however many come and go after it. */
   live = open_data_ok (c, &lid);
   write_fails (live, zone5 + BLOCK);
   base = connections (c);
-  for (unsigned i = 0; i <= ZN_CONTROL_SESSIONS; i++) {
-    CHECK (zn_control_session_name (name, sizeof name, "nullb0", first + i)
+  for (unsigned i = 0; i <= ZN_CONTROL_ERRLOGS; i++) {
+    CHECK (zn_control_errlog_name (name, sizeof name, "nullb0", first + i)
            > 0);
     h = raw_connect (s, name, NULL, 0);
     CHECK (h != NULL);
@@ -453,10 +454,10 @@ test_bounds (const struct spawned *s)
   }
   EXPECT_LOGGED (c, first, zone6 + BLOCK, 0);
   EXPECT_LOGGED (c, first + 1, zone6 + BLOCK, EIO);
-  EXPECT_LOGGED (c, first + ZN_CONTROL_SESSIONS, zone6 + BLOCK, EIO);
+  EXPECT_LOGGED (c, first + ZN_CONTROL_ERRLOGS, zone6 + BLOCK, EIO);
   EXPECT_LOGGED (c, lid, zone5 + BLOCK, EIO);
-  /* A session found again is the same session, with its log. */
-  CHECK (zn_control_session_name (name, sizeof name, "", first + 1) > 0);
+  /* An error log found again is the same, with its failures. */
+  CHECK (zn_control_errlog_name (name, sizeof name, "", first + 1) > 0);
   h = raw_connect (s, name, NULL, 0);
   CHECK (h != NULL);
   write_fails (h, zone6 + 2 * BLOCK);
@@ -465,8 +466,8 @@ test_bounds (const struct spawned *s)
   EXPECT_LOGGED (c, first + 1, zone6 + BLOCK, EIO);
   EXPECT_LOGGED (c, first + 1, zone6 + 2 * BLOCK, EIO);
   /* Found again, first + 1 is the most recently detached; the oldest
-   * is first + 2, dropped when the live session detaches, which then is
-   * the most recent itself: the next session to come and go drops
+   * is first + 2, dropped when the live error log detaches, which then is
+   * the most recent itself: the next error log to come and go drops
    * first + 3, not it.
    */
   raw_close (live);
@@ -474,7 +475,7 @@ test_bounds (const struct spawned *s)
   EXPECT_LOGGED (c, first + 2, zone6 + BLOCK, 0);
   EXPECT_LOGGED (c, first + 3, zone6 + BLOCK, EIO);
   EXPECT_LOGGED (c, lid, zone5 + BLOCK, EIO);
-  CHECK (zn_control_session_name (name, sizeof name, "nullb0", first) > 0);
+  CHECK (zn_control_errlog_name (name, sizeof name, "nullb0", first) > 0);
   h = raw_connect (s, name, NULL, 0);
   CHECK (h != NULL);
   raw_close (h);
@@ -486,11 +487,12 @@ test_bounds (const struct spawned *s)
   zn_client_close (c);
 }
 
-/* A server that refuses session names (as one predating them does): the
- * client falls back to the plain name and the device-wide log.
+/* A server that refuses the export names of error logs (as one predating
+ * them does): the client falls back to the plain name and the device-wide
+ * log.
  */
 static void
-test_no_sessions (void)
+test_no_errlogs (void)
 {
   static const char *const strict[] = {
     "exportname-strict=true", "exportname=nullb0",
@@ -538,17 +540,17 @@ run_all (void)
   test_bounds (&s);
   server_stop (&s);
   if (!fixture_native)
-    test_no_sessions ();
+    test_no_errlogs ();
 }
 
 int
 main (void)
 {
-  fixture_init (__FILE__, "session", true);
+  fixture_init (__FILE__, "errlog", true);
   fixture_use (false);
   run_all ();
   fixture_use (true);
   run_all ();
-  printf ("test-session: all checks passed on both servers\n");
+  printf ("test-errlog: all checks passed on both servers\n");
   return EXIT_SUCCESS;
 }
