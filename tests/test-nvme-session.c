@@ -59,7 +59,7 @@ idle_timeout (void *owner, unsigned ms)
   idle_ms[(int *) owner - owners] = ms;
 }
 
-static int
+static struct admission
 admit (void *owner, void *session, const struct data_request *rq)
 {
   (void) owner;
@@ -67,9 +67,9 @@ admit (void *owner, void *session, const struct data_request *rq)
   (void) rq;
   if (admit_later > 0) {
     admit_later--;
-    return ADMIT_LATER;
+    return (struct admission) { ADMIT_LATER, 0 };
   }
-  return 0;
+  return (struct admission) { ADMIT_NOW, 0 };
 }
 
 static bool

@@ -55,7 +55,8 @@ struct nbd_session {
   size_t *held;
   unsigned held_head, held_count, held_cap;
   uint64_t next_id;             /* of the next data request */
-  int forced_error;             /* the admitted request fails with it */
+  int forced_error;             /* the admitted request fails with it
+                                   (a negative errno) */
   struct parked *parked;        /* writes waiting for a write pointer */
   bool disc;                    /* NBD_CMD_DISC came */
 };

@@ -171,7 +171,7 @@ cmd_write (struct nbd_session *s, uint64_t cookie, uint64_t offset,
     r = zn_control_pwrite (s->d->ctl, &s->conn, data, count, offset,
                            why, sizeof why);
   else {
-    r = s->forced_error ? -s->forced_error
+    r = s->forced_error ? s->forced_error
       : (fua ? zn_write_fua : zn_write)
           (s->d->dev, data, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
     s->forced_error = 0;
@@ -504,14 +504,14 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
       .offset = offset,
       .count = count, .bytes = type == CMD_READ || type == CMD_WRITE ? count : 0,
     };
-    int v = s->sv->admit (s->owner, s, &drq);
+    struct admission a = s->sv->admit (s->owner, s, &drq);
 
-    if (v == ADMIT_LATER)
+    if (a.outcome == ADMIT_LATER)
       return 0;
     s->next_id++;
-    if (v == ADMIT_PARK)
+    if (a.outcome == ADMIT_PARK)
       return park (s, rq, payload);
-    s->forced_error = v;
+    s->forced_error = a.err;
   }
 
   switch (type) {

@@ -156,7 +156,7 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
   unsigned char *buf;
 
   if (err) {
-    fail (s, cmd, forced_status (io, err), LOC_SLBA);
+    fail (s, cmd, forced_status (io, -err), LOC_SLBA);
     return;
   }
   switch (cmd->opcode) {
@@ -250,19 +250,19 @@ io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
       .count = (uint32_t) ((uint64_t) io.nlb * bs),
       .bytes = io.bytes,
     };
-    int v;
+    struct admission a;
 
     if (io.slba > UINT64_MAX / bs || (uint64_t) io.nlb * bs > UINT32_MAX)
       drq.offset = drq.count = 0;
-    v = sv->admit (s->owner, s, &drq);
-    if (v == ADMIT_LATER)
+    a = sv->admit (s->owner, s, &drq);
+    if (a.outcome == ADMIT_LATER)
       return 0;
     s->next_id++;
-    if (v == ADMIT_PARK) {
+    if (a.outcome == ADMIT_PARK) {
       park (s, cmd, data);
       return 1;
     }
-    err = v;
+    err = a.err;
   }
   mark = s->out_len;
   run (s, cmd, &io, *data, err);
