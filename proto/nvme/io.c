@@ -210,17 +210,9 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
 static void
 park (struct nvme_session *s, const struct nvme_cmd *cmd, unsigned char **data)
 {
-  struct nvme_parked *p = calloc (1, sizeof *p), **tail;
-
-  if (p == NULL)
+  if (!park_write (&s->parked, s->next_id - 1, cmd, sizeof *cmd, *data))
     nvme_out_of_memory (s);
-  p->id = s->next_id - 1;
-  p->cmd = *cmd;
-  p->data = *data;
   *data = NULL;
-  for (tail = &s->parked; *tail; tail = &(*tail)->next)
-    ;
-  *tail = p;
 }
 
 int
@@ -272,16 +264,17 @@ io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
 }
 
 void
-io_resume (struct nvme_session *s, struct nvme_parked *p, int err)
+io_resume (struct nvme_session *s, const struct nvme_cmd *cmd,
+           const unsigned char *data, int err)
 {
   struct io io;
   uint16_t loc;
 
-  if (check (s, &p->cmd, p->cmd.sgl_len, &io, &loc) != 0) {
-    reply (s, &p->cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INTERNAL), 0);
+  if (check (s, cmd, cmd->sgl_len, &io, &loc) != 0) {
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INTERNAL), 0);
     return;
   }
-  run (s, &p->cmd, &io, p->data, err);
+  run (s, cmd, &io, data, err);
 }
 
 /* MDTS: the power of two of 4 KiB pages nearest the devices' smallest
