@@ -16,6 +16,7 @@
 #include <isa-l/crc.h>
 #include <nvme/types.h>
 
+#include "fifo.h"
 #include "internal.h"
 
 /* ---- CRC32C ---------------------------------------------------------------
@@ -322,12 +323,7 @@ static void
 ready_push (struct nvme_session *s, struct nvme_req *rq)
 {
   rq->state = RQ_READY;
-  rq->next = NULL;
-  if (s->ready_tail)
-    s->ready_tail->next = rq;
-  else
-    s->ready_head = rq;
-  s->ready_tail = rq;
+  ZN_FIFO_PUSH (s->ready_head, s->ready_tail, rq, next);
 }
 
 /* Whether cmd may have its data sent after an R2T: 0, or the status it
@@ -606,8 +602,7 @@ run_ready (struct nvme_session *s)
   while ((rq = s->ready_head) != NULL && !s->dead) {
     if (execute (s, rq) == 0)
       return false;
-    if ((s->ready_head = rq->next) == NULL)
-      s->ready_tail = NULL;
+    ZN_FIFO_POP (s->ready_head, s->ready_tail, rq, next);
     req_free (s, rq);
   }
   return true;
