@@ -1,8 +1,7 @@
 # The client library's example programs, included by Makefile.am.  `make
-# check` links them against the build tree's library and runs them
-# (tests/client/test-examples.sh), which also builds them with pkg-config
-# as a user would when an installed zonednull-client is found.
-check_PROGRAMS += examples/report-zones examples/append-read
+# check` builds them (tests/local.mk) against the build tree's library and
+# runs them (tests/client/test-examples.sh), which also builds them with
+# pkg-config as a user would when an installed zonednull-client is found.
 examples_report_zones_SOURCES = examples/report-zones.c
 examples_report_zones_LDADD = client/libzonednull-client.la
 examples_report_zones_LDFLAGS = $(AM_LDFLAGS) -no-install

@@ -247,6 +247,8 @@ tests_client_test_control_snapshot_SOURCES = \
 tests_client_test_control_snapshot_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 tests_client_test_control_snapshot_LDADD = client/libzonednull-client.la $(LIBNBD_LIBS)
 tests_client_test_control_snapshot_LDFLAGS = $(AM_LDFLAGS) -no-install
+# The examples' programs (examples/local.mk), run by test-examples.sh.
+check_PROGRAMS += examples/report-zones examples/append-read
 CLIENT_TESTS = \
 	tests/client/test-cli.sh \
 	tests/client/test-cli-server.sh \

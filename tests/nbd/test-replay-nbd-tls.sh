@@ -19,7 +19,7 @@ psktool -u replay -p "$tmpdir/keys.psk" >/dev/null || fail "psktool"
 
 mkdir "$tmpdir/servers" || fail "mkdir $tmpdir/servers"
 count=0
-for trace in "$srcdir"/tests/traces/*.trace; do
+for trace in "$srcdir"/tests/traces/k6.1/*.trace; do
   TMPDIR=$tmpdir/servers NBDKIT=$NBDKIT "$replay" --nbdkit="$ZONEDNULL_PLUGIN" \
     --tls-psk="$tmpdir/keys.psk" "$trace" >"$tmpdir/out" 2>&1 ||
     fail "$(basename "$trace") over NBD with TLS: $(cat "$tmpdir/out")"

@@ -22,7 +22,7 @@ replay_nbd () {
 # The 6.1 traces, and those recorded again on 6.12 and 7.3: each is
 # replayed with the kernel of its own header (kernel= to nbdkit).
 count=0
-for trace in "$srcdir"/tests/traces/*.trace "$srcdir"/tests/traces/k*/*.trace; do
+for trace in "$srcdir"/tests/traces/k*/*.trace; do
   replay_nbd "$trace" >"$tmpdir/out" 2>&1 ||
     fail "$(basename "$trace") over NBD: $(cat "$tmpdir/out")"
   grep -q "ops match on the NBD server\$" "$tmpdir/out" ||

@@ -416,7 +416,7 @@ stop_server "$pid"
 # ---- the golden traces over TLS ----------------------------------------------
 
 count=0
-for trace in "$srcdir"/tests/traces/*.trace; do
+for trace in "$srcdir"/tests/traces/k6.1/*.trace; do
   config=$(sed -n '2s/^# null_blk configfs: //p' "$trace" |
            tr ' ' '\n' | grep -v -e '^irqmode=' -e '^completion_nsec=' \
                                  -e '^hw_queue_depth=' | tr '\n' ' ')

@@ -136,7 +136,7 @@ stop_server "$pid"
 # Header line 2 holds the configfs values; the queueing ones do not
 # change results.  Line 1 names the kernel: the 6.12 and 7.3 traces run
 # with kernel= (the server then has the zone write plug in front).
-for trace in "$srcdir"/tests/traces/*.trace "$srcdir"/tests/traces/k*/*.trace; do
+for trace in "$srcdir"/tests/traces/k*/*.trace; do
   config=$(sed -n '2s/^# null_blk configfs: //p' "$trace" |
            tr ' ' '\n' | grep -v -e '^irqmode=' -e '^completion_nsec=' \
                                  -e '^hw_queue_depth=' | tr '\n' ' ')
