@@ -11,11 +11,11 @@ need_nbdsh
 [ -x "$ZONEDNULL_CLI" ] || fail "no CLI at $ZONEDNULL_CLI"
 export ZONEDNULL_SERVER
 zn=$ZONEDNULL_CLI
-backing_py=$(dirname "$0")/../common/files.py
+files_py=$(dirname "$0")/../common/files.py
 
 # py COMMAND ARG...: tests/common/files.py (which see); fails the test on error.
 py () {
-  /usr/bin/python3 "$backing_py" "$@" || fail "backing.py $*"
+  /usr/bin/python3 "$files_py" "$@" || fail "files.py $*"
 }
 
 # zn_ok ARG...: the CLI must succeed; its output is in $tmpdir/zn.out.

@@ -3,14 +3,14 @@
 # clients and its verification.  Run by Debian's /usr/bin/python3, which
 # has the nbd module.
 #
-#   backing.py write URI OFF LEN SEED [fua|flush]   (bytes)
-#   backing.py write-fails URI OFF LEN               (with EIO)
-#   backing.py expect URI OFF LEN SEED|zero
-#   backing.py snapshot CLI URI
-#   backing.py restarted <SNAPSHOT
-#   backing.py files CLI URI DIR
-#   backing.py storm-client CLI URI LOG ID CONV_ZONE SEQ_ZONES SHARED_ZONES
-#   backing.py storm-verify CLI URI DIR LOG...
+#   files.py write URI OFF LEN SEED [fua|flush]   (bytes)
+#   files.py write-fails URI OFF LEN               (with EIO)
+#   files.py expect URI OFF LEN SEED|zero
+#   files.py snapshot CLI URI
+#   files.py restarted <SNAPSHOT
+#   files.py files CLI URI DIR
+#   files.py storm-client CLI URI LOG ID CONV_ZONE SEQ_ZONES SHARED_ZONES
+#   files.py storm-verify CLI URI DIR LOG...
 import hashlib
 import json
 import os
@@ -25,7 +25,7 @@ SECTOR = 512
 
 
 def fail(msg):
-    sys.exit("backing.py: " + msg)
+    sys.exit("files.py: " + msg)
 
 
 def data_of(seed, length):

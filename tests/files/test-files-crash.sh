@@ -21,7 +21,7 @@ for kind in nbdkit server; do
     first=$((4 + c * 6))
     owned=$first
     for z in 1 2 3 4 5; do owned="$owned,$((first + z))"; done
-    /usr/bin/python3 "$backing_py" storm-client "$zn" "$dev" \
+    /usr/bin/python3 "$files_py" storm-client "$zn" "$dev" \
       "$tmpdir/$kind-client$c.log" "$c" "$c" "$owned" 28,29,30,31 \
       2>"$tmpdir/$kind-client$c.err" &
     client_pids="$client_pids $!"
@@ -57,7 +57,7 @@ for kind in nbdkit server; do
   done
 
   start_as $kind "$kind-again" $geometry backing_dir="$d"
-  /usr/bin/python3 "$backing_py" storm-verify "$zn" "$dev" "$d" \
+  /usr/bin/python3 "$files_py" storm-verify "$zn" "$dev" "$d" \
     "$tmpdir/$kind"-client0.log "$tmpdir/$kind"-client1.log \
     "$tmpdir/$kind"-client2.log "$tmpdir/$kind"-client3.log \
     >"$tmpdir/verify" 2>&1 ||

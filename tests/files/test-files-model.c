@@ -830,7 +830,7 @@ test_refusals (void)
   CHECK (waitpid (pid, &status, 0) == pid);
   CHECK (WIFEXITED (status));
   if (WEXITSTATUS (status) == 77)
-    fprintf (stderr, "test-store: SKIP read-only directories: cannot mount "
+    fprintf (stderr, "test-files-model: SKIP read-only directories: cannot mount "
              "in a mount namespace of its own\n");
   else
     CHECK_EQ (WEXITSTATUS (status), 0);
@@ -1301,7 +1301,7 @@ test_scale (void)
   d = create (&c);
   t_open = now () - t0;
   CHECK (zn_dev_restored (d));
-  fprintf (stderr, "test-store: 20 TiB, 81,920 zone files: made in %.2f s, "
+  fprintf (stderr, "test-files-model: 20 TiB, 81,920 zone files: made in %.2f s, "
            "opened again in %.2f s\n", t_make, t_open);
   for (uint32_t first = 0; first < 81920; first += 4096) {
     CHECK_EQ (zn_report_zones (d, first * Z, zones, 4096), 4096);
@@ -1334,7 +1334,7 @@ test_scale (void)
   {
     uint64_t used = disk_bytes (dir);
 
-    fprintf (stderr, "test-store: %" PRIu64 " bytes written, %" PRIu64
+    fprintf (stderr, "test-files-model: %" PRIu64 " bytes written, %" PRIu64
              " bytes of disk\n", written, used);
     CHECK (used >= written);
     CHECK (used < written + (nr_w + 1) * (UINT64_C (1) << 20));
@@ -1362,7 +1362,7 @@ test_scale_on_tmpfs (void)
         || unshare (CLONE_NEWNS) < 0
         || mount ("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0
         || mount ("tmpfs", fs, "tmpfs", 0, "size=64m,nr_inodes=100000") < 0)
-      fprintf (stderr, "test-store: the 20 TiB device on %s's file system: "
+      fprintf (stderr, "test-files-model: the 20 TiB device on %s's file system: "
                "cannot mount a tmpfs\n", top);
     test_scale ();
     _exit (0);
@@ -1745,7 +1745,7 @@ main (void)
   const char *tmp = getenv ("TMPDIR");
   const char *no_scale = getenv ("ZONEDNULL_TEST_STORE_NO_SCALE");
 
-  snprintf (top, sizeof top, "%s/test-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  snprintf (top, sizeof top, "%s/test-files-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   CHECK (mkdtemp (top) != NULL);
   main_pid = getpid ();
   atexit (remove_top);
@@ -1764,11 +1764,11 @@ main (void)
   test_not_regular ();
   test_meta_badblocks ();
   if (no_scale && *no_scale && strcmp (no_scale, "0") != 0)
-    fprintf (stderr, "test-store: the 20 TiB device left out "
+    fprintf (stderr, "test-files-model: the 20 TiB device left out "
              "(ZONEDNULL_TEST_STORE_NO_SCALE)\n");
   else
     test_scale_on_tmpfs ();
 
-  printf ("test-store: all tests passed\n");
+  printf ("test-files-model: all tests passed\n");
   return EXIT_SUCCESS;
 }

@@ -59,8 +59,8 @@ for kind in nbdkit server; do
   py snapshot "$zn" "$dev" >"$tmpdir/before"
   check_conditions "$tmpdir/before"
   py files "$zn" "$dev" "$d"
-  /usr/bin/python3 "$backing_py" restarted <"$tmpdir/before" \
-    >"$tmpdir/expected" || fail "backing.py restarted"
+  /usr/bin/python3 "$files_py" restarted <"$tmpdir/before" \
+    >"$tmpdir/expected" || fail "files.py restarted"
   ! cmp -s "$tmpdir/before" "$tmpdir/expected" ||
     fail "no open zone to come back CLOSED or EMPTY"
 
@@ -125,8 +125,8 @@ for kind in nbdkit server; do
   start_as $peer "two-$kind-$peer" $geometry nr_devices=2 backing_dir="$d"
   uri1="nbd+unix:///nullb1?socket=$sock"
   for i in 0 1; do
-    /usr/bin/python3 "$backing_py" restarted <"$tmpdir/before$i" \
-      >"$tmpdir/expected$i" || fail "backing.py restarted"
+    /usr/bin/python3 "$files_py" restarted <"$tmpdir/before$i" \
+      >"$tmpdir/expected$i" || fail "files.py restarted"
   done
   py snapshot "$zn" "$dev" >"$tmpdir/after0"
   py snapshot "$zn" "$uri1" >"$tmpdir/after1"
