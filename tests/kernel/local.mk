@@ -82,6 +82,7 @@ CLEANFILES += tests/kernel/zntrace$(EXEEXT)
 
 EXTRA_DIST += \
 	tests/kernel/local.mk \
+	tests/kernel/README.md \
 	tests/kernel/check-kernel.sh \
 	tests/kernel/check-ublk.sh \
 	tests/kernel/check-nvme.sh \
