@@ -1,9 +1,8 @@
 /* The errno name table, alone in its file: libzonednull-client exports
  * it (zn_errno_name) and must not carry the rest of the model.
  */
-#include <config.h>
-
 #include <errno.h>
+#include <stddef.h>
 
 #include "errors.h"
 

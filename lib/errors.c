@@ -1,9 +1,8 @@
 /* The model's failure reasons: their texts and the errno rules every
  * front end shares (errors.h).
  */
-#include <config.h>
-
 #include <errno.h>
+#include <stddef.h>
 
 #include "errors.h"
 
