@@ -2,7 +2,9 @@
  * front end shares (errors.h).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "errors.h"
 
@@ -73,4 +75,39 @@ int
 zn_block_errno (int err)
 {
   return err == ETIMEDOUT || err == EBUSY ? EIO : err;
+}
+
+const char *
+zn_error_text (char *buf, size_t len, int err, enum zn_reason why)
+{
+  int sent = zn_block_errno (err);
+
+  snprintf (buf, len, "%s%s%s%s%s", zn_errno_name (err),
+            sent != err ? ", sent as " : "",
+            sent != err ? zn_errno_name (sent) : "",
+            why != ZN_REASON_NONE ? ": " : "", zn_reason_text (why));
+  return buf;
+}
+
+const char *
+zn_request_error_text (char *buf, size_t len, const char *what,
+                       uint64_t offset, uint64_t count, uint64_t zone_bytes,
+                       int err, enum zn_reason why)
+{
+  uint64_t first = offset / zone_bytes;
+  uint64_t last = count ? (offset + count - 1) / zone_bytes : first;
+  char text[256], zones[64] = "";
+
+  zn_error_text (text, sizeof text, err, why);
+  if (count && first == last)
+    snprintf (zones, sizeof zones, " in zone %" PRIu64, first);
+  else if (count)
+    snprintf (zones, sizeof zones, " in zones %" PRIu64 " to %" PRIu64,
+              first, last);
+  if (count)
+    snprintf (buf, len, "%s: offset %" PRIu64 " length %" PRIu64 "%s: %s",
+              what, offset, count, zones, text);
+  else
+    snprintf (buf, len, "%s: %s", what, text);
+  return buf;
 }

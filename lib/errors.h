@@ -10,6 +10,9 @@
 #ifndef ZONEDNULL_LIB_ERRORS_H
 #define ZONEDNULL_LIB_ERRORS_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 enum zn_reason {
   ZN_REASON_NONE,               /* success, or an errno that says it all */
   /* EINVAL, the block layer's checks */
@@ -64,6 +67,24 @@ const char *zn_reason_text (enum zn_reason why);
  * channel's error logs keep the exact errno.
  */
 int zn_block_errno (int err);
+
+/* For a log line or an error reply: the errno's name, what a user of the
+ * block device gets instead if that differs, and the reason, e.g.
+ * "ETIMEDOUT, sent as EIO: pipelined write: ..." or "EIO: the zone is
+ * FULL".  Returns buf.
+ */
+const char *zn_error_text (char *buf, size_t len, int err,
+                           enum zn_reason why);
+
+/* A failed request of count bytes at offset, for the NBD front ends'
+ * logs and error replies: "pwrite: offset 1048576 length 4096 in zone 1:
+ * EIO: not at the zone's write pointer" (zones A to B when it spans
+ * more, none for a flush's count 0).  Returns buf.
+ */
+const char *zn_request_error_text (char *buf, size_t len, const char *what,
+                                   uint64_t offset, uint64_t count,
+                                   uint64_t zone_bytes, int err,
+                                   enum zn_reason why);
 
 /* "EIO", "ETOOMANYREFS", ...; "EUNKNOWN" for an errno not in the table.
  * Declared for clients in zonednull/client.h too.  No strerror: it is
