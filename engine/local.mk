@@ -30,18 +30,6 @@ else
 ZONEDNULL_FIO_ENGINE_SO =
 endif
 
-FIO_TESTS = \
-	tests/test-fio-engine.sh \
-	tests/test-fio-matrix-cap-eq.sh \
-	tests/test-fio-matrix-cap-lt.sh \
-	tests/test-fio-server.sh \
-	tests/test-fio-tls.sh
-TESTS += $(FIO_TESTS)
-
-AM_TESTS_ENVIRONMENT += \
-	ZONEDNULL_FIO_ENGINE='$(ZONEDNULL_FIO_ENGINE_SO)'; FIO='$(FIO)'; \
-	export ZONEDNULL_FIO_ENGINE FIO;
-
-EXTRA_DIST += $(FIO_TESTS) tests/fio-lib.sh tests/fio-matrix.sh man/zonednull-fio.1 \
+EXTRA_DIST += man/zonednull-fio.1 \
 	examples/pipelined-writes.sh examples/seq-verify.fio examples/randwrite-zbd.fio \
 	examples/pipelined-writes.fio

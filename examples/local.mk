@@ -1,8 +1,7 @@
 # The client library's example programs, included by Makefile.am.  `make
-# check` links them against the build tree's library and runs them
-# (tests/test-examples.sh), which also builds them with pkg-config as a
-# user would when an installed zonednull-client is found.
-check_PROGRAMS += examples/report-zones examples/append-read
+# check` builds them (tests/local.mk) against the build tree's library and
+# runs them (tests/client/test-examples.sh), which also builds them with
+# pkg-config as a user would when an installed zonednull-client is found.
 examples_report_zones_SOURCES = examples/report-zones.c
 examples_report_zones_LDADD = client/libzonednull-client.la
 examples_report_zones_LDFLAGS = $(AM_LDFLAGS) -no-install
@@ -10,6 +9,4 @@ examples_append_read_SOURCES = examples/append-read.c
 examples_append_read_LDADD = client/libzonednull-client.la
 examples_append_read_LDFLAGS = $(AM_LDFLAGS) -no-install
 
-TESTS += tests/test-examples.sh
-AM_TESTS_ENVIRONMENT += ZONEDNULL_CC='$(CC)'; export ZONEDNULL_CC;
-EXTRA_DIST += examples/local.mk tests/test-examples.sh
+EXTRA_DIST += examples/local.mk

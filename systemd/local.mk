@@ -14,7 +14,4 @@ systemd/%: $(srcdir)/systemd/%.in Makefile
 	sed -e 's|@sbindir[@]|$(sbindir)|g' $< >$@.tmp && mv $@.tmp $@
 CLEANFILES += systemd/zonednull-server@.service systemd/zonednull-server@.socket \
 	systemd/zonednull-ublk@.service
-# systemd-analyze verify on each unit, with the build's programs.
-TESTS += tests/test-units.sh
-EXTRA_DIST += systemd/local.mk $(UNIT_TEMPLATES) systemd/example.conf \
-	tests/test-units.sh
+EXTRA_DIST += systemd/local.mk $(UNIT_TEMPLATES) systemd/example.conf

@@ -30,7 +30,5 @@ ublk_zonednull_ublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS) $(LIBNBD_CFLAGS) \
 	$(GNUTLS_CFLAGS)
 ublk_zonednull_ublk_LDADD = lib/libzonednull.la $(LIBURING_LIBS) \
 	$(LIBNBD_LIBS) $(LIBEV_LIBS) $(GNUTLS_LIBS)
-TESTS += tests/test-ublk-params.sh
 endif
-EXTRA_DIST += tests/test-ublk-params.sh
 EXTRA_DIST += ublk/local.mk

@@ -27,5 +27,4 @@ proto/nbd/fuzz-session: $(fuzz_session_sources:%=$(srcdir)/%) \
 	  -I$(top_srcdir)/net -I$(top_srcdir)/lib \
 	  $(fuzz_session_sources:%=$(srcdir)/%) -pthread -o $@
 CLEANFILES = proto/nbd/fuzz-session
-EXTRA_DIST += proto/nbd/fuzz-session.c tests/test-fuzz.sh proto/nbd/local.mk
-TESTS += tests/test-fuzz.sh
+EXTRA_DIST += proto/nbd/fuzz-session.c proto/nbd/local.mk

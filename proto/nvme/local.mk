@@ -17,25 +17,8 @@ proto_nvme_sources = \
 
 EXTRA_DIST += proto/nvme/local.mk
 
-# The ZNS namespace on the model, no session.
-check_PROGRAMS += tests/test-nvme-zns
-TESTS += tests/test-nvme-zns
-tests_test_nvme_zns_SOURCES = tests/test-nvme-zns.c tests/check.h tests/dev.h \
-	proto/nvme/zns.c proto/nvme/zns.h
-tests_test_nvme_zns_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto/nvme
-tests_test_nvme_zns_LDADD = lib/libzonednull.la
-
-# The session driven with hand-built PDUs, no network.
-check_PROGRAMS += tests/test-nvme-session
-TESTS += tests/test-nvme-session
-tests_test_nvme_session_SOURCES = tests/test-nvme-session.c tests/check.h \
-	tests/dev.h $(proto_nvme_sources) net/conn.h
-tests_test_nvme_session_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
-	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_test_nvme_session_LDADD = lib/libzonednull.la $(ISAL_LIBS)
-
 # The libFuzzer target for the session (clang only), run briefly by
-# tests/test-fuzz.sh beside the NBD one.
+# tests/server/test-fuzz.sh beside the NBD one.
 fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/session.c \
 	proto/nvme/command.c \
 	proto/nvme/fabrics.c proto/nvme/admin.c proto/nvme/io.c \
@@ -54,4 +37,4 @@ proto/nvme/fuzz-session: $(fuzz_nvme_session_sources:%=$(srcdir)/%) \
 	  -I$(top_srcdir)/net -I$(top_srcdir)/lib \
 	  $(fuzz_nvme_session_sources:%=$(srcdir)/%) -pthread $(ISAL_LIBS) -o $@
 CLEANFILES += proto/nvme/fuzz-session
-EXTRA_DIST += proto/nvme/fuzz-session.c tests/nvme-host.py
+EXTRA_DIST += proto/nvme/fuzz-session.c

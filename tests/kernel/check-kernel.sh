@@ -84,7 +84,7 @@ zn_draw_kernel_configs "$conf" "$ntraces" "$nops" 6.1
 # the published recording's first ops exactly (checks the tracer itself).
 # ZN_KERNEL_GOLDEN=all takes every golden trace (with ZN_KERNEL_GOLDEN_OPS=1500,
 # the whole recordings).
-set -- "$srcdir"/tests/traces/*-seed1.trace
+set -- "$srcdir"/tests/traces/k6.1/*-seed1.trace
 if [ $# -gt 0 ] && [ -f "$1" ]; then
   if [ "${ZN_KERNEL_GOLDEN:-}" != all ]; then
     eval "g=\${$(( seed % $# + 1 ))}"

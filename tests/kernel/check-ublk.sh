@@ -363,7 +363,7 @@ grep -q '^counts: ' "$out/run.log" || fail "guest-ublk.sh did not finish (no cou
 
 # Failing configurations: their files (both traces, reports, attributes,
 # zonednull-ublk's output) are kept; a null_blk trace is a regression
-# trace for tests/traces/ (its header names the 6.12 kernel).
+# trace for tests/traces/k6.12/.
 for d in "$out"/ublk/*/; do
   [ -f "$d/FAILED" ] || continue
   n=$(basename "$d")

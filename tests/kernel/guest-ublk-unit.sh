@@ -11,7 +11,7 @@
 # first (modprobe@ublk_drv.service), $MAINPID from PIDFile=.  What needs
 # systemd itself is not exercised here: SystemCallFilter= (seccomp),
 # DevicePolicy= and DeviceAllow= (a cgroup's device program),
-# ProtectSystem=, ProtectProc= and ProcSubset=; tests/test-units.sh
+# ProtectSystem=, ProtectProc= and ProcSubset=; tests/server/test-units.sh
 # checks only that systemd accepts them and scores the unit.  The device
 # must appear with the file's geometry once ExecStart= returns, take
 # writes, and be gone (block device, character device, sysfs, pidfile,

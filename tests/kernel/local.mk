@@ -37,7 +37,7 @@ ZONEDNULL_UBLK ?= $(abs_builddir)/ublk/zonednull-ublk$(EXEEXT)
 
 # The guest's static tool: the null_blk tracer and O_DIRECT I/O helper.
 # Built with the host compiler, without the sanitizer flags.
-tests/kernel/zntrace$(EXEEXT): $(srcdir)/tests/kernel/zntrace.c $(srcdir)/tests/trace-format.h
+tests/kernel/zntrace$(EXEEXT): $(srcdir)/tests/kernel/zntrace.c $(srcdir)/tests/common/trace-format.h
 	@$(MKDIR_P) tests/kernel
 	$(AM_V_CC)$(CC) -static -O2 $(WARN_CFLAGS) -o $@ $(srcdir)/tests/kernel/zntrace.c
 
@@ -82,6 +82,7 @@ CLEANFILES += tests/kernel/zntrace$(EXEEXT)
 
 EXTRA_DIST += \
 	tests/kernel/local.mk \
+	tests/kernel/README.md \
 	tests/kernel/check-kernel.sh \
 	tests/kernel/check-ublk.sh \
 	tests/kernel/check-nvme.sh \
@@ -108,4 +109,4 @@ EXTRA_DIST += \
 	tests/kernel/prepare-consumers.sh \
 	tests/kernel/guest-ublk-consumers.sh \
 	tests/kernel/zntrace.c \
-	tests/trace-format.h
+	tests/common/trace-format.h

@@ -12,7 +12,7 @@
 # settings on a Unix socket (--connect); the kernel is the one the trace's
 # `# kernel` line names (the replay reads it; the server is given it as
 # kernel=).  A golden-NAME trace must also reproduce the first ops of
-# tests/traces/NAME.trace.  Failing traces are copied to $keep.
+# tests/traces/k6.1/NAME.trace.  Failing traces are copied to $keep.
 # Uses fail, note, $work, $keep, $srcdir, $REPLAY, $ZONEDNULL_PLUGIN,
 # $ZONEDNULL_SERVER, $NBDKIT; sets zr_configs zr_traced zr_refused zr_ops
 # zr_model zr_nbdkit zr_server (traces that matched on each).
@@ -107,7 +107,7 @@ zn_replay_traces () {
     tfail=
     case $name in
       golden-*)
-        g=$srcdir/tests/traces/${name#golden-}.trace
+        g=$srcdir/tests/traces/k6.1/${name#golden-}.trace
         lines=$(($(wc -l <"$trace") - 4))
         tail -n +5 "$g" | head -n "$lines" >"$work/golden.head"
         if tail -n +5 "$trace" | cmp -s - "$work/golden.head"; then
@@ -148,7 +148,7 @@ zn_replay_traces () {
     if [ -n "$tfail" ]; then
       mkdir -p "$keep"
       cp "$trace" "$keep/$name.trace"
-      note "kept $keep/$name.trace (a regression trace for tests/traces/)"
+      note "kept $keep/$name.trace (a regression trace for tests/traces/k$zr_kernel/)"
     fi
   done <"$zr_conf"
   note "kernel $zr_kernel: $zr_configs configurations drawn, $zr_traced traced ($zr_ops ops)," \

@@ -55,7 +55,7 @@
 #include <linux/blkzoned.h>
 #include <linux/fs.h>
 
-#include "../trace-format.h"
+#include "../common/trace-format.h"
 
 #define MAXW 31                 /* blocks of 4 KiB per write */
 #define BLK 8                   /* sectors per 4 KiB block */

@@ -1,0 +1,189 @@
+#!/bin/sh
+# NBD_CMD_DISC with requests outstanding (issue 15): the NBD protocol
+# says the server handles every outstanding request before it closes.
+# A client sends requests, then NBD_CMD_DISC (and shuts its side down),
+# and must still get every reply, with the result the request would have
+# had, before the server closes:
+# - a pipelined write parked ahead of its write pointer is applied once
+#   another connection's write brings the write pointer to it;
+# - one that nothing brings it to fails with EIO after pipeline_wait_ms,
+#   as a parked write does, and changes nothing;
+# - reads waiting for the one tag, each held completion_nsec
+#   (irqmode=2), and reads over the mbps budget are all answered;
+# - without NBD_CMD_DISC, a reply larger than the socket buffers, still
+#   being sent when the client shuts its side down, is sent whole.
+# Against zonednull-server and nbdkit with the plugin.  nbdkit handles
+# DISC itself: its threads finish the requests they are carrying out and
+# send their replies, but a request read by one thread and not started
+# yet when another takes NBD_CMD_DISC is refused with ESHUTDOWN (nbdkit
+# 1.32), so there a reply may also be ESHUTDOWN, with nothing applied;
+# every request still gets its reply.
+. "$(dirname "$0")/../common/lib.sh"
+
+need_nbdsh
+: "${ZONEDNULL_SERVER:=${ZONEDNULL_BUILDDIR:-.}/server/zonednull-server}"
+[ -x "$ZONEDNULL_SERVER" ] || fail "no server at $ZONEDNULL_SERVER"
+
+cat >"$tmpdir/raw.py" <<'PY'
+# A raw NBD client: fixed newstyle, NBD_OPT_GO, simple replies.
+import socket, struct
+
+IHAVEOPT = 0x49484156454F5054
+
+def recv_exact(s, n):
+    b = b""
+    while len(b) < n:
+        x = s.recv(n - len(b))
+        if not x:
+            raise EOFError("EOF after %d of %d bytes" % (len(b), n))
+        b += x
+    return b
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.settimeout(120)          # only a server that never answers fails
+    s.sendall(struct.pack(">I", 3)
+              + struct.pack(">QII", IHAVEOPT, 7, 6) + struct.pack(">IH", 0, 0))
+    recv_exact(s, 18)
+    while True:
+        _, _, typ, n = struct.unpack(">QIII", recv_exact(s, 20))
+        recv_exact(s, n)
+        if typ == 1:
+            return s
+        if typ & 0x80000000:
+            raise SystemExit("NBD_OPT_GO refused")
+
+def request(typ, cookie, off, n, data=b""):
+    return struct.pack(">IHHQQI", 0x25609513, 0, typ, cookie, off, n) + data
+
+DISC = request(2, 0, 0, 0)
+
+def results(target):
+    """The results a request that would have succeeded may have."""
+    return (0,) if target == "server" else (0, 108)
+
+def replies(s, reads):
+    """Replies until the server closes: {cookie: errno}; reads maps the
+    cookies of reads to their lengths."""
+    got = {}
+    while True:
+        try:
+            head = recv_exact(s, 16)
+        except EOFError as e:
+            if str(e).startswith("EOF after 0 "):
+                return got
+            raise
+        magic, err, cookie = struct.unpack(">IIQ", head)
+        assert magic == 0x67446698, hex(magic)
+        if err == 0 and cookie in reads:
+            recv_exact(s, reads[cookie])
+        got[cookie] = err
+PY
+
+for target in server nbdkit; do
+  ZONEDNULL_TARGET=$target
+
+  # Parked writes: the wait is long enough for the other connection.
+  start_server "park-$target" size=8 zone_size=1 memory_backed=1 \
+    pipeline_zoned_writes=1 pipeline_wait_ms=60000
+  /usr/bin/python3 - "$sock" "$uri" "$tmpdir" "$target" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+import socket, sys, time
+sys.path.insert(0, sys.argv[3])
+import nbd
+from raw import *
+path, uri, _, target = sys.argv[1:]
+MiB = 1 << 20
+s = connect(path)
+# Zone 1's write pointer is at its start: this write waits for it.
+s.sendall(request(1, 7, MiB + 4096, 4096, b"\x77" * 4096) + DISC)
+s.shutdown(socket.SHUT_WR)
+# Give the server time to take NBD_CMD_DISC first (the old one then
+# closed at once); the outcome does not depend on it.
+time.sleep(0.5)
+h = nbd.NBD()
+h.connect_uri(uri)
+h.pwrite(b"\x11" * 4096, MiB)
+got = replies(s, {})
+assert list(got) == [7] and got[7] in results(target), got
+assert h.pread(8192, MiB) == b"\x11" * 4096 + (b"\x77" if got[7] == 0 else b"\xff") * 4096
+h.shutdown()
+PY
+  fail "$target: parked write applied after DISC: $(cat "$tmpdir/py.out")"
+  stop_server "$pid"
+
+  start_server "parkfail-$target" size=8 zone_size=1 memory_backed=1 \
+    pipeline_zoned_writes=1 pipeline_wait_ms=300
+  /usr/bin/python3 - "$sock" "$uri" "$tmpdir" "$target" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+import socket, sys
+sys.path.insert(0, sys.argv[3])
+import nbd
+from raw import *
+path, uri, _, target = sys.argv[1:]
+MiB = 1 << 20
+s = connect(path)
+s.sendall(request(1, 8, MiB + 4096, 4096, b"\x88" * 4096) + DISC)
+got = replies(s, {})
+# EIO, as when a parked write gives up
+assert list(got) == [8] and got[8] in (5,) + results(target)[1:], got
+h = nbd.NBD()
+h.connect_uri(uri)
+assert h.pread(4096, MiB + 4096) == b"\xff" * 4096    # past the wp
+h.shutdown()
+PY
+  fail "$target: parked write failed after DISC: $(cat "$tmpdir/py.out")"
+  stop_server "$pid"
+
+  # One tag, each request holding it 100 ms: at DISC one read is in
+  # flight and three wait for the tag.
+  start_server "tags-$target" size=8 zone_size=1 irqmode=2 \
+    completion_nsec=100000000 hw_queue_depth=1
+  /usr/bin/python3 - "$sock" "$tmpdir" "$target" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+import socket, sys
+sys.path.insert(0, sys.argv[2])
+from raw import *
+s = connect(sys.argv[1])
+s.sendall(b"".join(request(0, k, 0, 4096) for k in range(1, 5)) + DISC)
+s.shutdown(socket.SHUT_WR)
+got = replies(s, {k: 4096 for k in range(1, 5)})
+assert sorted(got) == [1, 2, 3, 4], got
+assert all(e in results(sys.argv[3]) for e in got.values()), got
+PY
+  fail "$target: tags and timed completions at DISC: $(cat "$tmpdir/py.out")"
+  stop_server "$pid"
+
+  # mbps=1: 1.5 MiB of reads take over a second of budget.
+  start_server "mbps-$target" size=8 zone_size=1 mbps=1
+  /usr/bin/python3 - "$sock" "$tmpdir" "$target" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+import socket, sys
+sys.path.insert(0, sys.argv[2])
+from raw import *
+s = connect(sys.argv[1])
+s.sendall(b"".join(request(0, k, 0, 512 << 10) for k in range(1, 4)) + DISC)
+s.shutdown(socket.SHUT_WR)
+got = replies(s, {k: 512 << 10 for k in range(1, 4)})
+assert sorted(got) == [1, 2, 3], got
+assert all(e in results(sys.argv[3]) for e in got.values()), got
+PY
+  fail "$target: reads over the mbps budget at DISC: $(cat "$tmpdir/py.out")"
+  stop_server "$pid"
+
+  # No DISC: the client shuts its side down behind a 32 MiB read and
+  # reads only a second later, long after the server met the end of its
+  # input with most of the reply still to send (the server used to close
+  # then, cutting the reply short).
+  start_server "halfclose-$target" size=64 zone_size=4
+  /usr/bin/python3 - "$sock" "$tmpdir" "$target" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+import socket, sys, time
+sys.path.insert(0, sys.argv[2])
+from raw import *
+s = connect(sys.argv[1])
+s.sendall(request(0, 9, 0, 32 << 20))
+s.shutdown(socket.SHUT_WR)
+time.sleep(1)
+got = replies(s, {9: 32 << 20})
+assert list(got) == [9] and got[9] in results(sys.argv[3]), got
+PY
+  fail "$target: a reply still to send when the client ends its input: $(cat "$tmpdir/py.out")"
+  stop_server "$pid"
+done

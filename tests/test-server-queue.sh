@@ -1,7 +1,0 @@
-#!/bin/sh
-# The queueing checks of tests/test-plugin-queue.c (tags, queues, host
-# tags, devices, badblocks, the volatile cache and its power cycle),
-# against zonednull-server instead of nbdkit.
-ZONEDNULL_TARGET=server
-export ZONEDNULL_TARGET
-exec "${ZONEDNULL_BUILDDIR:-.}/tests/test-plugin-queue"

@@ -1,0 +1,25 @@
+#!/bin/sh
+# zonednull-ublk's device parameters are checked before it needs root or
+# the ublk driver: a newer kernel's key on a kernel that lacks it, and a
+# kernel that is not modelled, stop it with a message naming them.
+# shellcheck source=tests/common/lib.sh
+. "$(dirname "$0")/../common/lib.sh"
+
+ublk=${ZONEDNULL_BUILDDIR:-.}/ublk/zonednull-ublk
+[ -x "$ublk" ] || fail "no zonednull-ublk at $ublk"
+
+for bad in "zone_full=1:zone_full: null_blk of Linux 6.1 has no zone_full" \
+           "fua=0:fua: null_blk of Linux 6.1 has no fua" \
+           "zone_append_max_sectors=0:zone_append_max_sectors: null_blk of Linux 6.1" \
+           "kernel=6.12 badblocks_once=1:badblocks_once: null_blk of Linux 6.12 has no" \
+           "kernel=6.12 badblocks_partial_io=1:badblocks_partial_io: null_blk of Linux 6.12" \
+           "kernel=7.2:kernel=7.2: must be 6.1, 6.12 or 7.3"; do
+  args=${bad%%:*} text=${bad#*:}
+  # shellcheck disable=SC2086 # args is a list of KEY=VALUE words
+  timeout 20 "$ublk" -f $args >"$tmpdir/out" 2>"$tmpdir/err"
+  rc=$?
+  [ "$rc" -eq 1 ] || fail "zonednull-ublk $args: exit $rc: $(cat "$tmpdir/err")"
+  grep -qF -- "$text" "$tmpdir/err" ||
+    fail "zonednull-ublk $args: no '$text' in: $(cat "$tmpdir/err")"
+done
+exit 0
