@@ -11,6 +11,9 @@ lib_libzonednull_la_SOURCES = \
 	lib/control.h \
 	lib/control-wire.c \
 	lib/control-wire.h \
+	lib/errno-name.c \
+	lib/errors.c \
+	lib/errors.h \
 	lib/escape.c \
 	lib/escape.h \
 	lib/fifo.h \

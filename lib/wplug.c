@@ -98,7 +98,7 @@ plug_set_wp (struct zone *z, struct zn_wplug *p, uint64_t wp_offset)
  */
 int
 wplug_prepare (struct zn_dev *dev, struct zone *z, uint64_t *sector,
-               uint64_t n, bool append)
+               uint64_t n, bool append, enum zn_reason *why)
 {
   struct zn_wplug *p = plug_of (dev, z);
 
@@ -109,6 +109,8 @@ wplug_prepare (struct zn_dev *dev, struct zone *z, uint64_t *sector,
     };
   if (p->need_wp_update || p->wp_offset >= z->capacity
       || (!append && *sector - z->start != p->wp_offset)) {
+    *why = p->need_wp_update ? ZN_REASON_PLUG_STALE
+      : p->wp_offset >= z->capacity ? ZN_REASON_FULL : ZN_REASON_NOT_AT_WP;
     /* The failed bio's completion flags the plug. */
     p->need_wp_update = true;
     return -EIO;

@@ -200,7 +200,7 @@ int zones_power_on (struct zn_dev *dev);
 /* wplug.c, all with the zone lock held */
 void wplug_free (struct zn_dev *dev);
 int wplug_prepare (struct zn_dev *dev, struct zone *z, uint64_t *sector,
-                   uint64_t n, bool append);
+                   uint64_t n, bool append, enum zn_reason *why);
 void wplug_complete (struct zn_dev *dev, struct zone *z, int ret);
 void wplug_native_append (struct zn_dev *dev, struct zone *z);
 void wplug_zone_mgmt (struct zn_dev *dev, struct zone *z, enum zn_zone_op op);

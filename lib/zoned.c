@@ -75,6 +75,21 @@ dec (atomic_uint *c)
   atomic_fetch_sub_explicit (c, 1, memory_order_relaxed);
 }
 
+/* A failure of the zone rules: -EIO, and why. */
+static int
+fail (enum zn_reason *why, enum zn_reason reason)
+{
+  *why = reason;
+  return -EIO;
+}
+
+static int
+fail_errno (enum zn_reason *why, enum zn_reason reason, int err)
+{
+  *why = reason;
+  return -err;
+}
+
 /* ---- device ------------------------------------------------------------ */
 
 /* The zone tables are made up front, as null_blk does.  Ones that need
@@ -283,7 +298,7 @@ valid_read_len (const struct zone *z, uint64_t wp, uint64_t sector,
 /* null_blk: null_process_zoned_cmd (), its default case (a read) */
 static int
 read_zone (struct zn_dev *dev, struct zone *z, void *buf,
-           uint64_t sector, uint64_t n)
+           uint64_t sector, uint64_t n, enum zn_reason *why)
 {
   uint64_t valid, wp;
   uint8_t cond;
@@ -298,8 +313,10 @@ read_zone (struct zn_dev *dev, struct zone *z, void *buf,
   /* A read that meets a bad block fails whole, partial or not: the
    * request completes with the error.
    */
-  if (cond == ZN_COND_OFFLINE || badblocks_check (dev, sector, n, &valid))
+  if (cond == ZN_COND_OFFLINE || badblocks_check (dev, sector, n, &valid)) {
+    *why = cond == ZN_COND_OFFLINE ? ZN_REASON_OFFLINE : ZN_REASON_BAD_BLOCK;
     ret = -EIO;
+  }
   else
     ret = dev->backend->read (dev, z, zone_bytes (z, sector), buf,
                               n << ZN_SECTOR_SHIFT,
@@ -416,7 +433,8 @@ check_zone_resources (struct zn_dev *dev, struct zone *z)
  */
 /* null_blk: null_zone_write (), up to null_process_cmd () */
 static int
-write_open_zone (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+write_open_zone (struct zn_dev *dev, struct zone *z, uint64_t sector,
+                 uint64_t n, enum zn_reason *why)
 {
   int ret;
 
@@ -424,12 +442,16 @@ write_open_zone (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n
   RES_ASSERT_HELD (dev);
   switch (z->cond) {
   case ZN_COND_FULL:
+    return fail (why, ZN_REASON_FULL);
   case ZN_COND_READONLY:
+    return fail (why, ZN_REASON_READONLY);
   case ZN_COND_OFFLINE:
-    return -EIO;
+    return fail (why, ZN_REASON_OFFLINE);
   }
-  if (sector != z->wp || z->wp + n > z->start + z->capacity)
-    return -EIO;
+  if (sector != z->wp)
+    return fail (why, ZN_REASON_NOT_AT_WP);
+  if (z->wp + n > z->start + z->capacity)
+    return fail (why, ZN_REASON_PAST_CAPACITY);
 
   switch (z->cond) {
   case ZN_COND_EMPTY:
@@ -467,6 +489,18 @@ advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
   z->cond = ZN_COND_FULL;
 }
 
+/* The back end's write of n sectors, whose failure is its own reason. */
+static int
+store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+             const void *buf, uint64_t n, bool fua, enum zn_reason *why)
+{
+  int ret = dev->backend->write (dev, z, off, buf, n << ZN_SECTOR_SHIFT, fua);
+
+  if (ret)
+    *why = zn_reason_of (-ret);
+  return ret;
+}
+
 /* A write, or with append a zone append, which takes the write pointer
  * as its sector under the zone lock (and reports it in *sector): the one
  * place the two differ, as in null_blk's null_zone_write.
@@ -474,7 +508,8 @@ advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
 /* null_blk: null_zone_write () */
 static int
 write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
-            uint64_t *sectorp, uint64_t n, bool fua, bool append)
+            uint64_t *sectorp, uint64_t n, bool fua, bool append,
+            enum zn_reason *why)
 {
   uint64_t sector = *sectorp, off, xfer = 0;
   bool plugged = false;
@@ -488,7 +523,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     if (append && !dev->geo.append_emulated)
       wplug_native_append (dev, z);
     else {
-      ret = wplug_prepare (dev, z, &sector, n, append);
+      ret = wplug_prepare (dev, z, &sector, n, append, why);
       if (ret) {
         zone_unlock (z);
         return ret;
@@ -503,12 +538,11 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
   off = zone_bytes (z, sector);
   if (z->type == ZN_ZONE_CONVENTIONAL) {
     if (badblocks_check (dev, sector, n, &xfer))
-      bb_ret = -EIO;
+      bb_ret = fail (why, ZN_REASON_BAD_BLOCK);
     else
       xfer = n;
     if (xfer)
-      ret = dev->backend->write (dev, z, off, buf, xfer << ZN_SECTOR_SHIFT,
-                                 fua);
+      ret = store_write (dev, z, off, buf, xfer, fua, why);
   }
   else {
     bool at_wp;
@@ -516,6 +550,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     if (dev->pipeline && !append
         && (ret = pipeline_wait (dev, z, sector, n)) != 0) {
       zone_unlock (z);
+      *why = zn_pipeline_reason (-ret);
       return ret;
     }
     at_wp = sector == z->wp;
@@ -524,7 +559,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
      * consistent zone.
      */
     res_lock (dev);
-    ret = write_open_zone (dev, z, sector, n);
+    ret = write_open_zone (dev, z, sector, n, why);
     /* Step 6 of zone-rules 4 (null_process_cmd, called by null_zone_write
      * after the zone is opened): the zone stays open when a bad block
      * fails the write.
@@ -532,7 +567,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
      * written and the wp moves past it, and the write still fails.
      */
     if (ret == 0 && badblocks_check (dev, sector, n, &xfer)) {
-      bb_ret = -EIO;
+      bb_ret = fail (why, ZN_REASON_BAD_BLOCK);
       if (xfer == 0)
         ret = -EIO;
     }
@@ -542,8 +577,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
      * moves, and a failed write leaves both where they were.
      */
     if (ret == 0)
-      ret = dev->backend->write (dev, z, off, buf, xfer << ZN_SECTOR_SHIFT,
-                                 fua);
+      ret = store_write (dev, z, off, buf, xfer, fua, why);
     if (ret == 0)
       advance_wp (dev, z, xfer);
     if (ret == 0)
@@ -692,15 +726,18 @@ reset_zone (struct zn_dev *dev, struct zone *z)
 /* null_blk: null_zone_mgmt () */
 static int
 zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
-               bool chain_ok)
+               bool chain_ok, enum zn_reason *why)
 {
   int ret;
 
   zone_lock (z);
   res_lock (dev);
-  if (z->cond == ZN_COND_READONLY || z->cond == ZN_COND_OFFLINE
-      || z->type == ZN_ZONE_CONVENTIONAL)
-    ret = -EIO;
+  if (z->type == ZN_ZONE_CONVENTIONAL)
+    ret = fail (why, ZN_REASON_CONVENTIONAL);
+  else if (z->cond == ZN_COND_READONLY)
+    ret = fail (why, ZN_REASON_READONLY);
+  else if (z->cond == ZN_COND_OFFLINE)
+    ret = fail (why, ZN_REASON_OFFLINE);
   else {
     switch (op) {
     case ZN_OP_OPEN: ret = open_zone (dev, z); break;
@@ -709,6 +746,10 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
     case ZN_OP_RESET: ret = reset_zone (dev, z); break;
     default: ret = -EOPNOTSUPP; break;
     }
+    /* The transitions fail with EIO only from a condition they do not
+     * leave; the limits say their own reason.
+     */
+    *why = ret == -EIO ? ZN_REASON_BAD_TRANSITION : zn_reason_of (-ret);
   }
   res_unlock (dev);
   if (ret == 0 && chain_ok && dev->wplugs)
@@ -751,28 +792,44 @@ reset_all (struct zn_dev *dev)
 
 /* block layer: blkdev_zone_mgmt () */
 int
-zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
-              uint64_t sector, uint64_t nr_sectors)
+zn_zone_mgmt_why (struct zn_dev *dev, enum zn_zone_op op, uint64_t sector,
+                  uint64_t nr_sectors, enum zn_reason *why)
 {
   uint64_t capacity = dev->geo.capacity, mask = dev->geo.zone_sectors - 1;
   uint64_t end = sector + nr_sectors;
   int ret = 0;
 
+  *why = ZN_REASON_NONE;
   if (op < ZN_OP_OPEN || op > ZN_OP_RESET)
-    return -EOPNOTSUPP;
-  if (nr_sectors == 0 || end < sector || end > capacity)
-    return -EINVAL;
+    return fail_errno (why, ZN_REASON_NOT_SUPPORTED, EOPNOTSUPP);
+  if (nr_sectors == 0)
+    return fail_errno (why, ZN_REASON_EMPTY, EINVAL);
+  if (end < sector || end > capacity)
+    return fail_errno (why, ZN_REASON_OUT_OF_RANGE, EINVAL);
   if ((sector & mask) || ((nr_sectors & mask) && end != capacity))
-    return -EINVAL;
+    return fail_errno (why, ZN_REASON_MISALIGNED, EINVAL);
   if (op == ZN_OP_RESET && sector == 0 && nr_sectors == capacity)
     return reset_all (dev);
 
   for (; sector < end; sector += dev->geo.zone_sectors) {
-    int zone_ret = zone_mgmt_one (dev, zone_of (dev, sector), op, ret == 0);
-    if (zone_ret)
+    enum zn_reason zone_why = ZN_REASON_NONE;
+    int zone_ret = zone_mgmt_one (dev, zone_of (dev, sector), op, ret == 0,
+                                  &zone_why);
+    if (zone_ret) {
       ret = zone_ret;
+      *why = zone_why;
+    }
   }
   return ret;
+}
+
+int
+zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
+              uint64_t sector, uint64_t nr_sectors)
+{
+  enum zn_reason why;
+
+  return zn_zone_mgmt_why (dev, op, sector, nr_sectors, &why);
 }
 
 /* ---- requests ---------------------------------------------------------- */
@@ -780,19 +837,20 @@ zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
 /* The block layer's checks: aligned to the logical block, inside the device. */
 /* block layer: bio_check_eod () and the logical block size */
 static int
-check_request (const struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors)
+check_request (const struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors,
+               enum zn_reason *why)
 {
   uint64_t lbs_mask = (dev->geo.block_size >> ZN_SECTOR_SHIFT) - 1;
 
   if ((sector | nr_sectors) & lbs_mask)
-    return -EINVAL;
+    return fail_errno (why, ZN_REASON_MISALIGNED, EINVAL);
   if (sector > dev->geo.capacity || nr_sectors > dev->geo.capacity - sector)
-    return -EINVAL;
+    return fail_errno (why, ZN_REASON_OUT_OF_RANGE, EINVAL);
   return 0;
 }
 
 typedef int (*part_fn) (struct zn_dev *, struct zone *, void *,
-                        uint64_t, uint64_t);
+                        uint64_t, uint64_t, enum zn_reason *);
 
 /* Splits like the block layer (zone boundaries, max_sectors).  Every part
  * is attempted and the last error wins, as with chained bios.
@@ -800,24 +858,29 @@ typedef int (*part_fn) (struct zn_dev *, struct zone *, void *,
 /* block layer: __bio_split_to_limits () */
 static int
 for_each_part (struct zn_dev *dev, part_fn fn, void *buf,
-               uint64_t sector, uint64_t nr_sectors)
+               uint64_t sector, uint64_t nr_sectors, enum zn_reason *why)
 {
-  int ret = check_request (dev, sector, nr_sectors);
+  int ret;
 
+  *why = ZN_REASON_NONE;
+  ret = check_request (dev, sector, nr_sectors, why);
   if (ret)
     return ret;
   while (nr_sectors) {
     struct zone *z = zone_of (dev, sector);
     uint64_t n = z->start + z->len - sector;
+    enum zn_reason part_why = ZN_REASON_NONE;
     int part_ret;
 
     if (n > dev->geo.max_sectors)
       n = dev->geo.max_sectors;
     if (n > nr_sectors)
       n = nr_sectors;
-    part_ret = fn (dev, z, buf, sector, n);
-    if (part_ret)
+    part_ret = fn (dev, z, buf, sector, n, &part_why);
+    if (part_ret) {
       ret = part_ret;
+      *why = part_why == ZN_REASON_NONE ? zn_reason_of (-ret) : part_why;
+    }
     buf = (unsigned char *) buf + (n << ZN_SECTOR_SHIFT);
     sector += n;
     nr_sectors -= n;
@@ -827,38 +890,59 @@ for_each_part (struct zn_dev *dev, part_fn fn, void *buf,
 
 /* null_blk: null_process_zoned_cmd (), REQ_OP_READ */
 int
+zn_read_why (struct zn_dev *dev, void *buf, uint64_t sector,
+             uint64_t nr_sectors, enum zn_reason *why)
+{
+  return for_each_part (dev, read_zone, buf, sector, nr_sectors, why);
+}
+
+int
 zn_read (struct zn_dev *dev, void *buf, uint64_t sector, uint64_t nr_sectors)
 {
-  return for_each_part (dev, read_zone, buf, sector, nr_sectors);
+  enum zn_reason why;
+
+  return zn_read_why (dev, buf, sector, nr_sectors, &why);
 }
 
 static int
 write_part (struct zn_dev *dev, struct zone *z, void *buf,
-            uint64_t sector, uint64_t n)
+            uint64_t sector, uint64_t n, enum zn_reason *why)
 {
-  return write_zone (dev, z, buf, &sector, n, false, false);
+  return write_zone (dev, z, buf, &sector, n, false, false, why);
 }
 
 static int
 write_part_fua (struct zn_dev *dev, struct zone *z, void *buf,
-                uint64_t sector, uint64_t n)
+                uint64_t sector, uint64_t n, enum zn_reason *why)
 {
-  return write_zone (dev, z, buf, &sector, n, true, false);
+  return write_zone (dev, z, buf, &sector, n, true, false, why);
 }
 
 /* null_blk: null_process_zoned_cmd (), REQ_OP_WRITE */
 int
-zn_write (struct zn_dev *dev, const void *buf, uint64_t sector, uint64_t nr_sectors)
+zn_write_why (struct zn_dev *dev, const void *buf, uint64_t sector,
+              uint64_t nr_sectors, bool fua, enum zn_reason *why)
 {
   /* The part function never writes through buf. */
-  return for_each_part (dev, write_part, (void *) buf, sector, nr_sectors);
+  return for_each_part (dev, fua ? write_part_fua : write_part, (void *) buf,
+                        sector, nr_sectors, why);
+}
+
+int
+zn_write (struct zn_dev *dev, const void *buf, uint64_t sector, uint64_t nr_sectors)
+{
+  enum zn_reason why;
+
+  return zn_write_why (dev, buf, sector, nr_sectors, false, &why);
 }
 
 int
 zn_write_fua (struct zn_dev *dev, const void *buf, uint64_t sector,
               uint64_t nr_sectors)
 {
-  return for_each_part (dev, write_part_fua, (void *) buf, sector, nr_sectors);
+  enum zn_reason why;
+
+  return zn_write_why (dev, buf, sector, nr_sectors, true, &why);
 }
 
 /* null_blk: null_handle_flush () (main.c) */
@@ -875,25 +959,42 @@ zn_flush (struct zn_dev *dev)
  */
 /* null_blk: null_process_zoned_cmd (), REQ_OP_ZONE_APPEND */
 int
-zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
-                uint64_t nr_sectors, bool fua, uint64_t *written)
+zn_zone_append_why (struct zn_dev *dev, const void *buf, uint64_t sector,
+                    uint64_t nr_sectors, bool fua, uint64_t *written,
+                    enum zn_reason *why)
 {
   struct zone *z;
   int ret;
 
+  *why = ZN_REASON_NONE;
   if (nr_sectors == 0)
-    return -EINVAL;
-  ret = check_request (dev, sector, nr_sectors);
+    return fail_errno (why, ZN_REASON_EMPTY, EINVAL);
+  ret = check_request (dev, sector, nr_sectors, why);
   if (ret)
     return ret;
   z = zone_of (dev, sector);
-  if (z->type == ZN_ZONE_CONVENTIONAL || sector != z->start
-      || nr_sectors > dev->geo.max_append_sectors)
-    return -EIO;
-  ret = write_zone (dev, z, buf, &sector, nr_sectors, fua, true);
+  if (z->type == ZN_ZONE_CONVENTIONAL)
+    return fail (why, ZN_REASON_CONVENTIONAL);
+  if (sector != z->start)
+    return fail (why, ZN_REASON_NOT_ZONE_START);
+  if (nr_sectors > dev->geo.max_append_sectors)
+    return fail (why, ZN_REASON_APPEND_TOO_LONG);
+  ret = write_zone (dev, z, buf, &sector, nr_sectors, fua, true, why);
   if (ret == 0 && written)
     *written = sector;
+  if (ret && *why == ZN_REASON_NONE)
+    *why = zn_reason_of (-ret);
   return ret;
+}
+
+int
+zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
+                uint64_t nr_sectors, bool fua, uint64_t *written)
+{
+  enum zn_reason why;
+
+  return zn_zone_append_why (dev, buf, sector, nr_sectors, fua, written,
+                             &why);
 }
 
 /* ---- zone conditions (configfs) ---------------------------------------- */

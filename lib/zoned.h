@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "zonednull/zone.h"
+#include "errors.h"
 
 /* "6.1", "6.12", "7.3" */
 const char *zn_kernel_name (enum zn_kernel k);
@@ -178,7 +179,7 @@ int zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
  * with -EIO when, while it waits, a write at the write pointer fails or the
  * zone is reset, finished, or made READONLY or OFFLINE.  These two extra
  * codes exist only to say why; adapters send EIO for both, as null_blk
- * would fail such a write.
+ * would fail such a write (zn_block_errno).
  */
 int zn_read (struct zn_dev *dev, void *buf, uint64_t sector, uint64_t nr_sectors);
 int zn_write (struct zn_dev *dev, const void *buf,
@@ -186,6 +187,16 @@ int zn_write (struct zn_dev *dev, const void *buf,
 /* A write with FUA: with a cache, its data is durable when it returns. */
 int zn_write_fua (struct zn_dev *dev, const void *buf,
                   uint64_t sector, uint64_t nr_sectors);
+/* zn_read, zn_write (zn_write_fua with fua), and below zn_zone_append
+ * and zn_zone_mgmt, that also say in *why why they failed (errors.h),
+ * as the failing check knew it: a front end must not guess it from the
+ * zones afterwards.  ZN_REASON_NONE on success.  When parts fail, the
+ * reason is the errno's part's.
+ */
+int zn_read_why (struct zn_dev *dev, void *buf, uint64_t sector,
+                 uint64_t nr_sectors, enum zn_reason *why);
+int zn_write_why (struct zn_dev *dev, const void *buf, uint64_t sector,
+                  uint64_t nr_sectors, bool fua, enum zn_reason *why);
 
 /* Zone append (REQ_OP_ZONE_APPEND): writes nr_sectors at the write
  * pointer of the sequential zone that starts at sector and sets *written
@@ -200,6 +211,9 @@ int zn_write_fua (struct zn_dev *dev, const void *buf,
  */
 int zn_zone_append (struct zn_dev *dev, const void *buf, uint64_t sector,
                     uint64_t nr_sectors, bool fua, uint64_t *written);
+int zn_zone_append_why (struct zn_dev *dev, const void *buf, uint64_t sector,
+                        uint64_t nr_sectors, bool fua, uint64_t *written,
+                        enum zn_reason *why);
 
 /* The volatile write cache (cache_size).  zn_flush makes every completed
  * write durable (a no-op without a cache).  zn_power_cycle is configfs
@@ -220,6 +234,8 @@ void zn_cache_stats (struct zn_dev *dev, uint64_t *size, uint64_t *dirty);
  */
 int zn_zone_mgmt (struct zn_dev *dev, enum zn_zone_op op,
                   uint64_t sector, uint64_t nr_sectors);
+int zn_zone_mgmt_why (struct zn_dev *dev, enum zn_zone_op op, uint64_t sector,
+                      uint64_t nr_sectors, enum zn_reason *why);
 
 /* configfs zone_readonly / zone_offline: toggles the zone holding sector. */
 int zn_zone_set_readonly (struct zn_dev *dev, uint64_t sector);

@@ -101,50 +101,6 @@ zonednull_config (const char *key, const char *value)
   return 0;
 }
 
-/* Text for the errors the model returns.  The open and active limits are
- * named, since their errno texts say nothing about zones.  strerror is
- * avoided on request paths: with the sanitizer runtimes preloaded into
- * nbdkit, calling it from worker threads deadlocked nbdkit at exit.
- */
-static const char *
-error_text (int err)
-{
-  switch (err) {
-  case EIO:
-    return "Input/output error";
-  case EINVAL:
-    return "Invalid argument";
-  case ENOSPC:
-    return "No space left on device";
-  case ENOMEM:
-    return "Cannot allocate memory";
-  case EOPNOTSUPP:
-    return "Operation not supported";
-  case ETOOMANYREFS:
-    return "open zones exceeded (ETOOMANYREFS, sent as EINVAL)";
-  case EOVERFLOW:
-    return "active zones exceeded (EOVERFLOW, sent as EINVAL)";
-  case ETIMEDOUT:
-    return "pipelined write: the write pointer did not reach it within "
-      "pipeline_wait_ms (sent as EIO)";
-  case EBUSY:
-    return "pipelined write: pipeline_max_waiting writes already wait "
-      "on this zone (sent as EIO)";
-  default:
-    return "unexpected error";
-  }
-}
-
-/* The errno that goes on the wire.  The pipelined mode's reasons for
- * failing a waiting write are EIO to the client, as null_blk would fail
- * the write; the control channel keeps the exact reason.
- */
-static int
-wire_errno (int err)
-{
-  return err == ETIMEDOUT || err == EBUSY ? EIO : err;
-}
-
 static int
 create_device (struct device *d, uint32_t index)
 {
@@ -158,7 +114,7 @@ create_device (struct device *d, uint32_t index)
                                                 sizeof dir),
                           err, sizeof err);
   if (d->dev == NULL) {
-    nbdkit_error ("%s", err[0] ? err : error_text (errno));
+    nbdkit_error ("%s", err[0] ? err : zn_errno_name (errno));
     return -1;
   }
   /* NBD clients see the device as /dev/nullb0's users do, behind the
@@ -425,47 +381,6 @@ zonednull_can_fua (void *handle)
   return h->control || h->d->geo->fua ? NBDKIT_FUA_NATIVE : NBDKIT_FUA_NONE;
 }
 
-/* Describes the zones a request touches for an error message, e.g.
- * "zone 1 (IMP_OPEN, wp 2056)".  The state is read after the failure, so
- * under concurrent writers it is a hint, not evidence.
- */
-static void
-describe_zone (char *buf, size_t len, const struct zn_zone *z)
-{
-  if (z->type == ZN_ZONE_SEQWRITE_REQ && z->wp != UINT64_MAX)
-    snprintf (buf, len, "%s, wp %" PRIu64, zn_cond_name (z->cond), z->wp);
-  else
-    snprintf (buf, len, "%s", zn_cond_name (z->cond));
-}
-
-static void
-request_error (struct device *d, const char *what, uint32_t count,
-               uint64_t offset, int err)
-{
-  const struct zn_geometry *geo = d->geo;
-  uint64_t first = (offset >> ZN_SECTOR_SHIFT) / geo->zone_sectors;
-  uint64_t last = ((offset + count - 1) >> ZN_SECTOR_SHIFT) / geo->zone_sectors;
-  struct zn_zone z;
-  char first_desc[64] = "", last_desc[64] = "";
-
-  if (zn_report_zones (d->dev, first * geo->zone_sectors, &z, 1) == 1)
-    describe_zone (first_desc, sizeof first_desc, &z);
-  if (first == last) {
-    nbdkit_error ("%s: %s: offset %" PRIu64 " length %" PRIu32
-                  " in zone %" PRIu64 " (%s): %s",
-                  d->name, what, offset, count, first, first_desc,
-                  error_text (err));
-    return;
-  }
-  if (zn_report_zones (d->dev, last * geo->zone_sectors, &z, 1) == 1)
-    describe_zone (last_desc, sizeof last_desc, &z);
-  nbdkit_error ("%s: %s: offset %" PRIu64 " length %" PRIu32
-                " in zones %" PRIu64 " to %" PRIu64
-                " (first %s; last %s): %s",
-                d->name, what, offset, count, first, last, first_desc,
-                last_desc, error_text (err));
-}
-
 /* nbdkit advertises the block size but does not enforce it. */
 static int
 check_alignment (struct device *d, const char *what, uint32_t count,
@@ -493,14 +408,19 @@ check_alignment (struct device *d, const char *what, uint32_t count,
  */
 static int
 data_error (struct handle *h, const char *what, uint32_t nbd_cmd,
-            uint32_t count, uint64_t offset, int err)
+            uint32_t count, uint64_t offset, int err, enum zn_reason why)
 {
   struct device *d = h->d;
 
-  request_error (d, what, count, offset, err);
+  char text[512];
+
+  nbdkit_error ("%s: %s", d->name,
+                zn_request_error_text (text, sizeof text, what, offset, count,
+                                       d->geo->zone_sectors << ZN_SECTOR_SHIFT,
+                                       err, why));
   zn_control_errlog_add (d->ctl, h->errlog, nbd_cmd, offset, count,
                                 err);
-  nbdkit_set_error (wire_errno (err));
+  nbdkit_set_error (zn_block_errno (err));
   return -1;
 }
 
@@ -514,6 +434,7 @@ zonednull_pread (void *handle, void *buf, uint32_t count,
 {
   struct handle *h = handle;
   struct zn_request rq;
+  enum zn_reason why;
   int r;
 
   if (h->control) {
@@ -536,11 +457,11 @@ zonednull_pread (void *handle, void *buf, uint32_t count,
   if (check_alignment (h->d, "pread", count, offset) == -1)
     return -1;
   zn_queue_begin (h->d->qs, h->queue, count, &rq);
-  r = zn_read (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
-               count >> ZN_SECTOR_SHIFT);
+  r = zn_read_why (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
+                   count >> ZN_SECTOR_SHIFT, &why);
   zn_queue_end (h->d->qs, &rq);
   if (r < 0)
-    return data_error (h, "pread", NBD_CMD_READ, count, offset, -r);
+    return data_error (h, "pread", NBD_CMD_READ, count, offset, -r, why);
   return 0;
 }
 
@@ -550,6 +471,7 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
 {
   struct handle *h = handle;
   struct zn_request rq;
+  enum zn_reason reason;
   int r;
 
   if (h->control) {
@@ -569,11 +491,13 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
   if (check_alignment (h->d, "pwrite", count, offset) == -1)
     return -1;
   zn_queue_begin (h->d->qs, h->queue, count, &rq);
-  r = (flags & NBDKIT_FLAG_FUA ? zn_write_fua : zn_write)
-    (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
+  r = zn_write_why (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
+                    count >> ZN_SECTOR_SHIFT, flags & NBDKIT_FLAG_FUA,
+                    &reason);
   zn_queue_end (h->d->qs, &rq);
   if (r < 0)
-    return data_error (h, "pwrite", NBD_CMD_WRITE, count, offset, -r);
+    return data_error (h, "pwrite", NBD_CMD_WRITE, count, offset, -r,
+                       reason);
   return 0;
 }
 
@@ -594,7 +518,8 @@ zonednull_flush (void *handle, uint32_t flags UNUSED)
   r = zn_flush (h->d->dev);
   zn_queue_end (h->d->qs, &rq);
   if (r < 0)
-    return data_error (h, "flush", NBD_CMD_FLUSH, 0, 0, -r);
+    return data_error (h, "flush", NBD_CMD_FLUSH, 0, 0, -r,
+                       zn_reason_of (-r));
   return 0;
 }
 
@@ -609,17 +534,14 @@ zonednull_trim (void *handle, uint32_t count, uint64_t offset,
 {
   struct handle *h = handle;
   struct device *d = h->d;
-  const struct zn_geometry *geo = d->geo;
-  uint64_t zone_bytes = geo->zone_sectors << ZN_SECTOR_SHIFT;
-  uint64_t first = offset / zone_bytes;
-  uint64_t last = (offset + count - 1) / zone_bytes;
   struct zn_request rq;
+  enum zn_reason reason;
   char why[200];
   int r;
 
   if (count == 0)                      /* a no-op, as in zonednull_pread */
     return 0;
-  if ((r = zn_nbd_trim_check (geo, offset, count, why, sizeof why)) != 0) {
+  if ((r = zn_nbd_trim_check (d->geo, offset, count, why, sizeof why)) != 0) {
     nbdkit_error ("trim: %s", why);
     nbdkit_set_error (r);
     return -1;
@@ -627,22 +549,11 @@ zonednull_trim (void *handle, uint32_t count, uint64_t offset,
 
   /* A zone reset carries no data: it takes a tag, not bandwidth. */
   zn_queue_begin (d->qs, h->queue, 0, &rq);
-  r = zn_zone_mgmt (d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
-                    (uint64_t) count >> ZN_SECTOR_SHIFT);
+  r = zn_zone_mgmt_why (d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
+                        (uint64_t) count >> ZN_SECTOR_SHIFT, &reason);
   zn_queue_end (d->qs, &rq);
-  if (r < 0) {
-    if (first == last)
-      request_error (d, "trim", count, offset, -r);
-    else
-      nbdkit_error ("%s: trim: offset %" PRIu64 " length %" PRIu32
-                    ": reset of zones %" PRIu64 " to %" PRIu64
-                    " failed (a READONLY or OFFLINE zone cannot be reset): %s",
-                    d->name, offset, count, first, last, error_text (-r));
-    zn_control_errlog_add (d->ctl, h->errlog, NBD_CMD_TRIM, offset,
-                                  count, -r);
-    nbdkit_set_error (wire_errno (-r));
-    return -1;
-  }
+  if (r < 0)
+    return data_error (h, "trim", NBD_CMD_TRIM, count, offset, -r, reason);
   return 0;
 }
 

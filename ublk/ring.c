@@ -21,11 +21,10 @@ int
 zu_block_errno (int err)
 {
   /* These survive ublk_drv's errno_to_blk_status and come back to the
-   * application unchanged, as null_blk's statuses would.  The model's
-   * pipelining reasons (ETIMEDOUT, EBUSY) and anything else are a plain
-   * I/O error, as null_blk fails such a request.
+   * application unchanged, as null_blk's statuses would; anything else is
+   * a plain I/O error, as null_blk fails such a request.
    */
-  switch (err) {
+  switch (-zn_block_errno (-err)) {
   case 0:
   case -EIO:
   case -EINVAL:

@@ -90,20 +90,23 @@ reply_ok (struct nbd_session *s, uint64_t cookie)
   reply_simple (s, cookie, 0);
 }
 
-static const char *
-errno_name (int err)
+/* A data request the model failed: in the error logs with its exact
+ * errno, and answered with the errno a user of the block device gets,
+ * and why.
+ */
+static void
+reply_failure (struct nbd_session *s, uint64_t cookie, uint32_t nbd_cmd,
+               const char *what, uint64_t offset, uint32_t count, int err,
+               enum zn_reason why)
 {
-  switch (err) {
-  case EIO: return "EIO";
-  case EINVAL: return "EINVAL";
-  case ETOOMANYREFS: return "ETOOMANYREFS: open zones exceeded";
-  case EOVERFLOW: return "EOVERFLOW: active zones exceeded";
-  case ENOMEM: return "ENOMEM";
-  case EPERM: return "EPERM";
-  case ETIMEDOUT: return "EIO: waited pipeline_wait_ms for the write pointer";
-  case EBUSY: return "EIO: pipeline_max_waiting writes already wait";
-  default: return "error";
-  }
+  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
+  char text[512];
+
+  log_failure (s, nbd_cmd, offset, count, err);
+  reply_error (s, cookie, zn_block_errno (err), "%s",
+               zn_request_error_text (text, sizeof text, what, offset, count,
+                                      geo->zone_sectors << ZN_SECTOR_SHIFT,
+                                      err, why));
 }
 
 static bool
@@ -116,26 +119,26 @@ static void
 cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
           uint32_t count)
 {
-  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
   size_t header = s->structured ? NBD_CHUNK_SIZE + 8 : NBD_SIMPLE_REPLY_SIZE;
   size_t mark = s->out.len;
   unsigned char *buf;
+  enum zn_reason why = ZN_REASON_NONE;
   int r;
 
   /* Read straight into the output buffer, behind the reply header. */
   buf = out_reserve (s, header + count) + header;
   if (s->control)
     r = zn_control_pread (s->d->ctl, &s->conn, s->sv->readonly, buf, count, offset);
-  else {
-    r = zn_read (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
-    if (r < 0)
-      log_failure (s, CMD_READ, offset, count, -r);
-  }
+  else
+    r = zn_read_why (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
+                     count >> ZN_SECTOR_SHIFT, &why);
   if (r < 0) {
     s->out.len = mark;
-    reply_error (s, cookie, -r, "read: offset %" PRIu64 " length %" PRIu32
-                 " in zone %" PRIu64 ": %s", offset, count,
-                 (offset >> ZN_SECTOR_SHIFT) / geo->zone_sectors, errno_name (-r));
+    if (s->control)
+      reply_error (s, cookie, -r, "read: offset %" PRIu64 " length %" PRIu32
+                   ": %s", offset, count, zn_errno_name (-r));
+    else
+      reply_failure (s, cookie, CMD_READ, "read", offset, count, -r, why);
     return;
   }
   s->out.len = mark;
@@ -163,36 +166,28 @@ static void
 cmd_write (struct nbd_session *s, uint64_t cookie, uint64_t offset,
            uint32_t count, bool fua, const unsigned char *data)
 {
-  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
   char why[256] = "";
+  enum zn_reason reason = ZN_REASON_NONE;
   int r;
 
   if (s->control)
     r = zn_control_pwrite (s->d->ctl, &s->conn, data, count, offset,
                            why, sizeof why);
-  else {
-    r = s->forced_error ? s->forced_error
-      : (fua ? zn_write_fua : zn_write)
-          (s->d->dev, data, offset >> ZN_SECTOR_SHIFT, count >> ZN_SECTOR_SHIFT);
-    s->forced_error = 0;
-    if (r < 0)
-      log_failure (s, CMD_WRITE, offset, count, -r);
+  else if (s->forced_error) {
+    /* The scheduler failed its pipelined wait. */
+    r = s->forced_error;
+    reason = zn_pipeline_reason (-s->forced_error);
   }
-  if (r < 0) {
-    if (s->control)
-      reply_error (s, cookie, -r, "control: %s", why);
-    else
-      /* A pipelined write's reasons for failing are EIO on the wire, as
-       * null_blk would fail it; the control channel keeps the reason.
-       */
-      reply_error (s, cookie, r == -ETIMEDOUT || r == -EBUSY ? EIO : -r,
-                   "write: offset %" PRIu64 " length %" PRIu32
-                   " in zone %" PRIu64 ": %s", offset, count,
-                   (offset >> ZN_SECTOR_SHIFT) / geo->zone_sectors,
-                   errno_name (-r));
-    return;
-  }
-  reply_ok (s, cookie);
+  else
+    r = zn_write_why (s->d->dev, data, offset >> ZN_SECTOR_SHIFT,
+                      count >> ZN_SECTOR_SHIFT, fua, &reason);
+  s->forced_error = 0;
+  if (r < 0 && s->control)
+    reply_error (s, cookie, -r, "control: %s", why);
+  else if (r < 0)
+    reply_failure (s, cookie, CMD_WRITE, "write", offset, count, -r, reason);
+  else
+    reply_ok (s, cookie);
 }
 
 /* TRIM is the one NBD command that can carry a zone reset
@@ -202,26 +197,21 @@ static void
 cmd_trim (struct nbd_session *s, uint64_t cookie, uint64_t offset,
           uint32_t count)
 {
-  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
-  uint64_t zone_bytes = geo->zone_sectors << ZN_SECTOR_SHIFT;
   char why[200];
+  enum zn_reason reason;
   int r;
 
-  if ((r = zn_nbd_trim_check (geo, offset, count, why, sizeof why)) != 0) {
+  if ((r = zn_nbd_trim_check (zn_dev_geometry (s->d->dev), offset, count,
+                              why, sizeof why)) != 0) {
     reply_error (s, cookie, r, "trim: %s", why);
     return;
   }
-  r = zn_zone_mgmt (s->d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
-                    (uint64_t) count >> ZN_SECTOR_SHIFT);
-  if (r < 0) {
-    log_failure (s, CMD_TRIM, offset, count, -r);
-    reply_error (s, cookie, -r, "trim: reset of zones %" PRIu64 " to %" PRIu64
-                 " failed (a READONLY or OFFLINE zone cannot be reset): %s",
-                 offset / zone_bytes, (offset + count - 1) / zone_bytes,
-                 errno_name (-r));
-    return;
-  }
-  reply_ok (s, cookie);
+  r = zn_zone_mgmt_why (s->d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
+                        (uint64_t) count >> ZN_SECTOR_SHIFT, &reason);
+  if (r < 0)
+    reply_failure (s, cookie, CMD_TRIM, "trim", offset, count, -r, reason);
+  else
+    reply_ok (s, cookie);
 }
 
 struct extents {

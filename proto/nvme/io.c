@@ -134,17 +134,6 @@ namespace_loc (const struct nvme_cmd *cmd, const struct io *io, uint16_t st)
   }
 }
 
-/* A failure the scheduler decided (a pipelined write's wait): EIO, as
- * the NBD adapters send it.
- */
-static uint16_t
-forced_status (const struct io *io, int err)
-{
-  if (err == ETIMEDOUT || err == EBUSY)
-    err = EIO;
-  return nvme_zns_status (io->d->dev, err, io->slba, io->nlb, io->writes);
-}
-
 /* Runs the decoded command and queues its reply. */
 static void
 run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
@@ -156,7 +145,8 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
   unsigned char *buf;
 
   if (err) {
-    fail (s, cmd, forced_status (io, -err), LOC_SLBA);
+    /* The scheduler failed a pipelined write's wait. */
+    fail (s, cmd, nvme_zns_status (-err, zn_pipeline_reason (-err)), LOC_SLBA);
     return;
   }
   switch (cmd->opcode) {

@@ -37,14 +37,6 @@
 
 static const unsigned char zeroes[ZEROES_BYTES];
 
-/* What a command does to the zone, for the reason behind an EIO. */
-enum access {
-  ACCESS_READ,
-  ACCESS_WRITE,
-  ACCESS_APPEND,
-  ACCESS_MGMT,
-};
-
 static uint16_t
 generic_status (uint8_t sc)
 {
@@ -265,60 +257,6 @@ nvme_zns_effects (uint8_t csi, struct nvme_cmd_effects_log *log)
 
 /* ---- statuses ----------------------------------------------------------- */
 
-/* The zone state is looked at after the fact: the model fails a write
- * in null_blk's order (FULL, READONLY or OFFLINE; not at the write
- * pointer; past the capacity; then resources and bad blocks) without
- * changing the zone, so what the zone shows now names the check that
- * failed.  A racing command can change the zone meanwhile; the status
- * can then name another reason, but every one of them is EIO on the
- * host, so the application sees no difference.
- */
-static uint16_t
-write_eio_status (struct zn_dev *dev, enum access access,
-                  uint64_t sector, uint64_t nr_sectors)
-{
-  struct zn_zone z;
-
-  if (zn_report_zones (dev, sector, &z, 1) != 1)
-    return generic_status (NVME_SC_INTERNAL);
-  switch (z.cond) {
-  case ZN_COND_OFFLINE:
-    return zns_status (NVME_SC_ZNS_OFFLINE);
-  case ZN_COND_READONLY:
-    return zns_status (NVME_SC_ZNS_READ_ONLY);
-  case ZN_COND_FULL:
-    return zns_status (NVME_SC_ZNS_FULL);
-  default:
-    break;
-  }
-  /* Waits of pipeline_zoned_writes that fail (EBUSY, ETIMEDOUT) land
-   * here too: a write ahead of the write pointer.
-   */
-  if (access == ACCESS_WRITE && sector != z.wp)
-    return zns_status (NVME_SC_ZNS_INVALID_WRITE);
-  if (z.wp + nr_sectors > z.start + z.capacity
-      || sector + nr_sectors > z.start + z.len)
-    return zns_status (NVME_SC_ZNS_BOUNDARY_ERROR);
-  return generic_status (NVME_SC_INTERNAL);   /* a bad block */
-}
-
-/* A read fails on an OFFLINE zone or a bad block; it may span zones when
- * the session reads on its own.
- */
-static uint16_t
-read_eio_status (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors)
-{
-  uint64_t end = sector + nr_sectors;
-  struct zn_zone z;
-
-  while (sector < end && zn_report_zones (dev, sector, &z, 1) == 1) {
-    if (z.cond == ZN_COND_OFFLINE)
-      return zns_status (NVME_SC_ZNS_OFFLINE);
-    sector = z.start + z.len;
-  }
-  return generic_status (NVME_SC_INTERNAL);
-}
-
 static bool
 in_namespace (const struct zn_geometry *g, uint64_t slba, uint32_t nlb)
 {
@@ -327,52 +265,60 @@ in_namespace (const struct zn_geometry *g, uint64_t slba, uint32_t nlb)
   return slba < nsze && nlb <= nsze - slba;
 }
 
+/* The status for the model's errno and the reason it gave with it.  A
+ * zone management EIO (a transition the zone's condition does not allow,
+ * a READONLY or OFFLINE zone) is an invalid transition, as ZNS has it.
+ */
 static uint16_t
-errno_status (struct zn_dev *dev, int err, enum access access,
-              uint64_t slba, uint32_t nlb)
+errno_status (int err, enum zn_reason why, bool mgmt)
 {
-  const struct zn_geometry *g = zn_dev_geometry (dev);
-  uint64_t sector = slba * lba_sectors (g);
-  uint64_t nr_sectors = (uint64_t) nlb * lba_sectors (g);
-
   if (err < 0)
     err = -err;
-  switch (err) {
-  case 0:
+  if (err == 0)
     return 0;
-  case ETOOMANYREFS:
+  if (why == ZN_REASON_NONE)
+    why = zn_reason_of (err);
+  if (mgmt && err == EIO)
+    return zns_status (NVME_SC_ZNS_INVAL_TRANSITION);
+  switch (why) {
+  case ZN_REASON_OPEN_LIMIT:
     return zns_status (NVME_SC_ZNS_TOO_MANY_OPENS);
-  case EOVERFLOW:
+  case ZN_REASON_ACTIVE_LIMIT:
     return zns_status (NVME_SC_ZNS_TOO_MANY_ACTIVE);
-  case EIO:
-  case EBUSY:
-  case ETIMEDOUT:
-    if (access == ACCESS_MGMT)
-      return zns_status (NVME_SC_ZNS_INVAL_TRANSITION);
-    if (!in_namespace (g, slba, nlb ? nlb : 1))
-      return generic_status (NVME_SC_INTERNAL);
-    if (access == ACCESS_READ)
-      return read_eio_status (dev, sector, nr_sectors);
-    return write_eio_status (dev, access, sector, nr_sectors);
-  case EINVAL:
-    if (access != ACCESS_MGMT && !in_namespace (g, slba, nlb))
-      return generic_status (NVME_SC_LBA_RANGE);
-    return generic_status (NVME_SC_INVALID_FIELD);
-  case EOPNOTSUPP:
-    return generic_status (NVME_SC_INVALID_FIELD);
-  case ENOSPC:
+  case ZN_REASON_FULL:
+    return zns_status (NVME_SC_ZNS_FULL);
+  case ZN_REASON_READONLY:
+    return zns_status (NVME_SC_ZNS_READ_ONLY);
+  case ZN_REASON_OFFLINE:
+    return zns_status (NVME_SC_ZNS_OFFLINE);
+  case ZN_REASON_NOT_AT_WP:
+  case ZN_REASON_PIPELINE_TIMEOUT:  /* a pipelined write never got */
+  case ZN_REASON_PIPELINE_BUSY:     /* to the write pointer */
+  case ZN_REASON_PIPELINE_FAILED:
+    return zns_status (NVME_SC_ZNS_INVALID_WRITE);
+  case ZN_REASON_PAST_CAPACITY:
+    return zns_status (NVME_SC_ZNS_BOUNDARY_ERROR);
+  case ZN_REASON_OUT_OF_RANGE:
+    return generic_status (mgmt ? NVME_SC_INVALID_FIELD
+                                                 : NVME_SC_LBA_RANGE);
+  case ZN_REASON_NO_SPACE:
     return generic_status (NVME_SC_CAP_EXCEEDED);
-  default:
-    return generic_status (NVME_SC_INTERNAL);
+  case ZN_REASON_MISALIGNED:
+  case ZN_REASON_EMPTY:
+  case ZN_REASON_NOT_SUPPORTED:
+  case ZN_REASON_NOT_ZONE_START:
+  case ZN_REASON_APPEND_TOO_LONG:
+    return generic_status (NVME_SC_INVALID_FIELD);
+  default:                      /* a bad block, the store, memory */
+    return generic_status (err == EINVAL ? NVME_SC_INVALID_FIELD
+                                         : NVME_SC_INTERNAL);
   }
 }
 
 uint16_t
-nvme_zns_status (struct zn_dev *dev, int err, uint64_t slba, uint32_t nlb,
-                 bool write)
+nvme_zns_status (int err, enum zn_reason why)
 {
-  return errno_status (dev, err, write ? ACCESS_WRITE : ACCESS_READ,
-                       slba, nlb);
+  return errno_status (err, why, false);
 }
 
 /* ---- I/O commands ------------------------------------------------------- */
@@ -405,19 +351,26 @@ nvme_zns_read (struct zn_dev *dev, uint64_t slba, uint32_t nlb, void *data)
   const struct zn_geometry *g = zn_dev_geometry (dev);
   uint16_t status = check_io (g, slba, nlb);
 
+  enum zn_reason why;
+  int r;
+
   if (status)
     return status;
-  return errno_status (dev, zn_read (dev, data, slba * lba_sectors (g),
-                                     (uint64_t) nlb * lba_sectors (g)),
-                       ACCESS_READ, slba, nlb);
+  r = zn_read_why (dev, data, slba * lba_sectors (g),
+                   (uint64_t) nlb * lba_sectors (g), &why);
+  return errno_status (r, why, false);
 }
 
-static int
-model_write (struct zn_dev *dev, const void *data, uint64_t sector,
-             uint64_t nr_sectors, bool fua)
+static uint16_t
+model_write (struct zn_dev *dev, const void *data, uint64_t slba,
+             uint32_t nlb, bool fua)
 {
-  return fua ? zn_write_fua (dev, data, sector, nr_sectors)
-             : zn_write (dev, data, sector, nr_sectors);
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  enum zn_reason why;
+  int r = zn_write_why (dev, data, slba * lba_sectors (g),
+                        (uint64_t) nlb * lba_sectors (g), fua, &why);
+
+  return errno_status (r, why, false);
 }
 
 uint16_t
@@ -429,10 +382,7 @@ nvme_zns_write (struct zn_dev *dev, uint64_t slba, uint32_t nlb, bool fua,
 
   if (status)
     return status;
-  return errno_status (dev, model_write (dev, data, slba * lba_sectors (g),
-                                         (uint64_t) nlb * lba_sectors (g),
-                                         fua),
-                       ACCESS_WRITE, slba, nlb);
+  return model_write (dev, data, slba, nlb, fua);
 }
 
 /* Writes of a static zero chunk, so that 65536 blocks of 4 KiB need no
@@ -450,10 +400,8 @@ nvme_zns_write_zeroes (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
 
   while (status == 0 && nlb) {
     uint32_t n = nlb < chunk ? nlb : chunk;
-    int r = model_write (dev, zeroes, slba * lba_sectors (g),
-                         (uint64_t) n * lba_sectors (g), fua);
 
-    status = errno_status (dev, r, ACCESS_WRITE, slba, n);
+    status = model_write (dev, zeroes, slba, n, fua);
     slba += n;
     nlb -= n;
   }
@@ -473,6 +421,7 @@ nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb, bool fua,
   uint64_t nr_sectors = (uint64_t) nlb * lba_sectors (g);
   uint64_t landed = 0;
   uint16_t status = check_io (g, zslba, nlb);
+  enum zn_reason why;
   int r;
 
   if (status)
@@ -481,9 +430,9 @@ nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb, bool fua,
     return generic_status (NVME_SC_INVALID_FIELD);
   if (nr_sectors > g->max_append_sectors)
     return generic_status (NVME_SC_INVALID_FIELD);
-  r = zn_zone_append (dev, data, sector, nr_sectors, fua, &landed);
+  r = zn_zone_append_why (dev, data, sector, nr_sectors, fua, &landed, &why);
   if (r)
-    return errno_status (dev, r, ACCESS_APPEND, zslba, nlb);
+    return errno_status (r, why, false);
   *result = landed / lba_sectors (g);
   return 0;
 }
@@ -530,6 +479,7 @@ send_all (struct zn_dev *dev, enum zn_zone_op op)
   uint64_t sector = 0;
   unsigned n;
   int first_err = 0;
+  enum zn_reason first_why = ZN_REASON_NONE;
 
   /* Opening every closed zone needs that many open resources beside the
    * explicitly open zones (implicitly open ones are closed to make
@@ -555,16 +505,20 @@ send_all (struct zn_dev *dev, enum zn_zone_op op)
     sector = zones[n - 1].start + zones[n - 1].len;
   }
   for (uint64_t idx = 0; idx < g->nr_zones; idx++) {
+    enum zn_reason why;
     int r;
 
     if (!(chosen[idx / 8] & (1u << (idx % 8))))
       continue;
-    r = zn_zone_mgmt (dev, op, idx * g->zone_sectors, g->zone_sectors);
-    if (r && first_err == 0)
+    r = zn_zone_mgmt_why (dev, op, idx * g->zone_sectors, g->zone_sectors,
+                          &why);
+    if (r && first_err == 0) {
       first_err = r;
+      first_why = why;
+    }
   }
   free (chosen);
-  return errno_status (dev, first_err, ACCESS_MGMT, 0, 0);
+  return errno_status (first_err, first_why, true);
 }
 
 uint16_t
@@ -574,6 +528,8 @@ nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
   const struct zn_geometry *g = zn_dev_geometry (dev);
   uint64_t sector = slba * lba_sectors (g);
   enum zn_zone_op op;
+  enum zn_reason why;
+  int r;
 
   switch (zsa) {
   case NVME_ZNS_ZSA_OPEN: op = ZN_OP_OPEN; break;
@@ -588,18 +544,17 @@ nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
    * model's reset of the whole range is null_blk's reset-all, which
    * skips READONLY and OFFLINE zones as ZNS does.
    */
-  if (select_all) {
-    if (op == ZN_OP_RESET)
-      return errno_status (dev, zn_zone_mgmt (dev, op, 0, g->capacity),
-                           ACCESS_MGMT, 0, 0);
+  if (select_all && op != ZN_OP_RESET)
     return send_all (dev, op);
-  }
-  if (slba >= ns_blocks (g))
+  if (select_all)
+    sector = 0;
+  else if (slba >= ns_blocks (g))
     return generic_status (NVME_SC_LBA_RANGE);
-  if (sector & (g->zone_sectors - 1))
+  else if (sector & (g->zone_sectors - 1))
     return generic_status (NVME_SC_INVALID_FIELD);
-  return errno_status (dev, zn_zone_mgmt (dev, op, sector, g->zone_sectors),
-                       ACCESS_MGMT, slba, 0);
+  r = zn_zone_mgmt_why (dev, op, sector,
+                        select_all ? g->capacity : g->zone_sectors, &why);
+  return errno_status (r, why, true);
 }
 
 /* ZRASF's state filters as zone conditions; -1 for all, -2 for none. */

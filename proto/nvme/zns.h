@@ -17,6 +17,8 @@
 
 #include <nvme/types.h>
 
+#include "errors.h"
+
 struct zn_dev;
 struct zn_geometry;
 
@@ -85,16 +87,13 @@ uint16_t nvme_zns_mgmt_recv (struct zn_dev *dev, uint64_t slba, uint8_t zra,
                              uint8_t zrasf, bool partial, void *buf,
                              size_t len);
 
-/* The status a model errno becomes for a command on dev that touched the
- * zone holding slba: ETOOMANYREFS -> Too Many Open Zones, EOVERFLOW ->
- * Too Many Active Zones (which the Linux host turns back into those
- * errnos); EIO -> the ZNS status that names why (Zone Is Full, Read Only,
- * Offline, Invalid Write, Boundary Error, Invalid Zone State Transition),
- * or Internal Error when nothing does (a bad block); EINVAL -> Invalid
- * Field or LBA Out of Range.  write: the command writes (a write, zone
- * append or write zeroes).
+/* The status of a model errno and the reason that came with it
+ * (lib/errors.h): ETOOMANYREFS -> Too Many Open Zones, EOVERFLOW -> Too
+ * Many Active Zones (which the Linux host turns back into those errnos);
+ * EIO -> the ZNS status that names the reason (Zone Is Full, Read Only,
+ * Offline, Invalid Write, Boundary Error), or Internal Error when none
+ * does (a bad block); EINVAL -> Invalid Field or LBA Out of Range.
  */
-uint16_t nvme_zns_status (struct zn_dev *dev, int err, uint64_t slba,
-                          uint32_t nlb, bool write);
+uint16_t nvme_zns_status (int err, enum zn_reason why);
 
 #endif

@@ -1839,6 +1839,191 @@ test_names (void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Why a request failed, as the model says it (lib/errors.h) */
+
+/* Writes nr sectors at sector; returns the errno and sets *why. */
+static int
+write_why (struct zn_dev *d, uint64_t sector, uint64_t nr, enum zn_reason *why)
+{
+  void *buf = xmalloc (nr * ZN_SECTOR_SIZE);
+  int r;
+
+  memset (buf, 0xa5, nr * ZN_SECTOR_SIZE);
+  *why = ZN_REASON_BAD_BLOCK;   /* to see that success clears it */
+  r = zn_write_why (d, buf, sector, nr, false, why);
+  free (buf);
+  return r;
+}
+
+#define CHECK_WHY(call, err, reason)                                    \
+  do {                                                                  \
+    enum zn_reason cw_why_ = ZN_REASON_NONE;                            \
+    int cw_r_ = call;                                                   \
+    if (cw_r_ != (err) || cw_why_ != (reason))                          \
+      fprintf (stderr, "%s: %d (%s), want %d (%s)\n", #call, cw_r_,    \
+               zn_reason_text (cw_why_), (err), zn_reason_text (reason)); \
+    CHECK_EQ (cw_r_, (err));                                            \
+    CHECK_EQ (cw_why_, (reason));                                       \
+  } while (0)
+
+static void
+test_reasons_one_zone (void)
+{
+  /* Zone 0 conventional, then 1 MiB sequential zones. */
+  struct zn_dev *d = mk (16, 1, 0, 1, 0, 0);
+  unsigned char buf[256 * ZN_SECTOR_SIZE] = { 0 };
+  uint64_t at;
+
+  CHECK_WHY (write_why (d, Z, 8, &cw_why_), 0, ZN_REASON_NONE);
+  CHECK_WHY (write_why (d, Z + 16, 8, &cw_why_), -EIO, ZN_REASON_NOT_AT_WP);
+  CHECK_WHY (write_why (d, 16 * Z, 8, &cw_why_), -EINVAL,
+             ZN_REASON_OUT_OF_RANGE);
+  CHECK_EQ (zn_zone_mgmt (d, ZN_OP_FINISH, 2 * Z, Z), 0);
+  CHECK_WHY (write_why (d, 2 * Z + 8, 8, &cw_why_), -EIO, ZN_REASON_FULL);
+  CHECK_EQ (zn_zone_set_readonly (d, 3 * Z), 0);
+  CHECK_WHY (write_why (d, 3 * Z, 8, &cw_why_), -EIO, ZN_REASON_READONLY);
+  CHECK_EQ (zn_zone_set_offline (d, 4 * Z), 0);
+  CHECK_WHY (write_why (d, 4 * Z, 8, &cw_why_), -EIO, ZN_REASON_OFFLINE);
+  CHECK_WHY (zn_read_why (d, buf, 4 * Z, 1, &cw_why_), -EIO,
+             ZN_REASON_OFFLINE);
+  CHECK_EQ (zn_badblocks_set (d, 5 * Z + 4, 5 * Z + 4), 0);
+  CHECK_WHY (write_why (d, 5 * Z, 8, &cw_why_), -EIO, ZN_REASON_BAD_BLOCK);
+  CHECK_EQ (zn_badblocks_set (d, 4, 4), 0);
+  CHECK_WHY (write_why (d, 0, 8, &cw_why_), -EIO, ZN_REASON_BAD_BLOCK);
+  CHECK_WHY (zn_read_why (d, buf, 4, 1, &cw_why_), -EIO, ZN_REASON_BAD_BLOCK);
+  /* Split at the zone boundary: the reason of the part that failed. */
+  CHECK_WHY (write_why (d, Z - 8, 24, &cw_why_), -EIO, ZN_REASON_NOT_AT_WP);
+
+  /* Zone management. */
+  CHECK_WHY (zn_zone_mgmt_why (d, ZN_OP_OPEN, 0, Z, &cw_why_), -EIO,
+             ZN_REASON_CONVENTIONAL);
+  CHECK_WHY (zn_zone_mgmt_why (d, ZN_OP_OPEN, 2 * Z, Z, &cw_why_), -EIO,
+             ZN_REASON_BAD_TRANSITION);
+  CHECK_WHY (zn_zone_mgmt_why (d, ZN_OP_RESET, 3 * Z, Z, &cw_why_), -EIO,
+             ZN_REASON_READONLY);
+  CHECK_WHY (zn_zone_mgmt_why (d, ZN_OP_RESET, 4 * Z, Z, &cw_why_), -EIO,
+             ZN_REASON_OFFLINE);
+  CHECK_WHY (zn_zone_mgmt_why (d, ZN_OP_OPEN, Z + 8, Z, &cw_why_), -EINVAL,
+             ZN_REASON_MISALIGNED);
+  CHECK_WHY (zn_zone_mgmt_why (d, ZN_OP_OPEN, Z, 0, &cw_why_), -EINVAL,
+             ZN_REASON_EMPTY);
+  CHECK_WHY (zn_zone_mgmt_why (d, ZN_OP_OPEN, 15 * Z, 2 * Z, &cw_why_),
+             -EINVAL, ZN_REASON_OUT_OF_RANGE);
+  CHECK_WHY (zn_zone_mgmt_why (d, (enum zn_zone_op) 99, Z, Z, &cw_why_),
+             -EOPNOTSUPP, ZN_REASON_NOT_SUPPORTED);
+  CHECK_WHY (zn_zone_mgmt_why (d, ZN_OP_RESET, Z, Z, &cw_why_), 0,
+             ZN_REASON_NONE);
+
+  /* Zone append. */
+  CHECK_WHY (zn_zone_append_why (d, buf, 0, 8, false, &at, &cw_why_), -EIO,
+             ZN_REASON_CONVENTIONAL);
+  CHECK_WHY (zn_zone_append_why (d, buf, Z + 8, 8, false, &at, &cw_why_),
+             -EIO, ZN_REASON_NOT_ZONE_START);
+  CHECK_WHY (zn_zone_append_why (d, buf, Z, 0, false, &at, &cw_why_),
+             -EINVAL, ZN_REASON_EMPTY);
+  CHECK_WHY (zn_zone_append_why (d, buf, Z,
+                                 zn_dev_geometry (d)->max_append_sectors + 1,
+                                 false, &at, &cw_why_),
+             -EIO, ZN_REASON_APPEND_TOO_LONG);
+  CHECK_WHY (zn_zone_append_why (d, buf, 2 * Z, 8, false, &at, &cw_why_),
+             -EIO, ZN_REASON_FULL);
+  zn_dev_destroy (d);
+}
+
+/* 2 MiB zones of 1 MiB capacity, one open zone, two active. */
+static void
+test_reasons_limits (void)
+{
+  struct zn_dev *d = mk (16, 2, 1, 0, 1, 2);
+
+  CHECK_WHY (write_why (d, 0, Z - 8, &cw_why_), 0, ZN_REASON_NONE);
+  CHECK_WHY (write_why (d, Z - 8, 16, &cw_why_), -EIO,
+             ZN_REASON_PAST_CAPACITY);
+  CHECK_EQ (zn_zone_mgmt (d, ZN_OP_OPEN, 0, 2 * Z), 0);
+  CHECK_WHY (write_why (d, 2 * Z, 8, &cw_why_), -ETOOMANYREFS,
+             ZN_REASON_OPEN_LIMIT);
+  CHECK_EQ (zn_zone_mgmt (d, ZN_OP_CLOSE, 0, 2 * Z), 0);
+  CHECK_WHY (write_why (d, 2 * Z, 8, &cw_why_), 0, ZN_REASON_NONE);
+  CHECK_WHY (write_why (d, 4 * Z, 8, &cw_why_), -EOVERFLOW,
+             ZN_REASON_ACTIVE_LIMIT);
+  CHECK_WHY (zn_zone_mgmt_why (d, ZN_OP_OPEN, 4 * Z, 2 * Z, &cw_why_),
+             -EOVERFLOW, ZN_REASON_ACTIVE_LIMIT);
+  zn_dev_destroy (d);
+}
+
+/* pipeline_zoned_writes: a write ahead of the wp that nothing brings the
+ * wp to gives up at the bound; the block layer's zone write plug (6.12)
+ * refuses a write off its wp, then every write until a zone report.
+ */
+static void
+test_reasons_pipeline_and_plug (void)
+{
+  struct zn_config c = cfg (16, 1, 0, 0, 0, 0);
+  struct zn_dev *d;
+  char err[256];
+
+  c.pipeline_zoned_writes = true;
+  c.pipeline_wait_ms = 1;
+  d = create (&c);
+  CHECK_WHY (write_why (d, 8, 8, &cw_why_), -ETIMEDOUT,
+             ZN_REASON_PIPELINE_TIMEOUT);
+  zn_dev_destroy (d);
+
+  c = cfg (16, 1, 0, 0, 0, 0);
+  c.kernel = ZN_KERNEL_6_12;
+  d = create (&c);
+  CHECK_EQ (zn_dev_write_plugging (d, err, sizeof err), 0);
+  CHECK_WHY (write_why (d, 0, 8, &cw_why_), 0, ZN_REASON_NONE);
+  CHECK_WHY (write_why (d, 16, 8, &cw_why_), -EIO, ZN_REASON_NOT_AT_WP);
+  CHECK_WHY (write_why (d, 8, 8, &cw_why_), -EIO, ZN_REASON_PLUG_STALE);
+  zn_dev_destroy (d);
+}
+
+/* One name table, one text per reason, one rule for the block device. */
+static void
+test_error_vocabulary (void)
+{
+  char buf[256];
+
+  CHECK (strcmp (zn_errno_name (EIO), "EIO") == 0);
+  CHECK (strcmp (zn_errno_name (ETOOMANYREFS), "ETOOMANYREFS") == 0);
+  CHECK (strcmp (zn_errno_name (-1), "EUNKNOWN") == 0);
+  CHECK_EQ (zn_block_errno (ETIMEDOUT), EIO);
+  CHECK_EQ (zn_block_errno (EBUSY), EIO);
+  CHECK_EQ (zn_block_errno (EOVERFLOW), EOVERFLOW);
+  CHECK_EQ (zn_block_errno (0), 0);
+  for (int r = ZN_REASON_NONE + 1; r <= ZN_REASON_NO_MEMORY; r++) {
+    CHECK (zn_reason_text (r)[0] != '\0');
+    CHECK (strcmp (zn_reason_text (r), "unknown reason") != 0);
+    for (int q = ZN_REASON_NONE + 1; q < r; q++)
+      CHECK (strcmp (zn_reason_text (q), zn_reason_text (r)) != 0);
+  }
+  CHECK (strcmp (zn_reason_text (ZN_REASON_NO_MEMORY + 1),
+                 "unknown reason") == 0);
+  CHECK (strcmp (zn_error_text (buf, sizeof buf, EIO, ZN_REASON_FULL),
+                 "EIO: the zone is FULL") == 0);
+  CHECK (strcmp (zn_error_text (buf, sizeof buf, ENOMEM, ZN_REASON_NONE),
+                 "ENOMEM") == 0);
+  CHECK (strncmp (zn_error_text (buf, sizeof buf, ETIMEDOUT,
+                                 ZN_REASON_PIPELINE_TIMEOUT),
+                  "ETIMEDOUT, sent as EIO: pipelined write", 39) == 0);
+  CHECK (strcmp (zn_request_error_text (buf, sizeof buf, "write", 1048576,
+                                        4096, 1048576, EIO,
+                                        ZN_REASON_NOT_AT_WP),
+                 "write: offset 1048576 length 4096 in zone 1: EIO: not at "
+                 "the zone's write pointer") == 0);
+  CHECK (strcmp (zn_request_error_text (buf, sizeof buf, "trim", 0,
+                                        2097152, 1048576, EIO,
+                                        ZN_REASON_READONLY),
+                 "trim: offset 0 length 2097152 in zones 0 to 1: EIO: the "
+                 "zone is READONLY") == 0);
+  CHECK (strcmp (zn_request_error_text (buf, sizeof buf, "flush", 0, 0,
+                                        1048576, ENOSPC,
+                                        ZN_REASON_NO_SPACE),
+                 "flush: ENOSPC: no space left for the data") == 0);
+}
+
+/* ------------------------------------------------------------------ */
 /* Zone append (null_blk's null_zone_write with append, and the block
  * layer's blk_check_zone_append in front of it)
  */
@@ -2098,6 +2283,10 @@ main (void)
   test_write_max_sectors_split ();
   test_report_zones ();
   test_names ();
+  test_reasons_one_zone ();
+  test_reasons_limits ();
+  test_reasons_pipeline_and_plug ();
+  test_error_vocabulary ();
 
   test_append_basic ();
   test_append_refused ();

@@ -595,12 +595,13 @@ test_admin_and_io (bool digests)
   CHECK_EQ (io.data_len, 136 * 512);
   CHECK (memcmp (io.data, wbuf, 136 * 512) == 0);
   /* A write the scheduler fails as it admits it (pipeline_max_waiting:
-   * EBUSY) fails as a write's EIO does, and writes nothing (the report
-   * below has the write pointer still at 136).
+   * EBUSY) fails as a pipelined write that never reached its write
+   * pointer does, and writes nothing (the report below has the write
+   * pointer still at 136).
    */
   admit_err = -EBUSY;
   CHECK_EQ (rw (&io, nvme_cmd_write, 136, 8, wbuf, true),
-            ERR (0, NVME_SC_INTERNAL));
+            ERR (1, NVME_SC_ZNS_INVALID_WRITE));
   CHECK_EQ (admit_err, 0);
   /* Past MDTS: refused, a write before any R2T. */
   CHECK_EQ (rw (&io, nvme_cmd_read, 0, 257, NULL, false),
