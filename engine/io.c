@@ -7,32 +7,24 @@
 #include <string.h>
 #include <time.h>
 
+#include "fifo.h"
 #include "internal.h"
 
 static void
 list_push (struct zf_req_list *l, struct zf_req *r)
 {
-  r->next = NULL;
-  if (l->tail)
-    l->tail->next = r;
-  else
-    l->head = r;
-  l->tail = r;
+  ZN_FIFO_PUSH (l->head, l->tail, r, next);
   l->count++;
 }
 
 static struct zf_req *
 list_pop (struct zf_req_list *l)
 {
-  struct zf_req *r = l->head;
+  struct zf_req *r;
 
-  if (r) {
-    l->head = r->next;
-    if (l->head == NULL)
-      l->tail = NULL;
+  ZN_FIFO_POP (l->head, l->tail, r, next);
+  if (r)
     l->count--;
-    r->next = NULL;
-  }
   return r;
 }
 

@@ -1,6 +1,7 @@
 /* Intrusive FIFOs: a head, a tail, and a link member in each item.  The
  * queues of waiting connections, throttled requests and jobs in the
- * programs are all this one shape.
+ * programs, the parked writes and held replies of the sessions, and the
+ * fio engine's queues are all this one shape.
  */
 #ifndef ZONEDNULL_FIFO_H
 #define ZONEDNULL_FIFO_H
@@ -14,6 +15,18 @@
     else                                        \
       (head) = (item);                          \
     (tail) = (item);                            \
+  } while (0)
+
+/* Takes the first item out into item, NULL when there is none. */
+#define ZN_FIFO_POP(head, tail, item, link)     \
+  do {                                          \
+    (item) = (head);                            \
+    if (item) {                                 \
+      (head) = (item)->link;                    \
+      if ((head) == NULL)                       \
+        (tail) = NULL;                          \
+      (item)->link = NULL;                      \
+    }                                           \
   } while (0)
 
 /* Takes item, which must be queued, out from wherever it is. */

@@ -67,7 +67,7 @@ wait_begin (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
   z->nr_waiting++;
   atomic_fetch_add (&dev->pl_waiting, 1);
   atomic_fetch_add (&dev->pl_waited, 1);
-  return 1;
+  return ZN_PIPELINE_WAIT;
 }
 
 /* A wait is over, with result 0, -ETIMEDOUT or -EIO.  Zone lock held. */
@@ -93,7 +93,7 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
   uint64_t gen = z->fail_gen;
   int ret = wait_begin (dev, z, sector, n);
 
-  if (ret != 1)
+  if (ret != ZN_PIPELINE_WAIT)
     return ret;
   ret = 0;
   clock_gettime (CLOCK_MONOTONIC, &deadline);
@@ -148,7 +148,7 @@ zn_pipeline_begin (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors,
                                               : nr_sectors;
   zone_lock (z);
   ret = wait_begin (dev, z, sector, n);
-  if (ret == 1)
+  if (ret == ZN_PIPELINE_WAIT)
     *w = (struct zn_pipeline_wait) { .sector = sector, .gen = z->fail_gen };
   zone_unlock (z);
   return ret;
@@ -164,7 +164,8 @@ zn_pipeline_poll (struct zn_dev *dev, const struct zn_pipeline_wait *w)
   if (w->gen != z->fail_gen)
     ret = -EIO;
   else
-    ret = w->sector > z->wp && writable_cond (zone_cond (dev, z));
+    ret = w->sector > z->wp && writable_cond (zone_cond (dev, z))
+          ? ZN_PIPELINE_WAIT : 0;
   zone_unlock (z);
   return ret;
 }

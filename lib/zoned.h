@@ -271,14 +271,16 @@ void zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s);
 
 /* The pipelined wait for an event loop, which must not block in zn_write.
  * zn_pipeline_begin: 0 if the write may be applied now (with
- * pipeline_zoned_writes off, always), 1 if it must wait for its zone's
- * write pointer (*w describes the wait), -EBUSY if pipeline_max_waiting
- * writes already wait on the zone.  While it waits, zn_pipeline_poll is
- * 1, then 0 once zn_write may be called (it will not block), or -EIO if
+ * pipeline_zoned_writes off, always), ZN_PIPELINE_WAIT if it must wait
+ * for its zone's write pointer (*w describes the wait), -EBUSY if
+ * pipeline_max_waiting writes already wait on the zone.  While it waits,
+ * zn_pipeline_poll is ZN_PIPELINE_WAIT, then 0 once zn_write may be
+ * called (it will not block), or -EIO if
  * the wait failed as zn_write's would.  The caller bounds the wait with
  * pipeline_wait_ms, and calls zn_pipeline_end once with the outcome (0,
  * -EIO or -ETIMEDOUT) for the counters.
  */
+#define ZN_PIPELINE_WAIT 1
 struct zn_pipeline_wait {
   uint64_t sector;
   uint64_t gen;

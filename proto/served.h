@@ -36,19 +36,27 @@ struct data_request {
   uint64_t bytes;               /* moved: a read's or write's count */
 };
 
-/* served.admit's answers besides 0 (start it now) and a positive errno
- * (start it, but fail it with that error).
- */
-#define ADMIT_LATER -1          /* not now: nbd_session_input stops here */
-#define ADMIT_PARK  -2          /* a write that waits for its zone's write
-                                   pointer: the session keeps it aside and
-                                   goes on; nbd_session_resume applies it */
+/* How admit answers a data request. */
+enum admit_outcome {
+  ADMIT_NOW,                    /* start it: it took a tag */
+  ADMIT_LATER,                  /* not now: the session stops taking input
+                                   here and offers it again later */
+  ADMIT_PARK,                   /* a write that waits for its zone's write
+                                   pointer, with its tag: the session keeps
+                                   it aside and goes on; resume applies it */
+};
 
-/* Asked before each data request: 0, a positive errno, ADMIT_LATER or
- * ADMIT_PARK (see above); all but ADMIT_LATER mean the request took a
- * tag.  owner is the connection the session was opened for.
+struct admission {
+  enum admit_outcome outcome;
+  int err;                      /* with ADMIT_NOW: 0, or the negative errno
+                                   the request fails with */
+};
+
+/* Asked before each data request.  owner is the connection the session
+ * was opened for.
  */
-typedef int admit_fn (void *owner, void *session, const struct data_request *rq);
+typedef struct admission admit_fn (void *owner, void *session,
+                                   const struct data_request *rq);
 
 /* The session's side of the scheduler, one per protocol: the scheduler
  * calls these for a connection's session.
@@ -58,8 +66,8 @@ struct sched_session_ops {
    * false when none is held.
    */
   bool (*complete_one) (void *session);
-  /* Applies the parked write id, or fails it with err, and queues its
-   * reply, held for complete_one if hold.
+  /* Applies the parked write id, or fails it with err (a negative
+   * errno), and queues its reply, held for complete_one if hold.
    */
   void (*resume) (void *session, uint64_t id, int err, bool hold);
   /* Bytes of output that may be sent now. */

@@ -2,6 +2,7 @@
 sbin_PROGRAMS = server/zonednull-server
 server_zonednull_server_SOURCES = \
 	$(net_sources) \
+	$(proto_sources) \
 	$(proto_nbd_sources) \
 	$(proto_nvme_sources) \
 	server/main.c \

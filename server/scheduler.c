@@ -265,16 +265,17 @@ pipeline_resume (struct sconn *c, uint64_t now)
 
   for (struct pending **pp = &c->pending; *pp; ) {
     struct pending *p = *pp;
-    int v = zn_pipeline_poll (p->d->dev, &p->wait), err;
+    int err = zn_pipeline_poll (p->d->dev, &p->wait);
 
-    if (v == 1 && now < p->deadline) {
+    if (err == ZN_PIPELINE_WAIT && now < p->deadline) {
       pp = &p->next;
       continue;
     }
-    err = v == 1 ? ETIMEDOUT : -v;
+    if (err == ZN_PIPELINE_WAIT)
+      err = -ETIMEDOUT;
     *pp = p->next;
     nr_pending--;
-    zn_pipeline_end (p->d->dev, &p->wait, -err);
+    zn_pipeline_end (p->d->dev, &p->wait, err);
     c->ops->resume (s, p->id, err, served->delayed);
     if (served->delayed)
       ring_push (c, p->d, &p->rq);
@@ -345,7 +346,7 @@ attach (struct sconn *c, const struct served_device *d)
  * allows and it gets a tag; a pipelined write ahead of its write pointer
  * is then parked.
  */
-int
+struct admission
 sched_admit (void *owner, void *s, const struct data_request *drq)
 {
   struct sconn *c = net_conn_sched (owner);
@@ -355,35 +356,36 @@ sched_admit (void *owner, void *s, const struct data_request *drq)
   struct zn_pipeline_wait w;
   uint64_t until;
   int v = 0;
+  const struct admission later = { ADMIT_LATER, 0 };
 
   (void) s;
   if (c->throttled)
-    return ADMIT_LATER;
+    return later;
   if (drq->bytes && (until = zn_queue_throttled_until (d->qs)) != 0) {
     throttle_add (c, until);
-    return ADMIT_LATER;
+    return later;
   }
   if (c->waiting && c->wd != d)
     wait_remove (c);
   if (!zn_queue_try_begin (d->qs, queue, !c->waiting, &rq)) {
     if (!c->waiting)
       wait_add (c, d);
-    return ADMIT_LATER;
+    return later;
   }
   wait_remove (c);
   zn_queue_charge (d->qs, drq->bytes);
   if (drq->write)
     v = zn_pipeline_begin (d->dev, drq->offset >> ZN_SECTOR_SHIFT,
                            drq->count >> ZN_SECTOR_SHIFT, &w);
-  if (v == 1) {
+  if (v == ZN_PIPELINE_WAIT) {
     pending_add (c, d, drq->id, &w, &rq);
-    return ADMIT_PARK;
+    return (struct admission) { ADMIT_PARK, 0 };
   }
   if (served->delayed)
     ring_push (c, d, &rq);
   else
     zn_queue_complete (d->qs, &rq);
-  return v < 0 ? -v : 0;
+  return (struct admission) { ADMIT_NOW, v };
 }
 
 /* ---- events ------------------------------------------------------------------ */

@@ -26,7 +26,8 @@ int sched_start (struct ev_loop *loop, struct served_device *devices,
 void sched_stop (void);
 
 /* The admission hook of every protocol's sessions. */
-int sched_admit (void *owner, void *session, const struct data_request *rq);
+struct admission sched_admit (void *owner, void *session,
+                              const struct data_request *rq);
 
 /* The connection layer's hooks for the connections of a protocol whose
  * sessions ops drives.

@@ -196,7 +196,8 @@ tests_nvme_test_nvme_zns_SOURCES = tests/nvme/test-nvme-zns.c \
 tests_nvme_test_nvme_zns_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto/nvme
 tests_nvme_test_nvme_zns_LDADD = lib/libzonednull.la
 tests_nvme_test_nvme_session_SOURCES = tests/nvme/test-nvme-session.c \
-	tests/common/check.h tests/common/dev.h $(proto_nvme_sources) net/conn.h
+	tests/common/check.h tests/common/dev.h $(proto_sources) \
+	$(proto_nvme_sources) net/conn.h
 tests_nvme_test_nvme_session_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
 tests_nvme_test_nvme_session_LDADD = lib/libzonednull.la $(ISAL_LIBS)

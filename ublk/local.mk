@@ -7,6 +7,7 @@ sbin_PROGRAMS += ublk/zonednull-ublk
 # binary to copy into a guest (no libtool wrapper, no rpath).
 ublk_zonednull_ublk_SOURCES = \
 	$(net_sources) \
+	$(proto_sources) \
 	$(proto_nbd_sources) \
 	client/client.c \
 	client/checks.c \

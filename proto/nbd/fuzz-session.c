@@ -36,19 +36,19 @@ static unsigned tags_left, writes_seen;
 static uint64_t parked_ids[64];
 static unsigned nr_parked;
 
-static int
+static struct admission
 admit (void *owner, void *s, const struct data_request *rq)
 {
   (void) owner;
   (void) s;
   if (tags_left == 0)
-    return ADMIT_LATER;
+    return (struct admission) { ADMIT_LATER, 0 };
   tags_left--;
   if (rq->write && ++writes_seen % 3 == 0 && nr_parked < 64) {
     parked_ids[nr_parked++] = rq->id;
-    return ADMIT_PARK;
+    return (struct admission) { ADMIT_PARK, 0 };
   }
-  return 0;
+  return (struct admission) { ADMIT_NOW, 0 };
 }
 
 /* The output budget of this piece, as the server's served.room applies
@@ -158,7 +158,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
        * still answered.
        */
       for (unsigned i = 0; i < nr_parked; i++)
-        nbd_session_resume (s, parked_ids[i], i % 2 ? EIO : 0, true);
+        nbd_session_resume (s, parked_ids[i], i % 2 ? -EIO : 0, true);
       nr_parked = 0;
       while (nbd_session_complete_one (s))
         ;
@@ -186,7 +186,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     }
     /* Parked writes go on, the odd ones failed. */
     for (unsigned i = 0; i < nr_parked; i++)
-      nbd_session_resume (s, parked_ids[i], i % 2 ? EIO : 0, true);
+      nbd_session_resume (s, parked_ids[i], i % 2 ? -EIO : 0, true);
     nr_parked = 0;
     /* Output is drained as a client would read it. */
     while (nbd_session_complete_one (s))

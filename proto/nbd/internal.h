@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "control.h"
+#include "park.h"
 #include "session.h"
 #include "wire.h"
 
@@ -51,22 +52,14 @@ struct nbd_session {
   struct zn_control_errlog *errlog;
   struct outbuf out;
   size_t ready;                 /* out's bytes that may be sent */
-  /* Ends (offsets in out) of the replies held for completion, FIFO. */
-  size_t *held;
-  unsigned held_head, held_count, held_cap;
+  /* The replies held for completion: their ends in out. */
+  struct held_replies held;
   uint64_t next_id;             /* of the next data request */
-  int forced_error;             /* the admitted request fails with it */
-  struct parked *parked;        /* writes waiting for a write pointer */
+  int forced_error;             /* the admitted request fails with it
+                                   (a negative errno) */
+  /* Writes waiting for a write pointer: each a struct nbd_request. */
+  struct parked_writes parked;
   bool disc;                    /* NBD_CMD_DISC came */
-};
-
-/* A write admitted with ADMIT_PARK, kept aside until nbd_session_resume. */
-struct parked {
-  uint64_t id, cookie, offset;
-  uint32_t count;
-  bool fua;
-  unsigned char *data;
-  struct parked *next;
 };
 
 /* ---- output ---- *

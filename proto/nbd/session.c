@@ -174,14 +174,8 @@ nbd_session_free (struct nbd_session *s)
   if (s->errlog)
     zn_control_errlog_detach (s->d->ctl, s->errlog);
   free (s->out.data);
-  free (s->held);
-  while (s->parked) {
-    struct parked *p = s->parked;
-
-    s->parked = p->next;
-    free (p->data);
-    free (p);
-  }
+  hold_reply_clear (&s->held);
+  park_clear (&s->parked);
   free (s);
 }
 
@@ -211,8 +205,8 @@ nbd_session_sent (struct nbd_session *s, size_t n)
 {
   outbuf_consume (&s->out, n);
   s->ready -= n;
-  for (unsigned i = 0; i < s->held_count; i++)
-    s->held[(s->held_head + i) % s->held_cap] -= n;
+  for (struct held *h = s->held.head; h; h = h->next)
+    h->end -= n;
   /* A large buffer, once empty, goes back: what the server holds for
    * output is what is queued, not the most a connection ever queued.
    */
@@ -270,17 +264,17 @@ nbd_session_input (struct nbd_session *s, const unsigned char *data,
        */
       while (!s->disc && nbd_session_complete_one (s))
         ;
-      if (s->held_count == 0)
+      if (s->held.count == 0)
         s->ready = s->out.len;
       return -1;
     }
     if (r == 0)
       break;
     used += (size_t) r;
-    if (s->held_count == 0)
+    if (s->held.count == 0)
       s->ready = s->out.len;
   }
-  if (s->held_count == 0)
+  if (s->held.count == 0)
     s->ready = s->out.len;
   return (long) used;
 }

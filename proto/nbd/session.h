@@ -27,9 +27,7 @@ struct served {
   bool readonly;                /* -r: no write, trim or control command */
   enum tls_mode tls;            /* --tls: STARTTLS off, allowed or needed */
   bool delayed;                 /* replies wait for nbd_session_complete_one */
-  /* Asked before each data request: 0, a positive errno, ADMIT_LATER or
-   * ADMIT_PARK (see above); all but ADMIT_LATER mean the request took a
-   * tag.  NULL admits everything.
+  /* Asked before each data request (served.h); NULL admits everything.
    */
   admit_fn *admit;
   /* Asked before each request of the transmission phase, with the bytes
@@ -84,7 +82,8 @@ void nbd_session_sent (struct nbd_session *s, size_t n);
  */
 bool nbd_session_complete_one (struct nbd_session *s);
 
-/* Applies the parked write id (or, with err, fails it with that errno)
+/* Applies the parked write id (or, with err, fails it with that negative
+ * errno)
  * and queues its reply, held for nbd_session_complete_one if hold.
  */
 void nbd_session_resume (struct nbd_session *s, uint64_t id, int err,

@@ -175,8 +175,8 @@ cmd_write (struct nbd_session *s, uint64_t cookie, uint64_t offset,
                            why, sizeof why);
   else if (s->forced_error) {
     /* The scheduler failed its pipelined wait. */
-    r = -s->forced_error;
-    reason = zn_pipeline_reason (s->forced_error);
+    r = s->forced_error;
+    reason = zn_pipeline_reason (-s->forced_error);
   }
   else
     r = zn_write_why (s->d->dev, data, offset >> ZN_SECTOR_SHIFT,
@@ -362,24 +362,14 @@ command_name (uint16_t type)
   return type < sizeof names / sizeof names[0] ? names[type] : "command";
 }
 
-/* Keeps the reply just queued until nbd_session_complete_one releases it. */
+/* Keeps the reply just queued, in the output, until
+ * nbd_session_complete_one releases it.
+ */
 static void
 hold_reply (struct nbd_session *s)
 {
-  if (s->held_count == s->held_cap) {
-    unsigned cap = s->held_cap ? s->held_cap * 2 : 64;
-    size_t *p = malloc (cap * sizeof *p);
-
-    if (p == NULL)
-      nbd_session_out_of_memory (s);
-    for (unsigned i = 0; i < s->held_count; i++)
-      p[i] = s->held[(s->held_head + i) % s->held_cap];
-    free (s->held);
-    s->held = p;
-    s->held_head = 0;
-    s->held_cap = cap;
-  }
-  s->held[(s->held_head + s->held_count++) % s->held_cap] = s->out.len;
+  if (!hold_reply_add (&s->held, s->out.len, NULL, 0))
+    nbd_session_out_of_memory (s);
 }
 
 /* Keeps an admitted write aside until nbd_session_resume; handle_request
@@ -389,20 +379,13 @@ static long
 park (struct nbd_session *s, const struct nbd_request *rq,
       const unsigned char *payload)
 {
-  struct parked *p = malloc (sizeof *p), **tail;
+  unsigned char *data = malloc (rq->count ? rq->count : 1);
 
-  if (p == NULL || (p->data = malloc (rq->count ? rq->count : 1)) == NULL)
+  if (data == NULL)
     nbd_session_out_of_memory (s);
-  p->id = s->next_id - 1;
-  p->cookie = rq->cookie;
-  p->offset = rq->offset;
-  p->count = rq->count;
-  p->fua = rq->flags & CMD_FLAG_FUA;
-  memcpy (p->data, payload, rq->count);
-  p->next = NULL;
-  for (tail = &s->parked; *tail; tail = &(*tail)->next)
-    ;
-  *tail = p;
+  memcpy (data, payload, rq->count);
+  if (!park_write (&s->parked, s->next_id - 1, rq, sizeof *rq, data))
+    nbd_session_out_of_memory (s);
   return NBD_REQUEST_SIZE + (long) rq->count;
 }
 
@@ -494,14 +477,14 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
       .offset = offset,
       .count = count, .bytes = type == CMD_READ || type == CMD_WRITE ? count : 0,
     };
-    int v = s->sv->admit (s->owner, s, &drq);
+    struct admission a = s->sv->admit (s->owner, s, &drq);
 
-    if (v == ADMIT_LATER)
+    if (a.outcome == ADMIT_LATER)
       return 0;
     s->next_id++;
-    if (v == ADMIT_PARK)
+    if (a.outcome == ADMIT_PARK)
       return park (s, rq, payload);
-    s->forced_error = v;
+    s->forced_error = a.err;
   }
 
   switch (type) {
@@ -553,12 +536,12 @@ transmission_step (struct nbd_session *s, const unsigned char *data,
 bool
 nbd_session_complete_one (struct nbd_session *s)
 {
-  if (s->held_count == 0)
+  struct held *h = hold_reply_next (&s->held);
+
+  if (h == NULL)
     return false;
-  s->ready = s->held[s->held_head];
-  s->held_head = (s->held_head + 1) % s->held_cap;
-  if (--s->held_count == 0)
-    s->ready = s->out.len;
+  s->ready = s->held.count ? h->end : s->out.len;
+  free (h);
   return true;
 }
 
@@ -566,19 +549,18 @@ void
 nbd_session_resume (struct nbd_session *s, uint64_t id, int err,
                     bool hold)
 {
-  struct parked **pp, *p;
+  struct parked *p = park_take (&s->parked, id);
+  const struct nbd_request *rq;
 
-  for (pp = &s->parked; *pp && (*pp)->id != id; pp = &(*pp)->next)
-    ;
-  if ((p = *pp) == NULL)
+  if (p == NULL)
     return;
-  *pp = p->next;
+  rq = (const struct nbd_request *) p->req;
   s->forced_error = err;
-  cmd_write (s, p->cookie, p->offset, p->count, p->fua, p->data);
+  cmd_write (s, rq->cookie, rq->offset, rq->count, rq->flags & CMD_FLAG_FUA,
+             p->data);
   if (hold)
     hold_reply (s);
-  else if (s->held_count == 0)
+  else if (s->held.count == 0)
     s->ready = s->out.len;
-  free (p->data);
-  free (p);
+  park_free (p);
 }

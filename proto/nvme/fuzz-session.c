@@ -35,19 +35,19 @@ static uint64_t parked_ids[64];
 static unsigned nr_parked;
 static size_t budget;
 
-static int
+static struct admission
 admit (void *owner, void *s, const struct data_request *rq)
 {
   (void) owner;
   (void) s;
   if (tags_left == 0)
-    return ADMIT_LATER;
+    return (struct admission) { ADMIT_LATER, 0 };
   tags_left--;
   if (rq->write && ++writes_seen % 3 == 0 && nr_parked < 64) {
     parked_ids[nr_parked++] = rq->id;
-    return ADMIT_PARK;
+    return (struct admission) { ADMIT_PARK, 0 };
   }
-  return 0;
+  return (struct admission) { ADMIT_NOW, 0 };
 }
 
 static bool
@@ -115,7 +115,7 @@ static void
 drain (struct nvme_session *s)
 {
   for (unsigned i = 0; i < nr_parked; i++)
-    nvme_session_resume (s, parked_ids[i], i % 2 ? 5 /* EIO */ : 0, true);
+    nvme_session_resume (s, parked_ids[i], i % 2 ? -5 /* EIO */ : 0, true);
   nr_parked = 0;
   while (nvme_session_complete_one (s))
     ;

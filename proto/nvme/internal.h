@@ -13,6 +13,7 @@
 #include <nvme/types.h>
 
 #include "command.h"
+#include "park.h"
 #include "pdu.h"
 #include "session.h"
 
@@ -64,20 +65,6 @@ struct nvme_req {
   struct nvme_req *next;
 };
 
-/* A write admitted with ADMIT_PARK, kept until resume. */
-struct nvme_parked {
-  uint64_t id;
-  struct nvme_cmd cmd;
-  unsigned char *data;
-  struct nvme_parked *next;
-};
-
-struct held {
-  struct held *next;
-  size_t len;
-  unsigned char data[];
-};
-
 struct nvme_ctrl;
 
 struct nvme_session {
@@ -98,8 +85,7 @@ struct nvme_session {
    */
   unsigned char *out;
   size_t out_start, out_len, out_cap;
-  struct held *held_head, *held_tail;
-  size_t held_bytes;
+  struct held_replies held;
   /* Commands received but not carried out. */
   struct nvme_req *ready_head, *ready_tail;
   struct nvme_req *xfers;       /* waiting for R2T or receiving data */
@@ -107,7 +93,7 @@ struct nvme_session {
   uint64_t r2t_bytes;           /* buffers of xfers with an R2T sent */
   uint16_t next_ttag;
   uint64_t next_id;             /* of the next data request */
-  struct nvme_parked *parked;
+  struct parked_writes parked;   /* each a struct nvme_cmd */
   bool dead;                    /* TermReq sent or received */
   size_t pdu_avail;             /* bytes of the PDU being parsed */
 };
@@ -231,7 +217,8 @@ int io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
 uint16_t io_data_status (const struct nvme_session *s,
                          const struct nvme_cmd *cmd);
 /* Applies a parked write. */
-void io_resume (struct nvme_session *s, struct nvme_parked *p, int err);
+void io_resume (struct nvme_session *s, const struct nvme_cmd *cmd,
+                const unsigned char *data, int err);
 
 /* MDTS, a power of two of 4 KiB, and the bytes it allows. */
 uint8_t nvme_mdts (const struct nvme_served *sv);

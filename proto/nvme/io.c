@@ -146,7 +146,7 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
 
   if (err) {
     /* The scheduler failed a pipelined write's wait. */
-    fail (s, cmd, nvme_zns_status (err, zn_pipeline_reason (err)), LOC_SLBA);
+    fail (s, cmd, nvme_zns_status (-err, zn_pipeline_reason (-err)), LOC_SLBA);
     return;
   }
   switch (cmd->opcode) {
@@ -200,17 +200,9 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
 static void
 park (struct nvme_session *s, const struct nvme_cmd *cmd, unsigned char **data)
 {
-  struct nvme_parked *p = calloc (1, sizeof *p), **tail;
-
-  if (p == NULL)
+  if (!park_write (&s->parked, s->next_id - 1, cmd, sizeof *cmd, *data))
     nvme_out_of_memory (s);
-  p->id = s->next_id - 1;
-  p->cmd = *cmd;
-  p->data = *data;
   *data = NULL;
-  for (tail = &s->parked; *tail; tail = &(*tail)->next)
-    ;
-  *tail = p;
 }
 
 int
@@ -240,19 +232,19 @@ io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
       .count = (uint32_t) ((uint64_t) io.nlb * bs),
       .bytes = io.bytes,
     };
-    int v;
+    struct admission a;
 
     if (io.slba > UINT64_MAX / bs || (uint64_t) io.nlb * bs > UINT32_MAX)
       drq.offset = drq.count = 0;
-    v = sv->admit (s->owner, s, &drq);
-    if (v == ADMIT_LATER)
+    a = sv->admit (s->owner, s, &drq);
+    if (a.outcome == ADMIT_LATER)
       return 0;
     s->next_id++;
-    if (v == ADMIT_PARK) {
+    if (a.outcome == ADMIT_PARK) {
       park (s, cmd, data);
       return 1;
     }
-    err = v;
+    err = a.err;
   }
   mark = s->out_len;
   run (s, cmd, &io, *data, err);
@@ -262,16 +254,17 @@ io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
 }
 
 void
-io_resume (struct nvme_session *s, struct nvme_parked *p, int err)
+io_resume (struct nvme_session *s, const struct nvme_cmd *cmd,
+           const unsigned char *data, int err)
 {
   struct io io;
   uint16_t loc;
 
-  if (check (s, &p->cmd, p->cmd.sgl_len, &io, &loc) != 0) {
-    reply (s, &p->cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INTERNAL), 0);
+  if (check (s, cmd, cmd->sgl_len, &io, &loc) != 0) {
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INTERNAL), 0);
     return;
   }
-  run (s, &p->cmd, &io, p->data, err);
+  run (s, cmd, &io, data, err);
 }
 
 /* MDTS: the power of two of 4 KiB pages nearest the devices' smallest

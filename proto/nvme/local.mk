@@ -1,7 +1,6 @@
 # The NVMe/TCP session, zonednull-server's second protocol over the
 # connection layer; included from Makefile.am.
 proto_nvme_sources = \
-	proto/served.h \
 	proto/nvme/admin.c \
 	proto/nvme/command.c \
 	proto/nvme/command.h \
@@ -22,12 +21,12 @@ EXTRA_DIST += proto/nvme/local.mk
 fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/session.c \
 	proto/nvme/command.c \
 	proto/nvme/fabrics.c proto/nvme/admin.c proto/nvme/io.c \
-	proto/nvme/zns.c $(filter %.c,$(lib_libzonednull_la_SOURCES))
+	proto/nvme/zns.c proto/park.c $(filter %.c,$(lib_libzonednull_la_SOURCES))
 if HAVE_LIBFUZZER
 check_DATA += proto/nvme/fuzz-session
 endif
 proto/nvme/fuzz-session: $(fuzz_nvme_session_sources:%=$(srcdir)/%) \
-	proto/served.h proto/nvme/session.h proto/nvme/internal.h \
+	proto/served.h proto/park.h proto/nvme/session.h proto/nvme/internal.h \
 	proto/nvme/pdu.h proto/nvme/command.h proto/nvme/zns.h \
 	$(filter %.h,$(lib_libzonednull_la_SOURCES))
 	$(AM_V_CCLD)mkdir -p proto/nvme && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \

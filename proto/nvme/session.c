@@ -16,6 +16,7 @@
 #include <isa-l/crc.h>
 #include <nvme/types.h>
 
+#include "fifo.h"
 #include "internal.h"
 
 /* ---- CRC32C ---------------------------------------------------------------
@@ -209,33 +210,18 @@ reply_data (struct nvme_session *s, const struct nvme_cmd *cmd,
 void
 hold_reply (struct nvme_session *s, size_t mark)
 {
-  size_t len = s->out_len - mark;
-  struct held *h = malloc (sizeof *h + len);
-
-  if (h == NULL)
+  if (!hold_reply_add (&s->held, 0, s->out + mark, s->out_len - mark))
     nvme_out_of_memory (s);
-  h->next = NULL;
-  h->len = len;
-  memcpy (h->data, s->out + mark, len);
   s->out_len = mark;
-  if (s->held_tail)
-    s->held_tail->next = h;
-  else
-    s->held_head = h;
-  s->held_tail = h;
-  s->held_bytes += len;
 }
 
 bool
 nvme_session_complete_one (struct nvme_session *s)
 {
-  struct held *h = s->held_head;
+  struct held *h = hold_reply_next (&s->held);
 
   if (h == NULL)
     return false;
-  if ((s->held_head = h->next) == NULL)
-    s->held_tail = NULL;
-  s->held_bytes -= h->len;
   memcpy (out_reserve (s, h->len), h->data, h->len);
   free (h);
   return true;
@@ -257,7 +243,7 @@ nvme_session_ready (const struct nvme_session *s)
 size_t
 nvme_session_holds (const struct nvme_session *s)
 {
-  return s->out_len - s->out_start + s->held_bytes + s->r2t_bytes;
+  return s->out_len - s->out_start + s->held.bytes + s->r2t_bytes;
 }
 
 void
@@ -337,12 +323,7 @@ static void
 ready_push (struct nvme_session *s, struct nvme_req *rq)
 {
   rq->state = RQ_READY;
-  rq->next = NULL;
-  if (s->ready_tail)
-    s->ready_tail->next = rq;
-  else
-    s->ready_head = rq;
-  s->ready_tail = rq;
+  ZN_FIFO_PUSH (s->ready_head, s->ready_tail, rq, next);
 }
 
 /* Whether cmd may have its data sent after an R2T: 0, or the status it
@@ -621,8 +602,7 @@ run_ready (struct nvme_session *s)
   while ((rq = s->ready_head) != NULL && !s->dead) {
     if (execute (s, rq) == 0)
       return false;
-    if ((s->ready_head = rq->next) == NULL)
-      s->ready_tail = NULL;
+    ZN_FIFO_POP (s->ready_head, s->ready_tail, rq, next);
     req_free (s, rq);
   }
   return true;
@@ -818,19 +798,8 @@ nvme_session_free (struct nvme_session *s)
     s->xfers = rq->next;
     req_free (s, rq);
   }
-  while (s->parked) {
-    struct nvme_parked *p = s->parked;
-
-    s->parked = p->next;
-    free (p->data);
-    free (p);
-  }
-  while (s->held_head) {
-    struct held *h = s->held_head;
-
-    s->held_head = h->next;
-    free (h);
-  }
+  park_clear (&s->parked);
+  hold_reply_clear (&s->held);
   free (s->out);
   free (s);
 }
@@ -844,17 +813,13 @@ nvme_session_connected (const struct nvme_session *s)
 void
 nvme_session_resume (struct nvme_session *s, uint64_t id, int err, bool hold)
 {
-  struct nvme_parked **pp, *p;
+  struct parked *p = park_take (&s->parked, id);
   size_t mark = s->out_len;
 
-  for (pp = &s->parked; *pp && (*pp)->id != id; pp = &(*pp)->next)
-    ;
-  if ((p = *pp) == NULL)
+  if (p == NULL)
     return;
-  *pp = p->next;
-  io_resume (s, p, err);
+  io_resume (s, (const struct nvme_cmd *) p->req, p->data, err);
   if (hold)
     hold_reply (s, mark);
-  free (p->data);
-  free (p);
+  park_free (p);
 }

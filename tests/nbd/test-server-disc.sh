@@ -10,6 +10,9 @@
 #   as a parked write does, and changes nothing;
 # - reads waiting for the one tag, each held completion_nsec
 #   (irqmode=2), and reads over the mbps budget are all answered;
+# - (the server only) a write ahead of its write pointer with
+#   pipeline_max_waiting writes already waiting fails with EIO at once,
+#   writing nothing, and the parked write is applied as before;
 # - without NBD_CMD_DISC, a reply larger than the socket buffers, still
 #   being sent when the client shuts its side down, is sent whole.
 # Against zonednull-server and nbdkit with the plugin.  nbdkit handles
@@ -187,3 +190,31 @@ PY
   fail "$target: a reply still to send when the client ends its input: $(cat "$tmpdir/py.out")"
   stop_server "$pid"
 done
+
+# The scheduler fails a write it cannot park (pipeline_max_waiting) when
+# it admits it: the client gets EIO before the parked write's reply.
+ZONEDNULL_TARGET=server
+start_server "busy-server" size=8 zone_size=1 memory_backed=1 \
+  pipeline_zoned_writes=1 pipeline_wait_ms=60000 pipeline_max_waiting=1
+/usr/bin/python3 - "$sock" "$uri" "$tmpdir" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+import socket, sys
+sys.path.insert(0, sys.argv[3])
+import nbd
+from raw import *
+path, uri = sys.argv[1:3]
+MiB = 1 << 20
+s = connect(path)
+s.sendall(request(1, 10, MiB + 4096, 4096, b"\xaa" * 4096)
+          + request(1, 11, MiB + 8192, 4096, b"\xbb" * 4096)
+          + request(1, 12, MiB, 4096, b"\x33" * 4096) + DISC)
+s.shutdown(socket.SHUT_WR)
+got = replies(s, {})
+assert got == {10: 0, 11: 5, 12: 0}, got
+assert list(got).index(11) < list(got).index(10), list(got)
+h = nbd.NBD()
+h.connect_uri(uri)
+assert h.pread(12288, MiB) == b"\x33" * 4096 + b"\xaa" * 4096 + b"\xff" * 4096
+h.shutdown()
+PY
+fail "server: a write over pipeline_max_waiting: $(cat "$tmpdir/py.out")"
+stop_server "$pid"

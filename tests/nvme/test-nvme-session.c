@@ -14,6 +14,7 @@
  * conventional zones, at most one open zone, memory-backed.
  */
 #include <endian.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +41,7 @@ static int owners[8];                   /* a connection is its index */
 static unsigned idle_ms[8];
 static bool aborted[8];
 static int admit_later;                 /* ADMIT_LATER this many times */
+static int admit_err;                   /* the next admission fails with it */
 /* The output budget: room says no while room_no; fits, while fits_no.
  * What the session said it holds, and asked for, the last time.
  */
@@ -59,7 +61,7 @@ idle_timeout (void *owner, unsigned ms)
   idle_ms[(int *) owner - owners] = ms;
 }
 
-static int
+static struct admission
 admit (void *owner, void *session, const struct data_request *rq)
 {
   (void) owner;
@@ -67,9 +69,15 @@ admit (void *owner, void *session, const struct data_request *rq)
   (void) rq;
   if (admit_later > 0) {
     admit_later--;
-    return ADMIT_LATER;
+    return (struct admission) { ADMIT_LATER, 0 };
   }
-  return 0;
+  if (admit_err) {
+    struct admission a = { ADMIT_NOW, admit_err };
+
+    admit_err = 0;
+    return a;
+  }
+  return (struct admission) { ADMIT_NOW, 0 };
 }
 
 static bool
@@ -586,6 +594,15 @@ test_admin_and_io (bool digests)
   CHECK_EQ (rw (&io, nvme_cmd_read, 0, 136, NULL, false), 0);
   CHECK_EQ (io.data_len, 136 * 512);
   CHECK (memcmp (io.data, wbuf, 136 * 512) == 0);
+  /* A write the scheduler fails as it admits it (pipeline_max_waiting:
+   * EBUSY) fails as a pipelined write that never reached its write
+   * pointer does, and writes nothing (the report below has the write
+   * pointer still at 136).
+   */
+  admit_err = -EBUSY;
+  CHECK_EQ (rw (&io, nvme_cmd_write, 136, 8, wbuf, true),
+            ERR (1, NVME_SC_ZNS_INVALID_WRITE));
+  CHECK_EQ (admit_err, 0);
   /* Past MDTS: refused, a write before any R2T. */
   CHECK_EQ (rw (&io, nvme_cmd_read, 0, 257, NULL, false),
             ERR (0, NVME_SC_INVALID_FIELD));

@@ -1,0 +1,91 @@
+/* Parked writes and held replies, shared by the sessions (see park.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fifo.h"
+#include "park.h"
+
+bool
+park_write (struct parked_writes *q, uint64_t id, const void *req,
+            size_t req_len, unsigned char *data)
+{
+  struct parked *p = malloc (sizeof *p + req_len);
+
+  if (p == NULL)
+    return false;
+  p->id = id;
+  p->data = data;
+  memcpy (p->req, req, req_len);
+  ZN_FIFO_PUSH (q->head, q->tail, p, next);
+  return true;
+}
+
+struct parked *
+park_take (struct parked_writes *q, uint64_t id)
+{
+  struct parked *p;
+
+  for (p = q->head; p && p->id != id; p = p->next)
+    ;
+  if (p)
+    ZN_FIFO_REMOVE (struct parked, q->head, q->tail, p, next);
+  return p;
+}
+
+void
+park_free (struct parked *p)
+{
+  free (p->data);
+  free (p);
+}
+
+void
+park_clear (struct parked_writes *q)
+{
+  while (q->head) {
+    struct parked *p;
+
+    ZN_FIFO_POP (q->head, q->tail, p, next);
+    park_free (p);
+  }
+}
+
+bool
+hold_reply_add (struct held_replies *q, size_t end, const void *data,
+                size_t len)
+{
+  struct held *h = malloc (sizeof *h + len);
+
+  if (h == NULL)
+    return false;
+  h->end = end;
+  h->len = len;
+  if (len > 0)
+    memcpy (h->data, data, len);
+  ZN_FIFO_PUSH (q->head, q->tail, h, next);
+  q->count++;
+  q->bytes += len;
+  return true;
+}
+
+struct held *
+hold_reply_next (struct held_replies *q)
+{
+  struct held *h;
+
+  ZN_FIFO_POP (q->head, q->tail, h, next);
+  if (h) {
+    q->count--;
+    q->bytes -= h->len;
+  }
+  return h;
+}
+
+void
+hold_reply_clear (struct held_replies *q)
+{
+  struct held *h;
+
+  while ((h = hold_reply_next (q)) != NULL)
+    free (h);
+}

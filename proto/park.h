@@ -1,0 +1,75 @@
+/* What a session sets aside for the scheduler (served.h), in either
+ * protocol: writes admitted with ADMIT_PARK, kept until resume, and the
+ * replies held until their requests complete (irqmode=2), released by
+ * complete_one oldest first.  Both are FIFOs (lib/fifo.h).
+ */
+#ifndef ZONEDNULL_PROTO_PARK_H
+#define ZONEDNULL_PROTO_PARK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A parked write: the session's id for it, its data, and the protocol's
+ * request as the session decoded it (req_len bytes at req).
+ */
+struct parked {
+  struct parked *next;
+  uint64_t id;
+  unsigned char *data;
+  _Alignas (max_align_t) unsigned char req[];
+};
+
+struct parked_writes {
+  struct parked *head, *tail;
+};
+
+/* Parks the write id, copying req and taking data (malloc'd) over;
+ * false when out of memory.
+ */
+bool park_write (struct parked_writes *q, uint64_t id, const void *req,
+                 size_t req_len, unsigned char *data);
+
+/* Takes the parked write id out; NULL when there is none. */
+struct parked *park_take (struct parked_writes *q, uint64_t id);
+
+/* Frees p and its data. */
+void park_free (struct parked *p);
+
+/* Frees every parked write. */
+void park_clear (struct parked_writes *q);
+
+/* A held reply.  A session whose output waits behind its oldest held
+ * reply (NBD) keeps the reply in its output and notes only where it ends
+ * there (end); one whose other output goes on (NVMe/TCP: R2Ts, replies
+ * that took no tag) takes the reply's len bytes out into data.
+ */
+struct held {
+  struct held *next;
+  size_t end;
+  size_t len;
+  unsigned char data[];
+};
+
+struct held_replies {
+  struct held *head, *tail;
+  unsigned count;
+  size_t bytes;                 /* in the data of the replies held */
+};
+
+/* Holds a reply that ends at end in the output, with the len bytes at
+ * data (none for a session that keeps it in its output); false when out
+ * of memory.
+ */
+bool hold_reply_add (struct held_replies *q, size_t end, const void *data,
+                     size_t len);
+
+/* The oldest held reply, taken out (the caller frees it); NULL when none
+ * is held.
+ */
+struct held *hold_reply_next (struct held_replies *q);
+
+/* Frees every held reply. */
+void hold_reply_clear (struct held_replies *q);
+
+#endif
