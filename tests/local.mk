@@ -59,13 +59,20 @@ EXTRA_DIST += tests/common/lib.sh tests/common/bad-values.sh \
 # between kernels, threads, queues, pipelined writes, bad blocks, the
 # parameter table and the log escaper.
 
-check_PROGRAMS += tests/model/test-model tests/model/test-kernels \
+check_PROGRAMS += tests/model/test-model-config tests/model/test-model-zones \
+	tests/model/test-model-io tests/model/test-kernels \
 	tests/model/test-concurrency tests/model/test-queue \
 	tests/model/test-pipeline tests/model/test-badblocks \
 	tests/model/test-params tests/model/test-escape
-tests_model_test_model_SOURCES = tests/model/test-model.c \
-	tests/common/check.h tests/common/dev.h
-tests_model_test_model_LDADD = lib/libzonednull.la
+tests_model_test_model_config_SOURCES = tests/model/test-model-config.c \
+	tests/model/model.h tests/common/check.h tests/common/dev.h
+tests_model_test_model_config_LDADD = lib/libzonednull.la
+tests_model_test_model_zones_SOURCES = tests/model/test-model-zones.c \
+	tests/model/model.h tests/common/check.h tests/common/dev.h
+tests_model_test_model_zones_LDADD = lib/libzonednull.la
+tests_model_test_model_io_SOURCES = tests/model/test-model-io.c \
+	tests/model/model.h tests/common/check.h tests/common/dev.h
+tests_model_test_model_io_LDADD = lib/libzonednull.la
 tests_model_test_kernels_SOURCES = tests/model/test-kernels.c \
 	tests/common/check.h tests/common/dev.h
 tests_model_test_kernels_LDADD = lib/libzonednull.la
@@ -85,7 +92,8 @@ tests_model_test_params_LDADD = lib/libzonednull.la
 tests_model_test_escape_SOURCES = tests/model/test-escape.c tests/common/check.h
 tests_model_test_escape_LDADD = lib/libzonednull.la
 
-TESTS += tests/model/test-model tests/model/test-kernels \
+TESTS += tests/model/test-model-config tests/model/test-model-zones \
+	tests/model/test-model-io tests/model/test-kernels \
 	tests/model/test-concurrency tests/model/test-queue \
 	tests/model/test-pipeline tests/model/test-badblocks \
 	tests/model/test-params tests/model/test-escape
