@@ -149,17 +149,35 @@ EXTRA_DIST += $(TRACES) tests/traces/README.md tests/traces/test-replay-detects.
 # over both NBD servers across restarts, crashes, the write cache, a
 # hostile directory and a full file system.
 
-check_PROGRAMS += tests/files/test-files-model
-tests_files_test_files_model_SOURCES = tests/files/test-files-model.c \
+FILES_MODEL_TESTS = \
+	tests/files/test-files-model-restart \
+	tests/files/test-files-model-layout \
+	tests/files/test-files-model-cache \
+	tests/files/test-files-model-hostile
+check_PROGRAMS += $(FILES_MODEL_TESTS)
+tests_files_test_files_model_restart_SOURCES = \
+	tests/files/test-files-model-restart.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
-tests_files_test_files_model_LDADD = lib/libzonednull.la
+tests_files_test_files_model_restart_LDADD = lib/libzonednull.la
+tests_files_test_files_model_layout_SOURCES = \
+	tests/files/test-files-model-layout.c tests/files/files-model.h \
+	tests/common/check.h tests/common/dev.h
+tests_files_test_files_model_layout_LDADD = lib/libzonednull.la
+tests_files_test_files_model_cache_SOURCES = \
+	tests/files/test-files-model-cache.c tests/files/files-model.h \
+	tests/common/check.h tests/common/dev.h
+tests_files_test_files_model_cache_LDADD = lib/libzonednull.la
+tests_files_test_files_model_hostile_SOURCES = \
+	tests/files/test-files-model-hostile.c tests/files/files-model.h \
+	tests/common/check.h tests/common/dev.h
+tests_files_test_files_model_hostile_LDADD = lib/libzonednull.la
 FILES_TESTS = \
 	tests/files/test-files-restart.sh \
 	tests/files/test-files-crash.sh \
 	tests/files/test-files-cache.sh \
 	tests/files/test-files-hostile.sh \
 	tests/files/test-files-enospc.sh
-TESTS += tests/files/test-files-model $(FILES_TESTS)
+TESTS += $(FILES_MODEL_TESTS) $(FILES_TESTS)
 EXTRA_DIST += $(FILES_TESTS)
 
 #----------------------------------------------------------------------
