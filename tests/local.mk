@@ -38,7 +38,8 @@ EXTRA_DIST += tests/local.mk tests/README.md
 # The trace replayer: the golden traces' log compiler, and the kernel
 # tiers' and the NBD tests' tool.
 check_PROGRAMS += tests/replay
-tests_replay_SOURCES = tests/common/replay.c tests/common/spawn.c \
+tests_replay_SOURCES = tests/common/replay.c tests/common/replay.h \
+	tests/common/replay-dev.c tests/common/replay-trace.c tests/common/spawn.c \
 	tests/common/spawn.h tests/common/trace-format.h
 tests_replay_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 tests_replay_LDADD = lib/libzonednull.la client/libzonednull-client.la $(LIBNBD_LIBS)
