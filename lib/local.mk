@@ -29,6 +29,9 @@ lib_libzonednull_la_SOURCES = \
 	lib/queue.c \
 	lib/queue.h \
 	lib/report.c \
+	lib/store-internal.h \
+	lib/store-meta.c \
+	lib/store-scan.c \
 	lib/store.c \
 	lib/store.h \
 	lib/wplug.c \

@@ -1,122 +1,9 @@
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "escape.h"
-#include "backend.h"
-#include "store.h"
-#include "zoned-internal.h"
-
-#define META_NAME "zonednull.meta"
-#define META_TMP ".zonednull.meta.new"
-#define META_FORMAT 1
-/* Zone files kept open, most recently used first: a device has up to
- * millions of zones, and a descriptor each would pass any RLIMIT_NOFILE.
- */
-#define FD_SLOTS 64
-/* Every file in DIR is opened with these: whoever can write in DIR could
- * otherwise make a name a link and have the device truncate and write any
- * file the process can, or make it a FIFO and block the open for good.
- * O_NONBLOCK does nothing to a regular file, and nothing else is kept.
- */
-#define IN_DIR (O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-/* Not an errno: a name in DIR that is not a regular file.  Only messages
- * see it; callers get EIO or EINVAL.
- */
-#define NOT_REGULAR (1 << 20)
-
-struct fd_slot {
-  uint32_t zone;
-  int fd;
-  int refs;
-  int prev, next;                /* LRU order; -1 ends */
-};
-
-struct zn_store {
-  char *dir;
-  int dirfd;                     /* held with flock (LOCK_EX) */
-  bool restored;
-  bool ready;                    /* opened: changes go to the metadata */
-  pthread_mutex_t fd_lock;
-  struct fd_slot slots[FD_SLOTS];
-  int nr_slots;
-  int lru_head, lru_tail;
-  int32_t *zone_slot;            /* per zone: its slot or -1 */
-  /* Zones written since the last flush, for fdatasync. */
-  pthread_mutex_t sync_lock;
-  uint32_t *touched;
-  size_t nr_touched;
-  uint8_t *is_touched;
-  /* What the metadata file holds besides the geometry. */
-  pthread_mutex_t meta_lock;
-  uint8_t *special;              /* per zone: 0, READONLY or OFFLINE */
-  /* The last I/O error logged, so that a full disk logs once. */
-  int last_errno;
-  /* Makes the zone files a new directory lacks, behind the device. */
-  pthread_t filler;
-  bool fill_pending;             /* files to make, no filler yet */
-  bool filling;                  /* the filler runs (or ran) */
-  atomic_bool stopping;          /* an orderly stop waits for the filler */
-};
-
-struct zone_file {
-  int fd;
-  int slot;                      /* -1: a descriptor of its own */
-};
+#include "store-internal.h"
 
 /* ---- messages ----------------------------------------------------------- */
-
-static int
-refuse (char *err, size_t errlen, int errnum, const char *fmt, ...)
-{
-  va_list ap;
-
-  if (err && errlen) {
-    va_start (ap, fmt);
-    vsnprintf (err, errlen, fmt, ap);
-    va_end (ap);
-  }
-  errno = errnum;
-  return -1;
-}
-
-static const char *
-cause (int errnum)
-{
-  if (errnum == ELOOP)          /* O_NOFOLLOW met a link */
-    return "a symbolic link, which zonednull does not follow";
-  if (errnum == NOT_REGULAR)
-    return "not a regular file";
-  return strerror (errnum);
-}
-
-/* Opens name in DIR, refusing a link and anything but a regular file.
- * Returns the descriptor or -errno (-NOT_REGULAR).
- */
-static int
-open_in_dir (int dirfd, const char *name, int flags)
-{
-  int fd = openat (dirfd, name, flags | IN_DIR, 0600);
-  struct stat sb;
-
-  if (fd < 0)
-    return -errno;
-  if (fstat (fd, &sb) < 0)
-    sb.st_mode = 0;
-  if (!S_ISREG (sb.st_mode)) {
-    close (fd);
-    return -NOT_REGULAR;
-  }
-  return fd;
-}
 
 /* An I/O error has no caller to report it to but the client, which sees
  * EIO: the cause and the file go to stderr (nbdkit's log, the servers'
@@ -131,13 +18,6 @@ file_error (struct zn_store *st, const char *what, const char *file,
              file, cause (errnum));
   st->last_errno = errnum;
   return -EIO;
-}
-
-static void
-zone_file_name (const struct zn_dev *dev, uint32_t zno, char *buf, size_t len)
-{
-  snprintf (buf, len, "%s-%06" PRIu32, zno < dev->geo.nr_conv ? "cnv" : "seq",
-            zno);
 }
 
 static int
@@ -265,12 +145,6 @@ touch (struct zn_store *st, uint32_t zno)
 }
 
 /* ---- data --------------------------------------------------------------- */
-
-static uint32_t
-zone_no (const struct zn_dev *dev, const struct zone *z)
-{
-  return (uint32_t) (z - dev->zones);
-}
 
 /* Moves len bytes between buf and the file at off, through the end of a
  * file being read.  Returns the bytes moved, or -errno.
@@ -481,387 +355,7 @@ store_reload (struct zn_dev *dev)
   return ret;
 }
 
-/* ---- the metadata file -------------------------------------------------- */
-
-/* The keys a restart must keep, as given on the command line. */
-struct meta_geometry {
-  uint64_t size, zone_size, zone_capacity, zone_nr_conv, blocksize;
-};
-
-static void
-geometry_of (const struct zn_dev *dev, struct meta_geometry *m)
-{
-  const uint64_t mib = (1 << 20) >> ZN_SECTOR_SHIFT;
-
-  m->size = dev->geo.capacity / mib;
-  m->zone_size = dev->geo.zone_sectors / mib;
-  m->zone_capacity = dev->geo.zone_capacity / mib;
-  m->zone_nr_conv = dev->geo.nr_conv;
-  m->blocksize = dev->geo.block_size;
-}
-
-static int
-meta_write_locked (struct zn_dev *dev)
-{
-  struct zn_store *st = dev->store;
-  struct meta_geometry m;
-  uint64_t first[ZN_BADBLOCKS_MAX], last[ZN_BADBLOCKS_MAX];
-  size_t nr_bb = zn_badblocks_list (dev, first, last, ZN_BADBLOCKS_MAX);
-  FILE *fp;
-  int fd, ret = 0;
-
-  geometry_of (dev, &m);
-  /* A new file, not one found there (a link to follow): what an earlier
-   * write left goes first.
-   */
-  if (unlinkat (st->dirfd, META_TMP, 0) < 0 && errno != ENOENT)
-    return -errno;
-  fd = openat (st->dirfd, META_TMP, O_WRONLY | O_CREAT | O_EXCL | IN_DIR,
-               0600);
-  if (fd < 0 || (fp = fdopen (fd, "w")) == NULL) {
-    ret = -errno;
-    if (fd >= 0)
-      close (fd);
-    return ret;
-  }
-  fprintf (fp, "# zonednull backing_dir: the geometry this directory was "
-           "made with, and\n# what the zone files cannot hold.  The zone "
-           "files are zloop's layout.\n");
-  fprintf (fp, "format %d\nsize %" PRIu64 "\nzone_size %" PRIu64
-           "\nzone_capacity %" PRIu64 "\nzone_nr_conv %" PRIu64
-           "\nblocksize %" PRIu64 "\n", META_FORMAT, m.size, m.zone_size,
-           m.zone_capacity, m.zone_nr_conv, m.blocksize);
-  for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
-    if (st->special[i])
-      fprintf (fp, "%s %" PRIu32 "\n", st->special[i] == ZN_COND_READONLY
-               ? "readonly" : "offline", i);
-  for (size_t i = 0; i < nr_bb && i < ZN_BADBLOCKS_MAX; i++)
-    fprintf (fp, "badblocks %" PRIu64 " %" PRIu64 "\n", first[i], last[i]);
-  if (fflush (fp) || fdatasync (fd))
-    ret = -errno;
-  if (fclose (fp) && ret == 0)
-    ret = -errno;
-  if (ret == 0 && renameat (st->dirfd, META_TMP, st->dirfd, META_NAME))
-    ret = -errno;
-  if (ret == 0 && fsync (st->dirfd))
-    ret = -errno;
-  return ret;
-}
-
-int
-store_save_meta (struct zn_dev *dev)
-{
-  struct zn_store *st = dev->store;
-  int r;
-
-  if (st == NULL || !st->ready)
-    return 0;
-  pthread_mutex_lock (&st->meta_lock);
-  r = meta_write_locked (dev);
-  pthread_mutex_unlock (&st->meta_lock);
-  if (r < 0) {
-    fprintf (stderr, "zonednull: backing_dir %s: writing " META_NAME
-             ": %s\n", st->dir, strerror (-r));
-    return -EIO;
-  }
-  return 0;
-}
-
-/* Records that z is now READONLY, OFFLINE or (0) neither. */
-static void
-store_set_special (struct zn_dev *dev, struct zone *z, uint8_t cond)
-{
-  struct zn_store *st = dev->store;
-
-  pthread_mutex_lock (&st->meta_lock);
-  st->special[zone_no (dev, z)] = cond;
-  pthread_mutex_unlock (&st->meta_lock);
-}
-
-/* Reads DIR/zonednull.meta into *m, the special zones and *bb; 0 when
- * there is none, 1 when read, -1 with a message.
- */
-struct bb_entry { uint64_t first, last; int lineno; };
-
-static int geometry_check (const struct zn_dev *dev, const char *dir,
-                           const struct meta_geometry *had, char *err,
-                           size_t errlen);
-
-/* Adds the rule a badblocks line broke to the refusal naming it. */
-static int
-bb_refusal (char *err, size_t errlen, int r)
-{
-  size_t len;
-
-  if (err == NULL || errlen == 0) {
-    errno = r == -ENOMEM ? ENOMEM : EINVAL;
-    return -1;
-  }
-  len = strlen (err);
-  if (r == -EINVAL)
-    refuse (err + len, errlen - len, EINVAL, "the first sector must be at "
-            "most the last, and the last below 2^64 - 1");
-  else if (r == -ENOSPC)
-    refuse (err + len, errlen - len, EINVAL, "more bad blocks than the "
-            "table holds (%d entries of at most %d sectors)",
-            ZN_BADBLOCKS_MAX, ZN_BADBLOCKS_MAX_LEN);
-  else
-    refuse (err + len, errlen - len, -r, "%s", strerror (-r));
-  return -1;
-}
-
-static int
-meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
-           struct bb_entry *bb, size_t *nr_bb, char *err, size_t errlen)
-{
-  struct zn_store *st = dev->store;
-  char line[256], key[32], stray[64] = "", shown[80];
-  unsigned seen = 0;
-  int fd, lineno = 0, stray_lineno = 0;
-  FILE *fp;
-
-  fd = open_in_dir (st->dirfd, META_NAME, O_RDONLY);
-  if (fd == -ENOENT)
-    return 0;
-  if (fd == -ELOOP || fd == -NOT_REGULAR)
-    return refuse (err, errlen, fd == -ELOOP ? ELOOP : EINVAL, "backing_dir="
-                   "%s: " META_NAME " is %s", dir, cause (-fd));
-  if (fd < 0 || (fp = fdopen (fd, "r")) == NULL) {
-    int e = fd < 0 ? -fd : errno;
-
-    if (fd >= 0)
-      close (fd);
-    return refuse (err, errlen, EIO, "backing_dir=%s: reading " META_NAME
-                   ": %s", dir, strerror (e));
-  }
-  *nr_bb = 0;
-  while (fgets (line, sizeof line, fp)) {
-    unsigned long long a = 0, b = 0;
-    int n;
-
-    lineno++;
-    if (line[0] == '#' || line[0] == '\n')
-      continue;
-    n = sscanf (line, "%31s %llu %llu", key, &a, &b);
-    if (n < 2)
-      goto bad;
-#define GEO(k) else if (strcmp (key, #k) == 0 && n == 2) m->k = a, seen++
-    if (strcmp (key, "format") == 0 && n == 2) {
-      if (a != META_FORMAT) {
-        fclose (fp);
-        return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME
-                       " is format %llu; this zonednull reads format %d",
-                       dir, a, META_FORMAT);
-      }
-    }
-    GEO (size); GEO (zone_size); GEO (zone_capacity); GEO (zone_nr_conv);
-    GEO (blocksize);
-#undef GEO
-    else if ((strcmp (key, "readonly") == 0 || strcmp (key, "offline") == 0)
-             && n == 2 && a >= dev->geo.nr_conv && a < dev->geo.nr_zones)
-      st->special[a] = key[0] == 'r' ? ZN_COND_READONLY : ZN_COND_OFFLINE;
-    else if ((strcmp (key, "readonly") == 0 || strcmp (key, "offline") == 0)
-             && n == 2) {
-      /* Not a sequential zone of this geometry: a restart with another
-       * geometry, which the refusal must name, not this line.
-       */
-      if (!stray_lineno) {
-        stray_lineno = lineno;
-        zn_escape (stray, sizeof stray, line, strcspn (line, "\n"));
-      }
-    }
-    else if (strcmp (key, "badblocks") == 0 && n == 3) {
-      if (a > b || *nr_bb == ZN_BADBLOCKS_MAX) {
-        fclose (fp);
-        refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d: "
-                "badblocks %llu %llu: ", dir, lineno, a, b);
-        return bb_refusal (err, errlen, a > b ? -EINVAL : -ENOSPC);
-      }
-      bb[(*nr_bb)++] = (struct bb_entry) { a, b, lineno };
-    }
-    else
-      goto bad;
-  }
-  fclose (fp);
-  if (seen != 5)
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " lacks "
-                   "a geometry key (size, zone_size, zone_capacity, "
-                   "zone_nr_conv, blocksize)", dir);
-  if (stray_lineno) {
-    if (geometry_check (dev, dir, m, err, errlen) < 0)
-      return -1;
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line "
-                   "%d names no sequential zone: \"%s\"", dir, stray_lineno,
-                   stray);
-  }
-  return 1;
- bad:
-  fclose (fp);
-  zn_escape (shown, sizeof shown, line, strcspn (line, "\n"));
-  return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d "
-                 "is not understood: \"%s\"", dir, lineno, shown);
-}
-
-static int
-geometry_check (const struct zn_dev *dev, const char *dir,
-                const struct meta_geometry *had, char *err, size_t errlen)
-{
-  struct meta_geometry now;
-  const char *key = NULL;
-  uint64_t was = 0, is = 0;
-
-  geometry_of (dev, &now);
-#define CMP(k) if (!key && had->k != now.k) key = #k, was = had->k, is = now.k
-  CMP (size); CMP (zone_size); CMP (zone_capacity); CMP (zone_nr_conv);
-  CMP (blocksize);
-#undef CMP
-  if (!key)
-    return 0;
-  return refuse (err, errlen, EINVAL, "%s=%" PRIu64 ": backing_dir=%s holds "
-                 "a device made with %s=%" PRIu64 "; a restart must keep "
-                 "size, zone_size, zone_capacity, zone_nr_conv and blocksize",
-                 key, is, dir, key, was);
-}
-
 /* ---- opening ------------------------------------------------------------ */
-
-/* The file name in DIR must be a regular file, not a link to one.  0, or
- * -1 with a message.
- */
-static int
-check_kind (int dirfd, const char *dir, const char *name, struct stat *sb,
-            char *err, size_t errlen)
-{
-  if (fstatat (dirfd, name, sb, AT_SYMLINK_NOFOLLOW) < 0) {
-    int e = errno;
-
-    return refuse (err, errlen, e, "backing_dir=%s: %s: %s", dir, name,
-                   strerror (e));
-  }
-  if (S_ISLNK (sb->st_mode))
-    return refuse (err, errlen, ELOOP, "backing_dir=%s: %s is %s", dir, name,
-                   cause (ELOOP));
-  if (!S_ISREG (sb->st_mode))
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is %s", dir, name,
-                   cause (NOT_REGULAR));
-  return 0;
-}
-
-/* Whether name is a zone file of this device: 1 with *zno, 0 if not named
- * as one, -1 with a message if named as one but not as zloop names zone
- * *zno (six digits, more from zone 1,000,000 on; zloop opens no other
- * name), or of no zone of this device.  Two names of one zone would
- * leave the write pointer to whichever readdir lists last.
- */
-static int
-zone_of_name (const struct zn_dev *dev, int dirfd, const char *dir,
-              const char *name, uint32_t *zno, char *err, size_t errlen)
-{
-  bool conv = strncmp (name, "cnv-", 4) == 0;
-  size_t digits;
-  unsigned long long n;
-  char zloop_name[32];
-  struct stat sb;
-
-  if (!conv && strncmp (name, "seq-", 4) != 0)
-    return 0;
-  digits = strspn (name + 4, "0123456789");
-  if (digits == 0 || name[4 + digits] != '\0')
-    return 0;                   /* not named as a zone file: left alone */
-  errno = 0;
-  n = strtoull (name + 4, NULL, 10);
-  if (errno || n >= dev->geo.nr_zones)
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: %s names a zone "
-                   "past the last zone (%" PRIu32 ") of size=%" PRIu64
-                   " zone_size=%" PRIu64, dir, name,
-                   dev->geo.nr_zones - 1, dev->geo.capacity >> 11,
-                   dev->geo.zone_sectors >> 11);
-  *zno = (uint32_t) n;
-  if (conv != (*zno < dev->geo.nr_conv))
-    return refuse (err, errlen, EINVAL, "zone_nr_conv=%" PRIu32 ": "
-                   "backing_dir=%s has %s, a %s zone file, for zone %"
-                   PRIu32, dev->geo.nr_conv, dir, name,
-                   conv ? "conventional" : "sequential", *zno);
-  zone_file_name (dev, *zno, zloop_name, sizeof zloop_name);
-  if (strcmp (name, zloop_name) == 0)
-    return 1;
-  if (fstatat (dirfd, zloop_name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: %s and %s are both "
-                   "files of zone %" PRIu32 "; zloop's is %s", dir, name,
-                   zloop_name, *zno, zloop_name);
-  return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is not zloop's "
-                 "name for zone %" PRIu32 ", %s", dir, name, *zno, zloop_name);
-}
-
-/* Checks every zone file in DIR and records the sizes of the sequential
- * ones (sectors).  Returns the number of zone files, or -1.
- */
-static long
-scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
-            char *err, size_t errlen)
-{
-  struct zn_store *st = dev->store;
-  uint64_t lbs = dev->geo.block_size;
-  long found = 0;
-  int fd = openat (st->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  struct dirent *e;
-  DIR *d;
-
-  if (fd < 0 || (d = fdopendir (fd)) == NULL) {
-    if (fd >= 0)
-      close (fd);
-    return refuse (err, errlen, errno, "backing_dir=%s: %s", dir,
-                   strerror (errno));
-  }
-  /* A refusal names the file: e->d_name lives until closedir. */
-  while ((e = readdir (d)) != NULL) {
-    const char *name = e->d_name;
-    bool tmp = strcmp (name, META_TMP) == 0;   /* rewritten at start */
-    uint32_t zno = 0;
-    struct stat sb;
-    struct zone *z;
-    bool conv;
-    int r = tmp ? 0 : zone_of_name (dev, st->dirfd, dir, name, &zno, err,
-                                    errlen);
-
-    if (r < 0 || ((r > 0 || tmp)
-                  && check_kind (st->dirfd, dir, name, &sb, err,
-                                 errlen) < 0)) {
-      found = -1;
-      break;
-    }
-    if (r == 0)
-      continue;
-    z = &dev->zones[zno];
-    conv = zno < dev->geo.nr_conv;
-    if ((uint64_t) sb.st_size > (conv ? z->len : z->capacity)
-                                << ZN_SECTOR_SHIFT) {
-      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
-                      "bytes, more than the zone's %s (%" PRIu64 " bytes)",
-                      dir, name, (intmax_t) sb.st_size,
-                      conv ? "size" : "capacity",
-                      (conv ? z->len : z->capacity) << ZN_SECTOR_SHIFT);
-      break;
-    }
-    if (!conv && (uint64_t) sb.st_size % lbs) {
-      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
-                      "bytes, not a whole number of %" PRIu64 "-byte blocks",
-                      dir, name, (intmax_t) sb.st_size, lbs);
-      break;
-    }
-    if (!conv)
-      seq_sectors[zno] = (uint64_t) sb.st_size >> ZN_SECTOR_SHIFT;
-    found++;
-  }
-  if (found < 0) {
-    int e2 = errno;
-    closedir (d);
-    errno = e2;
-    return found;
-  }
-  closedir (d);
-  return found;
-}
 
 /* Every zone file that DIR lacks, as zloop makes them, so that the
  * directory is a zloop device too: a conventional zone's file as long as
@@ -1030,11 +524,11 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow, char *err,
   st->dirfd = open_dir (dir, nofollow, &made, err, errlen);
   if (st->dirfd < 0)
     goto fail;
-  has_meta = meta_read (dev, dir, &had, bb, &nr_bb, err, errlen);
-  if (has_meta < 0 || (has_meta && geometry_check (dev, dir, &had, err,
-                                                   errlen) < 0))
+  has_meta = store_meta_read (dev, dir, &had, bb, &nr_bb, err, errlen);
+  if (has_meta < 0 || (has_meta && store_geometry_check (dev, dir, &had, err,
+                                                         errlen) < 0))
     goto fail;
-  found = scan_files (dev, dir, seq_sectors, err, errlen);
+  found = store_scan_files (dev, dir, seq_sectors, err, errlen);
   if (found < 0)
     goto fail;
   st->restored = has_meta || found > 0;
@@ -1056,14 +550,14 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow, char *err,
         refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d: "
                 "badblocks %" PRIu64 " %" PRIu64 ": ", dir, bb[i].lineno,
                 bb[i].first, bb[i].last);
-        bb_refusal (err, errlen, r);
+        store_bb_refusal (err, errlen, r);
         goto fail;
       }
     }
   }
   else if (dev->zone_full && make_files (dev, dir, err, errlen) < 0)
     goto fail;
-  r = meta_write_locked (dev);
+  r = store_meta_write_locked (dev);
   if (r < 0) {
     refuse (err, errlen, -r, "backing_dir=%s: writing " META_NAME ": %s",
             dir, strerror (-r));

@@ -38,7 +38,8 @@ EXTRA_DIST += tests/local.mk tests/README.md
 # The trace replayer: the golden traces' log compiler, and the kernel
 # tiers' and the NBD tests' tool.
 check_PROGRAMS += tests/replay
-tests_replay_SOURCES = tests/common/replay.c tests/common/spawn.c \
+tests_replay_SOURCES = tests/common/replay.c tests/common/replay.h \
+	tests/common/replay-dev.c tests/common/replay-trace.c tests/common/spawn.c \
 	tests/common/spawn.h tests/common/trace-format.h
 tests_replay_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 tests_replay_LDADD = lib/libzonednull.la client/libzonednull-client.la $(LIBNBD_LIBS)
@@ -59,13 +60,20 @@ EXTRA_DIST += tests/common/lib.sh tests/common/bad-values.sh \
 # between kernels, threads, queues, pipelined writes, bad blocks, the
 # parameter table and the log escaper.
 
-check_PROGRAMS += tests/model/test-model tests/model/test-kernels \
+check_PROGRAMS += tests/model/test-model-config tests/model/test-model-zones \
+	tests/model/test-model-io tests/model/test-kernels \
 	tests/model/test-concurrency tests/model/test-queue \
 	tests/model/test-pipeline tests/model/test-badblocks \
 	tests/model/test-params tests/model/test-escape
-tests_model_test_model_SOURCES = tests/model/test-model.c \
-	tests/common/check.h tests/common/dev.h
-tests_model_test_model_LDADD = lib/libzonednull.la
+tests_model_test_model_config_SOURCES = tests/model/test-model-config.c \
+	tests/model/model.h tests/common/check.h tests/common/dev.h
+tests_model_test_model_config_LDADD = lib/libzonednull.la
+tests_model_test_model_zones_SOURCES = tests/model/test-model-zones.c \
+	tests/model/model.h tests/common/check.h tests/common/dev.h
+tests_model_test_model_zones_LDADD = lib/libzonednull.la
+tests_model_test_model_io_SOURCES = tests/model/test-model-io.c \
+	tests/model/model.h tests/common/check.h tests/common/dev.h
+tests_model_test_model_io_LDADD = lib/libzonednull.la
 tests_model_test_kernels_SOURCES = tests/model/test-kernels.c \
 	tests/common/check.h tests/common/dev.h
 tests_model_test_kernels_LDADD = lib/libzonednull.la
@@ -85,7 +93,8 @@ tests_model_test_params_LDADD = lib/libzonednull.la
 tests_model_test_escape_SOURCES = tests/model/test-escape.c tests/common/check.h
 tests_model_test_escape_LDADD = lib/libzonednull.la
 
-TESTS += tests/model/test-model tests/model/test-kernels \
+TESTS += tests/model/test-model-config tests/model/test-model-zones \
+	tests/model/test-model-io tests/model/test-kernels \
 	tests/model/test-concurrency tests/model/test-queue \
 	tests/model/test-pipeline tests/model/test-badblocks \
 	tests/model/test-params tests/model/test-escape
@@ -141,17 +150,35 @@ EXTRA_DIST += $(TRACES) tests/traces/README.md tests/traces/test-replay-detects.
 # over both NBD servers across restarts, crashes, the write cache, a
 # hostile directory and a full file system.
 
-check_PROGRAMS += tests/files/test-files-model
-tests_files_test_files_model_SOURCES = tests/files/test-files-model.c \
+FILES_MODEL_TESTS = \
+	tests/files/test-files-model-restart \
+	tests/files/test-files-model-layout \
+	tests/files/test-files-model-cache \
+	tests/files/test-files-model-hostile
+check_PROGRAMS += $(FILES_MODEL_TESTS)
+tests_files_test_files_model_restart_SOURCES = \
+	tests/files/test-files-model-restart.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
-tests_files_test_files_model_LDADD = lib/libzonednull.la
+tests_files_test_files_model_restart_LDADD = lib/libzonednull.la
+tests_files_test_files_model_layout_SOURCES = \
+	tests/files/test-files-model-layout.c tests/files/files-model.h \
+	tests/common/check.h tests/common/dev.h
+tests_files_test_files_model_layout_LDADD = lib/libzonednull.la
+tests_files_test_files_model_cache_SOURCES = \
+	tests/files/test-files-model-cache.c tests/files/files-model.h \
+	tests/common/check.h tests/common/dev.h
+tests_files_test_files_model_cache_LDADD = lib/libzonednull.la
+tests_files_test_files_model_hostile_SOURCES = \
+	tests/files/test-files-model-hostile.c tests/files/files-model.h \
+	tests/common/check.h tests/common/dev.h
+tests_files_test_files_model_hostile_LDADD = lib/libzonednull.la
 FILES_TESTS = \
 	tests/files/test-files-restart.sh \
 	tests/files/test-files-crash.sh \
 	tests/files/test-files-cache.sh \
 	tests/files/test-files-hostile.sh \
 	tests/files/test-files-enospc.sh
-TESTS += tests/files/test-files-model $(FILES_TESTS)
+TESTS += $(FILES_MODEL_TESTS) $(FILES_TESTS)
 EXTRA_DIST += $(FILES_TESTS)
 
 #----------------------------------------------------------------------
@@ -190,21 +217,31 @@ EXTRA_DIST += $(NBD_TESTS)
 # NVMe/TCP (tests/nvme/): the ZNS namespace on the model, the session on
 # hand-built PDUs, then zonednull-server --nvme with a Python host.
 
-check_PROGRAMS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session
+check_PROGRAMS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
+	tests/nvme/test-nvme-session-checks
 tests_nvme_test_nvme_zns_SOURCES = tests/nvme/test-nvme-zns.c \
 	tests/common/check.h tests/common/dev.h proto/nvme/zns.c proto/nvme/zns.h
 tests_nvme_test_nvme_zns_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto/nvme
 tests_nvme_test_nvme_zns_LDADD = lib/libzonednull.la
-tests_nvme_test_nvme_session_SOURCES = tests/nvme/test-nvme-session.c \
+tests_nvme_test_nvme_session_io_SOURCES = \
+	tests/nvme/test-nvme-session-io.c tests/nvme/nvme-session.h \
 	tests/common/check.h tests/common/dev.h $(proto_sources) \
 	$(proto_nvme_sources) net/conn.h
-tests_nvme_test_nvme_session_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
+tests_nvme_test_nvme_session_io_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_nvme_test_nvme_session_LDADD = lib/libzonednull.la $(ISAL_LIBS)
+tests_nvme_test_nvme_session_io_LDADD = lib/libzonednull.la $(ISAL_LIBS)
+tests_nvme_test_nvme_session_checks_SOURCES = \
+	tests/nvme/test-nvme-session-checks.c tests/nvme/nvme-session.h \
+	tests/common/check.h tests/common/dev.h $(proto_sources) \
+	$(proto_nvme_sources) net/conn.h
+tests_nvme_test_nvme_session_checks_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
+	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
+tests_nvme_test_nvme_session_checks_LDADD = lib/libzonednull.la $(ISAL_LIBS)
 NVME_TESTS = \
 	tests/nvme/test-server-nvme.sh \
 	tests/nvme/test-server-nvme-budget.sh
-TESTS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session $(NVME_TESTS)
+TESTS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
+	tests/nvme/test-nvme-session-checks $(NVME_TESTS)
 EXTRA_DIST += $(NVME_TESTS)
 
 #----------------------------------------------------------------------

@@ -6,7 +6,7 @@
  * No sockets here: the connection layer (net/conn.h, through
  * nvme_protocol) feeds what it reads and sends what the session queued,
  * so the protocol is tested and fuzzed without a network
- * (tests/nvme/test-nvme-session.c, proto/nvme/fuzz-session.c).
+ * (tests/nvme/test-nvme-session-*.c, proto/nvme/fuzz-session.c).
  *
  * The subsystem has one namespace per served device: nullbN is
  * namespace N+1.  Its controllers live in a registry shared by every
