@@ -281,10 +281,10 @@ def capsule(sqe):
     return struct.pack("<BBBBI", 4, 0, 72, 0, 72) + sqe
 
 
-def admin_queue(addr, port, nqn, hostnqn=HOSTNQN):
+def admin_queue(addr, port, nqn, hostnqn=HOSTNQN, kato=0):
     a = Host(addr, port)
     a.ic()
-    st, _ = a.connect(0, nqn, hostnqn)
+    st, _ = a.connect(0, nqn, hostnqn, kato=kato)
     assert st == 0, "admin Connect: %#x" % st
     a.enable()
     return a
@@ -430,11 +430,7 @@ def stall(addr, port):
 
 
 def keepalive(addr, port, nqn):
-    a = Host(addr, port)
-    a.ic()
-    st, _ = a.connect(0, nqn, HOSTNQN, kato=1000)
-    assert st == 0, "admin Connect: %#x" % st
-    a.enable()
+    a = admin_queue(addr, port, nqn, kato=1000)
     io = Host(addr, port)
     io.ic()
     st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)
@@ -448,16 +444,8 @@ def keepalive(addr, port, nqn):
 
 def kato(addr, port, nqn):
     # 0xFFFFFFFF plus the server's grace wrapped round to 999 ms once.
-    a = Host(addr, port)
-    a.ic()
-    st, _ = a.connect(0, nqn, HOSTNQN, kato=0xFFFFFFFF)
-    assert st == 0, "admin Connect: %#x" % st
-    a.enable()
-    b = Host(addr, port)
-    b.ic()
-    st, _ = b.connect(0, nqn, HOSTNQN, kato=5000)
-    assert st == 0, "admin Connect: %#x" % st
-    b.enable()
+    a = admin_queue(addr, port, nqn, kato=0xFFFFFFFF)
+    b = admin_queue(addr, port, nqn, kato=5000)
     st, res = b.features(0x0F, 0xFFFFFFFF)
     assert st == 0, "Set Features KATO: %#x" % st
     print("kato %#x" % a.features(0x0F)[1], "%#x" % res)
