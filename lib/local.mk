@@ -8,6 +8,8 @@ lib_libzonednull_la_SOURCES = \
 	lib/badblocks.c \
 	lib/cache.c \
 	lib/control.c \
+	lib/crash.c \
+	lib/crash.h \
 	lib/control.h \
 	lib/control-wire.c \
 	lib/control-wire.h \

@@ -1,0 +1,44 @@
+/* What a power loss may keep of the writes a device had not made durable:
+ * the policies of `zonednull replay --crash` and `zonednull power-cycle
+ * --keep`, and the draws that make random:SEED reproducible.  The rules
+ * they follow are doc/power-fail.md's section 2.
+ */
+#ifndef ZONEDNULL_CRASH_H
+#define ZONEDNULL_CRASH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum zn_keep_kind {
+  ZN_KEEP_NONE,                 /* every pending write is lost */
+  ZN_KEEP_ALL,                  /* every pending write survives */
+  ZN_KEEP_RANDOM,               /* drawn from seed */
+  ZN_KEEP_ENUMERATE,            /* every distinct state, at most max */
+};
+
+struct zn_keep {
+  enum zn_keep_kind kind;
+  uint64_t seed;                /* ZN_KEEP_RANDOM */
+  uint64_t max;                 /* ZN_KEEP_ENUMERATE */
+};
+
+/* "none", "all", "random:SEED" and, with allow_enumerate,
+ * "enumerate[:MAX]".  0, or -EINVAL with a message in err naming what
+ * is wrong.
+ */
+int zn_keep_parse (const char *text, bool allow_enumerate,
+                   struct zn_keep *keep, char *err, size_t errlen);
+
+/* Of the n pending writes of sequential zone zone, in order, how many
+ * survive (a prefix, 0..n).  Not for ZN_KEEP_ENUMERATE.
+ */
+uint64_t zn_keep_prefix (const struct zn_keep *keep, uint32_t zone,
+                         uint64_t n);
+
+/* Whether pending write i (0-based, in order) of conventional zone zone
+ * survives.  Not for ZN_KEEP_ENUMERATE.
+ */
+bool zn_keep_write (const struct zn_keep *keep, uint32_t zone, uint64_t i);
+
+#endif
