@@ -229,14 +229,16 @@ tests_nvme_test_nvme_session_io_SOURCES = \
 	$(proto_nvme_sources) net/conn.h
 tests_nvme_test_nvme_session_io_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_nvme_test_nvme_session_io_LDADD = lib/libzonednull.la $(ISAL_LIBS)
+tests_nvme_test_nvme_session_io_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+	$(GNUTLS_LIBS) $(NETTLE_LIBS)
 tests_nvme_test_nvme_session_checks_SOURCES = \
 	tests/nvme/test-nvme-session-checks.c tests/nvme/nvme-session.h \
 	tests/common/check.h tests/common/dev.h $(proto_sources) \
 	$(proto_nvme_sources) net/conn.h
 tests_nvme_test_nvme_session_checks_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_nvme_test_nvme_session_checks_LDADD = lib/libzonednull.la $(ISAL_LIBS)
+tests_nvme_test_nvme_session_checks_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+	$(GNUTLS_LIBS) $(NETTLE_LIBS)
 NVME_TESTS = \
 	tests/nvme/test-server-nvme.sh \
 	tests/nvme/test-server-nvme-budget.sh
