@@ -35,6 +35,12 @@ nvme_cmd_is_auth (const struct nvme_cmd *cmd)
              || cmd->fctype == nvme_fabrics_type_auth_receive);
 }
 
+unsigned
+nvme_cmd_xfer (const struct nvme_cmd *cmd)
+{
+  return (cmd->opcode == nvme_admin_fabrics ? cmd->fctype : cmd->opcode) & 3;
+}
+
 static void
 decode_fabrics (const unsigned char *sqe, struct nvme_cmd *cmd)
 {
