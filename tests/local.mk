@@ -241,7 +241,8 @@ tests_nvme_test_nvme_session_checks_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
 	$(GNUTLS_LIBS) $(NETTLE_LIBS)
 NVME_TESTS = \
 	tests/nvme/test-server-nvme.sh \
-	tests/nvme/test-server-nvme-budget.sh
+	tests/nvme/test-server-nvme-budget.sh \
+	tests/nvme/test-server-nvme-auth.sh
 TESTS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
 	tests/nvme/test-nvme-session-checks $(NVME_TESTS)
 EXTRA_DIST += $(NVME_TESTS)

@@ -29,8 +29,9 @@ Usage: nvme-host.py HOST PORT COMMAND...
                           none) on the admin and an I/O queue, then I/O;
                           MODE: ok, skip (no authentication), replay (a
                           Reply of an earlier exchange), bad-tid, wrong-ctrl
-                          (the host holds another controller secret); prints
-                          what the host saw
+                          (the host holds another controller secret), stall
+                          (silence after Negotiate: must be closed within
+                          60 s); prints what the host saw
   gen-secret HEX [XX]     (alone) a DHHC-1 secret for the key HEX
 
 As a module, for tests that watch the server's memory: hostile(), a
@@ -724,6 +725,11 @@ def auth(addr, port, nqn, hostnqn, secret, ctrl, hid, group, mode):
         b = Host(addr, port)
         chap = auth_queue(b, args, 0)
         print(refused_after(b, "replayed reply: " + chap.run(replayed=old)))
+        return
+    if mode == "stall":
+        chap.negotiate()
+        await_close(a, "a host silent after Negotiate")
+        print("stalled: closed")
         return
     if mode == "bad-tid":
         print(refused_after(a, "bad transaction: " + chap.run(tid=chap.tid + 1)))
