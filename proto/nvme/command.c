@@ -35,10 +35,12 @@ nvme_cmd_is_auth (const struct nvme_cmd *cmd)
              || cmd->fctype == nvme_fabrics_type_auth_receive);
 }
 
-unsigned
-nvme_cmd_xfer (const struct nvme_cmd *cmd)
+bool
+nvme_cmd_to_ctrl (const struct nvme_cmd *cmd)
 {
-  return (cmd->opcode == nvme_admin_fabrics ? cmd->fctype : cmd->opcode) & 3;
+  return (cmd->opcode & 1)
+         && !(cmd->opcode == nvme_admin_fabrics
+              && cmd->fctype == nvme_fabrics_type_auth_receive);
 }
 
 static void

@@ -136,10 +136,11 @@ void nvme_cmd_decode (const unsigned char *sqe, bool io_queue,
 bool nvme_cmd_is_connect (const struct nvme_cmd *cmd);
 /* Authentication Send or Receive, whichever queue it came on. */
 bool nvme_cmd_is_auth (const struct nvme_cmd *cmd);
-/* The data transfer bits: 1 host to controller, 2 controller to host;
- * the opcode's, or a fabrics command's FCTYPE's.
+/* Whether cmd may take data from the host: the opcode's data transfer
+ * bit, which every fabrics command has set, but Authentication Receive,
+ * whose FCTYPE says it sends.
  */
-unsigned nvme_cmd_xfer (const struct nvme_cmd *cmd);
+bool nvme_cmd_to_ctrl (const struct nvme_cmd *cmd);
 /* The LBA a command names (its SLBA), or 0. */
 uint64_t nvme_cmd_lba (const struct nvme_cmd *cmd);
 

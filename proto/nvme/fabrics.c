@@ -91,17 +91,24 @@ logged (char *buf, const char *nqn)
   return zn_escape (buf, LOGGED_NQN, nqn, strlen (nqn));
 }
 
-/* On the --nvme-allow-host list, if there is one, and with a secret,
- * if any host has one.
- */
+/* On the --nvme-allow-host list, if there is one. */
+static bool
+host_listed (const struct nvme_served *sv, const char *hostnqn)
+{
+  if (sv->nr_allowed_hosts == 0)
+    return true;
+  for (unsigned i = 0; i < sv->nr_allowed_hosts; i++)
+    if (strcmp (sv->allowed_hosts[i], hostnqn) == 0)
+      return true;
+  return false;
+}
+
 static bool
 host_allowed (const struct nvme_served *sv, const char *hostnqn)
 {
-  bool listed = sv->nr_allowed_hosts == 0;
-
-  for (unsigned i = 0; i < sv->nr_allowed_hosts && !listed; i++)
-    listed = strcmp (sv->allowed_hosts[i], hostnqn) == 0;
-  return listed && (sv->nr_hosts == 0 || auth_host_secret (sv, hostnqn));
+  /* And with a secret, if any host has one. */
+  return host_listed (sv, hostnqn)
+         && (sv->nr_hosts == 0 || auth_host_secret (sv, hostnqn));
 }
 
 /* Connect's result for a queue of c: whether it must authenticate. */
@@ -277,9 +284,10 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
    * so any host may ask it.
    */
   if (!discovery && !host_allowed (sv, hostnqn)) {
-    fprintf (stderr, "%s: nvme: host %s is not allowed "
-             "(--nvme-allow-host, --nvme-host)\n", sv->program,
-             logged (host, hostnqn));
+    fprintf (stderr, "%s: nvme: host %s is not allowed (%s)\n",
+             sv->program, logged (host, hostnqn),
+             host_listed (sv, hostnqn) ? "no --nvme-host secret"
+                                       : "--nvme-allow-host");
     refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_HOST, true,
             DATA_HOSTNQN, "host not allowed");
     return;

@@ -389,7 +389,7 @@ capsule (struct nvme_session *s, const unsigned char *pdu,
   memcpy (rq->sqe, pdu + PDU_CH_LEN, SQE_LEN);
   rq->cmd = cmd;
   rq->loc = LOC_NONE;
-  to_ctrl = nvme_cmd_xfer (&cmd) & 1;
+  to_ctrl = nvme_cmd_to_ctrl (&cmd);
 
   if (!dgst_ok)
     rq->status = SC (NVME_SCT_GENERIC, NVME_SC_TRAN_TPORT_ERROR);
@@ -550,7 +550,7 @@ static size_t
 reply_max (const struct nvme_session *s, const struct nvme_cmd *cmd)
 {
   uint64_t max = s->qid > 0 ? nvme_max_transfer (s->sv) : MAX_ADMIN_DATA;
-  uint64_t len = nvme_cmd_xfer (cmd) & 2 ? cmd->sgl_len : 0;
+  uint64_t len = cmd->opcode & 2 ? cmd->sgl_len : 0;
 
   return reply_bound (s, len < max ? len : max);
 }

@@ -109,6 +109,8 @@ $host_py 127.0.0.1 "$port" connect "$nqn" nqn.2014-08.org.example:nosecret \
   >"$tmpdir/out" 2>&1 || fail "connect: $(cat "$tmpdir/out")"
 [ "$(cat "$tmpdir/out")" = "0x4184 0x10200" ] ||
   fail "a host without a secret was not refused: $(cat "$tmpdir/out")"
+grep -q "nosecret is not allowed (no --nvme-host secret)" "$tmpdir/auth.log" ||
+  fail "no refusal logged: $(cat "$tmpdir/auth.log")"
 stop_server "$pid"
 grep -q "queue 0: authentication failed: Failure1 sent (reason 6)" \
   "$tmpdir/auth.log" || fail "no failure logged: $(cat "$tmpdir/auth.log")"
