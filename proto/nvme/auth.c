@@ -198,6 +198,15 @@ auth_parse_secret (const char *text, size_t len, struct auth_key *key)
   if (n != 36 && n != 52 && n != 68)
     return "its key is not 32, 48 or 64 bytes long (with its CRC-32)";
   n -= 4;
+  /* A transformed key is as long as its hash's digest: the Linux host
+   * keys its HMAC with as many bytes of the transformed key as the
+   * secret has.
+   */
+  if (key->transform && n != hash_len (key->transform)) {
+    memset (raw, 0, sizeof raw);
+    return "a key transformed with SHA-256, SHA-384 or SHA-512 (XX 01, 02 "
+           "or 03) must be 32, 48 or 64 bytes long";
+  }
   crc = crc32_gzip_refl (0, raw, n);
   if (get_le32 (raw + n) != crc) {
     memset (raw, 0, sizeof raw);

@@ -52,6 +52,8 @@ refused "a bad CRC" "its CRC-32 does not match its key" --nvme="$port" \
   --nvme-host="$hosta:$(printf %s "$ka" | sed 's/..:$/AA:/')"
 refused "a short key" "not 32, 48 or 64 bytes long" --nvme="$port" \
   --nvme-host="$hosta:DHHC-1:00:$(head -c 20 /dev/zero | base64):"
+refused "a 32-byte key for SHA-512" "must be 32, 48 or 64 bytes long" \
+  --nvme="$port" --nvme-host="$hosta:$(secret "$(printf '%064x' 1)" 3)"
 refused "XX 04" "XX is not 00, 01, 02 or 03" --nvme="$port" \
   --nvme-host="$hosta:$(printf %s "$ka" | sed 's/^DHHC-1:00/DHHC-1:04/')"
 refused "a host twice" "has a secret already" --nvme="$port" \
