@@ -164,7 +164,7 @@ hmac_end (struct hmac *m, unsigned char *out)
 {
   hmac_digest (HMAC_PARTS (m, outer), HMAC_PARTS (m, inner),
                HMAC_PARTS (m, state), m->hash, m->hash->digest_size, out);
-  memset (&m->ctx, 0, sizeof m->ctx);
+  gnutls_memset (&m->ctx, 0, sizeof m->ctx);
 }
 
 /* ---- the secrets ------------------------------------------------------- */
@@ -203,18 +203,18 @@ auth_parse_secret (const char *text, size_t len, struct auth_key *key)
    * secret has.
    */
   if (key->transform && n != hash_len (key->transform)) {
-    memset (raw, 0, sizeof raw);
+    gnutls_memset (raw, 0, sizeof raw);
     return "a key transformed with SHA-256, SHA-384 or SHA-512 (XX 01, 02 "
            "or 03) must be 32, 48 or 64 bytes long";
   }
   crc = crc32_gzip_refl (0, raw, n);
   if (get_le32 (raw + n) != crc) {
-    memset (raw, 0, sizeof raw);
+    gnutls_memset (raw, 0, sizeof raw);
     return "its CRC-32 does not match its key";
   }
   key->len = (uint8_t) n;
   memcpy (key->key, raw, n);
-  memset (raw, 0, sizeof raw);
+  gnutls_memset (raw, 0, sizeof raw);
   return NULL;
 }
 
@@ -327,7 +327,7 @@ dh_public (struct auth_state *a, unsigned char *out)
 
   gnutls_rnd (GNUTLS_RND_KEY, rnd, n);
   nettle_mpz_set_str_256_u (a->priv, n, rnd);
-  memset (rnd, 0, n);
+  gnutls_memset (rnd, 0, n);
   mpz_of (p, g->prime);
   mpz_of (gen, g->generator);
   mpz_init (pub);
@@ -379,7 +379,7 @@ augmented (const struct auth_state *a, const unsigned char *c,
   hmac_start (&m, a->hash, hk, h->digest_size);
   hmac_add (&m, c, h->digest_size);
   hmac_end (&m, out);
-  memset (hk, 0, sizeof hk);
+  gnutls_memset (hk, 0, sizeof hk);
   return out;
 }
 
@@ -410,7 +410,7 @@ response (const struct auth_state *a, const struct auth_key *key,
   hmac_add (&m, buf, 1);
   hmac_add (&m, nqn2, strlen (nqn2));
   hmac_end (&m, out);
-  memset (k, 0, sizeof k);
+  gnutls_memset (k, 0, sizeof k);
 }
 
 /* ---- the exchange -------------------------------------------------------- */
@@ -430,8 +430,14 @@ state_of (struct nvme_session *s)
 void
 auth_free (struct nvme_session *s)
 {
+  size_t n;
+
   if (s->auth == NULL)
     return;
+  /* The private exponent's limbs, before GMP frees them. */
+  n = mpz_size (s->auth->priv);
+  if (n)
+    mpn_zero (mpz_limbs_modify (s->auth->priv, (mp_size_t) n), (mp_size_t) n);
   mpz_clear (s->auth->priv);
   gnutls_memset (s->auth, 0, sizeof *s->auth);
   free (s->auth);
