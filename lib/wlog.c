@@ -126,8 +126,8 @@ stop_failed (struct zn_wlog *w, int err)
 }
 
 /* One entry, the lock held: its block and its data at the tail, then the
- * count in the super.  text (a mark's name, the geometry) goes at byte
- * 32; data follows the block unless the entry is a discard.
+ * count in the super; data follows the block unless the entry is a
+ * discard.
  */
 static int
 append (struct zn_dev *dev, uint64_t flags, uint64_t sector, uint64_t n,
@@ -147,8 +147,12 @@ append (struct zn_dev *dev, uint64_t flags, uint64_t sector, uint64_t n,
 
   memset (w->block, 0, bs);
   memcpy (w->block, &e, sizeof e);
+  /* A mark's name goes at byte 32, where dm-log-writes puts it; the
+   * geometry after zero and ref, since its readers refuse a nonzero byte
+   * 32 in an entry whose flags are not exactly MARK.
+   */
   if (text)
-    memcpy (w->block + offsetof (struct zn_wlog_entry, zero), text,
+    memcpy (w->block + (flags == ZN_WLOG_MARK ? 32 : sizeof e), text,
             text_len);
   if (data && !(flags & ZN_WLOG_DISCARD))
     iov[1].iov_len = n << ZN_SECTOR_SHIFT;

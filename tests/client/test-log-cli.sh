@@ -38,7 +38,8 @@ refused () {
 }
 
 # entries FILE: "COUNT FLAGS..." of a log: nr_entries from the super, and
-# each entry's flags in hex, walking the file as dm-log-writes' readers do.
+# each entry's flags in hex, walking the file as dm-log-writes' readers
+# (fstests' replay-log) do, with their check of each entry.
 entries () {
   /usr/bin/python3 - "$1" <<'PY'
 import struct, sys
@@ -48,6 +49,8 @@ assert magic == 0x6a736677736872 and version == 1, 'bad super'
 off, flags = bs, []
 for i in range(nr):
     sector, n, f, dlen = struct.unpack_from('<QQQQ', data, off)
+    # fstests' replay-log refuses a nonzero byte 32 unless flags are MARK.
+    assert f == 8 or data[off + 32] == 0, 'entry %d: byte 32 is not 0' % i
     flags.append('%x' % f)
     off += bs
     if not f & (4 | 8):

@@ -100,9 +100,18 @@ read_log (const char *path, struct log *log)
     e->flags = le64 (b + 16);
     e->data_len = le64 (b + 24);
     e->text = b + 32;
-    if (e->flags & ZN_WLOG_MARK) {
+    if (e->flags == ZN_WLOG_MARK) {
       CHECK (e->data_len >= 1 && e->data_len <= BS - 32);
       used = 32 + e->data_len;
+    }
+    else if (e->flags & ZN_WLOG_GEOMETRY) {
+      /* Past zero and ref: dm-log-writes' readers take a nonzero byte 32
+       * as corrupt unless the flags are exactly MARK.
+       */
+      CHECK (all_zero (b + 32, 16));
+      CHECK (e->data_len >= 1 && e->data_len <= BS - 48);
+      e->text = b + 48;
+      used = 48 + e->data_len;
     }
     else {
       /* dm-log-writes' readers take a nonzero byte 32 as corrupt. */
