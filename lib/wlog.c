@@ -115,7 +115,7 @@ write_count (struct zn_wlog *w, uint64_t nr)
 static int
 stop_failed (struct zn_wlog *w, int err)
 {
-  fprintf (stderr, "zonednull: log_writes %s: writing entry %" PRIu64
+  fprintf (stderr, "zonednull: write log %s: writing entry %" PRIu64
            ": %s; the log stops here and the request fails\n", w->label,
            w->nr_entries, strerror (err));
   atomic_store (&w->on, false);
@@ -512,11 +512,12 @@ begin_log (struct zn_dev *dev, int fd, bool take_snapshot)
 }
 
 /* Opens dir/name (dirfd AT_FDCWD: the path name) for a new log and
- * starts it; the file goes again if it cannot be started.
+ * starts it; the file goes again if it cannot be started.  path names
+ * it in messages.
  */
 static int
-start (struct zn_dev *dev, int dirfd, const char *name, const char *what,
-       bool take_snapshot, char *err, size_t errlen)
+start (struct zn_dev *dev, int dirfd, const char *name, const char *path,
+       const char *what, bool take_snapshot, char *err, size_t errlen)
 {
   struct zn_wlog *w = dev->wlog;
   int fd, ret;
@@ -538,7 +539,7 @@ start (struct zn_dev *dev, int dirfd, const char *name, const char *what,
               "new file)" : "");
     return ret;
   }
-  zn_escape (w->label, sizeof w->label, name, strlen (name));
+  zn_escape (w->label, sizeof w->label, path, strlen (path));
   ret = begin_log (dev, fd, take_snapshot);
   lock_zones (dev, 0, dev->geo.nr_zones, false);
   if (ret) {
@@ -575,8 +576,8 @@ wlog_init (struct zn_dev *dev, const struct zn_config *cfg, char *err,
     return 0;
   snprintf (what, sizeof what, "log_writes=%s", cfg->log_writes);
   /* From its creation, a device holds data only if its files did. */
-  return start (dev, AT_FDCWD, cfg->log_writes, what, zn_dev_restored (dev),
-                err, errlen);
+  return start (dev, AT_FDCWD, cfg->log_writes, cfg->log_writes, what,
+                zn_dev_restored (dev), err, errlen);
 }
 
 void
@@ -619,7 +620,7 @@ zn_wlog_start_named (struct zn_dev *dev, const char *name, size_t len,
                      char *err, size_t errlen)
 {
   struct zn_wlog *w = dev->wlog;
-  char copy[256], what[ZN_ESCAPED_SIZE (256) + 16];
+  char copy[256], what[ZN_ESCAPED_SIZE (256) + 16], *path;
   int dirfd, ret;
 
   if (!log_name_ok (name, len)) {
@@ -644,7 +645,13 @@ zn_wlog_start_named (struct zn_dev *dev, const char *name, size_t len,
               strerror (-ret));
     return ret;
   }
-  ret = start (dev, dirfd, copy, what, true, err, errlen);
+  if (asprintf (&path, "%s/%s", w->dir, copy) < 0) {
+    close (dirfd);
+    snprintf (err, errlen, "%s: out of memory", what);
+    return -ENOMEM;
+  }
+  ret = start (dev, dirfd, copy, path, what, true, err, errlen);
+  free (path);
   close (dirfd);
   return ret;
 }
