@@ -379,7 +379,7 @@ model_error (struct applier *a, const struct zn_wlog_rec *r, int e,
   return refused (a, r, "the model refused the %s of sectors %" PRIu64 "+%"
                   PRIu64 " (zone %" PRIu32 "): %s",
                   zn_wlog_kind_name (r->kind), r->sector, r->nr_sectors,
-                  r->zone, zn_error_text (text, sizeof text, e, why));
+                  r->zone, zn_error_text (text, sizeof text, -e, why));
 }
 
 static int
@@ -491,6 +491,11 @@ apply_op (struct applier *a, const struct zn_wlog_rec *r)
 
   if (zone_of (a, r, &z) < 0)
     return -1;
+  /* A crash state lost the writes that opened it; empty, it powers on
+   * EMPTY closed or not.
+   */
+  if (r->kind == ZN_WLOG_K_CLOSE && z.cond == ZN_COND_EMPTY)
+    return 0;
   e = zn_zone_mgmt_why (a->dev, ops[r->kind], z.start, z.len, &why);
   return e ? model_error (a, r, e, why) : 0;
 }

@@ -262,6 +262,9 @@ zn_wlog_open (const char *path, char *err, size_t errlen)
   if (read_super (log, err, errlen) < 0
       || zn_wlog_next (log, &r, err, errlen) < 0)
     goto fail;
+  /* The reader's entries start at 0, the geometry, checked again. */
+  log->next_no = 0;
+  log->next_off = log->bs;
   return log;
  fail:
   zn_wlog_close (log);
@@ -387,12 +390,13 @@ check_range (const struct zn_wlog *log, struct zn_wlog_rec *r,
     return bad (log, r, err, errlen, "a reset of %" PRIu64 " sectors: not "
                 "the whole zone's %" PRIu64, nr, zend - sector);
   if (at_start && r->kind != ZN_WLOG_K_RESET && nr)
-    return bad (log, r, err, errlen, "nr_sectors %" PRIu64 ": an %s has 0",
-                nr, zn_wlog_kind_name (r->kind));
+    return bad (log, r, err, errlen, "nr_sectors %" PRIu64 ": a zone's %s "
+                "entry has 0", nr, zn_wlog_kind_name (r->kind));
   if ((r->kind == ZN_WLOG_K_APPEND || r->kind == ZN_WLOG_K_WP)
       && r->zone < log->geo.nr_conv)
-    return bad (log, r, err, errlen, "a %s in zone %" PRIu32 ", a "
-                "conventional zone", zn_wlog_kind_name (r->kind), r->zone);
+    return bad (log, r, err, errlen, "%s in zone %" PRIu32 ", a "
+                "conventional zone", r->kind == ZN_WLOG_K_WP ? "a wp entry"
+                : "an append", r->zone);
   if (r->kind == ZN_WLOG_K_RESTORE && r->zone >= log->geo.nr_conv)
     return bad (log, r, err, errlen, "a restore in zone %" PRIu32 ", a "
                 "sequential zone", r->zone);
