@@ -302,6 +302,105 @@ one_log (const char *tmp, uint64_t seed)
   remove (path);
 }
 
+static void
+replay_to_end (const char *log, const char *policy, const char *dir)
+{
+  struct zn_replay_plan p;
+  struct zn_keep keep;
+  struct zn_wlog *w;
+  char err[1024];
+  bool *k;
+
+  CHECK (zn_keep_parse (policy, true, &keep, err, sizeof err) == 0);
+  w = zn_wlog_open (log, err, sizeof err);
+  if (w == NULL || zn_replay_plan (w, NULL, &p, err, sizeof err) < 0) {
+    fprintf (stderr, "%s\n", err);
+    exit (EXIT_FAILURE);
+  }
+  k = calloc (p.end, sizeof *k);
+  CHECK (k != NULL);
+  zn_replay_choose (&p, &keep, 0, k);
+  if (zn_replay_write (&p, k, dir, err, sizeof err) < 0) {
+    fprintf (stderr, "%s\n", err);
+    exit (EXIT_FAILURE);
+  }
+  free (k);
+  zn_replay_plan_free (&p);
+  zn_wlog_close (w);
+}
+
+static void
+check_zone (struct zn_dev *dev, uint32_t z, uint64_t wp, uint8_t cond,
+            const unsigned char *data, uint64_t nr)
+{
+  unsigned char buf[64 << 9];
+  struct zn_zone zone;
+
+  CHECK_EQ (zn_report_zones (dev, z * 2048, &zone, 1), 1);
+  if (zone.wp != wp || zone.cond != cond)
+    fprintf (stderr, "zone %u: wp %" PRIu64 " %s, expected %" PRIu64 " %s\n",
+             z, zone.wp, zn_cond_name (zone.cond), wp, zn_cond_name (cond));
+  CHECK_EQ (zone.wp, wp);
+  CHECK_EQ (zone.cond, cond);
+  if (nr) {
+    CHECK_EQ (zn_read (dev, buf, z * 2048, nr), 0);
+    CHECK (memcmp (buf, data, nr << 9) == 0);
+  }
+}
+
+/* The entries a power cycle leaves (section 1's POWER, WP and RESTORE),
+ * a snapshot and a condition, in a log made by hand: everything before
+ * the POWER is durable, the WP drops a sequential zone's data past it,
+ * the RESTORE is a conventional zone's content, READONLY stays.
+ */
+static void
+power_entries (const char *tmp)
+{
+  static const char *const policies[] = { "none", "all" };
+  unsigned char snap[16 << 9], w3[32 << 9], conv[16 << 9], rest[16 << 9];
+  char log[512], dir[512];
+  struct wg g;
+
+  for (size_t i = 0; i < sizeof snap; i++) {
+    snap[i] = (unsigned char) (i * 7 + 1);
+    conv[i] = (unsigned char) (i * 5 + 3);
+    rest[i] = (unsigned char) (i * 3 + 2);
+  }
+  for (size_t i = 0; i < sizeof w3; i++)
+    w3[i] = (unsigned char) (i * 11 + 5);
+  snprintf (log, sizeof log, "%s/power-log", tmp);
+  wg_open (&g, log, 4096, 8, 1, 1, 2, NULL);
+  wg_raw (&g, ZN_WLOG_FUA | ZN_WLOG_SNAPSHOT, 2 * 2048, 16, 0, 0, 0, snap);
+  wg_raw (&g, 0, 3 * 2048, 32, 0, 0, 0, w3);
+  wg_raw (&g, 0, 0, 16, 0, 0, 0, conv);
+  wg_raw (&g, ZN_WLOG_POWER, 0, 0, 0, 0, 0, NULL);
+  wg_raw (&g, ZN_WLOG_DISCARD | ZN_WLOG_WP, 3 * 2048 + 8, 2048 - 8, 0, 0, 0,
+          NULL);
+  wg_raw (&g, ZN_WLOG_FUA | ZN_WLOG_RESTORE, 0, 16, 0, 0, 0, rest);
+  wg_raw (&g, ZN_WLOG_COND, 4 * 2048, 0, 0, 0, ZN_COND_READONLY, NULL);
+  wg_raw (&g, 0, 5 * 2048, 8, 0, 0, 0, w3);
+  wg_close (&g);
+  for (size_t pi = 0; pi < 2; pi++) {
+    struct zn_dev *dev;
+
+    snprintf (dir, sizeof dir, "%s/power-state", tmp);
+    replay_to_end (log, policies[pi], dir);
+    dev = open_state (&g, dir);
+    check_zone (dev, 0, 2048, ZN_COND_NOT_WP, rest, 16);
+    check_zone (dev, 2, 2 * 2048 + 16, ZN_COND_CLOSED, snap, 16);
+    check_zone (dev, 3, 3 * 2048 + 8, ZN_COND_CLOSED, w3, 8);
+    check_zone (dev, 4, UINT64_MAX, ZN_COND_READONLY, NULL, 0);
+    if (pi == 0)
+      check_zone (dev, 5, 5 * 2048, ZN_COND_EMPTY, NULL, 0);
+    else
+      check_zone (dev, 5, 5 * 2048 + 8, ZN_COND_CLOSED, w3, 8);
+    zn_dev_destroy (dev);
+    rm_tree (dir);
+  }
+  wg_free (&g);
+  remove (log);
+}
+
 int
 main (void)
 {
@@ -309,6 +408,7 @@ main (void)
   uint64_t seeds = env ? strtoull (env, NULL, 10) : 40;
   char *tmp = scratch ();
 
+  power_entries (tmp);
   for (uint64_t seed = 1; seed <= seeds; seed++)
     one_log (tmp, seed);
   rm_tree (tmp);
