@@ -7,6 +7,13 @@
  * enumerate distinct states, as many as the zones' choices allow up to
  * MAX.  The rules are read here again from the entries, not from
  * lib/replay.c.  ZN_SEEDS sets how many logs (default 40).
+ *
+ * TODO (issue 34, item 1): when the device's own writer (lib/wlog.c,
+ * log_writes=FILE) is on main, add "replay of a log to its end equals
+ * the live device": a model device with log_writes on, a random
+ * workload, then zn_replay_write to the end and every zone's report and
+ * every byte compared through the model.  Until then the logs here are
+ * tests/common/wlog-gen.c's.
  */
 #include "powerfail.h"
 #include "replay.h"
