@@ -140,14 +140,19 @@ list (const struct ropts *o, struct zn_wlog *log)
 
 /* What makes this state again: the point and the policy. */
 static void
-say_state (const struct zn_replay_plan *p, const char *policy, uint64_t s,
-           uint64_t n, const bool *k)
+say_state (const struct zn_replay_plan *p, const struct zn_keep *keep,
+           const char *policy, uint64_t s, uint64_t n, const bool *k)
 {
   const struct zn_wlog_rec *last = &p->recs[p->end - 1];
+  struct zn_keep every = *keep;
 
-  if (n > 1 || strncmp (policy, "enumerate", 9) == 0)
-    printf ("state-%06" PRIu64 ": state %" PRIu64 " of %" PRIu64 ", ", s, s,
-            n);
+  /* How many MAX left out, so that a user knows to raise it. */
+  every.max = UINT64_MAX;
+  if (keep->kind == ZN_KEEP_ENUMERATE)
+    printf ("state-%06" PRIu64 ": state %" PRIu64 " of %" PRIu64 " (of %"
+            PRIu64 "%s distinct), ", s, s, n,
+            zn_replay_nr_states (p, &every),
+            zn_replay_nr_states (p, &every) == UINT64_MAX ? " or more" : "");
   printf ("to entry %" PRIu64, last->no);
   if (last->kind == ZN_WLOG_K_MARK)
     printf (" (mark %s)", last->mark);
@@ -183,7 +188,7 @@ write_states (const struct ropts *o, const struct zn_replay_plan *p,
       ret = EXIT_FAILURE;
     }
     else
-      say_state (p, policy, s, n, k);
+      say_state (p, keep, policy, s, n, k);
   }
   free (dir);
   free (k);
