@@ -70,6 +70,7 @@ parse (int argc, char **argv, struct ropts *o)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
+  char msg[256];
   int c;
 
   opterr = 0;
@@ -83,9 +84,13 @@ parse (int argc, char **argv, struct ropts *o)
       usage (stdout);
       exit (EXIT_SUCCESS);
     case ':':
-      return usage_error ("an option requires an argument");
+      snprintf (msg, sizeof msg, "option '%s' requires an argument",
+                argv[optind - 1]);
+      return usage_error (msg);
     default:
-      return usage_error ("unrecognized option");
+      snprintf (msg, sizeof msg, "unrecognized option '%s'",
+                argv[optind - 1]);
+      return usage_error (msg);
     }
   }
   if (optind + 1 != argc)

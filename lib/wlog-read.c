@@ -139,6 +139,10 @@ read_super (struct zn_wlog *log, char *err, size_t errlen)
   if (bs < 512 || bs > 4096 || (bs & (bs - 1)))
     return bad (log, NULL, err, errlen, "sectorsize %" PRIu32 " in the super:"
                 " must be a power of 2 from 512 to 4096", bs);
+  if (log->size < 2 * (uint64_t) bs)
+    return bad (log, NULL, err, errlen, "%" PRIu64 " bytes: too short for "
+                "the super and entry 0 in blocks of %" PRIu32 " (truncated "
+                "log?)", log->size, bs);
   log->bs = bs;
   log->spb = bs >> ZN_SECTOR_SHIFT;
   log->nr_entries = le64toh (s.nr_entries);
