@@ -99,7 +99,10 @@ static int
 decide (struct zn_replay_plan *p)
 {
   uint32_t nz = zn_wlog_geometry (p->log)->nr_zones;
-  unsigned char *later = calloc (nz, 1);  /* 1: durable write later; 2: reset */
+  /* Per zone, from the end back: 1, a durable write follows in the same
+   * epoch (since a reset); 2, a reset follows first; 0, neither.
+   */
+  unsigned char *later = calloc (nz, 1);
   uint64_t flushed = 0, powered = 0;
 
   if (later == NULL)
@@ -130,7 +133,7 @@ decide (struct zn_replay_plan *p)
     else
       p->fate[i] = seq && later[r->zone] == 2 ? ZN_FATE_WIPED
                                                : ZN_FATE_PENDING;
-    if (seq && p->fate[i] == ZN_FATE_DURABLE && later[r->zone] == 0)
+    if (seq && p->fate[i] == ZN_FATE_DURABLE)
       later[r->zone] = 1;
   }
   free (later);

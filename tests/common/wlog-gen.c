@@ -170,14 +170,18 @@ static void
 random_seq (struct wg *g, uint32_t z, uint64_t fua)
 {
   uint64_t start = z * g->zone_sectors, room = start + g->zone_cap - g->wp[z];
-  uint64_t nr = (1 + wg_rand (g) % (wg_rand (g) % 8 ? 8 : 64)) * g->spb;
+  /* One draw a statement: C leaves the order of two in one expression
+   * open, and a seed must make the same log in every build.
+   */
+  uint64_t most = wg_rand (g) % 8 ? 8 : 64;
+  uint64_t nr = (1 + wg_rand (g) % most) * g->spb;
+  unsigned pick = wg_rand (g) % 16;
 
   /* The model splits a write at max_sectors (248 of 4096-byte blocks),
    * and logs its parts: no entry is longer.
    */
   if (nr > 248)
     nr = 248;
-  unsigned pick = wg_rand (g) % 16;
 
   if (pick == 0 || room == 0)
     wg_zone_op (g, ZN_WLOG_DISCARD | ZN_WLOG_RESET, z);
@@ -204,8 +208,11 @@ wg_workload (struct wg *g, uint64_t seed, unsigned n)
     uint64_t fua = wg_rand (g) % 5 == 0 ? ZN_WLOG_FUA : 0;
     char name[16];
 
-    if (pick < 8)
-      wg_flush (g, g->n - wg_rand (g) % (g->n < 4 ? g->n : 4));
+    if (pick < 8) {
+      uint64_t back = wg_rand (g) % (g->n < 4 ? g->n : 4);
+
+      wg_flush (g, g->n - back);
+    }
     else if (pick < 10) {
       snprintf (name, sizeof name, "m%u", ++marks);
       wg_mark (g, name);
