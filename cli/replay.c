@@ -126,7 +126,7 @@ list_entry (const struct zn_wlog_rec *r)
 }
 
 static int
-list (const struct ropts *o, struct zn_wlog *log)
+list (const struct ropts *o, struct zn_wlog_reader *log)
 {
   struct zn_replay_plan p;
   char err[1024];
@@ -206,7 +206,7 @@ cli_replay (int argc, char **argv)
   struct ropts o = { 0 };
   struct zn_keep keep;
   struct zn_replay_plan p;
-  struct zn_wlog *log;
+  struct zn_wlog_reader *log;
   const char *policy;
   char err[1024];
   int ret = parse (argc, argv, &o);
@@ -218,7 +218,7 @@ cli_replay (int argc, char **argv)
     fprintf (stderr, "%s: --crash: %s\n", PROG, err);
     return EXIT_USAGE;
   }
-  log = zn_wlog_open (o.log, err, sizeof err);
+  log = zn_wlog_read_open (o.log, err, sizeof err);
   if (log == NULL) {
     fprintf (stderr, "%s: %s\n", PROG, err);
     return EXIT_FAILURE;
@@ -233,7 +233,7 @@ cli_replay (int argc, char **argv)
     ret = write_states (&o, &p, &keep, policy);
     zn_replay_plan_free (&p);
   }
-  zn_wlog_close (log);
+  zn_wlog_read_close (log);
   if (fflush (stdout) != 0 || ferror (stdout))
     ret = EXIT_FAILURE;
   return ret;

@@ -38,6 +38,8 @@ lib_libzonednull_la_SOURCES = \
 	lib/store-scan.c \
 	lib/store.c \
 	lib/store.h \
+	lib/wlog.c \
+	lib/wlog.h \
 	lib/wlog-format.h \
 	lib/wlog-read.c \
 	lib/wlog-read.h \

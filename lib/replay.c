@@ -32,7 +32,7 @@ is_number (const char *s)
 static int
 read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
 {
-  uint64_t nr = zn_wlog_nr_entries (p->log), target = nr - 1;
+  uint64_t nr = zn_wlog_read_nr_entries (p->log), target = nr - 1;
   bool by_mark = to && !is_number (to);
   size_t cap = 0;
   int r;
@@ -42,7 +42,7 @@ read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
     target = strtoull (to, NULL, 10);
     if (errno || target >= nr) {
       snprintf (err, errlen, "%s: --to %s: the log's entries are 0 to %"
-                PRIu64, zn_wlog_name (p->log), to, nr - 1);
+                PRIu64, zn_wlog_read_name (p->log), to, nr - 1);
       return -1;
     }
   }
@@ -58,7 +58,7 @@ read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
       }
       p->recs = n;
     }
-    r = zn_wlog_next (p->log, &p->recs[p->end], err, errlen);
+    r = zn_wlog_read_next (p->log, &p->recs[p->end], err, errlen);
     if (r < 0)
       return -1;
     if (r == 0)
@@ -77,7 +77,7 @@ read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
     zn_escape (esc, sizeof esc, to, len);
     snprintf (err, errlen, "%s: --to %s%s: no mark of that name in the "
               "log's %" PRIu64 " entries (zonednull replay --list shows "
-              "them)", zn_wlog_name (p->log), esc,
+              "them)", zn_wlog_read_name (p->log), esc,
               len < strlen (to) ? "..." : "", nr);
     return -1;
   }
@@ -89,7 +89,7 @@ read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
 static bool
 seq_zone (const struct zn_replay_plan *p, uint32_t zone)
 {
-  return zone >= zn_wlog_geometry (p->log)->nr_conv;
+  return zone >= zn_wlog_read_geometry (p->log)->nr_conv;
 }
 
 /* Section 2's durable writes, the pending ones, and those a later reset
@@ -98,7 +98,7 @@ seq_zone (const struct zn_replay_plan *p, uint32_t zone)
 static int
 decide (struct zn_replay_plan *p)
 {
-  uint32_t nz = zn_wlog_geometry (p->log)->nr_zones;
+  uint32_t nz = zn_wlog_read_geometry (p->log)->nr_zones;
   /* Per zone, from the end back: 1, a durable write follows in the same
    * epoch (since a reset); 2, a reset follows first; 0, neither.
    */
@@ -194,12 +194,12 @@ group (struct zn_replay_plan *p)
 }
 
 int
-zn_replay_plan (struct zn_wlog *log, const char *to,
+zn_replay_plan (struct zn_wlog_reader *log, const char *to,
                 struct zn_replay_plan *p, char *err, size_t errlen)
 {
   memset (p, 0, sizeof *p);
   p->log = log;
-  if (zn_zone_table_check (zn_wlog_config (log), 1, err, errlen) < 0
+  if (zn_zone_table_check (zn_wlog_read_config (log), 1, err, errlen) < 0
       || read_to (p, to, err, errlen) < 0)
     goto fail;
   p->fate = calloc (p->end, sizeof *p->fate);
@@ -369,7 +369,7 @@ refused (struct applier *a, const struct zn_wlog_rec *r, const char *fmt,
   vsnprintf (what, sizeof what, fmt, ap);
   va_end (ap);
   snprintf (a->err, a->errlen, "%s: entry %" PRIu64 " (byte %" PRIu64 "): "
-            "%s", zn_wlog_name (a->p->log), r->no, r->off, what);
+            "%s", zn_wlog_read_name (a->p->log), r->no, r->off, what);
   return -1;
 }
 
@@ -414,7 +414,7 @@ apply_data (struct applier *a, const struct zn_wlog_rec *r)
   if (r->kind != ZN_WLOG_K_APPEND)
     e = zn_write_why (a->dev, a->buf, r->sector, r->nr_sectors, fua, &why);
   else {
-    uint64_t zs = zn_wlog_geometry (a->p->log)->zone_sectors;
+    uint64_t zs = zn_wlog_read_geometry (a->p->log)->zone_sectors;
 
     e = zn_zone_append_why (a->dev, a->buf, r->sector / zs * zs,
                             r->nr_sectors, fua, &at, &why);
@@ -527,13 +527,37 @@ apply (struct applier *a, const struct zn_wlog_rec *r)
   }
 }
 
+/* The entries from..end-1 followed a POWER: the WP and RESTORE ones are
+ * applied; now the model cycles again, so that the zones are as a
+ * power-on finds them without the writes the power cycle dropped, and
+ * then the conditions the power cycle left are set, which the cycle
+ * would have cleared.
+ */
+static int
+end_power (struct applier *a, const bool *k, uint64_t from, uint64_t end)
+{
+  const struct zn_replay_plan *p = a->p;
+
+  if (zn_power_cycle (a->dev) != 0)
+    return refused (a, &p->recs[from - 1], "the model's power cycle "
+                    "failed");
+  for (uint64_t i = from; i < end; i++)
+    if (k[i] && p->recs[i].kind == ZN_WLOG_K_COND) {
+      int ret = apply (a, &p->recs[i]);
+
+      if (ret)
+        return ret;
+    }
+  return 0;
+}
+
 int
 zn_replay_write (const struct zn_replay_plan *p, const bool *k,
                  const char *dir, char *err, size_t errlen)
 {
-  struct zn_config cfg = *zn_wlog_config (p->log);
+  struct zn_config cfg = *zn_wlog_read_config (p->log);
   struct applier a = { .p = p, .err = err, .errlen = errlen };
-  bool fixed = false;           /* WP or RESTORE since the last power */
+  uint64_t run = 0;             /* a POWER's run of entries: from run */
   int ret = 0;
 
   if (zn_replay_target_dir (dir, err, errlen) < 0)
@@ -545,18 +569,20 @@ zn_replay_write (const struct zn_replay_plan *p, const bool *k,
     return -1;
   for (uint64_t i = 0; i < p->end && ret == 0; i++) {
     const struct zn_wlog_rec *r = &p->recs[i];
-    bool fix = r->kind == ZN_WLOG_K_WP || r->kind == ZN_WLOG_K_RESTORE;
+    bool part = run && (r->kind == ZN_WLOG_K_WP || r->kind == ZN_WLOG_K_COND
+                        || r->kind == ZN_WLOG_K_RESTORE);
 
-    /* The zones as a power-on finds them once the lost writes are gone. */
-    if (fixed && !fix && zn_power_cycle (a.dev) != 0)
-      ret = refused (&a, r, "the power cycle after entry %" PRIu64
-                     " failed", i - 1);
-    fixed = fix;
-    if (ret == 0 && k[i])
+    if (run && !part) {
+      ret = end_power (&a, k, run, i);
+      run = 0;
+    }
+    if (ret == 0 && k[i] && !(part && r->kind == ZN_WLOG_K_COND))
       ret = apply (&a, r);
+    if (r->kind == ZN_WLOG_K_POWER)
+      run = i + 1;
   }
-  if (ret == 0 && fixed)
-    zn_power_cycle (a.dev);
+  if (ret == 0 && run)
+    ret = end_power (&a, k, run, p->end);
   zn_dev_destroy (a.dev);
   free (a.buf);
   return ret;

@@ -32,7 +32,7 @@ struct zn_replay_group {
 };
 
 struct zn_replay_plan {
-  struct zn_wlog *log;
+  struct zn_wlog_reader *log;
   uint64_t end;                 /* entries 0..end-1 are replayed */
   struct zn_wlog_rec *recs;     /* [end] */
   enum zn_fate *fate;           /* [end] */
@@ -45,7 +45,7 @@ struct zn_replay_plan {
  * decides each entry's fate.  -1 with a message naming the entry, or the
  * mark that is not in the log.
  */
-int zn_replay_plan (struct zn_wlog *log, const char *to,
+int zn_replay_plan (struct zn_wlog_reader *log, const char *to,
                     struct zn_replay_plan *plan, char *err, size_t errlen);
 void zn_replay_plan_free (struct zn_replay_plan *plan);
 

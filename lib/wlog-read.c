@@ -49,7 +49,7 @@ static const struct {
   { ZN_WLOG_MARK, ZN_WLOG_K_MARK, "mark" },
 };
 
-struct zn_wlog {
+struct zn_wlog_reader {
   int fd;
   char *name;                   /* escaped path, for messages */
   uint64_t size;                /* bytes */
@@ -57,7 +57,7 @@ struct zn_wlog {
   uint32_t spb;                 /* 512-byte sectors per block */
   uint64_t nr_entries;
   uint64_t next_no, next_off;
-  enum zn_wlog_kind prev;
+  bool after_power;             /* in the entries a POWER's run */
   struct zn_config cfg;
   struct zn_geometry geo;
 };
@@ -79,7 +79,7 @@ zn_wlog_has_data (enum zn_wlog_kind kind)
 }
 
 static int __attribute__ ((format (printf, 5, 6)))
-bad (const struct zn_wlog *log, const struct zn_wlog_rec *r, char *err,
+bad (const struct zn_wlog_reader *log, const struct zn_wlog_rec *r, char *err,
      size_t errlen, const char *fmt, ...)
 {
   char what[512];
@@ -116,7 +116,7 @@ pread_all (int fd, void *buf, size_t len, uint64_t off)
 /* ---- the super and the geometry ------------------------------------- */
 
 static int
-read_super (struct zn_wlog *log, char *err, size_t errlen)
+read_super (struct zn_wlog_reader *log, char *err, size_t errlen)
 {
   struct zn_wlog_super s;
   uint32_t bs;
@@ -161,8 +161,8 @@ read_super (struct zn_wlog *log, char *err, size_t errlen)
 
 /* One word of the geometry text. */
 static int
-geometry_word (struct zn_wlog *log, struct zn_params *p, const char *word,
-               uint64_t *nr_zones, char *msg, size_t msglen)
+geometry_word (struct zn_wlog_reader *log, struct zn_params *p,
+               const char *word, uint64_t *nr_zones, char *msg, size_t msglen)
 {
   static const char *const keys[] = {
     "blocksize", "zone_size", "zone_capacity", "zone_nr_conv", "size",
@@ -201,7 +201,7 @@ geometry_word (struct zn_wlog *log, struct zn_params *p, const char *word,
 }
 
 static int
-parse_geometry (struct zn_wlog *log, const struct zn_wlog_rec *r,
+parse_geometry (struct zn_wlog_reader *log, const struct zn_wlog_rec *r,
                 const char *text, char *err, size_t errlen)
 {
   struct zn_params p;
@@ -237,10 +237,10 @@ parse_geometry (struct zn_wlog *log, const struct zn_wlog_rec *r,
   return ret;
 }
 
-struct zn_wlog *
-zn_wlog_open (const char *path, char *err, size_t errlen)
+struct zn_wlog_reader *
+zn_wlog_read_open (const char *path, char *err, size_t errlen)
 {
-  struct zn_wlog *log = calloc (1, sizeof *log);
+  struct zn_wlog_reader *log = calloc (1, sizeof *log);
   size_t nlen = strlen (path);
   struct zn_wlog_rec r;
   struct stat sb;
@@ -264,19 +264,19 @@ zn_wlog_open (const char *path, char *err, size_t errlen)
   }
   log->size = (uint64_t) sb.st_size;
   if (read_super (log, err, errlen) < 0
-      || zn_wlog_next (log, &r, err, errlen) < 0)
+      || zn_wlog_read_next (log, &r, err, errlen) < 0)
     goto fail;
   /* The reader's entries start at 0, the geometry, checked again. */
   log->next_no = 0;
   log->next_off = log->bs;
   return log;
  fail:
-  zn_wlog_close (log);
+  zn_wlog_read_close (log);
   return NULL;
 }
 
 void
-zn_wlog_close (struct zn_wlog *log)
+zn_wlog_read_close (struct zn_wlog_reader *log)
 {
   if (log == NULL)
     return;
@@ -287,33 +287,41 @@ zn_wlog_close (struct zn_wlog *log)
 }
 
 const struct zn_config *
-zn_wlog_config (const struct zn_wlog *log)
+zn_wlog_read_config (const struct zn_wlog_reader *log)
 {
   return &log->cfg;
 }
 
 const struct zn_geometry *
-zn_wlog_geometry (const struct zn_wlog *log)
+zn_wlog_read_geometry (const struct zn_wlog_reader *log)
 {
   return &log->geo;
 }
 
 const char *
-zn_wlog_name (const struct zn_wlog *log)
+zn_wlog_read_name (const struct zn_wlog_reader *log)
 {
   return log->name;
 }
 
 uint64_t
-zn_wlog_nr_entries (const struct zn_wlog *log)
+zn_wlog_read_nr_entries (const struct zn_wlog_reader *log)
 {
   return log->nr_entries;
 }
 
 /* ---- entries --------------------------------------------------------- */
 
+/* The entries a power cycle writes after its POWER. */
+static bool
+power_run (enum zn_wlog_kind kind)
+{
+  return kind == ZN_WLOG_K_WP || kind == ZN_WLOG_K_RESTORE
+         || kind == ZN_WLOG_K_COND;
+}
+
 static int
-classify (const struct zn_wlog *log, struct zn_wlog_rec *r, char *err,
+classify (const struct zn_wlog_reader *log, struct zn_wlog_rec *r, char *err,
           size_t errlen)
 {
   if (r->flags & ~KNOWN_FLAGS)
@@ -332,39 +340,43 @@ classify (const struct zn_wlog *log, struct zn_wlog_rec *r, char *err,
               "table (doc/power-fail.md, section 1)", r->flags);
 }
 
-/* A mark's name or the geometry's text at byte 32. */
+/* A mark's name at byte 32, or the geometry's text at byte 48 (after
+ * zero and ref: dm-log-writes' readers refuse a nonzero byte 32 in an
+ * entry whose flags are not exactly MARK).
+ */
 static int
-check_text (const struct zn_wlog *log, struct zn_wlog_rec *r,
+check_text (const struct zn_wlog_reader *log, struct zn_wlog_rec *r,
             const unsigned char *blk, uint64_t data_len, char *text,
             size_t textlen, char *err, size_t errlen)
 {
   bool mark = r->kind == ZN_WLOG_K_MARK;
-  uint64_t max = mark ? ZN_WLOG_MARK_MAX : log->bs - 32u;
+  size_t at = mark ? 32 : sizeof (struct zn_wlog_entry);
+  uint64_t max = mark ? ZN_WLOG_MARK_MAX : log->bs - at;
 
   if (data_len == 0 || data_len > max || data_len >= textlen)
     return bad (log, r, err, errlen, "data_len %" PRIu64 ": a %s's %s is 1 "
                 "to %" PRIu64 " bytes", data_len, mark ? "mark" : "geometry",
                 mark ? "name" : "text", max);
   for (uint64_t i = 0; i < data_len; i++) {
-    unsigned char c = blk[32 + i];
+    unsigned char c = blk[at + i];
 
     if (c < 0x20 + mark || c > 0x7e) {
       char esc[ZN_ESCAPED_SIZE (4096)];
 
-      zn_escape (esc, sizeof esc, blk + 32, data_len);
+      zn_escape (esc, sizeof esc, blk + at, data_len);
       return bad (log, r, err, errlen, "%s '%s': byte %" PRIu64 " is not "
                   "printable ASCII%s", mark ? "mark name" : "geometry text",
                   esc, i, mark ? " but space" : "");
     }
   }
-  memcpy (text, blk + 32, data_len);
+  memcpy (text, blk + at, data_len);
   text[data_len] = '\0';
   return 0;
 }
 
 /* sector, nr_sectors: blocks of the file, checked against the geometry. */
 static int
-check_range (const struct zn_wlog *log, struct zn_wlog_rec *r,
+check_range (const struct zn_wlog_reader *log, struct zn_wlog_rec *r,
              uint64_t sector, uint64_t nr, char *err, size_t errlen)
 {
   uint64_t cap = log->geo.capacity / log->spb;
@@ -408,7 +420,7 @@ check_range (const struct zn_wlog *log, struct zn_wlog_rec *r,
 }
 
 static int
-check_entry (struct zn_wlog *log, struct zn_wlog_rec *r,
+check_entry (struct zn_wlog_reader *log, struct zn_wlog_rec *r,
              const struct zn_wlog_entry *e, const unsigned char *blk,
              char *err, size_t errlen)
 {
@@ -417,12 +429,15 @@ check_entry (struct zn_wlog *log, struct zn_wlog_rec *r,
   bool text = r->kind == ZN_WLOG_K_MARK || r->kind == ZN_WLOG_K_GEOMETRY;
 
   r->ref = le64toh (e->ref);
-  if (!text && e->zero)
+  if (r->kind != ZN_WLOG_K_MARK && e->zero)
     return bad (log, r, err, errlen, "byte 32 is not zero in a %s entry (a "
                 "mark's name goes there)", zn_wlog_kind_name (r->kind));
-  if (!text && data_len && data_len != nr * log->bs)
-    return bad (log, r, err, errlen, "data_len %" PRIu64 ": 0 or its "
-                "nr_sectors in bytes", data_len);
+  if (!text && data_len)
+    return bad (log, r, err, errlen, "data_len %" PRIu64 ": 0 in a %s "
+                "entry", data_len, zn_wlog_kind_name (r->kind));
+  if (r->kind == ZN_WLOG_K_GEOMETRY && r->ref)
+    return bad (log, r, err, errlen, "ref %" PRIu64 ": must be 0 in the "
+                "geometry", r->ref);
   if (text) {
     char t[4096];
 
@@ -446,8 +461,7 @@ check_entry (struct zn_wlog *log, struct zn_wlog_rec *r,
                 : r->kind == ZN_WLOG_K_COND ? "a condition is 0, READONLY "
                 "(13) or OFFLINE (15)" : "must be 0 in this entry");
   if ((r->kind == ZN_WLOG_K_WP || r->kind == ZN_WLOG_K_RESTORE)
-      && log->prev != ZN_WLOG_K_POWER && log->prev != ZN_WLOG_K_WP
-      && log->prev != ZN_WLOG_K_RESTORE)
+      && !log->after_power)
     return bad (log, r, err, errlen, "a %s entry that does not follow a "
                 "power entry", zn_wlog_kind_name (r->kind));
   if ((r->kind == ZN_WLOG_K_FLUSH || r->kind == ZN_WLOG_K_POWER)
@@ -463,8 +477,8 @@ check_entry (struct zn_wlog *log, struct zn_wlog_rec *r,
 }
 
 int
-zn_wlog_next (struct zn_wlog *log, struct zn_wlog_rec *r, char *err,
-              size_t errlen)
+zn_wlog_read_next (struct zn_wlog_reader *log, struct zn_wlog_rec *r,
+                   char *err, size_t errlen)
 {
   unsigned char blk[4096];
   struct zn_wlog_entry e;
@@ -494,12 +508,13 @@ zn_wlog_next (struct zn_wlog *log, struct zn_wlog_rec *r, char *err,
                 "the end of the file (truncated log?)", blocks);
   log->next_off = r->data_off + blocks * log->bs;
   log->next_no++;
-  log->prev = r->kind;
+  log->after_power = r->kind == ZN_WLOG_K_POWER
+                     || (log->after_power && power_run (r->kind));
   return 1;
 }
 
 int
-zn_wlog_read_data (struct zn_wlog *log, const struct zn_wlog_rec *r,
+zn_wlog_read_data (struct zn_wlog_reader *log, const struct zn_wlog_rec *r,
                    void *buf, char *err, size_t errlen)
 {
   int e = pread_all (log->fd, buf, r->nr_sectors << ZN_SECTOR_SHIFT,

@@ -47,32 +47,35 @@ struct zn_wlog_rec {
   char mark[ZN_WLOG_MARK_MAX + 1]; /* ZN_WLOG_K_MARK */
 };
 
-struct zn_wlog;
+struct zn_wlog_reader;
 
 /* Opens PATH (not through a symbolic link), checks the super and entry 0
  * and makes the geometry; NULL with a message naming the rule.
  */
-struct zn_wlog *zn_wlog_open (const char *path, char *err, size_t errlen);
-void zn_wlog_close (struct zn_wlog *log);
+struct zn_wlog_reader *zn_wlog_read_open (const char *path, char *err,
+                                          size_t errlen);
+void zn_wlog_read_close (struct zn_wlog_reader *log);
 
 /* The device the log was written on: its parameters (no cache, no
  * limits, no backing_dir) and its geometry.
  */
-const struct zn_config *zn_wlog_config (const struct zn_wlog *log);
-const struct zn_geometry *zn_wlog_geometry (const struct zn_wlog *log);
+const struct zn_config *zn_wlog_read_config (const struct zn_wlog_reader *log);
+const struct zn_geometry *
+zn_wlog_read_geometry (const struct zn_wlog_reader *log);
 /* The log's path, escaped, as messages name it. */
-const char *zn_wlog_name (const struct zn_wlog *log);
+const char *zn_wlog_read_name (const struct zn_wlog_reader *log);
 /* Entries the super counts, entry 0 included. */
-uint64_t zn_wlog_nr_entries (const struct zn_wlog *log);
+uint64_t zn_wlog_read_nr_entries (const struct zn_wlog_reader *log);
 
 /* The next entry, checked: 1, 0 after the last, or -1 with a message
  * "LOG: entry N (byte B): ...".  Entry 0 comes first.
  */
-int zn_wlog_next (struct zn_wlog *log, struct zn_wlog_rec *rec,
-                  char *err, size_t errlen);
+int zn_wlog_read_next (struct zn_wlog_reader *log, struct zn_wlog_rec *rec,
+                       char *err, size_t errlen);
 /* rec's data (nr_sectors << 9 bytes) into buf; -1 with a message. */
-int zn_wlog_read_data (struct zn_wlog *log, const struct zn_wlog_rec *rec,
-                       void *buf, char *err, size_t errlen);
+int zn_wlog_read_data (struct zn_wlog_reader *log,
+                       const struct zn_wlog_rec *rec, void *buf, char *err,
+                       size_t errlen);
 
 /* "write", "append", "flush", ... */
 const char *zn_wlog_kind_name (enum zn_wlog_kind kind);

@@ -53,8 +53,10 @@ wg_raw (struct wg *g, uint64_t flags, uint64_t sector, uint64_t nr,
   k->zone = (uint32_t) (sector / g->zone_sectors);
   memcpy (blk, &e, sizeof e);
   if (flags & ZN_WLOG_MARK) {
-    CHECK (data_len < g->bs - 32u);
-    memcpy (blk + 32, data, data_len);
+    size_t at = flags == ZN_WLOG_MARK ? 32 : sizeof e;
+
+    CHECK (data_len < g->bs - at);
+    memcpy (blk + at, data, data_len);
     snprintf (k->mark, sizeof k->mark, "%.*s", (int) data_len,
               (const char *) data);
   }

@@ -21,18 +21,18 @@ static void
 expect (const char *name, const char *want)
 {
   struct zn_replay_plan p;
-  struct zn_wlog *log;
+  struct zn_wlog_reader *log;
   char err[1024] = "";
   int r = -1;
 
   if (g.fp)
     wg_close (&g);
-  log = zn_wlog_open (path, err, sizeof err);
+  log = zn_wlog_read_open (path, err, sizeof err);
   if (log) {
     r = zn_replay_plan (log, NULL, &p, err, sizeof err);
     if (r == 0)
       zn_replay_plan_free (&p);
-    zn_wlog_close (log);
+    zn_wlog_read_close (log);
   }
   printf ("%-22s %s\n", name, err);
   if (r == 0 || strstr (err, want) == NULL) {
@@ -72,6 +72,12 @@ corrupt_entries (void)
   prelude ();
   wg_raw (&g, 0, 2 * 2048, 8, 0, 7, 0, buf);
   expect ("byte 32", "entry 4 (byte 28672): byte 32 is not zero");
+
+  start (4096, NULL);
+  prelude ();
+  wg_raw (&g, 0, 2 * 2048, 8, 4096, 0, 0, buf);
+  expect ("data_len", "entry 4 (byte 28672): data_len 4096: 0 in a write "
+          "entry");
 
   start (4096, NULL);
   prelude ();
@@ -198,14 +204,14 @@ static void
 unknown_mark (void)
 {
   struct zn_replay_plan p;
-  struct zn_wlog *log;
+  struct zn_wlog_reader *log;
   char err[1024];
 
   start (512, NULL);
   prelude ();
   wg_mark (&g, "here");
   wg_close (&g);
-  log = zn_wlog_open (path, err, sizeof err);
+  log = zn_wlog_read_open (path, err, sizeof err);
   CHECK (log != NULL);
   CHECK (zn_replay_plan (log, "there", &p, err, sizeof err) < 0);
   printf ("%-22s %s\n", "unknown mark", err);
@@ -214,7 +220,7 @@ unknown_mark (void)
   CHECK (zn_replay_plan (log, "7", &p, err, sizeof err) < 0);
   printf ("%-22s %s\n", "entry past the end", err);
   CHECK (strstr (err, "--to 7: the log's entries are 0 to 4") != NULL);
-  zn_wlog_close (log);
+  zn_wlog_read_close (log);
   wg_free (&g);
 }
 
@@ -223,7 +229,7 @@ static void
 refused (void)
 {
   struct zn_replay_plan p;
-  struct zn_wlog *log;
+  struct zn_wlog_reader *log;
   char err[1024], dir[600];
   bool k[8];
 
@@ -231,7 +237,7 @@ refused (void)
   prelude ();
   wg_write (&g, 4 * 2048 + 8, 8, ZN_WLOG_FUA);
   wg_close (&g);
-  log = zn_wlog_open (path, err, sizeof err);
+  log = zn_wlog_read_open (path, err, sizeof err);
   CHECK (log != NULL);
   CHECK (zn_replay_plan (log, NULL, &p, err, sizeof err) == 0);
   CHECK (p.end <= 8);
@@ -244,7 +250,7 @@ refused (void)
                  "sectors 8200+8 (zone 4): EIO") != NULL);
   rm_tree (dir);
   zn_replay_plan_free (&p);
-  zn_wlog_close (log);
+  zn_wlog_read_close (log);
   wg_free (&g);
 }
 

@@ -7,13 +7,7 @@
  * enumerate distinct states, as many as the zones' choices allow up to
  * MAX.  The rules are read here again from the entries, not from
  * lib/replay.c.  ZN_SEEDS sets how many logs (default 40).
- *
- * TODO (issue 34, item 1): when the device's own writer (lib/wlog.c,
- * log_writes=FILE) is on main, add "replay of a log to its end equals
- * the live device": a model device with log_writes on, a random
- * workload, then zn_replay_write to the end and every zone's report and
- * every byte compared through the model.  Until then the logs here are
- * tests/common/wlog-gen.c's.
+ * The device's own writer is test-replay-live's.
  */
 #include "powerfail.h"
 #include "replay.h"
@@ -118,8 +112,9 @@ check_seq (const struct wg *g, const int *fate, uint64_t end,
     if (finished || wp == start + g->zone_cap)
       wp = zone.cond == ZN_COND_FULL ? zone.wp : UINT64_MAX;
     /* Past the wp null_blk reads 0xFF: the data is what lies below it. */
-    if (zone.wp == wp && same (have, want, (wp - start < g->zone_cap
-                                            ? wp - start : g->zone_cap) << 9)) {
+    uint64_t below = wp - start < g->zone_cap ? wp - start : g->zone_cap;
+
+    if (zone.wp == wp && same (have, want, below << 9)) {
       free (w); free (have); free (want);
       *npend = n;
       return k;
@@ -160,10 +155,12 @@ check_conv (const struct wg *g, const int *fate, uint64_t end,
       none &= have[b] == 0;
     free (have);
     if (!whole && !none)
-      fprintf (stderr, "%s: zone %u: entry %" PRIu64 " is torn\n", current, z, i);
+      fprintf (stderr, "%s: zone %u: entry %" PRIu64 " is torn\n", current,
+               z, i);
     CHECK (whole || none);
     if (fate[i] == DURABLE && !whole)
-      fprintf (stderr, "%s: zone %u: durable entry %" PRIu64 " is lost\n", current, z, i);
+      fprintf (stderr, "%s: zone %u: durable entry %" PRIu64 " is lost\n",
+               current, z, i);
     CHECK (fate[i] == PENDING || whole);
     if (fate[i] == PENDING) {
       if (whole && n < 64)
@@ -234,7 +231,7 @@ one_log (const char *tmp, uint64_t seed)
   uint32_t bs = seed % 2 ? 512 : 4096;
   unsigned zmib = seed % 3 ? 1 : 2;
   struct zn_replay_plan p;
-  struct zn_wlog *log;
+  struct zn_wlog_reader *log;
   const char *to;
   int *fate;
   bool *k;
@@ -244,7 +241,7 @@ one_log (const char *tmp, uint64_t seed)
   wg_workload (&g, seed, 150);
   wg_close (&g);
   to = pick_target (&g, to_buf, sizeof to_buf);
-  log = zn_wlog_open (path, err, sizeof err);
+  log = zn_wlog_read_open (path, err, sizeof err);
   if (log == NULL || zn_replay_plan (log, to, &p, err, sizeof err) < 0) {
     fprintf (stderr, "seed %" PRIu64 ": %s\n", seed, err);
     exit (EXIT_FAILURE);
@@ -304,7 +301,7 @@ one_log (const char *tmp, uint64_t seed)
   free (fate);
   free (k);
   zn_replay_plan_free (&p);
-  zn_wlog_close (log);
+  zn_wlog_read_close (log);
   wg_free (&g);
   remove (path);
 }
@@ -314,12 +311,12 @@ replay_to_end (const char *log, const char *policy, const char *dir)
 {
   struct zn_replay_plan p;
   struct zn_keep keep;
-  struct zn_wlog *w;
+  struct zn_wlog_reader *w;
   char err[1024];
   bool *k;
 
   CHECK (zn_keep_parse (policy, true, &keep, err, sizeof err) == 0);
-  w = zn_wlog_open (log, err, sizeof err);
+  w = zn_wlog_read_open (log, err, sizeof err);
   if (w == NULL || zn_replay_plan (w, NULL, &p, err, sizeof err) < 0) {
     fprintf (stderr, "%s\n", err);
     exit (EXIT_FAILURE);
@@ -333,7 +330,7 @@ replay_to_end (const char *log, const char *policy, const char *dir)
   }
   free (k);
   zn_replay_plan_free (&p);
-  zn_wlog_close (w);
+  zn_wlog_read_close (w);
 }
 
 static void
