@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli-replay.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
@@ -64,6 +65,8 @@ usage (FILE *out)
            "Commands:\n", PROG, PROG, PROG);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf (out, " %-12s %s\n", commands[i].name, commands[i].help);
+  fprintf (out, " %-12s %s\n", "replay", "a write log's state, offline: "
+           "zonednull replay --help");
   fprintf (out,
            "\n"
            "Options:\n"
@@ -999,6 +1002,8 @@ main (int argc, char **argv)
   char err[1024];
   int r;
 
+  if (argc >= 2 && strcmp (argv[1], "replay") == 0)
+    return cli_replay (argc - 1, argv + 1);
   parse_options (argc, argv, &o);
 
   c = client = zn_client_connect_timeout (o.uri, o.timeout * 1000u, err,

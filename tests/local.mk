@@ -106,6 +106,33 @@ TESTS += tests/model/test-man-params.sh
 EXTRA_DIST += tests/model/test-man-params.sh
 
 #----------------------------------------------------------------------
+# Power-fail testing (tests/powerfail/): zonednull replay of write logs
+# made by tests/common/wlog-gen.c, the crash states' rules property by
+# property, bad logs, and the target directory kept to itself.
+
+wlog_gen_sources = tests/common/wlog-gen.c tests/common/wlog-gen.h \
+	tests/common/check.h tests/powerfail/powerfail.h
+check_PROGRAMS += tests/powerfail/test-replay-rules \
+	tests/powerfail/test-replay-bad tests/powerfail/test-replay-live \
+	tests/powerfail/wlog-make
+tests_powerfail_test_replay_rules_SOURCES = \
+	tests/powerfail/test-replay-rules.c $(wlog_gen_sources)
+tests_powerfail_test_replay_rules_LDADD = lib/libzonednull.la
+tests_powerfail_test_replay_bad_SOURCES = \
+	tests/powerfail/test-replay-bad.c $(wlog_gen_sources)
+tests_powerfail_test_replay_bad_LDADD = lib/libzonednull.la
+tests_powerfail_test_replay_live_SOURCES = \
+	tests/powerfail/test-replay-live.c $(wlog_gen_sources)
+tests_powerfail_test_replay_live_LDADD = lib/libzonednull.la
+tests_powerfail_wlog_make_SOURCES = tests/powerfail/wlog-make.c \
+	$(wlog_gen_sources)
+tests_powerfail_wlog_make_LDADD = lib/libzonednull.la
+
+TESTS += tests/powerfail/test-replay-rules tests/powerfail/test-replay-bad \
+	tests/powerfail/test-replay-live tests/powerfail/test-replay-cli.sh
+EXTRA_DIST += tests/powerfail/test-replay-cli.sh
+
+#----------------------------------------------------------------------
 # The golden traces (tests/traces/): what Linux's null_blk did, one
 # directory per kernel, each replayed against the model by tests/replay.
 
