@@ -181,6 +181,7 @@ FILES_TESTS = \
 	tests/files/test-files-restart.sh \
 	tests/files/test-files-crash.sh \
 	tests/files/test-files-cache.sh \
+	tests/files/test-files-keep.sh \
 	tests/files/test-files-hostile.sh \
 	tests/files/test-files-enospc.sh
 TESTS += $(FILES_MODEL_TESTS) $(FILES_TESTS)
