@@ -5,6 +5,8 @@
  * its power-on state under every zone lock, so that a front end's
  * requests in flight meet either the old device or the new one.
  */
+#include <errno.h>
+
 #include "zoned-internal.h"
 
 void
@@ -50,6 +52,9 @@ zn_power_cycle_keep (struct zn_dev *dev, const struct zn_keep *keep)
 {
   int ret;
 
+  /* One power cycle leaves one state, not every one. */
+  if (keep->kind == ZN_KEEP_ENUMERATE)
+    return -EINVAL;
   lock_zones (dev, 0, dev->geo.nr_zones, true);
   res_lock (dev);
   dev->power_keep = *keep;

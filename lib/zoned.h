@@ -224,7 +224,7 @@ int zn_zone_append_why (struct zn_dev *dev, const void *buf, uint64_t sector,
  * the first sequential zone, no zone write plugs).
  * Stored data and bad blocks survive.  Writes waiting for their wp fail.
  * zn_power_cycle_keep keeps of the unflushed writes what keep says
- * (crash.h; not ZN_KEEP_ENUMERATE), by the rules of doc/power-fail.md's
+ * (crash.h; -EINVAL for ZN_KEEP_ENUMERATE), by the rules of doc/power-fail.md's
  * section 2: a prefix of each sequential zone's, each write of a
  * conventional zone whole or not at all.  Without backing_dir every
  * sequential zone starts over anyway, so only conventional zones show it.

@@ -354,10 +354,29 @@ test_split_write (bool files)
   CHECK (both > 0 && neither > 0);
 }
 
+/* enumerate is replay's: one power cycle cannot leave every state. */
+static void
+test_enumerate_refused (void)
+{
+  char dir[1024], err[256];
+  struct zn_dev *d = new_device (false, dir, sizeof dir);
+  struct zn_keep keep;
+  uint64_t size, dirty;
+
+  CHECK_EQ (zn_keep_parse ("enumerate", true, &keep, err, sizeof err), 0);
+  CHECK_EQ (write_tag (d, 0, 8, 1, false), 0);
+  CHECK_EQ (zn_power_cycle_keep (d, &keep), -EINVAL);
+  zn_cache_stats (d, &size, &dirty);
+  CHECK_EQ (dirty, 8 * ZN_SECTOR_SIZE);
+  expect_data (d, 0, 8, 1);
+  zn_dev_destroy (d);
+}
+
 int
 main (void)
 {
   make_top ();
+  test_enumerate_refused ();
   test_split_write (false);
   test_split_write (true);
   test_policies (false);
