@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "wlog.h"
 #include "zoned-internal.h"
 
 struct zn_undo {
@@ -346,7 +347,7 @@ undo_reload (struct zn_dev *dev)
   for (struct zn_undo *u = dev->undo_tail; u; u = u->prev) {
     if (u->keep)
       continue;
-    /* dropped: the write log hears of it here */
+    wlog_dropped (dev, u->zone, u->off, u->len);
     spare_survivors (dev, u);
     dev->cache_under->write (dev, &dev->zones[u->zone], u->off, u->old,
                              u->len, false);
@@ -510,7 +511,7 @@ wb_reload (struct zn_dev *dev)
 
     if (u->keep && ret == 0 && (ret = write_back (dev, u)) == 0)
       continue;
-    /* dropped: the write log hears of it here */
+    wlog_dropped (dev, u->zone, u->off, u->len);
     unlink_undo (dev, u);
   }
   pthread_mutex_unlock (&dev->cache_lock);

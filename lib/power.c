@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 
+#include "wlog.h"
 #include "zoned-internal.h"
 
 void
@@ -61,7 +62,10 @@ zn_power_cycle_keep (struct zn_dev *dev, const struct zn_keep *keep)
   atomic_store (&dev->nr_imp_open, 0);
   atomic_store (&dev->nr_exp_open, 0);
   atomic_store (&dev->nr_closed, 0);
+  wlog_power_begin (dev);
   ret = dev->backend->reload (dev);
+  if (wlog_power_end (dev) && ret == 0)
+    ret = -EIO;
   for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++)
     wake_waiters (&dev->zones[i], true);
   dev->imp_close_cursor = dev->geo.nr_conv;
