@@ -227,7 +227,7 @@ EXTRA_DIST += $(NBD_TESTS)
 # hand-built PDUs, then zonednull-server --nvme with a Python host.
 
 check_PROGRAMS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
-	tests/nvme/test-nvme-session-checks
+	tests/nvme/test-nvme-session-checks tests/nvme/test-nvme-session-auth
 tests_nvme_test_nvme_zns_SOURCES = tests/nvme/test-nvme-zns.c \
 	tests/common/check.h tests/common/dev.h proto/nvme/zns.c proto/nvme/zns.h
 tests_nvme_test_nvme_zns_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto/nvme
@@ -238,19 +238,31 @@ tests_nvme_test_nvme_session_io_SOURCES = \
 	$(proto_nvme_sources) net/conn.h
 tests_nvme_test_nvme_session_io_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_nvme_test_nvme_session_io_LDADD = lib/libzonednull.la $(ISAL_LIBS)
+tests_nvme_test_nvme_session_io_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+	$(GNUTLS_LIBS) $(NETTLE_LIBS)
 tests_nvme_test_nvme_session_checks_SOURCES = \
 	tests/nvme/test-nvme-session-checks.c tests/nvme/nvme-session.h \
 	tests/common/check.h tests/common/dev.h $(proto_sources) \
 	$(proto_nvme_sources) net/conn.h
 tests_nvme_test_nvme_session_checks_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_nvme_test_nvme_session_checks_LDADD = lib/libzonednull.la $(ISAL_LIBS)
+tests_nvme_test_nvme_session_checks_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+	$(GNUTLS_LIBS) $(NETTLE_LIBS)
+tests_nvme_test_nvme_session_auth_SOURCES = \
+	tests/nvme/test-nvme-session-auth.c tests/nvme/nvme-session.h \
+	tests/common/check.h tests/common/dev.h $(proto_sources) \
+	$(proto_nvme_sources) net/conn.h
+tests_nvme_test_nvme_session_auth_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
+	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
+tests_nvme_test_nvme_session_auth_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+	$(GNUTLS_LIBS) $(NETTLE_LIBS)
 NVME_TESTS = \
 	tests/nvme/test-server-nvme.sh \
-	tests/nvme/test-server-nvme-budget.sh
+	tests/nvme/test-server-nvme-budget.sh \
+	tests/nvme/test-server-nvme-auth.sh
 TESTS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
-	tests/nvme/test-nvme-session-checks $(NVME_TESTS)
+	tests/nvme/test-nvme-session-checks tests/nvme/test-nvme-session-auth \
+	$(NVME_TESTS)
 EXTRA_DIST += $(NVME_TESTS)
 
 #----------------------------------------------------------------------
