@@ -184,6 +184,7 @@ FILES_MODEL_TESTS = \
 	tests/files/test-files-model-restart \
 	tests/files/test-files-model-layout \
 	tests/files/test-files-model-cache \
+	tests/files/test-files-model-keep \
 	tests/files/test-files-model-hostile
 check_PROGRAMS += $(FILES_MODEL_TESTS)
 tests_files_test_files_model_restart_SOURCES = \
@@ -198,6 +199,10 @@ tests_files_test_files_model_cache_SOURCES = \
 	tests/files/test-files-model-cache.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
 tests_files_test_files_model_cache_LDADD = lib/libzonednull.la
+tests_files_test_files_model_keep_SOURCES = \
+	tests/files/test-files-model-keep.c tests/files/files-model.h \
+	tests/common/check.h tests/common/dev.h
+tests_files_test_files_model_keep_LDADD = lib/libzonednull.la
 tests_files_test_files_model_hostile_SOURCES = \
 	tests/files/test-files-model-hostile.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
@@ -206,6 +211,7 @@ FILES_TESTS = \
 	tests/files/test-files-restart.sh \
 	tests/files/test-files-crash.sh \
 	tests/files/test-files-cache.sh \
+	tests/files/test-files-keep.sh \
 	tests/files/test-files-hostile.sh \
 	tests/files/test-files-enospc.sh
 TESTS += $(FILES_MODEL_TESTS) $(FILES_TESTS)
