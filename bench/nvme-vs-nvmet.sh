@@ -96,7 +96,7 @@ tmp=$(mktemp -d /tmp/zonednull-nvme-bench.XXXXXX)
   echo "TARGETS='$TARGETS' SERVER_OPTS='${SERVER_OPTS:-}'"
   if [ -n "$old" ]; then
     # The old server rides in the script itself: check-nvme.sh copies one
-    # server into the guest.  Stripped, it is a quarter of the size.
+    # server into the guest.  Stripped, it is a third of the size.
     strip -o "$tmp/old-server" "$old" || cp "$old" "$tmp/old-server"
     echo "OLD_SERVER=/tmp/zonednull-server-old"
     echo "base64 -d >\$OLD_SERVER <<'ZN_OLD_SERVER' && chmod 755 \$OLD_SERVER || OLD_SERVER="
