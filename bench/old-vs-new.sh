@@ -14,8 +14,10 @@
 #               READ_MIB of what zonewrite wrote (data, not holes)
 # A fresh server per round and build: zonewrite needs empty zones.
 # Medians over ROUNDS of IOPS per build, the ratio new/old of the medians,
-# and the median and range of the per-round ratios.  The table goes to
-# stdout and to OUT (default bench/results/old-vs-new.txt); the host's
+# and the median and range of the per-round ratios; then the server's own
+# CPU time per I/O (user+system), which a busy host moves less than IOPS.
+# The table goes to stdout and to OUT (default
+# bench/results/old-vs-new.txt), the raw lines to OUT's .raw; the host's
 # load average at the start and end goes with it, as the machine may be
 # shared.
 #
@@ -50,19 +52,24 @@ uri="nbd+unix:///?socket=$sock"
 # field NAME: NAME=value from zn-bench's output line on stdin.
 field () { tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
+# ticks: the server's user+system CPU time so far (USER_HZ ticks).
+ticks () { awk '{ print $14 + $15 }' "/proc/$bench_pid/stat"; }
 # one ROUND BUILD NAME: a fresh server of BUILD, zonewrite then randread;
-# "NAME ROUND JOB IOPS" lines to the raw file.
+# "NAME ROUND JOB IOPS SERVER_TICKS SECONDS" lines to the raw file.
 one () {
   # shellcheck disable=SC2086
   bench_start "$sock" "$2/server/zonednull-server" -f -U "$sock" $CONF >>"$tmp/server.log" 2>&1 ||
     { echo "old-vs-new: $3 server did not start:" >&2; tail -n 5 "$tmp/server.log" >&2; exit 1; }
+  t0=$(ticks)
   w=$("$znbench" --mode zonewrite --depth 64 --zone-inflight 64 --seconds "$SECONDS_PER_RUN" "$uri")
+  t1=$(ticks)
   [ "$(echo "$w" | field errors)" = 0 ] || echo "old-vs-new: $3 zonewrite errors: $w" >&2
   r=$("$znbench" --mode randread --depth 16 --span $((READ_MIB * 1048576)) --seconds "$SECONDS_PER_RUN" "$uri")
+  t2=$(ticks)
   [ "$(echo "$r" | field errors)" = 0 ] || echo "old-vs-new: $3 randread errors: $r" >&2
   bench_stop
-  echo "$3 $1 zonewrite $(echo "$w" | field iops)" >>"$tmp/raw"
-  echo "$3 $1 randread $(echo "$r" | field iops)" >>"$tmp/raw"
+  echo "$3 $1 zonewrite $(echo "$w" | field iops) $((t1 - t0)) $(echo "$w" | field seconds)" >>"$tmp/raw"
+  echo "$3 $1 randread $(echo "$r" | field iops) $((t2 - t1)) $(echo "$r" | field seconds)" >>"$tmp/raw"
   echo "old-vs-new: round $1 $3: zonewrite $(echo "$w" | field iops) randread $(echo "$r" | field iops)" >&2
 }
 
@@ -76,8 +83,10 @@ while [ $round -le "$ROUNDS" ]; do
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# iops NAME JOB: that build's IOPS of every round, one a line.
+# iops NAME JOB: that build's IOPS of every round, one a line; cpu NAME
+# JOB: its server's CPU time per I/O (us).
 iops () { awk -v n="$1" -v j="$2" '$1 == n && $3 == j { print $4 }' "$tmp/raw"; }
+cpu () { awk -v n="$1" -v j="$2" '$1 == n && $3 == j && $4 * $6 > 0 { printf "%.2f\n", $5 * 10000 / ($4 * $6) }' "$tmp/raw"; }
 table () {
   echo "zonednull-server, old $old against new $new, over NBD on a Unix socket;"
   echo "$(nproc) CPUs, $(date -u +%Y-%m-%d), load average $load0 at the start, $load1 at the end."
@@ -95,6 +104,12 @@ table () {
       "$(iops new $job | sort -n | head -n 1)-$(iops new $job | sort -n | tail -n 1)"
   done
   echo
+  printf '%-10s %12s %12s %8s\n' job "srv us/IO old" "new" new/old
+  for job in zonewrite randread; do
+    co=$(cpu old $job | bench_median) cn=$(cpu new $job | bench_median)
+    printf '%-10s %12.1f %12.1f %8s\n' $job "$co" "$cn" "$(bench_ratio "$cn" "$co" x)"
+  done
+  echo
   echo "IOPS per round (old new):"
   for job in zonewrite randread; do
     line=$(printf '%-10s' $job)
@@ -109,3 +124,4 @@ table () {
 table | tee "$tmp/table"
 mkdir -p "$(dirname "$OUT")"
 cp "$tmp/table" "$OUT"
+cp "$tmp/raw" "${OUT%.txt}.raw"
