@@ -5,12 +5,14 @@ server_zonednull_server_SOURCES = \
 	$(proto_sources) \
 	$(proto_nbd_sources) \
 	$(proto_nvme_sources) \
+	$(proto_nvme_tls_sources) \
 	server/main.c \
 	server/pidfile.h \
 	server/scheduler.c \
 	server/scheduler.h
 server_zonednull_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
 	-I$(top_srcdir)/net -I$(top_srcdir)/proto
-server_zonednull_server_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS)
-server_zonednull_server_LDADD = lib/libzonednull.la $(LIBEV_LIBS) $(GNUTLS_LIBS) $(ISAL_LIBS)
+server_zonednull_server_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(ZLIB_CFLAGS)
+server_zonednull_server_LDADD = lib/libzonednull.la $(LIBEV_LIBS) $(GNUTLS_LIBS) \
+	$(ZLIB_LIBS) $(ISAL_LIBS)
 
