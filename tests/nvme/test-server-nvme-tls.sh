@@ -28,6 +28,19 @@ free_port () {
   /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# The host's derivation agrees with libnvme's known answers (its
+# test/psk.c): the interchange format, and version 1 identities, whose
+# digest comes from the retained PSK, both ways.
+kat=$($keys_py gen 01 5512DBB6737D0106F65975B773DFB011FFC344BCF442E2DD6D8BC4870B5D5B03)
+[ "$kat" = "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:" ] ||
+  fail "interchange format: $kat"
+[ "$($keys_py derive "$kat" nqn.psk-test-host nqn.psk-test-subsys 1 | sed -n 1p)" = \
+  "NVMe1R01 nqn.psk-test-host nqn.psk-test-subsys iSbjiStwJ/1TrTvDlt2fjFmzvsytOJelidNnA+X5lEU=" ] ||
+  fail "RFC 8446 derivation's identity"
+[ "$($keys_py derive "$kat" nqn.psk-test-host nqn.psk-test-subsys 1 compat | sed -n 1p)" = \
+  "NVMe1R01 nqn.psk-test-host nqn.psk-test-subsys 66GuqV08TsAGII39teWUfwQwizjv06Jy8jOcX3NAAzM=" ] ||
+  fail "compat derivation's identity"
+
 key=$($keys_py gen 01 "$(printf '%064x' 1)")
 key00=$($keys_py gen 00 "$(printf '%064x' 2)")
 wrong=$($keys_py gen 01 "$(printf '%064x' 3)")
