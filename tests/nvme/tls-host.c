@@ -34,6 +34,8 @@ static const char *priority =
   "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+PSK:+ECDHE-PSK:"
   "+DHE-PSK";
 
+static gnutls_psk_client_credentials_t cred;
+
 static int
 connect_to (int port)
 {
@@ -66,7 +68,6 @@ hex_key (const char *hex, unsigned char *key, size_t size)
 static gnutls_session_t
 handshake (int fd, const char *identity, const char *hex)
 {
-  gnutls_psk_client_credentials_t cred;
   gnutls_session_t s;
   unsigned char key[64];
   gnutls_datum_t k = { key, 0 };
@@ -94,6 +95,7 @@ handshake (int fd, const char *identity, const char *hex)
   while (r < 0 && !gnutls_error_is_fatal (r));
   if (r < 0) {
     printf ("handshake failed: %s\n", gnutls_strerror (r));
+    gnutls_deinit (s);
     return NULL;
   }
   return s;
@@ -191,11 +193,16 @@ main (int argc, char **argv)
     gnutls_session_t s = handshake (connect_to (atoi (argv[i + 2])), argv[i],
                                     argv[i + 1]);
 
-    if (s == NULL)
-      return 1;
-    printf ("handshake ok\n");
-    gnutls_bye (s, GNUTLS_SHUT_WR);
-    gnutls_deinit (s);
+    int failed = s == NULL;
+
+    if (s != NULL) {
+      printf ("handshake ok\n");
+      gnutls_bye (s, GNUTLS_SHUT_WR);
+      gnutls_deinit (s);
+    }
+    gnutls_psk_free_client_credentials (cred);
+    gnutls_global_deinit ();
+    return failed;
   }
   else {
     fprintf (stderr, "tls-host: unknown mode %s\n", argv[i + 3]);
