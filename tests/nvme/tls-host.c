@@ -9,7 +9,10 @@
  *   tls-host [--priority=P] IDENTITY HEXPSK PORT proxy
  *       listens on a free port of 127.0.0.1, prints it, and carries each
  *       connection to 127.0.0.1:PORT over TLS (a process per connection),
- *       until killed.
+ *       until killed;
+ *   tls-host IDENTITY HEXPSK PORT relay
+ *       the same without TLS (bench/nvme-tls-vs-clear.sh's baseline: the
+ *       same hop, in clear text).
  *
  * The TLS PSK is given derived (the test derives it from the
  * NVMeTLSkey-1 key on its own, as a host does), so that a wrong
@@ -18,12 +21,14 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -41,13 +46,15 @@ connect_to (int port)
 {
   struct sockaddr_in a = { .sin_family = AF_INET,
                            .sin_port = htons ((uint16_t) port) };
-  int fd = socket (AF_INET, SOCK_STREAM, 0);
+  int fd = socket (AF_INET, SOCK_STREAM, 0), one = 1;
 
   a.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
   if (fd == -1 || connect (fd, (struct sockaddr *) &a, sizeof a) == -1) {
     perror ("tls-host: connect");
     exit (2);
   }
+  /* As the kernel's host: a PDU goes at once, not behind Nagle. */
+  setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
 }
 
@@ -101,6 +108,33 @@ handshake (int fd, const char *identity, const char *hex)
   return s;
 }
 
+/* relay's: the same hop as proxy's, without TLS. */
+static void
+plain_relay (int a, int b)
+{
+  char buf[65536];
+
+  for (;;) {
+    struct pollfd p[2] = { { a, POLLIN, 0 }, { b, POLLIN, 0 } };
+
+    if (poll (p, 2, -1) == -1) {
+      if (errno == EINTR)
+        continue;
+      return;
+    }
+    for (int i = 0; i < 2; i++)
+      if (p[i].revents) {
+        ssize_t n = read (p[i].fd, buf, sizeof buf);
+
+        if (n <= 0)
+          return;
+        for (ssize_t sent = 0, r; sent < n; sent += r)
+          if ((r = write (p[1 - i].fd, buf + sent, (size_t) (n - sent))) <= 0)
+            return;
+      }
+  }
+}
+
 /* Carries bytes both ways between the host's plain socket and the
  * server's TLS session until either ends.
  */
@@ -138,7 +172,7 @@ relay (int plain, gnutls_session_t s, int tls_fd)
 }
 
 static void
-proxy (const char *identity, const char *hex, int port)
+proxy (const char *identity, const char *hex, int port, bool tls)
 {
   struct sockaddr_in a = { .sin_family = AF_INET };
   socklen_t len = sizeof a;
@@ -159,12 +193,15 @@ proxy (const char *identity, const char *hex, int port)
 
     if (c == -1)
       continue;
+    setsockopt (c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (fork () == 0) {
       int fd = connect_to (port);
       gnutls_session_t s;
 
       close (l);
-      if ((s = handshake (fd, identity, hex)) != NULL)
+      if (!tls)
+        plain_relay (c, fd);
+      else if ((s = handshake (fd, identity, hex)) != NULL)
         relay (c, s, fd);
       fflush (stdout);
       _exit (0);
@@ -182,13 +219,14 @@ main (int argc, char **argv)
     priority = argv[i++] + 11;
   if (argc - i != 4) {
     fprintf (stderr, "usage: tls-host [--priority=P] IDENTITY HEXPSK PORT "
-             "handshake|proxy\n");
+             "handshake|proxy|relay\n");
     return 2;
   }
   if (gnutls_global_init () < 0)
     return 2;
-  if (strcmp (argv[i + 3], "proxy") == 0)
-    proxy (argv[i], argv[i + 1], atoi (argv[i + 2]));
+  if (strcmp (argv[i + 3], "proxy") == 0 || strcmp (argv[i + 3], "relay") == 0)
+    proxy (argv[i], argv[i + 1], atoi (argv[i + 2]),
+           strcmp (argv[i + 3], "proxy") == 0);
   else if (strcmp (argv[i + 3], "handshake") == 0) {
     gnutls_session_t s = handshake (connect_to (atoi (argv[i + 2])), argv[i],
                                     argv[i + 1]);
