@@ -27,7 +27,8 @@ tls_host=$builddir/tests/nvme/tls-host
 
 tmp=$(mktemp -d /tmp/zn-bench-nvme-tls.XXXXXX)
 relay_pids=
-trap 'for p in $relay_pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; bench_stop; rm -rf "$tmp"' EXIT
+# The relays are not waited for: they end on SIGTERM.
+trap 'kill $relay_pids 2>/dev/null; bench_stop; rm -rf "$tmp"' EXIT
 port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 hostnqn=nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-000000000001
 keys="/usr/bin/python3 $src/tests/nvme/nvme-tls-key.py"
@@ -41,16 +42,18 @@ bench_start "$tmp/zn.sock" "$server" -f -U "$tmp/zn.sock" -i 127.0.0.1 \
 nqn=$(sed -n 's/.*subsystem \([^,]*\),.*/\1/p' "$tmp/server.log")
 $keys derive "$key" "$hostnqn" "$nqn" 0 >"$tmp/derived"
 
-# relay MODE: tls-host in front of the port; prints the port it listens on.
+# relay MODE: tls-host in front of the port (not in a subshell, so that
+# the trap stops it); the port it listens on in $tmp/MODE.port.
 relay () {
   "$tls_host" "$(sed -n 1p "$tmp/derived")" "$(sed -n 2p "$tmp/derived")" \
     "$port" "$1" >"$tmp/$1.port" &
   relay_pids="$relay_pids $!"
   until [ -s "$tmp/$1.port" ]; do sleep 0.05; done
-  cat "$tmp/$1.port"
 }
-plain_port=$(relay relay)
-tls_port=$(relay proxy)
+relay relay
+relay proxy
+plain_port=$(cat "$tmp/relay.port")
+tls_port=$(cat "$tmp/proxy.port")
 
 # run PORT: "WRITE_MIBS READ_MIBS" of one pass.
 run () {
