@@ -330,7 +330,7 @@ conn_handshake (struct net_conn *c)
     return;
   }
   c->handshaking = false;
-  c->l->proto->tls_started (c->session);
+  c->l->proto->tls_started (c->session, tls_psk_identity (c->tls));
   if (c->srv->set.verbose)
     fprintf (stderr, "%s: connection %d: TLS, %s\n", c->srv->set.program,
              c->fd, tls_peer (c->tls));
@@ -346,7 +346,8 @@ conn_handshake (struct net_conn *c)
 static void
 conn_start_tls (struct net_conn *c)
 {
-  c->tls = tls_conn_new (c->fd, c->in, c->in_len);
+  c->tls = tls_conn_new (c->fd, c->in, c->in_len,
+                         (enum tls_profile) c->l->proto->tls_profile);
   c->in_len = 0;
   if (c->tls == NULL) {
     fprintf (stderr, "%s: connection %d: out of memory for a TLS session\n",

@@ -43,11 +43,15 @@ struct net_protocol {
    * buffers of data it asked the client for.  NULL: the output.
    */
   size_t (*holds) (const void *session);
-  /* An upgrade to TLS was acknowledged: once the output is sent, the
-   * layer runs the TLS handshake and calls tls_started.  NULL: never.
+  /* An upgrade to TLS was acknowledged (or, for NVMe/TCP, TLS comes
+   * first): once the output is sent, the layer runs the TLS handshake
+   * with the credentials of tls_profile (tls.h's enum tls_profile) and
+   * calls tls_started, with the PSK identity the peer used, raw (NULL
+   * without one).  NULL: never.
    */
   bool (*starttls) (const void *session);
-  void (*tls_started) (void *session);
+  void (*tls_started) (void *session, const char *psk_identity);
+  int tls_profile;
   /* The handshake is over: the handshake timeout no longer applies. */
   bool (*established) (const void *session);
   /* The largest unit of input: a full buffer of this size that the

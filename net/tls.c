@@ -39,6 +39,21 @@ static gnutls_certificate_credentials_t x509_cred;
 static struct psk_key *psk_keys;
 static size_t nr_psk_keys;
 static bool initialized;        /* gnutls_global_init was called */
+/* NVMe/TCP's: */
+static gnutls_priority_t nvme_priority;
+static gnutls_psk_server_credentials_t nvme_cred;
+static tls_psk_fn *nvme_psk;
+
+/* TLS 1.3 with TP 8011's suite for SHA-256 PSKs, with or without an
+ * (EC)DHE exchange, as Linux's tlshd offers.
+ */
+#define NVME_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:" \
+                      "+PSK:+DHE-PSK:+ECDHE-PSK"
+
+/* The longest PSK identity kept: two NQNs of 223 bytes, the prefix and a
+ * SHA-384 digest's base64.
+ */
+#define IDENTITY_MAX 600
 
 struct tls_conn {
   gnutls_session_t s;
@@ -55,9 +70,11 @@ struct tls_conn {
   bool ended;                   /* the end of the client's input */
   bool close_notify;            /* announced in TLS */
   int failure;                  /* a record that failed */
-  char error[512];
-  char peer[256];
+  enum tls_profile profile;
+  char error[1024];
+  char peer[ZN_ESCAPED_SIZE (160)];
   char psk_user[LOGGED_NAME];   /* the known user the client named */
+  char identity[IDENTITY_MAX + 1];  /* NVMe/TCP's, raw, once accepted */
 };
 
 static void __attribute__ ((format (printf, 3, 4)))
@@ -190,6 +207,65 @@ psk_lookup (gnutls_session_t s, const char *user, gnutls_datum_t *key)
   return -1;
 }
 
+/* NVMe/TCP: the key derived for the identity, or the reason there is
+ * none, with the identity escaped.
+ */
+static int
+nvme_lookup (gnutls_session_t s, const char *identity, gnutls_datum_t *key)
+{
+  struct tls_conn *t = gnutls_session_get_ptr (s);
+  char name[ZN_ESCAPED_SIZE (160)], why[256];
+  unsigned char psk[64];
+  size_t len = 0, n = strlen (identity);
+
+  zn_escape (name, sizeof name, identity, n);
+  if (n > IDENTITY_MAX) {
+    say (t->error, sizeof t->error, "PSK identity '%s' refused: longer "
+         "than %d bytes", name, IDENTITY_MAX);
+    return -1;
+  }
+  if (nvme_psk (identity, psk, &len, why, sizeof why) == -1) {
+    say (t->error, sizeof t->error, "PSK identity '%s' refused: %s", name,
+         why);
+    return -1;
+  }
+  key->data = gnutls_malloc (len);
+  if (key->data != NULL)
+    memcpy (key->data, psk, len);
+  memset (psk, 0, sizeof psk);
+  if (key->data == NULL)
+    return -1;
+  key->size = (unsigned) len;
+  memcpy (t->identity, identity, n + 1);
+  return 0;
+}
+
+int
+tls_init_nvme (tls_psk_fn *psk, char *err, size_t errlen)
+{
+  int r;
+
+  if (!initialized && gnutls_global_init () < 0) {
+    say (err, errlen, "gnutls_global_init failed");
+    return -1;
+  }
+  initialized = true;
+  nvme_psk = psk;
+  if (gnutls_psk_allocate_server_credentials (&nvme_cred) < 0) {
+    say (err, errlen, "out of memory for TLS credentials");
+    return -1;
+  }
+  gnutls_psk_set_server_credentials_function (nvme_cred, nvme_lookup);
+  gnutls_psk_set_server_known_dh_params (nvme_cred, GNUTLS_SEC_PARAM_MEDIUM);
+  r = gnutls_priority_init (&nvme_priority, NVME_PRIORITY, NULL);
+  if (r < 0) {
+    say (err, errlen, "TLS priority %s: %s", NVME_PRIORITY,
+         gnutls_strerror (r));
+    return -1;
+  }
+  return 0;
+}
+
 /* DIR/NAME must be readable. */
 static int
 cert_file (char *path, size_t len, const char *name, char *err, size_t errlen)
@@ -307,6 +383,12 @@ tls_deinit (void)
     gnutls_psk_free_server_credentials (psk_cred);
   if (x509_cred)
     gnutls_certificate_free_credentials (x509_cred);
+  if (nvme_priority)
+    gnutls_priority_deinit (nvme_priority);
+  if (nvme_cred)
+    gnutls_psk_free_server_credentials (nvme_cred);
+  nvme_priority = NULL;
+  nvme_cred = NULL;
   for (size_t i = 0; i < nr_psk_keys; i++) {
     /* Keys do not outlive the server in freed memory. */
     memset (psk_keys[i].key, 0, psk_keys[i].len);
@@ -369,7 +451,7 @@ push (gnutls_transport_ptr_t p, const void *buf, size_t len)
 }
 
 struct tls_conn *
-tls_conn_new (int fd, const void *early, size_t len)
+tls_conn_new (int fd, const void *early, size_t len, enum tls_profile profile)
 {
   struct tls_conn *t = calloc (1, sizeof *t);
   gnutls_session_t s;
@@ -385,6 +467,7 @@ tls_conn_new (int fd, const void *early, size_t len)
     memcpy (t->raw, early, len);
   t->raw_len = len;
   t->fd = fd;
+  t->profile = profile;
   if (gnutls_init (&s, GNUTLS_SERVER | GNUTLS_NONBLOCK) < 0) {
     free (t->raw);
     free (t);
@@ -392,14 +475,18 @@ tls_conn_new (int fd, const void *early, size_t len)
   }
   t->s = s;
   gnutls_session_set_ptr (s, t);
-  if (gnutls_priority_set (s, priority) < 0
-      || (psk_cred
-          ? gnutls_credentials_set (s, GNUTLS_CRD_PSK, psk_cred)
-          : gnutls_credentials_set (s, GNUTLS_CRD_CERTIFICATE, x509_cred)) < 0) {
+  if (profile == TLS_PROFILE_NVME
+      ? gnutls_priority_set (s, nvme_priority) < 0
+        || gnutls_credentials_set (s, GNUTLS_CRD_PSK, nvme_cred) < 0
+      : gnutls_priority_set (s, priority) < 0
+        || (psk_cred
+            ? gnutls_credentials_set (s, GNUTLS_CRD_PSK, psk_cred)
+            : gnutls_credentials_set (s, GNUTLS_CRD_CERTIFICATE,
+                                      x509_cred)) < 0) {
     tls_conn_free (t);
     return NULL;
   }
-  if (x509_cred && settings.verify_peer) {
+  if (profile == TLS_PROFILE_NBD && x509_cred && settings.verify_peer) {
     gnutls_certificate_server_set_request (s, GNUTLS_CERT_REQUIRE);
     /* Without the CA's name a client offers the certificate it has, so
      * an untrusted one is refused as such, not as missing.
@@ -437,8 +524,13 @@ describe_peer (struct tls_conn *t)
   unsigned nr = 0;
   gnutls_x509_crt_t crt;
   gnutls_datum_t dn;
-  char name[LOGGED_NAME];
+  char name[ZN_ESCAPED_SIZE (150)];
 
+  if (t->profile == TLS_PROFILE_NVME) {
+    say (t->peer, sizeof t->peer, "PSK identity '%s'",
+         zn_escape (name, sizeof name, t->identity, strlen (t->identity)));
+    return;
+  }
   if (psk_cred) {
     const char *user = gnutls_psk_server_get_username (t->s);
 
@@ -466,6 +558,23 @@ handshake_failed (struct tls_conn *t, int r)
 
   if (t->error[0])
     return;                     /* the PSK lookup said why */
+  /* A known identity whose handshake fails was derived from another
+   * key (TLS 1.3 reports a bad binder as an illegal parameter).
+   */
+  if (t->profile == TLS_PROFILE_NVME) {
+    char name[ZN_ESCAPED_SIZE (160)];
+
+    if (t->identity[0])
+      say (t->error, sizeof t->error, "TLS handshake failed for PSK "
+           "identity '%s' (the host's key is not its --nvme-tls-key, or "
+           "the host derives as --nvme-tls-compat says otherwise?): %s",
+           zn_escape (name, sizeof name, t->identity, strlen (t->identity)),
+           gnutls_strerror (r));
+    else
+      say (t->error, sizeof t->error, "TLS handshake failed: %s",
+           gnutls_strerror (r));
+    return;
+  }
   if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR
       && gnutls_certificate_verification_status_print
            (gnutls_session_get_verify_cert_status (t->s), GNUTLS_CRT_X509,
@@ -622,4 +731,10 @@ const char *
 tls_peer (const struct tls_conn *t)
 {
   return t->peer;
+}
+
+const char *
+tls_psk_identity (const struct tls_conn *t)
+{
+  return t->identity[0] ? t->identity : NULL;
 }

@@ -26,12 +26,26 @@ struct tls_settings {
 int tls_init (const struct tls_settings *set, char *err, size_t errlen);
 void tls_deinit (void);
 
+/* NVMe/TCP's TLS (TP 8011), a second set of credentials beside NBD's:
+ * TLS 1.3 only, TLS_AES_128_GCM_SHA256, and PSKs that psk finds by the
+ * identity the host sends (the NVMe layer derives them): 0 with the key,
+ * or -1 with why in a message of whylen bytes.
+ */
+typedef int tls_psk_fn (const char *identity, unsigned char *key,
+                        size_t *len, char *why, size_t whylen);
+int tls_init_nvme (tls_psk_fn *psk, char *err, size_t errlen);
+
+/* The credentials a connection's handshake uses. */
+enum tls_profile { TLS_PROFILE_NBD, TLS_PROFILE_NVME };
+
 struct tls_conn;
 
-/* A server session on fd.  The len bytes at early were read from fd after
- * the STARTTLS reply and are the first the handshake sees.
+/* A server session on fd.  The len bytes at early were read from fd
+ * before the handshake began (after NBD's STARTTLS reply, or NVMe/TCP's
+ * first bytes) and are the first the handshake sees.
  */
-struct tls_conn *tls_conn_new (int fd, const void *early, size_t len);
+struct tls_conn *tls_conn_new (int fd, const void *early, size_t len,
+                               enum tls_profile profile);
 void tls_conn_free (struct tls_conn *t);
 
 /* 1 once the handshake is done, 0 while it waits for the socket, -1 when
@@ -65,5 +79,10 @@ const char *tls_error (const struct tls_conn *t);
 
 /* Who the peer authenticated as, for the log ("PSK user alice"). */
 const char *tls_peer (const struct tls_conn *t);
+
+/* The PSK identity the peer authenticated with, raw (not for a log);
+ * NULL without one.
+ */
+const char *tls_psk_identity (const struct tls_conn *t);
 
 #endif

@@ -5,6 +5,7 @@ server_zonednull_server_SOURCES = \
 	$(proto_sources) \
 	$(proto_nbd_sources) \
 	$(proto_nvme_sources) \
+	$(proto_nvme_tls_sources) \
 	server/main.c \
 	server/nvme-hosts.c \
 	server/nvme-hosts.h \

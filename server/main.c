@@ -28,6 +28,7 @@
 #include "conn.h"
 #include "nbd/session.h"
 #include "nvme/session.h"
+#include "nvme/tls-psk.h"
 #include "nvme/zns.h"
 #include "nvme-hosts.h"
 #include "params.h"
@@ -50,6 +51,8 @@ static struct tls_settings tls_settings; /* --tls, --tls-psk, ... */
 static const char *nvme_port;           /* --nvme: NVMe/TCP on this port */
 static const char **allowed_hosts;      /* --nvme-allow-host */
 static unsigned nr_allowed_hosts;
+static const char *nvme_tls_keys;       /* --nvme-tls-keys: a file */
+static bool nvme_tls_compat;            /* --nvme-tls-compat */
 
 static struct served served;
 static struct zn_queue_config qcfg;
@@ -174,6 +177,12 @@ usage (FILE *fp)
          "                      controller's, for bidirectional authentication\n"
          "                      (repeatable; @FILE: lines of the same, in a\n"
          "                      file of mode 0600)\n"
+         "     --nvme-tls-key=HOSTNQN:NVMeTLSkey-1:01:...:  the host's TLS PSK\n"
+         "                      (nvme gen-tls-key; repeatable): with --tls=on\n"
+         "                      NVMe/TCP allows TLS, with --tls=require needs it\n"
+         "     --nvme-tls-keys=FILE  such lines, from a file of mode 0600\n"
+         "     --nvme-tls-compat  derive the TLS PSKs as nvme-cli before 2.15\n"
+         "                      (and its --compat) does\n"
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
@@ -247,7 +256,8 @@ parse_port (const char *arg)
 /* Long options without a short one. */
 enum {
   OPT_TLS = 256, OPT_TLS_PSK, OPT_TLS_CERTIFICATES, OPT_TLS_VERIFY_PEER,
-  OPT_NVME, OPT_NVME_ALLOW_HOST, OPT_NVME_HOST,
+  OPT_NVME, OPT_NVME_ALLOW_HOST, OPT_NVME_HOST, OPT_NVME_TLS_KEY,
+  OPT_NVME_TLS_KEYS, OPT_NVME_TLS_COMPAT,
 };
 
 /* --nvme[=PORT]: a port number from 1 to 65535. */
@@ -345,10 +355,44 @@ stop_before_serving (int status)
   return status;
 }
 
+/* NVMe/TCP's TLS follows --tls as NBD's does; its keys are its own.
+ * A user who requires TLS must not get an NVMe/TCP port beside NBD that
+ * anyone can write through, so --tls=require needs NVMe/TCP keys.
+ */
+static int
+check_nvme_tls (void)
+{
+  bool keys = nvme_tls_nr_keys () > 0 || nvme_tls_keys;
+
+  if (keys && nvme_port == NULL) {
+    fputs ("zonednull-server: --nvme-tls-key and --nvme-tls-keys need "
+           "--nvme\n", stderr);
+    return 2;
+  }
+  if (keys && tls_settings.mode == TLS_OFF) {
+    fputs ("zonednull-server: --nvme-tls-key and --nvme-tls-keys need "
+           "--tls=on or --tls=require\n", stderr);
+    return 2;
+  }
+  if (nvme_tls_compat && !keys) {
+    fputs ("zonednull-server: --nvme-tls-compat needs --nvme-tls-key or "
+           "--nvme-tls-keys\n", stderr);
+    return 2;
+  }
+  if (nvme_port && tls_settings.mode == TLS_REQUIRE && !keys) {
+    fputs ("zonednull-server: --nvme with --tls=require needs the hosts' "
+           "TLS keys (--nvme-tls-key or --nvme-tls-keys), or the NVMe/TCP "
+           "port would not require TLS\n", stderr);
+    return 2;
+  }
+  return 0;
+}
+
 /* The options; 0, or the exit status (-1: success) for main. */
 static int
 parse_options (int argc, char **argv)
 {
+  char err[512];
   static const struct option long_options[] = {
     { "unix", required_argument, NULL, 'U' },
     { "ipaddr", required_argument, NULL, 'i' },
@@ -367,6 +411,9 @@ parse_options (int argc, char **argv)
     { "nvme", optional_argument, NULL, OPT_NVME },
     { "nvme-allow-host", required_argument, NULL, OPT_NVME_ALLOW_HOST },
     { "nvme-host", required_argument, NULL, OPT_NVME_HOST },
+    { "nvme-tls-key", required_argument, NULL, OPT_NVME_TLS_KEY },
+    { "nvme-tls-keys", required_argument, NULL, OPT_NVME_TLS_KEYS },
+    { "nvme-tls-compat", no_argument, NULL, OPT_NVME_TLS_COMPAT },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -415,6 +462,14 @@ parse_options (int argc, char **argv)
       if (nvme_hosts_add (optarg) == -1)
         return 2;
       break;
+    case OPT_NVME_TLS_KEY:
+      if (nvme_tls_key_add (optarg, "--nvme-tls-key", err, sizeof err) == -1) {
+        fprintf (stderr, "zonednull-server: %s\n", err);
+        return 2;
+      }
+      break;
+    case OPT_NVME_TLS_KEYS: nvme_tls_keys = optarg; break;
+    case OPT_NVME_TLS_COMPAT: nvme_tls_compat = true; break;
     case 'h': usage (stdout); return -1;
     case 'V': printf ("zonednull-server %s\n", PACKAGE_VERSION); return -1;
     default: usage (stderr); return 2;
@@ -438,15 +493,7 @@ parse_options (int argc, char **argv)
              nr_allowed_hosts ? "--nvme-allow-host" : "--nvme-host");
     return 2;
   }
-  /* NVMe/TCP is served in the clear: a user who requires TLS for NBD
-   * must not get a port beside it that anyone can write through.
-   */
-  if (nvme_port && tls_settings.mode == TLS_REQUIRE) {
-    fputs ("zonednull-server: --nvme with --tls=require: NVMe/TCP is "
-           "served without TLS, so its port would not require it\n", stderr);
-    return 2;
-  }
-  return 0;
+  return check_nvme_tls ();
 }
 
 static void
@@ -490,13 +537,23 @@ nvme_prepare (char *err, size_t errlen)
   nv->ipv6 = strchr (ipaddr, ':') != NULL;
   nv->max_queues = qcfg.submit_queues;
   nv->queue_depth = qcfg.hw_queue_depth < 65536 ? qcfg.hw_queue_depth : 65536;
+  if (nvme_tls_keys && nvme_tls_keys_load (nvme_tls_keys, err, errlen) == -1)
+    return -1;
+  if (nvme_tls_nr_keys () > 0) {
+    nv->tls = tls_settings.mode == TLS_REQUIRE ? NVME_TLS_REQUIRED
+              : NVME_TLS_ALLOWED;
+    nvme_tls_configure (nv->subnqn, nvme_tls_compat);
+    if (tls_init_nvme (nvme_tls_psk, err, errlen) == -1)
+      return -1;
+  }
   nvme_fd = net_listen_tcp (ipaddr, nvme_port, err, errlen);
   if (nvme_fd == -1)
     return -1;
   /* Always, before becoming a daemon: how a host names the subsystem. */
   fprintf (stderr, "zonednull-server: NVMe/TCP on %s port %s: subsystem %s, "
-           "namespaces 1-%u\n", ipaddr, nvme_port, nv->subnqn,
-           nv->nr_devices);
+           "namespaces 1-%u%s\n", ipaddr, nvme_port, nv->subnqn,
+           nv->nr_devices, nv->tls == NVME_TLS_REQUIRED ? ", TLS required"
+           : nv->tls == NVME_TLS_ALLOWED ? ", TLS allowed" : "");
   return 0;
 }
 
@@ -676,6 +733,7 @@ serve (void)
   ev_loop_destroy (loop);
   devices_destroy ();
   tls_deinit ();
+  nvme_tls_keys_free ();
   free (allowed_hosts);
   nvme_hosts_free ();
   if (verbose)

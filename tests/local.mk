@@ -283,10 +283,18 @@ tests_nvme_test_nvme_session_auth_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/prot
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
 tests_nvme_test_nvme_session_auth_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
 	$(GNUTLS_LIBS) $(NETTLE_LIBS)
+# The TLS half of the suite's NVMe/TCP host (GnuTLS), in front of
+# nvme-host.py, and the keys' derivation as a host makes it.
+check_PROGRAMS += tests/nvme/tls-host
+tests_nvme_tls_host_SOURCES = tests/nvme/tls-host.c
+tests_nvme_tls_host_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS)
+tests_nvme_tls_host_LDADD = $(GNUTLS_LIBS)
+EXTRA_DIST += tests/nvme/nvme-tls-key.py
 NVME_TESTS = \
 	tests/nvme/test-server-nvme.sh \
 	tests/nvme/test-server-nvme-budget.sh \
-	tests/nvme/test-server-nvme-auth.sh
+	tests/nvme/test-server-nvme-auth.sh \
+	tests/nvme/test-server-nvme-tls.sh
 TESTS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
 	tests/nvme/test-nvme-session-checks tests/nvme/test-nvme-session-auth \
 	$(NVME_TESTS)

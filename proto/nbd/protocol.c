@@ -62,8 +62,9 @@ nbd_starttls (const void *session)
 }
 
 static void
-nbd_tls_started (void *session)
+nbd_tls_started (void *session, const char *psk_identity)
 {
+  (void) psk_identity;
   nbd_session_tls_started (session);
 }
 

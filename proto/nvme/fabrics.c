@@ -280,6 +280,18 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
             DATA_SUBNQN, "no such subsystem");
     return;
   }
+  /* The PSK proved the identity's host and subsystem, so a TLS queue
+   * is theirs only: a host's key does not let it pose as another.
+   */
+  if (s->tls_on && (strcmp (hostnqn, s->tls_hostnqn) != 0
+                    || strcmp (subnqn, s->tls_subnqn) != 0)) {
+    fprintf (stderr, "%s: nvme: host %s on a TLS queue whose PSK identity "
+             "is another host's or subsystem's, refused\n", sv->program,
+             logged (host, hostnqn));
+    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_HOST, true,
+            DATA_HOSTNQN, "not the host of the TLS PSK identity");
+    return;
+  }
   /* The discovery controller lists only the subsystems a host may use,
    * so any host may ask it.
    */
@@ -512,14 +524,17 @@ disc_entry (const struct nvme_served *sv, struct nvmf_disc_log_entry *e,
   e->trtype = NVMF_TRTYPE_TCP;
   e->adrfam = sv->ipv6 ? NVMF_ADDR_FAMILY_IP6 : NVMF_ADDR_FAMILY_IP4;
   e->subtype = subtype;
-  e->treq = NVMF_TREQ_NOT_SPECIFIED;
+  e->treq = sv->tls == NVME_TLS_REQUIRED ? NVMF_TREQ_REQUIRED
+            : sv->tls == NVME_TLS_ALLOWED ? NVMF_TREQ_NOT_REQUIRED
+            : NVMF_TREQ_NOT_SPECIFIED;
   e->portid = htole16 (1);
   e->cntlid = htole16 (0xffff);           /* dynamic controllers */
   e->asqsz = htole16 (32);
   pad_copy (e->trsvcid, sizeof e->trsvcid, sv->trsvcid, ' ');
   pad_copy (e->traddr, sizeof e->traddr, sv->traddr, ' ');
   pad_copy (e->subnqn, sizeof e->subnqn, nqn, '\0');
-  e->tsas.tcp.sectype = NVMF_TCP_SECTYPE_NONE;
+  e->tsas.tcp.sectype = sv->tls == NVME_TLS_NONE ? NVMF_TCP_SECTYPE_NONE
+                        : NVMF_TCP_SECTYPE_TLS13;
 }
 
 size_t

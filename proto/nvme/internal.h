@@ -72,6 +72,11 @@ struct nvme_session {
   const struct nvme_served *sv;
   void *owner;
   bool ic_done;
+  bool tls_wanted;              /* the host's first byte began a record */
+  bool tls_on;                  /* the queue runs over TLS */
+  /* The NQNs of the PSK identity: Connect must name the same. */
+  char tls_hostnqn[NVME_NQN_MAX + 1];
+  char tls_subnqn[NVME_NQN_MAX + 1];
   bool hdgst, ddgst;            /* negotiated in ICReq */
   uint32_t hpda;                /* host PDU data alignment, bytes */
   /* The queue, once connected. */

@@ -16,6 +16,11 @@ proto_nvme_sources = \
 	proto/nvme/zns.c \
 	proto/nvme/zns.h
 
+# NVMe/TCP's TLS keys (GnuTLS and ISA-L's CRC-32): the server's, not the session's.
+proto_nvme_tls_sources = \
+	proto/nvme/tls-psk.c \
+	proto/nvme/tls-psk.h
+
 EXTRA_DIST += proto/nvme/local.mk
 
 # The libFuzzer target for the session (clang only), run briefly by

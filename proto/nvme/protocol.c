@@ -3,6 +3,7 @@
  */
 #include "conn.h"
 #include "session.h"
+#include "tls.h"
 
 static void *
 nvme_open (void *arg, struct net_conn *c)
@@ -57,6 +58,18 @@ nvme_established (const void *session)
 }
 
 static bool
+nvme_starttls (const void *session)
+{
+  return nvme_session_starttls (session);
+}
+
+static void
+nvme_tls_started (void *session, const char *psk_identity)
+{
+  nvme_session_tls_started (session, psk_identity);
+}
+
+static bool
 nvme_complete_one (void *session)
 {
   return nvme_session_complete_one (session);
@@ -85,5 +98,8 @@ const struct net_protocol nvme_protocol = {
   .sent = nvme_sent,
   .holds = nvme_holds,
   .established = nvme_established,
+  .starttls = nvme_starttls,
+  .tls_started = nvme_tls_started,
+  .tls_profile = TLS_PROFILE_NVME,
   .max_input = NVME_MAX_PDU,
 };

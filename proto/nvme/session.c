@@ -19,6 +19,9 @@
 #include "fifo.h"
 #include "internal.h"
 
+/* The content type of a TLS handshake record, a ClientHello's first byte. */
+#define TLS_RECORD_HANDSHAKE 22
+
 /* ---- CRC32C ---------------------------------------------------------------
  *
  * The digests' CRC32C is ISA-L's iSCSI CRC (the same polynomial), which
@@ -757,6 +760,15 @@ nvme_session_input (struct nvme_session *s, const unsigned char *data,
 {
   size_t used = 0;
 
+  /* On a port that allows TLS, a TLS record's first byte (a handshake,
+   * 22) is never an ICReq's (PDU type 0): the input waits for the
+   * handshake.
+   */
+  if (s->sv->tls == NVME_TLS_ALLOWED && !s->tls_on && !s->ic_done
+      && len > 0 && data[0] == TLS_RECORD_HANDSHAKE) {
+    s->tls_wanted = true;
+    return 0;
+  }
   for (;;) {
     struct pdu_ch ch;
 
@@ -820,6 +832,26 @@ nvme_session_free (struct nvme_session *s)
   auth_free (s);
   free (s->out);
   free (s);
+}
+
+bool
+nvme_session_starttls (const struct nvme_session *s)
+{
+  return !s->tls_on && (s->tls_wanted || s->sv->tls == NVME_TLS_REQUIRED);
+}
+
+void
+nvme_session_tls_started (struct nvme_session *s, const char *psk_identity)
+{
+  s->tls_on = true;
+  s->tls_wanted = false;
+  /* "NVMe0R01 HOSTNQN SUBNQN[ DIGEST]": the PSK callback accepted only
+   * well-formed identities (proto/nvme/tls-psk.c), whose NQNs fit.
+   */
+  if (psk_identity == NULL
+      || sscanf (psk_identity, "%*s %223s %223s", s->tls_hostnqn,
+                 s->tls_subnqn) != 2)
+    s->dead = true;
 }
 
 bool

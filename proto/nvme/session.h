@@ -69,6 +69,14 @@ struct nvme_served {
    */
   const struct nvme_host_secret *hosts;
   unsigned nr_hosts;
+  /* TLS on the port (--tls with --nvme-tls-key): none, allowed (a host
+   * that opens with a TLS record gets TLS, one that opens with an ICReq
+   * the clear text) or required (TLS from the first byte, so a clear
+   * ICReq fails the handshake, as on nvmet's port with TREQ "required").
+   * The discovery log says which, and on a TLS queue Connect must name
+   * the host and subsystem of the PSK identity.
+   */
+  enum { NVME_TLS_NONE, NVME_TLS_ALLOWED, NVME_TLS_REQUIRED } tls;
   /* The port the discovery log page lists. */
   char traddr[64];
   char trsvcid[32];
@@ -114,6 +122,14 @@ void nvme_session_sent (struct nvme_session *s, size_t n);
 bool nvme_session_complete_one (struct nvme_session *s);
 void nvme_session_resume (struct nvme_session *s, uint64_t id, int err,
                           bool hold);
+
+/* The connection layer should run the TLS handshake now (the port
+ * requires it, or the host opened with a TLS record).
+ */
+bool nvme_session_starttls (const struct nvme_session *s);
+/* The handshake succeeded with this PSK identity (raw). */
+void nvme_session_tls_started (struct nvme_session *s,
+                               const char *psk_identity);
 
 /* Past Connect: the session is a controller's queue. */
 bool nvme_session_connected (const struct nvme_session *s);

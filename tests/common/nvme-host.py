@@ -266,7 +266,8 @@ def discover(addr, port):
     for i in range(numrec):
         e = log[1024 + 1024 * i:2048 + 1024 * i]
         print(e[256:512].rstrip(b"\0").decode(), "subtype", e[2],
-              e[512:768].decode().strip(), e[32:64].decode().strip())
+              e[512:768].decode().strip(), e[32:64].decode().strip(),
+              "treq", e[3], "sectype", e[768])
 
 
 def smoke(addr, port, nqn):

@@ -33,8 +33,9 @@ done
 grep -qF -- "--nvme-allow-host needs --nvme" "$tmpdir/err" ||
   fail "--nvme-allow-host alone: $(cat "$tmpdir/err")"
 "$srv" -f -U "$tmpdir/bad.sock" --nvme --tls=require --tls-psk=/dev/null \
-  size=8 zone_size=1 2>"$tmpdir/err" && fail "--nvme with --tls=require accepted"
-grep -qF -- "--nvme with --tls=require: NVMe/TCP is served without TLS" \
+  size=8 zone_size=1 2>"$tmpdir/err" &&
+  fail "--nvme with --tls=require and no NVMe/TCP keys accepted"
+grep -qF -- "--nvme with --tls=require needs the hosts' TLS keys" \
   "$tmpdir/err" || fail "--nvme --tls=require: $(cat "$tmpdir/err")"
 "$srv" --help | grep -q -- '--nvme\[=PORT\]' || fail "--help lacks --nvme"
 "$srv" --help | grep -q -- '--nvme-allow-host' ||
