@@ -43,6 +43,18 @@ pf_workload () {
     fail "pfcheck $pn: the workload failed: $(tail -n 3 "$out/$pn.workload" | tr '\n' ' ')"
     ublk_term "$pn"; return 1
   fi
+  # The manifest holds on the live device at the end of the workload.
+  last=$(sed -n 's/^zonednull-pfcheck: .* marks fsync-0 to fsync-\([0-9]*\);.*/\1/p' "$out/$pn.workload")
+  if mount -t "$pfs" "$DEV" "$W/mnt" 2>"$out/$pn.live-mount"; then
+    if v=$("$PF" verify --work="$W" --mark="${last:-0}" "$W/mnt"); then
+      ok "pfcheck $pn: the workload's manifest holds on the live device: $v"
+    else
+      fail "pfcheck $pn: the workload's manifest does not hold on the live device: $v"
+    fi
+    umount "$W/mnt" || fail "pfcheck $pn: umount of the live device"
+  else
+    fail "pfcheck $pn: mount of the live device after the workload: $(cat "$out/$pn.live-mount")"
+  fi
   ublk_term "$pn"
   return 0
 }
