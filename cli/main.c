@@ -15,29 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zonednull/client.h"
+#include "cli.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
 #endif
 
-#define PROG "zonednull"
 #define EXIT_USAGE 2
 
 /* Zones asked for per report call, as blkzone does. */
 #define REPORT_BATCH 4096u
-
-enum kind {
-  K_REPORT, K_CAPACITY, K_ACTION, K_INFO, K_TOGGLE, K_BADBLOCKS, K_POWER,
-  K_APPEND,
-};
-
-struct command {
-  const char *name;
-  enum kind kind;
-  int op;                       /* enum zn_zone_op, or READONLY/OFFLINE */
-  const char *help;
-};
 
 enum { TOGGLE_READONLY, TOGGLE_OFFLINE };
 
@@ -59,22 +46,8 @@ static const struct command commands[] = {
     "Power the device off and on, losing unflushed cached data" },
   { "append", K_APPEND, 0,
     "Zone append: write data at a zone's write pointer, print its sector" },
-};
-
-struct options {
-  const struct command *cmd;
-  const char *uri;
-  uint64_t offset;
-  uint64_t length;
-  uint32_t count;
-  bool have_offset, have_length, have_count;
-  bool verbose, json, clear;
-  /* append: the data, from a file or one repeated byte. */
-  const char *file;
-  uint8_t pattern;
-  bool have_pattern, fua;
-  /* Seconds any wait for the server may take; 0: forever. */
-  unsigned timeout;
+  { "mark", K_MARK, 0, "Add a mark NAME to the device's write log" },
+  { "log", K_LOG, 0, "Start (start NAME) or stop (stop) a write log" },
 };
 
 static void
@@ -83,10 +56,12 @@ usage (FILE *out)
   fprintf (out,
            "Usage:\n"
            " %s <command> [options] <uri>\n"
+           " %s mark <name> <uri>\n"
+           " %s log start <name> <uri> | log stop <uri>\n"
            "\n"
            "Run a command on a zonednull device served over NBD.\n"
            "\n"
-           "Commands:\n", PROG);
+           "Commands:\n", PROG, PROG, PROG);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf (out, " %-12s %s\n", commands[i].name, commands[i].help);
   fprintf (out,
@@ -117,7 +92,7 @@ usage (FILE *out)
            "For more details see zonednull(1).\n");
 }
 
-static void __attribute__ ((noreturn, format (printf, 1, 2)))
+void
 usage_error (const char *fmt, ...)
 {
   va_list ap;
@@ -395,6 +370,8 @@ parse_options (int argc, char **argv, struct options *o)
 
   if (o->cmd == NULL)
     usage_error ("no command specified");
+  if (o->cmd->kind == K_MARK || o->cmd->kind == K_LOG)
+    optind = log_args (o, argc, argv, optind);
   if (optind == argc)
     usage_error ("no URI specified");
   o->uri = argv[optind++];
@@ -452,7 +429,7 @@ describe_range (char *buf, size_t len, const struct zn_control_info *geo,
               "-%" PRIu64 ")", z0, z1, sector, last);
 }
 
-static void __attribute__ ((noreturn))
+void
 die_client (struct zn_client *c, const char *what, int r)
 {
   int err = -r;
@@ -1054,6 +1031,10 @@ main (int argc, char **argv)
     break;
   case K_APPEND:
     cmd_append (c, &geo, &o);
+    break;
+  case K_MARK:
+  case K_LOG:
+    cmd_log (c, &o);
     break;
   }
   zn_client_close (c);

@@ -20,6 +20,7 @@
 
 #include "checks.h"
 #include "control-wire.h"
+#include "wlog-format.h"
 
 /* Descriptors per pread of the zone area: 1 MiB, well under the 64 MiB
  * that nbdkit and libnbd accept in one request.
@@ -778,6 +779,112 @@ int
 zn_client_power_cycle (struct zn_client *c)
 {
   return device_command (c, ZN_CMD_POWER_CYCLE, 0, 0);
+}
+
+/* ---- the write log ------------------------------------------------------ */
+
+/* MARK or LOG_START: the command, then the name. */
+static int
+log_command (struct zn_client *c, enum zn_command op, const char *name,
+             struct zn_control_info *info)
+{
+  size_t len = strlen (name);
+  unsigned char msg[ZN_COMMAND_SIZE + 256];
+
+  zn_control_encode_command (msg, op, 0, 0, 0);
+  memcpy (msg + ZN_COMMAND_SIZE, name, len);
+  return send_command (c, op, msg, ZN_COMMAND_SIZE + len, info);
+}
+
+/* The device's answer, in words that say what to do. */
+static int
+log_result (struct zn_client *c, const char *what, uint32_t err)
+{
+  switch (err) {
+  case 0:
+    return 0;
+  case ENOENT:
+    set_error (c, "%s: no write log is on (start one with log_writes= or "
+               "zonednull log start)", what);
+    break;
+  case EPERM:
+    set_error (c, "%s: the server has no log_dir=, the directory where "
+               "logs may be started", what);
+    break;
+  case EBUSY:
+    set_error (c, "%s: a write log is on already; stop it first", what);
+    break;
+  case EEXIST:
+    set_error (c, "%s: log_dir holds a file of that name already (a log is "
+               "never written over)", what);
+    break;
+  case EIO:
+    set_error (c, "%s: the log had stopped on a write error (the server's "
+               "log names the file); it is intact up to there", what);
+    break;
+  default:
+    set_error (c, "%s: %s", what, strerror ((int) err));
+  }
+  return -(int) err;
+}
+
+static bool
+mark_name_ok (const char *name, size_t len)
+{
+  if (len == 0 || len > ZN_WLOG_MARK_MAX)
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (name[i] <= ' ' || name[i] > '~')
+      return false;
+  return true;
+}
+
+static bool
+log_name_ok (const char *name, size_t len)
+{
+  if (len == 0 || len > 255 || name[0] == '.')
+    return false;
+  return strspn (name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                 "0123456789._-") == len;
+}
+
+int
+zn_client_mark (struct zn_client *c, const char *name)
+{
+  struct zn_control_info info;
+  int r;
+
+  if (!mark_name_ok (name, strlen (name))) {
+    set_error (c, "mark names are 1 to %d bytes of printable ASCII other "
+               "than space", ZN_WLOG_MARK_MAX);
+    return -EINVAL;
+  }
+  r = log_command (c, ZN_CMD_MARK, name, &info);
+  return r < 0 ? r : log_result (c, "mark", info.result_errno);
+}
+
+int
+zn_client_log_start (struct zn_client *c, const char *name)
+{
+  struct zn_control_info info;
+  int r;
+
+  if (!log_name_ok (name, strlen (name))) {
+    set_error (c, "log names are 1 to 255 bytes of A-Z a-z 0-9 . _ -, not "
+               "starting with a dot: a new file of the server's log_dir");
+    return -EINVAL;
+  }
+  r = log_command (c, ZN_CMD_LOG_START, name, &info);
+  return r < 0 ? r : log_result (c, "log start", info.result_errno);
+}
+
+int
+zn_client_log_stop (struct zn_client *c)
+{
+  struct zn_control_info info;
+  int r = command (c, ZN_CMD_LOG_STOP, 0, 0, 0, &info);
+
+  return r < 0 ? r : log_result (c, "log stop", info.result_errno);
 }
 
 static int

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "wlog.h"
 #include "zoned-internal.h"
 
 struct zn_undo {
@@ -279,6 +280,7 @@ undo_reload (struct zn_dev *dev)
   while (dev->undo_tail) {
     struct zn_undo *u = dev->undo_tail;
 
+    wlog_dropped (dev, u->zone, u->off, u->len);
     dev->cache_under->write (dev, &dev->zones[u->zone], u->off, u->old,
                              u->len, false);
     unlink_undo (dev, u);
@@ -428,8 +430,11 @@ wb_reload (struct zn_dev *dev)
 {
   ALL_ZONES_ASSERT_HELD (dev);
   pthread_mutex_lock (&dev->cache_lock);
-  while (dev->undo_tail)
+  while (dev->undo_tail) {
+    wlog_dropped (dev, dev->undo_tail->zone, dev->undo_tail->off,
+                  dev->undo_tail->len);
     unlink_undo (dev, dev->undo_tail);
+  }
   pthread_mutex_unlock (&dev->cache_lock);
   return dev->cache_under->reload (dev);
 }

@@ -11,6 +11,8 @@
 
 #include "control.h"
 #include "queue.h"
+#include "wlog.h"
+#include "wlog-format.h"
 #include "zoned.h"
 
 struct logged_error {
@@ -464,8 +466,12 @@ execute (struct zn_control *ctl, enum zn_command op,
     return -find_logged_error (ctl, (uint32_t) arg, sector, nr_sectors);
   case ZN_CMD_POWER_CYCLE:
     return zn_power_cycle (ctl->dev);
+  case ZN_CMD_LOG_STOP:
+    return zn_wlog_stop (ctl->dev);
   case ZN_CMD_APPEND:           /* carries data: see append */
   case ZN_CMD_ERRLOG_ERRNO:    /* carries a payload: see errlog_errno */
+  case ZN_CMD_MARK:            /* carry a name: see log_command */
+  case ZN_CMD_LOG_START:
     break;
   case ZN_CMD_BADBLOCKS_SET:
   case ZN_CMD_BADBLOCKS_CLEAR:
@@ -569,6 +575,49 @@ errlog_errno (struct zn_control *ctl, struct zn_control_conn *conn,
   return 0;
 }
 
+/* MARK and LOG_START: the name follows the command, as an APPEND's data
+ * does.  A bad name is a malformed command; the messages leave the name
+ * out, since a client chose it.
+ */
+static int
+log_command (struct zn_control *ctl, struct zn_control_conn *conn,
+             enum zn_command op, const unsigned char *data, uint64_t count,
+             uint64_t sector, uint64_t nr_sectors, uint64_t arg, char *why,
+             size_t whylen)
+{
+  const char *what = op == ZN_CMD_MARK ? "MARK" : "LOG_START";
+  const char *name = (const char *) data + ZN_COMMAND_SIZE;
+  size_t len = count - ZN_COMMAND_SIZE;
+  char err[512];
+  int r;
+
+  if (sector || nr_sectors || arg) {
+    snprintf (why, whylen, "%s: sector, nr_sectors and the argument must be "
+              "zero; the name follows the command", what);
+    return -EINVAL;
+  }
+  if (op == ZN_CMD_MARK) {
+    if (!zn_wlog_mark_name_ok (name, len)) {
+      snprintf (why, whylen, "MARK: the name must be 1 to %d bytes of "
+                "printable ASCII other than space; got %" PRIu64 " bytes",
+                ZN_WLOG_MARK_MAX, (uint64_t) len);
+      return -EINVAL;
+    }
+    r = zn_wlog_mark (ctl->dev, name, len);
+  }
+  else if ((r = zn_wlog_start_named (ctl->dev, name, len, err,
+                                     sizeof err)) == -EINVAL) {
+    snprintf (why, whylen, "%s", err);
+    return -EINVAL;
+  }
+  conn->err = (uint32_t) -r;
+  conn->seq++;
+  conn->op = op;
+  conn->sector = 0;
+  conn->nr_sectors = 0;
+  return 0;
+}
+
 int
 zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
                    const void *buf, uint64_t count, uint64_t offset,
@@ -594,9 +643,12 @@ zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
   if (op == ZN_CMD_ERRLOG_ERRNO)
     return errlog_errno (ctl, conn, buf, count, sector, nr_sectors, arg,
                          why, whylen);
+  if (op == ZN_CMD_MARK || op == ZN_CMD_LOG_START)
+    return log_command (ctl, conn, op, buf, count, sector, nr_sectors, arg,
+                        why, whylen);
   if (count != ZN_COMMAND_SIZE) {
-    snprintf (why, whylen, "a command other than APPEND and ERRLOG_ERRNO "
-              "is exactly %d bytes (zonednull-control(5)); got %" PRIu64
+    snprintf (why, whylen, "a command other than APPEND, ERRLOG_ERRNO, MARK "
+              "and LOG_START is exactly %d bytes (zonednull-control(5)); got %" PRIu64
               " bytes",
               ZN_COMMAND_SIZE, count);
     return -EINVAL;

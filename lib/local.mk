@@ -36,6 +36,9 @@ lib_libzonednull_la_SOURCES = \
 	lib/store-scan.c \
 	lib/store.c \
 	lib/store.h \
+	lib/wlog.c \
+	lib/wlog.h \
+	lib/wlog-format.h \
 	lib/wplug.c \
 	lib/zoned.c \
 	lib/zoned.h \

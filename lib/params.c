@@ -176,6 +176,10 @@ params_free (struct zn_params *p)
   free (p->backing_dir);
   p->backing_dir = NULL;
   p->cfg.backing_dir = NULL;
+  free (p->log_writes);
+  free (p->log_dir);
+  p->log_writes = p->log_dir = NULL;
+  p->cfg.log_writes = p->cfg.log_dir = NULL;
   for (size_t i = 0; i < p->nr_badblocks; i++)
     free (p->badblocks[i]);
   free (p->badblocks);
@@ -187,7 +191,7 @@ params_free (struct zn_params *p)
 enum key_kind {
   K_MIB, K_U32, K_U64, K_BOOL, K_POSITIVE,    /* stored at offset */
   K_KERNEL, K_ZONED, K_READONLY, K_OFFLINE, K_SUBMIT_QUEUES, K_BADBLOCKS,
-  K_NR_DEVICES, K_BACKING_DIR,
+  K_NR_DEVICES, K_BACKING_DIR, K_LOG_WRITES, K_LOG_DIR,
 };
 
 /* Every key, its parsing and its documentation in one row, so that a key
@@ -291,6 +295,12 @@ static const struct param_key keys[] = {
   { DOC ("backing_dir", "<DIR>", NULL,
          "Zones in files in DIR (zloop's layout), kept across restarts"),
     K_BACKING_DIR, 0, 0 },
+  { DOC ("log_writes", "<FILE>", NULL,
+         "Log every write and zone operation to a new FILE"),
+    K_LOG_WRITES, 0, 0 },
+  { DOC ("log_dir", "<DIR>", NULL,
+         "Where the control channel may start write logs"),
+    K_LOG_DIR, 0, 0 },
 };
 #define NR_KEYS (sizeof keys / sizeof keys[0])
 
@@ -362,27 +372,55 @@ add_badblocks (struct zn_params *p, const char *key, const char *value,
  * made.
  */
 static int
-set_backing_dir (struct zn_params *p, const char *key, const char *value,
-                 char *err, size_t errlen)
+set_path (char **path, const char *key, const char *value, const char *what,
+          char *err, size_t errlen)
 {
   char cwd[4096];
 
-  if (value[0] == '\0')
-    return bad (err, errlen, "%s=%s: must name a directory", key, value);
-  free (p->backing_dir);
-  p->backing_dir = NULL;
+  if (value[0] == '\0') {
+    snprintf (err, errlen, "%s=: must name a %s", key, what);
+    return -1;
+  }
+  free (*path);
+  *path = NULL;
   if (value[0] == '/')
-    p->backing_dir = strdup (value);
+    *path = strdup (value);
   else if (getcwd (cwd, sizeof cwd) == NULL) {
     snprintf (err, errlen, "%s=%s: the current directory: %s", key, value,
               strerror (errno));
     return -1;
   }
-  else if (asprintf (&p->backing_dir, "%s/%s", cwd, value) < 0)
-    p->backing_dir = NULL;
-  if (p->backing_dir == NULL)
+  else if (asprintf (path, "%s/%s", cwd, value) < 0)
+    *path = NULL;
+  if (*path == NULL)
     return bad (err, errlen, "%s=%s: out of memory", key, value);
+  return 0;
+}
+
+static int
+set_backing_dir (struct zn_params *p, const char *key, const char *value,
+                 char *err, size_t errlen)
+{
+  if (set_path (&p->backing_dir, key, value, "directory", err, errlen) < 0)
+    return -1;
   p->cfg.backing_dir = p->backing_dir;
+  return 0;
+}
+
+static int
+set_log_path (struct zn_params *p, const struct param_key *k,
+              const char *key, const char *value, char *err, size_t errlen)
+{
+  bool file = k->kind == K_LOG_WRITES;
+  char **path = file ? &p->log_writes : &p->log_dir;
+
+  if (set_path (path, key, value, file ? "file" : "directory", err,
+                errlen) < 0)
+    return -1;
+  if (file)
+    p->cfg.log_writes = *path;
+  else
+    p->cfg.log_dir = *path;
   return 0;
 }
 
@@ -417,6 +455,8 @@ set_key (struct zn_params *p, const struct param_key *k, const char *key,
     return set_submit_queues (p, key, value, err, errlen);
   case K_BADBLOCKS: return add_badblocks (p, key, value, err, errlen);
   case K_BACKING_DIR: return set_backing_dir (p, key, value, err, errlen);
+  case K_LOG_WRITES:
+  case K_LOG_DIR: return set_log_path (p, k, key, value, err, errlen);
   case K_NR_DEVICES:
     if (parse_u32 (key, value, &p->nr_devices, err, errlen) == -1)
       return -1;
@@ -477,6 +517,13 @@ params_check (struct zn_params *p, char *err, size_t errlen)
 {
   if (zn_queue_config_check (&p->queue, err, errlen) < 0)
     return -1;
+  if (p->log_writes && p->nr_devices > 1) {
+    snprintf (err, errlen, "log_writes=%s: one file logs one device, and "
+              "nr_devices=%" PRIu32 " makes more; start a log for each "
+              "with log_dir= and zonednull log start", p->log_writes,
+              p->nr_devices);
+    return -1;
+  }
   /* All devices' zone tables at once, before any is allocated. */
   return zn_zone_table_check (&p->cfg, p->nr_devices, err, errlen);
 }

@@ -28,6 +28,7 @@ struct zn_params {
   size_t nr_conds;
   char **badblocks;               /* "+A-B" / "-A-B", in order */
   char *backing_dir;              /* absolute; cfg.backing_dir points here */
+  char *log_writes, *log_dir;     /* absolute; cfg's point here */
   size_t nr_badblocks;
   const char *help;               /* where unknown keys point; "--help" */
 };

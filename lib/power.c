@@ -5,6 +5,9 @@
  * its power-on state under every zone lock, so that a front end's
  * requests in flight meet either the old device or the new one.
  */
+#include <errno.h>
+
+#include "wlog.h"
 #include "zoned-internal.h"
 
 void
@@ -53,7 +56,10 @@ zn_power_cycle (struct zn_dev *dev)
   atomic_store (&dev->nr_imp_open, 0);
   atomic_store (&dev->nr_exp_open, 0);
   atomic_store (&dev->nr_closed, 0);
+  wlog_power_begin (dev);
   ret = dev->backend->reload (dev);
+  if (wlog_power_end (dev) && ret == 0)
+    ret = -EIO;
   for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++)
     wake_waiters (&dev->zones[i], true);
   dev->imp_close_cursor = dev->geo.nr_conv;

@@ -39,7 +39,8 @@ struct zn_wlog_super {
 } __attribute__ ((packed));
 
 /* The start of each entry's block.  A mark's name (data_len bytes)
- * starts at byte 32 instead of zero and ref.
+ * starts at byte 32 instead of zero and ref; the geometry's text
+ * (data_len bytes) follows ref, at byte 48.
  */
 struct zn_wlog_entry {
   uint64_t sector;

@@ -89,6 +89,8 @@ struct zn_dev {
   /* Where the data is (backend.h), and with a cache what it is on. */
   const struct zn_backend *backend;
   const struct zn_backend *cache_under;
+  /* The write log (wlog.c); off unless started. */
+  struct zn_wlog *wlog;
 };
 
 /* ---- locks ------------------------------------------------------------ */

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "wlog.h"
+#include "wlog-format.h"
 #include "zoned-internal.h"
 
 #define ALL_ONES UINT64_MAX
@@ -221,6 +223,13 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
       && store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow, err,
                      errlen) < 0)
     return create_failed (dev, errno);
+  if (wlog_init (dev, cfg, err, errlen) < 0) {
+    int e = errno;
+
+    zn_dev_destroy (dev);
+    errno = e;
+    return NULL;
+  }
   return dev;
 }
 
@@ -241,6 +250,7 @@ zn_dev_destroy (struct zn_dev *dev)
   pthread_mutex_destroy (&dev->dev_lock);
   badblocks_free (dev);
   wplug_free (dev);
+  wlog_free (dev);
   pthread_condattr_destroy (&dev->wp_condattr);
   free (dev->zones);
   free (dev);
@@ -512,6 +522,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
             enum zn_reason *why)
 {
   uint64_t sector = *sectorp, off, xfer = 0;
+  uint64_t logged = (fua ? ZN_WLOG_FUA : 0) | (append ? ZN_WLOG_APPEND : 0);
   bool plugged = false;
   int ret = 0, bb_ret = 0;
 
@@ -543,6 +554,8 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
       xfer = n;
     if (xfer)
       ret = store_write (dev, z, off, buf, xfer, fua, why);
+    if (xfer && ret == 0 && wlog_write (dev, z, sector, xfer, buf, logged))
+      ret = fail (why, ZN_REASON_IO);
   }
   else {
     bool at_wp;
@@ -578,6 +591,11 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
      */
     if (ret == 0)
       ret = store_write (dev, z, off, buf, xfer, fua, why);
+    /* What reached the zone is logged even if the log then fails it: the
+     * wp moves over it all the same.
+     */
+    if (ret == 0 && wlog_write (dev, z, sector, xfer, buf, logged))
+      bb_ret = fail (why, ZN_REASON_IO);
     if (ret == 0)
       advance_wp (dev, z, xfer);
     if (ret == 0)
@@ -760,6 +778,8 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
     ret = dev->backend->finish (dev, z);
   if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
     wake_waiters (z, true);
+  if (ret == 0 && wlog_zone_op (dev, z, op))
+    ret = fail (why, ZN_REASON_IO);
   zone_unlock (z);
   return ret;
 }
@@ -769,6 +789,8 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
 static int
 reset_all (struct zn_dev *dev)
 {
+  int ret = 0;
+
   for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
     bool discard = false;
@@ -782,12 +804,14 @@ reset_all (struct zn_dev *dev)
     if (discard) {
       dev->backend->reset (dev, z);
       wake_waiters (z, true);
+      if (wlog_zone_op (dev, z, ZN_OP_RESET))
+        ret = -EIO;
     }
     if (dev->wplugs)
       wplug_zone_mgmt (dev, z, ZN_OP_RESET);
     zone_unlock (z);
   }
-  return 0;
+  return ret;
 }
 
 /* block layer: blkdev_zone_mgmt () */
@@ -949,7 +973,10 @@ zn_write_fua (struct zn_dev *dev, const void *buf, uint64_t sector,
 int
 zn_flush (struct zn_dev *dev)
 {
-  return dev->backend->flush (dev);
+  struct wlog_ref ref = wlog_flush_ref (dev);
+  int ret = dev->backend->flush (dev);
+
+  return ret ? ret : wlog_flush (dev, ref);
 }
 
 /* The block layer's checks come first (blk_check_zone_append): an append
@@ -1006,6 +1033,7 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
 {
   struct zone *z;
   bool discard = false;
+  int ret, log_ret;
 
   if (sector >= dev->geo.capacity)
     return -EINVAL;
@@ -1034,8 +1062,10 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
     dev->backend->reset (dev, z);
   wake_waiters (z, true);
   dev->backend->set_cond (dev, z, discard ? 0 : cond);
+  log_ret = wlog_cond (dev, z, discard ? 0 : cond);
   zone_unlock (z);
-  return dev->backend->save_meta (dev);
+  ret = dev->backend->save_meta (dev);
+  return ret ? ret : log_ret;
 }
 
 /* null_blk: zone_cond_store () */

@@ -91,6 +91,12 @@ struct zn_config {
    */
   const char *backing_dir;
   bool backing_dir_nofollow;
+  /* The write log (zonednull-log(5)): a new file it is written to from
+   * the device's creation, and the directory in which the control
+   * channel may start one; NULL: none.  Not copied.
+   */
+  const char *log_writes;
+  const char *log_dir;
 };
 
 #define ZN_PIPELINE_WAIT_MS 1000

@@ -64,7 +64,7 @@ check_PROGRAMS += tests/model/test-model-config tests/model/test-model-zones \
 	tests/model/test-model-io tests/model/test-kernels \
 	tests/model/test-concurrency tests/model/test-queue \
 	tests/model/test-pipeline tests/model/test-badblocks \
-	tests/model/test-params tests/model/test-escape
+	tests/model/test-params tests/model/test-escape tests/model/test-wlog
 tests_model_test_model_config_SOURCES = tests/model/test-model-config.c \
 	tests/model/model.h tests/common/check.h tests/common/dev.h
 tests_model_test_model_config_LDADD = lib/libzonednull.la
@@ -92,12 +92,15 @@ tests_model_test_params_SOURCES = tests/model/test-params.c tests/common/check.h
 tests_model_test_params_LDADD = lib/libzonednull.la
 tests_model_test_escape_SOURCES = tests/model/test-escape.c tests/common/check.h
 tests_model_test_escape_LDADD = lib/libzonednull.la
+tests_model_test_wlog_SOURCES = tests/model/test-wlog.c \
+	tests/common/check.h tests/common/dev.h
+tests_model_test_wlog_LDADD = lib/libzonednull.la
 
 TESTS += tests/model/test-model-config tests/model/test-model-zones \
 	tests/model/test-model-io tests/model/test-kernels \
 	tests/model/test-concurrency tests/model/test-queue \
 	tests/model/test-pipeline tests/model/test-badblocks \
-	tests/model/test-params tests/model/test-escape
+	tests/model/test-params tests/model/test-escape tests/model/test-wlog
 # The man pages made from the parameter table list every key.
 TESTS += tests/model/test-man-params.sh
 EXTRA_DIST += tests/model/test-man-params.sh
@@ -301,6 +304,7 @@ CLIENT_TESTS = \
 	tests/client/test-cli-server.sh \
 	tests/client/test-examples.sh \
 	tests/client/test-hostile-server.sh \
+	tests/client/test-log-cli.sh \
 	tests/client/test-symbols.sh
 TESTS += tests/client/test-client tests/client/test-append \
 	tests/client/test-errlog tests/client/test-control-snapshot $(CLIENT_TESTS)

@@ -146,6 +146,21 @@ int zn_client_badblocks (struct zn_client *c, bool bad,
  */
 int zn_client_power_cycle (struct zn_client *c);
 
+/* The device's write log (zonednull-log(5)).  zn_client_mark adds a mark
+ * named name: 1 to 64 bytes of printable ASCII other than space.
+ * zn_client_log_start starts a log in name, a new file of the server's
+ * log_dir (1 to 255 bytes of A-Z a-z 0-9 . _ -, not starting with a
+ * dot); zn_client_log_stop stops it.  Each returns 0 or a negative
+ * errno, with zn_client_error saying what to do: -EINVAL for a bad name
+ * (or from an older server), -ENOENT when no log is on (mark, stop),
+ * -EPERM when the server has no log_dir, -EBUSY when a log is on
+ * already, -EEXIST when the file exists (start), -EIO when the log had
+ * stopped on a write error (stop).
+ */
+int zn_client_mark (struct zn_client *c, const char *name);
+int zn_client_log_start (struct zn_client *c, const char *name);
+int zn_client_log_stop (struct zn_client *c);
+
 /* Zone append (REQ_OP_ZONE_APPEND) over the control channel: writes
  * nr_sectors of buf (512 * nr_sectors bytes) at the write pointer of the
  * sequential zone that starts at sector, and sets *written (if not NULL)

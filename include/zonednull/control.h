@@ -16,7 +16,8 @@
  * a read-only server.
  *
  * A command is a 32-byte write at offset 0; an APPEND's write carries its
- * data after those 32 bytes, an ERRLOG_ERRNO's its payload.  The write
+ * data after those 32 bytes, an ERRLOG_ERRNO's its payload, a MARK's and
+ * a LOG_START's a name.  The write
  * succeeds when the command was well formed and executed, whatever its
  * outcome; the exact errno is then in the header page's result fields
  * (read it back on the same connection).
@@ -101,6 +102,21 @@
  * type, offset and length, or 0 if none matches (or the id is unknown:
  * never opened, or dropped).  Older servers refuse the op as unknown
  * (EINVAL on the write).
+ *
+ * The write log (zonednull-log(5)).  ZN_CMD_MARK adds a mark to it, and
+ * ZN_CMD_LOG_START starts one; each write is the command (sector,
+ * nr_sectors and argument zero) then the name, and nothing else: exactly
+ * 32 + the name's length bytes.  A mark's name is 1 to ZN_WLOG_MARK_MAX
+ * (64) bytes of printable ASCII other than space; a log's name is a new
+ * file of the server's log_dir: 1 to 255 bytes of A-Z a-z 0-9 . _ -,
+ * not starting with a dot.  Another name fails the write with EINVAL.
+ * The results: MARK, ENOENT when no log is on; LOG_START, EPERM when the
+ * server has no log_dir, EBUSY when a log is on, EEXIST when the file
+ * exists (a log is never written over, and no symbolic link followed).
+ * ZN_CMD_LOG_STOP (a plain 32-byte command) stops the log:
+ * ENOENT when none is on, EIO when it had stopped already on a write
+ * error (the server's log says which; the file is intact up to there).
+ * Older servers refuse the ops as unknown (EINVAL on the write).
  */
 #ifndef ZONEDNULL_CONTROL_H
 #define ZONEDNULL_CONTROL_H
@@ -188,6 +204,9 @@ enum zn_command {
   ZN_CMD_APPEND = 11,        /* zone append; the data follows the command */
   ZN_CMD_ERRLOG_ERRNO = 12,  /* DATA_ERRNO for one error log; payload
                                 follows */
+  ZN_CMD_MARK = 13,          /* a mark in the write log; the name follows */
+  ZN_CMD_LOG_START = 14,     /* a write log in log_dir; the name follows */
+  ZN_CMD_LOG_STOP = 15,
 };
 
 #define ZN_APPEND_F_FUA (1u << 0)   /* APPEND's argument: write with FUA */

@@ -58,3 +58,9 @@ bad_value "pipeline_wait_ms=0" "pipeline_wait_ms=0: must be at least 1"
 # device alone fits, 1024 of them do not; refused before any is made.
 bad_values "nr_devices=1024 size=4194304 zone_size=1: 1024 devices of 4194304 zones need" \
   nr_devices=1024 size=4194304 zone_size=1
+
+# The write log: a path, and one file for one device.
+bad_value "log_writes=" "log_writes=: must name a file"
+bad_value "log_dir=" "log_dir=: must name a directory"
+bad_values "log_writes=/nonexistent/x: one file logs one device, and nr_devices=2 makes more" \
+  nr_devices=2 log_writes=/nonexistent/x

@@ -233,6 +233,22 @@ listing (const char *dir)
   return out;
 }
 
+/* The metadata file of dir, as text, in buf. */
+static inline void
+read_meta (const char *dir, char *buf, size_t len)
+{
+  char path[4200];
+  FILE *fp;
+  size_t n;
+
+  snprintf (path, sizeof path, "%s/" META, dir);
+  fp = fopen (path, "r");
+  CHECK (fp != NULL);
+  n = fread (buf, 1, len - 1, fp);
+  buf[n] = '\0';
+  fclose (fp);
+}
+
 #define EXPECT_UNCHANGED(before, dir)                                   \
   do {                                                                  \
     char *after_ = listing (dir);                                       \

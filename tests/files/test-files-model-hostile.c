@@ -157,9 +157,7 @@ test_links_while_running (void)
   char dir[1024], outside[1100], path[4200];
   struct zn_config c = made_dir (dir, sizeof dir, "running");
   struct zn_dev *d = create (&c);
-  FILE *fp;
   char text[4096];
-  size_t n;
 
   outside_make (outside, sizeof outside, "outside-running");
   link_in (dir, "seq-000005", outside);
@@ -186,12 +184,7 @@ test_links_while_running (void)
   link_in (dir, ".zonednull.meta.new", outside);
   CHECK_EQ (zn_zone_set_readonly (d, zstart (d, 4)), 0);
   outside_unchanged (outside);
-  snprintf (path, sizeof path, "%s/" META, dir);
-  fp = fopen (path, "r");
-  CHECK (fp != NULL);
-  n = fread (text, 1, sizeof text - 1, fp);
-  text[n] = '\0';
-  fclose (fp);
+  read_meta (dir, text, sizeof text);
   expect_in (text, "\nreadonly 4\n");
   zn_dev_destroy (d);
   outside_unchanged (outside);

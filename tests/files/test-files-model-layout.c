@@ -60,9 +60,7 @@ test_zloop_layout (void)
   struct zn_config c = store_cfg (16, 2, 1, 2, 512,
                                   path_in_top (dir, sizeof dir, "zloop"));
   struct zn_dev *d;
-  FILE *fp;
   char text[4096];
-  size_t n;
 
   /* A directory as zloop leaves it, without the metadata file. */
   make_zloop_dir (dir);
@@ -74,12 +72,7 @@ test_zloop_layout (void)
   EXPECT_ZONE (d, 4, ZN_COND_IMP_OPEN, 136);
   zn_dev_destroy (d);
 
-  snprintf (path, sizeof path, "%s/" META, dir);
-  fp = fopen (path, "r");
-  CHECK (fp != NULL);
-  n = fread (text, 1, sizeof text - 1, fp);
-  text[n] = '\0';
-  fclose (fp);
+  read_meta (dir, text, sizeof text);
   expect_in (text, "\nsize 16\n");
   expect_in (text, "\nzone_size 2\n");
   expect_in (text, "\nzone_capacity 1\n");

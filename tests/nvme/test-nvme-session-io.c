@@ -372,6 +372,17 @@ test_error_log (void)
  * queues and refuse all but the properties until CC.EN is set again.
  */
 
+/* An I/O queue's Connect to a that is not enabled is refused. */
+static void
+expect_no_io_queue (struct host *io, struct host *a)
+{
+  host_open (io, 6, &sv);
+  ic (io, false, false);
+  CHECK_EQ (connect (io, 1, SUBNQN, HOSTNQN, a->cntlid, 0),
+            ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  nvme_session_free (io->s);
+}
+
 static void
 test_enable (void)
 {
@@ -387,11 +398,7 @@ test_enable (void)
             ERR (0, NVME_SC_CMD_SEQ_ERROR));
   CHECK_EQ (command (&a, nvme_admin_keep_alive, 0, NULL, 0, 0, NULL, 0),
             ERR (0, NVME_SC_CMD_SEQ_ERROR));
-  host_open (&io, 6, &sv);
-  ic (&io, false, false);
-  CHECK_EQ (connect (&io, 1, SUBNQN, HOSTNQN, a.cntlid, 0),
-            ERR (0, NVME_SC_CMD_SEQ_ERROR));
-  nvme_session_free (io.s);
+  expect_no_io_queue (&io, &a);
   enable (&a);
   CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0), 0);
   io_queue (&io, &a);
@@ -405,11 +412,7 @@ test_enable (void)
   CHECK_EQ (prop_get (&a, 0x1c, false), 0);
   CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0),
             ERR (0, NVME_SC_CMD_SEQ_ERROR));
-  host_open (&io, 6, &sv);
-  ic (&io, false, false);
-  CHECK_EQ (connect (&io, 1, SUBNQN, HOSTNQN, a.cntlid, 0),
-            ERR (0, NVME_SC_CMD_SEQ_ERROR));
-  nvme_session_free (io.s);
+  expect_no_io_queue (&io, &a);
 
   /* Enabled again, the controller serves new I/O queues. */
   enable (&a);

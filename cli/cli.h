@@ -1,0 +1,56 @@
+/* What the zonednull CLI's files share: the commands, the options of a
+ * run, and the ways out.
+ */
+#ifndef ZONEDNULL_CLI_H
+#define ZONEDNULL_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "zonednull/client.h"
+
+#define PROG "zonednull"
+
+enum kind {
+  K_REPORT, K_CAPACITY, K_ACTION, K_INFO, K_TOGGLE, K_BADBLOCKS, K_POWER,
+  K_APPEND, K_MARK, K_LOG,
+};
+
+struct command {
+  const char *name;
+  enum kind kind;
+  int op;                       /* enum zn_zone_op, or READONLY/OFFLINE */
+  const char *help;
+};
+
+struct options {
+  const struct command *cmd;
+  const char *uri;
+  uint64_t offset;
+  uint64_t length;
+  uint32_t count;
+  bool have_offset, have_length, have_count;
+  bool verbose, json, clear;
+  /* append: the data, from a file or one repeated byte. */
+  const char *file;
+  uint8_t pattern;
+  bool have_pattern, fua;
+  /* Seconds any wait for the server may take; 0: forever. */
+  unsigned timeout;
+  /* mark NAME, log start NAME, log stop (name NULL). */
+  const char *name;
+};
+
+/* main.c: a bad command line (exit 2), a failed request (exit 1). */
+void usage_error (const char *fmt, ...)
+  __attribute__ ((noreturn, format (printf, 1, 2)));
+void die_client (struct zn_client *c, const char *what, int r)
+  __attribute__ ((noreturn));
+
+/* log.c: the words of mark and log before the URI (from argv[optind]);
+ * returns the index of the URI.
+ */
+int log_args (struct options *o, int argc, char **argv, int optind);
+void cmd_log (struct zn_client *c, const struct options *o);
+
+#endif

@@ -1,0 +1,119 @@
+#!/bin/sh
+# The write log over the control channel, with the CLI and zonednull-server:
+# `zonednull log start`, writes, a flush and a zone append through NBD,
+# `zonednull mark`, `zonednull log stop`, and the file's entries counted
+# and named; then the refusals, each with its message: no log_dir, a bad
+# or existing name, a log on already, a mark without a log, a bad mark.
+#
+# Device: 8 zones of 1 MiB (2048 sectors), zone 0 conventional.
+ZONEDNULL_TARGET=server
+. "$(dirname "$0")/../common/lib.sh"
+
+need_nbdsh
+
+: "${ZONEDNULL_CLI:=${ZONEDNULL_BUILDDIR:-.}/cli/zonednull}"
+[ -x "$ZONEDNULL_CLI" ] || fail "no CLI at $ZONEDNULL_CLI"
+zn=$ZONEDNULL_CLI
+device="size=8 zone_size=1 zone_nr_conv=1 memory_backed=1"
+
+run () {
+  "$zn" "$@" >"$tmpdir/out" 2>"$tmpdir/err"
+  rc=$?
+}
+
+ok () {
+  run "$@"
+  [ "$rc" -eq 0 ] || fail "zonednull $*: exit $rc: $(cat "$tmpdir/err")"
+}
+
+# refused STATUS TEXT ARGS...
+refused () {
+  want=$1 text=$2
+  shift 2
+  run "$@"
+  [ "$rc" -eq "$want" ] ||
+    fail "zonednull $*: exit $rc, expected $want; stderr: $(cat "$tmpdir/err")"
+  grep -qF -- "$text" "$tmpdir/err" ||
+    fail "zonednull $*: stderr lacks '$text': $(cat "$tmpdir/err")"
+}
+
+# entries FILE: "COUNT FLAGS..." of a log: nr_entries from the super, and
+# each entry's flags in hex, walking the file as dm-log-writes' readers
+# (fstests' replay-log) do, with their check of each entry.
+entries () {
+  /usr/bin/python3 - "$1" <<'PY'
+import struct, sys
+data = open(sys.argv[1], 'rb').read()
+magic, version, nr, bs = struct.unpack_from('<QQQI', data, 0)
+assert magic == 0x6a736677736872 and version == 1, 'bad super'
+off, flags = bs, []
+for i in range(nr):
+    sector, n, f, dlen = struct.unpack_from('<QQQQ', data, off)
+    # fstests' replay-log refuses a nonzero byte 32 unless flags are MARK.
+    assert f == 8 or data[off + 32] == 0, 'entry %d: byte 32 is not 0' % i
+    flags.append('%x' % f)
+    off += bs
+    if not f & (4 | 8):
+        off += n * bs
+assert off == len(data), 'file is %d bytes, entries end at %d' % (len(data), off)
+print(nr, ' '.join(flags))
+PY
+}
+
+logs=$tmpdir/logs
+mkdir "$logs"
+
+start_server logs $device log_dir="$logs"
+refused 1 "no write log is on" mark m1 "$uri"
+refused 1 "no write log is on" log stop "$uri"
+refused 1 "log names are" log start ../x "$uri"
+refused 1 "log names are" log start a/b "$uri"
+refused 1 "log names are" log start .hidden "$uri"
+[ -z "$(ls -A "$logs")" ] || fail "a refused name made a file: $(ls -A "$logs")"
+
+ok log start run1.log "$uri"
+[ -f "$logs/run1.log" ] || fail "log start made no $logs/run1.log"
+[ "$(stat -c %a "$logs/run1.log")" = 600 ] ||
+  fail "the log is mode $(stat -c %a "$logs/run1.log"), expected 600"
+refused 1 "a write log is on already" log start run2.log "$uri"
+refused 1 "mark names are" mark "two words" "$uri"
+refused 1 "mark names are" mark "" "$uri"
+
+nbdsh -u "$uri" -c "
+h.pwrite(b'\\x11' * 4096, 0)
+h.pwrite(b'\\x22' * 4096, 2048 * 512)
+h.flush()
+h.pwrite(b'\\x33' * 512, 2048 * 512 + 4096, nbd.CMD_FLAG_FUA)
+" >"$tmpdir/nbdsh.out" 2>&1 || fail "writes failed: $(cat "$tmpdir/nbdsh.out")"
+ok mark after-writes "$uri"
+ok append -o 4096 --pattern 0x44 -l 8 "$uri"
+ok reset -o 2048 -c 1 "$uri"
+ok mark done "$uri"
+ok log stop "$uri"
+refused 1 "no write log is on" log stop "$uri"
+
+# geometry, 2 writes, flush, FUA write, mark, append, reset, mark
+got=$(entries "$logs/run1.log") || fail "reading the log failed"
+want="9 20008 0 0 1 2 8 100 204 8"
+[ "$got" = "$want" ] || fail "log entries: '$got', expected '$want'"
+
+refused 1 "log_dir holds a file of that name" log start run1.log "$uri"
+stop_server "$pid"
+
+start_server nodir $device
+refused 1 "no log_dir=" log start run3.log "$uri"
+stop_server "$pid"
+
+# log_writes= from the start; an existing file is refused, naming it.
+start_server direct $device log_writes="$logs/direct.log"
+ok mark m "$uri"
+stop_server "$pid"
+got=$(entries "$logs/direct.log") || fail "reading the log failed"
+[ "$got" = "2 20008 8" ] || fail "log_writes entries: '$got'"
+name=again
+sock=$tmpdir/$name.sock
+"$ZONEDNULL_SERVER" -f -U "$sock" $device log_writes="$logs/direct.log" \
+  </dev/null 2>"$tmpdir/again.log" && fail "the server wrote over a log"
+grep -qF "log_writes=$logs/direct.log: File exists" "$tmpdir/again.log" ||
+  fail "no message naming the existing log: $(cat "$tmpdir/again.log")"
+exit 0
