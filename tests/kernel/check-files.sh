@@ -25,7 +25,8 @@
 #   ZN_NULLBLK_SUITE  the Debian suite of the kernel (trixie-backports)
 #   ZN_FILES_FS       the file systems of the user's story (default
 #                     "f2fs btrfs"; empty: none)
-#   ZN_KERNEL_VM_TIMEOUT  a bound on each boot (default 900 s)
+#   ZN_KERNEL_VM_TIMEOUT  a bound on each boot (default 1800 s: the second
+#                     boot runs the power-fail check)
 #   ZN_ZLOOP          0: no zloop; else (default) tests/kernel/build-zloop.sh
 #                     builds a zloop.ko for the kernel from Debian's
 #                     packages (once, cached) and the second boot also opens
@@ -132,7 +133,7 @@ qemu_args () {
     -drive file=$disk,format=raw,if=virtio,cache=writeback -initrd $work/initrd-$1.cpio"
 }
 append="console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off no_timer_check random.trust_cpu=on 8250.nr_uarts=2"
-bound=${ZN_KERNEL_VM_TIMEOUT:-900}
+bound=${ZN_KERNEL_VM_TIMEOUT:-1800}
 
 # ---- boot 1: write, flush, crash ------------------------------------------
 # Kill once this many zones are flushed (3 to 6), after 0 to 0.9 s more.
