@@ -240,9 +240,12 @@ zn_dev_destroy (struct zn_dev *dev)
   if (!dev)
     return;
   /* The cache goes to the zone files, and the store's filler, which takes
-   * zone locks, ends before the locks do.
+   * zone locks, ends before the locks do.  That write-back is a flush the
+   * log must hold, or replay would count the writes it saved as pending.
    */
+  struct wlog_ref ref = wlog_flush_ref (dev);
   dev->backend->free (dev);
+  wlog_flush (dev, ref);
   cache_destroy (dev);
   for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
     pthread_mutex_destroy (&dev->zones[i].lock);

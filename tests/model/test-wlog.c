@@ -336,7 +336,12 @@ test_power_files (void)
   expect (&log, 6, ZN_WLOG_POWER, 0, 0);
   expect (&log, 7, ZN_WLOG_DISCARD | ZN_WLOG_WP, 2 * Z + 8, Z - 8);
   expect_data (&log, 8, ZN_WLOG_FUA | ZN_WLOG_RESTORE, 8, 8, 1);
+  CHECK_EQ (put (d, 8, 8, 5, false), 0);                        /* 9 */
+  /* An orderly stop writes the cache back: a flush of all before it. */
   zn_dev_destroy (d);
+  read_log (p, &log);
+  CHECK_EQ (log.nr, 11);
+  CHECK_EQ (expect (&log, 10, ZN_WLOG_FLUSH, 0, 0)->ref, 10);
   free (log.file);
 }
 
