@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "zonednull/client.h"
+#include "crash.h"
 
 #define PROG "zonednull"
 
@@ -39,6 +40,9 @@ struct options {
   unsigned timeout;
   /* mark NAME, log start NAME, log stop (name NULL). */
   const char *name;
+  /* power-cycle: what it keeps of the unflushed writes. */
+  const char *keep_text;
+  struct zn_keep keep;
 };
 
 /* main.c: a bad command line (exit 2), a failed request (exit 1). */

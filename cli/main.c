@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli-replay.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
@@ -64,6 +65,8 @@ usage (FILE *out)
            "Commands:\n", PROG, PROG, PROG);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf (out, " %-12s %s\n", commands[i].name, commands[i].help);
+  fprintf (out, " %-12s %s\n", "replay", "a write log's state, offline: "
+           "zonednull replay --help");
   fprintf (out,
            "\n"
            "Options:\n"
@@ -75,6 +78,8 @@ usage (FILE *out)
            "     --file <file>       append: the data (\"-\" for standard input)\n"
            "     --pattern <byte>    append: data of this byte, -l sectors of it\n"
            "     --fua               append: write with FUA\n"
+           "     --keep <policy>     power-cycle: unflushed writes kept: none\n"
+           "                         (default), all or random:SEED\n"
            "     --timeout <seconds> wait at most this long for the server\n"
            "                         (default 30; 0: forever)\n"
            " -v, --verbose           display more details\n"
@@ -252,6 +257,8 @@ check_options (const struct options *o)
     if (!o->have_length)
       usage_error ("badblocks needs -l SECTORS, the number of sectors");
   }
+  if (o->keep_text && o->cmd->kind != K_POWER)
+    usage_error ("--keep applies to power-cycle only");
   if (o->cmd->kind == K_POWER
       && (o->have_offset || o->have_count || o->have_length))
     usage_error ("power-cycle acts on the whole device: it takes no "
@@ -262,7 +269,8 @@ static void
 parse_options (int argc, char **argv, struct options *o)
 {
   enum { OPT_JSON = 256, OPT_CLEAR, OPT_FILE, OPT_PATTERN, OPT_FUA,
-         OPT_TIMEOUT };
+         OPT_TIMEOUT, OPT_KEEP };
+  char err[256];
   static const struct option longopts[] = {
     { "offset", required_argument, NULL, 'o' },
     { "length", required_argument, NULL, 'l' },
@@ -275,6 +283,7 @@ parse_options (int argc, char **argv, struct options *o)
     { "pattern", required_argument, NULL, OPT_PATTERN },
     { "fua", no_argument, NULL, OPT_FUA },
     { "timeout", required_argument, NULL, OPT_TIMEOUT },
+    { "keep", required_argument, NULL, OPT_KEEP },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -350,6 +359,11 @@ parse_options (int argc, char **argv, struct options *o)
       if (!parse_seconds (optarg, &o->timeout))
         usage_error ("failed to parse --timeout: '%s' (seconds, 0 to %u)",
                      optarg, MAX_TIMEOUT);
+      break;
+    case OPT_KEEP:
+      if (zn_keep_parse (optarg, false, &o->keep, err, sizeof err) < 0)
+        usage_error ("--keep: %s", err);
+      o->keep_text = optarg;
       break;
     case 'h':
       usage (stdout);
@@ -652,16 +666,29 @@ cmd_badblocks (struct zn_client *c, const struct options *o)
   }
 }
 
+/* power-cycle [--keep=POLICY] */
 static void
 cmd_power_cycle (struct zn_client *c, const struct options *o)
 {
-  int r = zn_client_power_cycle (c);
+  unsigned keep = o->keep.kind == ZN_KEEP_ALL ? ZN_POWER_KEEP_ALL
+    : o->keep.kind == ZN_KEEP_RANDOM ? ZN_POWER_KEEP_RANDOM
+    : ZN_POWER_KEEP_NONE;
+  int r = zn_client_power_cycle_keep (c, keep, o->keep.seed);
 
   if (r < 0)
     die_client (c, "power-cycle", r);
-  if (o->verbose)
-    printf ("%s: powered off and on: cached data not written back is lost, "
-            "sequential zones are EMPTY\n", o->uri);
+  if (!o->verbose)
+    return;
+  if (keep == ZN_POWER_KEEP_NONE)
+    printf ("%s: powered off and on, keeping none of the writes neither "
+            "flushed nor written with FUA\n", o->uri);
+  else if (keep == ZN_POWER_KEEP_ALL)
+    printf ("%s: powered off and on, keeping every write\n", o->uri);
+  else
+    printf ("%s: powered off and on, keeping of the writes neither flushed "
+            "nor written with FUA what seed %" PRIu64 " draws: a prefix in "
+            "each sequential zone, each conventional write whole or not\n",
+            o->uri, o->keep.seed);
 }
 
 /* The data of an append: the first len bytes of the file, or all of it
@@ -999,6 +1026,8 @@ main (int argc, char **argv)
   char err[1024];
   int r;
 
+  if (argc >= 2 && strcmp (argv[1], "replay") == 0)
+    return cli_replay (argc - 1, argv + 1);
   parse_options (argc, argv, &o);
 
   c = client = zn_client_connect_timeout (o.uri, o.timeout * 1000u, err,

@@ -781,6 +781,27 @@ zn_client_power_cycle (struct zn_client *c)
   return device_command (c, ZN_CMD_POWER_CYCLE, 0, 0);
 }
 
+int
+zn_client_power_cycle_keep (struct zn_client *c, unsigned keep,
+                            uint64_t seed)
+{
+  if (keep > ZN_POWER_KEEP_RANDOM
+      || (keep != ZN_POWER_KEEP_RANDOM && seed != 0)) {
+    set_error (c, "keep %u with seed %llu: keep is ZN_POWER_KEEP_NONE, "
+               "_ALL or _RANDOM, and only _RANDOM takes a seed", keep,
+               (unsigned long long) seed);
+    return -EINVAL;
+  }
+  /* An older server would ignore the policy and keep none. */
+  if (keep != ZN_POWER_KEEP_NONE
+      && !(c->geo.flags & ZN_CONTROL_F_POWER_KEEP)) {
+    set_error (c, "the server predates power cycles that keep unflushed "
+               "writes (its control header lacks ZN_CONTROL_F_POWER_KEEP)");
+    return -EOPNOTSUPP;
+  }
+  return device_command (c, ZN_CMD_POWER_CYCLE, seed, keep);
+}
+
 /* ---- the write log ------------------------------------------------------ */
 
 /* MARK or LOG_START: the command, then the name. */

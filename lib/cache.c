@@ -19,6 +19,10 @@
  * sequential zone comes back with its wp at its last durable byte.  Reads
  * lay the records over the file, oldest first.
  *
+ * A power cycle may keep some of those writes instead (zn_power_cycle_keep,
+ * doc/power-fail.md's section 2): then only the records of the writes it
+ * drops are undone, or only those of the writes it keeps written back.
+ *
  * So the cache is a back end (backend.h) on top of another, with two
  * tables: cache_undo_backend over pages, cache_file_backend over a store.
  */
@@ -34,6 +38,9 @@ struct zn_undo {
   struct zn_undo *prev, *next;   /* oldest at dev->undo_head */
   uint32_t zone;
   uint64_t off, len;             /* bytes within the zone */
+  uint64_t write;                /* which write: a FUA can split its
+                                    record in two (split_undo) */
+  bool keep;                     /* survives the power cycle */
   unsigned char *old;            /* the bytes the write overwrote; with
                                     backing_dir the bytes it wrote */
 };
@@ -93,6 +100,7 @@ new_record (struct zn_dev *dev, uint32_t zno, uint64_t off, uint64_t len)
   u->zone = zno;
   u->off = off;
   u->len = len;
+  u->write = ++dev->cache_write_id;
   append_undo (dev, u);
   return u;
 }
@@ -108,6 +116,7 @@ split_undo (struct zn_dev *dev, struct zn_undo *u, uint64_t from, uint64_t to)
     return -ENOMEM;
   }
   v->zone = u->zone;
+  v->write = u->write;
   v->off = from;
   v->len = to - from;
   memcpy (v->old, u->old + (from - u->off), v->len);
@@ -224,6 +233,43 @@ under_save_meta (struct zn_dev *dev)
   return dev->cache_under->save_meta (dev);
 }
 
+/* The records of one write lie side by side: a split puts its copy right
+ * after the record, and new records go at the end.
+ */
+static bool
+same_write (const struct zn_undo *u)
+{
+  return u->prev && u->prev->write == u->write;
+}
+
+/* Whether each record survives a power cycle under keep: of each
+ * sequential zone's pending writes a prefix, of each conventional zone's
+ * each write or not, all the records of a write together.  A write's
+ * place is among the writes the cache still holds for its zone.
+ */
+static void
+keep_records (struct zn_dev *dev, const struct zn_keep *keep)
+{
+  uint64_t *n = dev->keep_counts, *at = n + dev->geo.nr_zones;
+
+  memset (n, 0, 2 * dev->geo.nr_zones * sizeof *n);
+  for (struct zn_undo *u = dev->undo_head; u; u = u->next)
+    if (!same_write (u))
+      n[u->zone]++;
+  for (struct zn_undo *u = dev->undo_head; u; u = u->next) {
+    uint64_t i;
+
+    if (same_write (u)) {
+      u->keep = u->prev->keep;
+      continue;
+    }
+    i = at[u->zone]++;
+    u->keep = dev->zones[u->zone].type == ZN_ZONE_CONVENTIONAL
+      ? zn_keep_write (keep, u->zone, i)
+      : i < zn_keep_prefix (keep, u->zone, n[u->zone]);
+  }
+}
+
 /* ---- over memory: undo records ------------------------------------------ */
 
 /* Only a conventional zone's data can show the loss (see above).  The
@@ -271,20 +317,43 @@ undo_flush (struct zn_dev *dev)
   return dev->cache_under->flush (dev);
 }
 
-/* The unflushed writes are undone, newest first. */
+/* Where a newer write that survives overlaps u, the zone holds already
+ * what it must keep (undo_reload goes newest first): u's undo record
+ * takes those bytes from the zone, so undoing u leaves them.
+ */
+static void
+spare_survivors (struct zn_dev *dev, struct zn_undo *u)
+{
+  struct zone *z = &dev->zones[u->zone];
+
+  for (struct zn_undo *v = u->next; v; v = v->next) {
+    uint64_t from = v->off > u->off ? v->off : u->off;
+    uint64_t to = v->off + v->len < u->off + u->len
+      ? v->off + v->len : u->off + u->len;
+
+    if (v->keep && v->zone == u->zone && from < to)
+      under_read (dev, z, from, u->old + (from - u->off), to - from,
+                  to - from);
+  }
+}
+
+/* The pending writes the power cycle drops are undone, newest first. */
 static int
 undo_reload (struct zn_dev *dev)
 {
   ALL_ZONES_ASSERT_HELD (dev);
   pthread_mutex_lock (&dev->cache_lock);
-  while (dev->undo_tail) {
-    struct zn_undo *u = dev->undo_tail;
-
+  keep_records (dev, &dev->power_keep);
+  for (struct zn_undo *u = dev->undo_tail; u; u = u->prev) {
+    if (u->keep)
+      continue;
     wlog_dropped (dev, u->zone, u->off, u->len);
+    spare_survivors (dev, u);
     dev->cache_under->write (dev, &dev->zones[u->zone], u->off, u->old,
                              u->len, false);
-    unlink_undo (dev, u);
   }
+  while (dev->undo_tail)
+    unlink_undo (dev, dev->undo_tail);
   pthread_mutex_unlock (&dev->cache_lock);
   return dev->cache_under->reload (dev);
 }
@@ -424,19 +493,30 @@ wb_flush (struct zn_dev *dev)
   return ret ? ret : dev->cache_under->flush (dev);
 }
 
-/* The files keep only what was written back. */
+/* The files keep what was written back and the pending writes the power
+ * cycle keeps, written back now, oldest first, so that each sequential
+ * zone's file ends at its prefix.  An error stops the write-back there:
+ * what is left is lost (a prefix still), and the error is the cycle's.
+ */
 static int
 wb_reload (struct zn_dev *dev)
 {
+  int ret = 0, r;
+
   ALL_ZONES_ASSERT_HELD (dev);
   pthread_mutex_lock (&dev->cache_lock);
-  while (dev->undo_tail) {
-    wlog_dropped (dev, dev->undo_tail->zone, dev->undo_tail->off,
-                  dev->undo_tail->len);
-    unlink_undo (dev, dev->undo_tail);
+  keep_records (dev, &dev->power_keep);
+  while (dev->undo_head) {
+    struct zn_undo *u = dev->undo_head;
+
+    if (u->keep && ret == 0 && (ret = write_back (dev, u)) == 0)
+      continue;
+    wlog_dropped (dev, u->zone, u->off, u->len);
+    unlink_undo (dev, u);
   }
   pthread_mutex_unlock (&dev->cache_lock);
-  return dev->cache_under->reload (dev);
+  r = dev->cache_under->reload (dev);
+  return ret ? ret : r;
 }
 
 static const struct zn_backend cache_file_backend = {
@@ -456,6 +536,10 @@ int
 cache_over (struct zn_dev *dev)
 {
   dev->cache_under = dev->backend;
+  dev->keep_counts = calloc (2 * (size_t) dev->geo.nr_zones,
+                             sizeof *dev->keep_counts);
+  if (!dev->keep_counts)
+    return -ENOMEM;
   if (!dev->cache_under->keeps_data) {
     dev->backend = &cache_undo_backend;
     return 0;
@@ -472,6 +556,7 @@ cache_destroy (struct zn_dev *dev)
 {
   pthread_mutex_destroy (&dev->cache_lock);
   free (dev->cache_count);
+  free (dev->keep_counts);
 }
 
 void

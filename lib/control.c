@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "control.h"
+#include "crash.h"
 #include "queue.h"
 #include "wlog.h"
 #include "wlog-format.h"
@@ -351,6 +352,7 @@ render_header (struct zn_control *ctl, const struct zn_control_conn *conn,
       | (zn_dev_zone_full (ctl->dev) ? ZN_CONTROL_F_ZONE_FULL : 0)
       | (geo->append_emulated ? ZN_CONTROL_F_APPEND_EMULATED : 0)
       | (zn_dev_backing_dir (ctl->dev) ? ZN_CONTROL_F_BACKING_DIR : 0)
+      | ZN_CONTROL_F_POWER_KEEP
       | (uint32_t) geo->kernel << ZN_CONTROL_KERNEL_SHIFT,
     .imp_open = c->imp_open,
     .exp_open = c->exp_open,
@@ -464,8 +466,16 @@ execute (struct zn_control *ctl, enum zn_command op,
     return zn_zone_set_offline (ctl->dev, sector);
   case ZN_CMD_DATA_ERRNO:
     return -find_logged_error (ctl, (uint32_t) arg, sector, nr_sectors);
-  case ZN_CMD_POWER_CYCLE:
-    return zn_power_cycle (ctl->dev);
+  case ZN_CMD_POWER_CYCLE: {
+    /* power_cycle_args has checked both. */
+    struct zn_keep keep = {
+      .kind = nr_sectors == ZN_POWER_KEEP_ALL ? ZN_KEEP_ALL
+        : nr_sectors == ZN_POWER_KEEP_RANDOM ? ZN_KEEP_RANDOM : ZN_KEEP_NONE,
+      .seed = sector,
+    };
+
+    return zn_power_cycle_keep (ctl->dev, &keep);
+  }
   case ZN_CMD_LOG_STOP:
     return zn_wlog_stop (ctl->dev);
   case ZN_CMD_APPEND:           /* carries data: see append */
@@ -575,6 +585,26 @@ errlog_errno (struct zn_control *ctl, struct zn_control_conn *conn,
   return 0;
 }
 
+/* POWER_CYCLE's policy: old clients send 0, 0, which is none. */
+static int
+power_cycle_args (uint64_t sector, uint64_t nr_sectors, char *why,
+                  size_t whylen)
+{
+  if (nr_sectors > ZN_POWER_KEEP_RANDOM) {
+    snprintf (why, whylen, "POWER_CYCLE: nr_sectors %" PRIu64 " is not a "
+              "keep policy (%d none, %d all, %d random with the seed in "
+              "sector)", nr_sectors, ZN_POWER_KEEP_NONE, ZN_POWER_KEEP_ALL,
+              ZN_POWER_KEEP_RANDOM);
+    return -EINVAL;
+  }
+  if (nr_sectors != ZN_POWER_KEEP_RANDOM && sector != 0) {
+    snprintf (why, whylen, "POWER_CYCLE: sector (the seed) must be 0 "
+              "unless nr_sectors is %d, random", ZN_POWER_KEEP_RANDOM);
+    return -EINVAL;
+  }
+  return 0;
+}
+
 /* MARK and LOG_START: the name follows the command, as an APPEND's data
  * does.  A bad name is a malformed command; the messages leave the name
  * out, since a client chose it.
@@ -653,6 +683,9 @@ zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
               ZN_COMMAND_SIZE, count);
     return -EINVAL;
   }
+  if (op == ZN_CMD_POWER_CYCLE
+      && power_cycle_args (sector, nr_sectors, why, whylen) < 0)
+    return -EINVAL;
 
   conn->err = (uint32_t) -execute (ctl, op, sector, nr_sectors, arg);
   conn->seq++;

@@ -10,6 +10,8 @@ lib_libzonednull_la_SOURCES = \
 	lib/control.c \
 	lib/crash.c \
 	lib/crash.h \
+	lib/replay.c \
+	lib/replay.h \
 	lib/control.h \
 	lib/control-wire.c \
 	lib/control-wire.h \
@@ -39,6 +41,8 @@ lib_libzonednull_la_SOURCES = \
 	lib/wlog.c \
 	lib/wlog.h \
 	lib/wlog-format.h \
+	lib/wlog-read.c \
+	lib/wlog-read.h \
 	lib/wplug.c \
 	lib/zoned.c \
 	lib/zoned.h \

@@ -45,14 +45,20 @@ zones_power_on (struct zn_dev *dev)
   return 0;
 }
 
-/* null_blk: nullb_device_power_store () */
+/* null_blk: nullb_device_power_store (), which keeps nothing of its
+ * cache; keep chooses what survives instead (doc/power-fail.md, 2).
+ */
 int
-zn_power_cycle (struct zn_dev *dev)
+zn_power_cycle_keep (struct zn_dev *dev, const struct zn_keep *keep)
 {
   int ret;
 
+  /* One power cycle leaves one state, not every one. */
+  if (keep->kind == ZN_KEEP_ENUMERATE)
+    return -EINVAL;
   lock_zones (dev, 0, dev->geo.nr_zones, true);
   res_lock (dev);
+  dev->power_keep = *keep;
   atomic_store (&dev->nr_imp_open, 0);
   atomic_store (&dev->nr_exp_open, 0);
   atomic_store (&dev->nr_closed, 0);
@@ -68,4 +74,12 @@ zn_power_cycle (struct zn_dev *dev)
   res_unlock (dev);
   lock_zones (dev, 0, dev->geo.nr_zones, false);
   return ret;
+}
+
+int
+zn_power_cycle (struct zn_dev *dev)
+{
+  const struct zn_keep none = { .kind = ZN_KEEP_NONE };
+
+  return zn_power_cycle_keep (dev, &none);
 }

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "crash.h"
 #include "zoned.h"
 #include "backend.h"
 #include "pages.h"
@@ -72,6 +73,13 @@ struct zn_dev {
   uint64_t dirty_bytes;
   struct zn_undo *undo_head, *undo_tail;
   uint32_t *cache_count;         /* backing_dir: records a zone has */
+  uint64_t cache_write_id;       /* the last write given a record */
+  /* A power cycle's policy for the cache's pending writes, set with
+   * every zone lock held for the cache's reload, and its scratch: two
+   * counts a zone (cache.c, keep_records).
+   */
+  struct zn_keep power_keep;
+  uint64_t *keep_counts;
   atomic_uint pl_waiting;
   atomic_ullong pl_waited;
   atomic_ullong pl_timeouts;

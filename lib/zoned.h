@@ -229,9 +229,16 @@ int zn_zone_append_why (struct zn_dev *dev, const void *buf, uint64_t sector,
  * counters zero, READONLY and OFFLINE cleared, implicit-close cursor at
  * the first sequential zone, no zone write plugs).
  * Stored data and bad blocks survive.  Writes waiting for their wp fail.
+ * zn_power_cycle_keep keeps of the unflushed writes what keep says
+ * (crash.h; -EINVAL for ZN_KEEP_ENUMERATE), by the rules of doc/power-fail.md's
+ * section 2: a prefix of each sequential zone's, each write of a
+ * conventional zone whole or not at all.  Without backing_dir every
+ * sequential zone starts over anyway, so only conventional zones show it.
  */
+struct zn_keep;
 int zn_flush (struct zn_dev *dev);
 int zn_power_cycle (struct zn_dev *dev);
+int zn_power_cycle_keep (struct zn_dev *dev, const struct zn_keep *keep);
 /* Cache size and bytes not yet written back, both in bytes. */
 void zn_cache_stats (struct zn_dev *dev, uint64_t *size, uint64_t *dirty);
 

@@ -6,11 +6,13 @@ server_zonednull_server_SOURCES = \
 	$(proto_nbd_sources) \
 	$(proto_nvme_sources) \
 	server/main.c \
+	server/nvme-hosts.c \
+	server/nvme-hosts.h \
 	server/pidfile.h \
 	server/scheduler.c \
 	server/scheduler.h
 server_zonednull_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
 	-I$(top_srcdir)/net -I$(top_srcdir)/proto
-server_zonednull_server_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS)
-server_zonednull_server_LDADD = lib/libzonednull.la $(LIBEV_LIBS) $(GNUTLS_LIBS) $(ISAL_LIBS)
+server_zonednull_server_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(NETTLE_CFLAGS)
+server_zonednull_server_LDADD = lib/libzonednull.la $(LIBEV_LIBS) $(GNUTLS_LIBS) $(NETTLE_LIBS) $(ISAL_LIBS)
 

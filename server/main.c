@@ -29,6 +29,7 @@
 #include "nbd/session.h"
 #include "nvme/session.h"
 #include "nvme/zns.h"
+#include "nvme-hosts.h"
 #include "params.h"
 #include "pidfile.h"
 #include "scheduler.h"
@@ -167,6 +168,12 @@ usage (FILE *fp)
          "                      of a ZNS subsystem (its NQN is printed at start)\n"
          "     --nvme-allow-host=HOSTNQN  only this host may connect over\n"
          "                      NVMe/TCP (repeatable; default: any host)\n"
+         "     --nvme-host=HOSTNQN:SECRET[:CTRL_SECRET]  only hosts with a\n"
+         "                      DH-HMAC-CHAP secret (DHHC-1:XX:...:) may use the\n"
+         "                      subsystem, after authenticating; CTRL_SECRET: the\n"
+         "                      controller's, for bidirectional authentication\n"
+         "                      (repeatable; @FILE: lines of the same, in a\n"
+         "                      file of mode 0600)\n"
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
@@ -240,7 +247,7 @@ parse_port (const char *arg)
 /* Long options without a short one. */
 enum {
   OPT_TLS = 256, OPT_TLS_PSK, OPT_TLS_CERTIFICATES, OPT_TLS_VERIFY_PEER,
-  OPT_NVME, OPT_NVME_ALLOW_HOST,
+  OPT_NVME, OPT_NVME_ALLOW_HOST, OPT_NVME_HOST,
 };
 
 /* --nvme[=PORT]: a port number from 1 to 65535. */
@@ -359,10 +366,12 @@ parse_options (int argc, char **argv)
     { "tls-verify-peer", no_argument, NULL, OPT_TLS_VERIFY_PEER },
     { "nvme", optional_argument, NULL, OPT_NVME },
     { "nvme-allow-host", required_argument, NULL, OPT_NVME_ALLOW_HOST },
+    { "nvme-host", required_argument, NULL, OPT_NVME_HOST },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
   };
+  unsigned nr_hosts;
   int c;
 
   while ((c = getopt_long (argc, argv, "U:i:p:fP:rvhV", long_options, NULL)) != -1) {
@@ -402,6 +411,10 @@ parse_options (int argc, char **argv)
       if (parse_allow_host (optarg) == -1)
         return 2;
       break;
+    case OPT_NVME_HOST:
+      if (nvme_hosts_add (optarg) == -1)
+        return 2;
+      break;
     case 'h': usage (stdout); return -1;
     case 'V': printf ("zonednull-server %s\n", PACKAGE_VERSION); return -1;
     default: usage (stderr); return 2;
@@ -419,8 +432,10 @@ parse_options (int argc, char **argv)
              ? "--tls-certificates" : "--tls-verify-peer");
     return 2;
   }
-  if (nr_allowed_hosts > 0 && nvme_port == NULL) {
-    fputs ("zonednull-server: --nvme-allow-host needs --nvme\n", stderr);
+  nvme_hosts (&nr_hosts);
+  if ((nr_allowed_hosts > 0 || nr_hosts > 0) && nvme_port == NULL) {
+    fprintf (stderr, "zonednull-server: %s needs --nvme\n",
+             nr_allowed_hosts ? "--nvme-allow-host" : "--nvme-host");
     return 2;
   }
   /* NVMe/TCP is served in the clear: a user who requires TLS for NBD
@@ -469,6 +484,7 @@ nvme_prepare (char *err, size_t errlen)
   nvme_default_nqn (nv->subnqn, sizeof nv->subnqn, nvme_port);
   nv->allowed_hosts = allowed_hosts;
   nv->nr_allowed_hosts = nr_allowed_hosts;
+  nv->hosts = nvme_hosts (&nv->nr_hosts);
   snprintf (nv->traddr, sizeof nv->traddr, "%s", ipaddr);
   snprintf (nv->trsvcid, sizeof nv->trsvcid, "%s", nvme_port);
   nv->ipv6 = strchr (ipaddr, ':') != NULL;
@@ -661,6 +677,7 @@ serve (void)
   devices_destroy ();
   tls_deinit ();
   free (allowed_hosts);
+  nvme_hosts_free ();
   if (verbose)
     fprintf (stderr, "zonednull-server: stopped after %lu connections\n",
              accepted);

@@ -106,6 +106,33 @@ TESTS += tests/model/test-man-params.sh
 EXTRA_DIST += tests/model/test-man-params.sh
 
 #----------------------------------------------------------------------
+# Power-fail testing (tests/powerfail/): zonednull replay of write logs
+# made by tests/common/wlog-gen.c, the crash states' rules property by
+# property, bad logs, and the target directory kept to itself.
+
+wlog_gen_sources = tests/common/wlog-gen.c tests/common/wlog-gen.h \
+	tests/common/check.h tests/powerfail/powerfail.h
+check_PROGRAMS += tests/powerfail/test-replay-rules \
+	tests/powerfail/test-replay-bad tests/powerfail/test-replay-live \
+	tests/powerfail/wlog-make
+tests_powerfail_test_replay_rules_SOURCES = \
+	tests/powerfail/test-replay-rules.c $(wlog_gen_sources)
+tests_powerfail_test_replay_rules_LDADD = lib/libzonednull.la
+tests_powerfail_test_replay_bad_SOURCES = \
+	tests/powerfail/test-replay-bad.c $(wlog_gen_sources)
+tests_powerfail_test_replay_bad_LDADD = lib/libzonednull.la
+tests_powerfail_test_replay_live_SOURCES = \
+	tests/powerfail/test-replay-live.c $(wlog_gen_sources)
+tests_powerfail_test_replay_live_LDADD = lib/libzonednull.la
+tests_powerfail_wlog_make_SOURCES = tests/powerfail/wlog-make.c \
+	$(wlog_gen_sources)
+tests_powerfail_wlog_make_LDADD = lib/libzonednull.la
+
+TESTS += tests/powerfail/test-replay-rules tests/powerfail/test-replay-bad \
+	tests/powerfail/test-replay-live tests/powerfail/test-replay-cli.sh
+EXTRA_DIST += tests/powerfail/test-replay-cli.sh
+
+#----------------------------------------------------------------------
 # The golden traces (tests/traces/): what Linux's null_blk did, one
 # directory per kernel, each replayed against the model by tests/replay.
 
@@ -157,6 +184,7 @@ FILES_MODEL_TESTS = \
 	tests/files/test-files-model-restart \
 	tests/files/test-files-model-layout \
 	tests/files/test-files-model-cache \
+	tests/files/test-files-model-keep \
 	tests/files/test-files-model-hostile
 check_PROGRAMS += $(FILES_MODEL_TESTS)
 tests_files_test_files_model_restart_SOURCES = \
@@ -171,6 +199,10 @@ tests_files_test_files_model_cache_SOURCES = \
 	tests/files/test-files-model-cache.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
 tests_files_test_files_model_cache_LDADD = lib/libzonednull.la
+tests_files_test_files_model_keep_SOURCES = \
+	tests/files/test-files-model-keep.c tests/files/files-model.h \
+	tests/common/check.h tests/common/dev.h
+tests_files_test_files_model_keep_LDADD = lib/libzonednull.la
 tests_files_test_files_model_hostile_SOURCES = \
 	tests/files/test-files-model-hostile.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
@@ -179,6 +211,7 @@ FILES_TESTS = \
 	tests/files/test-files-restart.sh \
 	tests/files/test-files-crash.sh \
 	tests/files/test-files-cache.sh \
+	tests/files/test-files-keep.sh \
 	tests/files/test-files-hostile.sh \
 	tests/files/test-files-enospc.sh
 TESTS += $(FILES_MODEL_TESTS) $(FILES_TESTS)
@@ -230,7 +263,7 @@ EXTRA_DIST += $(NBD_TESTS)
 # hand-built PDUs, then zonednull-server --nvme with a Python host.
 
 check_PROGRAMS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
-	tests/nvme/test-nvme-session-checks
+	tests/nvme/test-nvme-session-checks tests/nvme/test-nvme-session-auth
 tests_nvme_test_nvme_zns_SOURCES = tests/nvme/test-nvme-zns.c \
 	tests/common/check.h tests/common/dev.h proto/nvme/zns.c proto/nvme/zns.h
 tests_nvme_test_nvme_zns_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto/nvme
@@ -241,19 +274,31 @@ tests_nvme_test_nvme_session_io_SOURCES = \
 	$(proto_nvme_sources) net/conn.h
 tests_nvme_test_nvme_session_io_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_nvme_test_nvme_session_io_LDADD = lib/libzonednull.la $(ISAL_LIBS)
+tests_nvme_test_nvme_session_io_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+	$(GNUTLS_LIBS) $(NETTLE_LIBS)
 tests_nvme_test_nvme_session_checks_SOURCES = \
 	tests/nvme/test-nvme-session-checks.c tests/nvme/nvme-session.h \
 	tests/common/check.h tests/common/dev.h $(proto_sources) \
 	$(proto_nvme_sources) net/conn.h
 tests_nvme_test_nvme_session_checks_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_nvme_test_nvme_session_checks_LDADD = lib/libzonednull.la $(ISAL_LIBS)
+tests_nvme_test_nvme_session_checks_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+	$(GNUTLS_LIBS) $(NETTLE_LIBS)
+tests_nvme_test_nvme_session_auth_SOURCES = \
+	tests/nvme/test-nvme-session-auth.c tests/nvme/nvme-session.h \
+	tests/common/check.h tests/common/dev.h $(proto_sources) \
+	$(proto_nvme_sources) net/conn.h
+tests_nvme_test_nvme_session_auth_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
+	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
+tests_nvme_test_nvme_session_auth_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+	$(GNUTLS_LIBS) $(NETTLE_LIBS)
 NVME_TESTS = \
 	tests/nvme/test-server-nvme.sh \
-	tests/nvme/test-server-nvme-budget.sh
+	tests/nvme/test-server-nvme-budget.sh \
+	tests/nvme/test-server-nvme-auth.sh
 TESTS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
-	tests/nvme/test-nvme-session-checks $(NVME_TESTS)
+	tests/nvme/test-nvme-session-checks tests/nvme/test-nvme-session-auth \
+	$(NVME_TESTS)
 EXTRA_DIST += $(NVME_TESTS)
 
 #----------------------------------------------------------------------

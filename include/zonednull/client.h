@@ -145,6 +145,14 @@ int zn_client_badblocks (struct zn_client *c, bool bad,
  * from an older server).
  */
 int zn_client_power_cycle (struct zn_client *c);
+/* The same, keeping of the writes neither flushed nor written with FUA
+ * what keep says (ZN_POWER_KEEP_NONE, _ALL, or _RANDOM with a seed,
+ * control.h): a prefix of each sequential zone's and each conventional
+ * write whole or not.  -EINVAL for another keep or a seed without
+ * _RANDOM, -EOPNOTSUPP from a server that predates policies.
+ */
+int zn_client_power_cycle_keep (struct zn_client *c, unsigned keep,
+                                uint64_t seed);
 
 /* The device's write log (zonednull-log(5)).  zn_client_mark adds a mark
  * named name: 1 to 64 bytes of printable ASCII other than space.

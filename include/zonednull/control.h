@@ -93,6 +93,15 @@
  * logs refuses the name as an unknown export: a client then falls back to
  * the plain name and DATA_ERRNO.
  *
+ * ZN_CMD_POWER_CYCLE powers the device off and on.  nr_sectors says what
+ * it keeps of the writes neither flushed nor written with FUA
+ * (ZN_POWER_KEEP_*; the rules are zonednull(1)'s, power-cycle --keep):
+ * 0 none of them, as null_blk; 1 all; 2 what a draw from the seed in
+ * sector keeps, the same for the same seed and writes.  sector is 0
+ * otherwise.  Another nr_sectors, or a seed with 0 or 1, fails the write
+ * with EINVAL.  Servers that take a policy set ZN_CONTROL_F_POWER_KEEP;
+ * older ones ignore both fields and keep none.
+ *
  * ZN_CMD_ERRLOG_ERRNO asks an error log: sector and nr_sectors carry the
  * request's byte offset and length as for DATA_ERRNO, the argument is 0,
  * and the write is exactly 32 + ZN_ERRLOG_ERRNO_SIZE bytes: the command,
@@ -155,6 +164,8 @@
  * a client should send flushes for its data to survive a host crash.
  */
 #define ZN_CONTROL_F_BACKING_DIR (1u << 6)
+/* POWER_CYCLE takes a keep policy (ZN_POWER_KEEP_*). */
+#define ZN_CONTROL_F_POWER_KEEP (1u << 7)
 /* Bits 8 to 15: whose null_blk the device emulates, enum zn_kernel
  * (0 = 6.1).
  */
@@ -210,6 +221,11 @@ enum zn_command {
 };
 
 #define ZN_APPEND_F_FUA (1u << 0)   /* APPEND's argument: write with FUA */
+
+/* POWER_CYCLE's nr_sectors: what survives of the unflushed writes. */
+#define ZN_POWER_KEEP_NONE 0
+#define ZN_POWER_KEEP_ALL 1
+#define ZN_POWER_KEEP_RANDOM 2        /* drawn from the seed in sector */
 
 struct zn_control_info {
   uint32_t version;

@@ -27,6 +27,22 @@ nvme_cmd_is_connect (const struct nvme_cmd *cmd)
          && cmd->fctype == nvme_fabrics_type_connect;
 }
 
+bool
+nvme_cmd_is_auth (const struct nvme_cmd *cmd)
+{
+  return cmd->opcode == nvme_admin_fabrics
+         && (cmd->fctype == nvme_fabrics_type_auth_send
+             || cmd->fctype == nvme_fabrics_type_auth_receive);
+}
+
+bool
+nvme_cmd_to_ctrl (const struct nvme_cmd *cmd)
+{
+  return (cmd->opcode & 1)
+         && !(cmd->opcode == nvme_admin_fabrics
+              && cmd->fctype == nvme_fabrics_type_auth_receive);
+}
+
 static void
 decode_fabrics (const unsigned char *sqe, struct nvme_cmd *cmd)
 {
@@ -48,6 +64,16 @@ decode_fabrics (const unsigned char *sqe, struct nvme_cmd *cmd)
       .attrib = sqe[LOC_ATTRIB] & 7,
       .offset = get_le32 (sqe + LOC_PROP_OFFSET),
       .value = get_le64 (sqe + LOC_PROP_VALUE),
+    };
+    break;
+  case nvme_fabrics_type_auth_send:
+  case nvme_fabrics_type_auth_receive:
+    cmd->family = CF_AUTH;
+    cmd->u.auth = (struct cmd_auth) {
+      .spsp0 = sqe[LOC_SPSP0],
+      .spsp1 = sqe[LOC_SPSP1],
+      .secp = sqe[LOC_SECP],
+      .len = get_le32 (sqe + LOC_AUTH_LEN),
     };
     break;
   default:

@@ -25,6 +25,8 @@ enum sqe_loc {
   LOC_KATO = 48,
   /* Property Get and Set */
   LOC_ATTRIB = 40, LOC_PROP_OFFSET = 44, LOC_PROP_VALUE = 48,
+  /* Authentication Send and Receive: TL or AL */
+  LOC_SPSP0 = 41, LOC_SPSP1 = 42, LOC_SECP = 43, LOC_AUTH_LEN = 44,
   /* Identify */
   LOC_CNS = 40, LOC_CNTID = 42, LOC_ID_CSI = 47,
   /* Get Log Page */
@@ -42,7 +44,7 @@ enum sqe_loc {
 /* The families whose dwords are decoded; the union member of each. */
 enum cmd_family {
   CF_OTHER,                     /* nothing beyond the common part */
-  CF_CONNECT, CF_PROP, CF_IDENTIFY, CF_LOG, CF_FEATURES,
+  CF_CONNECT, CF_PROP, CF_AUTH, CF_IDENTIFY, CF_LOG, CF_FEATURES,
   CF_RW,                        /* read, write, write zeroes, append */
   CF_ZMS, CF_ZMR,               /* zone management send, receive */
 };
@@ -57,6 +59,11 @@ struct cmd_prop {
   uint8_t attrib;               /* size: 0 four bytes, 1 eight */
   uint32_t offset;
   uint64_t value;               /* Set's */
+};
+
+struct cmd_auth {
+  uint8_t secp, spsp0, spsp1;
+  uint32_t len;                 /* Send's TL, Receive's AL */
 };
 
 struct cmd_identify {
@@ -108,6 +115,7 @@ struct nvme_cmd {
   union {
     struct cmd_connect connect;
     struct cmd_prop prop;
+    struct cmd_auth auth;
     struct cmd_identify identify;
     struct cmd_log log;
     struct cmd_features features;
@@ -126,6 +134,13 @@ void nvme_cmd_decode (const unsigned char *sqe, bool io_queue,
                       struct nvme_cmd *cmd);
 /* Connect, whichever queue it came on. */
 bool nvme_cmd_is_connect (const struct nvme_cmd *cmd);
+/* Authentication Send or Receive, whichever queue it came on. */
+bool nvme_cmd_is_auth (const struct nvme_cmd *cmd);
+/* Whether cmd may take data from the host: the opcode's data transfer
+ * bit, which every fabrics command has set, but Authentication Receive,
+ * whose FCTYPE says it sends.
+ */
+bool nvme_cmd_to_ctrl (const struct nvme_cmd *cmd);
 /* The LBA a command names (its SLBA), or 0. */
 uint64_t nvme_cmd_lba (const struct nvme_cmd *cmd);
 

@@ -40,6 +40,8 @@ static uint16_t next_cntlid = 1;
  * too), so that a host that vanishes does not hold it for ever.
  */
 #define DISCOVERY_KATO_MS 120000
+/* Connect's result: the host must authenticate the queue (AUTHREQ.ATR). */
+#define CONNECT_AUTHREQ_ATR (1u << 17)
 
 static struct nvme_ctrl *
 find_ctrl (const struct nvme_served *sv, uint16_t cntlid)
@@ -89,8 +91,9 @@ logged (char *buf, const char *nqn)
   return zn_escape (buf, LOGGED_NQN, nqn, strlen (nqn));
 }
 
+/* On the --nvme-allow-host list, if there is one. */
 static bool
-host_allowed (const struct nvme_served *sv, const char *hostnqn)
+host_listed (const struct nvme_served *sv, const char *hostnqn)
 {
   if (sv->nr_allowed_hosts == 0)
     return true;
@@ -98,6 +101,21 @@ host_allowed (const struct nvme_served *sv, const char *hostnqn)
     if (strcmp (sv->allowed_hosts[i], hostnqn) == 0)
       return true;
   return false;
+}
+
+static bool
+host_allowed (const struct nvme_served *sv, const char *hostnqn)
+{
+  /* And with a secret, if any host has one. */
+  return host_listed (sv, hostnqn)
+         && (sv->nr_hosts == 0 || auth_host_secret (sv, hostnqn));
+}
+
+/* Connect's result for a queue of c: whether it must authenticate. */
+static uint32_t
+authreq (const struct nvme_ctrl *c)
+{
+  return c->secret ? CONNECT_AUTHREQ_ATR : 0;
 }
 
 /* The controller an I/O queue's Connect names, when it is the host's
@@ -161,6 +179,8 @@ connect_admin (struct nvme_session *s, const struct nvme_cmd *cmd,
   c->cntlid = alloc_cntlid (sv);
   c->discovery = discovery;
   strcpy (c->hostnqn, hostnqn);
+  /* The discovery controller needs no authentication (nvmet's). */
+  c->secret = discovery ? NULL : auth_host_secret (sv, hostnqn);
   c->nr_queues = discovery ? 0 : sv->max_queues;
   c->admin = s;
   c->next = controllers;
@@ -171,7 +191,7 @@ connect_admin (struct nvme_session *s, const struct nvme_cmd *cmd,
   nvme_log (s, "controller %u: %s for %s, keep-alive %u ms",
             c->cntlid, discovery ? "discovery" : sv->subnqn,
             logged (host, hostnqn), c->kato);
-  reply (s, cmd, 0, c->cntlid);
+  reply (s, cmd, 0, c->cntlid | authreq (c));
 }
 
 static void
@@ -204,7 +224,7 @@ connect_io (struct nvme_session *s, const struct nvme_cmd *cmd,
     c->ioq[qid] = s;
     s->ctrl = c;
     s->qid = qid;
-    reply (s, cmd, 0, 0);
+    reply (s, cmd, 0, authreq (c));
   }
 }
 
@@ -264,9 +284,10 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
    * so any host may ask it.
    */
   if (!discovery && !host_allowed (sv, hostnqn)) {
-    fprintf (stderr, "%s: nvme: host %s is not allowed "
-             "(--nvme-allow-host)\n", sv->program,
-             logged (host, hostnqn));
+    fprintf (stderr, "%s: nvme: host %s is not allowed (%s)\n",
+             sv->program, logged (host, hostnqn),
+             host_listed (sv, hostnqn) ? "no --nvme-host secret"
+                                       : "--nvme-allow-host");
     refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_HOST, true,
             DATA_HOSTNQN, "host not allowed");
     return;

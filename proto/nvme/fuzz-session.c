@@ -5,7 +5,8 @@
  * ICReq, Connect and CC.EN (the commands it serves only then), or one
  * of its I/O queues past those (the valid prelude is built here, so
  * that the fuzzer's bytes reach the commands without guessing a
- * digest).  The rest is cut into pieces at points
+ * digest); and whether the hosts must authenticate first (DH-HMAC-CHAP,
+ * the Authentication Send and Receive messages).  The rest is cut into pieces at points
  * chosen by its own bytes, as the event loop would read them.
  *
  * Invariants checked: a session consumes no more than it was given,
@@ -29,6 +30,10 @@ static struct nvme_served sv = {
   .traddr = "127.0.0.1", .trsvcid = "4420", .max_queues = 2,
   .queue_depth = 32, .subnqn = "nqn.2026-12.org.zonednull:fuzz:4420",
 };
+
+/* The same subsystem, its hosts with secrets (--nvme-host). */
+static struct nvme_served sv_auth;
+static struct nvme_host_secret secrets[2];
 
 static unsigned tags_left, writes_seen;
 static uint64_t parked_ids[64];
@@ -95,6 +100,17 @@ setup (void)
   sv.fits = room;
   sv.abort = ignore_abort;
   sv.idle_timeout = ignore_idle;
+  if (auth_parse_host ("nqn.2014-08.org.nvmexpress:uuid:fuzz:"
+                       "DHHC-1:00:ERERERERERERERERERERERERERERERERERERERERERHYIEm8:",
+                       &secrets[0])
+      || auth_parse_host ("nqn.2014-08.org.nvmexpress:uuid:seed:"
+                          "DHHC-1:00:ERERERERERERERERERERERERERERERERERERERERERHYIEm8:"
+                          "DHHC-1:00:ERERERERERERERERERERERERERERERERERERERERERHYIEm8:",
+                          &secrets[1]))
+    abort ();
+  sv_auth = sv;
+  sv_auth.hosts = secrets;
+  sv_auth.nr_hosts = 2;
 }
 
 static void
@@ -188,6 +204,7 @@ int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
   struct nvme_session *admin = NULL, *io = NULL, *s;
+  const struct nvme_served *served;
   unsigned char *pending = NULL;
   size_t pending_len = 0, pos = 1;
 
@@ -195,22 +212,23 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     setup ();
   if (size == 0)
     return 0;
+  served = data[0] / 3 % 2 ? &sv_auth : &sv;
   switch (data[0] % 3) {
   case 0:
-    s = admin = nvme_session_new (&sv, NULL);
+    s = admin = nvme_session_new (served, NULL);
     break;
   case 1:
-    s = admin = nvme_session_new (&sv, NULL);
+    s = admin = nvme_session_new (served, NULL);
     prelude (admin, 0, 0xffff);
     enable (admin);
     break;
   default: {
     uint16_t cntlid;
 
-    admin = nvme_session_new (&sv, NULL);
+    admin = nvme_session_new (served, NULL);
     cntlid = prelude (admin, 0, 0xffff);
     enable (admin);
-    s = io = nvme_session_new (&sv, NULL);
+    s = io = nvme_session_new (served, NULL);
     prelude (io, 1, cntlid);
     break;
   }

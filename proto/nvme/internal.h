@@ -12,6 +12,7 @@
 
 #include <nvme/types.h>
 
+#include "auth.h"
 #include "command.h"
 #include "park.h"
 #include "pdu.h"
@@ -95,6 +96,11 @@ struct nvme_session {
   uint64_t next_id;             /* of the next data request */
   struct parked_writes parked;   /* each a struct nvme_cmd */
   bool dead;                    /* TermReq sent or received */
+  /* In-band authentication: the exchange under way (auth.c), and its
+   * outcome, which a queue of a controller with a secret needs.
+   */
+  struct auth_state *auth;
+  bool authenticated;
   size_t pdu_avail;             /* bytes of the PDU being parsed */
 };
 
@@ -104,6 +110,10 @@ struct nvme_ctrl {
   uint16_t cntlid;
   bool discovery;
   char hostnqn[NVME_NQN_MAX + 1];
+  /* Its host's secret (--nvme-host): each of its queues authenticates
+   * before anything but the fabrics commands; NULL: none need to.
+   */
+  const struct nvme_host_secret *secret;
   uint32_t cc, csts;
   uint32_t kato;                /* ms */
   uint32_t aec;                 /* async event configuration */

@@ -2,6 +2,8 @@
 # connection layer; included from Makefile.am.
 proto_nvme_sources = \
 	proto/nvme/admin.c \
+	proto/nvme/auth.c \
+	proto/nvme/auth.h \
 	proto/nvme/command.c \
 	proto/nvme/command.h \
 	proto/nvme/fabrics.c \
@@ -19,7 +21,7 @@ EXTRA_DIST += proto/nvme/local.mk
 # The libFuzzer target for the session (clang only), run briefly by
 # tests/server/test-fuzz.sh beside the NBD one.
 fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/session.c \
-	proto/nvme/command.c \
+	proto/nvme/command.c proto/nvme/auth.c \
 	proto/nvme/fabrics.c proto/nvme/admin.c proto/nvme/io.c \
 	proto/nvme/zns.c proto/park.c $(filter %.c,$(lib_libzonednull_la_SOURCES))
 if HAVE_LIBFUZZER
@@ -27,13 +29,14 @@ check_DATA += proto/nvme/fuzz-session
 endif
 proto/nvme/fuzz-session: $(fuzz_nvme_session_sources:%=$(srcdir)/%) \
 	proto/served.h proto/park.h proto/nvme/session.h proto/nvme/internal.h \
-	proto/nvme/pdu.h proto/nvme/command.h proto/nvme/zns.h \
+	proto/nvme/pdu.h proto/nvme/command.h proto/nvme/zns.h proto/nvme/auth.h \
 	$(filter %.h,$(lib_libzonednull_la_SOURCES))
 	$(AM_V_CCLD)mkdir -p proto/nvme && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
 	  -DPACKAGE_VERSION='"$(PACKAGE_VERSION)"' \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  -I$(top_srcdir)/include -I$(top_srcdir)/proto -I$(top_srcdir)/proto/nvme \
 	  -I$(top_srcdir)/net -I$(top_srcdir)/lib \
-	  $(fuzz_nvme_session_sources:%=$(srcdir)/%) -pthread $(ISAL_LIBS) -o $@
+	  $(fuzz_nvme_session_sources:%=$(srcdir)/%) -pthread $(ISAL_LIBS) \
+	  $(GNUTLS_LIBS) $(NETTLE_LIBS) -o $@
 CLEANFILES += proto/nvme/fuzz-session
 EXTRA_DIST += proto/nvme/fuzz-session.c

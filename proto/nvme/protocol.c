@@ -47,13 +47,13 @@ nvme_sent (void *session, size_t n)
   nvme_session_sent (session, n);
 }
 
-/* Established once connected: the handshake timeout covers the
- * initialization and Connect.
+/* Established once connected and authenticated: the handshake timeout
+ * covers the initialization, Connect and the authentication.
  */
 static bool
 nvme_established (const void *session)
 {
-  return nvme_session_connected (session);
+  return nvme_session_established (session);
 }
 
 static bool

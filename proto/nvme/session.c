@@ -243,7 +243,8 @@ nvme_session_ready (const struct nvme_session *s)
 size_t
 nvme_session_holds (const struct nvme_session *s)
 {
-  return s->out_len - s->out_start + s->held.bytes + s->r2t_bytes;
+  return s->out_len - s->out_start + s->held.bytes + s->r2t_bytes
+         + auth_holds (s);
 }
 
 void
@@ -345,6 +346,11 @@ r2t_status (const struct nvme_session *s, const struct nvme_cmd *cmd,
   if (s->ctrl == NULL || nvme_cmd_is_connect (cmd)
       || (cmd->opcode != nvme_admin_fabrics && !ctrl_ready (s->ctrl)))
     return ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
+  if (nvme_cmd_is_auth (cmd)) {
+    *loc = LOC_SGL_LEN;
+    return cmd->sgl_len > AUTH_SEND_MAX
+           ? ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) : 0;
+  }
   st = s->qid > 0 ? io_data_status (s, cmd) : admin_data_status (cmd);
   *loc = st == ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) ? LOC_OPCODE
                                                                : LOC_SGL_LEN;
@@ -383,7 +389,7 @@ capsule (struct nvme_session *s, const unsigned char *pdu,
   memcpy (rq->sqe, pdu + PDU_CH_LEN, SQE_LEN);
   rq->cmd = cmd;
   rq->loc = LOC_NONE;
-  to_ctrl = cmd.opcode & 1;     /* the opcode's data transfer bits */
+  to_ctrl = nvme_cmd_to_ctrl (&cmd);
 
   if (!dgst_ok)
     rq->status = SC (NVME_SCT_GENERIC, NVME_SC_TRAN_TPORT_ERROR);
@@ -577,6 +583,17 @@ execute (struct nvme_session *s, struct nvme_req *rq)
   }
   if (s->ctrl == NULL) {
     reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+    return 1;
+  }
+  if (nvme_cmd_is_auth (cmd)) {
+    auth_command (s, cmd, rq->data, rq->len);
+    return 1;
+  }
+  /* A queue that must authenticate and has not: only the fabrics
+   * commands (the properties), as nvmet.
+   */
+  if (!nvme_session_established (s) && cmd->opcode != nvme_admin_fabrics) {
+    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_AUTH_REQUIRED), 0);
     return 1;
   }
   /* Before CC.EN, and after a reset or a shutdown, as nvmet answers. */
@@ -800,6 +817,7 @@ nvme_session_free (struct nvme_session *s)
   }
   park_clear (&s->parked);
   hold_reply_clear (&s->held);
+  auth_free (s);
   free (s->out);
   free (s);
 }
@@ -808,6 +826,12 @@ bool
 nvme_session_connected (const struct nvme_session *s)
 {
   return s->ctrl != NULL;
+}
+
+bool
+nvme_session_established (const struct nvme_session *s)
+{
+  return s->ctrl != NULL && (s->ctrl->secret == NULL || s->authenticated);
 }
 
 void

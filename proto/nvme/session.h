@@ -22,6 +22,7 @@
 #include "served.h"
 
 struct nvme_session;
+struct nvme_host_secret;
 
 /* The largest NQN, without its terminating NUL (NVMe base spec). */
 #define NVME_NQN_MAX 223
@@ -61,6 +62,13 @@ struct nvme_served {
    */
   const char *const *allowed_hosts;
   unsigned nr_allowed_hosts;
+  /* --nvme-host: the hosts that may connect to the subsystem, each with
+   * its DH-HMAC-CHAP secret, which it must prove on every queue; none:
+   * no authentication (auth.h).  With --nvme-allow-host too, a host
+   * must be on both lists.
+   */
+  const struct nvme_host_secret *hosts;
+  unsigned nr_hosts;
   /* The port the discovery log page lists. */
   char traddr[64];
   char trsvcid[32];
@@ -109,6 +117,10 @@ void nvme_session_resume (struct nvme_session *s, uint64_t id, int err,
 
 /* Past Connect: the session is a controller's queue. */
 bool nvme_session_connected (const struct nvme_session *s);
+/* Past Connect and, where its controller's host has a secret, past
+ * authentication: the handshake timeout covers both.
+ */
+bool nvme_session_established (const struct nvme_session *s);
 
 /* The largest PDU a host may send: an H2CData of MAXH2CDATA, or a
  * command capsule with the most in-capsule data, with digests.

@@ -648,7 +648,7 @@ expect_zone 2 "$(seq_zone 2 16 4 cl)"
 expect_zone 4 "$(seq_zone 4 $ZS 14 fu)"
 check_counters 0 1 1
 ok power-cycle -v "$uri"
-grep -qxF "$uri: powered off and on: cached data not written back is lost, sequential zones are EMPTY" \
+grep -qxF "$uri: powered off and on, keeping none of the writes neither flushed nor written with FUA" \
   "$tmpdir/out" || fail "power-cycle -v: $(cat "$tmpdir/out")"
 expect_fresh " after a power cycle"
 check_counters 0 0 0

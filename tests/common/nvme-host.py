@@ -23,17 +23,33 @@ Usage: nvme-host.py HOST PORT COMMAND...
                           controller (REFUSED): refused, no R2T
   error-log NQN           an Identify with an unknown CNS, then the Error
                           Information log (01h): its newest entry, printed
+  auth NQN HOSTNQN SECRET CTRL_SECRET HASH GROUP MODE
+                          DH-HMAC-CHAP (SHA-256/384/512: HASH 1/2/3, GROUP 0
+                          null or 1-5 ffdhe2048-8192, CTRL_SECRET '-' for
+                          none) on the admin and an I/O queue, then I/O;
+                          MODE: ok, skip (no authentication), replay (a
+                          Reply of an earlier exchange), bad-tid, wrong-ctrl
+                          (the host holds another controller secret), stall
+                          (silence after Negotiate: must be closed within
+                          60 s); prints what the host saw
+  gen-secret HEX [XX]     (alone) a DHHC-1 secret for the key HEX
 
 As a module, for tests that watch the server's memory: hostile(), a
 host that sends failing commands and never reads (flood()), and
 discovery_hog(), discovery controllers that try to make the server
 hold R2T buffers.
 """
+import base64
+import ctypes
+import hashlib
+import hmac
+import os
 import select
 import socket
 import struct
 import sys
 import time
+import zlib
 
 CRC_TABLE = []
 for i in range(256):
@@ -206,6 +222,18 @@ class Host:
         sqe = self.sqe(opcode, nsid, cdw=(slba, slba >> 32, nlb - 1),
                        sgl_len=len(data), sgl_type=0x01 if inline else 0x5A)
         return self.command(sqe, data if inline else b"")
+
+    def auth_send(self, msg):
+        spsp = 1 << 8 | 1 << 16 | 0xE9 << 24
+        sqe = self.sqe(0x7F, fctype=5, cdw=(spsp, len(msg)),
+                       sgl_len=len(msg), sgl_type=0x01)
+        return self.command(sqe, msg)[0]
+
+    def auth_receive(self, al=4096):
+        spsp = 1 << 8 | 1 << 16 | 0xE9 << 24
+        st, _, data = self.command(self.sqe(0x7F, fctype=6, cdw=(spsp, al),
+                                            sgl_len=al))
+        return st, data
 
     def read(self, nsid, slba, nlb, bs):
         return self.command(self.sqe(2, nsid, cdw=(slba, slba >> 32, nlb - 1),
@@ -518,7 +546,219 @@ def enable(addr, port, nqn):
           "closed")
 
 
+# ---- DH-HMAC-CHAP, the host's side ----------------------------------------
+
+AUTH_REQUIRED = 0x4091
+HASHES = {1: hashlib.sha256, 2: hashlib.sha384, 3: hashlib.sha512}
+GROUP_BITS = {1: 2048, 2: 3072, 3: 4096, 4: 6144, 5: 8192}
+
+
+def gen_secret(key, transform=0):
+    crc = struct.pack("<I", zlib.crc32(key))
+    return "DHHC-1:%02d:%s:" % (transform, base64.b64encode(key + crc).decode())
+
+
+def parse_secret(text):
+    _, xx, b64 = text.split(":")[:3]
+    raw = base64.b64decode(b64)
+    return int(xx), raw[:-4]
+
+
+def ffdhe_prime(group):
+    """The group's prime, as GnuTLS exports it (RFC 7919)."""
+    class Datum(ctypes.Structure):
+        _fields_ = [("data", ctypes.POINTER(ctypes.c_ubyte)),
+                    ("size", ctypes.c_uint)]
+    lib = ctypes.CDLL("libgnutls.so.30")
+    d = Datum.in_dll(lib, "gnutls_ffdhe_%d_group_prime" % GROUP_BITS[group])
+    return int.from_bytes(bytes(d.data[:d.size]), "big")
+
+
+def transformed(secret, nqn):
+    xx, key = parse_secret(secret)
+    if xx == 0:
+        return key
+    return hmac.new(key, nqn.encode() + b"NVMe-over-Fabrics",
+                    HASHES[xx]).digest()
+
+
+def auth_response(hid, key, chal, seq, tid, role, nqn1, nqn2):
+    msg = chal + struct.pack("<IHB", seq, tid, 0) + role + nqn1.encode() + \
+        b"\0" + nqn2.encode()
+    return hmac.new(key, msg, HASHES[hid]).digest()
+
+
+class Chap:
+    """One queue's exchange, as the Linux host runs it."""
+
+    def __init__(self, h, hostnqn, subnqn, secret, ctrl_secret, hid, group):
+        self.h, self.hostnqn, self.subnqn = h, hostnqn, subnqn
+        self.secret, self.ctrl_secret = secret, ctrl_secret
+        self.hid, self.group = hid, group
+        self.tid = 1
+
+    def negotiate(self):
+        desc = bytearray(64)
+        desc[0], desc[2], desc[3] = 1, 1, 1
+        desc[4], desc[34] = self.hid, self.group
+        msg = struct.pack("<BBHHBB", 0, 0, 0, self.tid, 0, 1) + bytes(desc)
+        st = self.h.auth_send(msg)
+        assert st == 0, "Negotiate: status %#x" % st
+
+    def challenge(self):
+        st, d = self.h.auth_receive()
+        assert st == 0, "Authentication Receive: status %#x" % st
+        if d[1] == 0xF1:
+            return None
+        assert d[1] == 0x01, "not a Challenge: %r" % d[:8]
+        hl, hid, gid, dhvlen, seq = d[6], d[8], d[9], \
+            struct.unpack_from("<H", d, 10)[0], struct.unpack_from("<I", d, 12)[0]
+        assert (hid, gid) == (self.hid, self.group), (hid, gid)
+        c1, dhv = d[16:16 + hl], d[16 + hl:16 + hl + dhvlen]
+        return hl, seq, c1, dhv
+
+    def skey_and_value(self, dhv):
+        if self.group == 0:
+            return None, b""
+        p = ffdhe_prime(self.group)
+        x = int.from_bytes(os.urandom(64), "big")
+        n = (p.bit_length() + 7) // 8
+        pub = pow(2, x, p).to_bytes(n, "big")
+        skey = pow(int.from_bytes(dhv, "big"), x, p).to_bytes(n, "big")
+        return skey, pub
+
+    def augment(self, skey, c):
+        if skey is None:
+            return c
+        hk = HASHES[self.hid](skey).digest()
+        return hmac.new(hk, c, HASHES[self.hid]).digest()
+
+    def reply(self, chal, tid=None):
+        hl, seq, c1, dhv = chal
+        self.skey, pub = self.skey_and_value(dhv)
+        key = transformed(self.secret, self.hostnqn)
+        r = auth_response(self.hid, key, self.augment(self.skey, c1), seq,
+                          self.tid, b"HostHost", self.hostnqn, self.subnqn)
+        self.c2 = hashlib.sha512(b"c2" + c1).digest()[:hl] \
+            if self.ctrl_secret else bytes(hl)
+        self.s2 = 7 if self.ctrl_secret else 0
+        msg = struct.pack("<BBHHBBBBHI", 1, 2, 0,
+                          self.tid if tid is None else tid, hl, 0,
+                          1 if self.ctrl_secret else 0, 0, len(pub),
+                          self.s2) + r + self.c2 + pub
+        return msg
+
+    def success1(self):
+        """'ok', 'failure1 N', or 'controller mismatch' (Failure2 sent)."""
+        st, d = self.h.auth_receive()
+        assert st == 0, "Authentication Receive: status %#x" % st
+        if d[1] == 0xF1:
+            return "failure1 %d" % d[7]
+        assert d[1] == 0x03, "not Success1: %r" % d[:8]
+        if not self.ctrl_secret:
+            return "ok"
+        hl = d[6]
+        assert d[8] == 1, "Success1 without the controller's response"
+        key = transformed(self.ctrl_secret, self.subnqn)
+        want = auth_response(self.hid, key, self.augment(self.skey, self.c2),
+                             self.s2, self.tid, b"Controller", self.subnqn,
+                             self.hostnqn)
+        if not hmac.compare_digest(want, bytes(d[16:16 + hl])):
+            msg = struct.pack("<BBHHBB", 1, 0xF0, 0, self.tid, 1, 1)
+            self.h.auth_send(msg)
+            return "controller mismatch"
+        assert self.h.auth_send(struct.pack("<BBHH10x", 1, 4, 0,
+                                            self.tid)) == 0
+        return "ok"
+
+    def run(self, tid=None, replayed=None):
+        self.negotiate()
+        chal = self.challenge()
+        if chal is None:
+            return "failure1 at the challenge"
+        msg = replayed or self.reply(chal, tid)
+        self.last_reply = msg
+        st = self.h.auth_send(msg)
+        assert st == 0, "Reply: status %#x" % st
+        return self.success1()
+
+
+def auth_queue(h, args, qid, cntlid=0xFFFF):
+    nqn, hostnqn, secret, ctrl, hid, group = args
+    h.ic()
+    st, res = h.connect(qid, nqn, hostnqn, cntlid=cntlid)
+    assert st == 0, "Connect: %#x" % st
+    assert res & 1 << 17, "Connect's AUTHREQ.ATR not set: %#x" % res
+    return Chap(h, hostnqn, nqn, secret, ctrl, hid, group)
+
+
+def refused_after(h, what):
+    """After a failed exchange the queue is closed, or refuses all."""
+    try:
+        st = h.identify(1)[0]
+    except (EOFError, OSError):
+        return "%s, queue closed" % what
+    assert st == AUTH_REQUIRED, "Identify after %s: %#x" % (what, st)
+    return "%s, Identify: Authentication Required" % what
+
+
+def auth(addr, port, nqn, hostnqn, secret, ctrl, hid, group, mode):
+    args = (nqn, hostnqn, secret, None if ctrl == "-" else ctrl, int(hid),
+            int(group))
+    a = Host(addr, port)
+    chap = auth_queue(a, args, 0)
+    if mode == "skip":
+        a.enable()
+        st = a.identify(1)[0]
+        assert st == AUTH_REQUIRED, "Identify unauthenticated: %#x" % st
+        io = Host(addr, port)
+        io.ic()
+        st, res = io.connect(1, nqn, hostnqn, cntlid=a.cntlid)
+        assert st == 0 and res & 1 << 17, "I/O Connect: %#x %#x" % (st, res)
+        st = io.read(1, 0, 1, 512)[0]
+        assert st == AUTH_REQUIRED, "read unauthenticated: %#x" % st
+        print("skipped: Identify and read: Authentication Required")
+        return
+    if mode == "replay":
+        assert chap.run() == "ok", "the first exchange failed"
+        old = chap.last_reply
+        b = Host(addr, port)
+        chap = auth_queue(b, args, 0)
+        print(refused_after(b, "replayed reply: " + chap.run(replayed=old)))
+        return
+    if mode == "stall":
+        chap.negotiate()
+        await_close(a, "a host silent after Negotiate")
+        print("stalled: closed")
+        return
+    if mode == "bad-tid":
+        print(refused_after(a, "bad transaction: " + chap.run(tid=chap.tid + 1)))
+        return
+    if mode == "wrong-ctrl":
+        xx, key = parse_secret(chap.ctrl_secret)
+        chap.ctrl_secret = gen_secret(bytes(b ^ 1 for b in key), xx)
+    out = chap.run()
+    if out != "ok":
+        print(refused_after(a, out))
+        return
+    a.enable()
+    io = Host(addr, port)
+    st = auth_queue(io, args, 1, a.cntlid).run()
+    assert st == "ok", "I/O queue: %s" % st
+    data = bytes(range(256)) * 16
+    st, _, _ = io.command(io.sqe(0x79, 1, cdw=(0, 0, 0, 0x04 | 1 << 8)))
+    assert st == 0, "reset: %#x" % st
+    assert io.write(1, 0, data, 512)[0] == 0
+    st, _, back = io.read(1, 0, len(data) // 512, 512)
+    assert st == 0 and back == data, "read: %#x" % st
+    print("authenticated, I/O done")
+
+
 def main():
+    if sys.argv[1] == "gen-secret":
+        print(gen_secret(bytes.fromhex(sys.argv[2]),
+                         int(sys.argv[3]) if len(sys.argv) > 3 else 0))
+        return
     addr, port, cmd = sys.argv[1], sys.argv[2], sys.argv[3]
     if cmd == "ic":
         resp = Host(addr, port).ic()
@@ -544,6 +784,8 @@ def main():
         no_r2t(addr, port, sys.argv[4])
     elif cmd == "error-log":
         error_log(addr, port, sys.argv[4])
+    elif cmd == "auth":
+        auth(addr, port, *sys.argv[4:11])
     else:
         sys.exit("unknown command " + cmd)
 

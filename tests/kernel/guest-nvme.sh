@@ -28,6 +28,13 @@
 #              namespace comes back with its data, reports zones and
 #              takes a write
 #   allowhost  --nvme-allow-host=A refuses host B and accepts A
+#   auth       DH-HMAC-CHAP with keys from nvme gen-dhchap-key: ours with
+#              --nvme-host and nvmet with the same keys (configfs
+#              dhchap_key, dhchap_ctrl_key), attached with nvme connect
+#              --dhchap-secret, then --dhchap-ctrl-secret too; the first
+#              configuration's zntrace seed on each, ours equal to
+#              null_blk's; a wrong secret and a wrong controller secret
+#              refused by both
 # Counts lines for the host (check-nvme.sh):
 #   nvme-counts: pass=P configs=N traced=N ops=N ours_traced=N
 #     ours_identical=N ours_lines_differ=N ours_lines=N nvmet_traced=N
@@ -42,7 +49,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 out=/out/nvme
 mkdir -p "$out"
 fails=0 passes=0
-STEPS=${ZN_NVME_STEPS:-diff cmp mpoff fio btrfs restart reset allowhost}
+STEPS=${ZN_NVME_STEPS:-diff cmp mpoff fio btrfs restart reset allowhost auth}
 TARGET=${ZN_NVME_TARGET:-ours}
 FIO=/opt/fio/fio
 BLKZONE=/usr/sbin/blkzone
@@ -744,6 +751,104 @@ step_allowhost () {
   fi
   detach "$OUR_NQN"
   ours_down
+}
+
+# ---- auth --------------------------------------------------------------------
+# nvmet_auth_up HOSTKEY [CTRLKEY]: nvmet's subsystem for HOSTNQN alone,
+# with its keys (nvmet's default hash and group: SHA-256, NULL).
+nvmet_auth_up () {
+  h=$CFS_T/hosts/$HOSTNQN s=$CFS_T/subsystems/$NQN_NVMET
+  [ -d "$h" ] || mkdir "$h" || return 1
+  echo "$1" >"$h/dhchap_key" || return 1
+  echo "${2:-}" >"$h/dhchap_ctrl_key" 2>/dev/null
+  echo 0 >"$s/attr_allow_any_host" && ln -s "$h" "$s/allowed_hosts/$HOSTNQN"
+}
+nvmet_auth_down () {
+  rm -f "$CFS_T/subsystems/$NQN_NVMET/allowed_hosts/$HOSTNQN" 2>/dev/null
+  [ -d "$CFS_T/hosts/$HOSTNQN" ] && rmdir "$CFS_T/hosts/$HOSTNQN"
+}
+# refused LABEL PORT NQN OPTIONS...: nvme connect must fail and leave no
+# namespace.
+refused () {
+  rl=$1 rp=$2 rn=$3; shift 3
+  dmesg -c >/dev/null
+  if nvme connect -t tcp -a 127.0.0.1 -s "$rp" -n "$rn" "$@" >"$out/$rl.txt" 2>&1 &&
+     waitfor 50 has_ns "$rn"; then
+    fail "$rl: attached: $(tr '\n' ' ' <"$out/$rl.txt")"
+  else
+    ok "$rl: refused: $(tr '\n' ' ' <"$out/$rl.txt") / $(dmesg | grep -i nvme | tail -n 1)"
+  fi
+  nvme disconnect -n "$rn" >/dev/null 2>&1
+  waitfor 300 no_ns "$rn"
+}
+# auth_trace LABEL PORT NQN REF CONNECT-OPTIONS...: attaches with the
+# options, traces the seed, compares with null_blk's trace REF (ours must
+# equal it; nvmet's difference is counted) and says how the host
+# authenticated (dmesg).
+auth_trace () {
+  tl=$1 tp=$2 tn=$3 tr=$4; shift 4
+  dmesg -c >/dev/null
+  attach "auth/$tl" "$tp" "$tn" "$@" || return
+  how=$(dmesg | grep -o 'authenticated with .*\|controller authenticated' | tr '\n' ' ')
+  run_trace "$NDEV" "$out/auth-$tl" "$aseed" "$anops" ||
+    fail "auth/$tl: zntrace exited $trc: $(cat "$out/auth-$tl.trace-err")"
+  detach "$tn"
+  nd=$(lines_differ "$tr.trace" "$out/auth-$tl.trace")
+  case $tl in
+    ours*)
+      if [ "$nd" = 0 ] && cmp -s "$tr.after" "$out/auth-$tl.after"; then
+        ok "auth/$tl: attached ($how), ours = null_blk: $(wc -l <"$tr.trace") trace lines"
+      else
+        fail "auth/$tl: attached ($how), $nd trace lines differ from null_blk's"
+        first_diff "$tr.trace" "$out/auth-$tl.trace" ours
+      fi ;;
+    *) ok "auth/$tl: attached ($how), $nd of $(wc -l <"$tr.trace") trace lines differ from null_blk's" ;;
+  esac
+}
+step_auth () {
+  [ -n "$SERVER" ] || { skip "auth: no zonednull-server with --nvme"; return; }
+  read -r aname aseed anops asettings </test/nvme.conf
+  kh=$(nvme gen-dhchap-key -m 1 -n "$HOSTNQN") kc=$(nvme gen-dhchap-key -m 2 -n "$HOSTNQN")
+  kw=$(nvme gen-dhchap-key -m 1 -n "$HOSTNQN") kwc=$(nvme gen-dhchap-key -m 2 -n "$HOSTNQN")
+  case "$kh $kc $kw $kwc" in *DHHC-1:*DHHC-1:*DHHC-1:*DHHC-1:*) ;;
+    *) fail "auth: nvme gen-dhchap-key: $kh"; return ;; esac
+  ref=$out/auth-nullb
+  # shellcheck disable=SC2086
+  nullb_up nullb1 $asettings || { fail "auth: null_blk refuses $aname ($NB_ERR)"; return; }
+  run_trace /dev/nullb1 "$ref" "$aseed" "$anops" || fail "auth: zntrace on null_blk exited $trc"
+  nullb_down nullb1
+  # ours, one way, then both ways
+  # shellcheck disable=SC2086
+  if ours_up auth-uni $asettings -- --nvme-host="$HOSTNQN:$kh"; then
+    auth_trace ours-uni "$PORT_OURS" "$OUR_NQN" "$ref" --dhchap-secret="$kh"
+    refused auth-ours-wrong "$PORT_OURS" "$OUR_NQN" --dhchap-secret="$kw"
+    refused auth-ours-none "$PORT_OURS" "$OUR_NQN"
+    ours_down
+  else
+    fail "auth: zonednull-server --nvme-host did not come up: $(tail -n 3 "$out/auth-uni.server.err" | tr '\n' ' ')"
+  fi
+  # shellcheck disable=SC2086
+  if ours_up auth-bi $asettings -- --nvme-host="$HOSTNQN:$kh:$kc"; then
+    auth_trace ours-bi "$PORT_OURS" "$OUR_NQN" "$ref" --dhchap-secret="$kh" --dhchap-ctrl-secret="$kc"
+    refused auth-ours-wrong-ctrl "$PORT_OURS" "$OUR_NQN" --dhchap-secret="$kh" --dhchap-ctrl-secret="$kwc"
+    ours_down
+  else
+    fail "auth: zonednull-server --nvme-host (bidirectional) did not come up"
+  fi
+  if grep -qF "${kh#DHHC-1:0?:}" "$out"/auth-*.server.err; then
+    fail "auth: a secret is in the server's log"
+  fi
+  # nvmet, the same keys: the reference
+  # shellcheck disable=SC2086
+  if nullb_up nullb0 $asettings && nvmet_up nullb0 && nvmet_auth_up "$kh" "$kc"; then
+    auth_trace nvmet-bi "$PORT_NVMET" "$NQN_NVMET" "$ref" --dhchap-secret="$kh" --dhchap-ctrl-secret="$kc"
+    refused auth-nvmet-wrong "$PORT_NVMET" "$NQN_NVMET" --dhchap-secret="$kw"
+    refused auth-nvmet-wrong-ctrl "$PORT_NVMET" "$NQN_NVMET" --dhchap-secret="$kh" --dhchap-ctrl-secret="$kwc"
+  else
+    fail "auth: nvmet with DH-HMAC-CHAP keys: ${NB_ERR:-configfs hosts}"
+  fi
+  nvmet_auth_down; nvmet_down
+  nullb_down nullb0
 }
 
 # ---- run ---------------------------------------------------------------------

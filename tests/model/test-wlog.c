@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "zoned.h"
 #include "wlog.h"
 #include "wlog-format.h"
@@ -345,6 +346,40 @@ test_power_files (void)
   free (log.file);
 }
 
+/* A power cycle that keeps what it would have dropped: the POWER entry
+ * and nothing after it, and one that keeps the sequential zone's write
+ * only: a RESTORE of the conventional range, no WP.
+ */
+static void
+test_power_keep (void)
+{
+  const struct zn_keep all = { .kind = ZN_KEEP_ALL };
+  char p[600], dir[600];
+  struct zn_config c = log_cfg (path (p, "keep.log"), path (dir, "keep"));
+  struct zn_dev *d = create (&c);
+  struct log log = { 0 };
+  struct zn_keep seed = { .kind = ZN_KEEP_RANDOM };
+
+  CHECK_EQ (put (d, 0, 16, 1, false), 0);                       /* 1 */
+  CHECK_EQ (put (d, 2 * Z, 8, 2, false), 0);                    /* 2 */
+  CHECK_EQ (zn_power_cycle_keep (d, &all), 0);                  /* 3 */
+  read_log (p, &log);
+  CHECK_EQ (log.nr, 4);
+  expect (&log, 3, ZN_WLOG_POWER, 0, 0);
+  /* A seed that keeps zone 2's one write and drops zone 0's. */
+  while (zn_keep_prefix (&seed, 2, 1) != 1 || zn_keep_write (&seed, 0, 0))
+    seed.seed++;
+  CHECK_EQ (put (d, 0, 16, 3, false), 0);                       /* 4 */
+  CHECK_EQ (put (d, 2 * Z + 8, 8, 4, false), 0);                /* 5 */
+  CHECK_EQ (zn_power_cycle_keep (d, &seed), 0);                 /* 6-7 */
+  read_log (p, &log);
+  CHECK_EQ (log.nr, 8);
+  expect (&log, 6, ZN_WLOG_POWER, 0, 0);
+  expect_data (&log, 7, ZN_WLOG_FUA | ZN_WLOG_RESTORE, 0, 16, 1);
+  zn_dev_destroy (d);
+  free (log.file);
+}
+
 /* ---- the snapshot ------------------------------------------------------- */
 
 /* A log started on a device that holds data begins with it: a
@@ -507,6 +542,7 @@ main (void)
   CHECK (mkdtemp (top) != NULL);
   test_entries ();
   test_power_files ();
+  test_power_keep ();
   test_snapshot ();
   test_refusals ();
   test_log_error ();

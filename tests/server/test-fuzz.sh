@@ -57,7 +57,8 @@ $(tail -60 "$tmpdir/fuzz.log")"
 grep -E 'stat::number_of_executed_units|cov:' "$tmpdir/fuzz.log" | tail -3
 
 # NVMe/TCP: the first byte picks a fresh connection (0), an admin queue
-# past Connect (1) or an I/O queue (2); the rest are PDUs.
+# past Connect (1) or an I/O queue (2), without authentication, or the
+# same (3, 4, 5) where the hosts must authenticate; the rest are PDUs.
 mkdir "$tmpdir/nvme-seeds" "$tmpdir/nvme-corpus"
 /usr/bin/python3 - "$tmpdir/nvme-seeds" <<'PY' || fail "cannot write NVMe seeds"
 import struct, sys
@@ -134,6 +135,34 @@ seeds = {
   "io": b"\2" + b"".join(io),
   "term": b"\2" + struct.pack("<BBBBI", 2, 0, 24, 0, 24) + bytes(16),
 }
+# DH-HMAC-CHAP (first byte 3 to 5: the hosts must authenticate):
+# Negotiate, Challenge, a Reply (NULL group, and ffdhe2048 with a
+# value), Success2, Failure2, and a Receive with too short an AL.
+spsp = 1 << 8 | 1 << 16 | 0xE9 << 24
+def send(msg, cid=1):
+    return capsule(sqe(0x7F, fctype=5, cdw=(spsp, len(msg)), sgl_len=len(msg),
+                       sgl_type=1, cid=cid), msg)
+def receive(al=4096, cid=1):
+    return capsule(sqe(0x7F, fctype=6, cdw=(spsp, al), sgl_len=al, cid=cid))
+def negotiate(tid, hash_id, group):
+    desc = bytearray(64)
+    desc[0], desc[2], desc[3], desc[4], desc[34] = 1, 1, 1, hash_id, group
+    return struct.pack("<BBHHBB", 0, 0, 0, tid, 0, 1) + bytes(desc)
+def reply(tid, hl, dhv=b"", c2=False):
+    return struct.pack("<BBHHBBBBHI", 1, 2, 0, tid, hl, 0, 1 if c2 else 0, 0,
+                       len(dhv), 9 if c2 else 0) + b"\x33" * (2 * hl) + dhv
+exchange = lambda tid, h, g, hl, dhv=b"", c2=False: (
+    send(negotiate(tid, h, g)) + receive(8) + receive()
+    + send(reply(tid, hl, dhv, c2)) + receive())
+seeds.update({
+  "auth-null": b"\4" + exchange(1, 1, 0, 32),
+  "auth-ffdhe": b"\4" + exchange(2, 3, 1, 64, b"\x02" * 256, True)
+                + send(struct.pack("<BBHH10x", 1, 4, 0, 2)),
+  "auth-io": b"\5" + exchange(3, 2, 0, 48, c2=True)
+             + send(struct.pack("<BBHHBB", 0, 0xF0, 0, 3, 1, 1)),
+  "auth-fresh": b"\3" + icreq() + connect(0, nqn) + exchange(4, 1, 2, 32, b"\x05" * 384)
+                + capsule(sqe(6, 0, (1,), sgl_len=4096)),
+})
 for k, v in seeds.items():
     open("%s/%s" % (d, k), "wb").write(v)
 PY

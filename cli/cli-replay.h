@@ -1,0 +1,10 @@
+/* `zonednull replay`: the model's replay of a write log (lib/replay.h)
+ * behind the command line; no server, no URI.
+ */
+#ifndef ZONEDNULL_CLI_REPLAY_H
+#define ZONEDNULL_CLI_REPLAY_H
+
+/* argv[0] is "replay"; returns the exit status. */
+int cli_replay (int argc, char **argv);
+
+#endif

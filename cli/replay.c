@@ -1,0 +1,240 @@
+/* `zonednull replay LOG [--to MARK|ENTRY] [--crash=POLICY] -o DIR` and
+ * `zonednull replay LOG --list`.  The rules and the model's work are in
+ * lib/replay.c; this parses, prints, and names each state so that it can
+ * be made again.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli-replay.h"
+#include "replay.h"
+
+#define PROG "zonednull replay"
+#define EXIT_USAGE 2
+
+struct ropts {
+  const char *log, *to, *crash, *out;
+  bool list;
+};
+
+static void
+usage (FILE *out)
+{
+  fprintf (out,
+           "Usage:\n"
+           " zonednull replay <log> [--to <mark>|<entry>] [--crash <policy>]"
+           " -o <dir>\n"
+           " zonednull replay <log> [--to <mark>|<entry>] --list\n"
+           "\n"
+           "Write the device state a write log (log_writes=FILE) leads to, or"
+           " a state\n"
+           "a power loss at that point may leave, as a backing_dir.\n"
+           "\n"
+           "Options:\n"
+           "     --to <mark>|<entry>  stop at the first mark of that name, or"
+           " after the\n"
+           "                          entry of that number (default: the"
+           " log's end)\n"
+           "     --crash <policy>     none, all, random:SEED or"
+           " enumerate[:MAX]\n"
+           "                          (default: no crash, the state reads"
+           " saw)\n"
+           " -o, --output <dir>       the state's directory: new or empty\n"
+           "     --list               list the entries instead\n"
+           " -h, --help               display this help\n"
+           "\n"
+           "For more details see zonednull(1).\n");
+}
+
+static int
+usage_error (const char *msg)
+{
+  fprintf (stderr, "%s: %s\nTry '%s --help' for more information.\n",
+           PROG, msg, PROG);
+  return EXIT_USAGE;
+}
+
+static int
+parse (int argc, char **argv, struct ropts *o)
+{
+  enum { OPT_TO = 256, OPT_CRASH, OPT_LIST };
+  static const struct option longopts[] = {
+    { "to", required_argument, NULL, OPT_TO },
+    { "crash", required_argument, NULL, OPT_CRASH },
+    { "output", required_argument, NULL, 'o' },
+    { "list", no_argument, NULL, OPT_LIST },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  char msg[256];
+  int c;
+
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, ":o:h", longopts, NULL)) != -1) {
+    switch (c) {
+    case OPT_TO: o->to = optarg; break;
+    case OPT_CRASH: o->crash = optarg; break;
+    case 'o': o->out = optarg; break;
+    case OPT_LIST: o->list = true; break;
+    case 'h':
+      usage (stdout);
+      exit (EXIT_SUCCESS);
+    case ':':
+      snprintf (msg, sizeof msg, "option '%s' requires an argument",
+                argv[optind - 1]);
+      return usage_error (msg);
+    default:
+      snprintf (msg, sizeof msg, "unrecognized option '%s'",
+                argv[optind - 1]);
+      return usage_error (msg);
+    }
+  }
+  if (optind + 1 != argc)
+    return usage_error ("one write log, please");
+  o->log = argv[optind];
+  if (o->list && (o->out || o->crash))
+    return usage_error ("--list writes no state: it takes no -o or --crash");
+  if (!o->list && o->out == NULL)
+    return usage_error ("-o DIR, the state's directory, is missing");
+  return 0;
+}
+
+static void
+list_entry (const struct zn_wlog_rec *r)
+{
+  bool zoned = r->kind != ZN_WLOG_K_GEOMETRY && r->kind != ZN_WLOG_K_FLUSH
+               && r->kind != ZN_WLOG_K_POWER && r->kind != ZN_WLOG_K_MARK;
+
+  printf ("%-8" PRIu64 " %-8s ", r->no, zn_wlog_kind_name (r->kind));
+  if (zoned)
+    printf ("%-6" PRIu32 " %-12" PRIu64 " %-8" PRIu64, r->zone, r->sector,
+            r->nr_sectors);
+  else
+    printf ("%-6s %-12s %-8s", "-", "-", "-");
+  printf (" %-3s", r->flags & ZN_WLOG_FUA ? "fua" : "-");
+  if (r->kind == ZN_WLOG_K_MARK)
+    printf (" %s", r->mark);
+  else if (r->kind == ZN_WLOG_K_FLUSH)
+    printf (" ref=%" PRIu64, r->ref);
+  else if (r->kind == ZN_WLOG_K_COND)
+    printf (" %s", r->ref ? zn_cond_name (r->ref) : "-");
+  putchar ('\n');
+}
+
+static int
+list (const struct ropts *o, struct zn_wlog_reader *log)
+{
+  struct zn_replay_plan p;
+  char err[1024];
+
+  if (zn_replay_plan (log, o->to, &p, err, sizeof err) < 0) {
+    fprintf (stderr, "%s: %s\n", PROG, err);
+    return EXIT_FAILURE;
+  }
+  printf ("%-8s %-8s %-6s %-12s %-8s %-3s %s\n", "entry", "kind", "zone",
+          "sector", "sectors", "fua", "mark");
+  for (uint64_t i = 0; i < p.end; i++)
+    list_entry (&p.recs[i]);
+  zn_replay_plan_free (&p);
+  return EXIT_SUCCESS;
+}
+
+/* What makes this state again: the point and the policy. */
+static void
+say_state (const struct zn_replay_plan *p, const struct zn_keep *keep,
+           const char *policy, uint64_t s, uint64_t n, const bool *k)
+{
+  const struct zn_wlog_rec *last = &p->recs[p->end - 1];
+  struct zn_keep every = *keep;
+
+  /* How many MAX left out, so that a user knows to raise it. */
+  every.max = UINT64_MAX;
+  if (keep->kind == ZN_KEEP_ENUMERATE)
+    printf ("state-%06" PRIu64 ": state %" PRIu64 " of %" PRIu64 " (of %"
+            PRIu64 "%s distinct), ", s, s, n,
+            zn_replay_nr_states (p, &every),
+            zn_replay_nr_states (p, &every) == UINT64_MAX ? " or more" : "");
+  printf ("to entry %" PRIu64, last->no);
+  if (last->kind == ZN_WLOG_K_MARK)
+    printf (" (mark %s)", last->mark);
+  printf (", --crash=%s: ", policy);
+  zn_replay_describe (p, k, stdout);
+}
+
+static int
+write_states (const struct ropts *o, const struct zn_replay_plan *p,
+              const struct zn_keep *keep, const char *policy)
+{
+  uint64_t n = zn_replay_nr_states (p, keep);
+  bool enumerate = keep->kind == ZN_KEEP_ENUMERATE;
+  bool *k = malloc (p->end * sizeof *k);
+  size_t dlen = strlen (o->out) + 16;
+  char *dir = malloc (dlen), err[1024];
+  int ret = EXIT_SUCCESS;
+
+  if (k == NULL || dir == NULL)
+    ret = EXIT_FAILURE;
+  else if (enumerate && zn_replay_target_dir (o->out, err, sizeof err) < 0) {
+    fprintf (stderr, "%s: %s\n", PROG, err);
+    ret = EXIT_FAILURE;
+  }
+  for (uint64_t s = 0; s < n && ret == EXIT_SUCCESS; s++) {
+    if (enumerate)
+      snprintf (dir, dlen, "%s/state-%06" PRIu64, o->out, s);
+    else
+      snprintf (dir, dlen, "%s", o->out);
+    zn_replay_choose (p, keep, s, k);
+    if (zn_replay_write (p, k, dir, err, sizeof err) < 0) {
+      fprintf (stderr, "%s: %s\n", PROG, err);
+      ret = EXIT_FAILURE;
+    }
+    else
+      say_state (p, keep, policy, s, n, k);
+  }
+  free (dir);
+  free (k);
+  return ret;
+}
+
+int
+cli_replay (int argc, char **argv)
+{
+  struct ropts o = { 0 };
+  struct zn_keep keep;
+  struct zn_replay_plan p;
+  struct zn_wlog_reader *log;
+  const char *policy;
+  char err[1024];
+  int ret = parse (argc, argv, &o);
+
+  if (ret)
+    return ret;
+  policy = o.crash ? o.crash : "all";
+  if (zn_keep_parse (policy, true, &keep, err, sizeof err) < 0) {
+    fprintf (stderr, "%s: --crash: %s\n", PROG, err);
+    return EXIT_USAGE;
+  }
+  log = zn_wlog_read_open (o.log, err, sizeof err);
+  if (log == NULL) {
+    fprintf (stderr, "%s: %s\n", PROG, err);
+    return EXIT_FAILURE;
+  }
+  if (o.list)
+    ret = list (&o, log);
+  else if (zn_replay_plan (log, o.to, &p, err, sizeof err) < 0) {
+    fprintf (stderr, "%s: %s\n", PROG, err);
+    ret = EXIT_FAILURE;
+  }
+  else {
+    ret = write_states (&o, &p, &keep, policy);
+    zn_replay_plan_free (&p);
+  }
+  zn_wlog_read_close (log);
+  if (fflush (stdout) != 0 || ferror (stdout))
+    ret = EXIT_FAILURE;
+  return ret;
+}

@@ -1,0 +1,84 @@
+/* Replay of a write log (doc/power-fail.md, sections 2 and 3): which
+ * writes are durable at a point of the log, which are pending and how
+ * each policy chooses among them, and the state written through the
+ * model into a backing_dir.  `zonednull replay` is a front end to this.
+ */
+#ifndef ZONEDNULL_REPLAY_H
+#define ZONEDNULL_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "crash.h"
+#include "wlog-read.h"
+
+enum zn_fate {
+  ZN_FATE_OP,                   /* not a write: applied as it is */
+  ZN_FATE_DURABLE,              /* a write every state keeps */
+  ZN_FATE_PENDING,              /* a write a crash state may lose */
+  ZN_FATE_WIPED,                /* a pending write a later reset erased */
+};
+
+/* A zone's pending writes, in log order: of a sequential zone those
+ * since its last reset, of a conventional zone all.
+ */
+struct zn_replay_group {
+  uint32_t zone;
+  bool seq;
+  uint64_t n;
+  uint64_t *entries;            /* their entry numbers */
+};
+
+struct zn_replay_plan {
+  struct zn_wlog_reader *log;
+  uint64_t end;                 /* entries 0..end-1 are replayed */
+  struct zn_wlog_rec *recs;     /* [end] */
+  enum zn_fate *fate;           /* [end] */
+  struct zn_replay_group *groups; /* by zone, ascending */
+  size_t nr_groups;
+};
+
+/* Reads the log through the mark named to (its first), or through entry
+ * number to if to is a decimal number; NULL to: to the end.  Then
+ * decides each entry's fate.  -1 with a message naming the entry, or the
+ * mark that is not in the log.
+ */
+int zn_replay_plan (struct zn_wlog_reader *log, const char *to,
+                    struct zn_replay_plan *plan, char *err, size_t errlen);
+void zn_replay_plan_free (struct zn_replay_plan *plan);
+
+/* The states a policy makes: 1, but for enumerate the distinct choices
+ * (at most keep->max).
+ */
+uint64_t zn_replay_nr_states (const struct zn_replay_plan *plan,
+                              const struct zn_keep *keep);
+/* State number state of keep (0 unless enumerate): keep[i] for each
+ * entry i < plan->end whether it is applied.  Durable writes and zone
+ * operations always are; wiped writes never.
+ */
+void zn_replay_choose (const struct zn_replay_plan *plan,
+                       const struct zn_keep *keep, uint64_t state,
+                       bool *keep_entry);
+/* One line for a state: "zone Z: kept K of N (entries ...)" for each
+ * zone with pending writes, or "no pending writes".
+ */
+void zn_replay_describe (const struct zn_replay_plan *plan,
+                         const bool *keep_entry, FILE *fp);
+
+/* Applies the kept entries in log order through the model, to a new
+ * device of the log's geometry with backing_dir=dir (not followed if a
+ * symbolic link), which must be empty or absent.  -1 with a message
+ * naming the entry the model refused.
+ */
+int zn_replay_write (const struct zn_replay_plan *plan,
+                     const bool *keep_entry, const char *dir,
+                     char *err, size_t errlen);
+
+/* Whether dir may receive a state: absent (then made, mode 0700), or an
+ * empty directory that is not a symbolic link.  -1 with a message.
+ */
+int zn_replay_target_dir (const char *dir, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,89 @@
+#!/bin/sh
+# zonednull replay from the command line, on logs of tests/powerfail/
+# wlog-make: --list finds the marks; a state is a backing_dir that
+# zonednull-server serves; enumerate writes DIR/state-NNNNNN and says
+# what each kept; and replay writes nowhere but into its new or empty
+# DIR: not through a symbolic link, not into a directory that holds
+# anything (a planted link included).
+. "$(dirname "$0")/../common/lib.sh"
+
+zn=$ZONEDNULL_CLI
+make_log=$ZONEDNULL_BUILDDIR/tests/powerfail/wlog-make
+log=$tmpdir/log
+geometry="size=8 zone_size=1 zone_nr_conv=2 blocksize=4096"
+
+"$make_log" "$log" 5 120 || fail "wlog-make failed"
+
+# --list: a header, then one line per entry; the marks by name.
+"$zn" replay "$log" --list >"$tmpdir/list" || fail "--list failed"
+head -1 "$tmpdir/list" | grep -q '^entry  *kind  *zone  *sector  *sectors  *fua  *mark' ||
+  fail "--list header: $(head -1 "$tmpdir/list")"
+sed -n 2p "$tmpdir/list" | grep -q '^0  *geometry' || fail "entry 0 is not listed"
+end=$(awk '$2 == "mark" && $7 == "end" { print $1 }' "$tmpdir/list")
+[ -n "$end" ] || fail "the mark 'end' is not in --list"
+[ "$(tail -1 "$tmpdir/list" | awk '{ print $1 }')" = "$end" ] ||
+  fail "the last entry is not the mark end"
+m1=$(awk '$2 == "mark" && $7 == "m1" { print $1 }' "$tmpdir/list")
+"$zn" replay "$log" --to m1 --list | tail -1 | grep -q "^$m1 .* m1\$" ||
+  fail "--list --to m1 does not stop at m1"
+
+# A state to the end, served by zonednull-server.
+"$zn" replay "$log" --to end -o "$tmpdir/state" >"$tmpdir/out" ||
+  fail "replay to the end failed: $(cat "$tmpdir/out")"
+grep -q "^to entry $end (mark end), --crash=all: " "$tmpdir/out" ||
+  fail "replay did not say what it wrote: $(cat "$tmpdir/out")"
+[ "$(stat -c %a "$tmpdir/state")" = 700 ] || fail "DIR is not mode 0700"
+ZONEDNULL_TARGET=server
+start_server state $geometry backing_dir="$tmpdir/state"
+"$zn" report "$uri" >"$tmpdir/report" || fail "report of the state failed"
+[ "$(wc -l <"$tmpdir/report")" -eq 8 ] || fail "the state has not 8 zones"
+stop_server "$pid"
+
+# enumerate: a directory per state, a line per state.
+"$zn" replay "$log" --to end --crash=enumerate:5 -o "$tmpdir/enum" \
+  >"$tmpdir/out" || fail "enumerate failed: $(cat "$tmpdir/out")"
+[ "$(ls "$tmpdir/enum" | tr '\n' ' ')" = \
+  "state-000000 state-000001 state-000002 state-000003 state-000004 " ] ||
+  fail "enumerate made $(ls "$tmpdir/enum")"
+[ "$(grep -c '^state-00000[0-4]: state [0-4] of 5 (of [0-9]* distinct), to entry ' "$tmpdir/out")" -eq 5 ] ||
+  fail "enumerate's lines: $(cat "$tmpdir/out")"
+grep -q "^state-000000: .*--crash=enumerate:5: .*kept 0 of" "$tmpdir/out" ||
+  fail "state 0 keeps something: $(cat "$tmpdir/out")"
+
+# Bad arguments, each refused with what is wrong.
+refused () {
+  want=$1
+  shift
+  if "$zn" replay "$@" >"$tmpdir/out" 2>"$tmpdir/err"; then
+    fail "replay $* succeeded"
+  fi
+  grep -q -- "$want" "$tmpdir/err" ||
+    fail "replay $*: expected '$want', got: $(cat "$tmpdir/err")"
+}
+refused "--to nosuch: no mark of that name" "$log" --to nosuch -o "$tmpdir/x"
+refused "'random:x' is not a policy" "$log" --crash=random:x -o "$tmpdir/x"
+refused "-o DIR, the state's directory, is missing" "$log"
+[ ! -e "$tmpdir/x" ] || fail "a refused replay made its DIR"
+
+# DIR a symbolic link: refused, and nothing lands where it points.
+mkdir "$tmpdir/outside"
+ln -s "$tmpdir/outside" "$tmpdir/link"
+refused "a symbolic link" "$log" -o "$tmpdir/link"
+refused "a symbolic link" "$log" --crash=enumerate -o "$tmpdir/link"
+[ -z "$(ls -A "$tmpdir/outside")" ] || fail "replay wrote through a link"
+
+# DIR not empty, a planted link to a file outside included: refused, and
+# both left as they were.
+mkdir "$tmpdir/full"
+echo keep >"$tmpdir/outside/victim"
+ln -s "$tmpdir/outside/victim" "$tmpdir/full/seq-000002"
+refused "not empty" "$log" -o "$tmpdir/full"
+refused "not empty" "$log" --crash=enumerate:2 -o "$tmpdir/full"
+[ "$(cat "$tmpdir/outside/victim")" = keep ] || fail "the victim changed"
+[ "$(ls -A "$tmpdir/full")" = seq-000002 ] || fail "DIR changed"
+
+# A corrupt log: its message names the entry.
+cp "$log" "$tmpdir/bad"
+printf '\001' | dd of="$tmpdir/bad" bs=1 seek=$((4096 * 2 + 32)) conv=notrunc 2>/dev/null
+refused "entry 1 (byte 8192): byte 32 is not zero" "$tmpdir/bad" -o "$tmpdir/y"
+exit 0

@@ -1,0 +1,423 @@
+/* doc/power-fail.md, section 2, property by property, on random logs
+ * (tests/common/wlog-gen.c): every state each policy writes keeps every
+ * FUA, flushed and power-cycled write, a prefix of each sequential
+ * zone's pending writes with its wp at the prefix's end, and a subset of
+ * each conventional zone's, each write whole; none keeps no pending
+ * write, all every one, random:SEED the draws of lib/crash.c, and
+ * enumerate distinct states, as many as the zones' choices allow up to
+ * MAX.  The rules are read here again from the entries, not from
+ * lib/replay.c.  ZN_SEEDS sets how many logs (default 40).
+ * The device's own writer is test-replay-live's.
+ */
+#include "powerfail.h"
+#include "replay.h"
+
+enum { OP, DURABLE, PENDING, WIPED };
+
+/* The log, point and state being checked, for a failure's message. */
+static char current[256];
+static uint64_t nr_states, nr_pending;
+
+/* The fate of entries 0..end-1, straight from the rules. */
+static void
+rules (const struct wg *g, uint64_t end, int *fate)
+{
+  uint64_t flushed = 0, powered = 0;
+
+  for (uint64_t i = 0; i < end; i++) {
+    if (g->ents[i].flags == ZN_WLOG_FLUSH && g->ents[i].ref > flushed)
+      flushed = g->ents[i].ref;
+    if (g->ents[i].flags == ZN_WLOG_POWER)
+      powered = i;
+  }
+  for (uint64_t i = 0; i < end; i++) {
+    const struct wg_ent *e = &g->ents[i];
+
+    fate[i] = OP;
+    if (e->data && !(e->flags & ZN_WLOG_MARK))
+      fate[i] = (e->flags & ZN_WLOG_FUA) || i < flushed || i < powered
+                ? DURABLE : PENDING;
+  }
+  /* A durable write of a sequential zone makes its zone's earlier ones
+   * durable back to a reset; a reset wipes the pending ones before it.
+   */
+  for (uint64_t i = 0; i < end; i++) {
+    const struct wg_ent *e = &g->ents[i];
+    bool reset = e->flags & ZN_WLOG_RESET;
+
+    if (e->zone < g->nr_conv || (fate[i] != DURABLE && !reset))
+      continue;
+    for (uint64_t j = i; j-- > 0; ) {
+      if (g->ents[j].zone == e->zone && g->ents[j].flags & ZN_WLOG_RESET)
+        break;
+      if (g->ents[j].zone != e->zone)
+        continue;
+      if (fate[j] == PENDING)
+        fate[j] = reset ? WIPED : DURABLE;
+    }
+  }
+}
+
+struct seen {
+  uint64_t *choice;             /* per zone: prefix length or bit mask */
+  uint64_t *pending;            /* per zone: how many pending */
+};
+
+static bool
+same (const void *a, const void *b, size_t n)
+{
+  return memcmp (a, b, n) == 0;
+}
+
+/* A sequential zone: which prefix of its pending writes the state holds. */
+static uint64_t
+check_seq (const struct wg *g, const int *fate, uint64_t end,
+           struct zn_dev *dev, uint32_t z, uint64_t *npend)
+{
+  uint64_t start = z * g->zone_sectors, bytes = g->zone_cap << 9;
+  uint64_t first = 1, n = 0, d = 0, nw = 0, *w = calloc (end, sizeof *w);
+  unsigned char *have = malloc (bytes), *want = malloc (bytes);
+  bool finished = false;
+  struct zn_zone zone;
+
+  CHECK (w && have && want);
+  for (uint64_t i = 1; i < end; i++)
+    if (g->ents[i].zone == z && g->ents[i].flags & ZN_WLOG_RESET) {
+      first = i + 1;
+      finished = false;
+    }
+    else if (g->ents[i].zone == z && g->ents[i].flags == ZN_WLOG_FINISH)
+      finished = true;
+  for (uint64_t i = first; i < end; i++)
+    if (g->ents[i].zone == z && fate[i] != OP) {
+      CHECK (fate[i] != WIPED);
+      /* Pending ones come after every durable one. */
+      CHECK (fate[i] == PENDING || n == 0);
+      w[nw++] = i;
+      n += fate[i] == PENDING;
+      d += fate[i] == DURABLE;
+    }
+  CHECK_EQ (zn_report_zones (dev, start, &zone, 1), 1);
+  CHECK_EQ (zn_read (dev, have, start, g->zone_cap), 0);
+  for (uint64_t k = 0; k <= n; k++) {
+    uint64_t wp = start;
+
+    memset (want, 0, bytes);
+    for (uint64_t j = 0; j < d + k; j++) {
+      const struct wg_ent *e = &g->ents[w[j]];
+
+      memcpy (want + ((e->sector - start) << 9), e->data, e->nr << 9);
+      wp = e->sector + e->nr;
+    }
+    if (finished || wp == start + g->zone_cap)
+      wp = zone.cond == ZN_COND_FULL ? zone.wp : UINT64_MAX;
+    /* Past the wp null_blk reads 0xFF: the data is what lies below it. */
+    uint64_t below = wp - start < g->zone_cap ? wp - start : g->zone_cap;
+
+    if (zone.wp == wp && same (have, want, below << 9)) {
+      free (w); free (have); free (want);
+      *npend = n;
+      return k;
+    }
+  }
+  fprintf (stderr, "%s: zone %u: no prefix of its %" PRIu64 " pending writes "
+           "(after %" PRIu64 " durable) gives its wp %" PRIu64 " and data\n",
+           current, z, n, d, zone.wp);
+  for (uint64_t i = 1; i < end; i++)
+    if (g->ents[i].zone == z || g->ents[i].flags == ZN_WLOG_POWER)
+      fprintf (stderr, "  entry %" PRIu64 ": flags %#" PRIx64 " sectors %"
+               PRIu64 "+%" PRIu64 " fate %d\n", i, g->ents[i].flags,
+               g->ents[i].sector, g->ents[i].nr, fate[i]);
+  exit (EXIT_FAILURE);
+}
+
+/* A conventional zone: which of its pending writes the state holds,
+ * each whole or not at all (the maker never overwrites in them).
+ */
+static uint64_t
+check_conv (const struct wg *g, const int *fate, uint64_t end,
+            struct zn_dev *dev, uint32_t z, uint64_t *npend)
+{
+  uint64_t mask = 0, n = 0;
+
+  for (uint64_t i = 1; i < end; i++) {
+    const struct wg_ent *e = &g->ents[i];
+    unsigned char *have;
+    bool whole, none = true;
+
+    if (e->zone != z || fate[i] == OP)
+      continue;
+    have = malloc (e->nr << 9);
+    CHECK (have != NULL);
+    CHECK_EQ (zn_read (dev, have, e->sector, e->nr), 0);
+    whole = same (have, e->data, e->nr << 9);
+    for (uint64_t b = 0; b < e->nr << 9; b++)
+      none &= have[b] == 0;
+    free (have);
+    if (!whole && !none)
+      fprintf (stderr, "%s: zone %u: entry %" PRIu64 " is torn\n", current,
+               z, i);
+    CHECK (whole || none);
+    if (fate[i] == DURABLE && !whole)
+      fprintf (stderr, "%s: zone %u: durable entry %" PRIu64 " is lost\n",
+               current, z, i);
+    CHECK (fate[i] == PENDING || whole);
+    if (fate[i] == PENDING) {
+      if (whole && n < 64)
+        mask |= UINT64_C (1) << n;
+      n++;
+    }
+  }
+  *npend = n;
+  return mask;
+}
+
+static void
+check_state (const struct wg *g, const int *fate, uint64_t end,
+             const char *dir, struct seen *s)
+{
+  struct zn_dev *dev = open_state (g, dir);
+
+  for (uint32_t z = 0; z < g->nr_zones; z++)
+    s->choice[z] = z < g->nr_conv
+                   ? check_conv (g, fate, end, dev, z, &s->pending[z])
+                   : check_seq (g, fate, end, dev, z, &s->pending[z]);
+  zn_dev_destroy (dev);
+}
+
+/* What the policy must have chosen, for none, all and random. */
+static void
+check_policy (const struct wg *g, const struct zn_keep *keep,
+              const struct seen *s)
+{
+  for (uint32_t z = 0; z < g->nr_zones; z++) {
+    uint64_t n = s->pending[z], want = 0;
+
+    if (z >= g->nr_conv)
+      want = zn_keep_prefix (keep, z, n);
+    else
+      for (uint64_t i = 0; i < n && i < 64; i++)
+        want |= (uint64_t) zn_keep_write (keep, z, i) << i;
+    if (s->choice[z] != want)
+      fprintf (stderr, "%s: zone %u: kept %#" PRIx64 " of %" PRIu64
+               " pending, the policy says %#" PRIx64 "\n", current, z,
+               s->choice[z], n, want);
+    CHECK_EQ (s->choice[z], want);
+  }
+}
+
+static const char *
+pick_target (struct wg *g, char *buf, size_t len)
+{
+  uint64_t r = wg_rand (g) % 4;
+
+  if (r == 0)
+    return NULL;
+  for (uint64_t i = g->n; r == 1 && i-- > 1; )
+    if (g->ents[i].flags == ZN_WLOG_MARK && wg_rand (g) % 2)
+      return g->ents[i].mark;
+  snprintf (buf, len, "%" PRIu64, 1 + wg_rand (g) % (g->n - 1));
+  return buf;
+}
+
+static void
+one_log (const char *tmp, uint64_t seed)
+{
+  static const char *const policies[] = {
+    "none", "all", "random:1", "random:77", "enumerate:20",
+  };
+  struct wg g;
+  char path[512], dir[512], to_buf[32], err[1024];
+  uint32_t bs = seed % 2 ? 512 : 4096;
+  unsigned zmib = seed % 3 ? 1 : 2;
+  struct zn_replay_plan p;
+  struct zn_wlog_reader *log;
+  const char *to;
+  int *fate;
+  bool *k;
+
+  snprintf (path, sizeof path, "%s/log", tmp);
+  wg_open (&g, path, bs, 8 * zmib, zmib, 1, 2, NULL);
+  wg_workload (&g, seed, 150);
+  wg_close (&g);
+  to = pick_target (&g, to_buf, sizeof to_buf);
+  log = zn_wlog_read_open (path, err, sizeof err);
+  if (log == NULL || zn_replay_plan (log, to, &p, err, sizeof err) < 0) {
+    fprintf (stderr, "seed %" PRIu64 ": %s\n", seed, err);
+    exit (EXIT_FAILURE);
+  }
+  fate = calloc (p.end, sizeof *fate);
+  k = calloc (p.end, sizeof *k);
+  CHECK (fate && k);
+  rules (&g, p.end, fate);
+  for (size_t pi = 0; pi < sizeof policies / sizeof policies[0]; pi++) {
+    struct zn_keep keep;
+    uint64_t n, expect = 1;
+    struct seen *s;
+
+    CHECK (zn_keep_parse (policies[pi], true, &keep, err, sizeof err) == 0);
+    n = zn_replay_nr_states (&p, &keep);
+    s = calloc (n, sizeof *s);
+    CHECK (s != NULL);
+    for (uint64_t st = 0; st < n; st++) {
+      snprintf (dir, sizeof dir, "%s/state", tmp);
+      snprintf (current, sizeof current, "seed %" PRIu64 " (blocksize %"
+                PRIu32 ", --to %s), --crash=%s, state %" PRIu64, seed, bs,
+                to ? to : "the end", policies[pi], st);
+      zn_replay_choose (&p, &keep, st, k);
+      if (zn_replay_write (&p, k, dir, err, sizeof err) < 0) {
+        fprintf (stderr, "seed %" PRIu64 " %s state %" PRIu64 ": %s\n",
+                 seed, policies[pi], st, err);
+        exit (EXIT_FAILURE);
+      }
+      s[st].choice = calloc (g.nr_zones, sizeof (uint64_t));
+      s[st].pending = calloc (g.nr_zones, sizeof (uint64_t));
+      check_state (&g, fate, p.end, dir, &s[st]);
+      nr_states++;
+      nr_pending += p.nr_groups > 0;
+      rm_tree (dir);
+      if (keep.kind != ZN_KEEP_ENUMERATE)
+        check_policy (&g, &keep, &s[st]);
+      for (uint64_t o = 0; o < st; o++)
+        CHECK (!same (s[o].choice, s[st].choice,
+                      g.nr_zones * sizeof (uint64_t)));
+    }
+    /* enumerate: every state there is, up to MAX. */
+    for (uint32_t z = 0; keep.kind == ZN_KEEP_ENUMERATE && z < g.nr_zones
+         && expect < keep.max; z++) {
+      uint64_t np = s[0].pending[z];
+
+      expect *= z < g.nr_conv ? (np >= 20 ? keep.max : UINT64_C (1) << np)
+                              : np + 1;
+    }
+    CHECK_EQ (n, expect < keep.max || keep.kind != ZN_KEEP_ENUMERATE
+                 ? expect : keep.max);
+    for (uint64_t st = 0; st < n; st++) {
+      free (s[st].choice);
+      free (s[st].pending);
+    }
+    free (s);
+  }
+  free (fate);
+  free (k);
+  zn_replay_plan_free (&p);
+  zn_wlog_read_close (log);
+  wg_free (&g);
+  remove (path);
+}
+
+static void
+replay_to_end (const char *log, const char *policy, const char *dir)
+{
+  struct zn_replay_plan p;
+  struct zn_keep keep;
+  struct zn_wlog_reader *w;
+  char err[1024];
+  bool *k;
+
+  CHECK (zn_keep_parse (policy, true, &keep, err, sizeof err) == 0);
+  w = zn_wlog_read_open (log, err, sizeof err);
+  if (w == NULL || zn_replay_plan (w, NULL, &p, err, sizeof err) < 0) {
+    fprintf (stderr, "%s\n", err);
+    exit (EXIT_FAILURE);
+  }
+  k = calloc (p.end, sizeof *k);
+  CHECK (k != NULL);
+  zn_replay_choose (&p, &keep, 0, k);
+  if (zn_replay_write (&p, k, dir, err, sizeof err) < 0) {
+    fprintf (stderr, "%s\n", err);
+    exit (EXIT_FAILURE);
+  }
+  free (k);
+  zn_replay_plan_free (&p);
+  zn_wlog_read_close (w);
+}
+
+static void
+check_zone (struct zn_dev *dev, uint32_t z, uint64_t wp, uint8_t cond,
+            const unsigned char *data, uint64_t nr)
+{
+  unsigned char buf[64 << 9];
+  struct zn_zone zone;
+
+  CHECK_EQ (zn_report_zones (dev, z * 2048, &zone, 1), 1);
+  if (zone.wp != wp || zone.cond != cond)
+    fprintf (stderr, "zone %u: wp %" PRIu64 " %s, expected %" PRIu64 " %s\n",
+             z, zone.wp, zn_cond_name (zone.cond), wp, zn_cond_name (cond));
+  CHECK_EQ (zone.wp, wp);
+  CHECK_EQ (zone.cond, cond);
+  if (nr) {
+    CHECK_EQ (zn_read (dev, buf, z * 2048, nr), 0);
+    CHECK (memcmp (buf, data, nr << 9) == 0);
+  }
+}
+
+/* The entries a power cycle leaves (section 1's POWER, WP and RESTORE),
+ * a snapshot and a condition, in a log made by hand: everything before
+ * the POWER is durable, the WP drops a sequential zone's data past it,
+ * the RESTORE is a conventional zone's content, READONLY stays.
+ */
+static void
+power_entries (const char *tmp)
+{
+  static const char *const policies[] = { "none", "all" };
+  unsigned char snap[16 << 9], w3[32 << 9], conv[16 << 9], rest[16 << 9];
+  char log[512], dir[512];
+  struct wg g;
+
+  for (size_t i = 0; i < sizeof snap; i++) {
+    snap[i] = (unsigned char) (i * 7 + 1);
+    conv[i] = (unsigned char) (i * 5 + 3);
+    rest[i] = (unsigned char) (i * 3 + 2);
+  }
+  for (size_t i = 0; i < sizeof w3; i++)
+    w3[i] = (unsigned char) (i * 11 + 5);
+  snprintf (log, sizeof log, "%s/power-log", tmp);
+  wg_open (&g, log, 4096, 8, 1, 1, 2, NULL);
+  wg_raw (&g, ZN_WLOG_FUA | ZN_WLOG_SNAPSHOT, 2 * 2048, 16, 0, 0, 0, snap);
+  wg_raw (&g, 0, 3 * 2048, 32, 0, 0, 0, w3);
+  wg_raw (&g, 0, 0, 16, 0, 0, 0, conv);
+  wg_raw (&g, ZN_WLOG_POWER, 0, 0, 0, 0, 0, NULL);
+  wg_raw (&g, ZN_WLOG_DISCARD | ZN_WLOG_WP, 3 * 2048 + 8, 2048 - 8, 0, 0, 0,
+          NULL);
+  wg_raw (&g, ZN_WLOG_FUA | ZN_WLOG_RESTORE, 0, 16, 0, 0, 0, rest);
+  wg_raw (&g, ZN_WLOG_COND, 4 * 2048, 0, 0, 0, ZN_COND_READONLY, NULL);
+  wg_raw (&g, 0, 5 * 2048, 8, 0, 0, 0, w3);
+  wg_close (&g);
+  for (size_t pi = 0; pi < 2; pi++) {
+    struct zn_dev *dev;
+
+    snprintf (dir, sizeof dir, "%s/power-state", tmp);
+    replay_to_end (log, policies[pi], dir);
+    dev = open_state (&g, dir);
+    check_zone (dev, 0, 2048, ZN_COND_NOT_WP, rest, 16);
+    check_zone (dev, 2, 2 * 2048 + 16, ZN_COND_CLOSED, snap, 16);
+    check_zone (dev, 3, 3 * 2048 + 8, ZN_COND_CLOSED, w3, 8);
+    check_zone (dev, 4, UINT64_MAX, ZN_COND_READONLY, NULL, 0);
+    if (pi == 0)
+      check_zone (dev, 5, 5 * 2048, ZN_COND_EMPTY, NULL, 0);
+    else
+      check_zone (dev, 5, 5 * 2048 + 8, ZN_COND_CLOSED, w3, 8);
+    zn_dev_destroy (dev);
+    rm_tree (dir);
+  }
+  wg_free (&g);
+  remove (log);
+}
+
+int
+main (void)
+{
+  const char *env = getenv ("ZN_SEEDS");
+  uint64_t seeds = env ? strtoull (env, NULL, 10) : 40;
+  char *tmp = scratch ();
+
+  power_entries (tmp);
+  for (uint64_t seed = 1; seed <= seeds; seed++)
+    one_log (tmp, seed);
+  rm_tree (tmp);
+  printf ("%" PRIu64 " random logs, %" PRIu64 " states (%" PRIu64 " with "
+          "pending writes): every state of none, all, random and enumerate "
+          "obeys the rules\n", seeds, nr_states, nr_pending);
+  return 0;
+}
