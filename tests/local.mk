@@ -222,7 +222,7 @@ EXTRA_DIST += $(FILES_TESTS)
 # mount: its options, the verification against a manifest, the plan of
 # states (the mounts are in the 7.3 kernel tier).
 
-PFCHECK_TESTS = tests/pfcheck/test-pfcheck.sh
+PFCHECK_TESTS = tests/pfcheck/test-pfcheck.sh tests/pfcheck/test-pfcheck-log.sh
 TESTS += $(PFCHECK_TESTS)
 EXTRA_DIST += $(PFCHECK_TESTS)
 

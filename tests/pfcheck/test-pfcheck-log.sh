@@ -9,7 +9,7 @@ pf=$ZONEDNULL_SRCDIR/cli/zonednull-pfcheck
 ZONEDNULL=$ZONEDNULL_CLI
 export ZONEDNULL
 log=$tmpdir/dev.log w=$tmpdir/work
-mkdir -p "$w"
+mkdir -p "$w/states"
 
 ZONEDNULL_TARGET=server start_server logged log_writes="$log" \
   size=64 zone_size=4 zone_nr_conv=2 blocksize=4096 memory_backed=1 cache_size=16
