@@ -28,7 +28,7 @@ stop_server "$pid"
 
 printf '1 pf/f1 x\n' >"$w/manifest"
 "$ZONEDNULL_CLI" replay "$log" --list >"$tmpdir/list" || fail "zonednull replay --list failed"
-"$pf" plan --log="$log" --work="$w" --states=6 --seed=11 >"$tmpdir/plan" 2>&1 ||
+sh "$pf" plan --log="$log" --work="$w" --states=6 --seed=11 >"$tmpdir/plan" 2>&1 ||
   fail "plan failed: $(cat "$tmpdir/plan")"
 cat "$tmpdir/plan"
 [ "$(grep -c '^state ' "$tmpdir/plan")" = 9 ] || fail "not 3 marks and 6 random states"
@@ -39,7 +39,7 @@ for k in 0 1 2; do
   grep -q "^state $((k + 1)): to $e (mark fsync-$k) crash=none seed=-\$" "$tmpdir/plan" ||
     fail "fsync-$k (entry $e) is not state $((k + 1)) of the plan"
 done
-"$pf" plan --log="$log" --work="$w" --states=6 --seed=11 | cmp -s - "$tmpdir/plan" ||
+sh "$pf" plan --log="$log" --work="$w" --states=6 --seed=11 | cmp -s - "$tmpdir/plan" ||
   fail "the same seed gives another plan"
 # Every state replays with the command the plan prints, into its directory.
 n=0
