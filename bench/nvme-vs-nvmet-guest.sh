@@ -7,12 +7,16 @@
 #   READ_ZONES  zones filled first and read at random
 #   WRITE_ZONES zones each write run fills (fresh zones every run)
 #   SERVER_OPTS zonednull-server's options (e.g. --busy-poll=0)
+#   OLD_SERVER  another build's zonednull-server in the guest (the host
+#               decodes it there first), or empty
 #   TARGETS     the targets, in turn within each repeat:
 #     nvme      zonednull-server --nvme on 127.0.0.1:4420, nvme connect
 #     nvmet     nvmet-tcp on 127.0.0.1:4421 over a configfs null_blk
 #     nbd       zonednull-server's NBD on 127.0.0.1:10809, nbd-client
 #               (not zoned: plain sequential writes at empty zones' starts)
 #     nullb     the configfs null_blk itself (a reference, no network)
+#     nvme-old  OLD_SERVER --nvme on 127.0.0.1:4422, as nvme
+#     nbd-old   OLD_SERVER's NBD on 127.0.0.1:10810 (/dev/nbd1), as nbd
 # Runs as check-nvme.sh's ZN_NVME_GUEST_SCRIPT.  One line per fio run:
 #   RESULT JOB TARGET REPEAT IOPS CPU_TICKS SERVER_TICKS ELAPSED_TICKS
 # (USER_HZ ticks: the guest's busy time on both vCPUs, zonednull-server's
@@ -48,34 +52,44 @@ connect () {   # connect PORT NQN: the namespace's device on stdout
   nvme connect -t tcp -a 127.0.0.1 -s "$1" -n "$2" >/tmp/connect.out 2>&1 &&
     waitfor 600 has_ns "$2" && ns_of "$2"
 }
+# A TCP port listening on 127.0.0.1 (/proc/net/tcp has it in hex).
+listening () { grep -q ":$(printf %04X "$1") 00000000:0000 0A" /proc/net/tcp; }
+# A target's shell name (nvme-old: nvme_old) and its server, new or old.
+var () { echo "$1" | tr - _; }
+side () { case $1 in *-old) echo old ;; *) echo new ;; esac; }
+
+# start_server SIDE BINARY NBD_PORT NVME_PORT: one server, whose device is
+# served over NVMe/TCP and NBD alike (each target writes its own zones);
+# its PID and NQN in pid_SIDE and nqn_SIDE.
+start_server () {
+  # shellcheck disable=SC2086
+  "$2" -f -i 127.0.0.1 -p "$3" --nvme="$4" $SERVER_OPTS $CONF >/tmp/server-$1.out 2>/tmp/server-$1.err </dev/null &
+  eval "pid_$1=$!"
+  if ! waitfor 300 listening "$3" || ! waitfor 100 listening "$4"; then
+    err "zonednull-server ($1) did not listen: $(tail -n 3 /tmp/server-$1.err | tr '\n' ' ')"
+    kill $! ; wait $!; eval "pid_$1="; return 1
+  fi
+  eval "nqn_$1='$(cat /tmp/server-$1.out /tmp/server-$1.err | grep -o 'nqn\.[0-9a-zA-Z.:_-]*' | head -n 1)'"
+}
 
 # ---- the targets -------------------------------------------------------------
-server_pid=
-dev_nvme= dev_nvmet= dev_nbd= dev_nullb=
+pid_new= pid_old= nqn_new= nqn_old=
+dev_nvme= dev_nvmet= dev_nbd= dev_nullb= dev_nvme_old= dev_nbd_old=
 for t in $TARGETS; do
   case $t in
-    nvme|nbd)
-      [ -n "$SERVER" ] || { err "$t: no zonednull-server with --nvme in the guest"; continue; }
-      if [ -z "$server_pid" ]; then
-        # One server: its device is served over NVMe/TCP and NBD alike
-        # (each target writes its own zones).
-        # shellcheck disable=SC2086
-        "$SERVER" -f -i 127.0.0.1 -p 10809 --nvme=4420 $SERVER_OPTS $CONF >/tmp/server.out 2>/tmp/server.err </dev/null &
-        server_pid=$!
-        # Both ports listening (10809 is 2A39, 4420 is 1144 in /proc/net/tcp).
-        if ! waitfor 300 grep -q ':2A39 00000000:0000 0A' /proc/net/tcp ||
-           ! waitfor 100 grep -q ':1144 00000000:0000 0A' /proc/net/tcp; then
-          err "zonednull-server did not listen: $(tail -n 3 /tmp/server.err | tr '\n' ' ')"
-          kill "$server_pid"; wait "$server_pid"; server_pid=; continue
-        fi
-        our_nqn=$(cat /tmp/server.out /tmp/server.err | grep -o 'nqn\.[0-9a-zA-Z.:_-]*' | head -n 1)
-      fi
-      if [ $t = nvme ]; then
-        dev_nvme=$(connect 4420 "$our_nqn") || { err "nvme connect to zonednull-server ($our_nqn): $(cat /tmp/connect.out)"; dev_nvme=; }
-      else
-        nbd-client 127.0.0.1 10809 /dev/nbd0 -N nullb0 -b 4096 >/tmp/nbd.out 2>&1 && dev_nbd=/dev/nbd0 ||
-          err "nbd-client: $(cat /tmp/nbd.out)"
-      fi ;;
+    nvme|nbd|nvme-old|nbd-old)
+      sd=$(side $t)
+      if [ $sd = new ]; then bin=$SERVER np=10809 vp=4420 nbd=/dev/nbd0
+      else bin=${OLD_SERVER:-} np=10810 vp=4422 nbd=/dev/nbd1; fi
+      [ -n "$bin" ] || { err "$t: no zonednull-server ($sd) with --nvme in the guest"; continue; }
+      if [ -z "$(eval "echo \$pid_$sd")" ]; then start_server $sd "$bin" $np $vp || continue; fi
+      nqn=$(eval "echo \$nqn_$sd")
+      case $t in
+        nvme*) d=$(connect $vp "$nqn") || { err "nvme connect to zonednull-server ($nqn): $(cat /tmp/connect.out)"; d=; } ;;
+        *) nbd-client 127.0.0.1 $np $nbd -N nullb0 -b 4096 >/tmp/nbd.out 2>&1 && d=$nbd ||
+             { err "nbd-client ($sd): $(cat /tmp/nbd.out)"; d=; } ;;
+      esac
+      eval "dev_$(var $t)=$d" ;;
     nvmet|nullb)
       nb=nullb0; [ $t = nullb ] && nb=nullb1
       mkdir "$CFS_NB/$nb" && echo 1 >"$CFS_NB/$nb/zoned" || { err "configfs $nb"; continue; }
@@ -91,7 +105,7 @@ for t in $TARGETS; do
       dev_nvmet=$(connect 4421 "$NQN_NVMET") || { err "nvme connect to nvmet: $(cat /tmp/connect.out)"; dev_nvmet=; } ;;
   esac
 done
-dev_of () { eval "echo \${dev_$1}"; }
+dev_of () { eval "echo \${dev_$(var "$1")}"; }
 for t in $TARGETS; do
   d=$(dev_of "$t")
   [ -n "$d" ] || continue
@@ -109,16 +123,19 @@ done
 zone=$((ZONE_MB * 1048576))
 rbytes=$((READ_ZONES * zone))
 # Zone ranges: the read zones first; each write run then takes the next
-# WRITE_ZONES zones of its target.  nbd and nvme share the server's device:
-# nbd's zones start after nvme's.
+# WRITE_ZONES zones of its target.  nbd and nvme share a server's device:
+# nbd's zones start after nvme's (the host checks that CONF's size holds
+# them).
 runs=$((2 * REPEATS))
 wspan=$((runs * WRITE_ZONES * zone))
-base_of () { if [ "$1" = nbd ]; then echo $((rbytes + wspan)); else echo 0; fi; }
+base_of () { case $1 in nbd|nbd-old) echo $((rbytes + wspan)) ;; *) echo 0 ;; esac; }
+# zonemode=zbd on the zoned targets.
+zm_of () { case $1 in nbd|nbd-old) ;; *) echo --zonemode=zbd ;; esac; }
 # Fill the read zones (1 MiB sequential writes).
 for t in $TARGETS; do
   d=$(dev_of "$t")
   [ -n "$d" ] || continue
-  zm=--zonemode=zbd; [ $t = nbd ] && zm=
+  zm=$(zm_of "$t")
   # shellcheck disable=SC2086
   $FIO --name=fill --filename="$d" --ioengine=io_uring --direct=1 --bs=1M --iodepth=4 --rw=write $zm \
     --offset="$(base_of "$t")" --size=$rbytes --output-format=terse >/tmp/fill.out 2>&1 ||
@@ -126,17 +143,24 @@ for t in $TARGETS; do
 done
 
 cpu () { awk '$1 == "cpu" { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; t = 0; for (i = 2; i <= NF; i++) t += $i; print b, t }' /proc/stat; }
-sticks () { case $1 in nvme|nbd) [ -n "$server_pid" ] && awk '{ print $14 + $15 }' "/proc/$server_pid/stat" || echo 0 ;; *) echo 0 ;; esac; }
+sticks () {
+  case $1 in
+    nvme|nbd|nvme-old|nbd-old)
+      p=$(eval "echo \$pid_$(side "$1")")
+      [ -n "$p" ] && awk '{ print $14 + $15 }' "/proc/$p/stat" || echo 0 ;;
+    *) echo 0 ;;
+  esac
+}
 # measure JOB TARGET REPEAT
 measure () {
   job=$1 t=$2 rep=$3 d=$(dev_of "$2")
   base=$(base_of "$t")
-  zm=--zonemode=zbd; [ "$t" = nbd ] && zm=
+  zm=$(zm_of "$t")
   case $job in
     randread_qd16) args="--rw=randread --iodepth=16 --offset=$base --size=$rbytes --time_based --runtime=$RUNTIME" col=8 ;;
     seqwrite_qd1|seqwrite_qd16)
       # Fresh zones: the run's index among this target's write runs.
-      eval "k=\${wk_$t:-0}"; eval "wk_$t=$((k + 1))"
+      eval "k=\${wk_$(var "$t"):-0}"; eval "wk_$(var "$t")=$((k + 1))"
       off=$((base + rbytes + k * WRITE_ZONES * zone))
       qd=${job#seqwrite_qd}
       args="--rw=write --iodepth=$qd $zm --offset=$off --size=$((WRITE_ZONES * zone))" col=49 ;;
@@ -174,8 +198,10 @@ while [ $rep -le "$REPEATS" ]; do
   rep=$((rep + 1))
 done
 
-[ -n "$dev_nvme" ] && nvme disconnect -n "$our_nqn" >/dev/null 2>&1
+[ -n "$dev_nvme" ] && nvme disconnect -n "$nqn_new" >/dev/null 2>&1
+[ -n "$dev_nvme_old" ] && nvme disconnect -n "$nqn_old" >/dev/null 2>&1
 [ -n "$dev_nvmet" ] && nvme disconnect -n "$NQN_NVMET" >/dev/null 2>&1
 [ -n "$dev_nbd" ] && nbd-client -d /dev/nbd0 >/dev/null 2>&1
-[ -n "$server_pid" ] && { kill "$server_pid"; wait "$server_pid"; }
+[ -n "$dev_nbd_old" ] && nbd-client -d /dev/nbd1 >/dev/null 2>&1
+for p in $pid_new $pid_old; do kill "$p"; wait "$p"; done
 exit 0

@@ -20,8 +20,14 @@
 # --nvme, nvmet = nvmet-tcp over a configfs null_blk, nbd = the same
 # zonednull-server's NBD export through nbd-client, nullb = the configfs
 # null_blk itself (the floor: no network, no copy).
-# Medians over REPEATS of IOPS per target and the ratios nvme/nvmet and
-# nvme/nbd, and per I/O the guest's busy CPU time and the server's own.
+# Two builds side by side: OLD_SERVER=PATH (another build's
+# zonednull-server, copied into the guest beside this one) adds the targets
+# nvme-old and nbd-old, the same as nvme and nbd on that server, e.g.
+#   OLD_SERVER=/tmp/old/build/server/zonednull-server \
+#     TARGETS="nvme nvme-old nbd nbd-old nvmet" bench/nvme-vs-nvmet.sh
+# Medians over REPEATS of IOPS per target and the ratios nvme/nvmet,
+# nvme/nbd, nvme/nvme-old and nbd/nbd-old (those whose targets ran), and
+# per I/O the guest's busy CPU time and the server's own.
 # The table goes to stdout and to OUT (default
 # bench/results/nvme-vs-nvmet.txt), the raw lines to OUT's .raw.
 #
@@ -29,7 +35,10 @@
 #   REPEATS=3 RUNTIME=3 READ_ZONES=2 WRITE_ZONES=2 bench/nvme-vs-nvmet.sh
 #   SERVER_OPTS="--busy-poll=0" zonednull-server's options in the guest
 #   CONF="size=512 zone_size=16 ..." (zone_size in MiB; no conventional
-#   zones, size a multiple: what ZNS takes); ZN_BENCH_KEEP=1 keeps the
+#   zones, size a multiple: what ZNS takes; nvme and nbd write their own
+#   READ_ZONES + 2 x REPEATS x WRITE_ZONES zones of one device, so more
+#   repeats need a larger size, and ZN_NVME_MEM, default 3G, the guest's
+#   memory, may need to grow with it); ZN_BENCH_KEEP=1 keeps the
 #   temporary directory
 #
 # The VM is the 6.12 tier's NVMe/TCP boot: tests/kernel/check-nvme.sh with
@@ -58,6 +67,23 @@ OUT=${OUT:-$top/bench/results/nvme-vs-nvmet.txt}
 cache=${ZN_KERNEL_CACHE:-$top/.cache/kernel}
 zone_mb=$(echo " $CONF" | sed -n 's/.* zone_size=\([0-9]*\).*/\1/p')
 [ -n "$zone_mb" ] || { echo "nvme-vs-nvmet: CONF needs zone_size=" >&2; exit 1; }
+size_mb=$(echo " $CONF" | sed -n 's/.* size=\([0-9]*\).*/\1/p')
+need_mb=$((2 * (READ_ZONES + 2 * REPEATS * WRITE_ZONES) * zone_mb))
+[ "${size_mb:-0}" -ge "$need_mb" ] ||
+  { echo "nvme-vs-nvmet: CONF's size=${size_mb:-} (MiB) must hold nvme's and nbd's zones, 2 x (READ_ZONES + 2 x REPEATS x WRITE_ZONES) x zone_size = $need_mb" >&2; exit 1; }
+old=${OLD_SERVER:-}
+if [ -n "$old" ]; then
+  # A libtool wrapper's real binary, as tests/kernel/lib.sh's copy_binary.
+  [ -x "$(dirname "$old")/.libs/$(basename "$old")" ] && old=$(dirname "$old")/.libs/$(basename "$old")
+  [ "$(head -c 4 "$old" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] ||
+    { echo "nvme-vs-nvmet: OLD_SERVER ('$OLD_SERVER') is no executable" >&2; exit 1; }
+  # The guest has the libraries of this build's server only.
+  libs () { ldd "$1" | sed -n 's/^[[:space:]]*\([^ ]*\) => .*/\1/p' | sort; }
+  missing=
+  for l in $(libs "$old"); do libs "$server" | grep -qxF "$l" || missing="$missing $l"; done
+  [ -z "$missing" ] ||
+    { echo "nvme-vs-nvmet: OLD_SERVER needs libraries this build's server does not: $missing" >&2; exit 1; }
+fi
 [ -x "$zntrace" ] || (cd "$build" && make -s tests/kernel/zntrace) ||
   { echo "nvme-vs-nvmet: cannot build $zntrace" >&2; exit 1; }
 fio_src=${FIO_SRCDIR:-$(sed -n 's/^FIO_SRCDIR = //p' "$build/Makefile" 2>/dev/null)}
@@ -68,6 +94,17 @@ tmp=$(mktemp -d /tmp/zonednull-nvme-bench.XXXXXX)
   echo "CONF='$CONF'"
   echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES WRITE_ZONES=$WRITE_ZONES"
   echo "TARGETS='$TARGETS' SERVER_OPTS='${SERVER_OPTS:-}'"
+  if [ -n "$old" ]; then
+    # The old server rides in the script itself: check-nvme.sh copies one
+    # server into the guest.  Stripped, it is a third of the size.
+    strip -o "$tmp/old-server" "$old" || cp "$old" "$tmp/old-server"
+    echo "OLD_SERVER=/tmp/zonednull-server-old"
+    echo "base64 -d >\$OLD_SERVER <<'ZN_OLD_SERVER' && chmod 755 \$OLD_SERVER || OLD_SERVER="
+    base64 "$tmp/old-server"
+    echo "ZN_OLD_SERVER"
+  else
+    echo "OLD_SERVER="
+  fi
   cat "$top/bench/nvme-vs-nvmet-guest.sh"
 } >"$tmp/guest.sh"
 
@@ -99,10 +136,11 @@ table () {
   echo "every server in the guest on 127.0.0.1: $(sed -n 's/^INFO guest: //p' "$tmp/guest.log" | head -n 1)."
   echo "qemu TCG, 2 vCPUs, $(date -u +%Y-%m-%d); host: $(nproc) CPUs, load average $load0 at the start, $load1 at the end."
   echo "Every target: $CONF.${SERVER_OPTS:+ zonednull-server $SERVER_OPTS.}"
+  [ -z "$old" ] || echo "nvme-old, nbd-old: $OLD_SERVER; nvme, nbd: $server."
   echo "fio io_uring direct=1 bs=4k; medians of $REPEATS runs (random reads ${RUNTIME}s; writes $WRITE_ZONES fresh zones each)."
   echo "cpu = the guest's busy CPU time per I/O (both vCPUs, us); srv = zonednull-server's own CPU time per I/O (us)."
   echo
-  awk -v targets="$TARGETS" '
+  awk -v targets="$TARGETS" -v ratios="nvme/nvmet nvme/nbd nvme/nvme-old nbd/nbd-old" '
     { k = $2 SUBSEP $3; n[k]++; iops[k, n[k]] = $5
       ios = $5 * ($8 / 100); cpu[k, n[k]] = ios > 0 ? $6 * 10000 / ios : 0; srv[k, n[k]] = ios > 0 ? $7 * 10000 / ios : 0
       if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 }
@@ -115,23 +153,30 @@ table () {
     }
     END {
       nt = split(targets, T, " ")
+      for (i = 1; i <= nt; i++) has[T[i]] = 1
+      # The ratios whose two targets are in TARGETS.
+      nr0 = split(ratios, R0, " ")
+      for (i = 1; i <= nr0; i++) { split(R0[i], p, "/"); if (p[1] in has && p[2] in has) R[++nrt] = R0[i] }
       line = sprintf("%-15s", "job")
       for (i = 1; i <= nt; i++) line = line sprintf(" %9s", T[i])
-      print line "   nvme/nvmet  nvme/nbd"
+      line = line " "
+      for (i = 1; i <= nrt; i++) line = line sprintf(" %13s", R[i])
+      print line
       for (j = 1; j <= nj; j++) {
         line = sprintf("%-15s", jobs[j])
         for (i = 1; i <= nt; i++) { m[T[i]] = med(iops, jobs[j] SUBSEP T[i]); line = line sprintf(" %9d", m[T[i]]) }
-        line = line sprintf("   %9s  %8s", (m["nvmet"] > 0 && m["nvme"] > 0) ? sprintf("%.2fx", m["nvme"] / m["nvmet"]) : "n/a",
-                                            (m["nbd"] > 0 && m["nvme"] > 0) ? sprintf("%.2fx", m["nvme"] / m["nbd"]) : "n/a")
+        line = line " "
+        for (i = 1; i <= nrt; i++) { split(R[i], p, "/")
+          line = line sprintf(" %13s", (m[p[1]] > 0 && m[p[2]] > 0) ? sprintf("%.2fx", m[p[1]] / m[p[2]]) : "n/a") }
         print line
       }
       print ""
       line = sprintf("%-15s", "per I/O (us)")
-      for (i = 1; i <= nt; i++) line = line sprintf(" %13s", "cpu/srv " T[i])
+      for (i = 1; i <= nt; i++) line = line sprintf(" %16s", "cpu/srv " T[i])
       print line
       for (j = 1; j <= nj; j++) {
         line = sprintf("%-15s", jobs[j])
-        for (i = 1; i <= nt; i++) { k = jobs[j] SUBSEP T[i]; line = line sprintf(" %8.1f/%4.1f", med(cpu, k), med(srv, k)) }
+        for (i = 1; i <= nt; i++) { k = jobs[j] SUBSEP T[i]; line = line sprintf(" %10.1f/%5.1f", med(cpu, k), med(srv, k)) }
         print line
       }
       printf "\nIOPS per run (repeat: %s):\n", targets

@@ -237,7 +237,8 @@ wlog_flush_ref (struct zn_dev *dev)
   struct zn_wlog *w = dev->wlog;
   struct wlog_ref r = { 0, 0 };
 
-  if (!atomic_load (&w->on))
+  /* A device whose creation failed has no log state yet. */
+  if (w == NULL || !atomic_load (&w->on))
     return r;
   pthread_mutex_lock (&w->lock);
   if (atomic_load (&w->on))

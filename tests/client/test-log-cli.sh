@@ -109,7 +109,8 @@ start_server direct $device log_writes="$logs/direct.log"
 ok mark m "$uri"
 stop_server "$pid"
 got=$(entries "$logs/direct.log") || fail "reading the log failed"
-[ "$got" = "2 20008 8" ] || fail "log_writes entries: '$got'"
+# geometry, mark, and the orderly stop's flush
+[ "$got" = "3 20008 8 1" ] || fail "log_writes entries: '$got'"
 name=again
 sock=$tmpdir/$name.sock
 "$ZONEDNULL_SERVER" -f -U "$sock" $device log_writes="$logs/direct.log" \
