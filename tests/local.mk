@@ -218,6 +218,15 @@ TESTS += $(FILES_MODEL_TESTS) $(FILES_TESTS)
 EXTRA_DIST += $(FILES_TESTS)
 
 #----------------------------------------------------------------------
+# The power-fail check, zonednull-pfcheck (tests/pfcheck/), without a
+# mount: its options, the verification against a manifest, the plan of
+# states (the mounts are in the 7.3 kernel tier).
+
+PFCHECK_TESTS = tests/pfcheck/test-pfcheck.sh tests/pfcheck/test-pfcheck-log.sh
+TESTS += $(PFCHECK_TESTS)
+EXTRA_DIST += $(PFCHECK_TESTS)
+
+#----------------------------------------------------------------------
 # The nbdkit plugin (tests/plugin/): from an NBD client, its
 # configuration, the standard NBD tools, queues and pipelined writes.
 

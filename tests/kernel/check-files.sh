@@ -25,13 +25,19 @@
 #   ZN_NULLBLK_SUITE  the Debian suite of the kernel (trixie-backports)
 #   ZN_FILES_FS       the file systems of the user's story (default
 #                     "f2fs btrfs"; empty: none)
-#   ZN_KERNEL_VM_TIMEOUT  a bound on each boot (default 900 s)
+#   ZN_KERNEL_VM_TIMEOUT  a bound on each boot (default 1800 s: the second
+#                     boot runs the power-fail check)
 #   ZN_ZLOOP          0: no zloop; else (default) tests/kernel/build-zloop.sh
 #                     builds a zloop.ko for the kernel from Debian's
 #                     packages (once, cached) and the second boot also opens
 #                     zloop's directory with zonednull-ublk and zonednull's
 #                     with zloop (guest-zloop.sh)
 #   ZN_ZLOOP_KO       that module, built elsewhere
+#   ZN_PFCHECK_FS     the file systems zonednull-pfcheck checks in the
+#                     second boot (default "btrfs f2fs"; empty: none)
+#   ZN_PFCHECK_STATES its random crash states per file system (default 12,
+#                     beside one state per mark)
+#   ZONEDNULL_CLI     the zonednull CLI (mark, replay), for it
 set -u
 
 srcdir=${ZONEDNULL_SRCDIR:?}
@@ -71,8 +77,17 @@ zn_rng_init "$seed"
 # ---- the two initramfs: PHASE=crash and PHASE=check ----------------------
 stage=$work/stage
 mkdir -p "$stage/test" "$stage/usr/bin"
-cp "$here/guest-files.sh" "$here/guest-lib.sh" "$stage/test/" || die "cannot copy the guest scripts"
+cp "$here/guest-files.sh" "$here/guest-lib.sh" "$here/guest-pfcheck.sh" "$here/pfcheck-xfail" \
+  "$stage/test/" || die "cannot copy the guest scripts"
 copy_binary "$stage" "$ublk" /usr/bin/zonednull-ublk || die "cannot copy $ublk into the guest"
+# The power-fail check: the script and the CLI it drives (mark, replay).
+pf_fs=${ZN_PFCHECK_FS-btrfs f2fs}
+if [ -n "$pf_fs" ]; then
+  cli=${ZONEDNULL_CLI:?}
+  copy_binary "$stage" "$cli" /usr/bin/zonednull || die "cannot copy $cli into the guest"
+  cp "$srcdir/cli/zonednull-pfcheck" "$stage/usr/bin/" && chmod 755 "$stage/usr/bin/zonednull-pfcheck" ||
+    die "cannot copy zonednull-pfcheck into the guest"
+fi
 mke2fs=$(which_bin mke2fs) || die "mke2fs is missing (Debian: e2fsprogs)"
 copy_binary "$stage" "$mke2fs" /usr/sbin/mkfs.ext4 || die "cannot copy $mke2fs into the guest"
 # A zloop.ko for this kernel (built once by tests/kernel/build-zloop.sh
@@ -98,7 +113,9 @@ EOF
 chmod 755 "$stage/test/"*.sh
 # initrd PHASE [PARAMS-LINES]: $work/initrd-PHASE.cpio
 initrd () {
-  { echo "PHASE=$1"; echo "KTIER=${ZN_NULLBLK_TIER:-7.3}"; echo "FILES_FS=\"${ZN_FILES_FS-f2fs btrfs}\""; echo "${2:-}"; } >"$stage/test/params"
+  { echo "PHASE=$1"; echo "KTIER=${ZN_NULLBLK_TIER:-7.3}"; echo "FILES_FS=\"${ZN_FILES_FS-f2fs btrfs}\""
+    echo "PFCHECK_FS=\"$pf_fs\" PFCHECK_STATES=${ZN_PFCHECK_STATES:-12} PFCHECK_SEED=$seed"
+    echo "${2:-}"; } >"$stage/test/params"
   (cd "$stage" && find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort | cpio -o -H newc --quiet) \
     >"$work/run-$1.cpio" || die "cpio of the run's files failed"
   cat "$kdir/base.cpio" "$ccpio" "$work/run-$1.cpio" >"$work/initrd-$1.cpio"
@@ -116,7 +133,7 @@ qemu_args () {
     -drive file=$disk,format=raw,if=virtio,cache=writeback -initrd $work/initrd-$1.cpio"
 }
 append="console=ttyS0 quiet loglevel=4 panic=-1 mitigations=off no_timer_check random.trust_cpu=on 8250.nr_uarts=2"
-bound=${ZN_KERNEL_VM_TIMEOUT:-900}
+bound=${ZN_KERNEL_VM_TIMEOUT:-1800}
 
 # ---- boot 1: write, flush, crash ------------------------------------------
 # Kill once this many zones are flushed (3 to 6), after 0 to 0.9 s more.
@@ -217,6 +234,7 @@ else
     [ -n "$counts" ] || fail "guest-files.sh did not finish (no files-counts line)"
     note "host crash: zones flushed before the kill $(echo "$flushed" | wc -w)," \
       "after the restart: $counts"
+    grep '^pfcheck-counts: ' "$out/run.log" | while read -r _ c; do note "power-fail check: $c"; done
   else
     fail "the guest left no run.log"
   fi

@@ -20,7 +20,9 @@
 #           files, sync, umount, SIGTERM (the device goes, status 0); start
 #           again on the directory, fsck clean, mount, checksums match; more
 #           files, sync, SIGKILL of the daemon while mounted, umount, start
-#           again, fsck clean, mount, all checksums match.
+#           again, fsck clean, mount, all checksums match.  Then zloop
+#           (guest-zloop.sh) and zonednull-pfcheck on each file system in
+#           PFCHECK_FS (guest-pfcheck.sh).
 #
 # In the crash phase the results go to the console as "ZNCRASH: ok   - ..."
 # and "ZNCRASH: FAIL - ..." lines (nothing else of that boot comes back);
@@ -302,6 +304,10 @@ done
 if [ -f /test/zloop.ko ]; then
   echo "== files: zloop and zonednull-ublk on one directory"
   . /test/guest-zloop.sh
+fi
+# The power-fail check (after zloop, which it uses when loaded).
+if [ -n "${PFCHECK_FS:-}" ] && [ -x /usr/bin/zonednull-pfcheck ]; then
+  . /test/guest-pfcheck.sh
 fi
 # A SIGKILLed daemon's device stays in the kernel (its /dev/ublkcN, not
 # its /dev/ublkbN) until a DEL_DEV; unloading ublk_drv deletes them all.

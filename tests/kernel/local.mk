@@ -29,6 +29,10 @@ ZN_KERNEL_TIERS ?= 6.1 6.12 7.3
 # each traced with both multipath settings (ZN_ZBD_FULL=1: three times as
 # many, with three times the ops).
 ZN_NVME_TRACES ?= 4
+# The 7.3 tier's power-fail check (zonednull-pfcheck): random crash states
+# per file system, beside one state per mark; the file systems.
+ZN_PFCHECK_STATES ?= 12
+ZN_PFCHECK_FS ?= btrfs f2fs
 # The 6.12 tier's zonednull-ublk (built when liburing is found).
 ZONEDNULL_UBLK ?= $(abs_builddir)/ublk/zonednull-ublk$(EXEEXT)
 # The 6.12 tier's consumers build their static fio from FIO_SRCDIR, the
@@ -72,6 +76,8 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT)
 	  ZN_KERNEL_TRACES='$(ZN_KERNEL_TRACES)' \
 	  ZN_KERNEL_OPS='$(ZN_KERNEL_OPS)' \
 	  ZN_NVME_TRACES='$(ZN_NVME_TRACES)' \
+	  ZN_PFCHECK_STATES='$(ZN_PFCHECK_STATES)' \
+	  ZN_PFCHECK_FS='$(ZN_PFCHECK_FS)' \
 	  $(SHELL) $(srcdir)/tests/kernel/$$part || rc=1; \
 	  done; \
 	done; \
@@ -102,6 +108,8 @@ EXTRA_DIST += \
 	tests/kernel/guest-ublk.sh \
 	tests/kernel/guest-files.sh \
 	tests/kernel/guest-zloop.sh \
+	tests/kernel/guest-pfcheck.sh \
+	tests/kernel/pfcheck-xfail \
 	tests/kernel/build-zloop.sh \
 	tests/kernel/guest-lib.sh \
 	tests/kernel/guest-ublk-connect.sh \
