@@ -481,6 +481,23 @@ wb_finish (struct zn_dev *dev, struct zone *z)
   return ret ? ret : under_finish (dev, z);
 }
 
+/* A zone taken out of service keeps what was written to it: its wp reads
+ * all-ones from now on, so nothing (a power cycle, the write log) could
+ * say later which of its writes the cache had dropped.  If the disk
+ * refuses, the data stays cached, as a full cache's does.  (Over pages a
+ * power cycle starts the sequential zones over anyway.)
+ */
+static void
+wb_set_cond (struct zn_dev *dev, struct zone *z, uint8_t cond)
+{
+  if (cond == ZN_COND_READONLY || cond == ZN_COND_OFFLINE) {
+    pthread_mutex_lock (&dev->cache_lock);
+    write_back_zone (dev, zone_index (dev, z));
+    pthread_mutex_unlock (&dev->cache_lock);
+  }
+  under_set_cond (dev, z, cond);
+}
+
 static int
 wb_flush (struct zn_dev *dev)
 {
@@ -525,7 +542,7 @@ static const struct zn_backend cache_file_backend = {
   .write = wb_write,
   .reset = wb_reset,
   .finish = wb_finish,
-  .set_cond = under_set_cond,
+  .set_cond = wb_set_cond,
   .save_meta = under_save_meta,
   .flush = wb_flush,
   .reload = wb_reload,

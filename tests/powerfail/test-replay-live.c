@@ -12,11 +12,9 @@
  * memory, and those have no power cycle: over memory, as in null_blk, a
  * power cycle keeps the pages past a zone's new wp, and a later finish
  * shows them again, where zone files (and zloop, and the replay) read
- * zeros.  The log does not record bytes a device dropped.  Nor do the
- * devices with a cache and power cycles make zones READONLY: a power
- * cycle drops the unflushed writes of a READONLY zone too, and the log
- * says nothing of them (no WP for a zone whose wp reads all-ones), so
- * the replay keeps them.
+ * zeros.  The log does not record bytes a device dropped.  (A zone made
+ * READONLY has its cached writes written back first, so that a power
+ * cycle cannot drop writes that its wp, all-ones, no longer shows.)
  */
 #include "powerfail.h"
 #include "replay.h"
@@ -43,7 +41,7 @@ fill (unsigned char *buf, uint64_t bytes)
 
 /* One request, chosen at random; a refusal is fine (it is not logged). */
 static void
-one_op (struct zn_dev *dev, uint32_t spb, bool power, bool readonly,
+one_op (struct zn_dev *dev, uint32_t spb, bool power,
         unsigned *marks)
 {
   static unsigned char buf[248 << 9];
@@ -65,7 +63,7 @@ one_op (struct zn_dev *dev, uint32_t spb, bool power, bool readonly,
   }
   else if (pick < 8 && power)
     zn_power_cycle (dev);
-  else if (pick < 9 && z >= g->nr_conv && readonly)
+  else if (pick < 9 && z >= g->nr_conv)
     zn_zone_set_readonly (dev, start);
   else if (z < g->nr_conv)
     zn_write_why (dev, buf, start + rnd (g->zone_sectors / spb - 31) * spb,
@@ -163,8 +161,7 @@ one_device (const char *tmp, uint64_t seed)
     fprintf (stderr, "%s\n", err);
   CHECK (live != NULL);
   for (unsigned i = 0; i < 400; i++)
-    one_op (live, cfg.blocksize >> 9, files, !files || !cfg.cache_size,
-            &marks);
+    one_op (live, cfg.blocksize >> 9, files, &marks);
   CHECK_EQ (zn_wlog_stop (live), 0);
 
   r = zn_wlog_read_open (log, err, sizeof err);

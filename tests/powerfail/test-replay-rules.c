@@ -405,6 +405,38 @@ power_entries (const char *tmp)
   remove (log);
 }
 
+/* A zone made READONLY has had its cache written back (doc section 2):
+ * a write before the COND is durable, so no state can drop it, and one
+ * to another zone stays pending.
+ */
+static void
+cond_durable (const char *tmp)
+{
+  unsigned char w[8 << 9];
+  struct zn_keep keep = { .kind = ZN_KEEP_ENUMERATE, .max = 64 };
+  struct zn_replay_plan p;
+  struct zn_wlog_reader *r;
+  char log[512], err[512] = "";
+  struct wg g;
+
+  memset (w, 0x5a, sizeof w);
+  snprintf (log, sizeof log, "%s/cond-log", tmp);
+  wg_open (&g, log, 4096, 8, 1, 1, 2, NULL);
+  wg_raw (&g, 0, 4 * 2048, 8, 0, 0, 0, w);
+  wg_raw (&g, ZN_WLOG_COND, 4 * 2048, 0, 0, 0, ZN_COND_READONLY, NULL);
+  wg_raw (&g, 0, 5 * 2048, 8, 0, 0, 0, w);
+  wg_close (&g);
+  r = zn_wlog_read_open (log, err, sizeof err);
+  if (r == NULL || zn_replay_plan (r, NULL, &p, err, sizeof err) < 0)
+    fprintf (stderr, "cond-log: %s\n", err);
+  CHECK (r != NULL);
+  CHECK_EQ (zn_replay_nr_states (&p, &keep), 2);
+  zn_replay_plan_free (&p);
+  zn_wlog_read_close (r);
+  wg_free (&g);
+  remove (log);
+}
+
 int
 main (void)
 {
@@ -413,6 +445,7 @@ main (void)
   char *tmp = scratch ();
 
   power_entries (tmp);
+  cond_durable (tmp);
   for (uint64_t seed = 1; seed <= seeds; seed++)
     one_log (tmp, seed);
   rm_tree (tmp);
