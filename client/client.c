@@ -849,33 +849,13 @@ log_result (struct zn_client *c, const char *what, uint32_t err)
   return -(int) err;
 }
 
-static bool
-mark_name_ok (const char *name, size_t len)
-{
-  if (len == 0 || len > ZN_WLOG_MARK_MAX)
-    return false;
-  for (size_t i = 0; i < len; i++)
-    if (name[i] <= ' ' || name[i] > '~')
-      return false;
-  return true;
-}
-
-static bool
-log_name_ok (const char *name, size_t len)
-{
-  if (len == 0 || len > 255 || name[0] == '.')
-    return false;
-  return strspn (name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                 "0123456789._-") == len;
-}
-
 int
 zn_client_mark (struct zn_client *c, const char *name)
 {
   struct zn_control_info info;
   int r;
 
-  if (!mark_name_ok (name, strlen (name))) {
+  if (!zn_control_mark_name_ok (name, strlen (name))) {
     set_error (c, "mark names are 1 to %d bytes of printable ASCII other "
                "than space", ZN_WLOG_MARK_MAX);
     return -EINVAL;
@@ -890,7 +870,7 @@ zn_client_log_start (struct zn_client *c, const char *name)
   struct zn_control_info info;
   int r;
 
-  if (!log_name_ok (name, strlen (name))) {
+  if (!zn_control_log_name_ok (name, strlen (name))) {
     set_error (c, "log names are 1 to 255 bytes of A-Z a-z 0-9 . _ -, not "
                "starting with a dot: a new file of the server's log_dir");
     return -EINVAL;

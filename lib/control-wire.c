@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "control-wire.h"
+#include "wlog-format.h"
 
 static uint64_t
 get64 (const unsigned char *p)
@@ -312,4 +313,28 @@ zn_control_encode_errlog_errno (void *buf, uint64_t errlog,
   put64 (p + ZN_COMMAND_SIZE, errlog);
   put32 (p + ZN_COMMAND_SIZE + 8, nbd_cmd);
   put32 (p + ZN_COMMAND_SIZE + 12, 0);
+}
+
+bool
+zn_control_mark_name_ok (const char *name, size_t len)
+{
+  if (len == 0 || len > ZN_WLOG_MARK_MAX)
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (name[i] <= ' ' || name[i] > '~')
+      return false;
+  return true;
+}
+
+bool
+zn_control_log_name_ok (const char *name, size_t len)
+{
+  if (len == 0 || len > 255 || name[0] == '.')
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (name[i] == '\0'
+        || !strchr ("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                    "0123456789._-", name[i]))
+      return false;
+  return true;
 }

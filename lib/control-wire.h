@@ -6,6 +6,7 @@
 #define ZONEDNULL_LIB_CONTROL_WIRE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "zonednull/control.h"
@@ -50,5 +51,13 @@ int zn_control_parse_errlog_name (const char *name, size_t len,
 void zn_control_encode_errlog_errno (void *buf, uint64_t errlog,
                                      uint32_t nbd_cmd, uint64_t offset,
                                      uint64_t count);
+
+/* The names MARK and LOG_START carry, which both ends check: a mark is 1
+ * to ZN_WLOG_MARK_MAX bytes of printable ASCII but space; a log is a
+ * plain file name of log_dir, [A-Za-z0-9._-], 1 to 255 bytes, not
+ * starting with a dot.
+ */
+bool zn_control_mark_name_ok (const char *name, size_t len);
+bool zn_control_log_name_ok (const char *name, size_t len);
 
 #endif /* ZONEDNULL_LIB_CONTROL_WIRE_H */

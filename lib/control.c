@@ -627,7 +627,7 @@ log_command (struct zn_control *ctl, struct zn_control_conn *conn,
     return -EINVAL;
   }
   if (op == ZN_CMD_MARK) {
-    if (!zn_wlog_mark_name_ok (name, len)) {
+    if (!zn_control_mark_name_ok (name, len)) {
       snprintf (why, whylen, "MARK: the name must be 1 to %d bytes of "
                 "printable ASCII other than space; got %" PRIu64 " bytes",
                 ZN_WLOG_MARK_MAX, (uint64_t) len);

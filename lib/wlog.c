@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "escape.h"
+#include "control-wire.h"
 #include "wlog.h"
 #include "wlog-format.h"
 #include "zoned-internal.h"
@@ -600,22 +601,6 @@ wlog_free (struct zn_dev *dev)
   dev->wlog = NULL;
 }
 
-/* What a client may name a log: a plain file name of log_dir. */
-static bool
-log_name_ok (const char *name, size_t len)
-{
-  if (len == 0 || len > 255 || name[0] == '.')
-    return false;
-  for (size_t i = 0; i < len; i++) {
-    char c = name[i];
-
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-          || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-      return false;
-  }
-  return true;
-}
-
 int
 zn_wlog_start_named (struct zn_dev *dev, const char *name, size_t len,
                      char *err, size_t errlen)
@@ -624,7 +609,7 @@ zn_wlog_start_named (struct zn_dev *dev, const char *name, size_t len,
   char copy[256], what[ZN_ESCAPED_SIZE (256) + 16], *path;
   int dirfd, ret;
 
-  if (!log_name_ok (name, len)) {
+  if (!zn_control_log_name_ok (name, len)) {
     snprintf (err, errlen, "LOG_START: the name must be 1 to 255 bytes of "
               "A-Z a-z 0-9 . _ -, not starting with a dot (a file of "
               "log_dir)");
@@ -679,24 +664,13 @@ zn_wlog_stop (struct zn_dev *dev)
   return ret;
 }
 
-bool
-zn_wlog_mark_name_ok (const char *name, size_t len)
-{
-  if (len == 0 || len > ZN_WLOG_MARK_MAX)
-    return false;
-  for (size_t i = 0; i < len; i++)
-    if (name[i] <= ' ' || name[i] > '~')
-      return false;
-  return true;
-}
-
 int
 zn_wlog_mark (struct zn_dev *dev, const char *name, size_t len)
 {
   struct zn_wlog *w = dev->wlog;
   int ret = -ENOENT;
 
-  if (!zn_wlog_mark_name_ok (name, len))
+  if (!zn_control_mark_name_ok (name, len))
     return -EINVAL;
   pthread_mutex_lock (&w->lock);
   if (atomic_load (&w->on))

@@ -45,7 +45,6 @@ int zn_wlog_stop (struct zn_dev *dev);
  * space (-EINVAL), on a log that is on (-ENOENT).
  */
 int zn_wlog_mark (struct zn_dev *dev, const char *name, size_t len);
-bool zn_wlog_mark_name_ok (const char *name, size_t len);
 /* Whether a log is on. */
 bool zn_wlog_on (struct zn_dev *dev);
 

@@ -44,15 +44,6 @@ say (char *buf, size_t len, const char *fmt, ...)
   va_end (ap);
 }
 
-static void
-wipe (void *p, size_t n)
-{
-  volatile unsigned char *v = p;
-
-  while (n--)
-    *v++ = 0;
-}
-
 /* ---- the interchange format ------------------------------------------------ */
 
 /* NVMeTLSkey-1:HH:BASE64: into k; -1 with the rule it broke. */
@@ -112,7 +103,7 @@ parse_key (const char *text, struct host_key *k, char *why, size_t whylen)
   k->len = 32;
   r = 0;
  out:
-  wipe (out.data, out.size);
+  gnutls_memset (out.data, 0, out.size);
   gnutls_free (out.data);
   return r;
 }
@@ -148,13 +139,13 @@ nvme_tls_key_add (const char *spec, const char *where,
   }
   p = realloc (keys, (nr_keys + 1) * sizeof *p);
   if (p == NULL) {
-    wipe (&k, sizeof k);
+    gnutls_memset (&k, 0, sizeof k);
     say (err, errlen, "%s: out of memory", where);
     return -1;
   }
   keys = p;
   keys[nr_keys++] = k;
-  wipe (&k, sizeof k);
+  gnutls_memset (&k, 0, sizeof k);
   return 0;
 }
 
@@ -208,7 +199,7 @@ nvme_tls_keys_load (const char *path, char *err, size_t errlen)
     r = nvme_tls_key_add (line, where, err, errlen);
   }
   if (line)
-    wipe (line, cap);
+    gnutls_memset (line, 0, cap);
   free (line);
   fclose (fp);
   return r;
@@ -231,7 +222,7 @@ void
 nvme_tls_keys_free (void)
 {
   if (keys)
-    wipe (keys, nr_keys * sizeof *keys);
+    gnutls_memset (keys, 0, nr_keys * sizeof *keys);
   free (keys);
   keys = NULL;
   nr_keys = 0;
@@ -344,7 +335,7 @@ expand_label (const unsigned char *in, size_t len, const char *label,
     key = (gnutls_datum_t) { prk, 32 };
     r = gnutls_hkdf_expand (GNUTLS_MAC_SHA256, &key, &inf, out, len);
   }
-  wipe (prk, sizeof prk);
+  gnutls_memset (prk, 0, sizeof prk);
   return r < 0 ? -1 : 0;
 }
 
@@ -447,6 +438,6 @@ nvme_tls_psk (const char *identity, unsigned char *psk, size_t *len,
          "long for RFC 8446's label?)");
   *len = k->len;
  out:
-  wipe (retained, sizeof retained);
+  gnutls_memset (retained, 0, sizeof retained);
   return r;
 }
