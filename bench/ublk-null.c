@@ -1,16 +1,26 @@
 /* ublk-null: the cheapest ublk server there is, as the benchmarks'
  * anchor for zonednull-ublk.
  *
- *   ublk-null [SIZE_MIB [LOGICAL_BLOCK_SIZE [QUEUE_DEPTH]]]
+ *   ublk-null [SIZE_MIB [LOGICAL_BLOCK_SIZE [QUEUE_DEPTH [ZONE_MIB]]]]
  *
- * A plain (not zoned) disk of SIZE_MIB (default 1024) with the given
- * logical block size (default 512) and one hardware queue of QUEUE_DEPTH
- * tags (default 64).  Every request completes at once with success: user
- * copy is on and the server never reads or writes the data, so a read
- * returns whatever the kernel's pages held.  What this measures is the
- * round trip of a request through ublk_drv and io_uring on this kernel,
- * which no ublk server can beat.  Prints /dev/ublkbN on stdout once the
- * disk exists; SIGTERM or SIGINT stops and deletes it.
+ * A disk of SIZE_MIB (default 1024) with the given logical block size
+ * (default 512) and one hardware queue of QUEUE_DEPTH tags (default 64).
+ * Every request completes at once: user copy is on and the server never
+ * reads or writes the data, so a read returns whatever the kernel's pages
+ * held.  What this measures is the round trip of a request through
+ * ublk_drv and io_uring on this kernel, which no ublk server can beat.
+ * Prints /dev/ublkbN on stdout once the disk exists; SIGTERM or SIGINT
+ * stops and deletes it.
+ *
+ * Without ZONE_MIB the disk is plain and every request succeeds.  With
+ * it the disk is host-managed zoned, sequential zones of ZONE_MIB (SIZE_MIB
+ * a multiple of it) without open or active limits, as zonednull-ublk
+ * declares its own: the block layer then plugs its writes per zone as it
+ * does zonednull-ublk's, which the plain disk never pays.  The server
+ * keeps only each zone's condition and write pointer, answers zone reports
+ * from them, and fails a write off the write pointer or past the zone's
+ * end with EIO; a zone append returns the sector it landed at.  Needs
+ * root and a ublk_drv with zoned devices (Linux 6.6 and later).
  *
  * Written from the ublk UAPI (ublk/ublk-abi.h) and Linux's
  * Documentation/block/ublk.rst; talks to /dev/ublk-control through the
@@ -31,6 +41,8 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 
+#include <linux/blkzoned.h>
+
 #include <liburing.h>
 
 #include "ublk-abi.h"
@@ -39,6 +51,12 @@
 #define PROG "ublk-null"
 #define SECTOR_SHIFT 9
 #define STOP_TAG UINT64_MAX     /* user_data of the stop eventfd's poll */
+#define IO_BUF_BYTES (512 * 1024)
+
+struct zone {
+  uint64_t wp;                  /* sectors */
+  uint8_t cond;                 /* BLK_ZONE_COND_* */
+};
 
 struct server {
   struct zu_ctrl ctrl;
@@ -50,6 +68,11 @@ struct server {
   size_t descs_len;
   struct io_uring ring;
   bool ring_ready;
+  /* Zoned mode: zone_sectors > 0.  Only the queue thread touches these. */
+  uint64_t zone_sectors;
+  uint32_t nr_zones;
+  struct zone *zones;
+  struct blk_zone *report;      /* IO_BUF_BYTES: one report at a time */
   /* The queue thread's fetches are submitted (ready) or failed (error). */
   pthread_mutex_t lock;
   pthread_cond_t cond;
@@ -58,11 +81,12 @@ struct server {
 };
 
 static void
-queue_cmd (struct server *s, unsigned tag, uint32_t op, int32_t result)
+queue_cmd (struct server *s, unsigned tag, uint32_t op, int32_t result,
+           uint64_t addr)
 {
   struct io_uring_sqe *sqe;
   struct zu_io_cmd cmd = { .q_id = 0, .tag = (uint16_t) tag,
-                           .result = result };
+                           .result = result, .addr = addr };
 
   /* The ring holds a command per tag and the stop poll: never full. */
   while ((sqe = io_uring_get_sqe (&s->ring)) == NULL)
@@ -88,6 +112,145 @@ complete_at_once (const struct zu_io_desc *iod)
     return (int32_t) (iod->nr_sectors << SECTOR_SHIFT);
   default:
     return 0;
+  }
+}
+
+/* ---- zoned mode: the zone table, nothing else ----------------------------- */
+
+static struct zone *
+zone_at (struct server *s, uint64_t sector)
+{
+  uint64_t i = sector / s->zone_sectors;
+
+  return i < s->nr_zones ? &s->zones[i] : NULL;
+}
+
+static uint64_t
+zone_start (struct server *s, const struct zone *z)
+{
+  return (uint64_t) (z - s->zones) * s->zone_sectors;
+}
+
+/* A write of n sectors at sector: it must start at the write pointer and
+ * stay in the zone, as on any host-managed device.
+ */
+static int32_t
+zone_write (struct server *s, uint64_t sector, uint64_t n, bool append,
+            uint64_t *lba)
+{
+  struct zone *z = zone_at (s, sector);
+  uint64_t end;
+
+  if (z == NULL || n == 0)
+    return -EIO;
+  end = zone_start (s, z) + s->zone_sectors;
+  if (append)
+    sector = z->wp;
+  if (z->cond == BLK_ZONE_COND_FULL || sector != z->wp || n > end - sector)
+    return -EIO;
+  *lba = sector;
+  z->wp += n;
+  if (z->wp == end)
+    z->cond = BLK_ZONE_COND_FULL;
+  else if (z->cond != BLK_ZONE_COND_EXP_OPEN)
+    z->cond = BLK_ZONE_COND_IMP_OPEN;
+  return (int32_t) (n << SECTOR_SHIFT);
+}
+
+static int32_t
+zone_mgmt (struct server *s, unsigned op, uint64_t sector)
+{
+  struct zone *z = zone_at (s, sector);
+  uint64_t start;
+
+  if (z == NULL || sector % s->zone_sectors)
+    return -EIO;
+  start = zone_start (s, z);
+  switch (op) {
+  case ZU_OP_ZONE_RESET:
+    z->wp = start;
+    z->cond = BLK_ZONE_COND_EMPTY;
+    break;
+  case ZU_OP_ZONE_FINISH:
+    z->wp = start + s->zone_sectors;
+    z->cond = BLK_ZONE_COND_FULL;
+    break;
+  case ZU_OP_ZONE_OPEN:
+    if (z->cond != BLK_ZONE_COND_FULL)
+      z->cond = BLK_ZONE_COND_EXP_OPEN;
+    break;
+  case ZU_OP_ZONE_CLOSE:
+    if (z->cond == BLK_ZONE_COND_IMP_OPEN
+        || z->cond == BLK_ZONE_COND_EXP_OPEN)
+      z->cond = z->wp == start ? BLK_ZONE_COND_EMPTY : BLK_ZONE_COND_CLOSED;
+    break;
+  }
+  return 0;
+}
+
+/* REPORT_ZONES: the records from sector's zone on, zeros after them (a
+ * zero-length record ends a report), the whole buffer written back so
+ * that the result covers the kernel's buffer, as zonednull-ublk does.
+ */
+static int32_t
+report_zones (struct server *s, unsigned tag, uint64_t sector,
+              uint32_t want)
+{
+  struct zone *z = zone_at (s, sector);
+  uint32_t max = IO_BUF_BYTES / sizeof *s->report, n = 0;
+  ssize_t w;
+
+  memset (s->report, 0, IO_BUF_BYTES);
+  if (z == NULL)
+    return -EIO;
+  for (uint32_t i = (uint32_t) (z - s->zones);
+       i < s->nr_zones && n < want && n < max; i++, n++)
+    s->report[n] = (struct blk_zone) {
+      .start = (uint64_t) i * s->zone_sectors, .len = s->zone_sectors,
+      .capacity = s->zone_sectors, .wp = s->zones[i].wp,
+      .type = BLK_ZONE_TYPE_SEQWRITE_REQ, .cond = s->zones[i].cond,
+    };
+  w = pwrite (s->cdev_fd, s->report, IO_BUF_BYTES,
+              (off_t) zu_user_copy_pos (0, tag));
+  if (w <= 0) {
+    fprintf (stderr, PROG ": tag %u: REPORT_ZONES: pwrite: %s\n", tag,
+             w == 0 ? "nothing written" : strerror (errno));
+    return -EIO;
+  }
+  return (int32_t) w;
+}
+
+/* The result of a request to the zoned disk; *lba where an append
+ * landed.
+ */
+static int32_t
+serve_zoned (struct server *s, unsigned tag, const struct zu_io_desc *iod,
+             uint64_t *lba)
+{
+  unsigned op = iod->op_flags & 0xff;
+
+  switch (op) {
+  case ZU_OP_READ:
+    return (int32_t) (iod->nr_sectors << SECTOR_SHIFT);
+  case ZU_OP_WRITE:
+  case ZU_OP_ZONE_APPEND:
+    return zone_write (s, iod->start_sector, iod->nr_sectors,
+                       op == ZU_OP_ZONE_APPEND, lba);
+  case ZU_OP_ZONE_RESET_ALL:
+    for (uint32_t i = 0; i < s->nr_zones; i++)
+      zone_mgmt (s, ZU_OP_ZONE_RESET, (uint64_t) i * s->zone_sectors);
+    return 0;
+  case ZU_OP_ZONE_RESET:
+  case ZU_OP_ZONE_FINISH:
+  case ZU_OP_ZONE_OPEN:
+  case ZU_OP_ZONE_CLOSE:
+    return zone_mgmt (s, op, iod->start_sector);
+  case ZU_OP_REPORT_ZONES:
+    return report_zones (s, tag, iod->start_sector, iod->nr_sectors);
+  case ZU_OP_FLUSH:
+    return 0;
+  default:
+    return -EOPNOTSUPP;
   }
 }
 
@@ -128,7 +291,7 @@ queue_main (void *arg)
   }
   s->ring_ready = true;
   for (unsigned tag = 0; tag < s->depth; tag++)
-    queue_cmd (s, tag, ZU_IO_FETCH_REQ, 0);
+    queue_cmd (s, tag, ZU_IO_FETCH_REQ, 0, 0);
   sqe = io_uring_get_sqe (&s->ring);
   io_uring_prep_poll_add (sqe, s->stop_fd, POLLIN);
   io_uring_sqe_set_data64 (sqe, STOP_TAG);
@@ -152,9 +315,14 @@ queue_main (void *arg)
       seen++;
       if (tag == STOP_TAG)
         done = true;
-      else if (cqe->res == ZU_IO_RES_OK)
-        queue_cmd (s, (unsigned) tag, ZU_IO_COMMIT_AND_FETCH_REQ,
-                   complete_at_once (&s->descs[tag]));
+      else if (cqe->res == ZU_IO_RES_OK) {
+        uint64_t lba = 0;
+        int32_t res = s->zones
+          ? serve_zoned (s, (unsigned) tag, &s->descs[tag], &lba)
+          : complete_at_once (&s->descs[tag]);
+
+        queue_cmd (s, (unsigned) tag, ZU_IO_COMMIT_AND_FETCH_REQ, res, lba);
+      }
       else {
         if (cqe->res != ZU_IO_RES_ABORT)
           fprintf (stderr, PROG ": tag %" PRIu64 ": %s\n", tag,
@@ -199,31 +367,68 @@ add_and_set_params (struct server *s, uint64_t bytes, unsigned bs_shift)
 {
   struct zu_dev_info info = {
     .nr_hw_queues = 1, .queue_depth = (uint16_t) s->depth,
-    .max_io_buf_bytes = 512 * 1024, .dev_id = UINT32_MAX,
+    .max_io_buf_bytes = IO_BUF_BYTES, .dev_id = UINT32_MAX,
     .ublksrv_pid = getpid (),
     .flags = ZU_F_USER_COPY | ZU_F_CMD_IOCTL_ENCODE,
   };
   struct zu_params p = { .len = sizeof p, .types = ZU_PARAM_TYPE_BASIC };
   int v;
 
+  if (s->zone_sectors)
+    info.flags |= ZU_F_ZONED;
   v = zu_ctrl_cmd (&s->ctrl, ZU_CMD_ADD_DEV, UINT32_MAX, &info, sizeof info,
                    0);
   if (v < 0) {
-    fprintf (stderr, PROG ": ADD_DEV: %s\n", strerror (-v));
+    fprintf (stderr, PROG ": ADD_DEV: %s%s\n", strerror (-v),
+             s->zone_sectors ? " (a zoned disk needs root and Linux 6.6 "
+             "or later)" : "");
     return -1;
   }
   s->dev_id = info.dev_id;
+  if (s->zone_sectors && !(info.flags & ZU_F_ZONED)) {
+    fprintf (stderr, PROG ": ADD_DEV: the kernel dropped the zoned flag\n");
+    return -1;
+  }
   p.basic.logical_bs_shift = (uint8_t) bs_shift;
   p.basic.physical_bs_shift = (uint8_t) bs_shift;
   p.basic.io_min_shift = (uint8_t) bs_shift;
   p.basic.io_opt_shift = (uint8_t) bs_shift;
   p.basic.max_sectors = info.max_io_buf_bytes >> SECTOR_SHIFT;
   p.basic.dev_sectors = bytes >> SECTOR_SHIFT;
+  if (s->zone_sectors) {
+    p.types |= ZU_PARAM_TYPE_ZONED;
+    p.basic.chunk_sectors = (uint32_t) s->zone_sectors;
+    p.zoned.max_zone_append_sectors = p.basic.max_sectors;
+  }
   v = zu_ctrl_cmd (&s->ctrl, ZU_CMD_SET_PARAMS, s->dev_id, &p, sizeof p, 0);
   if (v < 0) {
     fprintf (stderr, PROG ": SET_PARAMS: %s\n", strerror (-v));
     return -1;
   }
+  return 0;
+}
+
+/* Every zone empty, and the buffer zone reports are made in. */
+static int
+make_zones (struct server *s, unsigned long size_mib, unsigned long zone_mib)
+{
+  if (size_mib % zone_mib) {
+    fprintf (stderr, PROG ": ZONE_MIB: SIZE_MIB %lu is not a multiple of "
+             "%lu\n", size_mib, zone_mib);
+    return -1;
+  }
+  s->zone_sectors = (uint64_t) zone_mib << (20 - SECTOR_SHIFT);
+  s->nr_zones = (uint32_t) (size_mib / zone_mib);
+  s->zones = calloc (s->nr_zones, sizeof *s->zones);
+  s->report = malloc (IO_BUF_BYTES);
+  if (s->zones == NULL || s->report == NULL) {
+    fprintf (stderr, PROG ": out of memory for %" PRIu32 " zones\n",
+             s->nr_zones);
+    return -1;
+  }
+  for (uint32_t i = 0; i < s->nr_zones; i++)
+    s->zones[i] = (struct zone) { .wp = (uint64_t) i * s->zone_sectors,
+                                  .cond = BLK_ZONE_COND_EMPTY };
   return 0;
 }
 
@@ -264,22 +469,24 @@ main (int argc, char *argv[])
   struct server s = { .cdev_fd = -1, .stop_fd = -1,
                       .lock = PTHREAD_MUTEX_INITIALIZER,
                       .cond = PTHREAD_COND_INITIALIZER };
-  unsigned long size_mib = 1024, bs = 512, depth = 64;
+  unsigned long size_mib = 1024, bs = 512, depth = 64, zone_mib = 0;
   unsigned bs_shift;
   sigset_t stop_signals;
   pthread_t thread;
   bool added = false, thread_started = false, started = false;
   int status = EXIT_FAILURE, v, sig;
 
-  if (argc > 4 || (argc > 1 && argv[1][0] == '-')) {
+  if (argc > 5 || (argc > 1 && argv[1][0] == '-')) {
     fprintf (stderr, "usage: " PROG " [SIZE_MIB [LOGICAL_BLOCK_SIZE "
-             "[QUEUE_DEPTH]]]\n");
+             "[QUEUE_DEPTH [ZONE_MIB]]]]\n");
     return EXIT_FAILURE;
   }
   if ((argc > 1 && parse_uint ("SIZE_MIB", argv[1], 1UL << 30, &size_mib))
       || (argc > 2 && parse_uint ("LOGICAL_BLOCK_SIZE", argv[2], 4096, &bs))
       || (argc > 3 && parse_uint ("QUEUE_DEPTH", argv[3], ZU_MAX_QUEUE_DEPTH,
-                                  &depth)))
+                                  &depth))
+      || (argc > 4 && parse_uint ("ZONE_MIB", argv[4], 1UL << 20,
+                                  &zone_mib)))
     return EXIT_FAILURE;
   bs_shift = log2_exact (bs);
   if (bs_shift < SECTOR_SHIFT) {
@@ -288,6 +495,8 @@ main (int argc, char *argv[])
     return EXIT_FAILURE;
   }
   s.depth = (unsigned) depth;
+  if (zone_mib && make_zones (&s, size_mib, zone_mib) == -1)
+    goto out_free;
 
   /* The queue thread must not take the stop signals: main waits for them. */
   sigemptyset (&stop_signals);
@@ -298,7 +507,7 @@ main (int argc, char *argv[])
   v = zu_ctrl_open (&s.ctrl);
   if (v < 0) {
     fprintf (stderr, PROG ": " ZU_CONTROL_DEVICE ": %s\n", strerror (-v));
-    return EXIT_FAILURE;
+    goto out_free;
   }
   if (add_and_set_params (&s, (uint64_t) size_mib << 20, bs_shift) == -1)
     goto out;
@@ -373,5 +582,8 @@ out:
     }
   }
   zu_ctrl_close (&s.ctrl);
+out_free:
+  free (s.zones);
+  free (s.report);
   return status;
 }

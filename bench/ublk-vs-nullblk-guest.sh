@@ -12,7 +12,8 @@
 #   NBD_KO     the nbd module's path in the guest (the benchmark's own
 #              cpio: the tier's base image carries no nbd)
 #   BLOCKSIZE  the servers' logical block size (nbd-client -b)
-#   ANCHOR     bench/ublk-null's path in the guest (the benchmark's cpio)
+#   ANCHOR     bench/ublk-null's path in the guest (the benchmark's cpio):
+#              the plain anchor, and the zoned one (its ZONE_MIB mode)
 #   SERVER     zonednull-server in the guest (the benchmark's cpio): the
 #              local part's conn device, zonednull-ublk --connect to it
 #              over a Unix socket
@@ -28,7 +29,7 @@
 # time, 0 for null_blk; UBLK_CTXT, local part only, the voluntary and
 # involuntary context switches of all the server's threads), and INFO
 # lines.  DEV of the local part: nullb (null_blk), anchor (bench/ublk-null),
-# ublk and ublk0 (zonednull-ublk at memory_backed=1 and 0).  The remote case, per host
+# zanchor (bench/ublk-null ZONE_MB, host-managed zoned), ublk and ublk0 (zonednull-ublk at memory_backed=1 and 0).  The remote case, per host
 # server KIND: zonednull-ublk --connect=nbd://10.0.2.2:PORT/ (DEV connect)
 # and the kernel's nbd client on the same export (DEV nbd), JOB
 # KIND:remote_*.  The local part also prints, per run and per thread of
@@ -137,11 +138,14 @@ wait_device () {
 }
 
 local_part () {
-# ---- the four devices ------------------------------------------------------
+# ---- the devices ------------------------------------------------------------
 # nullb: null_blk with CONF; ublk and ublk0: zonednull-ublk with CONF at
 # memory_backed=1 and memory_backed=0; anchor: bench/ublk-null, a plain
 # disk of the same size, block size and queue depth whose server completes
-# every request at once (the round trip of any ublk server).
+# every request at once (the round trip of any ublk server); zanchor: the
+# same server host-managed zoned, zones of ZONE_MB (all sequential, no open
+# or active limit), which pays the block layer's zone write plug as
+# zonednull-ublk does.
 cfs=/sys/kernel/config/nullb/nullb0
 mkdir "$cfs" || { err "mkdir $cfs"; exit 1; }
 echo 1 >"$cfs/zoned"
@@ -175,7 +179,9 @@ zoned_ublk0=1
 if [ -x "${ANCHOR:-}" ]; then
   start_daemon anchor "$ANCHOR" "$size_mb" "$BLOCKSIZE" "$depth"
   zoned_anchor=0
-  names="nullb anchor ublk ublk0"
+  start_daemon zanchor "$ANCHOR" "$size_mb" "$BLOCKSIZE" "$depth" "$ZONE_MB"
+  zoned_zanchor=1
+  names="nullb anchor zanchor ublk ublk0"
 else
   err "no ublk-null in the guest ($ANCHOR): no anchor"
   names="nullb ublk ublk0"

@@ -3,12 +3,16 @@
 # null_blk, in one VM of Debian's Linux 6.12 (bookworm-backports) under qemu
 # TCG, 2 vCPUs.  A benchmark, not a test: nothing passes or fails on speed.
 #
-# The local part: four devices of the same size, block size and queue
+# The local part: five devices of the same size, block size and queue
 # depth (CONF): a configfs null_blk (/dev/nullb0); zonednull-ublk
 # (/dev/ublkbN) with CONF at memory_backed=1 (ublk) and at memory_backed=0
-# (ublk0); and the anchor, bench/ublk-null, a plain (not zoned) ublk disk
+# (ublk0); the anchor, bench/ublk-null, a plain (not zoned) ublk disk
 # whose server completes every request at once without touching its data:
-# the round trip that no ublk server can beat on this kernel.  The guest's
+# the round trip that no ublk server can beat on this kernel; and the
+# zoned anchor (zanchor), the same server host-managed zoned with CONF's
+# zone size (bench/ublk-null's ZONE_MIB: a table of write pointers, all
+# zones sequential, no open or active limit), which pays the block layer's
+# zone write plug as zonednull-ublk does: the limit of a zoned ublk server.  The guest's
 # static fio (io_uring, direct=1, 4 KiB) runs on each, the devices taking
 # turns within each repeat (their order rotates from repeat to repeat):
 #   randread_qd16         random reads over READ_ZONES zones written first
@@ -19,7 +23,8 @@
 #                         writes in flight at the driver
 #   write500_qd1          500 sequential writes at QD1 (not timed: fio's
 #                         IOPS is the round trip's inverse)
-# (the anchor, without zones, gets the same jobs at the same offsets).
+# (the anchor, without zones, gets the same jobs at the same offsets; the
+# zoned anchor gets them as the zoned devices do).
 # Then the remote case, in the same VM, against one export of a
 # zonednull-server on the host (SERVERS="server nbdkit" adds an nbdkit
 # zonednull) with the same CONF, at the guest's 10.0.2.2:
@@ -48,9 +53,9 @@
 #   BEFORE=bench/results/ublk-before.raw: appends before, after and
 #   after/before of every job and device, from that earlier run's raw file
 #
-# The local part also has a fifth device, conn: zonednull-ublk --connect
+# The local part also has a sixth device, conn: zonednull-ublk --connect
 # to a zonednull-server with CONF in the guest (Unix socket), and a
-# breakdown per I/O of all five: per thread of the servers, the time on
+# breakdown per I/O of all six: per thread of the servers, the time on
 # CPU (schedstat, ns), the voluntary and involuntary switches and the read
 # and write calls and bytes (/proc/TID/io), then strace -c -f counts of
 # every system call over fixed jobs (Debian's strace, copied into the guest
@@ -175,12 +180,12 @@ fi
   cat "$top/bench/ublk-vs-nullblk-guest.sh"
 } >"$tmp/guest.sh"
 
-# 5 jobs x 5 devices per repeat, 3 jobs x 2 clients per host server, and
+# 5 jobs x 6 devices per repeat, 3 jobs x 2 clients per host server, and
 # the seeds' 2 x 2 + 3 runs, each RUNTIME plus fio's start and the zone
 # resets (slow under TCG), with room to spare; the boot, the fills and the
-# strace runs (8, about 20 s each) on top.
+# strace runs (12, about 20 s each) on top.
 nserv=$(echo "$remote" | wc -w)
-vm_timeout=${ZN_KERNEL_VM_TIMEOUT:-$((500 + (25 + nserv * 6 + 7) * REPEATS * (RUNTIME + 8)))}
+vm_timeout=${ZN_KERNEL_VM_TIMEOUT:-$((580 + (30 + nserv * 6 + 7) * REPEATS * (RUNTIME + 8)))}
 start=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "ublk-vs-nullblk: $REPEATS repeats of ${RUNTIME}s; CONF: $CONF" >&2
@@ -281,6 +286,43 @@ overview () {
         printf "%-22s %5.2f %5.2f %5.2f %5.2f | %5.2f %5.2f %5.2f | %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f\n", jobs[j],
           med(ctx, A), med(ctx, B), med(ctx, C), med(ctx, D), med(dctx, B), med(dctx, C), med(dctx, D),
           med(dmn, B), med(dmn, C), med(dmn, D), med(cpu, A), med(cpu, B), med(cpu, C), med(cpu, D)
+      }
+    }' "$tmp/res"
+}
+# zoverview: the zoned limit, the zoned anchor against the plain one and
+# zonednull-ublk at either backing against it (medians), and per I/O the
+# guest's and the servers' context switches and the servers' CPU time.
+zoverview () {
+  awk '
+    $3 != "anchor" && $3 != "zanchor" && $3 != "ublk" && $3 != "ublk0" { next }
+    { k = $2 SUBSEP $3; n[k]++; i = n[k]
+      iops[k, i] = $5
+      if ($6 > 0) { ctx[k, i] = $8 / $6; dmn[k, i] = $9 * 10000 / $6; dctx[k, i] = $11 / $6 }
+      else { ctx[k, i] = 0; dmn[k, i] = 0; dctx[k, i] = 0 }
+      if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 } }
+    function med(a, k,   m, j, t, v, c) {
+      m = n[k]
+      if (!m) return 0
+      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
+      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    function r(x, y) { return y > 0 ? x / y : 0 }
+    END {
+      if (!nj) exit
+      printf "%-22s %8s %8s %8s %8s   %7s %7s %7s\n", "IOPS", "anchor", "zanchor", "ublk", "ublk0", "za/an", "ub/za", "ub0/za"
+      for (j = 1; j <= nj; j++) {
+        a = med(iops, jobs[j] SUBSEP "anchor"); b = med(iops, jobs[j] SUBSEP "zanchor")
+        c = med(iops, jobs[j] SUBSEP "ublk"); d = med(iops, jobs[j] SUBSEP "ublk0")
+        printf "%-22s %8d %8d %8d %8d   %6.2fx %6.2fx %6.2fx\n", jobs[j], a, b, c, d, r(b, a), r(c, b), r(d, b)
+      }
+      printf "\nper I/O                 guest ctx switches  | server ctx sw.      | server CPU us\n"
+      printf "%-22s %5s %5s %5s %5s | %5s %5s %5s %5s | %6s %6s %6s %6s\n", "", "an", "za", "ub", "ub0", "an", "za", "ub", "ub0", "an", "za", "ub", "ub0"
+      for (j = 1; j <= nj; j++) {
+        A = jobs[j] SUBSEP "anchor"; B = jobs[j] SUBSEP "zanchor"; C = jobs[j] SUBSEP "ublk"; D = jobs[j] SUBSEP "ublk0"
+        printf "%-22s %5.2f %5.2f %5.2f %5.2f | %5.2f %5.2f %5.2f %5.2f | %6.1f %6.1f %6.1f %6.1f\n", jobs[j],
+          med(ctx, A), med(ctx, B), med(ctx, C), med(ctx, D), med(dctx, A), med(dctx, B), med(dctx, C), med(dctx, D),
+          med(dmn, A), med(dmn, B), med(dmn, C), med(dmn, D)
       }
     }' "$tmp/res"
 }
@@ -412,7 +454,9 @@ table () {
   echo "qemu TCG, 2 vCPUs, $(date -u +%Y-%m-%d); host: $(nproc) CPUs, load average $load0 at the start, $load1 at the end."
   echo "null_blk and zonednull-ublk: $CONF (ublk0: zonednull-ublk at memory_backed=0)."
   echo "anchor: bench/ublk-null, a plain ublk disk of the same size, block size and queue depth"
-  echo "whose server completes every request at once, user copy on and no data moved."
+  echo "whose server completes every request at once, user copy on and no data moved;"
+  echo "zanchor: the same server host-managed zoned (zones of ${zone_mb} MiB, all sequential, no open"
+  echo "or active limit): it keeps write pointers, so the block layer plugs its writes per zone."
   echo "fio $("$cache/consumers/fio" --version 2>/dev/null || echo static) io_uring direct=1 bs=4k; medians of $REPEATS runs of ${RUNTIME}s, the devices taking turns."
   echo "Per I/O: cpu = the guest's busy CPU time (both vCPUs, us), ctx = guest context switches,"
   echo "daemon = the ublk server's own CPU time (us); from /proc/stat at USER_HZ (10 ms ticks)."
@@ -433,6 +477,18 @@ table () {
     echo
     summary nullb anchor null_blk anchor nb an
   fi
+  if grep -q ' zanchor ' "$tmp/raw"; then
+    echo
+    echo "The zoned limit: zanchor against the plain anchor (za/an, the zone write plug's price) and"
+    echo "zonednull-ublk at memory_backed=1 (ub) and =0 (ub0) against zanchor."
+    zoverview
+    echo
+    summary zanchor ublk zanchor ublk za ub
+    echo
+    summary zanchor ublk0 zanchor ublk0 za u0
+    echo
+    summary anchor zanchor anchor zanchor an za
+  fi
   if grep -q ' connect ' "$tmp/raw"; then
     echo
     echo "The remote case, in the same VM: one export of a host server (KIND: zonednull-server or nbdkit"
@@ -447,7 +503,7 @@ table () {
   stats "$tmp/raw" >"$tmp/metrics"
   if grep -q '^B' "$tmp/metrics"; then
     echo
-    echo "The breakdown per I/O, medians of $REPEATS runs (all five devices; conn: zonednull-ublk --connect"
+    echo "The breakdown per I/O, medians of $REPEATS runs (all six devices; conn: zonednull-ublk --connect"
     echo "to a zonednull-server of CONF in the guest over a Unix socket).  guest: context switches and busy"
     echo "CPU us of both vCPUs (/proc/stat); ublk server and conn's zonednull-server, all threads: CPU us"
     echo "(schedstat, ns), wake = voluntary switches (sleeps), preem = involuntary ones, rw = calls of the"
