@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,16 +33,6 @@ static unsigned nr_keys;
 static char subsys[NVME_NQN_MAX + 1];
 static bool compat;
 
-static void __attribute__ ((format (printf, 3, 4)))
-say (char *buf, size_t len, const char *fmt, ...)
-{
-  va_list ap;
-
-  va_start (ap, fmt);
-  vsnprintf (buf, len, fmt, ap);
-  va_end (ap);
-}
-
 /* ---- the interchange format ------------------------------------------------ */
 
 /* NVMeTLSkey-1:HH:BASE64: into k; -1 with the rule it broke. */
@@ -58,8 +47,8 @@ parse_key (const char *text, struct host_key *k, char *why, size_t whylen)
   if (strncmp (text, KEY_PREFIX, strlen (KEY_PREFIX)) != 0
       || strlen (text) < strlen (KEY_PREFIX) + 3
       || text[strlen (KEY_PREFIX) + 2] != ':') {
-    say (why, whylen, "not a key in the format NVMeTLSkey-1:HH:BASE64: "
-         "(nvme gen-tls-key)");
+    snprintf (why, whylen, "not a key in the format NVMeTLSkey-1:HH:BASE64: "
+              "(nvme gen-tls-key)");
     return -1;
   }
   if (strncmp (text + strlen (KEY_PREFIX), "00", 2) == 0)
@@ -67,36 +56,37 @@ parse_key (const char *text, struct host_key *k, char *why, size_t whylen)
   else if (strncmp (text + strlen (KEY_PREFIX), "01", 2) == 0)
     k->hmac = 1;
   else if (strncmp (text + strlen (KEY_PREFIX), "02", 2) == 0) {
-    say (why, whylen, "a SHA-384 key (02): its TLS_AES_256_GCM_SHA384 "
-         "handshake needs GnuTLS 3.8.1's SHA-384 PSK binders; use "
-         "nvme gen-tls-key --hmac=1");
+    snprintf (why, whylen, "a SHA-384 key (02): its TLS_AES_256_GCM_SHA384 "
+              "handshake needs GnuTLS 3.8.1's SHA-384 PSK binders; use "
+              "nvme gen-tls-key --hmac=1");
     return -1;
   }
   else {
-    say (why, whylen, "the hash HH must be 00 (none) or 01 (SHA-256)");
+    snprintf (why, whylen, "the hash HH must be 00 (none) or 01 (SHA-256)");
     return -1;
   }
   end = strchr (b64, ':');
   if (end == NULL || end[1] != '\0') {
-    say (why, whylen, "the key must end with one ':' after its base64");
+    snprintf (why, whylen, "the key must end with one ':' after its base64");
     return -1;
   }
   in.data = (unsigned char *) b64;
   in.size = (unsigned) (end - b64);
   if (gnutls_base64_decode2 (&in, &out) < 0) {
-    say (why, whylen, "the key is not valid base64");
+    snprintf (why, whylen, "the key is not valid base64");
     return -1;
   }
   if (out.size != 32 + 4) {
-    say (why, whylen, "the key must hold 32 bytes and their CRC-32 "
-         "(it holds %u bytes; 48-byte SHA-384 keys are not supported)",
-         out.size);
+    snprintf (why, whylen, "the key must hold 32 bytes and their CRC-32 "
+              "(it holds %u bytes; 48-byte SHA-384 keys are not supported)",
+              out.size);
     goto out;
   }
   crc = crc32_gzip_refl (0, out.data, 32);
   if ((out.data[32] | out.data[33] << 8 | out.data[34] << 16
        | (uint32_t) out.data[35] << 24) != crc) {
-    say (why, whylen, "the key's CRC-32 does not match (a key mistyped?)");
+    snprintf (why, whylen,
+              "the key's CRC-32 does not match (a key mistyped?)");
     goto out;
   }
   memcpy (k->key, out.data, 32);
@@ -118,29 +108,30 @@ nvme_tls_key_add (const char *spec, const char *where,
   size_t n;
 
   if (at == NULL || at == spec) {
-    say (err, errlen, "%s: not HOSTNQN:NVMeTLSkey-1:HH:BASE64:", where);
+    snprintf (err, errlen, "%s: not HOSTNQN:NVMeTLSkey-1:HH:BASE64:", where);
     return -1;
   }
   n = (size_t) (at - spec);
   if (n > NVME_NQN_MAX || memchr (spec, ' ', n)) {
-    say (err, errlen, "%s: the host NQN must be 1 to %d bytes without "
-         "spaces", where, NVME_NQN_MAX);
+    snprintf (err, errlen, "%s: the host NQN must be 1 to %d bytes without "
+              "spaces", where, NVME_NQN_MAX);
     return -1;
   }
   memcpy (k.hostnqn, spec, n);
   for (unsigned i = 0; i < nr_keys; i++)
     if (strcmp (keys[i].hostnqn, k.hostnqn) == 0) {
-      say (err, errlen, "%s: host %s has a key already", where, k.hostnqn);
+      snprintf (err, errlen, "%s: host %s has a key already", where,
+                k.hostnqn);
       return -1;
     }
   if (parse_key (at + 1, &k, why, sizeof why) == -1) {
-    say (err, errlen, "%s: host %s: %s", where, k.hostnqn, why);
+    snprintf (err, errlen, "%s: host %s: %s", where, k.hostnqn, why);
     return -1;
   }
   p = realloc (keys, (nr_keys + 1) * sizeof *p);
   if (p == NULL) {
     gnutls_memset (&k, 0, sizeof k);
-    say (err, errlen, "%s: out of memory", where);
+    snprintf (err, errlen, "%s: out of memory", where);
     return -1;
   }
   keys = p;
@@ -157,19 +148,19 @@ open_private (const char *path, char *err, size_t errlen)
   FILE *fp;
 
   if (fd == -1) {
-    say (err, errlen, "--nvme-tls-keys %s: %s", path,
-         errno == ELOOP ? "a symbolic link (refused)" : strerror (errno));
+    snprintf (err, errlen, "--nvme-tls-keys %s: %s", path,
+              errno == ELOOP ? "a symbolic link (refused)" : strerror (errno));
     return NULL;
   }
   if (fstat (fd, &st) == -1 || !S_ISREG (st.st_mode)
       || (st.st_mode & (S_IRWXG | S_IRWXO))) {
-    say (err, errlen, "--nvme-tls-keys %s: must be a regular file only its "
-         "owner may read or write (chmod 600)", path);
+    snprintf (err, errlen, "--nvme-tls-keys %s: must be a regular file only "
+              "its owner may read or write (chmod 600)", path);
     close (fd);
     return NULL;
   }
   if ((fp = fdopen (fd, "r")) == NULL) {
-    say (err, errlen, "--nvme-tls-keys %s: %s", path, strerror (errno));
+    snprintf (err, errlen, "--nvme-tls-keys %s: %s", path, strerror (errno));
     close (fd);
   }
   return fp;
@@ -263,8 +254,8 @@ parse_identity (const char *text, struct identity *id, char *why,
   if (strncmp (text, "NVMe", 4) != 0 || (text[4] != '0' && text[4] != '1')
       || (text[5] != 'R' && text[5] != 'G') || text[6] != '0'
       || (text[7] != '1' && text[7] != '2') || text[8] != ' ') {
-    say (why, whylen, "not an NVMe/TCP PSK identity (NVMe0R01 HOSTNQN "
-         "SUBNQN, or NVMe1R01 ... DIGEST)");
+    snprintf (why, whylen, "not an NVMe/TCP PSK identity (NVMe0R01 HOSTNQN "
+              "SUBNQN, or NVMe1R01 ... DIGEST)");
     return -1;
   }
   id->version = text[4] - '0';
@@ -273,14 +264,14 @@ parse_identity (const char *text, struct identity *id, char *why,
       || !word (&p, id->subnqn, sizeof id->subnqn)
       || (id->version == 1 && !word (&p, id->digest, sizeof id->digest))
       || *p != '\0') {
-    say (why, whylen, "a version %d identity has %s", id->version,
-         id->version ? "a host NQN, a subsystem NQN and a PSK digest"
-         : "a host NQN and a subsystem NQN");
+    snprintf (why, whylen, "a version %d identity has %s", id->version,
+              id->version ? "a host NQN, a subsystem NQN and a PSK digest"
+              : "a host NQN and a subsystem NQN");
     return -1;
   }
   if (text[5] == 'G') {
-    say (why, whylen, "a generated PSK (from DH-HMAC-CHAP's secure "
-         "channel concatenation), which this server does not make");
+    snprintf (why, whylen, "a generated PSK (from DH-HMAC-CHAP's secure "
+              "channel concatenation), which this server does not make");
     return -1;
   }
   return 0;
@@ -389,16 +380,16 @@ check_identity (const struct identity *id, char *why, size_t whylen)
 
   if (strcmp (id->subnqn, subsys) != 0
       && strcmp (id->subnqn, DISCOVERY_NQN) != 0) {
-    say (why, whylen, "the identity names another subsystem");
+    snprintf (why, whylen, "the identity names another subsystem");
     return NULL;
   }
   if (id->hash != 1) {
-    say (why, whylen, "a SHA-384 identity (R02): only SHA-256 keys are "
-         "served");
+    snprintf (why, whylen, "a SHA-384 identity (R02): only SHA-256 keys are "
+              "served");
     return NULL;
   }
   if ((k = find_key (id->hostnqn)) == NULL)
-    say (why, whylen, "no key for this host (--nvme-tls-key)");
+    snprintf (why, whylen, "no key for this host (--nvme-tls-key)");
   return k;
 }
 
@@ -416,7 +407,7 @@ nvme_tls_psk (const char *identity, unsigned char *psk, size_t *len,
       || (k = check_identity (&id, why, whylen)) == NULL)
     return -1;
   if (retained_psk (k, retained) == -1) {
-    say (why, whylen, "the retained PSK could not be derived");
+    snprintf (why, whylen, "the retained PSK could not be derived");
     goto out;
   }
   if (id.version == 0)
@@ -425,8 +416,8 @@ nvme_tls_psk (const char *identity, unsigned char *psk, size_t *len,
   else if (psk_digest (retained, k->len, id.hostnqn, id.subnqn, digest,
                        sizeof digest) == 0) {
     if (strcmp (digest, id.digest) != 0) {
-      say (why, whylen, "the identity's PSK digest is another key's (or "
-           "another derivation's: --nvme-tls-compat)");
+      snprintf (why, whylen, "the identity's PSK digest is another key's (or "
+                "another derivation's: --nvme-tls-compat)");
       goto out;
     }
     snprintf (context, sizeof context, "%02d %s", id.hash, digest);
@@ -434,8 +425,8 @@ nvme_tls_psk (const char *identity, unsigned char *psk, size_t *len,
                       strlen (context), psk);
   }
   if (r == -1)
-    say (why, whylen, "the TLS PSK could not be derived (an identity too "
-         "long for RFC 8446's label?)");
+    snprintf (why, whylen, "the TLS PSK could not be derived (an identity too "
+              "long for RFC 8446's label?)");
   *len = k->len;
  out:
   gnutls_memset (retained, 0, sizeof retained);
