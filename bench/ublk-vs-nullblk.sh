@@ -248,13 +248,11 @@ summary () {
         print line }
     }' "$tmp/res"
 }
-# overview: the local part's four devices side by side (medians): IOPS and
-# ratios, then per I/O the guest's context switches, the server's context
-# switches (all threads, /proc/PID/task/*/status), the server's CPU time
-# and the guest's busy CPU time; for write500_qd1 the round trip.
-overview () {
-  awk '
-    $3 != "nullb" && $3 != "anchor" && $3 != "ublk" && $3 != "ublk0" { next }
+# What overview and zoverview read: the RESULT lines of the devices in
+# devs (awk -v), per job and device, and their medians (med) and ratios.
+results_awk='
+    BEGIN { nd = split(devs, dl, " "); for (i = 1; i <= nd; i++) want[dl[i]] = 1 }
+    !($3 in want) { next }
     { k = $2 SUBSEP $3; n[k]++; i = n[k]
       iops[k, i] = $5
       if ($6 > 0) { cpu[k, i] = $7 * 10000 / $6; ctx[k, i] = $8 / $6; dmn[k, i] = $9 * 10000 / $6; dctx[k, i] = $11 / $6 }
@@ -268,6 +266,13 @@ overview () {
       return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
     }
     function r(x, y) { return y > 0 ? x / y : 0 }
+'
+# overview: the local part's four devices side by side (medians): IOPS and
+# ratios, then per I/O the guest's context switches, the server's context
+# switches (all threads, /proc/PID/task/*/status), the server's CPU time
+# and the guest's busy CPU time; for write500_qd1 the round trip.
+overview () {
+  awk -v devs="nullb anchor ublk ublk0" "$results_awk"'
     END {
       if (!nj) exit
       printf "%-22s %8s %8s %8s %8s   %7s %7s %7s %7s %7s\n", "IOPS", "null_blk", "anchor", "ublk", "ublk0", "an/nb", "ub/an", "ub0/an", "ub/nb", "ub0/nb"
@@ -293,21 +298,7 @@ overview () {
 # zonednull-ublk at either backing against it (medians), and per I/O the
 # guest's and the servers' context switches and the servers' CPU time.
 zoverview () {
-  awk '
-    $3 != "anchor" && $3 != "zanchor" && $3 != "ublk" && $3 != "ublk0" { next }
-    { k = $2 SUBSEP $3; n[k]++; i = n[k]
-      iops[k, i] = $5
-      if ($6 > 0) { ctx[k, i] = $8 / $6; dmn[k, i] = $9 * 10000 / $6; dctx[k, i] = $11 / $6 }
-      else { ctx[k, i] = 0; dmn[k, i] = 0; dctx[k, i] = 0 }
-      if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 } }
-    function med(a, k,   m, j, t, v, c) {
-      m = n[k]
-      if (!m) return 0
-      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
-      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
-      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-    }
-    function r(x, y) { return y > 0 ? x / y : 0 }
+  awk -v devs="anchor zanchor ublk ublk0" "$results_awk"'
     END {
       if (!nj) exit
       printf "%-22s %8s %8s %8s %8s   %7s %7s %7s\n", "IOPS", "anchor", "zanchor", "ublk", "ublk0", "za/an", "ub/za", "ub0/za"
