@@ -28,6 +28,8 @@
 #   ZN_NVME_GUEST_SCRIPT  a guest script run in place of guest-nvme.sh (the
 #                     benchmark, bench/nvme-vs-nvmet.sh); /test/params has
 #                     SERVER, and the consumers' fio is at /opt/fio/fio
+#   ZN_NVME_GUEST_TOOLS  host programs copied into the guest with their
+#                     libraries (e.g. strace for bench/qd1-breakdown.sh)
 #   ZN_NVME_MEM       guest memory (default 2G)
 #   ZN_KERNEL_VM_TIMEOUT  wall-clock bound on the VM (default 900 s)
 #   ZN_UBLK_SUITE ZN_UBLK_KERNEL_PACKAGE FIO_SRCDIR  as for check-ublk.sh
@@ -100,6 +102,10 @@ if [ -n "$server" ]; then
   copy_binary "$stage" "$server" /usr/bin/zonednull-server || die "cannot copy $server into the guest"
   guest_server=/usr/bin/zonednull-server
 fi
+for tool in ${ZN_NVME_GUEST_TOOLS:-}; do
+  path=$(command -v "$tool") && copy_binary "$stage" "$path" "/usr/bin/$tool" ||
+    die "ZN_NVME_GUEST_TOOLS: cannot copy $tool into the guest"
+done
 passenv=$(env | grep -E '^ZN_(NVME|BENCH)_[A-Z0-9_]*=' | grep -v "'" |
             sed "s/^\([^=]*\)=\(.*\)$/export \1='\2'/" || true)
 cat >"$stage/test/params" <<EOF
