@@ -207,7 +207,7 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 grep -E '^check-ublk: (booting|VM ran|FAIL|ERROR)' "$tmp/tier.log" >&2 || true
 sed -n 's/^guest: //p' "$tmp/tier.log" >"$tmp/guest.log"
 grep -E '^(INFO|ERROR)' "$tmp/guest.log" >&2 || true
-grep -E '^(RESULT|THREAD|STRACE|SEED) ' "$tmp/guest.log" >"$tmp/raw" || true
+grep -E '^(RESULT|THREAD|STRACE|SEED|TASKS|FIOCPU) ' "$tmp/guest.log" >"$tmp/raw" || true
 grep '^RESULT ' "$tmp/raw" >"$tmp/res" || true
 if [ ! -s "$tmp/raw" ]; then
   echo "ublk-vs-nullblk: no results (check-ublk.sh exit $rc); its log:" >&2
