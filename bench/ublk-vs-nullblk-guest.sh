@@ -244,6 +244,13 @@ for name in $names; do
   # and the block layer would merge fio's 4 KiB writes into fewer, larger
   # requests: the anchor must make a round trip per I/O.
   [ "$name" = anchor ] && { echo 2 >/sys/block/$b/queue/nomerges || err "cannot set nomerges on $d"; }
+  # The anchors' requests as large as zonednull-ublk's (null_blk's
+  # max_sectors): at QD16 in one zone the zone write plug merges writes
+  # up to that size, and a server of larger requests makes fewer trips.
+  case $name in anchor|zanchor)
+    msk=$(cat /sys/block/${dev_ublk#/dev/}/queue/max_sectors_kb)
+    echo "$msk" >/sys/block/$b/queue/max_sectors_kb || err "cannot set max_sectors_kb=$msk on $d" ;;
+  esac
   a=
   for f in zoned nr_zones chunk_sectors max_sectors_kb nr_requests scheduler write_cache logical_block_size nomerges; do
     a="$a $f=$(cat /sys/block/$b/queue/$f 2>/dev/null | tr ' ' ,)"
