@@ -559,7 +559,7 @@ table () {
     seeds "$tmp/metrics"
   fi
   echo
-  echo "The VM ran $(sed -n 's/^check-ublk: VM ran \([0-9]*\) s.*/\1/p' "$tmp/tier.log") s; the script $((end - start)) s."
+  echo "The VM ran $(sed -n 's/^check-ublk: VM ran \([0-9]*\) s.*/\1/p' "$tmp/tier.log" | tail -n 1) s; the script $((end - start)) s."
   if [ -n "$BEFORE" ]; then
     echo
     echo "==== before ($BEFORE) and after (this run): medians, after/before ===="
