@@ -40,6 +40,11 @@
 # write families of system calls; WCHAN where it sleeps after the run), and
 # per system call of strace -c -f on each server over a fixed job:
 #   STRACE JOB DEV TAG IOS SYSCALL CALLS
+# and for seqwrite_qd1, per group of all the guest's tasks (the servers'
+# threads as daemon:COMM, kworkers by workqueue, ksoftirqd, other) and
+# fio's own thread (its terse usr and sys %, context switches):
+#   TASKS JOB DEV REPEAT GROUP RUN_NS VCTX NVCTX
+#   FIOCPU JOB DEV REPEAT USR_PCT SYS_PCT CTX
 # The seeds part prints
 #   SEED EXP DEV REPEAT READ_IOPS WRITE_IOPS CPU_TICKS CTXT ELAPSED_TICKS DAEMON_NS DAEMON_VCTX
 # (DAEMON_*: all threads of all its ublk servers).  No pass or fail on

@@ -61,7 +61,9 @@
 # every system call over fixed jobs (Debian's strace, copied into the guest
 # with its libraries).  The seeds part runs bench/run.sh's host_tags and
 # zone_locking on null_blk and zonednull-ublk (bench/README.md).  The
-# breakdown's medians come from bench/ublk-stats.awk.
+# breakdown's medians come from bench/ublk-stats.awk.  For seqwrite_qd1
+# every task of the guest is counted too (kworkers, fio): per write,
+# the switches and CPU time of each group of tasks.
 #
 # The VM is the 6.12 tier's: this script runs tests/kernel/check-ublk.sh
 # (which calls prepare.sh and prepare-consumers.sh for the kernel, the base
