@@ -98,6 +98,8 @@ struct pending_reply {
  * asks net_fits before taking more of it.
  */
 #define OUTPUT_TOTAL_LIMIT ((size_t) 256 << 20)
+/* --stats's histogram of reply times: four buckets per power of two. */
+#define HIST_BUCKETS (62 * 4 + 4)
 #define OUTPUT_GUARANTEED (((size_t) 1 << 20) + 4096)  /* 1 MiB and headers */
 
 struct net_server {
@@ -118,7 +120,7 @@ struct net_server {
   struct tls_io_count io;
   uint64_t requests, sleeps, busy_polls, busy_poll_ns, busy_poll_start;
   uint64_t timed, reply_ns_sum, reply_ns_max;
-  uint64_t reply_hist[65];      /* the timed replies by bit length of ns */
+  uint64_t reply_hist[HIST_BUCKETS];  /* the timed replies, hist_bucket */
 };
 
 static uint64_t
@@ -257,6 +259,19 @@ stats_recv (struct net_conn *c, ssize_t n)
     c->recv_ns = now_ns ();
 }
 
+/* Below 4 one bucket per value, then four per power of two: the value's
+ * highest bit and the two below it.
+ */
+static unsigned
+hist_bucket (uint64_t ns)
+{
+  unsigned bits = ns ? 64 - (unsigned) __builtin_clzll (ns) : 0;
+
+  if (bits <= 2)
+    return (unsigned) ns;
+  return (bits - 2) * 4 + (unsigned) ((ns >> (bits - 3)) & 3);
+}
+
 static void
 stats_replied (struct net_server *srv, uint64_t arrival, uint64_t now)
 {
@@ -269,7 +284,7 @@ stats_replied (struct net_server *srv, uint64_t arrival, uint64_t now)
   srv->reply_ns_sum += ns;
   if (ns > srv->reply_ns_max)
     srv->reply_ns_max = ns;
-  srv->reply_hist[ns ? 64 - __builtin_clzll (ns) : 0]++;
+  srv->reply_hist[hist_bucket (ns)]++;
 }
 
 /* A send of conn_send returned n, with sent bytes of this batch gone. */
@@ -336,21 +351,22 @@ net_stats_reply (void *owner, uint64_t arrival, size_t end)
   };
 }
 
-/* The middle of the power-of-two range that holds the median. */
+/* The middle of the bucket that holds the median: within an eighth of
+ * it.
+ */
 static uint64_t
 reply_p50 (const struct net_server *srv)
 {
   uint64_t seen = 0;
 
-  for (unsigned b = 0; b < 65 && srv->timed; b++) {
-    uint64_t lo = b ? (uint64_t) 1 << (b - 1) : 0;
+  for (unsigned b = 0; b < HIST_BUCKETS && srv->timed; b++) {
+    unsigned shift = b < 4 ? 0 : b / 4 - 1;
+    uint64_t lo = b < 4 ? b : (uint64_t) (4 + b % 4) << shift;
+    uint64_t mid = lo + (((uint64_t) 1 << shift) - 1) / 2;
 
     seen += srv->reply_hist[b];
-    if (2 * seen >= srv->timed) {
-      uint64_t mid = lo + (lo ? (lo - 1) / 2 : 0);
-
+    if (2 * seen >= srv->timed)
       return mid < srv->reply_ns_max ? mid : srv->reply_ns_max;
-    }
   }
   return 0;
 }
