@@ -3,9 +3,10 @@
 # at exit.  Over NBD (a Unix socket) and NVMe/TCP, a client that sends
 # its requests one at a time gets exactly them counted (NBD: the
 # transmission's requests; NVMe/TCP: every command, the queues' Connects
-# and properties included), with at least one recv and one send each,
-# and their times from arrival to reply add up to more than nothing and
-# to no more than the client took, the requests being one at a time.
+# and properties included), with at least one recv and one send each
+# (over TLS too), and their times from arrival to reply add up to more
+# than nothing and to no more than the client took, the requests being
+# one at a time.
 # With irqmode=2 each reply is held for completion_nsec, so the sum is at
 # least that per request: replies are timed when they go, not when they
 # are queued.  SIGUSR1 leaves the server serving; the exit line after
@@ -77,13 +78,24 @@ check () {
     fail "$what: sleeps and busy polls are not the loop's iterations: $line"
 }
 
-# nbd_run NAME MIN_NS KEY=VALUE...: the NBD client, SIGUSR1, SIGTERM.
+# nbd_client SCRIPT: nbdsh on the last server started, over TLS with
+# alice's key when $tls is set.
+nbd_client () {
+  if [ -n "$tls" ]; then
+    nbdsh -c "h.set_uri_allow_local_file(True); h.connect_uri('nbds+unix://alice@/?socket=$sock&tls-psk-file=$tmpdir/keys.psk')" -c "$1"
+  else
+    nbdsh -u "$uri" -c "$1"
+  fi
+}
+
+# nbd_run NAME MIN_NS OPTION|KEY=VALUE...: the NBD client, SIGUSR1,
+# SIGTERM.
 nbd_run () {
   run=$1 min=$2
   shift 2
   start_server "$run" --stats "$@"
   t0=$(now_ns)
-  nbdsh -u "$uri" -c "
+  nbd_client "
 for i in range($writes):
     h.pwrite(bytes([i]) * 4096, i * 4096)
 for i in range($reads):
@@ -95,7 +107,7 @@ for i in range($reads):
   first=$(grep ': stats: ' "$tmpdir/$run.log")
   check "$first" $((writes + reads)) "$elapsed" "$min" "$run, SIGUSR1"
   # Still serving, and counting.
-  nbdsh -u "$uri" -c 'h.pread(512, 0)' || fail "$run: no reply after SIGUSR1"
+  nbd_client 'h.pread(512, 0)' || fail "$run: no reply after SIGUSR1"
   stop_server "$pid"
   stats_lines "$tmpdir/$run.log" 2
   last=$(grep ': stats: ' "$tmpdir/$run.log" | tail -n 1)
@@ -103,11 +115,20 @@ for i in range($reads):
     fail "$run: exit line: $last"
 }
 
+tls=
 nbd_run nbd 1 size=64 zone_size=8 memory_backed=1
 # 2 ms per request, past the time of a request alone on a loaded machine
 # (a lower bound, so no threshold on speed).
 nbd_run nbd-held $(((writes + reads) * 2000000)) size=64 zone_size=8 \
   memory_backed=1 irqmode=2 completion_nsec=2000000
+# Over TLS the socket's records are counted, by the TLS layer's calls.
+if command -v psktool >/dev/null; then
+  psktool -u alice -p "$tmpdir/keys.psk" >/dev/null || fail "psktool"
+  tls=1
+  nbd_run nbd-tls 1 --tls=require --tls-psk="$tmpdir/keys.psk" size=64 \
+    zone_size=8 memory_backed=1
+  tls=
+fi
 
 free_port () {
   /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
