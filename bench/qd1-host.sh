@@ -8,9 +8,11 @@
 #   zn_nopoll   the same with --busy-poll=0 (always sleep between requests)
 #   zn_tcp      zonednull-server on TCP 127.0.0.1, zonednull's engine
 #   nbdkit_zn   nbdkit with the zonednull plugin, zonednull's engine
-#   zn_stock    zonednull-server on a Unix socket, fio's stock nbd engine
-#               (plain sequential writes: the engine's own cost is the
-#               difference to zn_unix)
+#   zn_plain    zonednull-server on a Unix socket, zonednull's engine
+#               without zonemode=zbd (plain sequential writes: fio's zone
+#               handling is the difference to zn_unix)
+#   zn_stock    the same with fio's stock nbd engine (the engine's own
+#               cost is the difference to zn_plain)
 #   nbdkit_mem  nbdkit memory, fio's stock nbd engine: a peer without the
 #               zoned model, the reference of the ratios
 # Every server has the device CONF (nbdkit memory the same size).  Each of
@@ -35,24 +37,27 @@
 # another benchmark on this small machine:
 #
 #   flock /tmp/zn-vm.lock bench/qd1-host.sh [BUILDDIR]     (default ./build)
-#   REPEATS=5 ZONES=2 TARGETS="zn_unix nbdkit_mem" STRACE=0 OUT=... 
+#   REPEATS=5 ZONES=2 TARGETS="zn_unix nbdkit_mem" STRACE=0 OUT=...
+#   OLD_ENGINE=/tmp/old/zonednull-fio.so adds the target zn_old: zn_unix
+#   with another build's engine, for a change of the engine side by side
 set -eu
 
 # --snap FILE FIO_PID SERVER_PID SERVER_LOG: run by fio's exec hooks.
 # Lines "fio|srv TID CPU_NS VOLUNTARY INVOLUNTARY", "time NS", and the
-# server's latest "stats ..." line when SERVER_LOG is not "-".
+# server's latest "stats ..." line when SERVER_LOG is not "-".  The clock
+# is read last before the run (FILE .../pre) and first after it.
 if [ "${1:-}" = --snap ]; then
   out=$2 fio_pid=$3 srv_pid=$4 log=$5
   {
+    [ "${out##*/}" = pre ] || echo "time $(date +%s%N)"
     for who in fio srv; do
       [ $who = fio ] && p=$fio_pid || p=$srv_pid
-      for t in /proc/"$p"/task/*; do
-        awk -v w=$who -v t="${t##*/}" 'FILENAME ~ /schedstat$/ { c = $1 }
-          /^voluntary_ctxt/ { v = $2 } /^nonvoluntary_ctxt/ { n = $2 }
-          END { if (c != "") print w, t, c, v, n }' "$t/schedstat" "$t/status" 2>/dev/null || :
-      done
+      awk -v w=$who 'FNR == 1 { split(FILENAME, f, "/"); t = f[5]; ts[t] = 1 }
+        FILENAME ~ /schedstat$/ { c[t] = $1 }
+        /^voluntary_ctxt/ { v[t] = $2 } /^nonvoluntary_ctxt/ { n[t] = $2 }
+        END { for (t in ts) if (t in c) print w, t, c[t], v[t], n[t] }' \
+        /proc/"$p"/task/*/schedstat /proc/"$p"/task/*/status 2>/dev/null || :
     done
-    echo "time $(date +%s%N)"
     if [ "$log" != - ]; then
       # The server prints its counters on SIGUSR1: wait (up to 5 s) for
       # one line more than before.
@@ -65,6 +70,7 @@ if [ "${1:-}" = --snap ]; then
       done
       grep 'zonednull-server: stats:' "$log" | tail -n 1 | sed 's/^.*stats: */stats /'
     fi
+    [ "${out##*/}" != pre ] || echo "time $(date +%s%N)"
   } >"$out"
   exit 0
 fi
@@ -89,7 +95,12 @@ done
 REPEATS=${REPEATS:-5}
 ZONES=${ZONES:-2}
 STRACE=${STRACE:-1}
-TARGETS=${TARGETS:-zn_unix zn_nopoll zn_tcp nbdkit_zn zn_stock nbdkit_mem}
+TARGETS=${TARGETS:-zn_unix zn_nopoll zn_tcp nbdkit_zn zn_plain zn_stock nbdkit_mem}
+OLD_ENGINE=${OLD_ENGINE:-}
+if [ -n "$OLD_ENGINE" ]; then
+  [ -f "$OLD_ENGINE" ] || { echo "qd1-host: OLD_ENGINE ($OLD_ENGINE) is no file" >&2; exit 1; }
+  TARGETS="$TARGETS zn_old"
+fi
 CONF=${CONF:-size=512 zone_size=16 zone_nr_conv=0 memory_backed=1 blocksize=4096 submit_queues=1 hw_queue_depth=64 irqmode=1}
 OUT=${OUT:-$top/bench/results/qd1-host.txt}
 zone_mb=$(echo " $CONF" | sed -n 's/.* zone_size=\([0-9]*\).*/\1/p')
@@ -112,7 +123,7 @@ port=$((20000 + $$ % 20000))
 start () {
   s=$tmp/$1.sock log=$tmp/$1.log ready=$s uri="nbd+unix:///?socket=$s"
   case $1 in
-    zn_unix|zn_stock) set -- "$1" "$server" $stats -f -U "$s" $CONF ;;
+    zn_unix|zn_plain|zn_stock|zn_old) set -- "$1" "$server" $stats -f -U "$s" $CONF ;;
     zn_nopoll) set -- "$1" "$server" $stats --busy-poll=0 -f -U "$s" $CONF ;;
     zn_tcp)
       ready=$tmp/$1.pid uri="nbd://127.0.0.1:$port/"
@@ -135,6 +146,8 @@ take () {
   eval "${1}_next=$((next + $2))"
   case $1 in
     zn_stock|nbdkit_mem) args=--ioengine=nbd ;;
+    zn_plain) args="--ioengine=external:$engine --filename=zn" ;;
+    zn_old) args="--ioengine=external:$OLD_ENGINE --filename=zn --zonemode=zbd" ;;
     *) args="--ioengine=external:$engine --filename=zn --zonemode=zbd" ;;
   esac
   args="$args --uri=$uri --name=w --thread --rw=write --bs=4k --iodepth=1 --direct=1"
@@ -170,9 +183,9 @@ run () {
       # The server counters, per request it counted.
       q = s1["requests"] - s0["requests"]
       if (q > 0) {
-        for (k in s1) if (k !~ /^reply_ns_p/ && k != "requests" && k in s0)
+        for (k in s1) if (k !~ /^reply_ns_(p50|max)$/ && k != "requests" && k in s0)
           printf " %s=%.3f", k, (s1[k] - s0[k]) / q
-        printf " srv_requests=%d", q
+        printf " srv_requests=%d reply_ns_p50_since_start=%s", q, s1["reply_ns_p50"]
       }
       printf "\n" }' "$tmp/fio.out" "$tmp/pre" "$tmp/post" >>"$tmp/raw"
 }
@@ -242,7 +255,7 @@ calls () { awk -v t="$1" -v w="$2" -v n="$3" '$1 == t && $2 == w && $3 == n { pr
 # top TARGET srv|fio: the three most frequent syscalls per write.
 top () {
   awk -v t="$1" -v w="$2" '$1 == t && $2 == w && $3 != "total" && $4 >= 0.05 { print $4, $3 }' "$tmp/strace" |
-    sort -rg | head -n 3 | awk '{ printf "%s%s %s", NR > 1 ? ", " : "", $2, $1 }'
+    sort -rg | head -n 3 | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1 }'
 }
 
 table () {
