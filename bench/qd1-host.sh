@@ -46,6 +46,30 @@ set -eu
 # Lines "fio|srv TID CPU_NS VOLUNTARY INVOLUNTARY", "time NS", and the
 # server's latest "stats ..." line when SERVER_LOG is not "-".  The clock
 # is read last before the run (FILE .../pre) and first after it.
+# --perf-start DIR FIO_PID SERVER_PID, --perf-stop DIR: the same hooks in
+# the perf runs, which count system calls in the kernel (perf stat's
+# tracepoints: nothing stops, unlike under strace).
+perf_events=raw_syscalls:sys_enter
+for c in epoll_wait poll ppoll recvfrom recvmsg read sendto sendmsg write futex; do
+  perf_events=$perf_events,syscalls:sys_enter_$c
+done
+if [ "${1:-}" = --perf-start ]; then
+  for who in fio srv; do
+    [ $who = fio ] && p=$3 || p=$4
+    perf stat -x, -e $perf_events -p "$p" -o "$2/perf.$who" >/dev/null 2>&1 &
+    echo $! >>"$2/perf.pids"
+  done
+  sleep 0.5                     # perf is counting by then
+  exit 0
+fi
+if [ "${1:-}" = --perf-stop ]; then
+  for p in $(cat "$2/perf.pids"); do
+    kill -INT "$p"
+    i=0
+    while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+  done
+  exit 0
+fi
 if [ "${1:-}" = --snap ]; then
   out=$2 fio_pid=$3 srv_pid=$4 log=$5
   {
@@ -89,7 +113,7 @@ engine=$build/engine/.libs/zonednull-fio.so
 for f in "$server" "$plugin" "$engine"; do
   [ -e "$f" ] || { echo "qd1-host: no $f (build first, configured --with-fio)" >&2; exit 1; }
 done
-for c in fio nbdkit strace; do
+for c in fio nbdkit strace perf; do
   command -v $c >/dev/null || { echo "qd1-host: $c is not installed" >&2; exit 1; }
 done
 REPEATS=${REPEATS:-5}
@@ -106,9 +130,9 @@ OUT=${OUT:-$top/bench/results/qd1-host.txt}
 zone_mb=$(echo " $CONF" | sed -n 's/.* zone_size=\([0-9]*\).*/\1/p')
 size_mb=$(echo " $CONF" | sed -n 's/.* size=\([0-9]*\).*/\1/p')
 [ -n "$zone_mb" ] && [ -n "$size_mb" ] || { echo "qd1-host: CONF needs size= and zone_size=" >&2; exit 1; }
-need=$((REPEATS * ZONES + STRACE * 6))
+need=$((REPEATS * ZONES + STRACE * (6 + ZONES)))
 [ $((size_mb / zone_mb)) -ge $need ] ||
-  { echo "qd1-host: CONF's size=$size_mb holds $((size_mb / zone_mb)) zones; REPEATS x ZONES + 6 (strace) = $need needed" >&2; exit 1; }
+  { echo "qd1-host: CONF's size=$size_mb holds $((size_mb / zone_mb)) zones; REPEATS x ZONES + 6 + ZONES (strace, perf) = $need needed" >&2; exit 1; }
 per_zone=$((zone_mb * 256))     # 4 KiB writes per zone
 stats=
 "$server" --help 2>&1 | grep -q -- --stats && stats=--stats
@@ -222,10 +246,29 @@ traced () {
   done
 }
 
+# counted TARGET: one run of ZONES zones under perf stat; appends
+# "TARGET srv|fio NAME PER_WRITE" lines to $tmp/perf.
+counted () {
+  eval "pid=\$${1}_pid"
+  take "$1" "$ZONES"
+  rm -f "$tmp/perf.pids" "$tmp/perf.fio" "$tmp/perf.srv"
+  # shellcheck disable=SC2086
+  (cd "$tmp" && fio $args --exec_prerun="sh $self --perf-start $tmp \$PPID $pid" \
+     --exec_postrun="sh $self --perf-stop $tmp") >"$tmp/fio.out" 2>&1 ||
+    { echo "qd1-host: fio on $1 failed under perf:" >&2; cat "$tmp/fio.out" >&2; exit 1; }
+  n=$(awk -F';' '$1 == 3 { print $47 / 4 }' "$tmp/fio.out")
+  for who in srv fio; do
+    awk -F, -v t="$1" -v w=$who -v n="$n" '$3 ~ /sys_enter/ && $1 ~ /^[0-9]+$/ {
+        k = $3; sub(/^raw_syscalls:sys_enter$/, "total", k); sub(/^syscalls:sys_enter_/, "", k)
+        printf "%s %s %s %.3f\n", t, w, k, $1 / n }' "$tmp/perf.$who" >>"$tmp/perf"
+  done
+}
+
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 date0=$(date -u '+%Y-%m-%d %H:%M UTC')
 : >"$tmp/raw"
 : >"$tmp/strace"
+: >"$tmp/perf"
 for t in $TARGETS; do start "$t"; done
 round=1
 while [ $round -le "$REPEATS" ]; do
@@ -240,7 +283,11 @@ while [ $round -le "$REPEATS" ]; do
   round=$((round + 1))
 done
 if [ "$STRACE" = 1 ]; then
-  for t in $TARGETS; do traced "$t"; echo "qd1-host: strace runs of $t done" >&2; done
+  for t in $TARGETS; do
+    counted "$t"
+    traced "$t"
+    echo "qd1-host: perf and strace runs of $t done" >&2
+  done
 fi
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -250,11 +297,11 @@ med () {
     bench_median
 }
 cell () { v=$(med "$1" "$2"); echo "${v:-n/a}"; }
-# calls TARGET srv|fio NAME: syscalls per write from the strace runs.
-calls () { awk -v t="$1" -v w="$2" -v n="$3" '$1 == t && $2 == w && $3 == n { print $4 }' "$tmp/strace"; }
-# top TARGET srv|fio: the three most frequent syscalls per write.
+# calls strace|perf TARGET srv|fio NAME: syscalls per write.
+calls () { awk -v t="$2" -v w="$3" -v n="$4" '$1 == t && $2 == w && $3 == n { print $4 }' "$tmp/$1"; }
+# top strace|perf TARGET srv|fio: the three most frequent syscalls per write.
 top () {
-  awk -v t="$1" -v w="$2" '$1 == t && $2 == w && $3 != "total" && $4 >= 0.05 { print $4, $3 }' "$tmp/strace" |
+  awk -v t="$2" -v w="$3" '$1 == t && $2 == w && $3 != "total" && $4 >= 0.05 { print $4, $3 }' "$tmp/$1" |
     sort -rg | head -n 3 | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1 }'
 }
 
@@ -292,15 +339,23 @@ table () {
   done
   [ "$STRACE" = 1 ] || return 0
   echo
+  echo "System calls per write, counted by perf stat's tracepoints in a run of $((ZONES * per_zone)) writes (nothing"
+  echo "stops; the counting itself costs a little; \"total\" is every call, the names are those counted):"
+  syscall_table perf
+  echo
   echo "System calls per write, from separate runs under strace (1 zone against 2; strace slows"
   echo "every call, so busy polling and sleeping split differently than in the runs above):"
-  printf '%-10s %6s %-38s %6s %s\n' target srv "server's most frequent" fio "fio's most frequent"
+  syscall_table strace
+}
+# syscall_table strace|perf
+syscall_table () {
+  printf '%-10s %6s %-46s %6s %s\n' target srv "server's most frequent" fio "fio's most frequent"
   for t in $TARGETS; do
-    printf '%-10s %6s %-38s %6s %s\n' "$t" "$(calls "$t" srv total)" "$(top "$t" srv)" \
-      "$(calls "$t" fio total)" "$(top "$t" fio)"
+    printf '%-10s %6s %-46s %6s %s\n' "$t" "$(calls "$1" "$t" srv total)" "$(top "$1" "$t" srv)" \
+      "$(calls "$1" "$t" fio total)" "$(top "$1" "$t" fio)"
   done
 }
 table | tee "$tmp/table"
 mkdir -p "$(dirname "$OUT")"
 cp "$tmp/table" "$OUT"
-{ cat "$tmp/raw"; sed 's/^/strace /' "$tmp/strace"; } >"${OUT%.txt}.raw"
+{ cat "$tmp/raw"; sed 's/^/strace /' "$tmp/strace"; sed 's/^/perf /' "$tmp/perf"; } >"${OUT%.txt}.raw"
