@@ -10,6 +10,9 @@
 #   OLD_SERVER_OPTS  OLD_SERVER's options (default SERVER_OPTS)
 #   STRACE      1: after the repeats, one more seqwrite_qd1 run per server
 #               target under strace -c (SYSCALLS lines)
+#   PERF        1: and one more under perf record -a -g (cpu-clock): the
+#               share of the server's samples in each system call, in page
+#               faults, in its own code and libraries (PROFILE lines)
 #   OLD_SERVER  another build's zonednull-server in the guest (the host
 #               decodes it there first), or empty
 #   TARGETS     the targets, in turn within each repeat:
@@ -264,6 +267,29 @@ done
 
 # The server's system calls per QD1 write: strace slows every call, so
 # this run's other numbers are not kept.
+# PROFILE TARGET PART PERCENT: of the server's samples (its threads are
+# named zonednull-serve), those under each entry point (inclusive), and
+# those in user space (the binary, libc, libev, libzonednull).
+if [ "${PERF:-0}" = 1 ]; then
+  for t in $TARGETS; do
+    p=$(pid_of "$t")
+    [ -n "$p" ] && [ -n "$(dev_of "$t")" ] || continue
+    perf record -q -o /tmp/perf.data -a -g -e cpu-clock -F 999 -- sleep 5 >/dev/null 2>&1 &
+    pp=$!
+    measure seqwrite_qd1 "$t" perf >/dev/null
+    wait "$pp"
+    r () { perf report -i /tmp/perf.data --stdio --comm zonednull-serve -g none "$@" 2>/dev/null | grep -v '^#'; }
+    r --no-children --sort dso | awk -v t="$t" '
+      $1 ~ /%$/ { v = $1; sub(/%/, "", v); all += v; if ($2 != "[kernel.kallsyms]") user += v }
+      END { if (all > 0) printf "PROFILE %s samples %.2f\nPROFILE %s user %.1f\n", t, all, t, 100 * user / all }'
+    all=$(r --no-children --sort dso | awk '$1 ~ /%$/ { v = $1; sub(/%/, "", v); a += v } END { print a + 0 }')
+    r --children --sort sym | awk -v t="$t" -v all="$all" '
+      $1 ~ /%$/ && all > 0 { v = $1; sub(/%/, "", v)
+        if ($NF ~ /^(__x64_sys_(sendto|recvfrom|epoll_wait|write|writev|read|sendmsg|recvmsg|io_uring_enter)|asm_exc_page_fault|schedule)$/)
+          printf "PROFILE %s %s %.1f\n", t, $NF, 100 * v / all }'
+  done
+fi
+
 if [ "${STRACE:-0}" = 1 ]; then
   for t in $TARGETS; do
     p=$(pid_of "$t")

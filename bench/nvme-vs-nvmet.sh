@@ -38,6 +38,8 @@
 #   this build's server, e.g. with --busy-poll=0
 #   STRACE=1 one more QD1 write run per server target under strace -c: the
 #   server's system calls per write
+#   PERF=1   one more under perf record: the share of the server's CPU time
+#   in each system call, in page faults and in user space
 #   CONF="size=512 zone_size=16 ..." (zone_size in MiB; no conventional
 #   zones, size a multiple: what ZNS takes; nvme and nbd write their own
 #   READ_ZONES + 2 x REPEATS x WRITE_ZONES zones of one device, so more
@@ -100,7 +102,7 @@ tmp=$(mktemp -d /tmp/zonednull-nvme-bench.XXXXXX)
 {
   echo "CONF='$CONF'"
   echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES WRITE_ZONES=$WRITE_ZONES"
-  echo "TARGETS='$TARGETS' SERVER_OPTS='${SERVER_OPTS:-}' STRACE='${STRACE:-0}'"
+  echo "TARGETS='$TARGETS' SERVER_OPTS='${SERVER_OPTS:-}' STRACE='${STRACE:-0}' PERF='${PERF:-0}'"
   [ -z "${OLD_SERVER_OPTS+set}" ] || echo "OLD_SERVER_OPTS='$OLD_SERVER_OPTS'"
   if [ -n "$old" ]; then
     # The old server rides in the script itself: check-nvme.sh copies one
@@ -125,14 +127,14 @@ ZONEDNULL_SRCDIR=$top ZNTRACE=$zntrace ZONEDNULL_SERVER=$server \
   ZN_KERNEL_SEED=1 ZN_NVME_TRACES=0 ZN_NVME_MEM=${ZN_NVME_MEM:-3G} \
   ZN_KERNEL_VM_TIMEOUT=${ZN_KERNEL_VM_TIMEOUT:-$((300 + 12 * REPEATS * (RUNTIME + 20)))} \
   ZN_NVME_GUEST_SCRIPT=$tmp/guest.sh FIO_SRCDIR=$fio_src \
-  ZN_NVME_GUEST_TOOLS="$([ "${STRACE:-0}" = 1 ] && echo strace)" \
+  ZN_NVME_GUEST_TOOLS="$([ "${STRACE:-0}" = 1 ] && echo strace) $([ "${PERF:-0}" = 1 ] && echo perf)" \
   sh "$top/tests/kernel/check-nvme.sh" >"$tmp/tier.log" 2>&1 || rc=$?
 end=$(date +%s)
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 grep -E '^check-nvme: (SKIP|booting|VM ran|FAIL|ERROR)' "$tmp/tier.log" >&2 || true
 sed -n 's/^guest: //p' "$tmp/tier.log" >"$tmp/guest.log"
 grep -E '^(INFO|ERROR)' "$tmp/guest.log" >&2 || true
-grep -E '^(RESULT|SYSCALLS) ' "$tmp/guest.log" >"$tmp/raw" || true
+grep -E '^(RESULT|SYSCALLS|PROFILE) ' "$tmp/guest.log" >"$tmp/raw" || true
 if [ ! -s "$tmp/raw" ]; then
   echo "nvme-vs-nvmet: no results (check-nvme.sh exit $rc); its log:" >&2
   tail -n 40 "$tmp/tier.log" >&2
@@ -184,6 +186,18 @@ breakdown () {
             (jobs[j] == "seqwrite_qd1" && (t in sys)) ? sprintf("%.2f", sys[t]) : "-"
         }
     }' "$tmp/raw"
+  grep -q '^PROFILE ' "$tmp/raw" || return 0
+  echo
+  echo "Where the server's CPU time goes in a QD1 write run (perf record -a -g, cpu-clock; % of the"
+  echo "server's samples, inclusive: sendto includes the loopback delivery to the host's socket;"
+  echo "schedule: the switches away from the server and back, its sleeps in epoll_wait and preemptions):"
+  awk '$1 == "PROFILE" { v[$2, $3] = $4; if (!($2 in seen)) { seen[$2] = 1; t[++n] = $2 } }
+    END { printf "%-9s %8s %7s %9s %11s %9s %11s %6s\n", "target", "sendto", "recv", "epoll", "(schedule)", "faults", "user space", "other"
+      for (i = 1; i <= n; i++) { k = t[i]
+        s = v[k, "__x64_sys_sendto"] + v[k, "__x64_sys_sendmsg"] + v[k, "__x64_sys_write"] + v[k, "__x64_sys_writev"]
+        r = v[k, "__x64_sys_recvfrom"] + v[k, "__x64_sys_recvmsg"] + v[k, "__x64_sys_read"]
+        e = v[k, "__x64_sys_epoll_wait"]; f = v[k, "asm_exc_page_fault"]; u = v[k, "user"]
+        printf "%-9s %7.1f%% %6.1f%% %8.1f%% %10.1f%% %8.1f%% %10.1f%% %5.1f%%\n", k, s, r, e, v[k, "schedule"], f, u, 100 - s - r - e - f - u } }' "$tmp/raw"
 }
 
 table () {
