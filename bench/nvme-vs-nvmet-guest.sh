@@ -7,6 +7,12 @@
 #   READ_ZONES  zones filled first and read at random
 #   WRITE_ZONES zones each write run fills (fresh zones every run)
 #   SERVER_OPTS zonednull-server's options (e.g. --busy-poll=0)
+#   OLD_SERVER_OPTS  OLD_SERVER's options (default SERVER_OPTS)
+#   STRACE      1: after the repeats, one more seqwrite_qd1 run per server
+#               target under strace -c (SYSCALLS lines)
+#   PERF        1: and one more under perf record -a -g (cpu-clock): the
+#               share of the server's samples in each system call, in page
+#               faults, in its own code and libraries (PROFILE lines)
 #   OLD_SERVER  another build's zonednull-server in the guest (the host
 #               decodes it there first), or empty
 #   TARGETS     the targets, in turn within each repeat:
@@ -17,11 +23,21 @@
 #     nullb     the configfs null_blk itself (a reference, no network)
 #     nvme-old  OLD_SERVER --nvme on 127.0.0.1:4422, as nvme
 #     nbd-old   OLD_SERVER's NBD on 127.0.0.1:10810 (/dev/nbd1), as nbd
+#     nvme-dl   nvme's namespace with the host's own choice of scheduler
+#               (mq-deadline for one I/O queue) during its runs; every other
+#               target runs with none
 # Runs as check-nvme.sh's ZN_NVME_GUEST_SCRIPT.  One line per fio run:
 #   RESULT JOB TARGET REPEAT IOPS CPU_TICKS SERVER_TICKS ELAPSED_TICKS
+#          IOS FIO_CTX SYS_CTX SRV_NS SRV_VCTX SRV_NVCTX KW_NS KW_SLICES
+#          REQUESTS SLEEPS BUSY_POLLS RECV_CALLS SEND_CALLS REPLY_NS
 # (USER_HZ ticks: the guest's busy time on both vCPUs, zonednull-server's
-# user+system time, the run's wall time), INFO and ERROR lines.  No pass or
-# fail on speed: a failed run gives IOPS 0 and an ERROR line.
+# user+system time, the run's wall time; then the I/Os done, fio's context
+# switches, the guest's, the server's CPU time in ns and its voluntary and
+# involuntary context switches over all its threads (schedstat and status),
+# the kernel workers' CPU time and time slices (kworker and ksoftirqd: the
+# host and nvmet sides of NVMe/TCP, nbd's receiver), and the deltas of the
+# server's --stats, "-" when it has none), INFO, SYSCALLS and ERROR lines.
+# No pass or fail on speed: a failed run gives IOPS 0 and an ERROR line.
 . /test/params
 FIO=/opt/fio/fio
 CFS_NB=/sys/kernel/config/nullb CFS_T=/sys/kernel/config/nvmet
@@ -62,8 +78,11 @@ side () { case $1 in *-old) echo old ;; *) echo new ;; esac; }
 # served over NVMe/TCP and NBD alike (each target writes its own zones);
 # its PID and NQN in pid_SIDE and nqn_SIDE.
 start_server () {
+  opts=$SERVER_OPTS
+  [ "$1" = old ] && opts=${OLD_SERVER_OPTS-$SERVER_OPTS}
+  "$2" --help 2>&1 | grep -q -- '--stats' && opts="$opts --stats"
   # shellcheck disable=SC2086
-  "$2" -f -i 127.0.0.1 -p "$3" --nvme="$4" $SERVER_OPTS $CONF >/tmp/server-$1.out 2>/tmp/server-$1.err </dev/null &
+  "$2" -f -i 127.0.0.1 -p "$3" --nvme="$4" $opts $CONF >/tmp/server-$1.out 2>/tmp/server-$1.err </dev/null &
   eval "pid_$1=$!"
   if ! waitfor 300 listening "$3" || ! waitfor 100 listening "$4"; then
     err "zonednull-server ($1) did not listen: $(tail -n 3 /tmp/server-$1.err | tr '\n' ' ')"
@@ -74,9 +93,10 @@ start_server () {
 
 # ---- the targets -------------------------------------------------------------
 pid_new= pid_old= nqn_new= nqn_old=
-dev_nvme= dev_nvmet= dev_nbd= dev_nullb= dev_nvme_old= dev_nbd_old=
+dev_nvme= dev_nvmet= dev_nbd= dev_nullb= dev_nvme_old= dev_nbd_old= dev_nvme_dl=
 for t in $TARGETS; do
   case $t in
+    nvme-dl) continue ;;  # nvme's namespace, below
     nvme|nbd|nvme-old|nbd-old)
       sd=$(side $t)
       if [ $sd = new ]; then bin=$SERVER np=10809 vp=4420 nbd=/dev/nbd0
@@ -105,14 +125,16 @@ for t in $TARGETS; do
       dev_nvmet=$(connect 4421 "$NQN_NVMET") || { err "nvme connect to nvmet: $(cat /tmp/connect.out)"; dev_nvmet=; } ;;
   esac
 done
+case " $TARGETS " in *" nvme-dl "*) dev_nvme_dl=$dev_nvme ;; esac
 dev_of () { eval "echo \${dev_$(var "$1")}"; }
+sched_of () { [ "$1" = nvme-dl ] && echo mq-deadline || echo none; }
 for t in $TARGETS; do
   d=$(dev_of "$t")
   [ -n "$d" ] || continue
   b=${d#/dev/}
   # The same I/O path on all: no I/O scheduler (6.12 gives a device of
   # one hardware queue mq-deadline; nvmet's multipath head has none).
-  [ -w "/sys/block/$b/queue/scheduler" ] && echo none >"/sys/block/$b/queue/scheduler"
+  [ -w "/sys/block/$b/queue/scheduler" ] && echo "$(sched_of "$t")" >"/sys/block/$b/queue/scheduler"
   a=
   for f in zoned nr_zones chunk_sectors max_sectors_kb max_hw_sectors_kb nr_requests scheduler; do
     a="$a $f=$(cat "/sys/block/$b/queue/$f" 2>/dev/null | tr ' ' ,)"
@@ -123,12 +145,14 @@ done
 zone=$((ZONE_MB * 1048576))
 rbytes=$((READ_ZONES * zone))
 # Zone ranges: the read zones first; each write run then takes the next
-# WRITE_ZONES zones of its target.  nbd and nvme share a server's device:
-# nbd's zones start after nvme's (the host checks that CONF's size holds
-# them).
-runs=$((2 * REPEATS))
+# WRITE_ZONES zones of its target.  nvme, nbd and nvme-dl share a server's
+# device: nbd's zones start after nvme's, nvme-dl's after nbd's (the host
+# checks that CONF's size holds them).
+runs=$((2 * REPEATS + 1))
 wspan=$((runs * WRITE_ZONES * zone))
-base_of () { case $1 in nbd|nbd-old) echo $((rbytes + wspan)) ;; *) echo 0 ;; esac; }
+base_of () {
+  case $1 in nbd|nbd-old) echo $((rbytes + wspan)) ;; nvme-dl) echo $((2 * (rbytes + wspan))) ;; *) echo 0 ;; esac
+}
 # zonemode=zbd on the zoned targets.
 zm_of () { case $1 in nbd|nbd-old) ;; *) echo --zonemode=zbd ;; esac; }
 # Fill the read zones (1 MiB sequential writes).
@@ -145,11 +169,44 @@ done
 cpu () { awk '$1 == "cpu" { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; t = 0; for (i = 2; i <= NF; i++) t += $i; print b, t }' /proc/stat; }
 sticks () {
   case $1 in
-    nvme|nbd|nvme-old|nbd-old)
+    nvme*|nbd*)
       p=$(eval "echo \$pid_$(side "$1")")
       [ -n "$p" ] && awk '{ print $14 + $15 }' "/proc/$p/stat" || echo 0 ;;
     *) echo 0 ;;
   esac
+}
+pid_of () { case $1 in nvme*|nbd*) eval "echo \$pid_$(side "$1")" ;; esac; }
+# threads PID: the CPU time (ns) and voluntary and involuntary context
+# switches of all of PID's threads; 0 0 0 without PID.
+threads () {
+  [ -n "$1" ] || { echo 0 0 0; return; }
+  for t in /proc/"$1"/task/*; do
+    echo "$(cut -d' ' -f1 "$t/schedstat") $(awk '/^voluntary_ctxt/ { v = $2 } /^nonvoluntary_ctxt/ { n = $2 } END { print v, n }' "$t/status")"
+  done | awk '{ a += $1; b += $2; c += $3 } END { print a + 0, b + 0, c + 0 }'
+}
+# The kernel workers' CPU time (ns) and time slices.
+kworkers () {
+  for t in /proc/[0-9]*; do
+    case "$(cat "$t/comm" 2>/dev/null)" in kworker*|ksoftirqd*) cat "$t/schedstat" 2>/dev/null ;; esac
+  done | awk '{ a += $1; b += $3 } END { print a + 0, b + 0 }'
+}
+ctxt () { awk '$1 == "ctxt" { print $2 }' /proc/stat; }
+# stats PID: the server's --stats counters REQUESTS SLEEPS BUSY_POLLS
+# RECV_CALLS SEND_CALLS REPLY_NS_SUM now (SIGUSR1 prints them), or
+# "- - - - - -" when it has no --stats.
+stats () {
+  f=/tmp/server-$(side "$2").err
+  if [ -z "$1" ] || ! grep -q -- '--stats' "/proc/$1/cmdline" 2>/dev/null; then echo - - - - - -; return; fi
+  n0=$(grep -c 'stats:' "$f")
+  kill -USR1 "$1"
+  n=50
+  while [ "$(grep -c 'stats:' "$f")" -le "$n0" ] && [ $n -gt 0 ]; do sleep 0.02; n=$((n - 1)); done
+  grep 'stats:' "$f" | tail -n 1 | tr ' ' '\n' | awk -F= '
+    { v[$1] = $2 } END { print v["requests"], v["sleeps"], v["busy_polls"], v["recv_calls"], v["send_calls"], v["reply_ns_sum"] }'
+}
+# delta A... B...: B - A, field by field ("-" stays).
+delta () {
+  echo "$*" | awk '{ h = NF / 2; for (i = 1; i <= h; i++) printf "%s%s", (i > 1 ? " " : ""), ($i == "-" ? "-" : $(i + h) - $i); print "" }'
 }
 # measure JOB TARGET REPEAT
 measure () {
@@ -165,23 +222,33 @@ measure () {
       qd=${job#seqwrite_qd}
       args="--rw=write --iodepth=$qd $zm --offset=$off --size=$((WRITE_ZONES * zone))" col=49 ;;
   esac
+  p=$(pid_of "$t")
+  before="$(threads "$p") $(kworkers) $(ctxt) $(stats "$p" "$t")"
   # shellcheck disable=SC2046
   set -- $(cpu) $(sticks "$t")
   b0=$1 t0=$2 s0=$3
   # shellcheck disable=SC2086
-  $FIO --name="$job" --filename="$d" --ioengine=io_uring --direct=1 --bs=4k --output-format=terse \
+  ${WRAP:-} $FIO --name="$job" --filename="$d" --ioengine=io_uring --direct=1 --bs=4k --output-format=terse \
     --terse-version=3 --group_reporting $args >/tmp/fio.out 2>/tmp/fio.err
   frc=$?
   # shellcheck disable=SC2046
   set -- $(cpu) $(sticks "$t")
+  b1=$1 t1=$2 s1=$3
+  after="$(threads "$p") $(kworkers) $(ctxt) $(stats "$p" "$t")"
   line=$(grep '^3;' /tmp/fio.out | tail -n 1)
   if [ $frc -ne 0 ] || [ -z "$line" ]; then
     err "$job on $t ($d, repeat $rep): fio exited $frc: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
-    iops=0
+    iops=0 ios=0 fctx=0
   else
     iops=$(echo "$line" | cut -d';' -f"$col")
+    # Read or written KiB over 4 KiB; usr_cpu;sys_cpu;ctx.
+    ios=$(( ($(echo "$line" | cut -d';' -f6) + $(echo "$line" | cut -d';' -f47)) / 4 ))
+    fctx=$(echo "$line" | cut -d';' -f90)
   fi
-  echo "RESULT $job $t $rep $iops $(($1 - b0)) $(($3 - s0)) $(($2 - t0))"
+  # SRV_NS SRV_VCTX SRV_NVCTX KW_NS KW_SLICES SYS_CTX REQUESTS..REPLY_NS
+  # shellcheck disable=SC2046,SC2086
+  set -- $(delta $before $after)
+  echo "RESULT $job $t $rep $iops $((b1 - b0)) $((s1 - s0)) $((t1 - t0)) $ios $fctx $6 $1 $2 $3 $4 $5 $7 $8 $9 ${10} ${11} ${12}"
 }
 
 rep=1
@@ -197,6 +264,47 @@ while [ $rep -le "$REPEATS" ]; do
   done
   rep=$((rep + 1))
 done
+
+# The server's system calls per QD1 write: strace slows every call, so
+# this run's other numbers are not kept.
+# PROFILE TARGET PART PERCENT: of the server's samples (its threads are
+# named zonednull-serve), those under each entry point (inclusive), and
+# those in user space (the binary, libc, libev, libzonednull).
+if [ "${PERF:-0}" = 1 ]; then
+  for t in $TARGETS; do
+    p=$(pid_of "$t")
+    [ -n "$p" ] && [ -n "$(dev_of "$t")" ] || continue
+    perf record -q -o /tmp/perf.data -a -g -e cpu-clock -F 999 -- sleep 5 >/dev/null 2>&1 &
+    pp=$!
+    measure seqwrite_qd1 "$t" perf >/dev/null
+    wait "$pp"
+    r () { perf report -i /tmp/perf.data --stdio --comm zonednull-serve -g none "$@" 2>/dev/null | grep -v '^#'; }
+    r --no-children --sort dso | awk -v t="$t" '
+      $1 ~ /%$/ { v = $1; sub(/%/, "", v); all += v; if ($2 != "[kernel.kallsyms]") user += v }
+      END { if (all > 0) printf "PROFILE %s samples %.2f\nPROFILE %s user %.1f\n", t, all, t, 100 * user / all }'
+    all=$(r --no-children --sort dso | awk '$1 ~ /%$/ { v = $1; sub(/%/, "", v); a += v } END { print a + 0 }')
+    r --children --sort sym | awk -v t="$t" -v all="$all" '
+      $1 ~ /%$/ && all > 0 { v = $1; sub(/%/, "", v)
+        if ($NF ~ /^(__x64_sys_(sendto|recvfrom|epoll_wait|write|writev|read|sendmsg|recvmsg|io_uring_enter)|asm_exc_page_fault|schedule)$/)
+          printf "PROFILE %s %s %.1f\n", t, $NF, 100 * v / all }'
+  done
+fi
+
+if [ "${STRACE:-0}" = 1 ]; then
+  for t in $TARGETS; do
+    p=$(pid_of "$t")
+    [ -n "$p" ] && [ -n "$(dev_of "$t")" ] || continue
+    strace -c -f -q -p "$p" -o /tmp/strace.out &
+    sp=$!
+    sleep 1
+    measure seqwrite_qd1 "$t" strace >/dev/null
+    kill -INT "$sp"
+    wait "$sp"
+    # "% time seconds usecs/call calls [errors] syscall" rows.
+    awk -v t="$t" -v n=$((WRITE_ZONES * zone / 4096)) \
+      '$1 ~ /^[0-9.]+$/ && $NF ~ /^[a-z_0-9]+$/ { print "SYSCALLS", t, n, $NF, $4 }' /tmp/strace.out
+  done
+fi
 
 [ -n "$dev_nvme" ] && nvme disconnect -n "$nqn_new" >/dev/null 2>&1
 [ -n "$dev_nvme_old" ] && nvme disconnect -n "$nqn_old" >/dev/null 2>&1

@@ -34,6 +34,12 @@
 #   bench/nvme-vs-nvmet.sh [BUILDDIR]        default BUILDDIR: ./build
 #   REPEATS=3 RUNTIME=3 READ_ZONES=2 WRITE_ZONES=2 bench/nvme-vs-nvmet.sh
 #   SERVER_OPTS="--busy-poll=0" zonednull-server's options in the guest
+#   OLD_SERVER_OPTS    OLD_SERVER's (default SERVER_OPTS): OLD_SERVER may be
+#   this build's server, e.g. with --busy-poll=0
+#   STRACE=1 one more QD1 write run per server target under strace -c: the
+#   server's system calls per write
+#   PERF=1   one more under perf record: the share of the server's CPU time
+#   in each system call, in page faults and in user space
 #   CONF="size=512 zone_size=16 ..." (zone_size in MiB; no conventional
 #   zones, size a multiple: what ZNS takes; nvme and nbd write their own
 #   READ_ZONES + 2 x REPEATS x WRITE_ZONES zones of one device, so more
@@ -68,9 +74,12 @@ cache=${ZN_KERNEL_CACHE:-$top/.cache/kernel}
 zone_mb=$(echo " $CONF" | sed -n 's/.* zone_size=\([0-9]*\).*/\1/p')
 [ -n "$zone_mb" ] || { echo "nvme-vs-nvmet: CONF needs zone_size=" >&2; exit 1; }
 size_mb=$(echo " $CONF" | sed -n 's/.* size=\([0-9]*\).*/\1/p')
-need_mb=$((2 * (READ_ZONES + 2 * REPEATS * WRITE_ZONES) * zone_mb))
+# nvme, nbd and nvme-dl write their own zones of one device.
+shares=2
+case " $TARGETS " in *" nvme-dl "*) shares=3 ;; esac
+need_mb=$((shares * (READ_ZONES + (2 * REPEATS + 1) * WRITE_ZONES) * zone_mb))
 [ "${size_mb:-0}" -ge "$need_mb" ] ||
-  { echo "nvme-vs-nvmet: CONF's size=${size_mb:-} (MiB) must hold nvme's and nbd's zones, 2 x (READ_ZONES + 2 x REPEATS x WRITE_ZONES) x zone_size = $need_mb" >&2; exit 1; }
+  { echo "nvme-vs-nvmet: CONF's size=${size_mb:-} (MiB) must hold the zones of nvme, nbd (and nvme-dl), $shares x (READ_ZONES + (2 x REPEATS + 1) x WRITE_ZONES) x zone_size = $need_mb" >&2; exit 1; }
 old=${OLD_SERVER:-}
 if [ -n "$old" ]; then
   # A libtool wrapper's real binary, as tests/kernel/lib.sh's copy_binary.
@@ -93,7 +102,8 @@ tmp=$(mktemp -d /tmp/zonednull-nvme-bench.XXXXXX)
 {
   echo "CONF='$CONF'"
   echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES WRITE_ZONES=$WRITE_ZONES"
-  echo "TARGETS='$TARGETS' SERVER_OPTS='${SERVER_OPTS:-}'"
+  echo "TARGETS='$TARGETS' SERVER_OPTS='${SERVER_OPTS:-}' STRACE='${STRACE:-0}' PERF='${PERF:-0}'"
+  [ -z "${OLD_SERVER_OPTS+set}" ] || echo "OLD_SERVER_OPTS='$OLD_SERVER_OPTS'"
   if [ -n "$old" ]; then
     # The old server rides in the script itself: check-nvme.sh copies one
     # server into the guest.  Stripped, it is a third of the size.
@@ -117,13 +127,14 @@ ZONEDNULL_SRCDIR=$top ZNTRACE=$zntrace ZONEDNULL_SERVER=$server \
   ZN_KERNEL_SEED=1 ZN_NVME_TRACES=0 ZN_NVME_MEM=${ZN_NVME_MEM:-3G} \
   ZN_KERNEL_VM_TIMEOUT=${ZN_KERNEL_VM_TIMEOUT:-$((300 + 12 * REPEATS * (RUNTIME + 20)))} \
   ZN_NVME_GUEST_SCRIPT=$tmp/guest.sh FIO_SRCDIR=$fio_src \
+  ZN_NVME_GUEST_TOOLS="$([ "${STRACE:-0}" = 1 ] && echo strace) $([ "${PERF:-0}" = 1 ] && echo perf)" \
   sh "$top/tests/kernel/check-nvme.sh" >"$tmp/tier.log" 2>&1 || rc=$?
 end=$(date +%s)
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 grep -E '^check-nvme: (SKIP|booting|VM ran|FAIL|ERROR)' "$tmp/tier.log" >&2 || true
 sed -n 's/^guest: //p' "$tmp/tier.log" >"$tmp/guest.log"
 grep -E '^(INFO|ERROR)' "$tmp/guest.log" >&2 || true
-grep '^RESULT ' "$tmp/guest.log" >"$tmp/raw" || true
+grep -E '^(RESULT|SYSCALLS|PROFILE) ' "$tmp/guest.log" >"$tmp/raw" || true
 if [ ! -s "$tmp/raw" ]; then
   echo "nvme-vs-nvmet: no results (check-nvme.sh exit $rc); its log:" >&2
   tail -n 40 "$tmp/tier.log" >&2
@@ -131,17 +142,76 @@ if [ ! -s "$tmp/raw" ]; then
 fi
 
 # RESULT JOB TARGET REPEAT IOPS CPU_TICKS SERVER_TICKS ELAPSED_TICKS
+# Per I/O, medians over the repeats: where each target's time goes.
+breakdown () {
+  echo "Per I/O (medians): fctx = fio's context switches, gctx = the guest's; srv = the server's CPU time (us,"
+  echo "all threads, schedstat) and its voluntary/involuntary context switches; kw = the kernel workers' CPU"
+  echo "time (us) and time slices (the NVMe/TCP host and nvmet, nbd's receiver); per request, from the"
+  echo "server's --stats: loop sleeps, busy polls, recv and send calls, and the time from the request's"
+  echo "arrival to its reply's last byte sent (us); sys = the server's system calls per write (strace run)."
+  awk -v targets="$TARGETS" '
+    function med(key,   m, j, t, c, v) {
+      m = cnt[key]; if (!m) return ""
+      for (j = 1; j <= m; j++) v[j] = val[key, j]
+      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    function put(job, t, name, x) { k = job SUBSEP t SUBSEP name; val[k, ++cnt[k]] = x }
+    function show(job, t, name, fmt,   m) { m = med(job SUBSEP t SUBSEP name); return m == "" ? "-" : sprintf(fmt, m) }
+    $1 == "SYSCALLS" && $5 > 0 { if ($4 == "total") sys[$2] = $5 / $3; next }
+    $1 == "RESULT" && NF >= 22 && $9 > 0 {
+      if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 }
+      put($2, $3, "lat", $5 > 0 ? 1e6 / $5 : 0)
+      put($2, $3, "fctx", $10 / $9); put($2, $3, "gctx", $11 / $9)
+      put($2, $3, "srv", $12 / $9 / 1000); put($2, $3, "vctx", $13 / $9); put($2, $3, "nvctx", $14 / $9)
+      put($2, $3, "kw", $15 / $9 / 1000); put($2, $3, "kws", $16 / $9)
+      if ($17 != "-" && $17 > 0) {
+        put($2, $3, "sleeps", $18 / $17); put($2, $3, "busy", $19 / $17)
+        put($2, $3, "recv", $20 / $17); put($2, $3, "send", $21 / $17); put($2, $3, "reply", $22 / $17 / 1000)
+      }
+    }
+    END {
+      nt = split(targets, T, " ")
+      printf "%-14s %-9s %7s %5s %5s %7s %9s %7s %5s %6s %5s %5s %5s %7s %5s\n", "job", "target", "1/IOPS", "fctx", "gctx",
+        "srv us", "srv v/nv", "kw us", "kw sl", "sleeps", "busy", "recv", "send", "reply", "sys"
+      for (j = 1; j <= nj; j++)
+        for (i = 1; i <= nt; i++) {
+          t = T[i]; if (!cnt[jobs[j] SUBSEP t SUBSEP "lat"]) continue
+          printf "%-14s %-9s %7s %5s %5s %7s %4s/%-4s %7s %5s %6s %5s %5s %5s %7s %5s\n", jobs[j], t,
+            show(jobs[j], t, "lat", "%.0f"), show(jobs[j], t, "fctx", "%.2f"), show(jobs[j], t, "gctx", "%.1f"),
+            show(jobs[j], t, "srv", "%.1f"), show(jobs[j], t, "vctx", "%.2f"), show(jobs[j], t, "nvctx", "%.2f"),
+            show(jobs[j], t, "kw", "%.1f"), show(jobs[j], t, "kws", "%.2f"),
+            show(jobs[j], t, "sleeps", "%.2f"), show(jobs[j], t, "busy", "%.1f"), show(jobs[j], t, "recv", "%.2f"),
+            show(jobs[j], t, "send", "%.2f"), show(jobs[j], t, "reply", "%.1f"),
+            (jobs[j] == "seqwrite_qd1" && (t in sys)) ? sprintf("%.2f", sys[t]) : "-"
+        }
+    }' "$tmp/raw"
+  grep -q '^PROFILE ' "$tmp/raw" || return 0
+  echo
+  echo "Where the server's CPU time goes in a QD1 write run (perf record -a -g, cpu-clock; % of the"
+  echo "server's samples, inclusive: sendto includes the loopback delivery to the host's socket;"
+  echo "schedule: the switches away from the server and back, its sleeps in epoll_wait and preemptions):"
+  awk '$1 == "PROFILE" { v[$2, $3] = $4; if (!($2 in seen)) { seen[$2] = 1; t[++n] = $2 } }
+    END { printf "%-9s %8s %7s %9s %11s %9s %11s %6s\n", "target", "sendto", "recv", "epoll", "(schedule)", "faults", "user space", "other"
+      for (i = 1; i <= n; i++) { k = t[i]
+        s = v[k, "__x64_sys_sendto"] + v[k, "__x64_sys_sendmsg"] + v[k, "__x64_sys_write"] + v[k, "__x64_sys_writev"]
+        r = v[k, "__x64_sys_recvfrom"] + v[k, "__x64_sys_recvmsg"] + v[k, "__x64_sys_read"]
+        e = v[k, "__x64_sys_epoll_wait"]; f = v[k, "asm_exc_page_fault"]; u = v[k, "user"]
+        printf "%-9s %7.1f%% %6.1f%% %8.1f%% %10.1f%% %8.1f%% %10.1f%% %5.1f%%\n", k, s, r, e, v[k, "schedule"], f, u, 100 - s - r - e - f - u } }' "$tmp/raw"
+}
+
 table () {
   echo "zonednull-server over NVMe/TCP against nvmet-tcp (null_blk) and against its own NBD export,"
   echo "every server in the guest on 127.0.0.1: $(sed -n 's/^INFO guest: //p' "$tmp/guest.log" | head -n 1)."
   echo "qemu TCG, 2 vCPUs, $(date -u +%Y-%m-%d); host: $(nproc) CPUs, load average $load0 at the start, $load1 at the end."
   echo "Every target: $CONF.${SERVER_OPTS:+ zonednull-server $SERVER_OPTS.}"
-  [ -z "$old" ] || echo "nvme-old, nbd-old: $OLD_SERVER; nvme, nbd: $server."
+  [ -z "$old" ] || echo "nvme-old, nbd-old: $OLD_SERVER${OLD_SERVER_OPTS+ $OLD_SERVER_OPTS}; nvme, nbd: $server."
+  case " $TARGETS " in *" nvme-dl "*) echo "nvme-dl: nvme's namespace with the host's own scheduler (mq-deadline); every other target: none." ;; esac
   echo "fio io_uring direct=1 bs=4k; medians of $REPEATS runs (random reads ${RUNTIME}s; writes $WRITE_ZONES fresh zones each)."
   echo "cpu = the guest's busy CPU time per I/O (both vCPUs, us); srv = zonednull-server's own CPU time per I/O (us)."
   echo
   awk -v targets="$TARGETS" -v ratios="nvme/nvmet nvme/nbd nvme/nvme-old nbd/nbd-old" '
-    { k = $2 SUBSEP $3; n[k]++; iops[k, n[k]] = $5
+    $1 == "RESULT" { k = $2 SUBSEP $3; n[k]++; iops[k, n[k]] = $5
       ios = $5 * ($8 / 100); cpu[k, n[k]] = ios > 0 ? $6 * 10000 / ios : 0; srv[k, n[k]] = ios > 0 ? $7 * 10000 / ios : 0
       if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 }
       run[$2, $4, $3] = $5; if ($4 > nr) nr = $4 }
@@ -184,6 +254,8 @@ table () {
         for (r = 1; r <= nr; r++) { line = line sprintf(" %d:", r); for (i = 1; i <= nt; i++) line = line sprintf(" %d", run[jobs[j], r, T[i]]) }
         print line }
     }' "$tmp/raw"
+  echo
+  breakdown
   echo
   echo "The VM ran $(sed -n 's/^check-nvme: VM ran \([0-9]*\) s.*/\1/p' "$tmp/tier.log") s; the script $((end - start)) s."
 }

@@ -396,11 +396,13 @@ zf_getevents (struct thread_data *td, unsigned int min, unsigned int max,
     return -ETIMEDOUT;
   if (t)
     until = now_ms () + t->tv_sec * 1000 + t->tv_nsec / 1000000;
-  /* Replies already on the sockets count even when fio asks for none
-   * (min = 0 with iodepth_batch_complete_min=0): without a look at the
-   * sockets such calls would never see a completion.
+  /* Replies already on the sockets count even when fio asks for no more
+   * than are ready (min = 0 with iodepth_batch_complete_min=0): without a
+   * look at the sockets such calls would never see a completion.  When
+   * more are needed, the loop's poll looks anyway: a poll without
+   * waiting first would cost every QD1 write a system call for nothing.
    */
-  if (poll_conns (e, 0) < 0)
+  if (e->ready.count >= min && poll_conns (e, 0) < 0)
     return -1;
   for (;;) {
     int64_t wake = until;

@@ -6,6 +6,7 @@
  * direction instead of a thread per request.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,19 @@ struct net_conn {
   bool out_blocked;             /* a request waits for room for its reply */
   struct net_conn *blocked_next;
   struct net_conn *next, *prev;
+  /* --stats: when the last recv returned, the bytes of output sent so
+   * far, and the replies queued and not all sent yet, their ends counted
+   * in the same bytes: replies[replies_head, replies_len).
+   */
+  uint64_t recv_ns;
+  uint64_t out_sent;
+  struct pending_reply *replies;
+  size_t replies_head, replies_len, replies_cap;
+};
+
+struct pending_reply {
+  uint64_t end;
+  uint64_t arrival;             /* 0: not timed */
 };
 
 /* ---- the output budget -----------------------------------------------------
@@ -84,6 +98,8 @@ struct net_conn {
  * asks net_fits before taking more of it.
  */
 #define OUTPUT_TOTAL_LIMIT ((size_t) 256 << 20)
+/* --stats's histogram of reply times: four buckets per power of two. */
+#define HIST_BUCKETS (62 * 4 + 4)
 #define OUTPUT_GUARANTEED (((size_t) 1 << 20) + 4096)  /* 1 MiB and headers */
 
 struct net_server {
@@ -99,7 +115,22 @@ struct net_server {
   ev_prepare budget_watcher;
   ev_idle busy_poll_watcher;
   uint64_t busy_poll_until;
+  /* --stats (net_server_print_stats) */
+  ev_prepare stats_watcher;
+  struct tls_io_count io;
+  uint64_t requests, sleeps, busy_polls, busy_poll_ns, busy_poll_start;
+  uint64_t timed, reply_ns_sum, reply_ns_max;
+  uint64_t reply_hist[HIST_BUCKETS];  /* the timed replies, hist_bucket */
 };
+
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
 
 /* Counts what the connection's session holds now. */
 static void
@@ -189,6 +220,172 @@ after_event (const struct listener *l)
     l->sched->after_event (l->sched->arg);
 }
 
+/* ---- --stats ------------------------------------------------------------------
+ *
+ * Counted only with net_settings.stats, each behind one branch.  A
+ * request is timed from its arrival, when the recv after which its
+ * session took it returned (net_stats_arrival), to the return of the
+ * send that carried the last byte of its reply: the session tells where
+ * that byte is in its output (net_stats_reply), and conn_send times the
+ * replies it completes.
+ */
+
+/* Every loop iteration polls: with the busy-poll watcher active without
+ * blocking, otherwise with a timeout, where it may sleep.
+ */
+static void
+stats_prepare (struct ev_loop *loop, ev_prepare *w, int revents)
+{
+  struct net_server *srv = w->data;
+
+  (void) loop;
+  (void) revents;
+  if (ev_is_active (&srv->busy_poll_watcher)) {
+    srv->busy_polls++;
+    srv->busy_poll_start = now_ns ();
+  }
+  else
+    srv->sleeps++;
+}
+
+static void
+stats_recv (struct net_conn *c, ssize_t n)
+{
+  if (c->tls == NULL) {         /* tls.c counts its own */
+    c->srv->io.recv_calls++;
+    c->srv->io.recv_bytes += n > 0 ? (uint64_t) n : 0;
+  }
+  if (n > 0)
+    c->recv_ns = now_ns ();
+}
+
+/* Below 4 one bucket per value, then four per power of two: the value's
+ * highest bit and the two below it.
+ */
+static unsigned
+hist_bucket (uint64_t ns)
+{
+  unsigned bits = ns ? 64 - (unsigned) __builtin_clzll (ns) : 0;
+
+  if (bits <= 2)
+    return (unsigned) ns;
+  return (bits - 2) * 4 + (unsigned) ((ns >> (bits - 3)) & 3);
+}
+
+static void
+stats_replied (struct net_server *srv, uint64_t arrival, uint64_t now)
+{
+  uint64_t ns = now > arrival ? now - arrival : 0;
+
+  srv->requests++;
+  if (arrival == 0)
+    return;
+  srv->timed++;
+  srv->reply_ns_sum += ns;
+  if (ns > srv->reply_ns_max)
+    srv->reply_ns_max = ns;
+  srv->reply_hist[hist_bucket (ns)]++;
+}
+
+/* A send of conn_send returned n, with sent bytes of this batch gone. */
+static void
+stats_send (struct net_conn *c, ssize_t n, size_t sent)
+{
+  uint64_t now = 0;
+
+  if (c->tls == NULL) {
+    c->srv->io.send_calls++;
+    c->srv->io.send_bytes += n > 0 ? (uint64_t) n : 0;
+  }
+  while (c->replies_head < c->replies_len
+         && c->replies[c->replies_head].end <= c->out_sent + sent) {
+    if (now == 0)
+      now = now_ns ();
+    stats_replied (c->srv, c->replies[c->replies_head++].arrival, now);
+  }
+  if (c->replies_head == c->replies_len)
+    c->replies_head = c->replies_len = 0;
+}
+
+/* The batch of conn_send is over: sent bytes went, or were dropped with
+ * the replies in them when the client is gone.
+ */
+static void
+stats_sent (struct net_conn *c, size_t sent)
+{
+  c->out_sent += sent;
+  if (c->gone)
+    c->replies_head = c->replies_len = 0;
+}
+
+uint64_t
+net_stats_arrival (void *owner)
+{
+  return ((const struct net_conn *) owner)->recv_ns;
+}
+
+void
+net_stats_reply (void *owner, uint64_t arrival, size_t end)
+{
+  struct net_conn *c = owner;
+
+  if (c->replies_len == c->replies_cap && c->replies_head > 0) {
+    memmove (c->replies, c->replies + c->replies_head,
+             (c->replies_len - c->replies_head) * sizeof *c->replies);
+    c->replies_len -= c->replies_head;
+    c->replies_head = 0;
+  }
+  if (c->replies_len == c->replies_cap) {
+    size_t cap = c->replies_cap ? 2 * c->replies_cap : 16;
+    struct pending_reply *p = realloc (c->replies, cap * sizeof *p);
+
+    if (p == NULL) {            /* counted, not timed */
+      c->srv->requests++;
+      return;
+    }
+    c->replies = p;
+    c->replies_cap = cap;
+  }
+  c->replies[c->replies_len++] = (struct pending_reply) {
+    .end = c->out_sent + end, .arrival = arrival,
+  };
+}
+
+/* The middle of the bucket that holds the median: within an eighth of
+ * it.
+ */
+static uint64_t
+reply_p50 (const struct net_server *srv)
+{
+  uint64_t seen = 0;
+
+  for (unsigned b = 0; b < HIST_BUCKETS && srv->timed; b++) {
+    unsigned shift = b < 4 ? 0 : b / 4 - 1;
+    uint64_t lo = b < 4 ? b : (uint64_t) (4 + b % 4) << shift;
+    uint64_t mid = lo + (((uint64_t) 1 << shift) - 1) / 2;
+
+    seen += srv->reply_hist[b];
+    if (2 * seen >= srv->timed)
+      return mid < srv->reply_ns_max ? mid : srv->reply_ns_max;
+  }
+  return 0;
+}
+
+void
+net_server_print_stats (const struct net_server *srv)
+{
+  fprintf (stderr, "%s: stats: requests=%" PRIu64 " loop_iterations=%u "
+           "sleeps=%" PRIu64 " busy_polls=%" PRIu64 " busy_poll_ns=%" PRIu64
+           " recv_calls=%" PRIu64 " recv_bytes=%" PRIu64 " send_calls=%"
+           PRIu64 " send_bytes=%" PRIu64 " reply_ns_sum=%" PRIu64
+           " reply_ns_max=%" PRIu64 " reply_ns_p50=%" PRIu64 "\n",
+           srv->set.program, srv->requests, ev_iteration (srv->loop),
+           srv->sleeps, srv->busy_polls, srv->busy_poll_ns,
+           srv->io.recv_calls, srv->io.recv_bytes, srv->io.send_calls,
+           srv->io.send_bytes, srv->reply_ns_sum, srv->reply_ns_max,
+           reply_p50 (srv));
+}
+
 /* ---- connections ----------------------------------------------------------- */
 
 static void
@@ -220,6 +417,7 @@ conn_free (struct net_conn *c)
   if (srv->set.verbose)
     fprintf (stderr, "%s: connection %d closed\n", srv->set.program, c->fd);
   free (c->in);
+  free (c->replies);
   free (c);
 }
 
@@ -284,6 +482,8 @@ conn_send (struct net_conn *c)
     ssize_t n = c->tls ? tls_send (c->tls, data + sent, ready - sent)
                        : send (c->fd, data + sent, ready - sent, MSG_NOSIGNAL);
 
+    if (c->srv->set.stats)
+      stats_send (c, n, n > 0 ? sent + (size_t) n : sent);
     if (n > 0) {
       sent += (size_t) n;
       continue;
@@ -299,6 +499,8 @@ conn_send (struct net_conn *c)
   }
   if (c->gone)
     sent = ready;
+  if (c->srv->set.stats)
+    stats_sent (c, sent);
   proto->sent (c->session, sent);
   account (c);
   return true;
@@ -355,6 +557,8 @@ conn_start_tls (struct net_conn *c)
     conn_free (c);
     return;
   }
+  if (c->srv->set.stats)
+    tls_conn_count (c->tls, &c->srv->io);
   c->handshaking = true;
   conn_handshake (c);
 }
@@ -471,22 +675,16 @@ budget_retry (struct ev_loop *loop, ev_prepare *w, int revents)
  * request (qemu's iothreads poll for the same reason).  An active idle
  * watcher is how libev polls without blocking.
  */
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 static void
 busy_poll_cb (struct ev_loop *loop, ev_idle *w, int revents)
 {
   struct net_server *srv = w->data;
+  uint64_t now = now_ns ();
 
   (void) revents;
-  if (now_ns () >= srv->busy_poll_until)
+  if (srv->set.stats)
+    srv->busy_poll_ns += now - srv->busy_poll_start;
+  if (now >= srv->busy_poll_until)
     ev_idle_stop (loop, w);
 }
 
@@ -547,6 +745,8 @@ conn_readable (struct ev_loop *loop, ev_io *w, int revents)
     return;
   n = c->tls ? tls_recv (c->tls, c->in + c->in_len, c->in_cap - c->in_len)
              : recv (c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+  if (srv->set.stats)
+    stats_recv (c, n);
   if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return;
   if (n == -1 && errno == EPROTO && c->tls)
@@ -765,6 +965,10 @@ net_server_new (struct ev_loop *loop, const struct net_settings *set)
   ev_prepare_init (&srv->budget_watcher, budget_retry);
   srv->budget_watcher.data = srv;
   ev_prepare_start (loop, &srv->budget_watcher);
+  ev_prepare_init (&srv->stats_watcher, stats_prepare);
+  srv->stats_watcher.data = srv;
+  if (set->stats)
+    ev_prepare_start (loop, &srv->stats_watcher);
   return srv;
 }
 
@@ -797,6 +1001,7 @@ net_server_free (struct net_server *srv)
     return;
   ev_idle_stop (srv->loop, &srv->busy_poll_watcher);
   ev_prepare_stop (srv->loop, &srv->budget_watcher);
+  ev_prepare_stop (srv->loop, &srv->stats_watcher);
   while (srv->listeners) {
     struct listener *l = srv->listeners;
 

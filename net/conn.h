@@ -88,6 +88,7 @@ struct net_settings {
   bool verbose;                 /* log connections */
   double handshake_timeout;     /* seconds to get established; 0: none */
   uint64_t busy_poll_ns;        /* poll without sleeping after input */
+  bool stats;                   /* count (net_server_print_stats) */
 };
 
 struct net_server *net_server_new (struct ev_loop *loop,
@@ -106,6 +107,12 @@ void net_server_free (struct net_server *srv);
 
 /* Connections accepted so far. */
 unsigned long net_server_accepted (const struct net_server *srv);
+
+/* With net_settings.stats: prints the counters since the start as one
+ * line on stderr, "PROGRAM: stats: key=value ..." (zonednull-server(8),
+ * --stats, says what each key counts).
+ */
+void net_server_print_stats (const struct net_server *srv);
 
 /* Listening sockets.  what names the option in the message put in err
  * (e.g. "-U"); a stale Unix socket is replaced, another file never.
@@ -156,6 +163,13 @@ bool net_room (void *c, size_t queued, size_t reply);
  * reading to free what it holds (NVMe/TCP's data after an R2T).
  */
 bool net_fits (void *c, size_t queued, size_t more);
+
+/* With net_settings.stats, a session's struct served_stats
+ * (proto/served.h): when the input it takes arrived, and a request's
+ * reply queued, timed when its last byte is sent.
+ */
+uint64_t net_stats_arrival (void *c);
+void net_stats_reply (void *c, uint64_t arrival, size_t end);
 
 /* Output a connection may always hold: a session keeps its own queue
  * under this when nothing else bounds it.

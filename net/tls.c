@@ -71,6 +71,7 @@ struct tls_conn {
   bool close_notify;            /* announced in TLS */
   int failure;                  /* a record that failed */
   enum tls_profile profile;
+  struct tls_io_count *count;   /* --stats: NULL, or where to count */
   char error[1024];
   char peer[ZN_ESCAPED_SIZE (160)];
   char psk_user[LOGGED_NAME];   /* the known user the client named */
@@ -418,6 +419,10 @@ pull (gnutls_transport_ptr_t p, void *buf, size_t len)
   if (t->raw_len == 0) {
     ssize_t r = recv (t->fd, t->raw, t->raw_cap, 0);
 
+    if (t->count) {
+      t->count->recv_calls++;
+      t->count->recv_bytes += r > 0 ? (uint64_t) r : 0;
+    }
     if (r <= 0)
       return r;
     t->raw_pos = 0;
@@ -446,8 +451,13 @@ static ssize_t
 push (gnutls_transport_ptr_t p, const void *buf, size_t len)
 {
   struct tls_conn *t = p;
+  ssize_t r = send (t->fd, buf, len, MSG_NOSIGNAL);
 
-  return send (t->fd, buf, len, MSG_NOSIGNAL);
+  if (t->count) {
+    t->count->send_calls++;
+    t->count->send_bytes += r > 0 ? (uint64_t) r : 0;
+  }
+  return r;
 }
 
 struct tls_conn *
@@ -500,6 +510,12 @@ tls_conn_new (int fd, const void *early, size_t len, enum tls_profile profile)
   gnutls_transport_set_pull_timeout_function (s, pull_timeout);
   gnutls_transport_set_push_function (s, push);
   return t;
+}
+
+void
+tls_conn_count (struct tls_conn *t, struct tls_io_count *count)
+{
+  t->count = count;
 }
 
 void

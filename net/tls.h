@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 enum tls_mode { TLS_OFF, TLS_ON, TLS_REQUIRE };
@@ -47,6 +48,16 @@ struct tls_conn;
 struct tls_conn *tls_conn_new (int fd, const void *early, size_t len,
                                enum tls_profile profile);
 void tls_conn_free (struct tls_conn *t);
+
+/* The system calls a connection makes on its socket, and their bytes
+ * (what went over the wire: records, not their plaintext).
+ */
+struct tls_io_count {
+  uint64_t recv_calls, recv_bytes, send_calls, send_bytes;
+};
+
+/* Counts t's recv and send calls into count from now on (NULL: stop). */
+void tls_conn_count (struct tls_conn *t, struct tls_io_count *count);
 
 /* 1 once the handshake is done, 0 while it waits for the socket, -1 when
  * it failed (tls_error says why).

@@ -14,6 +14,7 @@ park_write (struct parked_writes *q, uint64_t id, const void *req,
   if (p == NULL)
     return false;
   p->id = id;
+  p->arrival = 0;
   p->data = data;
   memcpy (p->req, req, req_len);
   ZN_FIFO_PUSH (q->head, q->tail, p, next);
@@ -60,6 +61,7 @@ hold_reply_add (struct held_replies *q, size_t end, const void *data,
     return false;
   h->end = end;
   h->len = len;
+  h->arrival = 0;
   if (len > 0)
     memcpy (h->data, data, len);
   ZN_FIFO_PUSH (q->head, q->tail, h, next);

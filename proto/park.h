@@ -16,6 +16,8 @@
 struct parked {
   struct parked *next;
   uint64_t id;
+  uint64_t arrival;             /* --stats: the request's (served.h); 0
+                                   until the session sets it */
   unsigned char *data;
   _Alignas (max_align_t) unsigned char req[];
 };
@@ -48,6 +50,7 @@ struct held {
   struct held *next;
   size_t end;
   size_t len;
+  uint64_t arrival;             /* --stats: the request's (served.h) */
   unsigned char data[];
 };
 

@@ -83,4 +83,19 @@ struct sched_session_ops {
   const struct served_device *(*device) (const void *session);
 };
 
+/* --stats: the connection layer times each request from its arrival to
+ * the send that carries the last byte of its reply (net_stats_arrival,
+ * net_stats_reply in net/conn.h).  A session with none (NULL) skips all
+ * of it.
+ */
+struct served_stats {
+  /* When the input the session is taking arrived: CLOCK_MONOTONIC, ns. */
+  uint64_t (*arrival) (void *owner);
+  /* A request's whole reply is in the session's output, its last byte
+   * end bytes past the first one not sent; arrival: its request's, 0 for
+   * a reply not timed.
+   */
+  void (*reply) (void *owner, uint64_t arrival, size_t end);
+};
+
 #endif

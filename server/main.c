@@ -53,6 +53,11 @@ static const char **allowed_hosts;      /* --nvme-allow-host */
 static unsigned nr_allowed_hosts;
 static const char *nvme_tls_keys;       /* --nvme-tls-keys: a file */
 static bool nvme_tls_compat;            /* --nvme-tls-compat */
+static bool stats;                      /* --stats: count, print at SIGUSR1
+                                           and at exit */
+static const struct served_stats stats_hooks = {
+  .arrival = net_stats_arrival, .reply = net_stats_reply,
+};
 
 static struct served served;
 static struct zn_queue_config qcfg;
@@ -183,6 +188,10 @@ usage (FILE *fp)
          "     --nvme-tls-keys=FILE  such lines, from a file of mode 0600\n"
          "     --nvme-tls-compat  derive the TLS PSKs as nvme-cli before 2.15\n"
          "                      (and its --compat) does\n"
+         "     --stats          count requests, system calls and loop wake-ups,\n"
+         "                      time each request from its arrival to its\n"
+         "                      reply; print them as one line on stderr at\n"
+         "                      SIGUSR1 and at exit (needs -f to be seen)\n"
          " -h, --help           this text\n"
          " -V, --version        the version\n"
          "\n"
@@ -257,7 +266,7 @@ parse_port (const char *arg)
 enum {
   OPT_TLS = 256, OPT_TLS_PSK, OPT_TLS_CERTIFICATES, OPT_TLS_VERIFY_PEER,
   OPT_NVME, OPT_NVME_ALLOW_HOST, OPT_NVME_HOST, OPT_NVME_TLS_KEY,
-  OPT_NVME_TLS_KEYS, OPT_NVME_TLS_COMPAT,
+  OPT_NVME_TLS_KEYS, OPT_NVME_TLS_COMPAT, OPT_STATS,
 };
 
 /* --nvme[=PORT]: a port number from 1 to 65535. */
@@ -328,6 +337,17 @@ stop_cb (struct ev_loop *loop, ev_signal *w, int revents)
   (void) w;
   (void) revents;
   ev_break (loop, EVBREAK_ALL);
+}
+
+/* SIGUSR1: the counters so far, so that a benchmark reads a run's as
+ * the difference of two lines.
+ */
+static void
+stats_cb (struct ev_loop *loop, ev_signal *w, int revents)
+{
+  (void) loop;
+  (void) revents;
+  net_server_print_stats (w->data);
 }
 
 static void
@@ -414,6 +434,7 @@ parse_options (int argc, char **argv)
     { "nvme-tls-key", required_argument, NULL, OPT_NVME_TLS_KEY },
     { "nvme-tls-keys", required_argument, NULL, OPT_NVME_TLS_KEYS },
     { "nvme-tls-compat", no_argument, NULL, OPT_NVME_TLS_COMPAT },
+    { "stats", no_argument, NULL, OPT_STATS },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -470,6 +491,7 @@ parse_options (int argc, char **argv)
       break;
     case OPT_NVME_TLS_KEYS: nvme_tls_keys = optarg; break;
     case OPT_NVME_TLS_COMPAT: nvme_tls_compat = true; break;
+    case OPT_STATS: stats = true; break;
     case 'h': usage (stdout); return -1;
     case 'V': printf ("zonednull-server %s\n", PACKAGE_VERSION); return -1;
     default: usage (stderr); return 2;
@@ -528,6 +550,7 @@ nvme_prepare (char *err, size_t errlen)
   nv->fits = net_fits;
   nv->abort = conn_abort;
   nv->idle_timeout = conn_idle_timeout;
+  nv->stats = stats ? &stats_hooks : NULL;
   nvme_default_nqn (nv->subnqn, sizeof nv->subnqn, nvme_port);
   nv->allowed_hosts = allowed_hosts;
   nv->nr_allowed_hosts = nr_allowed_hosts;
@@ -651,6 +674,7 @@ prepare (struct zn_params *params)
   served.delayed = zn_queue_timed (&qcfg);
   served.admit = sched_admit;
   served.room = net_room;
+  served.stats = stats ? &stats_hooks : NULL;
   if (devices_create (params, err, sizeof err) == -1) {
     fprintf (stderr, "zonednull-server: %s\n", err);
     params_free (params);
@@ -692,9 +716,11 @@ serve (void)
   /* As nbdkit does, a hangup or quit stops the server like SIGTERM. */
   static const int stop_signals[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
   ev_signal stoppers[sizeof stop_signals / sizeof stop_signals[0]];
+  ev_signal usr1;
   const struct net_settings set = {
     .program = "zonednull-server", .verbose = verbose,
     .handshake_timeout = handshake_timeout, .busy_poll_ns = busy_poll_ns,
+    .stats = stats,
   };
   struct ev_loop *loop = ev_default_loop (EVFLAG_AUTO);
   static struct net_sched nbd_sched, nvme_sched;
@@ -721,11 +747,18 @@ serve (void)
     ev_signal_init (&stoppers[i], stop_cb, stop_signals[i]);
     ev_signal_start (loop, &stoppers[i]);
   }
+  ev_signal_init (&usr1, stats_cb, SIGUSR1);
+  usr1.data = srv;
+  if (stats)
+    ev_signal_start (loop, &usr1);
 
   ev_run (loop, 0);
 
   for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++)
     ev_signal_stop (loop, &stoppers[i]);
+  ev_signal_stop (loop, &usr1);
+  if (stats)
+    net_server_print_stats (srv);
   accepted = net_server_accepted (srv);
   net_server_free (srv);
   sched_stop ();

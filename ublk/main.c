@@ -51,6 +51,7 @@ static const char *control_socket;      /* --control-socket, or default */
 static bool no_control_socket;          /* --no-control-socket */
 static const char *connect_uri;         /* --connect: the remote server */
 static unsigned timeout_s = 30;         /* --timeout: per request */
+static bool stats;                      /* --stats */
 static unsigned opt_queues, opt_depth;  /* --queues, --depth (0: server's) */
 
 /* Everything one run sets up, so that teardown undoes exactly that. */
@@ -749,18 +750,26 @@ destroy_model (struct run *r)
   zn_dev_destroy (r->dev);
 }
 
+/* Until a stop signal; with --stats, SIGUSR1 prints each queue's counts. */
 static int
-wait_for_stop (void)
+wait_for_stop (struct run *r)
 {
   sigset_t set;
-  int sig;
+  int sig, e;
 
   sigemptyset (&set);
   sigaddset (&set, SIGTERM);
   sigaddset (&set, SIGINT);
   sigaddset (&set, SIGHUP);
   sigaddset (&set, SIGQUIT);
-  return sigwait (&set, &sig);
+  if (stats)
+    sigaddset (&set, SIGUSR1);
+  while ((e = sigwait (&set, &sig)) == 0 && sig == SIGUSR1)
+    for (unsigned q = 0; q < r->nr_queues; q++)
+      zu_ring_print_stats (connect_uri ? zu_rqueue_ring (r->rqueues[q])
+                                       : zu_queue_ring (r->queues[q]),
+                           connect_uri != NULL);
+  return e;
 }
 
 /* Creates, starts and serves the device until a stop signal. */
@@ -789,7 +798,7 @@ serve (struct run *r)
   match_nullb_scheduler (r);
   if (announce (r) == -1)
     return -1;
-  wait_for_stop ();
+  wait_for_stop (r);
   return 0;
 }
 
@@ -818,6 +827,10 @@ usage (FILE *fp)
          "                           submit_queues)\n"
          "     --depth N             with --connect: tags per queue (the\n"
          "                           server's hw_queue_depth)\n"
+         "     --stats               count each queue's io_uring_enter calls,\n"
+         "                           CQEs and requests, time each request;\n"
+         "                           print a line per queue on stderr at\n"
+         "                           SIGUSR1 and at exit (needs -f to be seen)\n"
          " -h, --help                this text\n"
          " -V, --version             the version\n"
          "\n"
@@ -863,6 +876,7 @@ parse_args (int argc, char **argv, struct zn_params *p)
     { "timeout", required_argument, NULL, 'T' },
     { "queues", required_argument, NULL, 'Q' },
     { "depth", required_argument, NULL, 'D' },
+    { "stats", no_argument, NULL, 'S' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -892,6 +906,7 @@ parse_args (int argc, char **argv, struct zn_params *p)
                        &opt_depth) == -1)
         return 2;
       break;
+    case 'S': stats = true; break;
     case 'h': usage (stdout); exit (EXIT_SUCCESS);
     case 'V': printf (PROG " %s\n", PACKAGE_VERSION); exit (EXIT_SUCCESS);
     default: usage (stderr); return 2;
@@ -944,6 +959,7 @@ main (int argc, char **argv)
   pthread_cond_init (&r.d.cond, NULL);
   params_init (&r.params);
   status = parse_args (argc, argv, &r.params);
+  r.d.stats = stats;
   if (status == 0 && ((connect_uri ? connect_remote (&r) : create_model (&r))
                       == -1 || preflight () == -1))
     status = EXIT_FAILURE;
@@ -954,6 +970,8 @@ main (int argc, char **argv)
     sigaddset (&stop, SIGINT);
     sigaddset (&stop, SIGHUP);
     sigaddset (&stop, SIGQUIT);
+    if (stats)
+      sigaddset (&stop, SIGUSR1);
     pthread_sigmask (SIG_BLOCK, &stop, NULL);
     signal (SIGPIPE, SIG_IGN);
     if ((!foreground && daemonize (&r) == -1) || serve (&r) == -1)

@@ -266,6 +266,12 @@ queue_free (struct zu_queue *q)
   free (q);
 }
 
+struct zu_ring *
+zu_queue_ring (struct zu_queue *q)
+{
+  return &q->r;
+}
+
 void
 zu_queue_join (struct zu_queue *q)
 {

@@ -20,4 +20,7 @@ struct zu_queue *zu_queue_start (struct zu_device *d, unsigned q,
 /* After stop_fd became readable: waits for the thread and frees it. */
 void zu_queue_join (struct zu_queue *q);
 
+/* Its ring, for its --stats. */
+struct zu_ring *zu_queue_ring (struct zu_queue *q);
+
 #endif

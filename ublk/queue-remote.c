@@ -326,6 +326,8 @@ nbd_done (void *user_data, int *error)
    * only note the result; the loop commits it.
    */
   if (s->state == S_NBD) {
+    if (q->r.d->stats)
+      zu_ring_count_nbd (&q->r, &s->since);
     s->nbd_err = *error;
     s->state = S_NBD_DONE;
     s->next = q->ready;
@@ -714,6 +716,12 @@ rqueue_free (struct zu_rqueue *q)
   pthread_mutex_destroy (&q->lock);
   pthread_cond_destroy (&q->cond);
   free (q);
+}
+
+struct zu_ring *
+zu_rqueue_ring (struct zu_rqueue *q)
+{
+  return &q->r;
 }
 
 void

@@ -35,4 +35,7 @@ struct zu_rqueue *zu_rqueue_start (struct zu_device *d, unsigned q,
  */
 void zu_rqueue_join (struct zu_rqueue *q);
 
+/* Its ring, for its --stats. */
+struct zu_ring *zu_rqueue_ring (struct zu_rqueue *q);
+
 #endif

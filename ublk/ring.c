@@ -5,6 +5,7 @@
  * It never sleeps except in io_uring_enter.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,90 @@ zu_queues_wait_ready (struct zu_device *d, unsigned nr_started, char *err,
   return e;
 }
 
+/* ---- --stats ----------------------------------------------------------------
+ *
+ * Counted only with d->stats.  A request is timed from the return of
+ * the wait that reaped its FETCH or COMMIT completion to the call that
+ * submits its COMMIT_AND_FETCH_REQ: the time ublk's request spends in
+ * this process, a timed completion (irqmode=2) or the NBD round trip
+ * (--connect) included.
+ */
+
+static uint64_t
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+static void
+stat_add (atomic_ullong *c, uint64_t v)
+{
+  atomic_store_explicit (c, atomic_load_explicit (c, memory_order_relaxed)
+                         + v, memory_order_relaxed);
+}
+
+static void
+stat_max (atomic_ullong *c, uint64_t v)
+{
+  if (v > atomic_load_explicit (c, memory_order_relaxed))
+    atomic_store_explicit (c, v, memory_order_relaxed);
+}
+
+static void
+stat_time (atomic_ullong *sum, atomic_ullong *max, uint64_t ns)
+{
+  stat_add (sum, ns);
+  stat_max (max, ns);
+}
+
+/* An io_uring_enter is about to take the commits queued since the last. */
+static void
+stats_submitting (struct zu_ring *r)
+{
+  uint64_t now;
+
+  stat_add (&r->stats.enters, 1);
+  if (r->nr_committing == 0)
+    return;
+  now = now_ns ();
+  for (unsigned i = 0; i < r->nr_committing; i++)
+    stat_time (&r->stats.commit_ns_sum, &r->stats.commit_ns_max,
+               now - r->request_ns[r->committing[i]]);
+  stat_add (&r->stats.requests, r->nr_committing);
+  r->nr_committing = 0;
+}
+
+void
+zu_ring_count_nbd (struct zu_ring *r, const struct timespec *since)
+{
+  uint64_t then = (uint64_t) since->tv_sec * 1000000000u
+                  + (uint64_t) since->tv_nsec, now = now_ns ();
+
+  stat_add (&r->stats.nbd_requests, 1);
+  stat_time (&r->stats.nbd_ns_sum, &r->stats.nbd_ns_max,
+             now > then ? now - then : 0);
+}
+
+void
+zu_ring_print_stats (struct zu_ring *r, bool nbd)
+{
+  struct zu_ring_stats *st = &r->stats;
+  char more[160] = "";
+
+  if (nbd)
+    snprintf (more, sizeof more, " nbd_requests=%llu nbd_ns_sum=%llu "
+              "nbd_ns_max=%llu", atomic_load (&st->nbd_requests),
+              atomic_load (&st->nbd_ns_sum), atomic_load (&st->nbd_ns_max));
+  fprintf (stderr, "zonednull-ublk: stats: queue=%u enters=%llu cqes=%llu "
+           "requests=%llu commit_ns_sum=%llu commit_ns_max=%llu%s\n", r->id,
+           atomic_load (&st->enters), atomic_load (&st->cqes),
+           atomic_load (&st->requests), atomic_load (&st->commit_ns_sum),
+           atomic_load (&st->commit_ns_max), more);
+}
+
 /* ---- submissions ---------------------------------------------------------- */
 
 struct io_uring_sqe *
@@ -115,8 +200,11 @@ zu_ring_sqe (struct zu_ring *r)
   /* The ring has room for all the kind keeps outstanding (its nr_sqes),
    * so a full SQ only means not yet submitted.
    */
-  while ((sqe = io_uring_get_sqe (&r->ring)) == NULL)
+  while ((sqe = io_uring_get_sqe (&r->ring)) == NULL) {
+    if (r->d->stats)
+      stats_submitting (r);
     io_uring_submit (&r->ring);
+  }
   return sqe;
 }
 
@@ -141,6 +229,8 @@ submit_io_cmd (struct zu_ring *r, unsigned tag, uint32_t op, int result,
 void
 zu_ring_commit (struct zu_ring *r, unsigned tag, int result, uint64_t addr)
 {
+  if (r->d->stats && r->nr_committing < r->d->depth)
+    r->committing[r->nr_committing++] = tag;
   submit_io_cmd (r, tag, ZU_IO_COMMIT_AND_FETCH_REQ, result, addr);
 }
 
@@ -248,6 +338,8 @@ handle_cqe (struct zu_ring *r, const struct io_uring_cqe *cqe)
 
   switch (ZU_UD_KIND (cqe->user_data)) {
   case ZU_UD_IO:
+    if (cqe->res == ZU_IO_RES_OK && r->d->stats && tag < r->d->depth)
+      r->request_ns[tag] = r->reaped_ns;
     if (cqe->res == ZU_IO_RES_OK)
       r->ops->request (r, tag);
     else {
@@ -321,6 +413,8 @@ ring_main (void *arg)
   zu_ring_poll (r, r->d->stop_fd, POLLIN, ZU_UD (ZU_UD_STOP, 0));
   if (r->ops->arm)
     r->ops->arm (r);
+  if (r->d->stats)
+    stats_submitting (r);
   err = io_uring_submit (&r->ring);
   if (err < 0)
     snprintf (why, sizeof why, "queue %u: fetching requests: %s", r->id,
@@ -333,7 +427,11 @@ ring_main (void *arg)
     struct io_uring_cqe *cqe;
     unsigned head, seen = 0;
 
+    if (r->d->stats)
+      stats_submitting (r);
     err = io_uring_submit_and_wait (&r->ring, 1);
+    if (r->d->stats)
+      r->reaped_ns = now_ns ();
     if (err < 0 && err != -EINTR) {
       fprintf (stderr, "zonednull-ublk: queue %u: io_uring: %s\n", r->id,
                strerror (-err));
@@ -344,6 +442,8 @@ ring_main (void *arg)
       seen++;
     }
     io_uring_cq_advance (&r->ring, seen);
+    if (r->d->stats)
+      stat_add (&r->stats.cqes, seen);
     if (r->ops->batch)
       r->ops->batch (r);
   }
@@ -372,6 +472,14 @@ zu_ring_open (struct zu_ring *r, unsigned nr_sqes, char *err, size_t errlen)
   while (entries < nr_sqes)
     entries <<= 1;
   r->entries = entries;         /* the thread makes the ring */
+  if (r->d->stats) {
+    r->request_ns = calloc (r->d->depth, sizeof *r->request_ns);
+    r->committing = calloc (r->d->depth, sizeof *r->committing);
+    if (r->request_ns == NULL || r->committing == NULL) {
+      snprintf (err, errlen, "queue %u: out of memory", r->id);
+      return -1;
+    }
+  }
   return 0;
 }
 
@@ -395,8 +503,11 @@ zu_ring_start (struct zu_ring *r, const struct zu_ring_ops *ops, char *err,
 void
 zu_ring_join (struct zu_ring *r)
 {
-  if (r->thread_started)
+  if (r->thread_started) {
     pthread_join (r->thread, NULL);
+    if (r->d->stats)            /* timeout_s: set with --connect only */
+      zu_ring_print_stats (r, r->d->timeout_s > 0);
+  }
   r->thread_started = false;
 }
 
@@ -409,4 +520,8 @@ zu_ring_close (struct zu_ring *r)
   if (r->descs)
     munmap (r->descs, r->descs_len);
   r->descs = NULL;
+  free (r->request_ns);
+  free (r->committing);
+  r->request_ns = NULL;
+  r->committing = NULL;
 }

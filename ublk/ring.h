@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <liburing.h>
 
@@ -49,6 +50,7 @@ struct zu_device {
   unsigned timeout_s;
   atomic_bool dead;
   uint32_t dev_id;
+  bool stats;                   /* --stats: each ring counts (zu_ring_stats) */
 };
 
 /* "N reads, M writes, ..." of the operations served, into buf. */
@@ -82,6 +84,21 @@ enum {
 
 struct zu_ring;
 
+/* --stats: what a queue's thread did.  The thread alone writes them;
+ * the main thread reads them at SIGUSR1, hence atomics, relaxed.
+ */
+struct zu_ring_stats {
+  atomic_ullong enters;         /* io_uring_submit{,_and_wait} calls */
+  atomic_ullong cqes;           /* CQEs reaped */
+  atomic_ullong requests;       /* COMMIT_AND_FETCH_REQs submitted */
+  /* From the FETCH or COMMIT completion that brought a request being
+   * reaped to the submission of its COMMIT_AND_FETCH_REQ.
+   */
+  atomic_ullong commit_ns_sum, commit_ns_max;
+  /* --connect: data requests from their nbd_aio_* call to the reply. */
+  atomic_ullong nbd_requests, nbd_ns_sum, nbd_ns_max;
+};
+
 struct zu_ring_ops {
   /* In the thread, before the first submission: the kind's own standing
    * SQEs (NULL: none).
@@ -114,6 +131,15 @@ struct zu_ring {
   const struct zu_ring_ops *ops;
   pthread_t thread;
   bool thread_started;
+  /* --stats: the counts, when the last wait for CQEs returned, when each
+   * tag's request was reaped, and the tags committed since the last
+   * submission.
+   */
+  struct zu_ring_stats stats;
+  uint64_t reaped_ns;
+  uint64_t *request_ns;
+  unsigned *committing;
+  unsigned nr_committing;
 };
 
 /* Maps the descriptors of queue r->id and sizes the ring for nr_sqes
@@ -132,8 +158,15 @@ int zu_ring_open (struct zu_ring *r, unsigned nr_sqes, char *err,
 int zu_ring_start (struct zu_ring *r, const struct zu_ring_ops *ops,
                    char *err, size_t errlen);
 
-/* Waits for the thread, if it was started. */
+/* Waits for the thread, if it was started; with --stats, then prints
+ * its counts (zu_ring_print_stats).
+ */
 void zu_ring_join (struct zu_ring *r);
+
+/* --stats: "zonednull-ublk: stats: queue=Q key=value ..." on stderr, with
+ * the NBD round trips too if nbd.
+ */
+void zu_ring_print_stats (struct zu_ring *r, bool nbd);
 
 /* Closes the ring (which cancels the fetches the kernel still holds)
  * and unmaps the descriptors; again is harmless.
@@ -159,6 +192,11 @@ void zu_ring_timeout (struct zu_ring *r, struct __kernel_timespec *ts,
 
 /* A one-shot poll of fd for mask. */
 void zu_ring_poll (struct zu_ring *r, int fd, unsigned mask, uint64_t ud);
+
+/* --stats: a data request's NBD round trip, sent at since (CLOCK_MONOTONIC)
+ * and answered now.
+ */
+void zu_ring_count_nbd (struct zu_ring *r, const struct timespec *since);
 
 /* Counts the request in the device's served counters. */
 void zu_ring_count (struct zu_ring *r, const struct zu_io_desc *iod);

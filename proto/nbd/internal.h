@@ -60,6 +60,7 @@ struct nbd_session {
   /* Writes waiting for a write pointer: each a struct nbd_request. */
   struct parked_writes parked;
   bool disc;                    /* NBD_CMD_DISC came */
+  uint64_t arrival;             /* --stats: the request's being handled */
 };
 
 /* ---- output ---- *

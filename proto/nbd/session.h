@@ -37,6 +37,10 @@ struct served {
    * is the connection layer's output budget.
    */
   bool (*room) (void *owner, size_t queued, size_t reply);
+  /* --stats: each request of the transmission phase is timed from its
+   * arrival to its reply (served.h); NULL: not.
+   */
+  const struct served_stats *stats;
 };
 
 /* Bytes waiting to be sent. */

@@ -372,6 +372,14 @@ hold_reply (struct nbd_session *s)
     nbd_session_out_of_memory (s);
 }
 
+/* --stats: the reply of the request being handled is all queued. */
+static void
+replied (struct nbd_session *s)
+{
+  if (s->sv->stats)
+    s->sv->stats->reply (s->owner, s->arrival, s->out.len);
+}
+
 /* Keeps an admitted write aside until nbd_session_resume; handle_request
  * has checked it.
  */
@@ -386,6 +394,7 @@ park (struct nbd_session *s, const struct nbd_request *rq,
   memcpy (data, payload, rq->count);
   if (!park_write (&s->parked, s->next_id - 1, rq, sizeof *rq, data))
     nbd_session_out_of_memory (s);
+  s->parked.tail->arrival = s->arrival;
   return NBD_REQUEST_SIZE + (long) rq->count;
 }
 
@@ -433,6 +442,7 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
     if (count > MAX_REQUEST) {
       reply_error (s, cookie, EINVAL, "write of %" PRIu32 " bytes exceeds "
                    "the maximum of %d", count, MAX_REQUEST);
+      replied (s);
       return -1;
     }
     if (avail < (size_t) count)
@@ -453,17 +463,20 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
   if ((type == CMD_READ) && count > MAX_REQUEST) {
     reply_error (s, cookie, EINVAL, "read of %" PRIu32 " bytes exceeds the "
                  "maximum of %d", count, MAX_REQUEST);
+    replied (s);
     return NBD_REQUEST_SIZE;
   }
   if (type != CMD_READ && type != CMD_WRITE && type != CMD_FLUSH
       && type != CMD_TRIM && type != CMD_BLOCK_STATUS) {
     reply_error (s, cookie, EINVAL, "%s (type %" PRIu16 ") is not supported",
                  command_name (type), type);
+    replied (s);
     return NBD_REQUEST_SIZE;
   }
   err = check_request (s, type, flags, offset, count, why, sizeof why);
   if (err) {
     reply_error (s, cookie, err, "%s: %s", command_name (type), why);
+    replied (s);
     return NBD_REQUEST_SIZE + (type == CMD_WRITE ? (long) count : 0);
   }
 
@@ -514,6 +527,7 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
     break;
   }
   s->forced_error = 0;
+  replied (s);
   if (tagged && s->sv->delayed)
     hold_reply (s);
   return used;
@@ -528,6 +542,8 @@ transmission_step (struct nbd_session *s, const unsigned char *data,
   if (len < NBD_REQUEST_SIZE)
     return 0;
   nbd_request_decode (data, &rq);
+  if (s->sv->stats)
+    s->arrival = s->sv->stats->arrival (s->owner);
   return handle_request (s, &rq, data + NBD_REQUEST_SIZE,
                          len - NBD_REQUEST_SIZE);
 }
@@ -556,8 +572,10 @@ nbd_session_resume (struct nbd_session *s, uint64_t id, int err,
     return;
   rq = (const struct nbd_request *) p->req;
   s->forced_error = err;
+  s->arrival = p->arrival;
   cmd_write (s, rq->cookie, rq->offset, rq->count, rq->flags & CMD_FLAG_FUA,
              p->data);
+  replied (s);
   if (hold)
     hold_reply (s);
   else if (s->held.count == 0)

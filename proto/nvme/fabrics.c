@@ -327,13 +327,20 @@ ctrl_set_kato (struct nvme_session *s, struct nvme_ctrl *c, uint32_t kato)
 
 /* ---- properties ---------------------------------------------------------- */
 
-/* CAP.MQES, 0-based: hw_queue_depth, but at least 2 entries (the
- * least a queue may have); the tags bound what runs at once anyway.
+/* CAP.MQES, 0-based: hw_queue_depth + 1 entries.  A Linux host leaves
+ * one entry of each queue empty (its tag set is SQSIZE deep, not
+ * SQSIZE + 1), so this is what gives it hw_queue_depth tags, as null_blk
+ * has: with hw_queue_depth entries it would have one fewer.  The tags
+ * bound what runs at once whatever a host does.
  */
 uint16_t
 nvme_mqes (const struct nvme_served *sv)
 {
-  return sv->queue_depth > 2 ? (uint16_t) (sv->queue_depth - 1u) : 1;
+  if (sv->queue_depth < 1)
+    return 1;
+  /* MAXCMD is MQES + 1 in 16 bits. */
+  return sv->queue_depth < UINT16_MAX - 1u ? (uint16_t) sv->queue_depth
+                                           : UINT16_MAX - 1u;
 }
 
 static uint64_t

@@ -107,6 +107,12 @@ struct nvme_session {
   struct auth_state *auth;
   bool authenticated;
   size_t pdu_avail;             /* bytes of the PDU being parsed */
+  /* --stats: the arrival of the command being carried out (0: none, as
+   * for an event's reply to an Asynchronous Event Request), and whether
+   * its reply is to be held, and so timed once complete_one releases it.
+   */
+  uint64_t arrival;
+  bool holding;
 };
 
 /* A controller: the admin queue's session and its I/O queues'. */

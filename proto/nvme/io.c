@@ -202,6 +202,7 @@ park (struct nvme_session *s, const struct nvme_cmd *cmd, unsigned char **data)
 {
   if (!park_write (&s->parked, s->next_id - 1, cmd, sizeof *cmd, *data))
     nvme_out_of_memory (s);
+  s->parked.tail->arrival = s->arrival;
   *data = NULL;
 }
 
@@ -247,9 +248,11 @@ io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
     err = a.err;
   }
   mark = s->out_len;
+  s->holding = io.tagged && sv->delayed;
   run (s, cmd, &io, *data, err);
-  if (io.tagged && sv->delayed)
+  if (s->holding)
     hold_reply (s, mark);
+  s->holding = false;
   return 1;
 }
 

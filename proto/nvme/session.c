@@ -130,6 +130,8 @@ reply_at (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
   pdu_end_header (s, h);
   if (status && s->ctrl)
     ctrl_log_error (s->ctrl, s->qid, cmd, status, loc);
+  if (s->sv->stats && !s->holding)
+    s->sv->stats->reply (s->owner, s->arrival, s->out_len - s->out_start);
 }
 
 void
@@ -215,6 +217,7 @@ hold_reply (struct nvme_session *s, size_t mark)
 {
   if (!hold_reply_add (&s->held, 0, s->out + mark, s->out_len - mark))
     nvme_out_of_memory (s);
+  s->held.tail->arrival = s->arrival;
   s->out_len = mark;
 }
 
@@ -226,6 +229,8 @@ nvme_session_complete_one (struct nvme_session *s)
   if (h == NULL)
     return false;
   memcpy (out_reserve (s, h->len), h->data, h->len);
+  if (s->sv->stats)
+    s->sv->stats->reply (s->owner, h->arrival, s->out_len - s->out_start);
   free (h);
   return true;
 }
@@ -620,7 +625,13 @@ run_ready (struct nvme_session *s)
   struct nvme_req *rq;
 
   while ((rq = s->ready_head) != NULL && !s->dead) {
-    if (execute (s, rq) == 0)
+    int done;
+
+    if (s->sv->stats)
+      s->arrival = s->sv->stats->arrival (s->owner);
+    done = execute (s, rq);
+    s->arrival = 0;
+    if (done == 0)
       return false;
     ZN_FIFO_POP (s->ready_head, s->ready_tail, rq, next);
     req_free (s, rq);
@@ -874,8 +885,12 @@ nvme_session_resume (struct nvme_session *s, uint64_t id, int err, bool hold)
 
   if (p == NULL)
     return;
+  s->arrival = p->arrival;
+  s->holding = hold;
   io_resume (s, (const struct nvme_cmd *) p->req, p->data, err);
   if (hold)
     hold_reply (s, mark);
+  s->arrival = 0;
+  s->holding = false;
   park_free (p);
 }

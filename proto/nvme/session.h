@@ -56,6 +56,10 @@ struct nvme_served {
    * the keep-alive timeout of a controller's admin queue.
    */
   void (*idle_timeout) (void *owner, unsigned ms);
+  /* --stats: each command is timed from its arrival to its reply
+   * (served.h); NULL: not.
+   */
+  const struct served_stats *stats;
   char subnqn[NVME_NQN_MAX + 1];
   /* --nvme-allow-host: the host NQNs that may connect to the subsystem;
    * none: any host.

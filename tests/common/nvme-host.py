@@ -32,6 +32,9 @@ Usage: nvme-host.py HOST PORT COMMAND...
                           (the host holds another controller secret), stall
                           (silence after Negotiate: must be closed within
                           60 s); prints what the host saw
+  qd1 NQN WRITES READS    an admin and an I/O queue, a reset of every
+                          zone, then WRITES writes and READS reads of 4 KiB
+                          one at a time; prints the commands sent
   gen-secret HEX [XX]     (alone) a DHHC-1 secret for the key HEX
 
 As a module, for tests that watch the server's memory: hostile(), a
@@ -303,6 +306,21 @@ def smoke(addr, port, nqn):
     st, res, _ = io.write(1, 0, data[:bs], bs, opcode=0x7D)
     print("append status %#x lba %d" % (st, res))
     print("ok")
+
+
+def qd1(addr, port, nqn, writes, reads):
+    """Commands one at a time, for a server's --stats to count."""
+    a = admin_queue(addr, port, nqn)
+    io = Host(addr, port)
+    io.ic()
+    assert io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)[0] == 0
+    st, _, _ = io.command(io.sqe(0x79, 1, cdw=(0, 0, 0, 0x04 | 1 << 8)))
+    assert st == 0, "reset: %#x" % st
+    for i in range(writes):
+        assert io.write(1, 8 * i, bytes([i & 0xFF]) * 4096, 512)[0] == 0
+    for i in range(reads):
+        assert io.read(1, 0, 8, 512)[0] == 0
+    print("commands", a.cid + io.cid)
 
 
 def capsule(sqe):
@@ -785,6 +803,8 @@ def main():
         no_r2t(addr, port, sys.argv[4])
     elif cmd == "error-log":
         error_log(addr, port, sys.argv[4])
+    elif cmd == "qd1":
+        qd1(addr, port, sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
     elif cmd == "auth":
         auth(addr, port, *sys.argv[4:11])
     else:

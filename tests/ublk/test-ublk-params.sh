@@ -2,6 +2,7 @@
 # zonednull-ublk's device parameters are checked before it needs root or
 # the ublk driver: a newer kernel's key on a kernel that lacks it, and a
 # kernel that is not modelled, stop it with a message naming them.
+# --stats is an option of its own, without a value, in --help.
 # shellcheck source=tests/common/lib.sh
 . "$(dirname "$0")/../common/lib.sh"
 
@@ -22,4 +23,14 @@ for bad in "zone_full=1:zone_full: null_blk of Linux 6.1 has no zone_full" \
   grep -qF -- "$text" "$tmpdir/err" ||
     fail "zonednull-ublk $args: no '$text' in: $(cat "$tmpdir/err")"
 done
+
+"$ublk" --help | grep -q -- '--stats' || fail "--help lacks --stats"
+timeout 20 "$ublk" -f --stats=1 >"$tmpdir/out" 2>"$tmpdir/err" &&
+  fail "--stats=1 accepted"
+grep -qF -- "'--stats' doesn't allow an argument" "$tmpdir/err" ||
+  fail "--stats=1: $(cat "$tmpdir/err")"
+timeout 20 "$ublk" -f --stats kernel=7.2 >"$tmpdir/out" 2>"$tmpdir/err"
+rc=$?
+[ "$rc" -eq 1 ] && grep -qF "kernel=7.2: must be" "$tmpdir/err" ||
+  fail "--stats kernel=7.2: exit $rc: $(cat "$tmpdir/err")"
 exit 0
