@@ -77,9 +77,9 @@ size_mb=$(echo " $CONF" | sed -n 's/.* size=\([0-9]*\).*/\1/p')
 # nvme, nbd and nvme-dl write their own zones of one device.
 shares=2
 case " $TARGETS " in *" nvme-dl "*) shares=3 ;; esac
-need_mb=$((shares * (READ_ZONES + (2 * REPEATS + 1) * WRITE_ZONES) * zone_mb))
+need_mb=$((shares * (READ_ZONES + (2 * REPEATS + 2) * WRITE_ZONES) * zone_mb))
 [ "${size_mb:-0}" -ge "$need_mb" ] ||
-  { echo "nvme-vs-nvmet: CONF's size=${size_mb:-} (MiB) must hold the zones of nvme, nbd (and nvme-dl), $shares x (READ_ZONES + (2 x REPEATS + 1) x WRITE_ZONES) x zone_size = $need_mb" >&2; exit 1; }
+  { echo "nvme-vs-nvmet: CONF's size=${size_mb:-} (MiB) must hold the zones of nvme, nbd (and nvme-dl), $shares x (READ_ZONES + (2 x REPEATS + 2) x WRITE_ZONES) x zone_size = $need_mb" >&2; exit 1; }
 old=${OLD_SERVER:-}
 if [ -n "$old" ]; then
   # A libtool wrapper's real binary, as tests/kernel/lib.sh's copy_binary.
@@ -197,7 +197,7 @@ breakdown () {
         s = v[k, "__x64_sys_sendto"] + v[k, "__x64_sys_sendmsg"] + v[k, "__x64_sys_write"] + v[k, "__x64_sys_writev"]
         r = v[k, "__x64_sys_recvfrom"] + v[k, "__x64_sys_recvmsg"] + v[k, "__x64_sys_read"]
         e = v[k, "__x64_sys_epoll_wait"]; f = v[k, "asm_exc_page_fault"]; u = v[k, "user"]
-        printf "%-9s %7.1f%% %6.1f%% %8.1f%% %10.1f%% %8.1f%% %10.1f%% %5.1f%%\n", k, s, r, e, v[k, "schedule"], f, u, 100 - s - r - e - f - u } }' "$tmp/raw"
+        printf "%-9s %7.1f%% %6.1f%% %8.1f%% %10.1f%% %8.1f%% %10.1f%% %5.1f%%\n", k, s, r, e, v[k, "__schedule"], f, u, 100 - s - r - e - f - u } }' "$tmp/raw"
 }
 
 table () {
