@@ -8,11 +8,12 @@
 #   WRITE_ZONES zones each write run fills (fresh zones every run)
 #   SERVER_OPTS zonednull-server's options (e.g. --busy-poll=0)
 #   OLD_SERVER_OPTS  OLD_SERVER's options (default SERVER_OPTS)
+#   STATS       0: no --stats for a server that has it (default 1)
 #   STRACE      1: after the repeats, one more seqwrite_qd1 run per server
 #               target under strace -c (SYSCALLS lines)
 #   PERF        1: and one more under perf record -a -g (cpu-clock): the
-#               share of the server's samples in each system call, in page
-#               faults, in its own code and libraries (PROFILE lines)
+#               share of the server's samples in each system call and in
+#               its own code and libraries (PROFILE lines)
 #   OLD_SERVER  another build's zonednull-server in the guest (the host
 #               decodes it there first), or empty
 #   TARGETS     the targets, in turn within each repeat:
@@ -80,7 +81,9 @@ side () { case $1 in *-old) echo old ;; *) echo new ;; esac; }
 start_server () {
   opts=$SERVER_OPTS
   [ "$1" = old ] && opts=${OLD_SERVER_OPTS-$SERVER_OPTS}
-  "$2" --help 2>&1 | grep -q -- '--stats' && opts="$opts --stats"
+  # --stats's clock reads are the new server's alone: STATS=0 compares
+  # two builds on equal terms.
+  [ "${STATS:-1}" = 1 ] && "$2" --help 2>&1 | grep -q -- '--stats' && opts="$opts --stats"
   # shellcheck disable=SC2086
   "$2" -f -i 127.0.0.1 -p "$3" --nvme="$4" $opts $CONF >/tmp/server-$1.out 2>/tmp/server-$1.err </dev/null &
   eval "pid_$1=$!"
@@ -268,7 +271,7 @@ done
 # The server's system calls per QD1 write: strace slows every call, so
 # this run's other numbers are not kept.
 # PROFILE TARGET PART PERCENT: of the server's samples (its threads are
-# named zonednull-serve), those under each entry point (inclusive), and
+# named zonednull-serve), those under each system call (inclusive), and
 # those in user space (the binary, libc, libev, libzonednull).
 if [ "${PERF:-0}" = 1 ]; then
   for t in $TARGETS; do
@@ -289,7 +292,7 @@ if [ "${PERF:-0}" = 1 ]; then
       END { printf "PROFILE %s user %.1f\n", t, 100 * user / all }'
     r --children --comm zonednull-serve --sort sym | awk -v t="$t" -v all="$all" '
       $1 ~ /%$/ { v = $1; sub(/%/, "", v)
-        if ($NF ~ /^(__x64_sys_(sendto|recvfrom|epoll_wait|write|writev|read|sendmsg|recvmsg)|asm_exc_page_fault|__schedule)$/)
+        if ($NF ~ /^__x64_sys_(sendto|recvfrom|epoll_wait|write|writev|read|sendmsg|recvmsg)$/)
           printf "PROFILE %s %s %.1f\n", t, $NF, 100 * v / all }'
   done
 fi
