@@ -8,11 +8,12 @@
 #   WRITE_ZONES zones each write run fills (fresh zones every run)
 #   SERVER_OPTS zonednull-server's options (e.g. --busy-poll=0)
 #   OLD_SERVER_OPTS  OLD_SERVER's options (default SERVER_OPTS)
+#   STATS       0: no --stats for a server that has it (default 1)
 #   STRACE      1: after the repeats, one more seqwrite_qd1 run per server
 #               target under strace -c (SYSCALLS lines)
 #   PERF        1: and one more under perf record -a -g (cpu-clock): the
-#               share of the server's samples in each system call, in page
-#               faults, in its own code and libraries (PROFILE lines)
+#               share of the server's samples in each system call and in
+#               its own code and libraries (PROFILE lines)
 #   OLD_SERVER  another build's zonednull-server in the guest (the host
 #               decodes it there first), or empty
 #   TARGETS     the targets, in turn within each repeat:
@@ -80,7 +81,9 @@ side () { case $1 in *-old) echo old ;; *) echo new ;; esac; }
 start_server () {
   opts=$SERVER_OPTS
   [ "$1" = old ] && opts=${OLD_SERVER_OPTS-$SERVER_OPTS}
-  "$2" --help 2>&1 | grep -q -- '--stats' && opts="$opts --stats"
+  # --stats's clock reads are the new server's alone: STATS=0 compares
+  # two builds on equal terms.
+  [ "${STATS:-1}" = 1 ] && "$2" --help 2>&1 | grep -q -- '--stats' && opts="$opts --stats"
   # shellcheck disable=SC2086
   "$2" -f -i 127.0.0.1 -p "$3" --nvme="$4" $opts $CONF >/tmp/server-$1.out 2>/tmp/server-$1.err </dev/null &
   eval "pid_$1=$!"
@@ -148,7 +151,7 @@ rbytes=$((READ_ZONES * zone))
 # WRITE_ZONES zones of its target.  nvme, nbd and nvme-dl share a server's
 # device: nbd's zones start after nvme's, nvme-dl's after nbd's (the host
 # checks that CONF's size holds them).
-runs=$((2 * REPEATS + 1))
+runs=$((2 * REPEATS + 2))   # and the STRACE and PERF runs
 wspan=$((runs * WRITE_ZONES * zone))
 base_of () {
   case $1 in nbd|nbd-old) echo $((rbytes + wspan)) ;; nvme-dl) echo $((2 * (rbytes + wspan))) ;; *) echo 0 ;; esac
@@ -169,13 +172,13 @@ done
 cpu () { awk '$1 == "cpu" { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; t = 0; for (i = 2; i <= NF; i++) t += $i; print b, t }' /proc/stat; }
 sticks () {
   case $1 in
-    nvme*|nbd*)
+    nvme|nvme-old|nvme-dl|nbd|nbd-old)
       p=$(eval "echo \$pid_$(side "$1")")
       [ -n "$p" ] && awk '{ print $14 + $15 }' "/proc/$p/stat" || echo 0 ;;
     *) echo 0 ;;
   esac
 }
-pid_of () { case $1 in nvme*|nbd*) eval "echo \$pid_$(side "$1")" ;; esac; }
+pid_of () { case $1 in nvme|nvme-old|nvme-dl|nbd|nbd-old) eval "echo \$pid_$(side "$1")" ;; esac; }
 # threads PID: the CPU time (ns) and voluntary and involuntary context
 # switches of all of PID's threads; 0 0 0 without PID.
 threads () {
@@ -268,7 +271,7 @@ done
 # The server's system calls per QD1 write: strace slows every call, so
 # this run's other numbers are not kept.
 # PROFILE TARGET PART PERCENT: of the server's samples (its threads are
-# named zonednull-serve), those under each entry point (inclusive), and
+# named zonednull-serve), those under each system call (inclusive), and
 # those in user space (the binary, libc, libev, libzonednull).
 if [ "${PERF:-0}" = 1 ]; then
   for t in $TARGETS; do
@@ -276,16 +279,20 @@ if [ "${PERF:-0}" = 1 ]; then
     [ -n "$p" ] && [ -n "$(dev_of "$t")" ] || continue
     perf record -q -o /tmp/perf.data -a -g -e cpu-clock -F 999 -- sleep 5 >/dev/null 2>&1 &
     pp=$!
-    measure seqwrite_qd1 "$t" perf >/dev/null
+    measure seqwrite_qd1 "$t" perf >/tmp/measure.out   # not in a subshell: it counts the runs
+    grep -v '^RESULT' /tmp/measure.out
     wait "$pp"
-    r () { perf report -i /tmp/perf.data --stdio --comm zonednull-serve -g none "$@" 2>/dev/null | grep -v '^#'; }
-    r --no-children --sort dso | awk -v t="$t" '
-      $1 ~ /%$/ { v = $1; sub(/%/, "", v); all += v; if ($2 != "[kernel.kallsyms]") user += v }
-      END { if (all > 0) printf "PROFILE %s samples %.2f\nPROFILE %s user %.1f\n", t, all, t, 100 * user / all }'
-    all=$(r --no-children --sort dso | awk '$1 ~ /%$/ { v = $1; sub(/%/, "", v); a += v } END { print a + 0 }')
-    r --children --sort sym | awk -v t="$t" -v all="$all" '
-      $1 ~ /%$/ && all > 0 { v = $1; sub(/%/, "", v)
-        if ($NF ~ /^(__x64_sys_(sendto|recvfrom|epoll_wait|write|writev|read|sendmsg|recvmsg|io_uring_enter)|asm_exc_page_fault|schedule)$/)
+    # Percentages of all samples: the server's share first.
+    r () { perf report -i /tmp/perf.data --stdio -g none "$@" 2>/dev/null | grep -v '^#'; }
+    all=$(r --no-children --sort comm | awk '$2 == "zonednull-serve" { sub(/%/, "", $1); print $1 }')
+    [ -n "$all" ] || continue
+    echo "PROFILE $t samples $all"
+    r --no-children --comm zonednull-serve --sort dso | awk -v t="$t" -v all="$all" '
+      $1 ~ /%$/ && $2 != "[kernel.kallsyms]" { v = $1; sub(/%/, "", v); user += v }
+      END { printf "PROFILE %s user %.1f\n", t, 100 * user / all }'
+    r --children --comm zonednull-serve --sort sym | awk -v t="$t" -v all="$all" '
+      $1 ~ /%$/ { v = $1; sub(/%/, "", v)
+        if ($NF ~ /^__x64_sys_(sendto|recvfrom|epoll_wait|write|writev|read|sendmsg|recvmsg)$/)
           printf "PROFILE %s %s %.1f\n", t, $NF, 100 * v / all }'
   done
 fi
@@ -297,7 +304,8 @@ if [ "${STRACE:-0}" = 1 ]; then
     strace -c -f -q -p "$p" -o /tmp/strace.out &
     sp=$!
     sleep 1
-    measure seqwrite_qd1 "$t" strace >/dev/null
+    measure seqwrite_qd1 "$t" strace >/tmp/measure.out   # not in a subshell: it counts the runs
+    grep -v '^RESULT' /tmp/measure.out
     kill -INT "$sp"
     wait "$sp"
     # "% time seconds usecs/call calls [errors] syscall" rows.

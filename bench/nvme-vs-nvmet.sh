@@ -36,10 +36,12 @@
 #   SERVER_OPTS="--busy-poll=0" zonednull-server's options in the guest
 #   OLD_SERVER_OPTS    OLD_SERVER's (default SERVER_OPTS): OLD_SERVER may be
 #   this build's server, e.g. with --busy-poll=0
+#   STATS=0  the servers without --stats (by default a server that has it
+#   runs with it, and the breakdown shows its counters)
 #   STRACE=1 one more QD1 write run per server target under strace -c: the
 #   server's system calls per write
 #   PERF=1   one more under perf record: the share of the server's CPU time
-#   in each system call, in page faults and in user space
+#   in each system call and in user space
 #   CONF="size=512 zone_size=16 ..." (zone_size in MiB; no conventional
 #   zones, size a multiple: what ZNS takes; nvme and nbd write their own
 #   READ_ZONES + 2 x REPEATS x WRITE_ZONES zones of one device, so more
@@ -77,9 +79,9 @@ size_mb=$(echo " $CONF" | sed -n 's/.* size=\([0-9]*\).*/\1/p')
 # nvme, nbd and nvme-dl write their own zones of one device.
 shares=2
 case " $TARGETS " in *" nvme-dl "*) shares=3 ;; esac
-need_mb=$((shares * (READ_ZONES + (2 * REPEATS + 1) * WRITE_ZONES) * zone_mb))
+need_mb=$((shares * (READ_ZONES + (2 * REPEATS + 2) * WRITE_ZONES) * zone_mb))
 [ "${size_mb:-0}" -ge "$need_mb" ] ||
-  { echo "nvme-vs-nvmet: CONF's size=${size_mb:-} (MiB) must hold the zones of nvme, nbd (and nvme-dl), $shares x (READ_ZONES + (2 x REPEATS + 1) x WRITE_ZONES) x zone_size = $need_mb" >&2; exit 1; }
+  { echo "nvme-vs-nvmet: CONF's size=${size_mb:-} (MiB) must hold the zones of nvme, nbd (and nvme-dl), $shares x (READ_ZONES + (2 x REPEATS + 2) x WRITE_ZONES) x zone_size = $need_mb" >&2; exit 1; }
 old=${OLD_SERVER:-}
 if [ -n "$old" ]; then
   # A libtool wrapper's real binary, as tests/kernel/lib.sh's copy_binary.
@@ -102,7 +104,7 @@ tmp=$(mktemp -d /tmp/zonednull-nvme-bench.XXXXXX)
 {
   echo "CONF='$CONF'"
   echo "ZONE_MB=$zone_mb RUNTIME=$RUNTIME REPEATS=$REPEATS READ_ZONES=$READ_ZONES WRITE_ZONES=$WRITE_ZONES"
-  echo "TARGETS='$TARGETS' SERVER_OPTS='${SERVER_OPTS:-}' STRACE='${STRACE:-0}' PERF='${PERF:-0}'"
+  echo "TARGETS='$TARGETS' SERVER_OPTS='${SERVER_OPTS:-}' STRACE='${STRACE:-0}' PERF='${PERF:-0}' STATS='${STATS:-1}'"
   [ -z "${OLD_SERVER_OPTS+set}" ] || echo "OLD_SERVER_OPTS='$OLD_SERVER_OPTS'"
   if [ -n "$old" ]; then
     # The old server rides in the script itself: check-nvme.sh copies one
@@ -189,15 +191,16 @@ breakdown () {
   grep -q '^PROFILE ' "$tmp/raw" || return 0
   echo
   echo "Where the server's CPU time goes in a QD1 write run (perf record -a -g, cpu-clock; % of the"
-  echo "server's samples, inclusive: sendto includes the loopback delivery to the host's socket;"
-  echo "schedule: the switches away from the server and back, its sleeps in epoll_wait and preemptions):"
+  echo "server's samples, inclusive: sendto includes the loopback delivery into the host's socket and"
+  echo "the wake-up of its worker; epoll_wait, the sleeps; other: page faults, system call entry and"
+  echo "exit, interrupts):"
   awk '$1 == "PROFILE" { v[$2, $3] = $4; if (!($2 in seen)) { seen[$2] = 1; t[++n] = $2 } }
-    END { printf "%-9s %8s %7s %9s %11s %9s %11s %6s\n", "target", "sendto", "recv", "epoll", "(schedule)", "faults", "user space", "other"
+    END { printf "%-9s %8s %7s %11s %11s %6s\n", "target", "sendto", "recv", "epoll_wait", "user space", "other"
       for (i = 1; i <= n; i++) { k = t[i]
         s = v[k, "__x64_sys_sendto"] + v[k, "__x64_sys_sendmsg"] + v[k, "__x64_sys_write"] + v[k, "__x64_sys_writev"]
         r = v[k, "__x64_sys_recvfrom"] + v[k, "__x64_sys_recvmsg"] + v[k, "__x64_sys_read"]
-        e = v[k, "__x64_sys_epoll_wait"]; f = v[k, "asm_exc_page_fault"]; u = v[k, "user"]
-        printf "%-9s %7.1f%% %6.1f%% %8.1f%% %10.1f%% %8.1f%% %10.1f%% %5.1f%%\n", k, s, r, e, v[k, "schedule"], f, u, 100 - s - r - e - f - u } }' "$tmp/raw"
+        e = v[k, "__x64_sys_epoll_wait"]; u = v[k, "user"]
+        printf "%-9s %7.1f%% %6.1f%% %10.1f%% %10.1f%% %5.1f%%\n", k, s, r, e, u, 100 - s - r - e - u } }' "$tmp/raw"
 }
 
 table () {

@@ -36,7 +36,7 @@
 # to OUT's .raw.  Run it holding the VM lock, so that it never overlaps
 # another benchmark on this small machine:
 #
-#   flock /tmp/zn-vm.lock bench/qd1-host.sh [BUILDDIR]     (default ./build)
+#   bench/qd1-host.sh [BUILDDIR]     (default ./build)
 #   REPEATS=5 ZONES=2 TARGETS="zn_unix nbdkit_mem" STRACE=0 OUT=...
 #   OLD_ENGINE=/tmp/old/zonednull-fio.so adds the target zn_old: zn_unix
 #   with another build's engine, for a change of the engine side by side
