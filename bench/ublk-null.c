@@ -148,7 +148,11 @@ zone_write (struct server *s, uint64_t sector, uint64_t n, bool append,
     sector = z->wp;
   if (z->cond == BLK_ZONE_COND_FULL || sector != z->wp || n > end - sector)
     return -EIO;
-  *lba = sector;
+  /* ublk_drv refuses (EINVAL) a commit that names an address for
+   * anything but an append, and the tag is then lost with its request.
+   */
+  if (append)
+    *lba = sector;
   z->wp += n;
   if (z->wp == end)
     z->cond = BLK_ZONE_COND_FULL;

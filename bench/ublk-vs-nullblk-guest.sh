@@ -40,6 +40,11 @@
 # write families of system calls; WCHAN where it sleeps after the run), and
 # per system call of strace -c -f on each server over a fixed job:
 #   STRACE JOB DEV TAG IOS SYSCALL CALLS
+# and for seqwrite_qd1, per group of all the guest's tasks (the servers'
+# threads as daemon:COMM, kworkers by workqueue, ksoftirqd, other) and
+# fio's own thread (its terse usr and sys %, context switches):
+#   TASKS JOB DEV REPEAT GROUP RUN_NS VCTX NVCTX
+#   FIOCPU JOB DEV REPEAT USR_PCT SYS_PCT CTX
 # The seeds part prints
 #   SEED EXP DEV REPEAT READ_IOPS WRITE_IOPS CPU_TICKS CTXT ELAPSED_TICKS DAEMON_NS DAEMON_VCTX
 # (DAEMON_*: all threads of all its ublk servers).  No pass or fail on
@@ -47,8 +52,10 @@
 . /test/params
 FIO=/opt/fio/fio
 BLKZONE=/usr/sbin/blkzone
-info () { echo "INFO $*"; }
-err () { echo "ERROR $*"; }
+# INFO and ERROR lines go to the console too: a VM that runs out of
+# time shows there how far it got (check-ublk.sh prints its tail).
+info () { echo "INFO $*"; echo "INFO $*" >/dev/console 2>/dev/null; }
+err () { echo "ERROR $*"; echo "ERROR $*" >/dev/console 2>/dev/null; }
 
 modprobe null_blk nr_devices=0 2>/dev/null
 modprobe ublk_drv 2>/dev/null
@@ -79,6 +86,32 @@ snap () {
         "$sn_t/comm" "$sn_t/schedstat" "$sn_t/status" "$sn_t/io" "$sn_t/wchan" 2>/dev/null
     done
   done
+}
+# snap_all: every task of the guest, TID PID COMM RUN_NS VCTX NVCTX (the
+# kernel's threads too: where a request's kworker and softirq time goes).
+snap_all () {
+  awk '{ n = split(FILENAME, p, "/"); t = p[5] }
+    FILENAME ~ /comm$/ { c = $0; gsub(/[ \t]/, "_", c); comm[t] = c; pid[t] = p[3] }
+    FILENAME ~ /schedstat$/ { ns[t] = $1 }
+    /^voluntary_ctxt_switches:/ { v[t] = $2 } /^nonvoluntary_ctxt_switches:/ { nv[t] = $2 }
+    END { for (t in comm) print t, pid[t], comm[t], ns[t] + 0, v[t] + 0, nv[t] + 0 }' \
+    /proc/[0-9]*/task/[0-9]*/comm /proc/[0-9]*/task/[0-9]*/schedstat \
+    /proc/[0-9]*/task/[0-9]*/status 2>/dev/null
+}
+# snap_all_diff BEFORE AFTER PREFIX DAEMON-PIDS: TASKS PREFIX GROUP RUN_NS
+# VCTX NVCTX per group of tasks: the ublk servers' threads (daemon:COMM),
+# kworkers (by workqueue where the name has one), ksoftirqd, the rest;
+# fio's threads are gone by then (fio's own counts: FIOCPU).
+snap_all_diff () {
+  awk -v pre="$3" -v dp=" $4 " 'NR == FNR { a[$1, 4] = $4; a[$1, 5] = $5; a[$1, 6] = $6; next }
+    { g = $3
+      if (index(dp, " " $2 " ")) g = "daemon:" g
+      else if (g ~ /^kworker/) { g = (g ~ /-/) ? "kworker-" substr(g, index(g, "-") + 1) : "kworker" }
+      else if (g ~ /^ksoftirqd/) g = "ksoftirqd"
+      else if (g !~ /^fio/) g = "other"
+      for (i = 4; i <= 6; i++) d[g, i] += $i - a[$1, i]
+      seen[g] = 1 }
+    END { for (g in seen) if (d[g, 5] + d[g, 6] > 0) print "TASKS " pre " " g, d[g, 4], d[g, 5], d[g, 6] }' "$1" "$2"
 }
 # snap_diff BEFORE AFTER PREFIX: the THREAD lines (PREFIX: JOB DEV REPEAT).
 snap_diff () {
@@ -216,6 +249,13 @@ for name in $names; do
   # and the block layer would merge fio's 4 KiB writes into fewer, larger
   # requests: the anchor must make a round trip per I/O.
   [ "$name" = anchor ] && { echo 2 >/sys/block/$b/queue/nomerges || err "cannot set nomerges on $d"; }
+  # The anchors' requests as large as zonednull-ublk's (null_blk's
+  # max_sectors): at QD16 in one zone the zone write plug merges writes
+  # up to that size, and a server of larger requests makes fewer trips.
+  case $name in anchor|zanchor)
+    msk=$(cat /sys/block/${dev_ublk#/dev/}/queue/max_sectors_kb)
+    echo "$msk" >/sys/block/$b/queue/max_sectors_kb || err "cannot set max_sectors_kb=$msk on $d" ;;
+  esac
   a=
   for f in zoned nr_zones chunk_sectors max_sectors_kb nr_requests scheduler write_cache logical_block_size nomerges; do
     a="$a $f=$(cat /sys/block/$b/queue/$f 2>/dev/null | tr ' ' ,)"
@@ -285,6 +325,7 @@ run () {
   [ -n "$reset" ] && $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d"
   eval "sp=\${spid_$name:-}"
   { snap d $p; snap s $sp; } >/tmp/th0
+  [ "$job" = seqwrite_qd1 ] && snap_all >/tmp/all0
   set -- $(cpu) $(daemon "$p")
   b0=$1 t0=$2 c0=$3 p0=$4 x0=$5
   # shellcheck disable=SC2086
@@ -293,6 +334,7 @@ run () {
   set -- $(cpu) $(daemon "$p")
   b1=$1 t1=$2 c1=$3 p1=$4 x1=$5
   { snap d $p; snap s $sp; } >/tmp/th1
+  [ "$job" = seqwrite_qd1 ] && snap_all >/tmp/all1
   line=$(grep '^3;' /tmp/fio.out | tail -n 1)
   if [ $frc -ne 0 ] || [ -z "$line" ]; then
     err "$job on $name $d (repeat $rep): fio exited $frc: $(tail -n 3 /tmp/fio.err | tr '\n' ' ')"
@@ -304,6 +346,12 @@ run () {
   [ -n "$reset" ] && $BLKZONE reset -o $((wstart / 512)) -l $((wlen / 512)) "$d"
   echo "RESULT $job $name $rep $iops $((kb / 4)) $((b1 - b0)) $((c1 - c0)) $((p1 - p0)) $((t1 - t0)) $((x1 - x0))"
   snap_diff /tmp/th0 /tmp/th1 "$job $name $rep"
+  if [ "$job" = seqwrite_qd1 ]; then
+    snap_all_diff /tmp/all0 /tmp/all1 "$job $name $rep" "$p $sp"
+    # fio's own thread (terse v3: usr and sys in % of the run, context
+    # switches), which has exited when the tasks are read again.
+    [ -n "$line" ] && echo "FIOCPU $job $name $rep $(echo "$line" | cut -d';' -f88-90 | tr -d '%' | tr ';' ' ')"
+  fi
 }
 
 # strace_runs: per ublk server, strace -c -f (all its threads; conn's

@@ -61,7 +61,9 @@
 # every system call over fixed jobs (Debian's strace, copied into the guest
 # with its libraries).  The seeds part runs bench/run.sh's host_tags and
 # zone_locking on null_blk and zonednull-ublk (bench/README.md).  The
-# breakdown's medians come from bench/ublk-stats.awk.
+# breakdown's medians come from bench/ublk-stats.awk.  For seqwrite_qd1
+# every task of the guest is counted too (kworkers, fio): per write,
+# the switches and CPU time of each group of tasks.
 #
 # The VM is the 6.12 tier's: this script runs tests/kernel/check-ublk.sh
 # (which calls prepare.sh and prepare-consumers.sh for the kernel, the base
@@ -207,7 +209,7 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 grep -E '^check-ublk: (booting|VM ran|FAIL|ERROR)' "$tmp/tier.log" >&2 || true
 sed -n 's/^guest: //p' "$tmp/tier.log" >"$tmp/guest.log"
 grep -E '^(INFO|ERROR)' "$tmp/guest.log" >&2 || true
-grep -E '^(RESULT|THREAD|STRACE|SEED) ' "$tmp/guest.log" >"$tmp/raw" || true
+grep -E '^(RESULT|THREAD|STRACE|SEED|TASKS|FIOCPU) ' "$tmp/guest.log" >"$tmp/raw" || true
 grep '^RESULT ' "$tmp/raw" >"$tmp/res" || true
 if [ ! -s "$tmp/raw" ]; then
   echo "ublk-vs-nullblk: no results (check-ublk.sh exit $rc); its log:" >&2
@@ -372,6 +374,31 @@ syscalls () {
       }
     }' "$1"
 }
+# tasks RAW: seqwrite_qd1 per write and per group of the guest's tasks
+# (TASKS, FIOCPU lines), medians over the repeats: context switches
+# (voluntary, involuntary) and CPU us.  fio's CPU is its own terse
+# usr+sys share of the run (RUNTIME s).
+tasks () {
+  awk -v RT="$RUNTIME" '
+    $1 == "RESULT" { ios[$2, $3, $4] = $6; next }
+    function add(k, a, b, c,   i) { i = ++n[k]; v1[k, i] = a; v2[k, i] = b; v3[k, i] = c
+      if (!(k in seen)) { seen[k] = 1; rows[++nr] = k } }
+    $1 == "TASKS" { m = ios[$2, $3, $4]; if (m > 0) add($3 SUBSEP $5, $7 / m, $8 / m, $6 / 1000 / m) }
+    $1 == "FIOCPU" { m = ios[$2, $3, $4]; if (m > 0) add($3 SUBSEP "fio", $7 / m, 0, ($5 + $6) / 100 * RT * 1e6 / m) }
+    function med(a, k,   m, j, t, v, c) {
+      m = n[k]
+      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
+      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    END {
+      if (!nr) exit
+      printf "%-8s %-34s %6s %6s %7s %3s\n", "dev", "tasks", "vol", "invol", "cpu us", "n"
+      for (i = 1; i <= nr; i++) { k = rows[i]; split(k, f, SUBSEP)
+        if (med(v1, k) + med(v2, k) < 0.01 && med(v3, k) < 1) continue
+        printf "%-8s %-34s %6.2f %6.2f %7.1f %3d\n", f[1], f[2], med(v1, k), med(v2, k), med(v3, k), n[k] }
+    }' "$1"
+}
 # seeds METRICS: the seeds experiments, medians and ratios.
 seeds () {
   awk '
@@ -505,6 +532,15 @@ table () {
     echo "Per thread (medians per I/O; the same columns; rd/wr the calls, rbytes/wbytes their bytes):"
     threads "$tmp/metrics"
   fi
+  if grep -q '^TASKS ' "$tmp/raw"; then
+    echo
+    echo "seqwrite_qd1 per write, every task of the guest (medians of $REPEATS runs): vol and invol the"
+    echo "voluntary and involuntary context switches, cpu us its time on CPU (schedstat), per group:"
+    echo "the ublk server's threads (daemon:COMM; conn: zonednull-ublk's and its zonednull-server's),"
+    echo "kworkers by workqueue, ksoftirqd, all other tasks; fio: its thread's switches (vol+invol) and"
+    echo "usr+sys time from its own terse output (10 ms resolution: coarse)."
+    tasks "$tmp/raw"
+  fi
   if grep -q '^S' "$tmp/metrics"; then
     echo
     echo "System calls per I/O, strace -c -f on each server (all its threads) over a fixed job, not timed:"
@@ -525,7 +561,7 @@ table () {
     seeds "$tmp/metrics"
   fi
   echo
-  echo "The VM ran $(sed -n 's/^check-ublk: VM ran \([0-9]*\) s.*/\1/p' "$tmp/tier.log") s; the script $((end - start)) s."
+  echo "The VM ran $(sed -n 's/^check-ublk: VM ran \([0-9]*\) s.*/\1/p' "$tmp/tier.log" | tail -n 1) s; the script $((end - start)) s."
   if [ -n "$BEFORE" ]; then
     echo
     echo "==== before ($BEFORE) and after (this run): medians, after/before ===="

@@ -680,6 +680,15 @@ zn_wlog_mark (struct zn_dev *dev, const char *name, size_t len)
 }
 
 bool
+wlog_may_record (const struct zn_dev *dev)
+{
+  /* gen only moves in start (), which without a dir runs only at
+   * creation (log_writes=).
+   */
+  return dev->wlog->dir != NULL || dev->wlog->gen > 0;
+}
+
+bool
 zn_wlog_on (struct zn_dev *dev)
 {
   return atomic_load (&dev->wlog->on);

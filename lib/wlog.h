@@ -47,6 +47,11 @@ int zn_wlog_stop (struct zn_dev *dev);
 int zn_wlog_mark (struct zn_dev *dev, const char *name, size_t len);
 /* Whether a log is on. */
 bool zn_wlog_on (struct zn_dev *dev);
+/* Whether a log is or may ever be on: log_writes= started one at
+ * creation, or log_dir= lets the control channel start one.  Without
+ * either, none ever starts.
+ */
+bool wlog_may_record (const struct zn_dev *dev);
 
 /* ---- hooks in the model --------------------------------------------- */
 

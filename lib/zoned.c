@@ -284,6 +284,12 @@ zn_dev_zone_full (const struct zn_dev *dev)
   return dev->zone_full;
 }
 
+bool
+zn_dev_uses_write_data (const struct zn_dev *dev)
+{
+  return dev->backend != &null_backend || wlog_may_record (dev);
+}
+
 /* null_blk: null_report_zones () is zn_report_zones, in report.c. */
 
 /* ---- reads ------------------------------------------------------------- */

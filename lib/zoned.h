@@ -166,6 +166,12 @@ bool zn_dev_restored (const struct zn_dev *dev);
 const char *zn_dev_backing_dir (const struct zn_dev *dev);
 /* Whether the sequential zones powered on FULL (zone_full, 6.11+). */
 bool zn_dev_zone_full (const struct zn_dev *dev);
+/* Whether a write's data goes anywhere: a back end that keeps it
+ * (memory_backed=1) or a write log that records it (log_writes= or
+ * log_dir=).  Fixed when the device is made, so a server that gets
+ * false may hand zn_write and zn_zone_append a buffer it never filled.
+ */
+bool zn_dev_uses_write_data (const struct zn_dev *dev);
 /* Whether nr_devices devices of cfg may be made: their zone tables
  * together must fit in half of the machine's physical memory.  -1 with
  * errno and a message naming nr_devices, size and zone_size (or the

@@ -433,6 +433,43 @@ test_snapshot (void)
   free (log.file);
 }
 
+/* ---- who reads a write's data --------------------------------------------- */
+
+/* zonednull-ublk does not copy a write's data in when nothing reads it:
+ * memory_backed=0 without log_writes= or log_dir=, where no log can
+ * ever start.  With either, a log records the data.
+ */
+static void
+test_uses_write_data (void)
+{
+  char p[600];
+  struct zn_config c = log_cfg (NULL, NULL);
+  struct zn_dev *d = create (&c);
+
+  CHECK (zn_dev_uses_write_data (d));
+  zn_dev_destroy (d);
+  c.memory_backed = false;
+  c.cache_size = 0;
+  d = create (&c);
+  CHECK (!zn_dev_uses_write_data (d));
+  zn_dev_destroy (d);
+  c.log_dir = top;
+  d = create (&c);
+  CHECK (zn_dev_uses_write_data (d));
+  zn_dev_destroy (d);
+  c.log_dir = NULL;
+  c.log_writes = path (p, "no-memory.log");
+  d = create (&c);
+  CHECK (zn_wlog_on (d));
+  CHECK (zn_dev_uses_write_data (d));
+  CHECK_EQ (zn_wlog_stop (d), 0);
+  /* Stopped, it cannot start again without log_dir=, but the data
+   * written so far was recorded: still true, as fixed at creation.
+   */
+  CHECK (zn_dev_uses_write_data (d));
+  zn_dev_destroy (d);
+}
+
 /* ---- refusals and failures ---------------------------------------------- */
 
 static void
@@ -546,6 +583,7 @@ main (void)
   test_snapshot ();
   test_refusals ();
   test_log_error ();
+  test_uses_write_data ();
   nftw (top, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
   return 0;
 }
