@@ -9,6 +9,9 @@
 #                                 bench_start started), by PID
 #   bench_median [COLUMN]         the median of the numbers on stdin
 #   bench_ratio A B [SUFFIX]      A / B as "%.2f" SUFFIX, "n/a" when B is 0
+#   $bench_awk_med                awk's med(a, k): the median of
+#                                 a[k, 1..n[k]], 0 when n[k] is 0, for the
+#                                 scripts' awk programs to include
 # shellcheck shell=sh
 
 bench_pids=
@@ -54,6 +57,15 @@ bench_median () {
          END { if (NR % 2) print v[(NR + 1) / 2]
                else if (NR) printf "%.10g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+
+bench_awk_med='
+    function med(a, k,   m, j, t, v, c) {
+      m = n[k]; if (!m) return 0
+      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
+      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+'
 
 bench_ratio () {
   awk -v a="$1" -v b="$2" -v s="${3:-}" 'BEGIN { if (b + 0 == 0) print "n/a"; else printf "%.2f%s\n", a / b, s }'

@@ -152,14 +152,9 @@ breakdown () {
   echo "server's --stats: loop sleeps, busy polls, recv and send calls, and the time from the request's"
   echo "arrival to its reply's last byte sent (us); sys = the server's system calls per write (strace run)."
   awk -v targets="$TARGETS" '
-    function med(key,   m, j, t, c, v) {
-      m = cnt[key]; if (!m) return ""
-      for (j = 1; j <= m; j++) v[j] = val[key, j]
-      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
-      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-    }
-    function put(job, t, name, x) { k = job SUBSEP t SUBSEP name; val[k, ++cnt[k]] = x }
-    function show(job, t, name, fmt,   m) { m = med(job SUBSEP t SUBSEP name); return m == "" ? "-" : sprintf(fmt, m) }
+'"$bench_awk_med"'
+    function put(job, t, name, x) { k = job SUBSEP t SUBSEP name; val[k, ++n[k]] = x }
+    function show(job, t, name, fmt,   k) { k = job SUBSEP t SUBSEP name; return n[k] ? sprintf(fmt, med(val, k)) : "-" }
     $1 == "SYSCALLS" && $5 > 0 { if ($4 == "total") sys[$2] = $5 / $3; next }
     $1 == "RESULT" && NF >= 22 && $9 > 0 {
       if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 }
@@ -178,7 +173,7 @@ breakdown () {
         "srv us", "srv v/nv", "kw us", "kw sl", "sleeps", "busy", "recv", "send", "reply", "sys"
       for (j = 1; j <= nj; j++)
         for (i = 1; i <= nt; i++) {
-          t = T[i]; if (!cnt[jobs[j] SUBSEP t SUBSEP "lat"]) continue
+          t = T[i]; if (!n[jobs[j] SUBSEP t SUBSEP "lat"]) continue
           printf "%-14s %-9s %7s %5s %5s %7s %4s/%-4s %7s %5s %6s %5s %5s %5s %7s %5s\n", jobs[j], t,
             show(jobs[j], t, "lat", "%.0f"), show(jobs[j], t, "fctx", "%.2f"), show(jobs[j], t, "gctx", "%.1f"),
             show(jobs[j], t, "srv", "%.1f"), show(jobs[j], t, "vctx", "%.2f"), show(jobs[j], t, "nvctx", "%.2f"),
@@ -218,12 +213,7 @@ table () {
       ios = $5 * ($8 / 100); cpu[k, n[k]] = ios > 0 ? $6 * 10000 / ios : 0; srv[k, n[k]] = ios > 0 ? $7 * 10000 / ios : 0
       if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 }
       run[$2, $4, $3] = $5; if ($4 > nr) nr = $4 }
-    function med(a, k,   m, j, t, v, c) {
-      m = n[k]; if (!m) return 0
-      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
-      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
-      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-    }
+'"$bench_awk_med"'
     END {
       nt = split(targets, T, " ")
       for (i = 1; i <= nt; i++) has[T[i]] = 1

@@ -229,12 +229,7 @@ summary () {
       bus[k, i] = $10 > 0 ? $7 * 2 / $10 : 0; dcp[k, i] = $10 > 0 ? $9 * 2 / $10 : 0
       if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 }
       run[$2, $4, $3] = $5; if ($4 > nr) nr = $4 }
-    function med(a, k,   m, j, t, v, c) {
-      m = n[k]
-      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
-      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
-      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-    }
+'"$bench_awk_med"'
     END {
       if (!nj) exit
       printf "%-34s %9s %9s %7s   %6s %6s %5s %5s %6s   %5s %5s %6s\n", "job", LA, LB, "ratio", "cpu-" SA, "cpu-" SB, "ctx-" SA, "ctx-" SB, "daemon", "vcpu-" SA, "vcpu-" SB, "daemon"
@@ -260,13 +255,7 @@ results_awk='
       if ($6 > 0) { cpu[k, i] = $7 * 10000 / $6; ctx[k, i] = $8 / $6; dmn[k, i] = $9 * 10000 / $6; dctx[k, i] = $11 / $6 }
       else { cpu[k, i] = 0; ctx[k, i] = 0; dmn[k, i] = 0; dctx[k, i] = 0 }
       if (!($2 in seen)) { seen[$2] = 1; jobs[++nj] = $2 } }
-    function med(a, k,   m, j, t, v, c) {
-      m = n[k]
-      if (!m) return 0
-      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
-      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
-      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-    }
+'"$bench_awk_med"'
     function r(x, y) { return y > 0 ? x / y : 0 }
 '
 # overview: the local part's four devices side by side (medians): IOPS and
@@ -385,12 +374,7 @@ tasks () {
       if (!(k in seen)) { seen[k] = 1; rows[++nr] = k } }
     $1 == "TASKS" { m = ios[$2, $3, $4]; if (m > 0) add($3 SUBSEP $5, $7 / m, $8 / m, $6 / 1000 / m) }
     $1 == "FIOCPU" { m = ios[$2, $3, $4]; if (m > 0) add($3 SUBSEP "fio", $7 / m, 0, ($5 + $6) / 100 * RT * 1e6 / m) }
-    function med(a, k,   m, j, t, v, c) {
-      m = n[k]
-      for (j = 1; j <= m; j++) v[j] = a[k, j] + 0
-      for (j = 2; j <= m; j++) { t = v[j]; c = j - 1; while (c > 0 && v[c] > t) { v[c + 1] = v[c]; c-- } v[c + 1] = t }
-      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-    }
+'"$bench_awk_med"'
     END {
       if (!nr) exit
       printf "%-8s %-34s %6s %6s %7s %3s\n", "dev", "tasks", "vol", "invol", "cpu us", "n"
