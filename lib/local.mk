@@ -14,6 +14,7 @@ lib_libzonednull_la_SOURCES = \
 	lib/replay.h \
 	lib/control.h \
 	lib/control-wire.c \
+	lib/clock.h \
 	lib/control-wire.h \
 	lib/errno-name.c \
 	lib/errors.c \

@@ -19,6 +19,7 @@
 
 #include <ev.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "fifo.h"
 #include "tls.h"
@@ -122,15 +123,6 @@ struct net_server {
   uint64_t timed, reply_ns_sum, reply_ns_max;
   uint64_t reply_hist[HIST_BUCKETS];  /* the timed replies, hist_bucket */
 };
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
 
 /* Counts what the connection's session holds now. */
 static void
@@ -242,7 +234,7 @@ stats_prepare (struct ev_loop *loop, ev_prepare *w, int revents)
   (void) revents;
   if (ev_is_active (&srv->busy_poll_watcher)) {
     srv->busy_polls++;
-    srv->busy_poll_start = now_ns ();
+    srv->busy_poll_start = zn_now_ns ();
   }
   else
     srv->sleeps++;
@@ -256,7 +248,7 @@ stats_recv (struct net_conn *c, ssize_t n)
     c->srv->io.recv_bytes += n > 0 ? (uint64_t) n : 0;
   }
   if (n > 0)
-    c->recv_ns = now_ns ();
+    c->recv_ns = zn_now_ns ();
 }
 
 /* Below 4 one bucket per value, then four per power of two: the value's
@@ -300,7 +292,7 @@ stats_send (struct net_conn *c, ssize_t n, size_t sent)
   while (c->replies_head < c->replies_len
          && c->replies[c->replies_head].end <= c->out_sent + sent) {
     if (now == 0)
-      now = now_ns ();
+      now = zn_now_ns ();
     stats_replied (c->srv, c->replies[c->replies_head++].arrival, now);
   }
   if (c->replies_head == c->replies_len)
@@ -679,7 +671,7 @@ static void
 busy_poll_cb (struct ev_loop *loop, ev_idle *w, int revents)
 {
   struct net_server *srv = w->data;
-  uint64_t now = now_ns ();
+  uint64_t now = zn_now_ns ();
 
   (void) revents;
   if (srv->set.stats)
@@ -693,7 +685,7 @@ busy_poll (struct net_server *srv)
 {
   if (srv->set.busy_poll_ns == 0)
     return;
-  srv->busy_poll_until = now_ns () + srv->set.busy_poll_ns;
+  srv->busy_poll_until = zn_now_ns () + srv->set.busy_poll_ns;
   ev_idle_start (srv->loop, &srv->busy_poll_watcher);
 }
 

@@ -19,6 +19,7 @@
 
 #include <ev.h>
 
+#include "clock.h"
 #include "queue.h"
 #include "zoned.h"
 #include "fifo.h"
@@ -51,21 +52,6 @@ static struct {
 } served_, *served = &served_;
 static struct zn_queue_config qcfg;
 static struct sconn *sconns;    /* every connection */
-
-static uint64_t
-ns_of (struct timespec ts)
-{
-  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ns_of (ts);
-}
 
 static _Noreturn void
 out_of_memory (void)
@@ -121,7 +107,7 @@ static void
 ring_push (struct sconn *c, struct served_device *d,
            const struct zn_request *rq)
 {
-  uint64_t due = ns_of (zn_request_due (d->qs, rq));
+  uint64_t due = zn_ns_of (zn_request_due (d->qs, rq));
 
   if (ring_count == ring_cap) {
     unsigned cap = ring_cap ? ring_cap * 2 : 256;
@@ -191,7 +177,7 @@ static uint64_t throttle_due;   /* when throttle_timer fires, ns */
 static void
 throttle_add (struct sconn *c, uint64_t until)
 {
-  uint64_t now = now_ns ();
+  uint64_t now = zn_now_ns ();
 
   c->throttled = true;
   c->throttle_next = throttled;
@@ -247,7 +233,7 @@ pending_add (struct sconn *c, struct served_device *d, uint64_t id,
   if (p == NULL)
     out_of_memory ();
   *p = (struct pending) {
-    .id = id, .d = d, .wait = *w, .deadline = now_ns () + pipeline_wait_ns,
+    .id = id, .d = d, .wait = *w, .deadline = zn_now_ns () + pipeline_wait_ns,
     .rq = *rq, .next = c->pending,
   };
   c->pending = p;
@@ -302,7 +288,7 @@ pipeline_retry (void)
   if (nr_pending == 0)
     return;
   while (progress) {
-    uint64_t now = now_ns ();
+    uint64_t now = zn_now_ns ();
 
     progress = false;
     for (struct sconn *c = sconns, *next; c; c = next) {
@@ -319,7 +305,7 @@ pipeline_retry (void)
         first = p->deadline;
   ev_timer_stop (loop, &pipeline_timer);
   if (first != UINT64_MAX) {
-    uint64_t now = now_ns ();
+    uint64_t now = zn_now_ns ();
 
     ev_timer_set (&pipeline_timer,
                   first > now ? (double) (first - now) / 1e9 : 0., 0.);
@@ -403,7 +389,7 @@ timer_cb (struct ev_loop *l, ev_io *w, int revents)
   (void) revents;
   if (read (w->fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
     return;
-  now = now_ns ();
+  now = zn_now_ns ();
   while (ring_count > 0 && ring[ring_head].due <= now) {
     struct completion e = ring[ring_head];
 

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <linux/blkzoned.h>
 
+#include "clock.h"
 #include "ring.h"
 
 /* ---- the device ---------------------------------------------------------- */
@@ -115,15 +116,6 @@ zu_queues_wait_ready (struct zu_device *d, unsigned nr_started, char *err,
  * (--connect) included.
  */
 
-static uint64_t
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
-}
-
 static void
 stat_add (atomic_ullong *c, uint64_t v)
 {
@@ -154,7 +146,7 @@ stats_submitting (struct zu_ring *r)
   stat_add (&r->stats.enters, 1);
   if (r->nr_committing == 0)
     return;
-  now = now_ns ();
+  now = zn_now_ns ();
   for (unsigned i = 0; i < r->nr_committing; i++)
     stat_time (&r->stats.commit_ns_sum, &r->stats.commit_ns_max,
                now - r->request_ns[r->committing[i]]);
@@ -165,8 +157,7 @@ stats_submitting (struct zu_ring *r)
 void
 zu_ring_count_nbd (struct zu_ring *r, const struct timespec *since)
 {
-  uint64_t then = (uint64_t) since->tv_sec * 1000000000u
-                  + (uint64_t) since->tv_nsec, now = now_ns ();
+  uint64_t then = zn_ns_of (*since), now = zn_now_ns ();
 
   stat_add (&r->stats.nbd_requests, 1);
   stat_time (&r->stats.nbd_ns_sum, &r->stats.nbd_ns_max,
@@ -431,7 +422,7 @@ ring_main (void *arg)
       stats_submitting (r);
     err = io_uring_submit_and_wait (&r->ring, 1);
     if (r->d->stats)
-      r->reaped_ns = now_ns ();
+      r->reaped_ns = zn_now_ns ();
     if (err < 0 && err != -EINTR) {
       fprintf (stderr, "zonednull-ublk: queue %u: io_uring: %s\n", r->id,
                strerror (-err));
