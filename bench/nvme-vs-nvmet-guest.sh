@@ -170,15 +170,11 @@ for t in $TARGETS; do
 done
 
 cpu () { awk '$1 == "cpu" { b = 0; for (i = 2; i <= NF; i++) if (i != 5 && i != 6) b += $i; t = 0; for (i = 2; i <= NF; i++) t += $i; print b, t }' /proc/stat; }
-sticks () {
-  case $1 in
-    nvme|nvme-old|nvme-dl|nbd|nbd-old)
-      p=$(eval "echo \$pid_$(side "$1")")
-      [ -n "$p" ] && awk '{ print $14 + $15 }' "/proc/$p/stat" || echo 0 ;;
-    *) echo 0 ;;
-  esac
-}
 pid_of () { case $1 in nvme|nvme-old|nvme-dl|nbd|nbd-old) eval "echo \$pid_$(side "$1")" ;; esac; }
+sticks () {
+  p=$(pid_of "$1")
+  [ -n "$p" ] && awk '{ print $14 + $15 }' "/proc/$p/stat" || echo 0
+}
 # threads PID: the CPU time (ns) and voluntary and involuntary context
 # switches of all of PID's threads; 0 0 0 without PID.
 threads () {
