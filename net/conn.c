@@ -994,6 +994,9 @@ net_server_free (struct net_server *srv)
   ev_idle_stop (srv->loop, &srv->busy_poll_watcher);
   ev_prepare_stop (srv->loop, &srv->budget_watcher);
   ev_prepare_stop (srv->loop, &srv->stats_watcher);
+  /* Connections first: each closes through its listener's protocol. */
+  while (srv->conns)
+    conn_free (srv->conns);
   while (srv->listeners) {
     struct listener *l = srv->listeners;
 
@@ -1003,8 +1006,6 @@ net_server_free (struct net_server *srv)
     close (l->fd);
     free (l);
   }
-  while (srv->conns)
-    conn_free (srv->conns);
   free (srv);
 }
 

@@ -322,6 +322,7 @@ SERVER_TESTS = \
 	tests/server/test-server-tls.sh \
 	tests/server/test-server-activation.sh \
 	tests/server/test-server-stats.sh \
+	tests/server/test-server-stop.sh \
 	tests/server/test-units.sh \
 	tests/server/test-fuzz.sh
 TESTS += $(SERVER_TESTS)
