@@ -1,13 +1,14 @@
 #!/bin/sh
-# zonednull-server stopped (SIGTERM, SIGINT) with connections open in
-# every state a connection can be in: NBD clients silent after the
-# greeting, stopped mid-option, in the TLS handshake and in transmission
-# (idle, with a held reply of irqmode=2, with a write parked ahead of its
-# write pointer), NVMe/TCP hosts after ICReq and with an admin and an I/O
-# queue.  Each stop must end the server with status 0 and no memory error.
-# A use-after-free at stop rarely crashes a plain build, so it runs under
-# valgrind there (its --error-exitcode), and the sanitizer build's
-# AddressSanitizer aborts on its own.
+# zonednull-server stopped by each stop signal (SIGTERM, SIGINT, SIGHUP,
+# SIGQUIT; --exit-with-parent is SIGTERM) with connections open in every
+# state a connection can be in: NBD clients silent after the greeting,
+# stopped mid-option, in the TLS handshake and in transmission (idle,
+# with a held reply of irqmode=2, with a write parked ahead of its write
+# pointer), NVMe/TCP hosts after ICReq and with an admin and an I/O
+# queue.  Each stop must end the server with status 0 and no memory
+# error.  A use-after-free at stop rarely crashes a plain build, so it
+# runs under valgrind there (its --error-exitcode), and the sanitizer
+# build's AddressSanitizer aborts on its own.
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
@@ -108,7 +109,7 @@ PY
 # Each stop signal, with NVMe/TCP and NBD, then NBD alone (no NVMe/TCP
 # listener, so the NBD one is the last), and with the connections'
 # requests in flight in the scheduler.
-for sig in TERM INT; do
+for sig in TERM INT HUP QUIT; do
   port=$(free_port)
   start_server "nvme-$sig" --nvme="$port" -i 127.0.0.1 --tls=on \
     --tls-psk="$tmpdir/keys.psk" size=64 zone_size=8 memory_backed=1 \
