@@ -34,6 +34,7 @@ hostnqn=nqn.2014-08.org.nvmexpress:uuid:00000000-0000-4000-8000-000000000001
 keys="/usr/bin/python3 $src/tests/nvme/nvme-tls-key.py"
 key=$($keys gen 01 "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')")
 echo "bench:0123456789abcdef0123456789abcdef" >"$tmp/nbd.psk"
+chmod 600 "$tmp/nbd.psk"
 bench_start "$tmp/zn.sock" "$server" -f -U "$tmp/zn.sock" -i 127.0.0.1 \
   --nvme="$port" --tls=on --tls-psk="$tmp/nbd.psk" \
   --nvme-tls-key="$hostnqn:$key" size=256 zone_size=64 memory_backed=1 \

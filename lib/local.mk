@@ -21,6 +21,8 @@ lib_libzonednull_la_SOURCES = \
 	lib/errors.h \
 	lib/escape.c \
 	lib/escape.h \
+	lib/secret-file.c \
+	lib/secret-file.h \
 	lib/fifo.h \
 	lib/geometry.c \
 	lib/nbd-zones.c \

@@ -19,6 +19,7 @@
 #include <gnutls/x509.h>
 
 #include "escape.h"
+#include "secret-file.h"
 #include "tls.h"
 
 /* A name from the client, escaped for the log (escape.h): 32 bytes
@@ -159,24 +160,32 @@ psk_parse_line (char *line, unsigned lineno, char *err, size_t errlen)
 static int
 psk_load (char *err, size_t errlen)
 {
-  FILE *fp = fopen (settings.pskfile, "r");
-  char *line = NULL;
+  char *line = NULL, where[64 + 4096];
   size_t cap = 0;
   ssize_t n;
   unsigned lineno = 0;
   int r = 0;
+  FILE *fp;
 
-  if (fp == NULL) {
-    say (err, errlen, "--tls-psk %s: %s", settings.pskfile, strerror (errno));
+  snprintf (where, sizeof where, "--tls-psk %s", settings.pskfile);
+  fp = zn_secret_file_open (settings.pskfile, where, err, errlen);
+  if (fp == NULL)
     return -1;
-  }
   while (r == 0 && (n = getline (&line, &cap, fp)) != -1) {
     lineno++;
+    if (memchr (line, '\0', (size_t) n)) {
+      say (err, errlen, "--tls-psk %s: line %u: holds a NUL byte",
+           settings.pskfile, lineno);
+      r = -1;
+      break;
+    }
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
       line[--n] = '\0';
     if (n > 0)
       r = psk_parse_line (line, lineno, err, errlen);
   }
+  if (line)
+    gnutls_memset (line, 0, cap);
   free (line);
   fclose (fp);
   if (r == 0 && nr_psk_keys == 0) {

@@ -52,6 +52,7 @@ static const char *nvme_port;           /* --nvme: NVMe/TCP on this port */
 static const char **allowed_hosts;      /* --nvme-allow-host */
 static unsigned nr_allowed_hosts;
 static const char *nvme_tls_keys;       /* --nvme-tls-keys: a file */
+static bool nvme_host_given;            /* --nvme-host: authentication */
 static bool nvme_tls_compat;            /* --nvme-tls-compat */
 static bool stats;                      /* --stats: count, print at SIGUSR1
                                            and at exit */
@@ -480,6 +481,7 @@ parse_options (int argc, char **argv)
         return 2;
       break;
     case OPT_NVME_HOST:
+      nvme_host_given = true;
       if (nvme_hosts_add (optarg) == -1)
         return 2;
       break;
@@ -555,6 +557,7 @@ nvme_prepare (char *err, size_t errlen)
   nv->allowed_hosts = allowed_hosts;
   nv->nr_allowed_hosts = nr_allowed_hosts;
   nv->hosts = nvme_hosts (&nv->nr_hosts);
+  nv->auth_required = nvme_host_given;
   snprintf (nv->traddr, sizeof nv->traddr, "%s", ipaddr);
   snprintf (nv->trsvcid, sizeof nv->trsvcid, "%s", nvme_port);
   nv->ipv6 = strchr (ipaddr, ':') != NULL;
@@ -562,6 +565,14 @@ nvme_prepare (char *err, size_t errlen)
   nv->queue_depth = qcfg.hw_queue_depth < 65536 ? qcfg.hw_queue_depth : 65536;
   if (nvme_tls_keys && nvme_tls_keys_load (nvme_tls_keys, err, errlen) == -1)
     return -1;
+  /* check_nvme_tls saw the option, not the keys: without one, TLS
+   * would stay off and the port serve anyone in clear text.
+   */
+  if (tls_settings.mode == TLS_REQUIRE && nvme_tls_nr_keys () == 0) {
+    snprintf (err, errlen, "--nvme with --tls=require: no NVMe/TCP TLS key "
+              "was loaded (--nvme-tls-key, --nvme-tls-keys)");
+    return -1;
+  }
   if (nvme_tls_nr_keys () > 0) {
     nv->tls = tls_settings.mode == TLS_REQUIRE ? NVME_TLS_REQUIRED
               : NVME_TLS_ALLOWED;

@@ -1,7 +1,6 @@
-/* --nvme-host (nvme-hosts.h).  A secrets file is opened without
- * following a symbolic link and refused unless it is a regular file of
- * the user's own that no one else may read or write: the secrets are a
- * host's credentials.
+/* --nvme-host (nvme-hosts.h).  A secrets file follows the rules of
+ * lib/secret-file.h, and one that names no host is refused: the option
+ * asks for authentication, and no host must never mean everyone.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +13,7 @@
 #include <gnutls/gnutls.h>
 
 #include "nvme-hosts.h"
+#include "secret-file.h"
 
 static struct nvme_host_secret *hosts;
 static unsigned nr_hosts;
@@ -73,61 +73,45 @@ add_one (const char *text, const char *where)
   return 0;
 }
 
-static FILE *
-open_secrets (const char *path)
-{
-  int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-  struct stat st;
-  FILE *fp;
-
-  if (fd == -1) {
-    fprintf (stderr, "zonednull-server: --nvme-host=@%s: %s%s\n", path,
-             strerror (errno), errno == ELOOP ? " (a symbolic link)" : "");
-    return NULL;
-  }
-  if (fstat (fd, &st) == -1 || !S_ISREG (st.st_mode)
-      || st.st_uid != geteuid () || (st.st_mode & 077) != 0) {
-    fprintf (stderr, "zonednull-server: --nvme-host=@%s: must be a regular "
-             "file of this user's with mode 0600 or stricter\n", path);
-    close (fd);
-    return NULL;
-  }
-  fp = fdopen (fd, "r");
-  if (fp == NULL) {
-    fprintf (stderr, "zonednull-server: --nvme-host=@%s: %s\n", path,
-             strerror (errno));
-    close (fd);
-  }
-  return fp;
-}
-
 /* Lines of HOSTNQN:SECRET[:CTRL_SECRET]; blank ones and those starting
  * with '#' are skipped.
  */
 static int
 add_file (const char *path)
 {
-  char line[LINE_MAX_LEN + 2], where[64 + 4096];
-  FILE *fp = open_secrets (path);
-  unsigned lineno = 0;
+  char where[64 + 4096], err[256 + 4096], *line = NULL;
+  size_t cap = 0;
+  ssize_t got;
+  FILE *fp;
+  unsigned lineno = 0, before = nr_hosts;
   int r = 0;
 
-  if (fp == NULL)
+  snprintf (where, sizeof where, "--nvme-host=@%s", path);
+  fp = zn_secret_file_open (path, where, err, sizeof err);
+  if (fp == NULL) {
+    fprintf (stderr, "zonednull-server: %s\n", err);
     return -1;
-  while (r == 0 && fgets (line, sizeof line, fp)) {
-    size_t n = strlen (line);
+  }
+  while (r == 0 && (got = getline (&line, &cap, fp)) != -1) {
+    size_t n = (size_t) got;
 
     lineno++;
     snprintf (where, sizeof where, "=@%s, line %u", path, lineno);
-    if (n > 0 && line[n - 1] != '\n' && !feof (fp)) {
-      fprintf (stderr, "zonednull-server: --nvme-host%s: longer than %d "
-               "bytes\n", where, LINE_MAX_LEN);
+    if (memchr (line, '\0', n)) {
+      fprintf (stderr, "zonednull-server: --nvme-host%s: holds a NUL byte\n",
+               where);
       r = -1;
       break;
     }
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'
                      || line[n - 1] == ' ' || line[n - 1] == '\t'))
       line[--n] = '\0';
+    if (n > LINE_MAX_LEN) {
+      fprintf (stderr, "zonednull-server: --nvme-host%s: longer than %d "
+               "bytes\n", where, LINE_MAX_LEN);
+      r = -1;
+      break;
+    }
     if (n > 0 && line[0] != '#')
       r = add_one (line, where);
   }
@@ -135,7 +119,15 @@ add_file (const char *path)
     fprintf (stderr, "zonednull-server: --nvme-host=@%s: read error\n", path);
     r = -1;
   }
-  gnutls_memset (line, 0, sizeof line);
+  if (r == 0 && nr_hosts == before) {
+    fprintf (stderr, "zonednull-server: --nvme-host=@%s: names no host "
+             "(no HOSTNQN:SECRET line); a secrets file without one is "
+             "refused, never read as \"no authentication\"\n", path);
+    r = -1;
+  }
+  if (line)
+    gnutls_memset (line, 0, cap);
+  free (line);
   fclose (fp);
   return r;
 }

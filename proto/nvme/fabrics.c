@@ -106,9 +106,8 @@ host_listed (const struct nvme_served *sv, const char *hostnqn)
 static bool
 host_allowed (const struct nvme_served *sv, const char *hostnqn)
 {
-  /* And with a secret, if any host has one. */
   return host_listed (sv, hostnqn)
-         && (sv->nr_hosts == 0 || auth_host_secret (sv, hostnqn));
+         && (!sv->auth_required || auth_host_secret (sv, hostnqn));
 }
 
 /* Connect's result for a queue of c: whether it must authenticate. */

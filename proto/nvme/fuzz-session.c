@@ -111,6 +111,7 @@ setup (void)
   sv_auth = sv;
   sv_auth.hosts = secrets;
   sv_auth.nr_hosts = 2;
+  sv_auth.auth_required = true;
 }
 
 static void

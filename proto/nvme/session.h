@@ -67,10 +67,13 @@ struct nvme_served {
   const char *const *allowed_hosts;
   unsigned nr_allowed_hosts;
   /* --nvme-host: the hosts that may connect to the subsystem, each with
-   * its DH-HMAC-CHAP secret, which it must prove on every queue; none:
-   * no authentication (auth.h).  With --nvme-allow-host too, a host
-   * must be on both lists.
+   * its DH-HMAC-CHAP secret, which it must prove on every queue (auth.h).
+   * With --nvme-allow-host too, a host must be on both lists.  Whether
+   * hosts must authenticate is auth_required, set when the option was
+   * given, never read from the number of hosts: a list left empty by a
+   * mistake must let no one in.
    */
+  bool auth_required;
   const struct nvme_host_secret *hosts;
   unsigned nr_hosts;
   /* TLS on the port (--tls with --nvme-tls-key): none, allowed (a host

@@ -17,6 +17,7 @@
 
 #include "session.h"
 #include "tls-psk.h"
+#include "secret-file.h"
 
 #define KEY_PREFIX "NVMeTLSkey-1:"
 #define DISCOVERY_NQN "nqn.2014-08.org.nvmexpress.discovery"
@@ -140,46 +141,28 @@ nvme_tls_key_add (const char *spec, const char *where,
   return 0;
 }
 
-static FILE *
-open_private (const char *path, char *err, size_t errlen)
-{
-  int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  struct stat st;
-  FILE *fp;
-
-  if (fd == -1) {
-    snprintf (err, errlen, "--nvme-tls-keys %s: %s", path,
-              errno == ELOOP ? "a symbolic link (refused)" : strerror (errno));
-    return NULL;
-  }
-  if (fstat (fd, &st) == -1 || !S_ISREG (st.st_mode)
-      || (st.st_mode & (S_IRWXG | S_IRWXO))) {
-    snprintf (err, errlen, "--nvme-tls-keys %s: must be a regular file only "
-              "its owner may read or write (chmod 600)", path);
-    close (fd);
-    return NULL;
-  }
-  if ((fp = fdopen (fd, "r")) == NULL) {
-    snprintf (err, errlen, "--nvme-tls-keys %s: %s", path, strerror (errno));
-    close (fd);
-  }
-  return fp;
-}
-
 int
 nvme_tls_keys_load (const char *path, char *err, size_t errlen)
 {
-  FILE *fp = open_private (path, err, errlen);
   char *line = NULL, where[512];
   size_t cap = 0;
   ssize_t n;
-  unsigned lineno = 0;
+  unsigned lineno = 0, before = nr_keys;
   int r = 0;
+  FILE *fp;
 
+  snprintf (where, sizeof where, "--nvme-tls-keys %s", path);
+  fp = zn_secret_file_open (path, where, err, errlen);
   if (fp == NULL)
     return -1;
   while (r == 0 && (n = getline (&line, &cap, fp)) != -1) {
     lineno++;
+    if (memchr (line, '\0', (size_t) n)) {
+      snprintf (err, errlen, "--nvme-tls-keys %s: line %u: holds a NUL byte",
+                path, lineno);
+      r = -1;
+      break;
+    }
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'
                      || line[n - 1] == ' '))
       line[--n] = '\0';
@@ -188,6 +171,12 @@ nvme_tls_keys_load (const char *path, char *err, size_t errlen)
     snprintf (where, sizeof where, "--nvme-tls-keys %s: line %u", path,
               lineno);
     r = nvme_tls_key_add (line, where, err, errlen);
+  }
+  /* A key file without a key would leave the port in clear text. */
+  if (r == 0 && nr_keys == before) {
+    snprintf (err, errlen, "--nvme-tls-keys %s: holds no key (no "
+              "HOSTNQN:NVMeTLSkey-1:... line)", path);
+    r = -1;
   }
   if (line)
     gnutls_memset (line, 0, cap);

@@ -184,6 +184,7 @@ if [ -n "$ublk" ] && [ "${ZN_UBLK_CONNECT:-1}" != 0 ]; then
   # USER:HEXKEY format), reached with libnbd's nbds:// URI: nbdkit
   # zonednull and zonednull-server, both with --tls=require.
   printf 'zonednull:%s\n' "$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')" >"$work/tls.psk"
+  chmod 600 "$work/tls.psk"
   if host_server nbdkit-tls; then
     connect_uris="$connect_uris nbds://zonednull@10.0.2.2:$port/?tls-psk-file=/test/tls.psk"
   else fail "nbdkit zonednull --tls=require ($CONNECT_CONFIG) did not start: $(cat "$work/nbdkit-tls.err")"; fi

@@ -265,6 +265,24 @@ test_wrong_response (void)
   nvme_session_free (a.s);
 }
 
+/* --nvme-host given leaves the subsystem closed to a host without a
+ * secret, even when no host has one: an empty list is not "everyone".
+ */
+static void
+test_no_hosts (void)
+{
+  struct nvme_served none = sv;
+  struct host a;
+
+  none.hosts = NULL;
+  none.nr_hosts = 0;
+  host_open (&a, 0, &none);
+  ic (&a, false, false);
+  CHECK (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0) != 0);
+  CHECK (!nvme_session_established (a.s));
+  nvme_session_free (a.s);
+}
+
 int
 main (void)
 {
@@ -273,9 +291,11 @@ main (void)
   CHECK (auth_parse_host (HOSTNQN ":" SECRET, &host_secret) == NULL);
   sv.hosts = &host_secret;
   sv.nr_hosts = 1;
+  sv.auth_required = true;
   test_fields ();
   test_exchange ();
   test_wrong_response ();
+  test_no_hosts ();
   zn_dev_destroy (devices[0].dev);
   return 0;
 }

@@ -36,8 +36,9 @@ wrong=$(secret "$(printf '%064x' 4)")
 refused () {   # refused WHAT RULE ARGS...: the server does not start
   what=$1 rule=$2
   shift 2
-  "$srv" -f -U "$tmpdir/bad.sock" "$@" size=8 zone_size=1 2>"$tmpdir/err" &&
-    fail "$what accepted"
+  # A server that blocks (on a FIFO, say) fails here, not the suite.
+  timeout 60 "$srv" -f -U "$tmpdir/bad.sock" "$@" size=8 zone_size=1 \
+    2>"$tmpdir/err" && fail "$what accepted"
   grep -qF -- "$rule" "$tmpdir/err" || fail "$what: $(cat "$tmpdir/err")"
   if grep -qF "${ka#DHHC-1:00:}" "$tmpdir/err"; then
     fail "$what: the secret is in the message: $(cat "$tmpdir/err")"
@@ -64,12 +65,38 @@ refused "a line of a file" "=@$tmpdir/hosts, line 3: no DHHC-1 secret" \
   --nvme="$port" --nvme-host=@"$tmpdir/hosts"
 printf '%s:%s\n%s:%s:%s\n' "$hosta" "$ka" "$hostc" "$kc" "$ka" >"$tmpdir/hosts"
 chmod 644 "$tmpdir/hosts"
-refused "a file others may read" "mode 0600 or stricter" \
+refused "a file others may read" \
+  "only its owner may read or write a secrets file (chmod 600)" \
   --nvme="$port" --nvme-host=@"$tmpdir/hosts"
 chmod 600 "$tmpdir/hosts"
 ln -s "$tmpdir/hosts" "$tmpdir/hosts-link"
-refused "a symbolic link" "(a symbolic link)" \
+refused "a symbolic link" "a symbolic link (refused" \
   --nvme="$port" --nvme-host=@"$tmpdir/hosts-link"
+# A file that names no host asks for authentication and must not turn it
+# off: refused, empty or with comments only, and also beside a host on
+# the command line.
+: >"$tmpdir/no-hosts"
+chmod 600 "$tmpdir/no-hosts"
+refused "an empty file" "=@$tmpdir/no-hosts: names no host" \
+  --nvme="$port" --nvme-host=@"$tmpdir/no-hosts"
+printf '# no host yet\n\n  \n# %s:%s\n' "$hosta" "$ka" >"$tmpdir/no-hosts"
+refused "a file of comments" "=@$tmpdir/no-hosts: names no host" \
+  --nvme="$port" --nvme-host=@"$tmpdir/no-hosts"
+refused "a file of comments beside a host" "=@$tmpdir/no-hosts: names no host" \
+  --nvme="$port" --nvme-host="$hostb:$kb" --nvme-host=@"$tmpdir/no-hosts"
+mkfifo -m 600 "$tmpdir/hosts-fifo"
+refused "a FIFO" "=@$tmpdir/hosts-fifo: not a regular file" \
+  --nvme="$port" --nvme-host=@"$tmpdir/hosts-fifo"
+printf '%s:%s\n\000\n' "$hosta" "$ka" >"$tmpdir/hosts-nul"
+chmod 600 "$tmpdir/hosts-nul"
+refused "a NUL byte" "=@$tmpdir/hosts-nul, line 2: holds a NUL byte" \
+  --nvme="$port" --nvme-host=@"$tmpdir/hosts-nul"
+if [ "$(id -u)" -eq 0 ]; then
+  cp -p "$tmpdir/hosts" "$tmpdir/hosts-nobody"
+  chown nobody "$tmpdir/hosts-nobody"
+  refused "another user's file" "=@$tmpdir/hosts-nobody: owned by another user" \
+    --nvme="$port" --nvme-host=@"$tmpdir/hosts-nobody"
+fi
 "$srv" --help | grep -q -- '--nvme-host=HOSTNQN:SECRET' ||
   fail "--help lacks --nvme-host"
 

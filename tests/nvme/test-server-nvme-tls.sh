@@ -53,8 +53,9 @@ common="-i 127.0.0.1 --tls-psk=$tmpdir/nbd.psk size=64 zone_size=8 memory_backed
 expect_refusal () {
   what=$1 message=$2
   shift 2
-  "$srv" -f -U "$tmpdir/bad.sock" "$@" size=8 zone_size=1 2>"$tmpdir/err" &&
-    fail "$what accepted"
+  # A server that blocks (on a FIFO, say) fails here, not the suite.
+  timeout 60 "$srv" -f -U "$tmpdir/bad.sock" "$@" size=8 zone_size=1 \
+    2>"$tmpdir/err" && fail "$what accepted"
   grep -qF -- "$message" "$tmpdir/err" || fail "$what: $(cat "$tmpdir/err")"
   if grep -qF -- "$b64" "$tmpdir/err"; then
     fail "$what: the key is in the message"
@@ -85,12 +86,41 @@ expect_refusal "a bad line" "--nvme-tls-keys $tmpdir/keys: line 4: host $other: 
   --nvme="$port" --tls=on --tls-psk="$tmpdir/nbd.psk" --nvme-tls-keys="$tmpdir/keys"
 printf '%s:%s\n%s:%s\n' "$hostnqn" "$key" "$other" "$key00" >"$tmpdir/keys"
 chmod 644 "$tmpdir/keys"
-expect_refusal "a readable file" "only its owner may read or write (chmod 600)" \
+expect_refusal "a readable file" \
+  "only its owner may read or write a secrets file (chmod 600)" \
   --nvme="$port" --tls=on --tls-psk="$tmpdir/nbd.psk" --nvme-tls-keys="$tmpdir/keys"
 chmod 600 "$tmpdir/keys"
 ln -s "$tmpdir/keys" "$tmpdir/link"
-expect_refusal "a symlink" "a symbolic link (refused)" \
+expect_refusal "a symlink" "a symbolic link (refused" \
   --nvme="$port" --tls=on --tls-psk="$tmpdir/nbd.psk" --nvme-tls-keys="$tmpdir/link"
+# A key file without a key would leave the port in clear text, whatever
+# --tls says: refused, empty or with comments only.
+: >"$tmpdir/no-keys"
+chmod 600 "$tmpdir/no-keys"
+for tls in require on; do
+  expect_refusal "an empty key file, --tls=$tls" "--nvme-tls-keys $tmpdir/no-keys: holds no key" \
+    --nvme="$port" --tls=$tls --tls-psk="$tmpdir/nbd.psk" --nvme-tls-keys="$tmpdir/no-keys"
+done
+printf '# keys to come\n\n# %s:%s\n' "$hostnqn" "$key" >"$tmpdir/no-keys"
+expect_refusal "a key file of comments" "--nvme-tls-keys $tmpdir/no-keys: holds no key" \
+  --nvme="$port" --tls=require --tls-psk="$tmpdir/nbd.psk" --nvme-tls-keys="$tmpdir/no-keys"
+mkfifo -m 600 "$tmpdir/keys-fifo"
+expect_refusal "a FIFO" "--nvme-tls-keys $tmpdir/keys-fifo: not a regular file" \
+  --nvme="$port" --tls=require --tls-psk="$tmpdir/nbd.psk" --nvme-tls-keys="$tmpdir/keys-fifo"
+if [ "$(id -u)" -eq 0 ]; then
+  cp -p "$tmpdir/keys" "$tmpdir/keys-nobody"
+  chown nobody "$tmpdir/keys-nobody"
+  expect_refusal "another user's file" "--nvme-tls-keys $tmpdir/keys-nobody: owned by another user" \
+    --nvme="$port" --tls=require --tls-psk="$tmpdir/nbd.psk" --nvme-tls-keys="$tmpdir/keys-nobody"
+  # NBD's PSK file is a secrets file too, with the same rules.
+  cp -p "$tmpdir/nbd.psk" "$tmpdir/nbd-nobody.psk"
+  chown nobody "$tmpdir/nbd-nobody.psk"
+  expect_refusal "another user's --tls-psk" "--tls-psk $tmpdir/nbd-nobody.psk: owned by another user" \
+    --tls=require --tls-psk="$tmpdir/nbd-nobody.psk"
+fi
+mkfifo -m 600 "$tmpdir/psk-fifo"
+expect_refusal "a FIFO for --tls-psk" "--tls-psk $tmpdir/psk-fifo: not a regular file" \
+  --tls=require --tls-psk="$tmpdir/psk-fifo"
 "$srv" --help | grep -q -- '--nvme-tls-key=' || fail "--help lacks --nvme-tls-key"
 
 # ---- --tls=require ----------------------------------------------------------

@@ -127,6 +127,9 @@ printf 'alice\n' >nokey.psk
 printf 'alice:0g\n' >badhex.psk
 printf 'alice:abc\n' >oddhex.psk
 : >empty.psk
+cp keys.psk open.psk
+chmod 600 nokey.psk badhex.psk oddhex.psk empty.psk
+chmod 644 open.psk
 for bad in "--tls=maybe:--tls 'maybe': must be off, on or require" \
            "--tls=on:--tls=on needs --tls-psk=FILE or --tls-certificates=DIR" \
            "--tls-psk=keys.psk:--tls-psk needs --tls=on or --tls=require" \
@@ -135,6 +138,7 @@ for bad in "--tls=maybe:--tls 'maybe': must be off, on or require" \
            "--tls=require --tls-psk=badhex.psk:--tls-psk badhex.psk: line 1: user 'alice': the key has a character that is not a hex digit" \
            "--tls=require --tls-psk=oddhex.psk:--tls-psk oddhex.psk: line 1: user 'alice': the key must be an even" \
            "--tls=require --tls-psk=empty.psk:--tls-psk empty.psk: no username:hexkey line" \
+           "--tls=require --tls-psk=open.psk:--tls-psk open.psk: only its owner may read or write a secrets file (chmod 600)" \
            "--tls=require --tls-psk=keys.psk --tls-verify-peer:--tls-verify-peer checks X.509 client certificates" \
            "--tls=require --tls-certificates=client:--tls-certificates client: client/server-cert.pem: No such file" \
            "--tls=require --tls-certificates=ca --tls-verify-peer:--tls-certificates ca: ca/server-cert.pem"; do
