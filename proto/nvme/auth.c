@@ -24,6 +24,7 @@
 #include <nvme/types.h>
 
 #include "auth.h"
+#include "clock.h"
 #include "escape.h"
 #include "internal.h"
 
@@ -413,6 +414,90 @@ response (const struct auth_state *a, const struct auth_key *key,
   gnutls_memset (k, 0, sizeof k);
 }
 
+/* ---- what a peer may make the server compute ------------------------------ */
+
+/* A modular exponentiation in a big group takes the event loop tens of
+ * milliseconds, and a host need not hold a secret to ask for one: a
+ * Negotiate with a public host NQN is enough.  So the exchanges of a
+ * queue are bounded (one at a time, as nvmet's, and a few
+ * re-authentications), and the loop's time in Diffie-Hellman is a
+ * budget, per host NQN and for the whole server, of which an exchange
+ * must find some left or fail.  A budget is a bucket of nanoseconds
+ * that refills at rate per second, up to twice that.
+ */
+#define AUTH_EXCHANGES_MAX 4
+#define DH_SERVER_NS_PER_S 250000000u    /* a quarter of the loop */
+#define DH_HOST_NS_PER_S 100000000u
+#define DH_HOST_BUCKETS 64               /* host NQNs, hashed */
+
+struct dh_budget {
+  uint64_t at;                  /* of the last refill, ns */
+  int64_t left;                 /* ns */
+};
+
+static struct dh_budget server_budget, host_budget[DH_HOST_BUCKETS];
+
+static void
+refill (struct dh_budget *b, uint64_t now, uint32_t rate)
+{
+  int64_t cap = 2 * (int64_t) rate;
+  /* Ten seconds fill any bucket; longer would overflow the product. */
+  uint64_t idle = now - b->at < 10000000000u ? now - b->at : 10000000000u;
+
+  if (b->at == 0)
+    b->left = cap;
+  else {
+    b->left += (int64_t) (idle * rate / 1000000000u);
+    if (b->left > cap)
+      b->left = cap;
+  }
+  b->at = now;
+}
+
+static struct dh_budget *
+host_budget_of (const char *hostnqn)
+{
+  uint32_t h = 2166136261u;           /* FNV-1a */
+
+  for (const unsigned char *p = (const unsigned char *) hostnqn; *p; p++)
+    h = (h ^ *p) * 16777619u;
+  return &host_budget[h % DH_HOST_BUCKETS];
+}
+
+/* Whether s's host may have the loop compute one more exponentiation. */
+static bool
+dh_allowed (const struct nvme_session *s)
+{
+  uint64_t now = zn_now_ns ();
+  struct dh_budget *host = host_budget_of (s->ctrl->hostnqn);
+
+  refill (&server_budget, now, DH_SERVER_NS_PER_S);
+  refill (host, now, DH_HOST_NS_PER_S);
+  return server_budget.left > 0 && host->left > 0;
+}
+
+static void
+dh_spent (const struct nvme_session *s, uint64_t since)
+{
+  int64_t ns = (int64_t) (zn_now_ns () - since);
+
+  server_budget.left -= ns;
+  host_budget_of (s->ctrl->hostnqn)->left -= ns;
+}
+
+static void
+dh_refused (const struct nvme_session *s)
+{
+  char host[ZN_ESCAPED_SIZE (NVME_NQN_MAX)];
+
+  fprintf (stderr, "%s: nvme: host %s, queue %u: Diffie-Hellman refused: "
+           "the %s's budget of the event loop's time is spent\n",
+           s->sv->program,
+           zn_escape (host, sizeof host, s->ctrl->hostnqn,
+                      strlen (s->ctrl->hostnqn)), s->qid,
+           server_budget.left > 0 ? "host NQN" : "server");
+}
+
 /* ---- the exchange -------------------------------------------------------- */
 
 static struct auth_state *
@@ -524,8 +609,18 @@ reply_msg (struct nvme_session *s, struct auth_state *a,
   if (dhvlen != a->dh_len)
     return failed (a, a->dh_len ? FAIL_DHGROUP_UNUSABLE
                                 : FAIL_INCORRECT_PAYLOAD);
-  if (dhvlen && !dh_session_key (a, d + REPLY_VALUE + 2 * hl))
-    return failed (a, FAIL_DHGROUP_UNUSABLE);
+  if (dhvlen && !dh_allowed (s)) {
+    dh_refused (s);
+    return failed (a, FAIL_FAILED);
+  }
+  if (dhvlen) {
+    uint64_t start = zn_now_ns ();
+    bool ok = dh_session_key (a, d + REPLY_VALUE + 2 * hl);
+
+    dh_spent (s, start);
+    if (!ok)
+      return failed (a, FAIL_DHGROUP_UNUSABLE);
+  }
   if (h == NULL || hl != hash_len (a->hash))
     return failed (a, FAIL_FAILED);
   response (a, &h->host, s->ctrl->hostnqn, a->c1, a->s1, "HostHost",
@@ -536,6 +631,8 @@ reply_msg (struct nvme_session *s, struct auth_state *a,
   a->c2_valid = d[REPLY_CVALID] && a->s2 != 0;
   if (a->c2_valid)
     memcpy (a->c2, d + REPLY_VALUE + hl, hl);
+  else if (!fabrics_bind (s))
+    return failed (a, FAIL_FAILED);
   else
     s->authenticated = true;
   a->step = STEP_SUCCESS1;
@@ -571,11 +668,15 @@ auth_send (struct nvme_session *s, const unsigned char *d, uint32_t len)
     return;
   }
   if (d[MSG_TYPE] == MSG_COMMON) {
-    /* Negotiate starts again whatever came before. */
-    if (d[MSG_ID] == ID_NEGOTIATE)
-      negotiate (a, d, len);
-    else
+    /* One exchange at a time on a queue, and a few in its life. */
+    if (d[MSG_ID] != ID_NEGOTIATE || a->step != STEP_NEGOTIATE)
       failed (a, FAIL_INCORRECT_MESSAGE);
+    else if (++s->auth_exchanges > AUTH_EXCHANGES_MAX) {
+      nvme_log (s, "queue %u: more than %u authentication exchanges",
+                s->qid, AUTH_EXCHANGES_MAX);
+      failed (a, FAIL_FAILED);
+    } else
+      negotiate (a, d, len);
     return;
   }
   if (d[MSG_ID] == ID_FAILURE2) {
@@ -597,6 +698,10 @@ auth_send (struct nvme_session *s, const unsigned char *d, uint32_t len)
     reply_msg (s, a, d, len);
     return;
   }
+  if (!fabrics_bind (s)) {
+    give_up (s, "another queue authenticated for this QID first", FAIL_FAILED);
+    return;
+  }
   s->authenticated = true;
   nvme_log (s, "queue %u: host and controller authenticated", s->qid);
   auth_free (s);
@@ -606,7 +711,8 @@ auth_send (struct nvme_session *s, const unsigned char *d, uint32_t len)
  * for the largest): its length.
  */
 static size_t
-challenge_msg (struct auth_state *a, unsigned char *out)
+challenge_msg (const struct nvme_session *s, struct auth_state *a,
+               unsigned char *out)
 {
   size_t hl = hash_len (a->hash);
 
@@ -623,8 +729,12 @@ challenge_msg (struct auth_state *a, unsigned char *out)
   put_le32 (out + CHAL_SEQNUM, a->s1);
   gnutls_rnd (GNUTLS_RND_NONCE, a->c1, hl);
   memcpy (out + CHAL_VALUE, a->c1, hl);
-  if (a->dh_len)
+  if (a->dh_len) {
+    uint64_t start = zn_now_ns ();
+
     dh_public (a, out + CHAL_VALUE + hl);
+    dh_spent (s, start);
+  }
   a->step = STEP_REPLY;
   return CHAL_VALUE + hl + a->dh_len;
 }
@@ -675,7 +785,12 @@ auth_receive (struct nvme_session *s, const struct nvme_cmd *cmd,
 
   switch (a->step) {
   case STEP_CHALLENGE:
-    n = challenge_msg (a, out);
+    if (a->dh_len && !dh_allowed (s)) {
+      dh_refused (s);
+      failed (a, FAIL_FAILED);
+      n = failure1_msg (a, out);
+    } else
+      n = challenge_msg (s, a, out);
     break;
   case STEP_SUCCESS1:
     n = success1_msg (s, a, out);

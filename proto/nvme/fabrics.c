@@ -220,11 +220,46 @@ connect_io (struct nvme_session *s, const struct nvme_cmd *cmd,
     refuse_sc (s, cmd, data, CONNECT_DATA_LEN, seq, false, LOC_QID,
                "the queue is connected already");
   else {
-    c->ioq[qid] = s;
     s->ctrl = c;
     s->qid = qid;
+    /* A queue that must authenticate takes its QID only once it has:
+     * bound at Connect, anyone who knows the host NQN and CNTLID could
+     * hold the host's queue until the handshake timeout.
+     */
+    if (c->secret) {
+      s->pending_next = c->pending;
+      c->pending = s;
+    } else
+      c->ioq[qid] = s;
     reply (s, cmd, 0, authreq (c));
   }
+}
+
+static void
+unlink_pending (struct nvme_ctrl *c, struct nvme_session *s)
+{
+  struct nvme_session **pp;
+
+  for (pp = &c->pending; *pp; pp = &(*pp)->pending_next)
+    if (*pp == s) {
+      *pp = s->pending_next;
+      s->pending_next = NULL;
+      return;
+    }
+}
+
+bool
+fabrics_bind (struct nvme_session *s)
+{
+  struct nvme_ctrl *c = s->ctrl;
+
+  if (c == NULL || s->qid == 0 || c->ioq[s->qid] == s)
+    return c != NULL;
+  unlink_pending (c, s);
+  if (c->ioq[s->qid] != NULL)
+    return false;
+  c->ioq[s->qid] = s;
+  return true;
 }
 
 void
@@ -373,15 +408,23 @@ cc_valid (uint32_t cc)
 static void
 drop_io_queues (struct nvme_session *s, struct nvme_ctrl *c)
 {
-  for (unsigned q = 1; q <= s->sv->max_queues; q++) {
-    struct nvme_session *io = c->ioq[q];
+  struct nvme_session *io;
 
+  for (unsigned q = 1; q <= s->sv->max_queues; q++) {
+    io = c->ioq[q];
     if (io) {
       c->ioq[q] = NULL;
       io->ctrl = NULL;
       if (s->sv->abort)
         s->sv->abort (io->owner);
     }
+  }
+  while ((io = c->pending) != NULL) {
+    c->pending = io->pending_next;
+    io->pending_next = NULL;
+    io->ctrl = NULL;
+    if (s->sv->abort)
+      s->sv->abort (io->owner);
   }
 }
 
@@ -498,7 +541,10 @@ fabrics_detach (struct nvme_session *s)
     return;
   s->ctrl = NULL;
   if (s->qid > 0) {
-    c->ioq[s->qid] = NULL;
+    if (c->ioq[s->qid] == s)
+      c->ioq[s->qid] = NULL;
+    else
+      unlink_pending (c, s);
     return;
   }
   drop_io_queues (s, c);

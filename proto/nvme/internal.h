@@ -106,6 +106,12 @@ struct nvme_session {
    */
   struct auth_state *auth;
   bool authenticated;
+  unsigned auth_exchanges;      /* Negotiates taken on this queue */
+  /* An I/O queue of a controller with a secret, connected but not yet
+   * authenticated: on its controller's pending list, not in its ioq[],
+   * so that a host without the secret cannot hold the queue's QID.
+   */
+  struct nvme_session *pending_next;
   size_t pdu_avail;             /* bytes of the PDU being parsed */
   /* --stats: the arrival of the command being carried out (0: none, as
    * for an event's reply to an Asynchronous Event Request), and whether
@@ -131,6 +137,7 @@ struct nvme_ctrl {
   unsigned nr_queues;           /* I/O queues granted */
   struct nvme_session *admin;
   struct nvme_session **ioq;    /* by qid, sv->max_queues + 1 */
+  struct nvme_session *pending; /* I/O queues not authenticated yet */
   uint16_t aer_cid[AER_LIMIT];
   unsigned nr_aer;
   /* The Error Information log: the entry of error n (from 1) is
@@ -195,6 +202,10 @@ void fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd);
  * with it.
  */
 void fabrics_detach (struct nvme_session *s);
+/* An I/O queue s has authenticated: it takes its QID, unless another
+ * queue took it first (false: s must go).
+ */
+bool fabrics_bind (struct nvme_session *s);
 /* Sets c's KATO (ms, 0: none), cut to KATO_MAX_MS, and restarts the
  * idle timer of its admin queue s.
  */

@@ -31,7 +31,13 @@ Usage: nvme-host.py HOST PORT COMMAND...
                           Reply of an earlier exchange), bad-tid, wrong-ctrl
                           (the host holds another controller secret), stall
                           (silence after Negotiate: must be closed within
-                          60 s); prints what the host saw
+                          60 s), squat (an unauthenticated connection holds
+                          the host's queue 1 first), reauth (exchanges on
+                          one queue until refused), renegotiate (a second
+                          Negotiate mid-exchange), flood:NQN (exchanges as
+                          NQN without its secret until one is refused,
+                          this host's Property Get answered after each);
+                          prints what the host saw
   qd1 NQN WRITES READS    an admin and an I/O queue, a reset of every
                           zone, then WRITES writes and READS reads of 4 KiB
                           one at a time; prints the commands sent
@@ -721,6 +727,29 @@ def refused_after(h, what):
     return "%s, Identify: Authentication Required" % what
 
 
+def flood_dh(addr, port, nqn, hostnqn, other, group, limit=300):
+    """Exchanges of hostnqn without its secret until one is refused (at
+    most limit); other, an admin queue of another host, answers a
+    Property Get after each.  Returns what happened."""
+    challenges = 0
+    for _ in range(limit):
+        h = Host(addr, port)
+        h.ic()
+        st, _ = h.connect(0, nqn, hostnqn)
+        assert st == 0, "Connect: %#x" % st
+        chap = Chap(h, hostnqn, nqn, None, None, 1, group)
+        chap.negotiate()
+        chal = chap.challenge()
+        h.sock.close()
+        st = other.prop_get(0x1c)[0]            # CSTS
+        assert st == 0, "another host's Property Get: %#x" % st
+        if chal is None:
+            return "refused after %s challenges, the other host answered" \
+                % ("some" if challenges > 0 else "no")
+        challenges += 1
+    raise SystemExit("%d exchanges without a secret, none refused" % limit)
+
+
 def auth(addr, port, nqn, hostnqn, secret, ctrl, hid, group, mode):
     args = (nqn, hostnqn, secret, None if ctrl == "-" else ctrl, int(hid),
             int(group))
@@ -752,6 +781,51 @@ def auth(addr, port, nqn, hostnqn, secret, ctrl, hid, group, mode):
         return
     if mode == "bad-tid":
         print(refused_after(a, "bad transaction: " + chap.run(tid=chap.tid + 1)))
+        return
+    if mode == "squat":
+        # Another connection that knows the host NQN and the CNTLID, but
+        # not the secret, connects the host's queue 1 first and stays:
+        # the host's own queue 1 must still connect and authenticate,
+        # and the squatter, never authenticated, gets no I/O through.
+        assert chap.run() == "ok", "the admin queue's exchange failed"
+        a.enable()
+        squatter = Host(addr, port)
+        squatter.ic()
+        st, res = squatter.connect(1, nqn, hostnqn, cntlid=a.cntlid)
+        assert st == 0, "the squatter's Connect: %#x" % st
+        io = Host(addr, port)
+        st = auth_queue(io, args, 1, a.cntlid).run()
+        assert st == "ok", "the host's queue 1 beside a squatter: %s" % st
+        assert io.read(1, 0, 1, 512)[0] == 0, "the host's read"
+        st = squatter.read(1, 0, 1, 512)[0]
+        assert st == AUTH_REQUIRED, "the squatter's read: %#x" % st
+        print("squatter refused, host's queue 1 authenticated")
+        return
+    if mode == "reauth":
+        # An authenticated queue re-authenticates a bounded number of
+        # times: the exchange after the limit fails.
+        runs, out = 0, "ok"
+        while runs < 10 and out == "ok":
+            out = chap.run()
+            runs += out == "ok"
+        print("exchanges on one queue: %d ok, then %s" % (runs, out))
+        return
+    if mode == "renegotiate":
+        # A second Negotiate in the middle of an exchange ends it.
+        chap.negotiate()
+        chap.negotiate()
+        st, d = a.auth_receive()
+        assert st == 0 and d[1] == 0xF1, "after two Negotiates: %r" % d[:8]
+        print(refused_after(a, "second Negotiate: failure1 %d" % d[7]))
+        return
+    if mode.startswith("flood:"):
+        # Without its secret, connections that name the host NQN after
+        # "flood:", Negotiate and take the Challenge, each costing the
+        # server an exponentiation, until the server refuses one; this
+        # host's admin queue must answer all along.
+        assert chap.run() == "ok", "the other host's exchange failed"
+        a.enable()
+        print(flood_dh(addr, port, nqn, mode[6:], a, int(group)))
         return
     if mode == "wrong-ctrl":
         xx, key = parse_secret(chap.ctrl_secret)

@@ -134,6 +134,17 @@ for group in 0 1; do
 done
 auth "skipped: Identify and read: Authentication Required" "$hosta" "$ka" - 1 0 skip
 auth "stalled: closed" "$hosta" "$ka" - 1 1 stall
+auth "squatter refused, host's queue 1 authenticated" "$hosta" "$ka" - 1 1 squat
+# What one host may make the server compute: one exchange at a time on a
+# queue, 4 in its life, and Diffie-Hellman within a budget of the loop's
+# time, per host NQN: a flood of ffdhe8192 exchanges by a host without
+# the secret is refused before long, and another host is answered
+# throughout.
+auth "exchanges on one queue: 4 ok, then failure1 at the challenge" "$hosta" "$ka" - 1 0 reauth
+auth "second Negotiate: failure1 7, queue closed" "$hosta" "$ka" - 1 5 renegotiate
+auth "refused after some challenges, the other host answered" "$hostb" "$kb" - 1 5 "flood:$hosta"
+grep -q "host $hosta, queue 0: Diffie-Hellman refused: the host NQN's budget" \
+  "$tmpdir/auth.log" || fail "no refusal logged: $(cat "$tmpdir/auth.log")"
 $host_py 127.0.0.1 "$port" connect "$nqn" nqn.2014-08.org.example:nosecret \
   >"$tmpdir/out" 2>&1 || fail "connect: $(cat "$tmpdir/out")"
 [ "$(cat "$tmpdir/out")" = "0x4184 0x10200" ] ||
