@@ -3,12 +3,16 @@
  * lib/replay.c; this parses, prints, and names each state so that it can
  * be made again.
  */
+#include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli-replay.h"
 #include "replay.h"
@@ -78,7 +82,14 @@ parse (int argc, char **argv, struct ropts *o)
     switch (c) {
     case OPT_TO: o->to = optarg; break;
     case OPT_CRASH: o->crash = optarg; break;
-    case 'o': o->out = optarg; break;
+    case 'o':
+      /* Shells add a '/' to a directory's name: the directory is meant,
+       * and a symbolic link ending in one must not be followed.
+       */
+      for (size_t n = strlen (optarg); n > 1 && optarg[n - 1] == '/'; n--)
+        optarg[n - 1] = '\0';
+      o->out = optarg;
+      break;
     case OPT_LIST: o->list = true; break;
     case 'h':
       usage (stdout);
@@ -166,6 +177,29 @@ say_state (const struct zn_replay_plan *p, const struct zn_keep *keep,
 }
 
 static int
+remove_one (const char *path, const struct stat *sb, int type,
+            struct FTW *ftw)
+{
+  (void) sb;
+  (void) type;
+  if (ftw->level > 0 && remove (path) < 0)
+    fprintf (stderr, "%s: removing %s: %s\n", PROG, path, strerror (errno));
+  return 0;
+}
+
+/* A refused replay leaves no half-written state: what it wrote in DIR
+ * goes, and DIR too when replay made it.  DIR was new or empty, so all
+ * in it is replay's; FTW_PHYS follows no link.
+ */
+static void
+remove_state (const char *dir, bool made)
+{
+  nftw (dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+  if (made && rmdir (dir) < 0)
+    fprintf (stderr, "%s: removing %s: %s\n", PROG, dir, strerror (errno));
+}
+
+static int
 write_states (const struct ropts *o, const struct zn_replay_plan *p,
               const struct zn_keep *keep, const char *policy)
 {
@@ -174,14 +208,19 @@ write_states (const struct ropts *o, const struct zn_replay_plan *p,
   bool *k = malloc (p->end * sizeof *k);
   size_t dlen = strlen (o->out) + 16;
   char *dir = malloc (dlen), err[1024];
+  struct stat sb;
+  bool made = lstat (o->out, &sb) < 0 && errno == ENOENT;
+  bool checked = false;
   int ret = EXIT_SUCCESS;
 
   if (k == NULL || dir == NULL)
     ret = EXIT_FAILURE;
-  else if (enumerate && zn_replay_target_dir (o->out, err, sizeof err) < 0) {
+  else if (zn_replay_target_dir (o->out, err, sizeof err) < 0) {
     fprintf (stderr, "%s: %s\n", PROG, err);
     ret = EXIT_FAILURE;
   }
+  else
+    checked = true;         /* DIR is new or was empty: all in it is ours */
   for (uint64_t s = 0; s < n && ret == EXIT_SUCCESS; s++) {
     if (enumerate)
       snprintf (dir, dlen, "%s/state-%06" PRIu64, o->out, s);
@@ -195,6 +234,8 @@ write_states (const struct ropts *o, const struct zn_replay_plan *p,
     else
       say_state (p, keep, policy, s, n, k);
   }
+  if (ret != EXIT_SUCCESS && checked)
+    remove_state (o->out, made);
   free (dir);
   free (k);
   return ret;

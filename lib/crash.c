@@ -3,6 +3,7 @@
  * visited or on other zones, so a seed names one state however the log
  * or the cache is walked.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,10 +33,21 @@ parse_u64 (const char *s, uint64_t *v)
 {
   char *end;
 
+  int base = 10;
+
   if (*s < '0' || *s > '9')
     return -1;
+  /* Decimal, or hexadecimal after 0x: a leading 0 is not octal, so that
+   * random:010 is the seed 10 that a user who wrote it meant.
+   */
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s += 2;
+    if (!isxdigit ((unsigned char) *s))
+      return -1;
+  }
   errno = 0;
-  *v = strtoull (s, &end, 0);
+  *v = strtoull (s, &end, base);
   return errno || *end ? -1 : 0;
 }
 

@@ -319,8 +319,21 @@ zn_replay_target_dir (const char *dir, char *err, size_t errlen)
   struct dirent *d;
   struct stat sb;
   DIR *ds;
+  size_t n = strlen (dir);
+  const char *last = strrchr (dir, '/');
   int fd;
 
+  /* O_NOFOLLOW looks at the last component only: "link/" and "link/."
+   * end in one that is no symbolic link, and reach through the link.
+   */
+  last = last ? last + 1 : dir;
+  if (n == 0 || dir[n - 1] == '/' || strcmp (last, ".") == 0
+      || strcmp (last, "..") == 0) {
+    snprintf (err, errlen, "-o %s: name the directory itself, without a "
+              "trailing '/', '.' or '..', so that a symbolic link in its "
+              "place is refused", dir);
+    return -1;
+  }
   if (lstat (dir, &sb) < 0 && errno == ENOENT && mkdir (dir, 0700) < 0
       && errno != EEXIST) {
     snprintf (err, errlen, "-o %s: making it: %s", dir, strerror (errno));
@@ -586,6 +599,8 @@ zn_replay_write (const struct zn_replay_plan *p, const bool *k,
   }
   if (ret == 0 && run)
     ret = end_power (&a, k, run, p->end);
+  if (ret == 0 && zn_dev_sync_files (a.dev, err, errlen) < 0)
+    ret = -1;
   zn_dev_destroy (a.dev);
   free (a.buf);
   return ret;

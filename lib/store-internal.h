@@ -67,6 +67,8 @@ struct zn_store {
   bool fill_pending;             /* files to make, no filler yet */
   bool filling;                  /* the filler runs (or ran) */
   atomic_bool stopping;          /* an orderly stop waits for the filler */
+  int fill_errno;                /* the zone file it could not make */
+  char fill_name[32];
 };
 
 struct zone_file {

@@ -403,6 +403,8 @@ fill_files (void *arg)
     if (e) {
       fprintf (stderr, "zonednull: backing_dir %s: making %s: %s\n",
                st->dir, name, cause (e));
+      st->fill_errno = e;
+      snprintf (st->fill_name, sizeof st->fill_name, "%s", name);
       break;
     }
   }
@@ -589,6 +591,27 @@ const char *
 store_dir (const struct zn_dev *dev)
 {
   return dev->store ? dev->store->dir : NULL;
+}
+
+int
+store_files_made (struct zn_dev *dev, char *err, size_t errlen)
+{
+  struct zn_store *st = dev->store;
+
+  if (st == NULL)
+    return 0;
+  if (st->fill_pending) {       /* no zone file used: no zone lock held */
+    st->fill_pending = false;
+    fill_files (dev);
+  }
+  if (st->filling) {
+    pthread_join (st->filler, NULL);
+    st->filling = false;
+  }
+  if (st->fill_errno)
+    return refuse (err, errlen, st->fill_errno, "backing_dir=%s: making %s: "
+                   "%s", st->dir, st->fill_name, cause (st->fill_errno));
+  return 0;
 }
 
 void

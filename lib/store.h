@@ -35,6 +35,10 @@ struct zn_store;
 int store_open (struct zn_dev *dev, const char *dir, bool nofollow,
                 char *err, size_t errlen);
 void store_close (struct zn_dev *dev);
+/* Waits until the filler has made every zone file a new directory
+ * lacks: -errno, with a message naming the file, if one could not be.
+ */
+int store_files_made (struct zn_dev *dev, char *err, size_t errlen);
 /* Whether DIR held a device before this process. */
 bool store_restored (const struct zn_dev *dev);
 /* DIR, or NULL without a store. */

@@ -251,14 +251,16 @@ zn_wlog_read_open (const char *path, char *err, size_t errlen)
     return NULL;
   }
   zn_escape (log->name, ZN_ESCAPED_SIZE (nlen), path, nlen);
-  log->fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO for reading would wait for a writer. */
+  log->fd = open (path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (log->fd < 0) {
     bad (log, NULL, err, errlen, "%s", errno == ELOOP
          ? "a symbolic link: the log is not opened through one"
          : strerror (errno));
     goto fail;
   }
-  if (fstat (log->fd, &sb) < 0 || !S_ISREG (sb.st_mode)) {
+  if (fstat (log->fd, &sb) < 0 || !S_ISREG (sb.st_mode)
+      || fcntl (log->fd, F_SETFL, 0) < 0) {
     bad (log, NULL, err, errlen, "not a regular file");
     goto fail;
   }

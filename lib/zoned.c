@@ -234,6 +234,12 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
 }
 
 /* null_blk: null_free_zoned_dev () */
+int
+zn_dev_sync_files (struct zn_dev *dev, char *err, size_t errlen)
+{
+  return store_files_made (dev, err, errlen);
+}
+
 void
 zn_dev_destroy (struct zn_dev *dev)
 {

@@ -159,6 +159,14 @@ void zn_dev_destroy (struct zn_dev *dev);
  * pipeline_zoned_writes waits for writes that the plug refuses.
  */
 int zn_dev_write_plugging (struct zn_dev *dev, char *err, size_t errlen);
+
+/* With backing_dir: waits until every zone file exists (a new
+ * directory's are made behind the device).  -errno, with a message
+ * naming the file, when one could not be made (no inode left, a file
+ * size limit).  What an offline writer such as replay calls before it
+ * says it succeeded.
+ */
+int zn_dev_sync_files (struct zn_dev *dev, char *err, size_t errlen);
 const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
 /* Whether the device came back from a backing_dir that held one. */
 bool zn_dev_restored (const struct zn_dev *dev);

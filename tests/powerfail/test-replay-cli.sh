@@ -3,8 +3,10 @@
 # wlog-make: --list finds the marks; a state is a backing_dir that
 # zonednull-server serves; enumerate writes DIR/state-NNNNNN and says
 # what each kept; and replay writes nowhere but into its new or empty
-# DIR: not through a symbolic link, not into a directory that holds
-# anything (a planted link included).
+# DIR: not through a symbolic link (named with a trailing '/' too), not
+# into a directory that holds anything (a planted link included); a log
+# that is a FIFO is refused; seeds are decimal or 0x; a zone file that
+# cannot be made fails replay, which then leaves no state behind.
 . "$(dirname "$0")/../common/lib.sh"
 
 zn=$ZONEDNULL_CLI
@@ -70,7 +72,18 @@ mkdir "$tmpdir/outside"
 ln -s "$tmpdir/outside" "$tmpdir/link"
 refused "a symbolic link" "$log" -o "$tmpdir/link"
 refused "a symbolic link" "$log" --crash=enumerate -o "$tmpdir/link"
+# A trailing slash (which shells add) or a last '.' or '..' would make
+# O_NOFOLLOW look at no link at all.
+refused "a symbolic link" "$log" -o "$tmpdir/link/"
+refused "a symbolic link" "$log" -o "$tmpdir/link//"
+refused "a symbolic link" "$log" --crash=enumerate:2 -o "$tmpdir/link/"
+refused "name the directory itself" "$log" -o "$tmpdir/link/."
+refused "name the directory itself" "$log" -o "$tmpdir/link/.."
 [ -z "$(ls -A "$tmpdir/outside")" ] || fail "replay wrote through a link"
+# A real directory named with a trailing slash is fine.
+"$zn" replay "$log" --to end -o "$tmpdir/slash/" >"$tmpdir/out" ||
+  fail "replay -o DIR/ failed: $(cat "$tmpdir/out")"
+[ -n "$(ls -A "$tmpdir/slash")" ] || fail "replay -o DIR/ wrote nothing"
 
 # DIR not empty, a planted link to a file outside included: refused, and
 # both left as they were.
@@ -81,6 +94,49 @@ refused "not empty" "$log" -o "$tmpdir/full"
 refused "not empty" "$log" --crash=enumerate:2 -o "$tmpdir/full"
 [ "$(cat "$tmpdir/outside/victim")" = keep ] || fail "the victim changed"
 [ "$(ls -A "$tmpdir/full")" = seq-000002 ] || fail "DIR changed"
+
+# A FIFO for the log is refused at once, not read forever (the timeout
+# makes a hang a failure).
+mkfifo "$tmpdir/fifo"
+timeout 60 "$zn" replay "$tmpdir/fifo" --list >"$tmpdir/out" 2>"$tmpdir/err" &&
+  fail "replay of a FIFO succeeded"
+grep -q "not a regular file" "$tmpdir/err" ||
+  fail "replay of a FIFO: $(cat "$tmpdir/err")"
+
+# A seed is decimal or 0x: random:010 is 10, as random:0xa is, not 8.
+for seed in 010 10 0xa 8; do
+  "$zn" replay "$log" --to end --crash=random:$seed -o "$tmpdir/r$seed" \
+    >"$tmpdir/r$seed.out" || fail "random:$seed failed"
+  sed 's/--crash=random:[0-9a-fx]*//' "$tmpdir/r$seed.out" >"$tmpdir/r$seed.what"
+done
+cmp -s "$tmpdir/r010.what" "$tmpdir/r10.what" ||
+  fail "random:010 is not random:10: $(cat "$tmpdir/r010.out") / $(cat "$tmpdir/r10.out")"
+cmp -s "$tmpdir/r0xa.what" "$tmpdir/r10.what" || fail "random:0xa is not random:10"
+refused "'random:0x' is not a policy" "$log" --crash=random:0x -o "$tmpdir/x"
+
+# Zone files that cannot be made (here a file size limit: EFBIG, with
+# SIGXFSZ ignored as a shell may leave it): replay fails naming the
+# file, and leaves no half-made DIR; with data to write too.
+"$make_log" "$tmpdir/empty-log" 5 0 || fail "wlog-make failed"
+for what in empty-log log; do
+  (trap '' XFSZ; ulimit -f 256; exec "$zn" replay "$tmpdir/$what" --to end \
+     -o "$tmpdir/big") >"$tmpdir/out" 2>"$tmpdir/err" &&
+    fail "replay of $what beyond the file size limit succeeded"
+  grep -q "^zonednull replay: " "$tmpdir/err" &&
+    grep -q "File too large" "$tmpdir/err" ||
+    fail "replay of $what beyond the file size limit: $(cat "$tmpdir/err")"
+  [ ! -e "$tmpdir/big" ] || fail "a failed replay left $(ls "$tmpdir/big")"
+done
+mkdir "$tmpdir/big"
+(trap '' XFSZ; ulimit -f 256; exec "$zn" replay "$log" --to end \
+   --crash=enumerate:3 -o "$tmpdir/big") >"$tmpdir/out" 2>"$tmpdir/err" &&
+  fail "enumerate beyond the file size limit succeeded"
+[ -d "$tmpdir/big" ] && [ -z "$(ls -A "$tmpdir/big")" ] ||
+  fail "a failed replay into an empty DIR left it as: $(ls -A "$tmpdir/big")"
+# A replay that succeeds says nothing on stderr (no talk of stopping).
+"$zn" replay "$log" --to end -o "$tmpdir/quiet" >"$tmpdir/out" 2>"$tmpdir/err" ||
+  fail "replay failed: $(cat "$tmpdir/err")"
+[ ! -s "$tmpdir/err" ] || fail "a replay that succeeded said: $(cat "$tmpdir/err")"
 
 # A corrupt log: its message names the entry.
 cp "$log" "$tmpdir/bad"
