@@ -101,7 +101,8 @@ zn_client_log_start (struct zn_client *c, const char *name)
 
   if (!zn_control_log_name_ok (name, strlen (name))) {
     set_error (c, "log names are 1 to 255 bytes of A-Z a-z 0-9 . _ -, not "
-               "starting with a dot: a new file of the server's log_dir");
+               "starting with a dot or a dash: a new file of the server's "
+               "log_dir");
     return -EINVAL;
   }
   r = log_command (c, ZN_CMD_LOG_START, name, &info);

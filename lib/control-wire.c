@@ -329,7 +329,10 @@ zn_control_mark_name_ok (const char *name, size_t len)
 bool
 zn_control_log_name_ok (const char *name, size_t len)
 {
-  if (len == 0 || len > 255 || name[0] == '.')
+  /* A leading '-' would read as an option to the tools that take the
+   * file's name next (rm, cp, zonednull replay).
+   */
+  if (len == 0 || len > 255 || name[0] == '.' || name[0] == '-')
     return false;
   for (size_t i = 0; i < len; i++)
     if (name[i] == '\0'

@@ -574,6 +574,21 @@ wlog_init (struct zn_dev *dev, const struct zn_config *cfg, char *err,
   zn_mutex_init (&w->lock);
   w->fd = -1;
   dev->wlog = w;
+  /* Checked now, not at the first LOG_START, whose client could only be
+   * told that the server is misconfigured.
+   */
+  if (w->dir) {
+    int fd = open (w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0) {
+      int e = errno;
+
+      snprintf (err, errlen, "log_dir=%s: %s (the directory where clients "
+                "start write logs)", w->dir, strerror (e));
+      return -e;
+    }
+    close (fd);
+  }
   if (!cfg->log_writes)
     return 0;
   snprintf (what, sizeof what, "log_writes=%s", cfg->log_writes);
@@ -611,7 +626,7 @@ zn_wlog_start_named (struct zn_dev *dev, const char *name, size_t len,
 
   if (!zn_control_log_name_ok (name, len)) {
     snprintf (err, errlen, "LOG_START: the name must be 1 to 255 bytes of "
-              "A-Z a-z 0-9 . _ -, not starting with a dot (a file of "
+              "A-Z a-z 0-9 . _ -, not starting with a dot or a dash (a file of "
               "log_dir)");
     return -EINVAL;
   }

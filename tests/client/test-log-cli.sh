@@ -69,6 +69,7 @@ refused 1 "no write log is on" log stop "$uri"
 refused 1 "log names are" log start ../x "$uri"
 refused 1 "log names are" log start a/b "$uri"
 refused 1 "log names are" log start .hidden "$uri"
+refused 1 "log names are" log start -- -rf "$uri"
 [ -z "$(ls -A "$logs")" ] || fail "a refused name made a file: $(ls -A "$logs")"
 
 ok log start run1.log "$uri"
@@ -103,6 +104,15 @@ stop_server "$pid"
 start_server nodir $device
 refused 1 "no log_dir=" log start run3.log "$uri"
 stop_server "$pid"
+
+# A log_dir that is no directory is refused at start, naming the key.
+: >"$tmpdir/afile"
+for dir in "$tmpdir/afile" "$tmpdir/nosuch"; do
+  "$ZONEDNULL_SERVER" -f -U "$tmpdir/bad.sock" $device log_dir="$dir" \
+    </dev/null 2>"$tmpdir/bad.log" && fail "log_dir=$dir accepted"
+  grep -qF "log_dir=$dir: " "$tmpdir/bad.log" ||
+    fail "log_dir=$dir: $(cat "$tmpdir/bad.log")"
+done
 
 # log_writes= from the start; an existing file is refused, naming it.
 start_server direct $device log_writes="$logs/direct.log"
