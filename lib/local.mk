@@ -50,3 +50,18 @@ lib_libzonednull_la_SOURCES = \
 	lib/zoned.c \
 	lib/zoned.h \
 	lib/zoned-internal.h
+
+# The libFuzzer target for the write log's reader and replay (clang
+# only): whole log files, run briefly by tests/powerfail/test-fuzz-wlog.sh.
+fuzz_wlog_sources = lib/fuzz-wlog.c $(filter %.c,$(lib_libzonednull_la_SOURCES))
+if HAVE_LIBFUZZER
+check_DATA = lib/fuzz-wlog
+endif
+lib/fuzz-wlog: $(fuzz_wlog_sources:%=$(srcdir)/%) \
+	$(filter %.h,$(lib_libzonednull_la_SOURCES))
+	$(AM_V_CCLD)mkdir -p lib && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -I$(top_srcdir)/include -I$(top_srcdir)/lib \
+	  $(fuzz_wlog_sources:%=$(srcdir)/%) -pthread -o $@
+CLEANFILES = lib/fuzz-wlog
+EXTRA_DIST += lib/fuzz-wlog.c

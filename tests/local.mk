@@ -129,8 +129,9 @@ tests_powerfail_wlog_make_SOURCES = tests/powerfail/wlog-make.c \
 tests_powerfail_wlog_make_LDADD = lib/libzonednull.la
 
 TESTS += tests/powerfail/test-replay-rules tests/powerfail/test-replay-bad \
-	tests/powerfail/test-replay-live tests/powerfail/test-replay-cli.sh
-EXTRA_DIST += tests/powerfail/test-replay-cli.sh
+	tests/powerfail/test-replay-live tests/powerfail/test-replay-cli.sh \
+	tests/powerfail/test-fuzz-wlog.sh
+EXTRA_DIST += tests/powerfail/test-replay-cli.sh tests/powerfail/test-fuzz-wlog.sh
 
 #----------------------------------------------------------------------
 # The golden traces (tests/traces/): what Linux's null_blk did, one

@@ -15,7 +15,7 @@ fuzz_session_sources = proto/nbd/fuzz-session.c proto/nbd/session.c \
 	proto/nbd/handshake.c proto/nbd/transmission.c proto/park.c \
 	$(filter %.c,$(lib_libzonednull_la_SOURCES))
 if HAVE_LIBFUZZER
-check_DATA = proto/nbd/fuzz-session
+check_DATA += proto/nbd/fuzz-session
 endif
 proto/nbd/fuzz-session: $(fuzz_session_sources:%=$(srcdir)/%) \
 	proto/served.h proto/park.h proto/nbd/session.h proto/nbd/internal.h proto/nbd/wire.h net/conn.h \
@@ -25,5 +25,5 @@ proto/nbd/fuzz-session: $(fuzz_session_sources:%=$(srcdir)/%) \
 	  -I$(top_srcdir)/include -I$(top_srcdir)/proto \
 	  -I$(top_srcdir)/net -I$(top_srcdir)/lib \
 	  $(fuzz_session_sources:%=$(srcdir)/%) -pthread -o $@
-CLEANFILES = proto/nbd/fuzz-session
+CLEANFILES += proto/nbd/fuzz-session
 EXTRA_DIST += proto/nbd/fuzz-session.c proto/nbd/local.mk

@@ -162,6 +162,10 @@ seeds.update({
              + send(struct.pack("<BBHHBB", 0, 0xF0, 0, 3, 1, 1)),
   "auth-fresh": b"\3" + icreq() + connect(0, nqn) + exchange(4, 1, 2, 32, b"\x05" * 384)
                 + capsule(sqe(6, 0, (1,), sgl_len=4096)),
+  # The limits: a second Negotiate mid-exchange, and more exchanges on
+  # one queue than it may have, with the biggest group.
+  "auth-again": b"\4" + send(negotiate(5, 1, 5)) + send(negotiate(6, 1, 5)) + receive(),
+  "auth-many": b"\4" + b"".join(exchange(7 + i, 1, 0, 32) for i in range(6)),
 })
 for k, v in seeds.items():
     open("%s/%s" % (d, k), "wb").write(v)
