@@ -22,8 +22,16 @@
 
 struct ropts {
   const char *log, *to, *crash, *out;
-  bool list;
+  bool list, force;
 };
+
+/* What replay may make of a log without --force: the zone files, one a
+ * zone, and the data it writes beyond what the log carries (a WP entry
+ * rewrites the zone up to its new wp, a FINISH's zeros included).  A
+ * log of a few kilobytes must not make a disk's worth of work.
+ */
+#define REPLAY_MAX_ZONES 4096u
+#define REPLAY_MAX_REWRITE (UINT64_C (64) << 20)
 
 static void
 usage (FILE *out)
@@ -48,6 +56,9 @@ usage (FILE *out)
            "                          (default: no crash, the state reads"
            " saw)\n"
            " -o, --output <dir>       the state's directory: new or empty\n"
+           "     --force              a state of more than 4096 zones, or"
+           " more than\n"
+           "                          64 MiB to rewrite beyond the log's data\n"
            "     --list               list the entries instead\n"
            " -h, --help               display this help\n"
            "\n"
@@ -65,12 +76,13 @@ usage_error (const char *msg)
 static int
 parse (int argc, char **argv, struct ropts *o)
 {
-  enum { OPT_TO = 256, OPT_CRASH, OPT_LIST };
+  enum { OPT_TO = 256, OPT_CRASH, OPT_LIST, OPT_FORCE };
   static const struct option longopts[] = {
     { "to", required_argument, NULL, OPT_TO },
     { "crash", required_argument, NULL, OPT_CRASH },
     { "output", required_argument, NULL, 'o' },
     { "list", no_argument, NULL, OPT_LIST },
+    { "force", no_argument, NULL, OPT_FORCE },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -91,6 +103,7 @@ parse (int argc, char **argv, struct ropts *o)
       o->out = optarg;
       break;
     case OPT_LIST: o->list = true; break;
+    case OPT_FORCE: o->force = true; break;
     case 'h':
       usage (stdout);
       exit (EXIT_SUCCESS);
@@ -174,6 +187,38 @@ say_state (const struct zn_replay_plan *p, const struct zn_keep *keep,
     printf (" (mark %s)", last->mark);
   printf (", --crash=%s: ", policy);
   zn_replay_describe (p, k, stdout);
+}
+
+/* Whether the state of plan is work in proportion to the log, or the
+ * user asked for it: the message otherwise.
+ */
+static bool
+work_bounded (const struct ropts *o, const struct zn_replay_plan *p)
+{
+  const struct zn_geometry *g = zn_wlog_read_geometry (p->log);
+  uint64_t rewrite = 0;
+
+  if (o->force)
+    return true;
+  if (g->nr_zones > REPLAY_MAX_ZONES) {
+    fprintf (stderr, "%s: %s: the log's device has %" PRIu32 " zones, a "
+             "zone file each; more than %u needs --force\n", PROG,
+             zn_wlog_read_name (p->log), g->nr_zones, REPLAY_MAX_ZONES);
+    return false;
+  }
+  for (uint64_t i = 0; i < p->end; i++)
+    if (p->recs[i].kind == ZN_WLOG_K_WP)
+      rewrite += (p->recs[i].sector
+                  - (uint64_t) p->recs[i].zone * g->zone_sectors)
+                 << ZN_SECTOR_SHIFT;
+  if (rewrite > REPLAY_MAX_REWRITE) {
+    fprintf (stderr, "%s: %s: its power cycles' WP entries rewrite %" PRIu64
+             " MiB of zone data the log does not carry; more than %" PRIu64
+             " MiB needs --force\n", PROG, zn_wlog_read_name (p->log),
+             rewrite >> 20, REPLAY_MAX_REWRITE >> 20);
+    return false;
+  }
+  return true;
 }
 
 static int
@@ -271,7 +316,8 @@ cli_replay (int argc, char **argv)
     ret = EXIT_FAILURE;
   }
   else {
-    ret = write_states (&o, &p, &keep, policy);
+    ret = work_bounded (&o, &p) ? write_states (&o, &p, &keep, policy)
+          : EXIT_FAILURE;
     zn_replay_plan_free (&p);
   }
   zn_wlog_read_close (log);

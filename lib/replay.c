@@ -365,9 +365,14 @@ zn_replay_target_dir (const char *dir, char *err, size_t errlen)
   return 0;
 }
 
+/* What a WP entry's rewrite holds in memory at a time. */
+#define REPLAY_CHUNK (1u << 20)
+#define REPLAY_CHUNK_SECTORS (REPLAY_CHUNK >> ZN_SECTOR_SHIFT)
+
 struct applier {
   const struct zn_replay_plan *p;
   struct zn_dev *dev;
+  int dirfd;                    /* the state's directory */
   char *buf;
   size_t buflen;
   char *err;
@@ -453,12 +458,77 @@ zone_of (struct applier *a, const struct zn_wlog_rec *r, struct zn_zone *z)
  * to the new wp, written again after a reset.
  */
 static int
-apply_wp (struct applier *a, const struct zn_wlog_rec *r)
+reset_zone (struct applier *a, const struct zn_wlog_rec *r,
+            const struct zn_zone *z)
 {
   enum zn_reason why = ZN_REASON_NONE;
+  int e = zn_zone_mgmt_why (a->dev, ZN_OP_RESET, z->start, z->len, &why);
+
+  return e ? model_error (a, r, e, why) : 0;
+}
+
+/* A WP entry: the zone is to keep only its first keep sectors.  The model
+ * moves a wp back only by a reset, so the prefix is copied aside, the
+ * zone reset and the prefix written again: through a file beside the
+ * state, a chunk at a time, so that a zone of any size costs a chunk of
+ * memory.
+ */
+static int
+rewrite_prefix (struct applier *a, const struct zn_wlog_rec *r,
+                const struct zn_zone *z, uint64_t keep)
+{
+  enum zn_reason why = ZN_REASON_NONE;
+  int fd = openat (a->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  int e = 0;
+
+  if (fd < 0)
+    return refused (a, r, "a file for zone %" PRIu32 "'s data: %s",
+                    r->zone, strerror (errno));
+  if (room (a, REPLAY_CHUNK) < 0) {
+    close (fd);
+    return refused (a, r, "%s", strerror (ENOMEM));
+  }
+  for (uint64_t done = 0; e == 0 && done < keep;) {
+    uint64_t n = keep - done < REPLAY_CHUNK_SECTORS ? keep - done
+                 : REPLAY_CHUNK_SECTORS;
+
+    e = zn_read_why (a->dev, a->buf, z->start + done, n, &why);
+    errno = 0;
+    if (e == 0 && pwrite (fd, a->buf, n << ZN_SECTOR_SHIFT,
+                          (off_t) (done << ZN_SECTOR_SHIFT))
+                  != (ssize_t) (n << ZN_SECTOR_SHIFT)) {
+      close (fd);
+      return refused (a, r, "copying zone %" PRIu32 "'s data aside: %s",
+                      r->zone, errno ? strerror (errno) : "short write");
+    }
+    done += n;
+  }
+  if (e == 0)
+    e = zn_zone_mgmt_why (a->dev, ZN_OP_RESET, z->start, z->len, &why);
+  for (uint64_t done = 0; e == 0 && done < keep;) {
+    uint64_t n = keep - done < REPLAY_CHUNK_SECTORS ? keep - done
+                 : REPLAY_CHUNK_SECTORS;
+
+    errno = 0;
+    if (pread (fd, a->buf, n << ZN_SECTOR_SHIFT,
+               (off_t) (done << ZN_SECTOR_SHIFT))
+        != (ssize_t) (n << ZN_SECTOR_SHIFT)) {
+      close (fd);
+      return refused (a, r, "reading zone %" PRIu32 "'s data back: %s",
+                      r->zone, errno ? strerror (errno) : "short read");
+    }
+    e = zn_write_why (a->dev, a->buf, z->start + done, n, false, &why);
+    done += n;
+  }
+  close (fd);
+  return e ? model_error (a, r, e, why) : 0;
+}
+
+static int
+apply_wp (struct applier *a, const struct zn_wlog_rec *r)
+{
   struct zn_zone z;
   uint64_t keep;
-  int e;
 
   if (zone_of (a, r, &z) < 0)
     return -1;
@@ -468,14 +538,7 @@ apply_wp (struct applier *a, const struct zn_wlog_rec *r)
            : refused (a, r, "zone %" PRIu32 "'s wp is at %" PRIu64 ", not "
                       "above the new wp %" PRIu64, r->zone, z.wp, r->sector);
   keep = r->sector - z.start;
-  if (room (a, keep << ZN_SECTOR_SHIFT) < 0)
-    return refused (a, r, "%s", strerror (ENOMEM));
-  e = zn_read_why (a->dev, a->buf, z.start, keep, &why);
-  if (e == 0)
-    e = zn_zone_mgmt_why (a->dev, ZN_OP_RESET, z.start, z.len, &why);
-  if (e == 0 && keep)
-    e = zn_write_why (a->dev, a->buf, z.start, keep, false, &why);
-  return e ? model_error (a, r, e, why) : 0;
+  return keep ? rewrite_prefix (a, r, &z, keep) : reset_zone (a, r, &z);
 }
 
 static int
@@ -583,6 +646,12 @@ zn_replay_write (const struct zn_replay_plan *p, const bool *k,
   a.dev = zn_dev_create (&cfg, err, errlen);
   if (a.dev == NULL)
     return -1;
+  a.dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (a.dirfd < 0) {
+    snprintf (err, errlen, "-o %s: %s", dir, strerror (errno));
+    zn_dev_destroy (a.dev);
+    return -1;
+  }
   for (uint64_t i = 0; i < p->end && ret == 0; i++) {
     const struct zn_wlog_rec *r = &p->recs[i];
     bool part = run && (r->kind == ZN_WLOG_K_WP || r->kind == ZN_WLOG_K_COND
@@ -602,6 +671,7 @@ zn_replay_write (const struct zn_replay_plan *p, const bool *k,
   if (ret == 0 && zn_dev_sync_files (a.dev, err, errlen) < 0)
     ret = -1;
   zn_dev_destroy (a.dev);
+  close (a.dirfd);
   free (a.buf);
   return ret;
 }

@@ -6,7 +6,8 @@
 # DIR: not through a symbolic link (named with a trailing '/' too), not
 # into a directory that holds anything (a planted link included); a log
 # that is a FIFO is refused; seeds are decimal or 0x; a zone file that
-# cannot be made fails replay, which then leaves no state behind.
+# cannot be made fails replay, which then leaves no state behind; a
+# small log that would make a disk's worth of work needs --force.
 . "$(dirname "$0")/../common/lib.sh"
 
 zn=$ZONEDNULL_CLI
@@ -137,6 +138,32 @@ mkdir "$tmpdir/big"
 "$zn" replay "$log" --to end -o "$tmpdir/quiet" >"$tmpdir/out" 2>"$tmpdir/err" ||
   fail "replay failed: $(cat "$tmpdir/err")"
 [ ! -s "$tmpdir/err" ] || fail "a replay that succeeded said: $(cat "$tmpdir/err")"
+
+# Work in proportion to the log: a log of a few kilobytes whose WP entry
+# would rewrite a 256 MiB zone, or whose device has 300,000 zones, is
+# refused without --force, naming the rule and making nothing; with
+# --force the rewrite goes a chunk at a time (the peak RSS of replay is
+# a resource bound: it held the whole zone, 263 MiB).
+"$make_log" "$tmpdir/fw" finish-wp 256 || fail "wlog-make finish-wp failed"
+refused "rewrite 255 MiB of zone data the log does not carry; more than 64 MiB needs --force" \
+  "$tmpdir/fw" -o "$tmpdir/fw-state"
+"$make_log" "$tmpdir/zones" zones 300000 || fail "wlog-make zones failed"
+refused "the log's device has 300000 zones, a zone file each; more than 4096 needs --force" \
+  "$tmpdir/zones" -o "$tmpdir/zones-state"
+[ ! -e "$tmpdir/fw-state" ] && [ ! -e "$tmpdir/zones-state" ] ||
+  fail "a refused replay made its DIR"
+rss=$(/usr/bin/python3 - "$zn" "$tmpdir/fw" "$tmpdir/fw-state" <<'PY'
+import resource, subprocess, sys
+zn, log, out = sys.argv[1:]
+r = subprocess.run([zn, "replay", log, "--force", "-o", out],
+                   stdout=subprocess.DEVNULL)
+if r.returncode != 0:
+    raise SystemExit("replay --force failed: %d" % r.returncode)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+PY
+) || fail "replay --force of the finish-wp log: $rss"
+[ "$rss" -lt 128 ] || fail "replay held $rss MiB to rewrite a zone"
+rm -rf "$tmpdir/fw-state"
 
 # A corrupt log: its message names the entry.
 cp "$log" "$tmpdir/bad"
