@@ -26,12 +26,15 @@ struct ropts {
 };
 
 /* What replay may make of a log without --force: the zone files, one a
- * zone, and the data it writes beyond what the log carries (a WP entry
- * rewrites the zone up to its new wp, a FINISH's zeros included).  A
- * log of a few kilobytes must not make a disk's worth of work.
+ * zone, and the data its WP entries rewrite (each the zone up to its new
+ * wp, a FINISH's zeros included): 64 MiB beyond 16 times the data the
+ * log carries, room for a real workload's power cycles, whose zones hold
+ * what the log's writes put there.  A log of a few kilobytes must not
+ * make a disk's worth of work.
  */
 #define REPLAY_MAX_ZONES 4096u
 #define REPLAY_MAX_REWRITE (UINT64_C (64) << 20)
+#define REPLAY_REWRITE_PER_BYTE 16u
 
 static void
 usage (FILE *out)
@@ -57,8 +60,8 @@ usage (FILE *out)
            " saw)\n"
            " -o, --output <dir>       the state's directory: new or empty\n"
            "     --force              a state of more than 4096 zones, or"
-           " more than\n"
-           "                          64 MiB to rewrite beyond the log's data\n"
+           " rewrites\n"
+           "                          far beyond the data the log carries\n"
            "     --list               list the entries instead\n"
            " -h, --help               display this help\n"
            "\n"
@@ -196,7 +199,7 @@ static bool
 work_bounded (const struct ropts *o, const struct zn_replay_plan *p)
 {
   const struct zn_geometry *g = zn_wlog_read_geometry (p->log);
-  uint64_t rewrite = 0;
+  uint64_t rewrite = 0, carried = 0;
 
   if (o->force)
     return true;
@@ -206,16 +209,22 @@ work_bounded (const struct ropts *o, const struct zn_replay_plan *p)
              zn_wlog_read_name (p->log), g->nr_zones, REPLAY_MAX_ZONES);
     return false;
   }
-  for (uint64_t i = 0; i < p->end; i++)
-    if (p->recs[i].kind == ZN_WLOG_K_WP)
-      rewrite += (p->recs[i].sector
-                  - (uint64_t) p->recs[i].zone * g->zone_sectors)
+  for (uint64_t i = 0; i < p->end; i++) {
+    const struct zn_wlog_rec *r = &p->recs[i];
+
+    if (r->kind == ZN_WLOG_K_WP)
+      rewrite += (r->sector - (uint64_t) r->zone * g->zone_sectors)
                  << ZN_SECTOR_SHIFT;
-  if (rewrite > REPLAY_MAX_REWRITE) {
+    else if (r->kind == ZN_WLOG_K_WRITE || r->kind == ZN_WLOG_K_APPEND
+             || r->kind == ZN_WLOG_K_SNAPSHOT)
+      carried += r->nr_sectors << ZN_SECTOR_SHIFT;
+  }
+  if (rewrite > REPLAY_MAX_REWRITE + REPLAY_REWRITE_PER_BYTE * carried) {
     fprintf (stderr, "%s: %s: its power cycles' WP entries rewrite %" PRIu64
-             " MiB of zone data the log does not carry; more than %" PRIu64
-             " MiB needs --force\n", PROG, zn_wlog_read_name (p->log),
-             rewrite >> 20, REPLAY_MAX_REWRITE >> 20);
+             " MiB of zone data, more than 64 MiB beyond %u times the %"
+             PRIu64 " MiB the log carries: that needs --force\n", PROG,
+             zn_wlog_read_name (p->log), rewrite >> 20,
+             REPLAY_REWRITE_PER_BYTE, carried >> 20);
     return false;
   }
   return true;

@@ -145,7 +145,7 @@ mkdir "$tmpdir/big"
 # --force the rewrite goes a chunk at a time (the peak RSS of replay is
 # a resource bound: it held the whole zone, 263 MiB).
 "$make_log" "$tmpdir/fw" finish-wp 256 || fail "wlog-make finish-wp failed"
-refused "rewrite 255 MiB of zone data the log does not carry; more than 64 MiB needs --force" \
+refused "rewrite 255 MiB of zone data, more than 64 MiB beyond 16 times the 0 MiB the log carries: that needs --force" \
   "$tmpdir/fw" -o "$tmpdir/fw-state"
 "$make_log" "$tmpdir/zones" zones 300000 || fail "wlog-make zones failed"
 refused "the log's device has 300000 zones, a zone file each; more than 4096 needs --force" \
