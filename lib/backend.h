@@ -44,6 +44,12 @@ struct zn_backend {
    */
   void (*set_cond) (struct zn_dev *dev, struct zone *z, uint8_t cond);
   int (*save_meta) (struct zn_dev *dev);
+  /* The first offset at or after off, below end, where the zone may hold
+   * data other than zeros, or end: what a snapshot of a sparse device
+   * skips.  NULL: anywhere may.
+   */
+  uint64_t (*next_data) (struct zn_dev *dev, struct zone *z, uint64_t off,
+                         uint64_t end);
   /* FLUSH: everything written is durable. */
   int (*flush) (struct zn_dev *dev);
   /* The power-on after a power cycle, every zone lock held: sets each

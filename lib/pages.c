@@ -120,6 +120,17 @@ pages_reset (struct zn_dev *dev, struct zone *z)
   return 0;
 }
 
+/* A zone never written has no mapping; past that, no page is skipped
+ * (mincore would take a page swapped out for one never written).
+ */
+static uint64_t
+pages_next_data (struct zn_dev *dev, struct zone *z, uint64_t off,
+                 uint64_t end)
+{
+  (void) dev;
+  return z->pages.data ? off : end;
+}
+
 static void
 pages_free_all (struct zn_dev *dev)
 {
@@ -136,6 +147,7 @@ const struct zn_backend pages_backend = {
   .finish = nothing_in_zone,
   .set_cond = no_cond,
   .save_meta = nothing_to_do,
+  .next_data = pages_next_data,
   .flush = nothing_to_do,
   .reload = zones_power_on,
   .free = pages_free_all,

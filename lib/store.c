@@ -656,6 +656,25 @@ file_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
   return ret;
 }
 
+/* SEEK_DATA: a hole of a sparse zone file reads as zeros. */
+static uint64_t
+file_next_data (struct zn_dev *dev, struct zone *z, uint64_t off,
+                uint64_t end)
+{
+  struct zone_file f;
+  off_t at;
+
+  if (file_get (dev, zone_no (dev, z), &f) < 0)
+    return off;
+  at = lseek (f.fd, (off_t) off, SEEK_DATA);
+  if (at < 0 && errno == ENXIO)
+    at = (off_t) end;
+  else if (at < 0)
+    at = (off_t) off;
+  file_put (dev, &f);
+  return (uint64_t) at < end ? (uint64_t) at : end;
+}
+
 static int
 file_write (struct zn_dev *dev, struct zone *z, uint64_t off,
             const void *buf, uint64_t len, bool fua)
@@ -705,6 +724,7 @@ const struct zn_backend store_backend = {
   .finish = file_finish,
   .set_cond = store_set_special,
   .save_meta = store_save_meta,
+  .next_data = file_next_data,
   .flush = store_flush,
   .reload = store_reload,
   .free = file_free,

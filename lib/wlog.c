@@ -452,8 +452,20 @@ snapshot_zone (struct zn_dev *dev, struct zone *z, unsigned char *buf)
       - z->start;
   end <<= ZN_SECTOR_SHIFT;
   for (uint64_t off = 0; off < end; off += CHUNK) {
-    uint64_t len = end - off < CHUNK ? end - off : CHUNK;
-    int ret = dev->backend->read (dev, z, off, buf, len, len);
+    uint64_t len;
+    int ret;
+
+    /* A conventional zone's holes are zeros, which it leaves out; a
+     * sequential zone's data must come whole, up to its wp.
+     */
+    if (z->type == ZN_ZONE_CONVENTIONAL && dev->backend->next_data) {
+      off = dev->backend->next_data (dev, z, off, end);
+      off -= off % block_size (dev);
+      if (off >= end)
+        break;
+    }
+    len = end - off < CHUNK ? end - off : CHUNK;
+    ret = dev->backend->read (dev, z, off, buf, len, len);
 
     if (ret == 0 && z->type == ZN_ZONE_CONVENTIONAL)
       ret = snapshot_nonzero (dev, z, off, buf, len);

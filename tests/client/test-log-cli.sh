@@ -127,4 +127,26 @@ sock=$tmpdir/$name.sock
   </dev/null 2>"$tmpdir/again.log" && fail "the server wrote over a log"
 grep -qF "log_writes=$logs/direct.log: File exists" "$tmpdir/again.log" ||
   fail "no message naming the existing log: $(cat "$tmpdir/again.log")"
+
+# LOG_START's snapshot of zone files reads only their data: 15 GiB of
+# sparse conventional zone files with 4 KiB written cost reads of about
+# that much (the server's rchar), not of the 15 GiB of holes, and the
+# log holds the 4 KiB.  (A resource bound; it read every hole.)
+mkdir "$tmpdir/sparse" "$tmpdir/sparse-logs"
+start_server sparse size=16384 zone_size=1024 zone_nr_conv=15 \
+  backing_dir="$tmpdir/sparse" log_dir="$tmpdir/sparse-logs"
+nbdsh -u "$uri" -c 'h.pwrite(b"\x5a" * 4096, 7 << 30)' ||
+  fail "writing the sparse device failed"
+before=$(awk '$1 == "rchar:" { print $2 }' "/proc/$pid/io")
+ok log start snap.log "$uri"
+after=$(awk '$1 == "rchar:" { print $2 }' "/proc/$pid/io")
+ok log stop "$uri"
+read_mib=$(( (after - before) >> 20 ))
+[ "$read_mib" -lt 64 ] ||
+  fail "the snapshot of 15 GiB of holes read $read_mib MiB"
+size=$(stat -c %s "$tmpdir/sparse-logs/snap.log")
+[ "$size" -lt $((1 << 20)) ] || fail "the snapshot's log is $size bytes"
+entries "$tmpdir/sparse-logs/snap.log" | grep -q '^[0-9]* 20008 .*10002' ||
+  fail "no snapshot entry in the log: $(entries "$tmpdir/sparse-logs/snap.log")"
+stop_server "$pid"
 exit 0
