@@ -68,6 +68,11 @@ log_result (struct zn_client *c, const char *what, uint32_t err)
     set_error (c, "%s: log_dir holds a file of that name already (a log is "
                "never written over)", what);
     break;
+  case EAGAIN:
+    set_error (c, "%s: the device's last snapshot held every client; the "
+               "next may start 9 times as long after it (the server's log "
+               "says when)", what);
+    break;
   case EIO:
     set_error (c, "%s: the log had stopped on a write error (the server's "
                "log names the file); it is intact up to there", what);

@@ -640,6 +640,8 @@ log_command (struct zn_control *ctl, struct zn_control_conn *conn,
     snprintf (why, whylen, "%s", err);
     return -EINVAL;
   }
+  else if (r == -EAGAIN)
+    fprintf (stderr, "zonednull: %s\n", err);
   conn->err = (uint32_t) -r;
   conn->seq++;
   conn->op = op;

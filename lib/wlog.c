@@ -19,6 +19,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "escape.h"
 #include "control-wire.h"
 #include "wlog.h"
@@ -27,6 +28,14 @@
 
 /* A snapshot reads and writes the device's data this much at a time. */
 #define CHUNK (UINT64_C (1) << 20)
+/* A snapshot holds every zone lock, and so every client, while it
+ * copies the device's data: a LOG_START waits after the last snapshot's
+ * end this many times the time it took, so that snapshots take at most
+ * a tenth of the device's time, however a client loops.  A snapshot
+ * shorter than SNAPSHOT_FREE_NS (a small or empty device) asks for none.
+ */
+#define SNAPSHOT_REST 9
+#define SNAPSHOT_FREE_NS 10000000u
 
 struct dropped {
   uint32_t zone;
@@ -42,6 +51,7 @@ struct zn_wlog {
   uint64_t nr_entries;
   uint64_t tail;                 /* where the next entry goes, bytes */
   uint64_t gen;                  /* the logs started so far */
+  uint64_t snap_end, snap_ns;    /* the last snapshot: its end, its time */
   int failed;                    /* the errno that stopped the log */
   unsigned char *block;          /* one entry's block, under the lock */
   /* A power cycle's, under every zone lock: the zones before it, and
@@ -514,8 +524,13 @@ begin_log (struct zn_dev *dev, int fd, bool take_snapshot)
   if (ret == 0)
     ret = write_geometry (dev);
   /* append stops a log that fails, which this one is not yet. */
-  if (ret == 0 && take_snapshot && dev->geo.memory_backed)
+  if (ret == 0 && take_snapshot && dev->geo.memory_backed) {
+    uint64_t start = zn_now_ns ();
+
     ret = snapshot (dev);
+    w->snap_end = zn_now_ns ();
+    w->snap_ns = w->snap_end - start;
+  }
   if (ret == 0 && w->fd < 0)
     ret = -EIO;
   if (ret == 0) {
@@ -542,6 +557,17 @@ start (struct zn_dev *dev, int dirfd, const char *name, const char *path,
     snprintf (err, errlen, "%s: a write log is on already (%s); stop it "
               "first", what, w->label);
     return -EBUSY;
+  }
+  if (take_snapshot && w->snap_ns >= SNAPSHOT_FREE_NS
+      && zn_now_ns () < w->snap_end + SNAPSHOT_REST * w->snap_ns) {
+    uint64_t wait = w->snap_end + SNAPSHOT_REST * w->snap_ns - zn_now_ns ();
+
+    lock_zones (dev, 0, dev->geo.nr_zones, false);
+    snprintf (err, errlen, "%s: the last log's snapshot of this device took "
+              "%" PRIu64 " ms, every client waiting; the next may start %d "
+              "times that after it, in %" PRIu64 " ms", what,
+              w->snap_ns / 1000000, SNAPSHOT_REST, wait / 1000000 + 1);
+    return -EAGAIN;
   }
   fd = openat (dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
                | O_CLOEXEC, 0600);
@@ -650,6 +676,7 @@ zn_wlog_start_named (struct zn_dev *dev, const char *name, size_t len,
               "may be started", what);
     return -EPERM;
   }
+
   /* log_dir itself is the operator's, and followed. */
   dirfd = open (w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0) {

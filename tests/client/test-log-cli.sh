@@ -149,4 +149,22 @@ size=$(stat -c %s "$tmpdir/sparse-logs/snap.log")
 entries "$tmpdir/sparse-logs/snap.log" | grep -q '^[0-9]* 20008 .*10002' ||
   fail "no snapshot entry in the log: $(entries "$tmpdir/sparse-logs/snap.log")"
 stop_server "$pid"
+
+# A snapshot holds every client: after one of 256 MiB of data (well over
+# the 10 ms below which none rests), a LOG_START at once is refused with the
+# time to wait, 9 times the snapshot's, while a START/STOP loop on a small
+# device (above) never waits.
+mkdir "$tmpdir/big-logs"
+start_server big size=512 zone_size=256 zone_nr_conv=1 memory_backed=1 \
+  log_dir="$tmpdir/big-logs"
+nbdsh -u "$uri" -c '
+for i in range(8):
+    h.pwrite(bytes([0x5a]) * (32 << 20), i << 25)' || fail "filling failed"
+ok log start first.log "$uri"
+ok log stop "$uri"
+refused 1 "the next may start 9 times as long after it" log start second.log "$uri"
+[ ! -e "$tmpdir/big-logs/second.log" ] || fail "the refused LOG_START made its log"
+grep -q "LOG_START second.log: the last log's snapshot of this device took [0-9]* ms, every client waiting; the next may start 9 times that after it, in [0-9]* ms" \
+  "$tmpdir/big.log" || fail "the server did not log the refusal: $(cat "$tmpdir/big.log")"
+stop_server "$pid"
 exit 0
