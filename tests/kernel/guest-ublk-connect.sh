@@ -17,6 +17,8 @@
 #                      /test/tls.psk, one on a Unix socket over TLS too.
 #   ZN_CONNECT_TIMEOUT zonednull-ublk's --timeout for the failure checks
 #                      (default 5 seconds).
+#   ZN_DIFF_TIMEOUT    its --timeout for the differential (default 300
+#                      seconds: a loaded TCG guest met the default 30).
 #   ZN_CONNECT_BTRFS   0 to leave out the btrfs check (it needs
 #                      mkfs.btrfs and the btrfs module).
 # /test/params (from check-ublk.sh), when present: CONNECT_DIFF_k lines
@@ -37,6 +39,11 @@ check () { # check DESCRIPTION COMMAND...
   if "$@"; then ok "$d"; else fail "$d"; fi
 }
 timeout_s=${ZN_CONNECT_TIMEOUT:-5}
+# The differential's per-request timeout: a TCG guest on a loaded host
+# can take a reply past the default 30 s, and one late reply fails the
+# device for good (no reconnection yet), so it is far above any reply
+# seen; the tier's own bound still ends a hung run.
+diff_timeout_s=${ZN_DIFF_TIMEOUT:-300}
 work=/tmp/zn-connect
 mkdir -p $work
 now () { cut -d' ' -f1 /proc/uptime; }
@@ -273,7 +280,7 @@ diff_one () { # diff_one NAME KIND PORT SEED NOPS
   dn=$1 kind=$2 port=$3 dseed=$4 dnops=$5
   dd_=/out/ublk/$dn p=/out/ublk/$dn/connect-$kind
   u=nbd://10.0.2.2:$port/
-  if ! start_dev "$u"; then
+  if ! start_dev "$u" --timeout=$diff_timeout_s; then
     fail "$dn: zonednull-ublk --connect to the host's $kind ($u): $(cat $work/ublk.err)"
     cp $work/ublk.err "$p.ublk-err" 2>/dev/null
     : >"$dd_/FAILED"
