@@ -924,12 +924,21 @@ cmd_info (struct zn_client *c, const struct options *o)
   char b1[16], b2[16];
   struct zn_control_queue_info q;
   bool have_q;
+  uint64_t gen = 0;
+  char gen_hex[20] = "";
   int r = zn_client_info (c, &i);
 
   if (r < 0)
     die_client (c, "info", r);
-  /* Servers before the queue section still get the zone part. */
+  /* Servers before the queue section still get the zone part, and those
+   * before generations everything but it.
+   */
   have_q = zn_client_queue_info (c, &q) == 0;
+  r = zn_client_generation (c, &gen);
+  if (r < 0 && r != -EOPNOTSUPP)
+    die_client (c, "info", r);
+  if (r == 0)
+    snprintf (gen_hex, sizeof gen_hex, "%016" PRIx64, gen);
   open = i.imp_open + i.exp_open;
   active = open + i.closed;
   kernel = control_kernel (&i);
@@ -972,6 +981,8 @@ cmd_info (struct zn_client *c, const struct options *o)
             i.flags & ZN_CONTROL_F_BACKING_DIR ? "true" : "false",
             i.flags & ZN_CONTROL_F_READONLY ? "true" : "false",
             i.imp_open, i.exp_open, i.closed, open, active);
+    if (*gen_hex)
+      printf (",\n  \"generation\": \"%s\"", gen_hex);
     if (have_q)
       print_queues_json (&q);
     printf ("\n}\n");
@@ -1011,6 +1022,8 @@ cmd_info (struct zn_client *c, const struct options *o)
           i.flags & ZN_CONTROL_F_BACKING_DIR ? "yes (zones in files)" : "no",
           i.flags & ZN_CONTROL_F_READONLY ? "yes" : "no",
           i.imp_open, i.exp_open, i.closed, open, active);
+  if (*gen_hex)
+    printf ("generation:        %s\n", gen_hex);
   if (have_q)
     print_queues_text (&q);
   if (o->verbose)

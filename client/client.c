@@ -627,6 +627,30 @@ zn_client_info (struct zn_client *c, struct zn_control_info *info)
 }
 
 int
+zn_client_generation (struct zn_client *c, uint64_t *generation)
+{
+  struct zn_control_info info;
+  int r = command (c, ZN_CMD_GENERATION, 0, 0, 0, &info);
+
+  if (r == -EINVAL) {
+    set_error (c, "the server predates device generations (it refused "
+               "GENERATION as unknown)");
+    return -EOPNOTSUPP;
+  }
+  if (r < 0)
+    return r;
+  if (info.result_errno != 0 || info.result_sector == 0) {
+    set_error (c, "the server answered GENERATION with errno %u and "
+               "generation %llu; zonednull-control(5) says 0 and a value "
+               "other than 0", info.result_errno,
+               (unsigned long long) info.result_sector);
+    return -EPROTO;
+  }
+  *generation = info.result_sector;
+  return 0;
+}
+
+int
 zn_client_queue_info (struct zn_client *c, struct zn_control_queue_info *q)
 {
   struct zn_control_info info;

@@ -247,7 +247,7 @@ zn_control_decode_command (const void *buf, enum zn_command *op,
   uint32_t code = get32 (p + 4);
 
   if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN
-      || code > ZN_CMD_LOG_STOP)
+      || code > ZN_CMD_GENERATION)
     return -EINVAL;
   *op = (enum zn_command) code;
   *sector = get64 (p + 8);

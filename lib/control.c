@@ -478,6 +478,8 @@ execute (struct zn_control *ctl, enum zn_command op,
   }
   case ZN_CMD_LOG_STOP:
     return zn_wlog_stop (ctl->dev);
+  case ZN_CMD_GENERATION:      /* its answer is the result's sector */
+    return 0;
   case ZN_CMD_APPEND:           /* carries data: see append */
   case ZN_CMD_ERRLOG_ERRNO:    /* carries a payload: see errlog_errno */
   case ZN_CMD_MARK:            /* carry a name: see log_command */
@@ -689,7 +691,15 @@ zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
       && power_cycle_args (sector, nr_sectors, why, whylen) < 0)
     return -EINVAL;
 
+  if (op == ZN_CMD_GENERATION && (sector || nr_sectors || arg)) {
+    snprintf (why, whylen, "GENERATION's sector, nr_sectors and argument "
+              "are zero (zonednull-control(5))");
+    return -EINVAL;
+  }
+
   conn->err = (uint32_t) -execute (ctl, op, sector, nr_sectors, arg);
+  if (op == ZN_CMD_GENERATION)
+    sector = zn_dev_generation (ctl->dev);
   conn->seq++;
   conn->op = op;
   conn->sector = sector;

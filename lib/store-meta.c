@@ -49,6 +49,7 @@ store_meta_write_locked (struct zn_dev *dev)
            "\nzone_capacity %" PRIu64 "\nzone_nr_conv %" PRIu64
            "\nblocksize %" PRIu64 "\n", META_FORMAT, m.size, m.zone_size,
            m.zone_capacity, m.zone_nr_conv, m.blocksize);
+  fprintf (fp, "generation %016" PRIx64 "\n", dev->generation);
   for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
     if (st->special[i])
       fprintf (fp, "%s %" PRIu32 "\n", st->special[i] == ZN_COND_READONLY
@@ -156,6 +157,20 @@ store_meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
     if (line[0] == '#' || line[0] == '\n')
       continue;
     n = sscanf (line, "%31s %llu %llu", key, &a, &b);
+    if (strcmp (key, "generation") == 0) {
+      /* Written by this zonednull; older ones had none, and the device
+       * keeps the one it drew, written from now on.
+       */
+      char hex[17], *end;
+      unsigned long long g;
+
+      if (sscanf (line, "%*s %16[0-9a-f]", hex) != 1 || strlen (hex) != 16
+          || (g = strtoull (hex, &end, 16)) == 0 || *end
+          || line[strlen ("generation ") + 16] != '\n')
+        goto bad;
+      dev->generation = g;
+      continue;
+    }
     if (n < 2)
       goto bad;
 #define GEO(k) else if (strcmp (key, #k) == 0 && n == 2) m->k = a, seen++

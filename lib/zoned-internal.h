@@ -48,6 +48,7 @@ struct zone {
 
 struct zn_dev {
   struct zn_geometry geo;
+  uint64_t generation;           /* zn_dev_generation () */
   unsigned zone_shift;           /* log2 (zone_sectors) */
   bool need_res_mgmt;            /* limits enforced: take res_lock */
   pthread_mutex_t res_lock;      /* counters and implicit-close cursor */

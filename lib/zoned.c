@@ -18,6 +18,7 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "store.h"
@@ -144,6 +145,25 @@ create_failed (struct zn_dev *dev, int e)
   return NULL;
 }
 
+/* Random, so that two devices, or two starts of one in memory, never
+ * share it; never 0, which a client reads as "the server has none".
+ */
+static uint64_t
+new_generation (void)
+{
+  uint64_t g = 0;
+
+  while (g == 0)
+    if (getrandom (&g, sizeof g, 0) != (ssize_t) sizeof g) {
+      struct timespec ts;
+
+      clock_gettime (CLOCK_REALTIME, &ts);
+      g = ((uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec)
+        ^ ((uint64_t) getpid () << 40);
+    }
+  return g;
+}
+
 /* null_blk: null_init_zoned_dev () */
 struct zn_dev *
 zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
@@ -168,6 +188,7 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
   }
 
   dev->geo = geo;
+  dev->generation = new_generation ();
   dev->zone_shift = __builtin_ctzll (geo.zone_sectors);
   dev->need_res_mgmt = geo.max_open || geo.max_active;
   dev->imp_close_cursor = geo.nr_conv;
@@ -270,6 +291,12 @@ const struct zn_geometry *
 zn_dev_geometry (const struct zn_dev *dev)
 {
   return &dev->geo;
+}
+
+uint64_t
+zn_dev_generation (const struct zn_dev *dev)
+{
+  return dev->generation;
 }
 
 bool

@@ -168,6 +168,12 @@ int zn_dev_write_plugging (struct zn_dev *dev, char *err, size_t errlen);
  */
 int zn_dev_sync_files (struct zn_dev *dev, char *err, size_t errlen);
 const struct zn_geometry *zn_dev_geometry (const struct zn_dev *dev);
+/* Which device this is: a random value, never 0, drawn when the device
+ * was made.  A backing_dir keeps it, so the same directory restarted is
+ * the same device; zones in memory get a new one at each start.  A
+ * client that reconnects compares it to know its data is still there.
+ */
+uint64_t zn_dev_generation (const struct zn_dev *dev);
 /* Whether the device came back from a backing_dir that held one. */
 bool zn_dev_restored (const struct zn_dev *dev);
 /* The directory that holds the zones, or NULL when they are in memory. */

@@ -360,6 +360,7 @@ CLIENT_TESTS = \
 	tests/client/test-cli-server.sh \
 	tests/client/test-examples.sh \
 	tests/client/test-hostile-server.sh \
+	tests/client/test-generation.sh \
 	tests/client/test-log-cli.sh \
 	tests/client/test-symbols.sh
 TESTS += tests/client/test-client tests/client/test-append \

@@ -154,6 +154,16 @@ int zn_client_power_cycle (struct zn_client *c);
 int zn_client_power_cycle_keep (struct zn_client *c, unsigned keep,
                                 uint64_t seed);
 
+/* Which device the server serves (zonednull-control(5), GENERATION): a
+ * random value other than 0, drawn when the device was made and kept by
+ * its backing_dir.  A client that reconnects compares it with the one it
+ * had; another value means another device (a memory device restarted, a
+ * different directory), whose data is not the data it wrote.  Returns 0,
+ * -EOPNOTSUPP from a server that predates generations, -EPROTO for an
+ * answer that breaks the rule.
+ */
+int zn_client_generation (struct zn_client *c, uint64_t *generation);
+
 /* The device's write log (zonednull-log(5)).  zn_client_mark adds a mark
  * named name: 1 to 64 bytes of printable ASCII other than space.
  * zn_client_log_start starts a log in name, a new file of the server's

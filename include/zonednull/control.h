@@ -126,6 +126,15 @@
  * ENOENT when none is on, EIO when it had stopped already on a write
  * error (the server's log says which; the file is intact up to there).
  * Older servers refuse the ops as unknown (EINVAL on the write).
+ *
+ * ZN_CMD_GENERATION (a plain 32-byte command, sector, nr_sectors and
+ * argument zero) asks which device this is: result_errno 0 and
+ * result_sector the device's generation, a random value other than 0
+ * drawn when the device was made.  A backing_dir keeps it, so a server
+ * restarted on the same directory answers the same; zones in memory get
+ * a new one at each start.  A client that reconnects compares it with
+ * the one it had: the same value says its data is still there.  Older
+ * servers refuse the op as unknown (EINVAL on the write).
  */
 #ifndef ZONEDNULL_CONTROL_H
 #define ZONEDNULL_CONTROL_H
@@ -218,6 +227,7 @@ enum zn_command {
   ZN_CMD_MARK = 13,          /* a mark in the write log; the name follows */
   ZN_CMD_LOG_START = 14,     /* a write log in log_dir; the name follows */
   ZN_CMD_LOG_STOP = 15,
+  ZN_CMD_GENERATION = 16,    /* which device this is: result_sector */
 };
 
 #define ZN_APPEND_F_FUA (1u << 0)   /* APPEND's argument: write with FUA */
