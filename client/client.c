@@ -1026,3 +1026,16 @@ zn_client_pwrite (struct zn_client *c, const void *buf, size_t count,
                                        NBD_NULL_COMPLETION, 0),
                        offset, count);
 }
+
+int
+zn_client_pwrite_fua (struct zn_client *c, const void *buf, size_t count,
+                      uint64_t offset)
+{
+  if (c->lost)
+    return lost (c);
+  return data_request (c, ZN_NBD_CMD_WRITE,
+                       nbd_aio_pwrite (c->data, buf, count, offset,
+                                       NBD_NULL_COMPLETION,
+                                       LIBNBD_CMD_FLAG_FUA),
+                       offset, count);
+}

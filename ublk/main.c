@@ -51,6 +51,7 @@ static const char *control_socket;      /* --control-socket, or default */
 static bool no_control_socket;          /* --no-control-socket */
 static const char *connect_uri;         /* --connect: the remote server */
 static unsigned timeout_s = 30;         /* --timeout: per request */
+static unsigned reconnect_s;            /* --reconnect: the window, or 0 */
 static bool stats;                      /* --stats */
 static unsigned opt_queues, opt_depth;  /* --queues, --depth (0: server's) */
 
@@ -695,6 +696,17 @@ connect_remote (struct run *r)
     r->params.queue.shared_tag_bitmap = (qi.queue_flags
                                          & ZN_QUEUE_F_SHARED_TAG_BITMAP) != 0;
   }
+  if (reconnect_s) {
+    /* What tells the same device from another when it comes back. */
+    v = zn_client_generation (c, &r->d.generation);
+    if (v < 0) {
+      error ("--reconnect=%u: %s: %s; without a generation a queue could "
+             "not tell the same device from another", reconnect_s,
+             connect_uri, zn_client_error (c));
+      zn_client_close (c);
+      return -1;
+    }
+  }
   zn_client_close (c);
   if (info.max_append_sectors == 0) {
     error ("--connect=%s: the server has no zone append (an older "
@@ -736,6 +748,7 @@ connect_remote (struct run *r)
   r->d.depth = depth;
   r->d.buf_bytes = io_buf_bytes (g);
   r->d.timeout_s = timeout_s;
+  r->d.reconnect_s = reconnect_s;
   return 0;
 }
 
@@ -822,6 +835,10 @@ usage (FILE *fp)
          "                           nbd+unix:///[EXPORT]?socket=PATH, TLS)\n"
          "     --timeout SECONDS     with --connect: fail a request the\n"
          "                           server does not answer in time (30)\n"
+         "     --reconnect SECONDS   with --connect: when the server is lost\n"
+         "                           or late, hold the requests and connect\n"
+         "                           again to the same device for up to\n"
+         "                           SECONDS (0, the default: fail them)\n"
          "     --queues N            with --connect: ublk queues, one NBD\n"
          "                           connection each (the server's\n"
          "                           submit_queues)\n"
@@ -859,7 +876,7 @@ parse_count (const char *opt, const char *arg, unsigned min, unsigned max,
     return -1;
   }
   *out = (unsigned) v;
-  if (strcmp (opt, "--timeout") == 0)
+  if (strcmp (opt, "--timeout") == 0 || strcmp (opt, "--reconnect") == 0)
     timeout_set = true;
   return 0;
 }
@@ -874,6 +891,7 @@ parse_args (int argc, char **argv, struct zn_params *p)
     { "no-control-socket", no_argument, NULL, 'N' },
     { "connect", required_argument, NULL, 'c' },
     { "timeout", required_argument, NULL, 'T' },
+    { "reconnect", required_argument, NULL, 'R' },
     { "queues", required_argument, NULL, 'Q' },
     { "depth", required_argument, NULL, 'D' },
     { "stats", no_argument, NULL, 'S' },
@@ -894,6 +912,10 @@ parse_args (int argc, char **argv, struct zn_params *p)
     case 'c': connect_uri = optarg; break;
     case 'T':
       if (parse_count ("--timeout", optarg, 1, 86400, &timeout_s) == -1)
+        return 2;
+      break;
+    case 'R':
+      if (parse_count ("--reconnect", optarg, 0, 86400, &reconnect_s) == -1)
         return 2;
       break;
     case 'Q':
@@ -931,8 +953,9 @@ parse_args (int argc, char **argv, struct zn_params *p)
     return 0;
   }
   if (timeout_set || opt_queues || opt_depth) {
-    error ("--timeout, --queues and --depth go with --connect; without "
-           "it, use irqmode, submit_queues and hw_queue_depth");
+    error ("--timeout, --reconnect, --queues and --depth go with "
+           "--connect; without it, use irqmode, submit_queues and "
+           "hw_queue_depth");
     return EXIT_FAILURE;
   }
   for (int i = optind; i < argc; i++)

@@ -10,10 +10,20 @@
  * Failure: a dead connection (libnbd retires every command in flight
  * with an error at once) or a request older than the device's timeout
  * (then the queue shuts the data socket down, so that libnbd retires
- * them, and abandons the worker's current call) marks the whole device
- * dead: every request from then on, and every one still waiting, fails
- * with EIO.  There is no reconnection; the loss is reported on stderr
- * and in syslog.
+ * them, and abandons the worker's current call) loses the server.
+ * Without --reconnect that is final: every request from then on, and
+ * every one still waiting, fails with EIO.  With it the queue holds its
+ * requests, and the worker connects again until the window closes; the
+ * server must answer the generation the device had, or its data is not
+ * this device's and the loss is final.  Then the held requests go again,
+ * except a write that may have landed: a write to a sequential zone is
+ * resent only where the zone's write pointer is still at its start (one
+ * at or past its end landed), by the worker, in sector order, as are the
+ * writes to sequential zones until those are done; a zone append that
+ * may have landed fails with EIO, since where it landed is unknown.
+ * Reads, flushes, writes to conventional zones (the same bytes at the
+ * same place) and zone management (the same end state) go again as they
+ * are.  Each loss and its outcome are reported on stderr and in syslog.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -52,6 +62,7 @@ enum {
 
 enum slot_state {
   S_IDLE,                       /* the kernel has the tag */
+  S_HELD,                       /* waiting for the server to be back */
   S_NBD,                        /* a data request is in flight */
   S_NBD_DONE,                   /* ... its reply came: on the ready list */
   S_JOB,                        /* with the worker */
@@ -64,6 +75,7 @@ enum job {
   J_REPORT,
   J_APPEND,
   J_ERRNO,                      /* the exact errno of a failed data request */
+  J_WRITE,                      /* a write to a sequential zone, resent */
 };
 
 struct rslot {
@@ -85,12 +97,20 @@ struct rslot {
   int job_errno;                /* J_ERRNO: the device's errno or 0 */
   uint64_t lba;
   bool abandoned;               /* timed out while the worker had it */
+  bool maybe_sent;              /* held after it was sent: it may have run */
+  bool errno_held;              /* held while its errno was asked */
   struct rslot *next;
 };
 
 struct zu_rqueue {
   struct zu_ring r;             /* first: ring.c's callbacks get &q->r */
   struct rslot *slots;
+  const char *uri;
+  /* Reconnection (--reconnect), the queue thread's side. */
+  bool reconnecting;            /* requests are held */
+  struct timespec lost_at;
+  unsigned resuming;            /* J_WRITEs with the worker */
+  uint16_t conn_gen;            /* tags the data socket's polls */
   /* The data connection. */
   struct nbd_handle *h;
   uint64_t errlog;
@@ -112,6 +132,11 @@ struct zu_rqueue {
   struct rslot *results;        /* under lock */
   struct rslot *current;        /* under lock: what the worker runs */
   bool worker_stop;             /* under lock */
+  bool want_reconnect;          /* under lock: queue -> worker */
+  int reconnected;              /* under lock: 1 done, -1 given up */
+  struct nbd_handle *new_h;     /* under lock: ... the new connection */
+  uint64_t new_errlog;
+  char reconnect_why[384];
   struct zn_zone *zones;        /* the worker's report buffer */
   unsigned max_zones;
 };
@@ -132,6 +157,12 @@ lost (struct zu_rqueue *q, const char *why)
   }
 }
 
+static void lose (struct zu_rqueue *q, const char *why);
+static void hold (struct zu_rqueue *q, struct rslot *s, bool maybe_sent);
+static void resume (struct zu_rqueue *q, struct nbd_handle *h,
+                    uint64_t errlog);
+static void give_up (struct zu_rqueue *q, const char *why);
+
 static void
 finish (struct zu_rqueue *q, struct rslot *s, int result)
 {
@@ -146,6 +177,15 @@ age (const struct timespec *since, const struct timespec *now)
 {
   return (double) (now->tv_sec - since->tv_sec)
     + (double) (now->tv_nsec - since->tv_nsec) / 1e9;
+}
+
+/* Whether sector lies in a sequential zone. */
+static bool
+sequential (struct zu_rqueue *q, uint64_t sector)
+{
+  const struct zn_geometry *geo = q->r.d->geo;
+
+  return sector / geo->zone_sectors >= geo->nr_conv;
 }
 
 static int
@@ -169,6 +209,65 @@ post_job (struct zu_rqueue *q, struct rslot *s, enum job job)
   ZN_FIFO_PUSH (q->jobs, q->jobs_tail, s, next);
   pthread_cond_signal (&q->cond);
   pthread_mutex_unlock (&q->lock);
+}
+
+/* Where the write pointer of the zone holding sector is: 0, or -errno
+ * (-EIO for a READONLY or OFFLINE zone, which has none).
+ */
+static int
+zone_wp (struct zu_rqueue *q, uint64_t sector, uint64_t *wp)
+{
+  uint64_t zs = q->r.d->geo->zone_sectors;
+  struct zn_zone z;
+  int r = zn_client_report (q->c, sector - sector % zs, &z, 1);
+
+  if (r < 0)
+    return r;
+  if (r != 1 || z.wp == UINT64_MAX)
+    return -EIO;
+  *wp = z.wp;
+  return 0;
+}
+
+/* A held write to a sequential zone, after a reconnection.  If it was
+ * sent before, the zone's write pointer says whether it ran: at or past
+ * its end, it did (nothing else can have moved the pointer past it,
+ * since the host sends a zone's writes in order); at its start, it did
+ * not, and it goes again; elsewhere it may have run in part, and only
+ * EIO is honest.  A resent write that fails may have lost the race with
+ * its first copy, still on its way on the old connection: the pointer
+ * says so again.
+ */
+static int
+resend_write (struct zu_rqueue *q, struct rslot *s)
+{
+  uint64_t end = s->sector + s->nr_sectors, wp;
+  size_t bytes = (size_t) s->nr_sectors << ZN_SECTOR_SHIFT;
+  uint64_t offset = s->sector << ZN_SECTOR_SHIFT;
+  int r;
+
+  if (s->maybe_sent) {
+    r = zone_wp (q, s->sector, &wp);
+    if (r < 0)
+      return r;
+    if (wp >= end)
+      return 0;
+    if (wp != s->sector) {
+      fprintf (stderr, "zonednull-ublk: /dev/ublkb%" PRIu32 ": queue %u: "
+               "the write of sectors %" PRIu64 "+%" PRIu64 " sent before "
+               "the server was lost is not resent: its zone's write "
+               "pointer is at %" PRIu64 ", so it may have landed in part; "
+               "it fails with EIO\n", q->r.d->dev_id, q->r.id, s->sector,
+               s->nr_sectors, wp);
+      return -EIO;
+    }
+  }
+  r = s->fua ? zn_client_pwrite_fua (q->c, s->buf, bytes, offset)
+    : zn_client_pwrite (q->c, s->buf, bytes, offset);
+  if (r < 0 && r != -ETIMEDOUT && s->maybe_sent
+      && zone_wp (q, s->sector, &wp) == 0 && wp >= end)
+    return 0;
+  return r;
 }
 
 static void
@@ -203,6 +302,9 @@ run_job (struct zu_rqueue *q, struct rslot *s)
                     &s->job_errno);
     s->job_result = r;
     break;
+  case J_WRITE:
+    s->job_result = resend_write (q, s);
+    break;
   case J_NONE:
     s->job_result = -EIO;
     break;
@@ -212,11 +314,111 @@ run_job (struct zu_rqueue *q, struct rslot *s)
    * the tick finds a late request; a broken answer is the server's fault:
    * both are said, never turned into a silent EIO.
    */
-  if (s->job_result == -ETIMEDOUT)
+  if (s->job_result == -ETIMEDOUT && !q->r.d->reconnect_s)
     lost (q, zn_client_error (c));
   else if (s->job_result == -EPROTO)
     fprintf (stderr, "zonednull-ublk: /dev/ublkb%" PRIu32 ": queue %u: %s\n",
              q->r.d->dev_id, q->r.id, zn_client_error (c));
+}
+
+/* Sleeps up to ms, or until the queue stops; whether it stops. */
+static bool
+worker_nap (struct zu_rqueue *q, long ms)
+{
+  struct timespec until;
+  bool stop;
+
+  clock_gettime (CLOCK_REALTIME, &until);
+  until.tv_sec += ms / 1000;
+  until.tv_nsec += (ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock (&q->lock);
+  while (!q->worker_stop
+         && pthread_cond_timedwait (&q->cond, &q->lock, &until) == 0)
+    ;
+  stop = q->worker_stop;
+  pthread_mutex_unlock (&q->lock);
+  return stop;
+}
+
+/* The worker's side of a loss: gives the old client up, then connects
+ * again, once a second, until the window closes.  A server that answers
+ * with another generation serves another device: that ends it at once.
+ * The outcome goes to the queue (reconnected, new_h).
+ */
+static void
+reconnect (struct zu_rqueue *q)
+{
+  struct zu_device *d = q->r.d;
+  struct timespec now;
+  char why[384] = "";
+  struct nbd_handle *h = NULL;
+  uint64_t errlog = 0;
+  bool final = false;
+  double waited;
+
+  if (q->c) {
+    zn_client_abandon (q->c);
+    zn_client_close (q->c);
+    q->c = NULL;
+  }
+  for (;;) {
+    struct zn_client *c;
+    uint64_t gen = 0;
+    long left_ms;
+    int r;
+
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    waited = age (&q->lost_at, &now);
+    left_ms = (long) ((d->reconnect_s - waited) * 1000);
+    if (left_ms <= 0)
+      break;
+    c = zn_client_connect_timeout (q->uri, left_ms < d->timeout_s * 1000L
+                                   ? (unsigned) left_ms : d->timeout_s * 1000u,
+                                   why, sizeof why);
+    if (c) {
+      r = zn_client_generation (c, &gen);
+      if (r < 0) {
+        snprintf (why, sizeof why, "%s", zn_client_error (c));
+        final = r != -ETIMEDOUT;
+      }
+      else if (gen != d->generation) {
+        snprintf (why, sizeof why, "the server now serves another device "
+                  "(generation %016" PRIx64 ", was %016" PRIx64 "): what "
+                  "was written to this one is not there", gen,
+                  d->generation);
+        final = true;
+      }
+      else if ((h = zn_client_open_data (c, &errlog)) == NULL)
+        snprintf (why, sizeof why, "data connection: %s",
+                  zn_client_error (c));
+      if (h) {
+        q->c = c;
+        break;
+      }
+      zn_client_abandon (c);
+      zn_client_close (c);
+      if (final)
+        break;
+    }
+    if (worker_nap (q, 1000))
+      break;
+  }
+  pthread_mutex_lock (&q->lock);
+  if (h) {
+    q->reconnected = 1;
+    q->new_h = h;
+    q->new_errlog = errlog;
+  }
+  else {
+    q->reconnected = -1;
+    snprintf (q->reconnect_why, sizeof q->reconnect_why, "%s",
+              why[0] ? why : "the queue stopped");
+  }
+  pthread_mutex_unlock (&q->lock);
 }
 
 static void *
@@ -228,10 +430,18 @@ worker_main (void *arg)
   for (;;) {
     struct rslot *s;
 
-    while (q->jobs == NULL && !q->worker_stop)
+    while (q->jobs == NULL && !q->worker_stop && !q->want_reconnect)
       pthread_cond_wait (&q->cond, &q->lock);
-    if (q->worker_stop && q->jobs == NULL)
+    if (q->worker_stop && (q->jobs == NULL || q->want_reconnect))
       break;
+    if (q->want_reconnect) {
+      q->want_reconnect = false;
+      pthread_mutex_unlock (&q->lock);
+      reconnect (q);
+      pthread_mutex_lock (&q->lock);
+      eventfd_write (q->efd, 1);
+      continue;
+    }
     s = q->jobs;
     q->jobs = s->next;
     if (q->jobs == NULL)
@@ -278,6 +488,7 @@ job_result (struct zu_rqueue *q, struct rslot *s)
       return zu_block_errno (s->job_result);
     return zu_ring_put_report (&q->r, s->tag, s->buf);
   case J_APPEND:
+  case J_WRITE:
     return s->job_result < 0 ? zu_block_errno (s->job_result) : (int) bytes;
   case J_ERRNO:
     /* The device's own errno if the server has it, else NBD's. */
@@ -292,19 +503,40 @@ job_result (struct zu_rqueue *q, struct rslot *s)
 static void
 take_results (struct zu_rqueue *q)
 {
+  struct nbd_handle *h;
   struct rslot *s;
+  uint64_t errlog;
+  char why[sizeof q->reconnect_why];
+  int outcome;
 
   pthread_mutex_lock (&q->lock);
   s = q->results;
   q->results = NULL;
+  outcome = q->reconnected;
+  q->reconnected = 0;
+  h = q->new_h;
+  q->new_h = NULL;
+  errlog = q->new_errlog;
+  memcpy (why, q->reconnect_why, sizeof why);
   pthread_mutex_unlock (&q->lock);
   while (s) {
     struct rslot *next = s->next;
 
-    if (s->state == S_JOB)
+    if (s->state == S_JOB && s->job == J_WRITE)
+      q->resuming--;
+    if (s->state == S_JOB && s->job_result == -ETIMEDOUT
+        && q->r.d->reconnect_s && !atomic_load (&q->r.d->dead)) {
+      lose (q, "the server did not answer a control request in time");
+      hold (q, s, true);
+    }
+    else if (s->state == S_JOB)
       finish (q, s, job_result (q, s));
     s = next;
   }
+  if (outcome == 1)
+    resume (q, h, errlog);
+  else if (outcome == -1)
+    give_up (q, why);
 }
 
 /* ---- the data connection ------------------------------------------------- */
@@ -361,6 +593,11 @@ take_replies (struct zu_rqueue *q)
         break;
       }
     }
+    else if (q->r.d->reconnect_s && !atomic_load (&q->r.d->dead)
+             && (q->reconnecting || conn_gone (s->nbd_err))) {
+      lose (q, strerror (s->nbd_err));
+      hold (q, s, true);
+    }
     else if (conn_gone (s->nbd_err) || atomic_load (&q->r.d->dead)) {
       if (conn_gone (s->nbd_err))
         lost (q, strerror (s->nbd_err));
@@ -379,7 +616,7 @@ check_conn (struct zu_rqueue *q)
 {
   if (!q->h_dead && (nbd_aio_is_dead (q->h) || nbd_aio_is_closed (q->h))) {
     q->h_dead = true;
-    lost (q, nbd_get_error () && *nbd_get_error () ? nbd_get_error ()
+    lose (q, nbd_get_error () && *nbd_get_error () ? nbd_get_error ()
           : "the data connection closed");
   }
 }
@@ -397,11 +634,11 @@ arm_polls (struct zu_rqueue *q)
     return;
   dir = nbd_aio_get_direction (q->h);
   if (!q->in_armed) {
-    zu_ring_poll (&q->r, fd, POLLIN, ZU_UD (UD_NBD_IN, 0));
+    zu_ring_poll (&q->r, fd, POLLIN, ZU_UD (UD_NBD_IN, q->conn_gen));
     q->in_armed = true;
   }
   if (!q->out_armed && (dir & LIBNBD_AIO_DIRECTION_WRITE)) {
-    zu_ring_poll (&q->r, fd, POLLOUT, ZU_UD (UD_NBD_OUT, 0));
+    zu_ring_poll (&q->r, fd, POLLOUT, ZU_UD (UD_NBD_OUT, q->conn_gen));
     q->out_armed = true;
   }
 }
@@ -428,17 +665,21 @@ issue (struct zu_rqueue *q, struct rslot *s, uint32_t nbd_cmd, size_t bytes,
   if (cookie == -1 && s->state == S_NBD) {
     /* Not issued, so libnbd never calls back. */
     check_conn (q);
-    finish (q, s, -EIO);
+    if (q->reconnecting)
+      hold (q, s, false);
+    else
+      finish (q, s, -EIO);
   }
 }
 
 /* ---- serving a request ---------------------------------------------------- */
 
+static void dispatch (struct zu_rqueue *q, struct rslot *s);
+
 static void
 start_request (struct zu_rqueue *q, unsigned tag)
 {
   struct rslot *s = &q->slots[tag];
-  const struct zn_geometry *geo = q->r.d->geo;
   unsigned op;
   size_t bytes;
 
@@ -451,12 +692,42 @@ start_request (struct zu_rqueue *q, unsigned tag)
   s->lba = 0;
   bytes = (size_t) zu_data_bytes (&s->iod);
 
-  if (atomic_load (&q->r.d->dead) || q->h_dead) {
+  if (atomic_load (&q->r.d->dead) || (q->h_dead && !q->reconnecting)) {
     finish (q, s, -EIO);
     return;
   }
   if (bytes > q->r.d->buf_bytes || ensure_buf (q, s) < 0) {
     finish (q, s, -EIO);
+    return;
+  }
+  if (q->reconnecting) {
+    if ((op == ZU_OP_WRITE || op == ZU_OP_ZONE_APPEND)
+        && zu_ring_copy_in (&q->r, s->tag, s->buf, bytes) < 0) {
+      finish (q, s, -EIO);
+      return;
+    }
+    hold (q, s, false);
+    return;
+  }
+  dispatch (q, s);
+}
+
+/* Sends the request s (its data copied in again for a write). */
+static void
+dispatch (struct zu_rqueue *q, struct rslot *s)
+{
+  const struct zn_geometry *geo = q->r.d->geo;
+  unsigned op = s->iod.op_flags & 0xff;
+  size_t bytes = (size_t) zu_data_bytes (&s->iod);
+
+  if (op == ZU_OP_WRITE && q->resuming && sequential (q, s->sector)) {
+    if (zu_ring_copy_in (&q->r, s->tag, s->buf, bytes) < 0) {
+      finish (q, s, -EIO);
+      return;
+    }
+    s->maybe_sent = false;
+    q->resuming++;
+    post_job (q, s, J_WRITE);
     return;
   }
   switch (op) {
@@ -542,6 +813,162 @@ abandon_jobs (struct zu_rqueue *q)
   }
 }
 
+/* ---- reconnection ----------------------------------------------------------- */
+
+static void
+hold (struct zu_rqueue *q, struct rslot *s, bool maybe_sent)
+{
+  (void) q;
+  s->errno_held = s->state == S_JOB && s->job == J_ERRNO;
+  s->maybe_sent = maybe_sent;
+  s->state = S_HELD;
+}
+
+/* The server is gone (or too slow to wait for): with --reconnect, hold
+ * every request and let the worker connect again; without, the device
+ * is lost.
+ */
+static void
+lose (struct zu_rqueue *q, const char *why)
+{
+  struct rslot *queued, *current;
+
+  if (!q->r.d->reconnect_s || atomic_load (&q->r.d->dead)) {
+    lost (q, why);
+    return;
+  }
+  if (q->reconnecting)
+    return;
+  q->reconnecting = true;
+  clock_gettime (CLOCK_MONOTONIC, &q->lost_at);
+  fprintf (stderr, "zonednull-ublk: /dev/ublkb%" PRIu32 ": queue %u lost "
+           "the server (%s); its requests wait while it reconnects, for up "
+           "to %u s\n", q->r.d->dev_id, q->r.id, why, q->r.d->reconnect_s);
+  syslog (LOG_WARNING, "/dev/ublkb%" PRIu32 ": queue %u lost the server "
+          "(%s); reconnecting for up to %u s", q->r.d->dev_id, q->r.id, why,
+          q->r.d->reconnect_s);
+  /* libnbd sees the end of the stream and retires every command in
+   * flight (nbd_done; take_replies holds them).
+   */
+  if (!q->h_dead) {
+    int fd = nbd_aio_get_fd (q->h);
+
+    q->h_dead = true;
+    if (fd != -1)
+      shutdown (fd, SHUT_RDWR);
+    nbd_aio_notify_read (q->h);
+  }
+  /* What the worker has not started was never sent; what it runs may
+   * have been: its answer is dropped, whenever it comes.
+   */
+  pthread_mutex_lock (&q->lock);
+  queued = q->jobs;
+  q->jobs = q->jobs_tail = NULL;
+  current = q->current;
+  if (current && current->state == S_JOB)
+    current->abandoned = true;
+  q->want_reconnect = true;
+  pthread_cond_signal (&q->cond);
+  pthread_mutex_unlock (&q->lock);
+  if (current && current->state == S_JOB)
+    hold (q, current, true);
+  while (queued) {
+    struct rslot *next = queued->next;
+
+    if (queued->state == S_JOB)
+      hold (q, queued, false);
+    queued = next;
+  }
+  q->resuming = 0;
+}
+
+static int
+by_sector (const void *a, const void *b)
+{
+  const struct rslot *x = *(struct rslot *const *) a;
+  const struct rslot *y = *(struct rslot *const *) b;
+
+  return x->sector < y->sector ? -1 : x->sector > y->sector;
+}
+
+/* The same device is back on h: the held requests go again, by the
+ * rules at the top of this file.
+ */
+static void
+resume (struct zu_rqueue *q, struct nbd_handle *h, uint64_t errlog)
+{
+  struct rslot **writes = NULL;
+  unsigned nr_writes = 0, nr_held = 0;
+  struct timespec now;
+
+  if (atomic_load (&q->r.d->dead) || !q->reconnecting) {
+    nbd_close (h);
+    return;
+  }
+  nbd_close (q->h);
+  q->h = h;
+  q->errlog = errlog;
+  q->h_dead = false;
+  q->in_armed = q->out_armed = false;
+  q->conn_gen++;
+  q->reconnecting = false;
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  writes = malloc (q->r.d->depth * sizeof *writes);
+  for (unsigned t = 0; t < q->r.d->depth; t++) {
+    struct rslot *s = &q->slots[t];
+    unsigned op = s->iod.op_flags & 0xff;
+
+    if (s->state != S_HELD)
+      continue;
+    nr_held++;
+    if (s->errno_held) {
+      finish (q, s, zu_block_errno (-s->nbd_err));
+      continue;
+    }
+    if (op == ZU_OP_WRITE && sequential (q, s->sector) && writes)
+      writes[nr_writes++] = s;   /* its data is in s->buf */
+    else if (op == ZU_OP_ZONE_APPEND && s->maybe_sent) {
+      fprintf (stderr, "zonednull-ublk: /dev/ublkb%" PRIu32 ": queue %u: "
+               "a zone append to sector %" PRIu64 " sent before the "
+               "server was lost fails with EIO: it may have landed, and "
+               "where is unknown\n", q->r.d->dev_id, q->r.id, s->sector);
+      finish (q, s, -EIO);
+    }
+    else
+      dispatch (q, s);
+  }
+  /* In sector order, one at a time, so that a zone's writes land as the
+   * host sent them.
+   */
+  qsort (writes, nr_writes, sizeof *writes, by_sector);
+  for (unsigned i = 0; i < nr_writes; i++) {
+    q->resuming++;
+    post_job (q, writes[i], J_WRITE);
+  }
+  free (writes);
+  fprintf (stderr, "zonednull-ublk: /dev/ublkb%" PRIu32 ": queue %u "
+           "reconnected to the same device after %.1f s; %u held "
+           "request%s go again\n", q->r.d->dev_id, q->r.id,
+           age (&q->lost_at, &now), nr_held, nr_held == 1 ? "" : "s");
+  syslog (LOG_NOTICE, "/dev/ublkb%" PRIu32 ": queue %u reconnected after "
+          "%.1f s", q->r.d->dev_id, q->r.id, age (&q->lost_at, &now));
+}
+
+/* The window closed, or the server serves another device: the loss is
+ * final, as without --reconnect.
+ */
+static void
+give_up (struct zu_rqueue *q, const char *why)
+{
+  if (!q->reconnecting)
+    return;
+  q->reconnecting = false;
+  lost (q, why);
+  for (unsigned t = 0; t < q->r.d->depth; t++)
+    if (q->slots[t].state == S_HELD)
+      finish (q, &q->slots[t], -EIO);
+}
+
 static void
 tick (struct zu_rqueue *q)
 {
@@ -558,7 +985,10 @@ tick (struct zu_rqueue *q)
     if (s->state == S_JOB && age (&s->since, &now) > limit)
       job_late = true;
   }
-  if (nbd_late && !q->h_dead) {
+  if (nbd_late && !q->h_dead && q->r.d->reconnect_s
+      && !atomic_load (&q->r.d->dead))
+    lose (q, "the server did not answer a data request in time");
+  else if (nbd_late && !q->h_dead) {
     int fd = nbd_aio_get_fd (q->h);
 
     lost (q, "the server did not answer a data request in time");
@@ -574,10 +1004,18 @@ tick (struct zu_rqueue *q)
       nbd_aio_disconnect (q->h, 0);
     }
   }
-  if (job_late) {
+  if (job_late && q->r.d->reconnect_s && !atomic_load (&q->r.d->dead))
+    lose (q, "the server did not answer a control request in time");
+  else if (job_late) {
     lost (q, "the server did not answer a control request in time");
     abandon_jobs (q);
   }
+  /* The worker bounds its attempts by the window; this bounds a worker
+   * stuck in a call that never returns.
+   */
+  if (q->reconnecting
+      && age (&q->lost_at, &now) > q->r.d->reconnect_s + q->r.d->timeout_s + 5.0)
+    give_up (q, "the control worker did not come back from the server");
   arm_tick (q);
 }
 
@@ -622,6 +1060,8 @@ handle_cqe (struct zu_ring *r, const struct io_uring_cqe *cqe)
 
   switch (ZU_UD_KIND (cqe->user_data)) {
   case UD_NBD_IN:
+    if (ZU_UD_TAG (cqe->user_data) != q->conn_gen)
+      break;                    /* a poll of a connection given up */
     q->in_armed = false;
     if (!q->h_dead) {
       nbd_aio_notify_read (q->h);
@@ -629,6 +1069,8 @@ handle_cqe (struct zu_ring *r, const struct io_uring_cqe *cqe)
     }
     break;
   case UD_NBD_OUT:
+    if (ZU_UD_TAG (cqe->user_data) != q->conn_gen)
+      break;
     q->out_armed = false;
     if (!q->h_dead) {
       nbd_aio_notify_write (q->h);
@@ -678,6 +1120,9 @@ rqueue_free (struct zu_rqueue *q)
     nbd_close (q->h);
   }
   q->h = NULL;
+  if (q->new_h)
+    nbd_close (q->new_h);
+  q->new_h = NULL;
   if (q->worker_started) {
     struct timespec until;
 
@@ -743,6 +1188,7 @@ zu_rqueue_start (struct zu_device *d, unsigned id, const char *uri,
     goto nomem;
   q->r.d = d;
   q->r.id = id;
+  q->uri = uri;
   q->efd = -1;
   pthread_mutex_init (&q->lock, NULL);
   pthread_cond_init (&q->cond, NULL);

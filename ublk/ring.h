@@ -44,10 +44,13 @@ struct zu_device {
    * appends.
    */
   atomic_ullong served[ZU_NR_OPS];
-  /* --connect only (queue-remote.c): the request timeout, and whether the
-   * server was lost (then every request fails with EIO).
+  /* --connect only (queue-remote.c): the request timeout, how long a
+   * queue tries to reconnect to the same device, and whether the server
+   * was lost for good (then every request fails with EIO).
    */
   unsigned timeout_s;
+  unsigned reconnect_s;         /* --reconnect: 0, the loss is final */
+  uint64_t generation;          /* the device's, from the server */
   atomic_bool dead;
   uint32_t dev_id;
   bool stats;                   /* --stats: each ring counts (zu_ring_stats) */

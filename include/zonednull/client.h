@@ -210,6 +210,11 @@ int zn_client_pread (struct zn_client *c, void *buf, size_t count,
                      uint64_t offset);
 int zn_client_pwrite (struct zn_client *c, const void *buf, size_t count,
                       uint64_t offset);
+/* zn_client_pwrite with FUA: durable once it returns 0 (a server that
+ * has no FUA refuses it with -EINVAL).
+ */
+int zn_client_pwrite_fua (struct zn_client *c, const void *buf,
+                          size_t count, uint64_t offset);
 
 /* For requests sent on zn_client_data_handle() directly (for example with
  * libnbd's aio calls): asks which errno the device gave the most recent
