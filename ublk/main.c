@@ -52,6 +52,9 @@ static bool no_control_socket;          /* --no-control-socket */
 static const char *connect_uri;         /* --connect: the remote server */
 static unsigned timeout_s = 30;         /* --timeout: per request */
 static unsigned reconnect_s;            /* --reconnect: the window, or 0 */
+static bool recovery;                   /* --recovery: a daemon may take over */
+static bool recover;                    /* --recover=N: take over ublkbN */
+static uint32_t recover_id;
 static bool stats;                      /* --stats */
 static unsigned opt_queues, opt_depth;  /* --queues, --depth (0: server's) */
 
@@ -208,6 +211,11 @@ check_features (struct run *r)
            "later", features);
     return -1;
   }
+  if ((recovery || recover) && !(features & ZU_F_USER_RECOVERY)) {
+    error ("this kernel's ublk driver has no user recovery (features "
+           "0x%" PRIx64 ")", features);
+    return -1;
+  }
   return 0;
 }
 
@@ -234,7 +242,12 @@ add_device (struct run *r)
     .max_io_buf_bytes = io_buf_bytes (geo),
     .dev_id = UINT32_MAX,               /* the kernel picks N */
     .ublksrv_pid = getpid (),
-    .flags = ZU_F_USER_COPY | ZU_F_ZONED | ZU_F_CMD_IOCTL_ENCODE,
+    .flags = ZU_F_USER_COPY | ZU_F_ZONED | ZU_F_CMD_IOCTL_ENCODE
+      | (recovery ? ZU_F_USER_RECOVERY : 0),
+    /* Ours to use: the device's generation, which a daemon taking over
+     * (--recover) compares with its own.
+     */
+    .ublksrv_flags = r->d.generation,
   };
   int v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_ADD_DEV, UINT32_MAX, &info,
                        sizeof info, 0);
@@ -318,6 +331,116 @@ set_params (struct run *r)
     error ("SET_PARAMS: %s", strerror (-v));
     return -1;
   }
+  return 0;
+}
+
+/* --recover=N: the device stays, quiesced, after the daemon that served
+ * it died (it was added with --recovery); this process takes it over if
+ * it serves the same device: the same generation and geometry.  The old
+ * daemon's exit may still be under way, hence the wait on EBUSY.
+ */
+static int
+recover_device (struct run *r)
+{
+  const struct zn_geometry *geo = r->d.geo;
+  struct zu_dev_info info = { 0 };
+  struct zu_params p = { .len = sizeof p };
+  const char *key = NULL;
+  uint64_t had = 0, is = 0;
+  int v;
+
+  v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_GET_DEV_INFO, recover_id, &info,
+                   sizeof info, 0);
+  if (v < 0) {
+    error ("--recover=%" PRIu32 ": /dev/ublkb%" PRIu32 ": %s", recover_id,
+           recover_id, v == -ENODEV ? "no such ublk device" : strerror (-v));
+    return -1;
+  }
+  if (!(info.flags & ZU_F_USER_RECOVERY) || !(info.flags & ZU_F_ZONED)) {
+    error ("--recover=%" PRIu32 ": /dev/ublkb%" PRIu32 " was not started "
+           "by zonednull-ublk --recovery (flags 0x%" PRIx64 ")", recover_id,
+           recover_id, info.flags);
+    return -1;
+  }
+  /* The kernel answers EBUSY while the old daemon's exit is under way:
+   * one that still runs is refused at once.
+   */
+  if (info.state == ZU_S_DEV_LIVE && info.ublksrv_pid > 0
+      && (kill (info.ublksrv_pid, 0) == 0 || errno == EPERM)) {
+    error ("--recover=%" PRIu32 ": /dev/ublkb%" PRIu32 " is served by "
+           "PID %" PRId32 ", still running", recover_id, recover_id,
+           info.ublksrv_pid);
+    return -1;
+  }
+  if (info.ublksrv_flags != r->d.generation) {
+    error ("--recover=%" PRIu32 ": /dev/ublkb%" PRIu32 " served the device "
+           "of generation %016" PRIx64 "; this one is %016" PRIx64 ": "
+           "another device, whose data is not what the host wrote (zones "
+           "in memory die with the process that held them)", recover_id,
+           recover_id, (uint64_t) info.ublksrv_flags, r->d.generation);
+    return -1;
+  }
+  v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_GET_PARAMS, recover_id, &p, sizeof p, 0);
+  if (v < 0) {
+    error ("--recover=%" PRIu32 ": GET_PARAMS: %s", recover_id,
+           strerror (-v));
+    return -1;
+  }
+#define CMP(k, a, b) if (!key && (uint64_t) (a) != (uint64_t) (b)) \
+    key = k, had = (uint64_t) (a), is = (uint64_t) (b)
+  CMP ("capacity (sectors)", p.basic.dev_sectors, geo->capacity);
+  CMP ("zone size (sectors)", p.basic.chunk_sectors, geo->zone_sectors);
+  CMP ("block size shift", p.basic.logical_bs_shift,
+       log2_of (geo->block_size));
+  CMP ("max_open_zones", p.zoned.max_open_zones, geo->max_open);
+  CMP ("max_active_zones", p.zoned.max_active_zones, geo->max_active);
+  if (!connect_uri) {
+    CMP ("submit_queues", info.nr_hw_queues, r->params.queue.submit_queues);
+    CMP ("hw_queue_depth", info.queue_depth, r->params.queue.hw_queue_depth);
+  }
+#undef CMP
+  if (key) {
+    error ("--recover=%" PRIu32 ": /dev/ublkb%" PRIu32 " has %s %" PRIu64
+           "; this device has %" PRIu64, recover_id, recover_id, key, had,
+           is);
+    return -1;
+  }
+  /* The kernel's queues are the device's: --connect follows them. */
+  r->params.queue.submit_queues = info.nr_hw_queues;
+  r->params.queue.hw_queue_depth = info.queue_depth;
+  r->d.nr_queues = info.nr_hw_queues;
+  r->d.depth = info.queue_depth;
+  for (int i = 0; i < 100; i++) {
+    v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_START_USER_RECOVERY, recover_id,
+                     NULL, 0, 0);
+    if (v != -EBUSY)
+      break;
+    nanosleep (&(struct timespec) { 0, 100000000 }, NULL);
+  }
+  if (v < 0) {
+    error ("--recover=%" PRIu32 ": START_USER_RECOVERY: %s%s", recover_id,
+           strerror (-v), v == -EBUSY ? " (the daemon serving it is "
+           "still running, or its exit is not over after 10 s)" : "");
+    return -1;
+  }
+  r->dev_id = recover_id;
+  return 0;
+}
+
+/* END_USER_RECOVERY returns once every queue fetched its tags; then the
+ * kernel sends the requests it held.
+ */
+static int
+end_recovery (struct run *r)
+{
+  int v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_END_USER_RECOVERY, r->dev_id, NULL,
+                       0, (uint64_t) getpid ());
+
+  if (v < 0) {
+    error ("END_USER_RECOVERY: %s", strerror (-v));
+    return -1;
+  }
+  r->added = r->started = true;
   return 0;
 }
 
@@ -630,6 +753,7 @@ create_model (struct run *r)
     return -1;
   }
   r->d.dev = r->dev;
+  r->d.generation = zn_dev_generation (r->dev);
   r->d.geo = zn_dev_geometry (r->dev);
   if (check_geometry (r->d.geo, &r->params.cfg) == -1)
     return -1;
@@ -696,16 +820,15 @@ connect_remote (struct run *r)
     r->params.queue.shared_tag_bitmap = (qi.queue_flags
                                          & ZN_QUEUE_F_SHARED_TAG_BITMAP) != 0;
   }
-  if (reconnect_s) {
-    /* What tells the same device from another when it comes back. */
-    v = zn_client_generation (c, &r->d.generation);
-    if (v < 0) {
-      error ("--reconnect=%u: %s: %s; without a generation a queue could "
-             "not tell the same device from another", reconnect_s,
-             connect_uri, zn_client_error (c));
-      zn_client_close (c);
-      return -1;
-    }
+  /* What tells the same device from another when it comes back. */
+  v = zn_client_generation (c, &r->d.generation);
+  if (v < 0 && (reconnect_s || recovery || recover || v != -EOPNOTSUPP)) {
+    error ("%s%s: %s%s", reconnect_s ? "--reconnect: " : recovery
+           ? "--recovery: " : recover ? "--recover: " : "", connect_uri,
+           zn_client_error (c), v == -EOPNOTSUPP ? "; without a generation "
+           "the same device cannot be told from another" : "");
+    zn_client_close (c);
+    return -1;
   }
   zn_client_close (c);
   if (info.max_append_sectors == 0) {
@@ -795,8 +918,19 @@ serve (struct run *r)
     error (ZU_CONTROL_DEVICE ": %s", strerror (-v));
     return -1;
   }
-  if (check_features (r) == -1 || add_device (r) == -1
-      || open_cdev (r) == -1 || set_params (r) == -1)
+  if (recovery && !connect_uri && !r->backing_dir) {
+    error ("--recover%s: the zones are in this process's memory and die "
+           "with it; recovery needs them to outlive it (backing_dir= or "
+           "--connect)", recover ? "" : "y");
+    return -1;
+  }
+  if (recover) {
+    if (check_features (r) == -1 || recover_device (r) == -1
+        || open_cdev (r) == -1)
+      return -1;
+  }
+  else if (check_features (r) == -1 || add_device (r) == -1
+           || open_cdev (r) == -1 || set_params (r) == -1)
     return -1;
   r->d.stop_fd = eventfd (0, EFD_CLOEXEC);
   if (r->d.stop_fd == -1) {
@@ -806,9 +940,11 @@ serve (struct run *r)
   r->d.dev_id = r->dev_id;
   if (start_queues (r) == -1
       || (!connect_uri && start_control_socket (r) == -1)
-      || start_device (r) == -1)
+      || (recover ? end_recovery (r) : start_device (r)) == -1)
     return -1;
-  match_nullb_scheduler (r);
+  /* A device taken over keeps the scheduler it had. */
+  if (!recover)
+    match_nullb_scheduler (r);
   if (announce (r) == -1)
     return -1;
   wait_for_stop (r);
@@ -839,6 +975,12 @@ usage (FILE *fp)
          "                           or late, hold the requests and connect\n"
          "                           again to the same device for up to\n"
          "                           SECONDS (0, the default: fail them)\n"
+         "     --recovery            let a new zonednull-ublk take the device\n"
+         "                           over if this one dies (ublk user\n"
+         "                           recovery; the kernel holds its I/O)\n"
+         "     --recover N           take over /dev/ublkbN, whose daemon\n"
+         "                           died, serving the same device (same\n"
+         "                           --connect, or the same backing_dir)\n"
          "     --queues N            with --connect: ublk queues, one NBD\n"
          "                           connection each (the server's\n"
          "                           submit_queues)\n"
@@ -892,6 +1034,8 @@ parse_args (int argc, char **argv, struct zn_params *p)
     { "connect", required_argument, NULL, 'c' },
     { "timeout", required_argument, NULL, 'T' },
     { "reconnect", required_argument, NULL, 'R' },
+    { "recovery", no_argument, NULL, 'Y' },
+    { "recover", required_argument, NULL, 'y' },
     { "queues", required_argument, NULL, 'Q' },
     { "depth", required_argument, NULL, 'D' },
     { "stats", no_argument, NULL, 'S' },
@@ -918,6 +1062,17 @@ parse_args (int argc, char **argv, struct zn_params *p)
       if (parse_count ("--reconnect", optarg, 0, 86400, &reconnect_s) == -1)
         return 2;
       break;
+    case 'Y': recovery = true; break;
+    case 'y': {
+      unsigned id;
+
+      if (parse_count ("--recover", optarg, 0, INT32_MAX, &id) == -1)
+        return 2;
+      recover = true;
+      recovery = true;
+      recover_id = id;
+      break;
+    }
     case 'Q':
       if (parse_count ("--queues", optarg, 1, ZU_MAX_NR_QUEUES,
                        &opt_queues) == -1)

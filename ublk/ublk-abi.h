@@ -20,6 +20,8 @@
 #define ZU_CMD_SET_PARAMS    0xC0207508u
 #define ZU_CMD_GET_PARAMS    0x80207509u
 #define ZU_CMD_GET_FEATURES  0x80207513u
+#define ZU_CMD_START_USER_RECOVERY 0xC0207510u
+#define ZU_CMD_END_USER_RECOVERY   0xC0207511u
 
 /* I/O commands on /dev/ublkcN (16-byte argument). */
 #define ZU_IO_FETCH_REQ            0xC0107520u
@@ -30,9 +32,16 @@
 #define ZU_IO_RES_ABORT  (-19)          /* -ENODEV */
 
 /* Device flags (ublksrv_ctrl_dev_info.flags, GET_FEATURES). */
+#define ZU_F_USER_RECOVERY    (UINT64_C (1) << 3)
 #define ZU_F_CMD_IOCTL_ENCODE (UINT64_C (1) << 6)
 #define ZU_F_USER_COPY        (UINT64_C (1) << 7)
 #define ZU_F_ZONED            (UINT64_C (1) << 8)
+
+/* Device states (ublksrv_ctrl_dev_info.state). */
+#define ZU_S_DEV_DEAD     0
+#define ZU_S_DEV_LIVE     1
+#define ZU_S_DEV_QUIESCED 2
+#define ZU_S_DEV_FAIL_IO  3
 
 /* Parameter types and basic attributes. */
 #define ZU_PARAM_TYPE_BASIC   1u

@@ -41,8 +41,10 @@ check () { # check DESCRIPTION COMMAND...
 timeout_s=${ZN_CONNECT_TIMEOUT:-5}
 # The differential's per-request timeout: a TCG guest on a loaded host
 # can take a reply past the default 30 s, and one late reply fails the
-# device for good (no reconnection yet), so it is far above any reply
-# seen; the tier's own bound still ends a hung run.
+# device for good without --reconnect, so it is far above any reply
+# seen; the tier's own bound still ends a hung run.  (--reconnect would
+# come through such a reply too, but the differential compares errnos
+# with null_blk's, and a reconnection is checked on its own below.)
 diff_timeout_s=${ZN_DIFF_TIMEOUT:-300}
 work=/tmp/zn-connect
 mkdir -p $work
@@ -235,6 +237,256 @@ idle_stop () {
     fail "idle SIGSTOP: zonednull-ublk --connect starts: $(cat $work/ublk.err)"
   fi
   kill -KILL $spid 2>/dev/null; wait $spid 2>/dev/null
+}
+
+# ---- reconnection -----------------------------------------------------------
+# rc_server NAME ARGS...: a guest-local zonednull-server on $work/NAME.sock;
+# sets $spid.
+rc_server () {
+  n=$1; shift
+  rm -f $work/$n.sock
+  $ZN_CONNECT_SERVER -f -U $work/$n.sock "$@" >>$work/$n.out 2>&1 &
+  spid=$!
+  i=0; while [ ! -S $work/$n.sock ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+}
+# start_dev_fg URI [OPTIONS]: start_dev in the foreground (-f), in the
+# background, so that what it says after the start is in $work/ublk.err.
+start_dev_fg () {
+  u=$1; shift
+  rm -f $work/pid $work/fg.out
+  zonednull-ublk -f -P $work/pid --connect="$u" "$@" >$work/fg.out 2>$work/ublk.err &
+  i=0
+  while { [ ! -s $work/pid ] || [ ! -s $work/fg.out ]; } && [ -d /proc/$! ] &&
+        [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+  pid=$(cat $work/pid 2>/dev/null)
+  dev=$(cat $work/fg.out)
+  [ -n "$pid" ] && [ -b "$dev" ]
+}
+# rc_writer: 32 MiB of $work/rc.data written 4 KiB at a time with O_DIRECT
+# from sector 0 (zones of 16 MiB, the first conventional), in the
+# background ($ddpid, output $work/dd.out).
+rc_writer () {
+  dd if=$work/rc.data of="$dev" bs=4k oflag=direct >$work/dd.out 2>&1 &
+  ddpid=$!
+}
+# rc_wait BOUND: waits up to BOUND seconds for the writer; 0 if it ended.
+rc_wait () {
+  i=0
+  while [ -d /proc/$ddpid ] && [ $i -lt $(($1 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+  if [ -d /proc/$ddpid ]; then kill -KILL $ddpid; wait $ddpid 2>/dev/null; return 1; fi
+  wait $ddpid
+}
+# rc_same: the device reads back what the writer wrote.
+rc_same () {
+  dd if="$dev" bs=1M count=32 iflag=direct 2>/dev/null | cmp -s - $work/rc.data
+}
+
+# reconnect KIND: with --reconnect, the server goes away during a write
+# and the device must come through, or be lost as it should:
+#   restart  SIGKILL, then a new server on the same backing_dir (the same
+#            generation): the write completes, every byte in place;
+#   late     SIGSTOP for longer than --timeout, then SIGCONT (the slow
+#            reply that failed the differential for good): the same;
+#   other    SIGKILL, then a new memory device on the same socket (another
+#            generation): the writer gets EIO, the log says why;
+#   gone     SIGKILL and nothing: EIO once the window closes.
+reconnect () {
+  kind=$1 dir=$work/rc-dir-$kind window=60
+  [ $kind = gone ] && window=4
+  rm -rf $dir $work/rc-$kind.out
+  geo="size=256 zone_size=16 zone_nr_conv=1 memory_backed=1"
+  extra=
+  [ $kind = restart ] && extra="backing_dir=$dir"
+  rc_server rc-$kind $geo $extra
+  if ! start_dev_fg "nbd+unix:///?socket=$work/rc-$kind.sock" \
+       --timeout=$timeout_s --reconnect=$window; then
+    fail "reconnect $kind: zonednull-ublk --connect --reconnect starts: $(cat $work/ublk.err)"
+    kill -KILL $spid; wait $spid 2>/dev/null
+    return
+  fi
+  rc_writer
+  sleep 2
+  t0=$(now)
+  case $kind in
+  late)
+    kill -STOP $spid
+    sleep $((timeout_s + 3))
+    kill -CONT $spid ;;
+  *)
+    kill -KILL $spid; wait $spid 2>/dev/null
+    sleep 1
+    [ $kind = restart ] && rc_server rc-$kind $geo $extra
+    [ $kind = other ] && rc_server rc-$kind $geo ;;
+  esac
+  case $kind in
+  restart|late)
+    if rc_wait $((window + timeout_s + 10)); then
+      ok "reconnect $kind: the writer completed, $(secs_since $t0) s after the loss"
+    else
+      fail "reconnect $kind: the writer failed or hung: $(cat $work/dd.out) / $(cat $work/ublk.err)"
+    fi
+    check "reconnect $kind: every byte written reads back" rc_same
+    grep -q "reconnected to the same device" $work/ublk.err \
+      && ok "reconnect $kind: the log says it reconnected" \
+      || fail "reconnect $kind: no reconnection in the log: $(cat $work/ublk.err)"
+    wp=$(zonednull report -o 32768 -c 1 "nbd+unix:///?socket=$work/rc-$kind.sock" 2>&1)
+    echo "$wp" | grep -q "wptr 0x008000 .*zcond:14" \
+      && ok "reconnect $kind: the server's second zone is full, written once" \
+      || fail "reconnect $kind: the server's second zone: $wp" ;;
+  other|gone)
+    if rc_wait $((window + timeout_s + 10)); then
+      fail "reconnect $kind: the writer succeeded on a device that was lost"
+    else
+      grep -q "Input/output error" $work/dd.out \
+        && ok "reconnect $kind: the writer got EIO $(secs_since $t0) s after the loss" \
+        || fail "reconnect $kind: the writer failed without EIO: $(cat $work/dd.out)"
+    fi
+    why="another device"
+    [ $kind = gone ] && why="lost the server"
+    grep -q "$why" $work/ublk.err \
+      && ok "reconnect $kind: the log says '$why'" \
+      || fail "reconnect $kind: the log lacks '$why': $(cat $work/ublk.err)"
+    r=$(zntrace write "$dev" 0 4096 5)
+    check "reconnect $kind: a new write fails at once with EIO ($r)" [ "$r" = "res=-5(EIO)" ] ;;
+  esac
+  check "reconnect $kind: SIGTERM stops and deletes $dev" stop_dev $((timeout_s + 10))
+  kill -KILL $spid 2>/dev/null; wait $spid 2>/dev/null
+}
+
+# ---- taking over a device (ublk user recovery) -------------------------------
+# kill_daemon: SIGKILL for the daemon of $dev; waits for it to be gone.
+kill_daemon () {
+  kill -KILL $pid
+  i=0; while [ -d /proc/$pid ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+}
+# take_over ARGS...: zonednull-ublk --recover=N ARGS..., the same path back.
+take_over () {
+  rm -f $work/pid
+  d2=$(zonednull-ublk -P $work/pid --recover=${dev#/dev/ublkb} "$@" 2>$work/ublk.err)
+  rc=$?
+  pid=$(cat $work/pid 2>/dev/null)
+  [ $rc -eq 0 ] && [ "$d2" = "$dev" ] && [ -n "$pid" ]
+}
+
+# takeover URI: a device started with --recovery loses its daemon to
+# SIGKILL; a write sent meanwhile waits (the kernel holds it), and the
+# daemon that takes over serves it and the data before it; what takes
+# over must serve the same device.
+takeover () {
+  u=$1
+  if ! start_dev "$u" --recovery; then
+    fail "takeover: zonednull-ublk --recovery starts: $(cat $work/ublk.err)"
+    return
+  fi
+  blkzone reset "$dev"
+  dd if=/dev/urandom of=$work/to.data bs=1M count=2 2>/dev/null
+  # Zone 1, the first sequential one, from its start (16 MiB).
+  dd if=$work/to.data of="$dev" bs=1M seek=16 count=1 oflag=direct 2>$work/dd.out ||
+    fail "takeover: the first write: $(cat $work/dd.out)"
+  live=$pid
+  take_over --connect="$u" \
+    && fail "takeover: --recover of a device whose daemon runs was accepted" \
+    || { grep -q "still running" $work/ublk.err \
+           && ok "takeover: --recover of a live device is refused: $(cat $work/ublk.err)" \
+           || fail "takeover: --recover of a live device: $(cat $work/ublk.err)"; }
+  pid=$live
+  kill_daemon
+  check "takeover: $dev outlives its daemon" [ -b "$dev" ]
+  dd if=$work/to.data of="$dev" bs=1M skip=1 seek=17 count=1 oflag=direct >$work/dd.out 2>&1 &
+  ddpid=$!
+  sleep 2
+  check "takeover: a write without a daemon waits" [ -d /proc/$ddpid ]
+  if take_over --connect="$u"; then
+    ok "takeover: zonednull-ublk --recover takes $dev over"
+  else
+    fail "takeover: --recover: $(cat $work/ublk.err)"
+    kill -KILL $ddpid 2>/dev/null
+    return
+  fi
+  if rc_wait 30; then ok "takeover: the waiting write completed"
+  else fail "takeover: the waiting write: $(cat $work/dd.out)"; fi
+  dd if="$dev" bs=1M skip=16 count=2 iflag=direct 2>/dev/null | cmp -s - $work/to.data \
+    && ok "takeover: both writes read back" || fail "takeover: the data differs"
+  r=$(zntrace write "$dev" $(((18 << 20) + 4096)) 4096 6)
+  check "takeover: errnos as before: a write off the pointer fails with EIO ($r)" [ "$r" = "res=-5(EIO)" ]
+  check "takeover: SIGTERM stops and deletes $dev" stop_dev 10
+}
+
+# takeover_refusals: a server on another backing_dir (another device) is
+# refused, naming the generation; the server on the device's own
+# directory is taken; an in-process device whose zones die with it is
+# refused --recovery.
+takeover_refusals () {
+  rm -rf $work/to-a $work/to-b
+  rc_server to size=64 zone_size=8 memory_backed=1 backing_dir=$work/to-a
+  u="nbd+unix:///?socket=$work/to.sock"
+  if start_dev "$u" --recovery; then
+    kill_daemon
+    kill $spid; wait $spid 2>/dev/null
+    rc_server to size=64 zone_size=8 memory_backed=1 backing_dir=$work/to-b
+    take_over --connect="$u" \
+      && fail "takeover: another device was taken for the same" \
+      || { grep -q "generation" $work/ublk.err \
+             && ok "takeover: another device is refused, naming its generation" \
+             || fail "takeover: another device: $(cat $work/ublk.err)"; }
+    kill $spid; wait $spid 2>/dev/null
+    rc_server to size=64 zone_size=8 memory_backed=1 backing_dir=$work/to-a
+    take_over --connect="$u" \
+      && ok "takeover: the server restarted on the device's backing_dir is the same device" \
+      || fail "takeover: the same backing_dir: $(cat $work/ublk.err)"
+    check "takeover: SIGTERM stops and deletes $dev" stop_dev 10
+    kill $spid; wait $spid 2>/dev/null
+  else
+    fail "takeover: --recovery starts: $(cat $work/ublk.err)"
+  fi
+  zonednull-ublk --recovery size=64 zone_size=8 memory_backed=1 >$work/mem.out 2>&1 \
+    && fail "takeover: --recovery of an in-process memory device was accepted" \
+    || { grep -q "die" $work/mem.out && ok "takeover: an in-process memory device is refused --recovery" \
+           || fail "takeover: in-process memory --recovery: $(cat $work/mem.out)"; }
+}
+
+# takeover_btrfs: btrfs mounted on a --recovery device; its daemon is
+# killed between two batches of files, the second written and synced
+# while no daemon runs; the daemon that takes over lets the sync end, and
+# every file is whole after a remount and btrfs check.
+takeover_btrfs () {
+  u=$1 m=/mnt/zn-takeover
+  modprobe crc32c_generic 2>/dev/null; modprobe xxhash_generic 2>/dev/null
+  modprobe blake2b_generic 2>/dev/null; modprobe btrfs 2>/dev/null
+  if ! start_dev "$u" --recovery; then
+    fail "takeover btrfs: --recovery starts: $(cat $work/ublk.err)"; return
+  fi
+  mkdir -p $m
+  if ! timeout 300 mkfs.btrfs -f -q -O zoned -d single -m single "$dev" >$work/mkfs.out 2>&1 ||
+     ! timeout 120 mount -t btrfs "$dev" $m 2>$work/mount.out; then
+    fail "takeover btrfs: mkfs or mount: $(cat $work/mkfs.out $work/mount.out)"
+    stop_dev 10; return
+  fi
+  for i in 1 2 3; do dd if=/dev/urandom of=$m/before$i bs=64k count=$((i * 8)) 2>/dev/null; done
+  timeout 120 sync
+  kill_daemon
+  ( for i in 1 2 3; do dd if=/dev/urandom of=$m/after$i bs=64k count=$((i * 8)) 2>/dev/null; done
+    sync ) >$work/dd.out 2>&1 &
+  ddpid=$!
+  sleep 3
+  check "takeover btrfs: the sync waits while no daemon runs" [ -d /proc/$ddpid ]
+  take_over --connect="$u" && ok "takeover btrfs: a new daemon takes $dev over under the mounted btrfs" ||
+    fail "takeover btrfs: --recover: $(cat $work/ublk.err)"
+  rc_wait 120 && ok "takeover btrfs: the sync ended" || fail "takeover btrfs: the sync: $(cat $work/dd.out)"
+  (cd $m && sha256sum before* after*) >$work/to.sums
+  timeout 120 umount $m || fail "takeover btrfs: umount"
+  timeout 300 btrfs check "$dev" >$work/check.out 2>&1 \
+    && ok "takeover btrfs: btrfs check finds no errors" \
+    || fail "takeover btrfs: btrfs check: $(grep -iE 'error|corrupt|wrong' $work/check.out | head -n 3 | tr '\n' ' ')"
+  if timeout 120 mount -t btrfs "$dev" $m 2>$work/mount.out; then
+    (cd $m && sha256sum -c $work/to.sums) >$work/to.check 2>&1 \
+      && ok "takeover btrfs: the 6 files read back after a remount" \
+      || fail "takeover btrfs: $(grep -v ': OK' $work/to.check | head -n 3 | tr '\n' ' ')"
+    timeout 120 umount $m
+  else
+    fail "takeover btrfs: remount: $(cat $work/mount.out)"
+  fi
+  check "takeover btrfs: SIGTERM stops and deletes $dev" stop_dev 10
 }
 
 # ---- refusals ---------------------------------------------------------------
@@ -559,6 +811,18 @@ if [ -n "${ZN_CONNECT_SERVER:-}" ]; then
   failure KILL
   failure STOP
   idle_stop
+  dd if=/dev/urandom of=$work/rc.data bs=1M count=32 2>/dev/null
+  for k in restart late other gone; do reconnect $k; done
+  rm -f $work/rc.data
+  rc_server takeover size=256 zone_size=16 zone_nr_conv=1 memory_backed=1
+  takeover "nbd+unix:///?socket=$work/takeover.sock"
+  if [ "${ZN_CONNECT_BTRFS:-1}" != 0 ] && command -v mkfs.btrfs >/dev/null; then
+    takeover_btrfs "nbd+unix:///?socket=$work/takeover.sock"
+  else
+    echo "# takeover btrfs: skipped (no mkfs.btrfs, or ZN_CONNECT_BTRFS=0)"
+  fi
+  kill $spid; wait $spid 2>/dev/null
+  takeover_refusals
   for p in $spids; do kill $p; wait $p 2>/dev/null; done
 fi
 echo "# the checks per server, failures: $(secs_since $ct0) s"
