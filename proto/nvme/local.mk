@@ -45,3 +45,27 @@ proto/nvme/fuzz-session: $(fuzz_nvme_session_sources:%=$(srcdir)/%) \
 	  $(GNUTLS_LIBS) $(NETTLE_LIBS) -o $@
 CLEANFILES += proto/nvme/fuzz-session
 EXTRA_DIST += proto/nvme/fuzz-session.c
+
+# The libFuzzer target for DH-HMAC-CHAP alone: it includes auth.c, to
+# compute the Reply a host with the secret would send.
+fuzz_nvme_auth_sources = proto/nvme/fuzz-auth.c proto/nvme/session.c \
+	proto/nvme/command.c proto/nvme/fabrics.c proto/nvme/admin.c \
+	proto/nvme/io.c proto/nvme/zns.c proto/park.c \
+	$(filter %.c,$(lib_libzonednull_la_SOURCES))
+if HAVE_LIBFUZZER
+check_DATA += proto/nvme/fuzz-auth
+endif
+proto/nvme/fuzz-auth: $(fuzz_nvme_auth_sources:%=$(srcdir)/%) \
+	proto/nvme/auth.c proto/served.h proto/park.h proto/nvme/session.h \
+	proto/nvme/internal.h proto/nvme/pdu.h proto/nvme/command.h \
+	proto/nvme/zns.h proto/nvme/auth.h \
+	$(filter %.h,$(lib_libzonednull_la_SOURCES))
+	$(AM_V_CCLD)mkdir -p proto/nvme && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
+	  -DPACKAGE_VERSION='"$(PACKAGE_VERSION)"' \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -I$(top_srcdir)/include -I$(top_srcdir)/proto -I$(top_srcdir)/proto/nvme \
+	  -I$(top_srcdir)/net -I$(top_srcdir)/lib \
+	  $(fuzz_nvme_auth_sources:%=$(srcdir)/%) -pthread $(ISAL_LIBS) \
+	  $(GNUTLS_LIBS) $(NETTLE_LIBS) -o $@
+CLEANFILES += proto/nvme/fuzz-auth
+EXTRA_DIST += proto/nvme/fuzz-auth.c

@@ -2,7 +2,9 @@
 # Bounded libFuzzer runs over zonednull-server's protocol sessions, NBD
 # then NVMe/TCP, from seeds that reach every phase: NBD's handshake
 # options, meta contexts and each command; NVMe/TCP's ICReq, Connect,
-# the admin commands and each I/O command with in-capsule data and R2Ts.
+# the admin commands and each I/O command with in-capsule data and R2Ts;
+# then NVMe/TCP's DH-HMAC-CHAP exchange alone, with a host that knows
+# the secret (no forged Reply may authenticate, the right one must).
 # Any crash, leak, sanitizer report or broken invariant fails.
 . "$(dirname "$0")/../common/lib.sh"
 
@@ -176,4 +178,37 @@ PY
   fail "NVMe/TCP fuzzer found a problem:
 $(tail -60 "$tmpdir/nvme-fuzz.log")"
 grep -E 'stat::number_of_executed_units|cov:' "$tmpdir/nvme-fuzz.log" | tail -3
+
+# DH-HMAC-CHAP alone (proto/nvme/fuzz-auth.c): the target plays a host
+# with the secret, so exchanges succeed, one-way and both ways, and fail
+# where the script forged the Reply.  A script: the host (one-way 0,
+# two-way 1), then operations: 0 Negotiate (group choice, TID, hash, a
+# mutation), 1 Receive (1: AL 4096), 2 the right Reply (C2 flag and its
+# SEQNUM, a mutation), 3 Success2 or Failure2, others raw bytes.
+auth_fuzzer=${ZONEDNULL_BUILDDIR:-.}/proto/nvme/fuzz-auth
+[ -x "$auth_fuzzer" ] || fail "no DH-HMAC-CHAP fuzz target beside the others"
+mkdir "$tmpdir/auth-seeds" "$tmpdir/auth-corpus"
+/usr/bin/python3 - "$tmpdir/auth-seeds" <<'PY' || fail "cannot write DH-HMAC-CHAP seeds"
+import struct, sys
+d = sys.argv[1]
+keep = b"\0\0\0\0"
+neg = lambda tid, h, groups: bytes([0, groups]) + struct.pack(">H", tid) + bytes([h]) + keep
+recv = b"\1\1"
+reply = lambda c2=False, mut=keep: b"\2" + (b"\1\0\7" if c2 else b"\0") + mut
+seeds = {
+  "one-way": b"\0" + neg(1, 1, 0) + recv + reply() + recv,
+  "ffdhe2048": b"\0" + neg(2, 2, 10) + recv + reply() + recv,
+  "two-way": b"\1" + neg(3, 3, 0) + recv + reply(True) + recv + b"\3\0\0" + keep,
+  "forged": b"\0" + neg(4, 1, 0) + recv + reply(False, b"\1\0\x14\x01") + recv,
+  "again": b"\0" + (neg(5, 1, 0) + recv + reply() + recv) * 3,
+}
+for k, v in seeds.items():
+    open("%s/%s" % (d, k), "wb").write(v)
+PY
+"$auth_fuzzer" -max_total_time="${ZONEDNULL_AUTH_FUZZ_SECONDS:-20}" \
+  -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
+  "$tmpdir/auth-corpus" "$tmpdir/auth-seeds" >"$tmpdir/auth-fuzz.log" 2>&1 ||
+  fail "DH-HMAC-CHAP fuzzer found a problem:
+$(tail -60 "$tmpdir/auth-fuzz.log")"
+grep -E 'stat::number_of_executed_units|cov:' "$tmpdir/auth-fuzz.log" | tail -3
 exit 0
