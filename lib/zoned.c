@@ -919,7 +919,10 @@ typedef int (*part_fn) (struct zn_dev *, struct zone *, void *,
                         uint64_t, uint64_t, enum zn_reason *);
 
 /* Splits like the block layer (zone boundaries, max_sectors).  Every part
- * is attempted and the last error wins, as with chained bios.
+ * is attempted and the last error wins, as with chained bios.  The reason
+ * given is that of the first part that failed with that errno: a part
+ * that fails leaves the next to fail because of it (a write not at the
+ * write pointer it did not move), and the first is the one that says why.
  */
 /* block layer: __bio_split_to_limits () */
 static int
@@ -944,8 +947,10 @@ for_each_part (struct zn_dev *dev, part_fn fn, void *buf,
       n = nr_sectors;
     part_ret = fn (dev, z, buf, sector, n, &part_why);
     if (part_ret) {
+      if (part_ret != ret)
+        *why = part_why == ZN_REASON_NONE ? zn_reason_of (-part_ret)
+          : part_why;
       ret = part_ret;
-      *why = part_why == ZN_REASON_NONE ? zn_reason_of (-ret) : part_why;
     }
     buf = (unsigned char *) buf + (n << ZN_SECTOR_SHIFT);
     sector += n;

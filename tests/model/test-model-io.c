@@ -443,6 +443,13 @@ test_reasons_one_zone (void)
   CHECK_WHY (zn_read_why (d, buf, 4, 1, &cw_why_), -EIO, ZN_REASON_BAD_BLOCK);
   /* Split at the zone boundary: the reason of the part that failed. */
   CHECK_WHY (write_why (d, Z - 8, 24, &cw_why_), -EIO, ZN_REASON_NOT_AT_WP);
+  /* Split at max_sectors: the first part fails (a bad block, or the
+   * store out of space), which leaves the second off the write pointer;
+   * the reason is the first part's.
+   */
+  CHECK_EQ (zn_badblocks_set (d, 6 * Z + 4, 6 * Z + 4), 0);
+  CHECK_WHY (write_why (d, 6 * Z, 2 * zn_dev_geometry (d)->max_sectors,
+                        &cw_why_), -EIO, ZN_REASON_BAD_BLOCK);
 
   /* Zone management. */
   CHECK_WHY (zn_zone_mgmt_why (d, ZN_OP_OPEN, 0, Z, &cw_why_), -EIO,
