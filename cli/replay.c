@@ -206,7 +206,7 @@ static void
 say_state (const struct zn_replay_plan *p, const struct zn_keep *keep,
            const char *policy, uint64_t s, uint64_t n, const bool *k)
 {
-  const struct zn_wlog_rec *last = &p->recs[p->end - 1];
+  const struct zn_wlog_rec *last = &p->last;
   struct zn_keep every = *keep;
 
   /* How many MAX left out, so that a user knows to raise it. */
@@ -230,7 +230,7 @@ static bool
 work_bounded (const struct ropts *o, const struct zn_replay_plan *p)
 {
   const struct zn_geometry *g = zn_wlog_read_geometry (p->log);
-  uint64_t rewrite = 0, carried = 0;
+  uint64_t rewrite = p->rewrite, carried = p->carried;
 
   if (o->force)
     return true;
@@ -239,16 +239,6 @@ work_bounded (const struct ropts *o, const struct zn_replay_plan *p)
              "zone file each; more than %u needs --force\n", PROG,
              zn_wlog_read_name (p->log), g->nr_zones, REPLAY_MAX_ZONES);
     return false;
-  }
-  for (uint64_t i = 0; i < p->end; i++) {
-    const struct zn_wlog_rec *r = &p->recs[i];
-
-    if (r->kind == ZN_WLOG_K_WP)
-      rewrite += (r->sector - (uint64_t) r->zone * g->zone_sectors)
-                 << ZN_SECTOR_SHIFT;
-    else if (r->kind == ZN_WLOG_K_WRITE || r->kind == ZN_WLOG_K_APPEND
-             || r->kind == ZN_WLOG_K_SNAPSHOT)
-      carried += r->nr_sectors << ZN_SECTOR_SHIFT;
   }
   if (rewrite > REPLAY_MAX_REWRITE + REPLAY_REWRITE_PER_BYTE * carried) {
     fprintf (stderr, "%s: %s: its power cycles' WP entries rewrite %" PRIu64

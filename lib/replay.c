@@ -29,11 +29,31 @@ is_number (const char *s)
   return 1;
 }
 
+/* What the plan keeps of entry r, and its share of the work. */
+static void
+note_entry (struct zn_replay_plan *p, const struct zn_wlog_rec *r)
+{
+  uint64_t zs = zn_wlog_read_geometry (p->log)->zone_sectors;
+
+  p->ents[p->end] = (struct zn_replay_entry) {
+    .ref = r->ref, .zone = r->zone, .kind = (uint8_t) r->kind,
+    .fua = (r->flags & ZN_WLOG_FUA) != 0,
+  };
+  if (r->kind == ZN_WLOG_K_WP)
+    p->rewrite += (r->sector - (uint64_t) r->zone * zs) << ZN_SECTOR_SHIFT;
+  else if (r->kind == ZN_WLOG_K_WRITE || r->kind == ZN_WLOG_K_APPEND
+           || r->kind == ZN_WLOG_K_SNAPSHOT)
+    p->carried += r->nr_sectors << ZN_SECTOR_SHIFT;
+  p->last = *r;
+  p->end++;
+}
+
 static int
 read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
 {
   uint64_t nr = zn_wlog_read_nr_entries (p->log), target = nr - 1;
   bool by_mark = to && !is_number (to);
+  struct zn_wlog_rec rec;
   size_t cap = 0;
   int r;
 
@@ -48,24 +68,23 @@ read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
   }
   for (;;) {
     if (p->end == cap) {
-      struct zn_wlog_rec *n;
+      struct zn_replay_entry *n;
 
       cap = cap ? 2 * cap : 256;
-      n = realloc (p->recs, cap * sizeof *n);
+      n = realloc (p->ents, cap * sizeof *n);
       if (n == NULL) {
         snprintf (err, errlen, "%s", strerror (ENOMEM));
         return -1;
       }
-      p->recs = n;
+      p->ents = n;
     }
-    r = zn_wlog_read_next (p->log, &p->recs[p->end], err, errlen);
+    r = zn_wlog_read_next (p->log, &rec, err, errlen);
     if (r < 0)
       return -1;
     if (r == 0)
       break;
-    p->end++;
-    if (by_mark ? p->recs[p->end - 1].kind == ZN_WLOG_K_MARK
-                  && strcmp (p->recs[p->end - 1].mark, to) == 0
+    note_entry (p, &rec);
+    if (by_mark ? rec.kind == ZN_WLOG_K_MARK && strcmp (rec.mark, to) == 0
         : p->end - 1 == target)
       return 0;
   }
@@ -108,7 +127,7 @@ decide (struct zn_replay_plan *p)
   if (later == NULL)
     return -ENOMEM;
   for (uint64_t i = 0; i < p->end; i++) {
-    const struct zn_wlog_rec *r = &p->recs[i];
+    const struct zn_replay_entry *r = &p->ents[i];
 
     if (r->kind == ZN_WLOG_K_FLUSH && r->ref > flushed)
       flushed = r->ref;
@@ -116,7 +135,7 @@ decide (struct zn_replay_plan *p)
       powered = i;
   }
   for (uint64_t i = p->end; i-- > 0; ) {
-    const struct zn_wlog_rec *r = &p->recs[i];
+    const struct zn_replay_entry *r = &p->ents[i];
     bool seq = seq_zone (p, r->zone);
 
     if (r->kind == ZN_WLOG_K_RESET) {
@@ -126,11 +145,11 @@ decide (struct zn_replay_plan *p)
     /* A zone taken out of service had its cache written back first. */
     if (r->kind == ZN_WLOG_K_COND && r->ref != 0 && later[r->zone] != 2)
       later[r->zone] = 1;
-    if (!zn_wlog_has_data (r->kind)) {
+    if (!zn_wlog_has_data ((enum zn_wlog_kind) r->kind)) {
       p->fate[i] = ZN_FATE_OP;
       continue;
     }
-    if ((r->flags & ZN_WLOG_FUA) || i < flushed || i < powered
+    if (r->fua || i < flushed || i < powered
         || (seq && later[r->zone] == 1))
       p->fate[i] = ZN_FATE_DURABLE;
     else
@@ -168,7 +187,7 @@ group (struct zn_replay_plan *p)
     return -ENOMEM;
   for (uint64_t i = 0; i < p->end; i++)
     if (p->fate[i] == ZN_FATE_PENDING)
-      v[n++] = (struct pend) { p->recs[i].zone, i };
+      v[n++] = (struct pend) { p->ents[i].zone, i };
   qsort (v, n, sizeof *v, by_zone);
   nos = malloc ((n ? n : 1) * sizeof *nos);
   p->groups = calloc (n ? n : 1, sizeof *p->groups);
@@ -223,7 +242,7 @@ zn_replay_plan_free (struct zn_replay_plan *p)
     free (p->groups[0].entries);
   free (p->groups);
   free (p->fate);
-  free (p->recs);
+  free (p->ents);
   memset (p, 0, sizeof *p);
 }
 
@@ -371,6 +390,12 @@ zn_replay_target_dir (const char *dir, char *err, size_t errlen)
 
 struct applier {
   const struct zn_replay_plan *p;
+  /* A POWER's run: its entry, and the COND entries in it, which are
+   * applied again once the run ends (end_power).
+   */
+  struct zn_wlog_rec power;
+  struct zn_wlog_rec *conds;
+  size_t nr_conds, conds_cap;
   struct zn_dev *dev;
   int dirfd;                    /* the state's directory */
   char *buf;
@@ -613,20 +638,56 @@ apply (struct applier *a, const struct zn_wlog_rec *r)
  * would have cleared.
  */
 static int
-end_power (struct applier *a, const bool *k, uint64_t from, uint64_t end)
+end_power (struct applier *a)
 {
-  const struct zn_replay_plan *p = a->p;
-
   if (zn_power_cycle (a->dev) != 0)
-    return refused (a, &p->recs[from - 1], "the model's power cycle "
-                    "failed");
-  for (uint64_t i = from; i < end; i++)
-    if (k[i] && p->recs[i].kind == ZN_WLOG_K_COND) {
-      int ret = apply (a, &p->recs[i]);
+    return refused (a, &a->power, "the model's power cycle failed");
+  for (size_t i = 0; i < a->nr_conds; i++) {
+    int ret = apply (a, &a->conds[i]);
 
-      if (ret)
-        return ret;
+    if (ret)
+      return ret;
+  }
+  a->nr_conds = 0;
+  return 0;
+}
+
+/* A kept COND entry of the run, for end_power. */
+static int
+note_cond (struct applier *a, const struct zn_wlog_rec *r)
+{
+  if (a->nr_conds == a->conds_cap) {
+    size_t cap = a->conds_cap ? 2 * a->conds_cap : 16;
+    struct zn_wlog_rec *n = realloc (a->conds, cap * sizeof *n);
+
+    if (n == NULL) {
+      snprintf (a->err, a->errlen, "%s", strerror (ENOMEM));
+      return -1;
     }
+    a->conds = n;
+    a->conds_cap = cap;
+  }
+  a->conds[a->nr_conds++] = *r;
+  return 0;
+}
+
+/* Entry i read again: the one the plan was made from, or the log
+ * changed under replay.
+ */
+static int
+read_again (struct applier *a, uint64_t i, struct zn_wlog_rec *r)
+{
+  const struct zn_replay_entry *e = &a->p->ents[i];
+  int got = zn_wlog_read_next (a->p->log, r, a->err, a->errlen);
+
+  if (got < 0)
+    return -1;
+  if (got == 0 || r->no != i || r->kind != (enum zn_wlog_kind) e->kind
+      || r->zone != e->zone || r->ref != e->ref) {
+    snprintf (a->err, a->errlen, "%s: entry %" PRIu64 ": the log changed "
+              "while it was replayed", zn_wlog_read_name (a->p->log), i);
+    return -1;
+  }
   return 0;
 }
 
@@ -652,26 +713,36 @@ zn_replay_write (const struct zn_replay_plan *p, const bool *k,
     zn_dev_destroy (a.dev);
     return -1;
   }
+  zn_wlog_read_rewind (p->log);
   for (uint64_t i = 0; i < p->end && ret == 0; i++) {
-    const struct zn_wlog_rec *r = &p->recs[i];
-    bool part = run && (r->kind == ZN_WLOG_K_WP || r->kind == ZN_WLOG_K_COND
-                        || r->kind == ZN_WLOG_K_RESTORE);
+    struct zn_wlog_rec rec, *r = &rec;
+    bool part;
 
+    ret = read_again (&a, i, r);
+    if (ret)
+      break;
+    part = run && (r->kind == ZN_WLOG_K_WP || r->kind == ZN_WLOG_K_COND
+                   || r->kind == ZN_WLOG_K_RESTORE);
     if (run && !part) {
-      ret = end_power (&a, k, run, i);
+      ret = end_power (&a);
       run = 0;
     }
-    if (ret == 0 && k[i] && !(part && r->kind == ZN_WLOG_K_COND))
+    if (ret == 0 && k[i] && part && r->kind == ZN_WLOG_K_COND)
+      ret = note_cond (&a, r);
+    else if (ret == 0 && k[i])
       ret = apply (&a, r);
-    if (r->kind == ZN_WLOG_K_POWER)
+    if (r->kind == ZN_WLOG_K_POWER) {
       run = i + 1;
+      a.power = *r;
+    }
   }
   if (ret == 0 && run)
-    ret = end_power (&a, k, run, p->end);
+    ret = end_power (&a);
   if (ret == 0 && zn_dev_sync_files (a.dev, err, errlen) < 0)
     ret = -1;
   zn_dev_destroy (a.dev);
   close (a.dirfd);
   free (a.buf);
+  free (a.conds);
   return ret;
 }

@@ -31,10 +31,24 @@ struct zn_replay_group {
   uint64_t *entries;            /* their entry numbers */
 };
 
+/* What the rules need of an entry: 16 bytes where the entry read is
+ * 136, so that a long log's plan stays small.  The entries themselves
+ * are read again, one at a time, as the state is written.
+ */
+struct zn_replay_entry {
+  uint64_t ref;                 /* FLUSH: entries covered; COND: cond */
+  uint32_t zone;
+  uint8_t kind;                 /* enum zn_wlog_kind */
+  bool fua;
+};
+
 struct zn_replay_plan {
   struct zn_wlog_reader *log;
   uint64_t end;                 /* entries 0..end-1 are replayed */
-  struct zn_wlog_rec *recs;     /* [end] */
+  struct zn_replay_entry *ents; /* [end] */
+  struct zn_wlog_rec last;      /* entry end - 1, whole */
+  uint64_t rewrite;             /* bytes WP entries rewrite of zones */
+  uint64_t carried;             /* bytes of data the entries carry */
   enum zn_fate *fate;           /* [end] */
   struct zn_replay_group *groups; /* by zone, ascending */
   size_t nr_groups;

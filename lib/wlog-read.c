@@ -269,12 +269,19 @@ zn_wlog_read_open (const char *path, char *err, size_t errlen)
       || zn_wlog_read_next (log, &r, err, errlen) < 0)
     goto fail;
   /* The reader's entries start at 0, the geometry, checked again. */
-  log->next_no = 0;
-  log->next_off = log->bs;
+  zn_wlog_read_rewind (log);
   return log;
  fail:
   zn_wlog_read_close (log);
   return NULL;
+}
+
+void
+zn_wlog_read_rewind (struct zn_wlog_reader *log)
+{
+  log->next_no = 0;
+  log->next_off = log->bs;
+  log->after_power = false;
 }
 
 void

@@ -72,6 +72,8 @@ uint64_t zn_wlog_read_nr_entries (const struct zn_wlog_reader *log);
  */
 int zn_wlog_read_next (struct zn_wlog_reader *log, struct zn_wlog_rec *rec,
                        char *err, size_t errlen);
+/* Back to entry 0, to read the entries again. */
+void zn_wlog_read_rewind (struct zn_wlog_reader *log);
 /* rec's data (nr_sectors << 9 bytes) into buf; -1 with a message. */
 int zn_wlog_read_data (struct zn_wlog_reader *log,
                        const struct zn_wlog_rec *rec, void *buf, char *err,

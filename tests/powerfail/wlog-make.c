@@ -4,6 +4,8 @@
  * replay would rewrite a whole zone: FINISH, POWER, and a WP 8 sectors
  * below the zone's end.
  * wlog-make PATH zones N: a log of a device of N 1 MiB zones, one mark.
+ * wlog-make PATH flushes N: a log of N flushes in 512-byte blocks, the
+ * most entries a file of its size can hold.
  */
 #include "powerfail.h"
 
@@ -14,7 +16,7 @@ main (int argc, char **argv)
 
   if (argc < 3) {
     fprintf (stderr, "usage: wlog-make PATH SEED [N [BS]] | PATH finish-wp "
-             "ZONE_MIB | PATH zones N\n");
+             "ZONE_MIB | PATH zones N | PATH flushes N\n");
     return 2;
   }
   if (strcmp (argv[2], "finish-wp") == 0 && argc == 4) {
@@ -30,6 +32,13 @@ main (int argc, char **argv)
     unsigned n = (unsigned) atoi (argv[3]);
 
     wg_open (&g, argv[1], 4096, n, 1, 1, 0, NULL);
+  }
+  else if (strcmp (argv[2], "flushes") == 0 && argc == 4) {
+    unsigned n = (unsigned) atoi (argv[3]);
+
+    wg_open (&g, argv[1], 512, 8, 1, 1, 2, NULL);
+    for (unsigned i = 0; i < n; i++)
+      wg_raw (&g, ZN_WLOG_FLUSH, 0, 0, 0, 0, i + 1, NULL);
   }
   else {
     wg_open (&g, argv[1], argc > 4 ? (uint32_t) atoi (argv[4]) : 4096, 8, 1,
