@@ -711,16 +711,40 @@ command (struct zn_client *c, enum zn_command op, uint64_t sector,
   return send_command (c, op, cmd, sizeof cmd, info);
 }
 
-/* Runs a command whose result is an errno of the device. */
+bool
+ask_again (struct zn_client *c, uint32_t err, unsigned *waited_ms)
+{
+  const struct timespec pause = { 0, 20000000 };
+
+  if (err != EAGAIN || (c->timeout_ms && *waited_ms >= c->timeout_ms))
+    return false;
+  nanosleep (&pause, NULL);
+  *waited_ms += 20;
+  return true;
+}
+
+/* Runs a command whose result is an errno of the device.  A power cycle
+ * waits for a log's snapshot to be copied (EAGAIN), as LOG_STOP does.
+ */
 int
 device_command (struct zn_client *c, enum zn_command op, uint64_t sector,
                 uint64_t nr_sectors)
 {
   struct zn_control_info info;
-  int r = command (c, op, sector, nr_sectors, 0, &info);
+  unsigned waited = 0;
+  int r;
 
+  do
+    r = command (c, op, sector, nr_sectors, 0, &info);
+  while (r == 0 && op == ZN_CMD_POWER_CYCLE
+         && ask_again (c, info.result_errno, &waited));
   if (r < 0)
     return r;
+  if (info.result_errno == EAGAIN && op == ZN_CMD_POWER_CYCLE) {
+    set_error (c, "power cycle: a write log's snapshot is still being "
+               "copied after %u ms", waited);
+    return -EAGAIN;
+  }
   if (info.result_errno) {
     set_error (c, "%s", strerror ((int) info.result_errno));
     return -(int) info.result_errno;

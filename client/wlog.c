@@ -69,9 +69,10 @@ log_result (struct zn_client *c, const char *what, uint32_t err)
                "never written over)", what);
     break;
   case EAGAIN:
-    set_error (c, "%s: the device's last snapshot held every client; the "
-               "next may start 9 times as long after it (the server's log "
-               "says when)", what);
+    set_error (c, "%s: %s", what, strcmp (what, "log stop") == 0
+               ? "the log's snapshot of the device is still being copied"
+               : "the device's last snapshot took long; the next may start "
+               "9 times as long after it (the server's log says when)");
     break;
   case EIO:
     set_error (c, "%s: the log had stopped on a write error (the server's "
@@ -118,7 +119,14 @@ int
 zn_client_log_stop (struct zn_client *c)
 {
   struct zn_control_info info;
-  int r = command (c, ZN_CMD_LOG_STOP, 0, 0, 0, &info);
+  unsigned waited = 0;
+  int r;
 
+  /* A log is whole once its snapshot is copied: until then the server
+   * says EAGAIN.
+   */
+  do
+    r = command (c, ZN_CMD_LOG_STOP, 0, 0, 0, &info);
+  while (r == 0 && ask_again (c, info.result_errno, &waited));
   return r < 0 ? r : log_result (c, "log stop", info.result_errno);
 }

@@ -57,6 +57,13 @@ zn_power_cycle_keep (struct zn_dev *dev, const struct zn_keep *keep)
   if (keep->kind == ZN_KEEP_ENUMERATE)
     return -EINVAL;
   lock_zones (dev, 0, dev->geo.nr_zones, true);
+  /* It would change every zone at once, those a log's snapshot has not
+   * copied yet among them.
+   */
+  if (wlog_copying (dev)) {
+    lock_zones (dev, 0, dev->geo.nr_zones, false);
+    return -EAGAIN;
+  }
   res_lock (dev);
   dev->power_keep = *keep;
   atomic_store (&dev->nr_imp_open, 0);

@@ -4,10 +4,17 @@
  *
  * The hooks run where the model has done a request and holds the zone's
  * lock, so a zone's entries are in the order its requests took effect.
- * A log starts with every zone lock held (it may first have to record
- * what the device holds), and it is on from then until a stop, or until
- * its first failed write, after which it records nothing more: a log
- * with a hole in it would replay to a state that never was.
+ * A log starts with every zone lock held, and it is on from then until a
+ * stop, or until its first failed write, after which it records nothing
+ * more: a log with a hole in it would replay to a state that never was.
+ *
+ * What the device holds when a log starts is its snapshot.  LOG_START
+ * only marks every zone as still to copy; a thread then copies them one
+ * at a time, each under its own lock, and a request that is about to
+ * change a zone not yet copied copies it first (wlog_touch).  So a
+ * zone's SNAPSHOT entries come before any entry of a change to it, and
+ * the device, and the event loop of a server, wait for one zone's copy
+ * at most, never for the whole device's.
  */
 #include <endian.h>
 #include <errno.h>
@@ -16,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -28,11 +36,11 @@
 
 /* A snapshot reads and writes the device's data this much at a time. */
 #define CHUNK (UINT64_C (1) << 20)
-/* A snapshot holds every zone lock, and so every client, while it
- * copies the device's data: a LOG_START waits after the last snapshot's
- * end this many times the time it took, so that snapshots take at most
- * a tenth of the device's time, however a client loops.  A snapshot
- * shorter than SNAPSHOT_FREE_NS (a small or empty device) asks for none.
+/* A snapshot reads the device's data and writes it all to the log: a
+ * LOG_START waits after the last snapshot's end this many times the time
+ * it took, so that snapshots take at most a tenth of the device's time,
+ * however a client loops.  A snapshot shorter than SNAPSHOT_FREE_NS (a
+ * small or empty device) asks for none.
  */
 #define SNAPSHOT_REST 9
 #define SNAPSHOT_FREE_NS 10000000u
@@ -52,6 +60,14 @@ struct zn_wlog {
   uint64_t tail;                 /* where the next entry goes, bytes */
   uint64_t gen;                  /* the logs started so far */
   uint64_t snap_end, snap_ns;    /* the last snapshot: its end, its time */
+  uint64_t snap_start;
+  /* The snapshot being copied: the zones still to copy (each entry read
+   * and written under its zone's lock), and the thread that copies them.
+   */
+  atomic_bool copying;
+  uint8_t *pending;
+  pthread_t copier;
+  bool copier_joinable;
   int failed;                    /* the errno that stopped the log */
   unsigned char *block;          /* one entry's block, under the lock */
   /* A power cycle's, under every zone lock: the zones before it, and
@@ -424,6 +440,23 @@ zero (const unsigned char *p, size_t n)
 /* One SNAPSHOT entry for each run of nonzero blocks in buf, which holds
  * len bytes at off of conventional zone z.
  */
+/* append, under the log's lock: a snapshot's entries may now be written
+ * while requests to other zones log theirs.
+ */
+static int
+append_locked (struct zn_dev *dev, uint64_t flags, uint64_t sector,
+               uint64_t n, uint64_t ref, const void *data)
+{
+  struct zn_wlog *w = dev->wlog;
+  int ret = -EIO;
+
+  pthread_mutex_lock (&w->lock);
+  if (w->fd >= 0)
+    ret = append (dev, flags, sector, n, ref, NULL, 0, data);
+  pthread_mutex_unlock (&w->lock);
+  return ret;
+}
+
 static int
 snapshot_nonzero (struct zn_dev *dev, struct zone *z, uint64_t off,
                   const unsigned char *buf, uint64_t len)
@@ -437,10 +470,10 @@ snapshot_nonzero (struct zn_dev *dev, struct zone *z, uint64_t off,
     while (run < len && !zero (buf + run, bs))
       run += bs;
     if (run > i
-        && (ret = append (dev, ZN_WLOG_FUA | ZN_WLOG_SNAPSHOT,
-                          z->start + ((off + i) >> ZN_SECTOR_SHIFT),
-                          (run - i) >> ZN_SECTOR_SHIFT, 0, NULL, 0,
-                          buf + i)) != 0)
+        && (ret = append_locked (dev, ZN_WLOG_FUA | ZN_WLOG_SNAPSHOT,
+                                 z->start + ((off + i) >> ZN_SECTOR_SHIFT),
+                                 (run - i) >> ZN_SECTOR_SHIFT, 0,
+                                 buf + i)) != 0)
       return ret;
     i = run + bs;
   }
@@ -456,7 +489,7 @@ snapshot_zone (struct zn_dev *dev, struct zone *z, unsigned char *buf)
   uint64_t end = z->len;
 
   if (cond_gone (z->cond))
-    return append (dev, ZN_WLOG_COND, z->start, 0, z->cond, NULL, 0, NULL);
+    return append_locked (dev, ZN_WLOG_COND, z->start, 0, z->cond, NULL);
   if (z->type != ZN_ZONE_CONVENTIONAL)
     end = (z->wp < z->start + z->capacity ? z->wp : z->start + z->capacity)
       - z->start;
@@ -480,33 +513,125 @@ snapshot_zone (struct zn_dev *dev, struct zone *z, unsigned char *buf)
     if (ret == 0 && z->type == ZN_ZONE_CONVENTIONAL)
       ret = snapshot_nonzero (dev, z, off, buf, len);
     else if (ret == 0)
-      ret = append (dev, ZN_WLOG_FUA | ZN_WLOG_SNAPSHOT,
-                    z->start + (off >> ZN_SECTOR_SHIFT),
-                    len >> ZN_SECTOR_SHIFT, 0, NULL, 0, buf);
+      ret = append_locked (dev, ZN_WLOG_FUA | ZN_WLOG_SNAPSHOT,
+                           z->start + (off >> ZN_SECTOR_SHIFT),
+                           len >> ZN_SECTOR_SHIFT, 0, buf);
     if (ret)
       return ret;
   }
   return 0;
 }
 
-/* Flushed first, so that every SNAPSHOT entry is durable data. */
+/* Zone z (its lock held) copied if it is still to copy.  A failure
+ * stops the log, as any write to it that fails does.
+ */
 static int
-snapshot (struct zn_dev *dev)
+copy_zone (struct zn_dev *dev, struct zone *z, unsigned char *buf)
 {
-  unsigned char *buf = malloc (CHUNK);
-  int ret = buf ? dev->backend->flush (dev) : -ENOMEM;
+  struct zn_wlog *w = dev->wlog;
+  uint32_t i = (uint32_t) (z - dev->zones);
+  int ret;
 
-  for (uint32_t i = 0; i < dev->geo.nr_zones && ret == 0; i++)
-    ret = snapshot_zone (dev, &dev->zones[i], buf);
-  free (buf);
+  ZONE_ASSERT_HELD (z);
+  if (!w->pending[i])
+    return 0;
+  w->pending[i] = 0;
+  ret = snapshot_zone (dev, z, buf);
+  if (ret)
+    fail_log (dev, ret == -EIO ? EIO : -ret);
   return ret;
+}
+
+/* The copier: every zone, in order, each under its own lock. */
+static void *
+copier_main (void *arg)
+{
+  struct zn_dev *dev = arg;
+  struct zn_wlog *w = dev->wlog;
+  unsigned char *buf = malloc (CHUNK);
+
+  if (buf == NULL)
+    fail_log (dev, ENOMEM);
+  for (uint32_t i = 0; i < dev->geo.nr_zones && buf; i++) {
+    struct zone *z = &dev->zones[i];
+
+    zone_lock (z);
+    if (copy_zone (dev, z, buf))
+      i = dev->geo.nr_zones;
+    zone_unlock (z);
+  }
+  free (buf);
+  pthread_mutex_lock (&w->lock);
+  w->snap_end = zn_now_ns ();
+  w->snap_ns = w->snap_end - w->snap_start;
+  atomic_store (&w->copying, false);
+  pthread_mutex_unlock (&w->lock);
+  return NULL;
+}
+
+/* The copier of the last log, once it ended. */
+static void
+join_copier (struct zn_wlog *w)
+{
+  if (w->copier_joinable)
+    pthread_join (w->copier, NULL);
+  w->copier_joinable = false;
+}
+
+void
+wlog_touch (struct zn_dev *dev, struct zone *z)
+{
+  struct zn_wlog *w = dev->wlog;
+  unsigned char *buf;
+
+  ZONE_ASSERT_HELD (z);
+  if (!atomic_load (&w->copying) || !w->pending[z - dev->zones])
+    return;
+  buf = malloc (CHUNK);
+  if (buf == NULL) {
+    fail_log (dev, ENOMEM);
+    return;
+  }
+  copy_zone (dev, z, buf);
+  free (buf);
+}
+
+void
+wlog_snapshot_wait (struct zn_dev *dev)
+{
+  if (dev->wlog)
+    join_copier (dev->wlog);
+}
+
+bool
+wlog_copying (struct zn_dev *dev)
+{
+  return dev->wlog && atomic_load (&dev->wlog->copying);
+}
+
+/* Flushed first, so that every SNAPSHOT entry is durable data; then
+ * every zone is still to copy.
+ */
+static int
+snapshot_begin (struct zn_dev *dev)
+{
+  struct zn_wlog *w = dev->wlog;
+  int ret = dev->backend->flush (dev);
+
+  if (ret)
+    return ret;
+  if (!w->pending && !(w->pending = malloc (dev->geo.nr_zones)))
+    return -ENOMEM;
+  memset (w->pending, 1, dev->geo.nr_zones);
+  w->snap_start = zn_now_ns ();
+  return 0;
 }
 
 /* Every zone lock held, the file just made: the super, the geometry and,
  * if the device may hold data, the snapshot.
  */
 static int
-begin_log (struct zn_dev *dev, int fd, bool take_snapshot)
+begin_log (struct zn_dev *dev, int fd, bool take_snapshot, bool background)
 {
   struct zn_wlog *w = dev->wlog;
   uint32_t n = dev->geo.nr_zones;
@@ -523,19 +648,36 @@ begin_log (struct zn_dev *dev, int fd, bool take_snapshot)
   ret = write_super (dev);
   if (ret == 0)
     ret = write_geometry (dev);
-  /* append stops a log that fails, which this one is not yet. */
-  if (ret == 0 && take_snapshot && dev->geo.memory_backed) {
-    uint64_t start = zn_now_ns ();
+  if (ret == 0 && take_snapshot && dev->geo.memory_backed)
+    ret = snapshot_begin (dev);
+  /* At a device's creation (log_writes=) nobody waits: copied here. */
+  if (ret == 0 && take_snapshot && dev->geo.memory_backed && !background) {
+    unsigned char *buf = malloc (CHUNK);
 
-    ret = snapshot (dev);
+    for (uint32_t i = 0; i < dev->geo.nr_zones && ret == 0; i++)
+      ret = buf ? copy_zone (dev, &dev->zones[i], buf) : -ENOMEM;
+    free (buf);
     w->snap_end = zn_now_ns ();
-    w->snap_ns = w->snap_end - start;
+    w->snap_ns = w->snap_end - w->snap_start;
+    take_snapshot = false;
   }
   if (ret == 0 && w->fd < 0)
     ret = -EIO;
   if (ret == 0) {
     w->gen++;
     atomic_store (&w->on, true);
+  }
+  /* The copier starts with the zone locks still held: it waits for the
+   * first, and a request for a zone it has not reached copies that zone.
+   */
+  if (ret == 0 && take_snapshot && dev->geo.memory_backed) {
+    atomic_store (&w->copying, true);
+    ret = -pthread_create (&w->copier, NULL, copier_main, dev);
+    if (ret) {
+      atomic_store (&w->copying, false);
+      atomic_store (&w->on, false);
+    }
+    w->copier_joinable = ret == 0;
   }
   return ret;
 }
@@ -546,13 +688,16 @@ begin_log (struct zn_dev *dev, int fd, bool take_snapshot)
  */
 static int
 start (struct zn_dev *dev, int dirfd, const char *name, const char *path,
-       const char *what, bool take_snapshot, char *err, size_t errlen)
+       const char *what, bool take_snapshot, bool background, char *err,
+       size_t errlen)
 {
   struct zn_wlog *w = dev->wlog;
   int fd, ret;
 
   lock_zones (dev, 0, dev->geo.nr_zones, true);
-  if (atomic_load (&w->on) || w->failed) {
+  if (!atomic_load (&w->copying))
+    join_copier (w);
+  if (atomic_load (&w->on) || w->failed || atomic_load (&w->copying)) {
     lock_zones (dev, 0, dev->geo.nr_zones, false);
     snprintf (err, errlen, "%s: a write log is on already (%s); stop it "
               "first", what, w->label);
@@ -564,8 +709,8 @@ start (struct zn_dev *dev, int dirfd, const char *name, const char *path,
 
     lock_zones (dev, 0, dev->geo.nr_zones, false);
     snprintf (err, errlen, "%s: the last log's snapshot of this device took "
-              "%" PRIu64 " ms, every client waiting; the next may start %d "
-              "times that after it, in %" PRIu64 " ms", what,
+              "%" PRIu64 " ms; the next may start %d times that after it, in "
+              "%" PRIu64 " ms", what,
               w->snap_ns / 1000000, SNAPSHOT_REST, wait / 1000000 + 1);
     return -EAGAIN;
   }
@@ -580,7 +725,7 @@ start (struct zn_dev *dev, int dirfd, const char *name, const char *path,
     return ret;
   }
   zn_escape (w->label, sizeof w->label, path, strlen (path));
-  ret = begin_log (dev, fd, take_snapshot);
+  ret = begin_log (dev, fd, take_snapshot, background);
   lock_zones (dev, 0, dev->geo.nr_zones, false);
   if (ret) {
     snprintf (err, errlen, "%s: writing the log's start: %s", what,
@@ -632,7 +777,7 @@ wlog_init (struct zn_dev *dev, const struct zn_config *cfg, char *err,
   snprintf (what, sizeof what, "log_writes=%s", cfg->log_writes);
   /* From its creation, a device holds data only if its files did. */
   return start (dev, AT_FDCWD, cfg->log_writes, cfg->log_writes, what,
-                zn_dev_restored (dev), err, errlen);
+                zn_dev_restored (dev), false, err, errlen);
 }
 
 void
@@ -642,6 +787,10 @@ wlog_free (struct zn_dev *dev)
 
   if (!w)
     return;
+  /* The copier ends with the last zone: a log is never left without
+   * part of its snapshot.
+   */
+  join_copier (w);
   if (w->fd >= 0)
     close (w->fd);
   pthread_mutex_destroy (&w->lock);
@@ -650,6 +799,7 @@ wlog_free (struct zn_dev *dev)
   free (w->old_wp);
   free (w->old_cond);
   free (w->dropped);
+  free (w->pending);
   free (w);
   dev->wlog = NULL;
 }
@@ -690,7 +840,7 @@ zn_wlog_start_named (struct zn_dev *dev, const char *name, size_t len,
     snprintf (err, errlen, "%s: out of memory", what);
     return -ENOMEM;
   }
-  ret = start (dev, dirfd, copy, path, what, true, err, errlen);
+  ret = start (dev, dirfd, copy, path, what, true, true, err, errlen);
   free (path);
   close (dirfd);
   return ret;
@@ -702,6 +852,12 @@ zn_wlog_stop (struct zn_dev *dev)
   struct zn_wlog *w = dev->wlog;
   int ret = 0;
 
+  /* A log whose snapshot is not all written is not whole yet: the client
+   * asks again (the client library does, until it is).
+   */
+  if (atomic_load (&w->copying))
+    return -EAGAIN;
+  join_copier (w);
   pthread_mutex_lock (&w->lock);
   if (w->failed)
     ret = -w->failed;

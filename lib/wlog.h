@@ -37,8 +37,9 @@ void wlog_free (struct zn_dev *dev);
  */
 int zn_wlog_start_named (struct zn_dev *dev, const char *name, size_t len,
                          char *err, size_t errlen);
-/* Stops the log: 0, -ENOENT when none is on, or the error that stopped
- * it on its own (-EIO), which the stop reports once.
+/* Stops the log: 0, -ENOENT when none is on, -EAGAIN while its snapshot
+ * is still being copied (ask again), or the error that stopped it on its
+ * own (-EIO), which the stop reports once.
  */
 int zn_wlog_stop (struct zn_dev *dev);
 /* A MARK entry: 1 to ZN_WLOG_MARK_MAX bytes of printable ASCII but
@@ -54,6 +55,17 @@ bool zn_wlog_on (struct zn_dev *dev);
 bool wlog_may_record (const struct zn_dev *dev);
 
 /* ---- hooks in the model --------------------------------------------- */
+
+/* Before a request changes zone z (its lock held): while a log's
+ * snapshot is being copied, z is copied first if it is still to copy.
+ */
+void wlog_touch (struct zn_dev *dev, struct zone *z);
+/* Whether a log's snapshot is being copied: a power cycle, which would
+ * change every zone at once, waits for its end (-EAGAIN).
+ */
+bool wlog_copying (struct zn_dev *dev);
+/* Waits for a snapshot's copier to end, before the device goes. */
+void wlog_snapshot_wait (struct zn_dev *dev);
 
 /* A write part of n sectors at sector that reached the back end; flags
  * ZN_WLOG_FUA, ZN_WLOG_APPEND.  The zone lock held.

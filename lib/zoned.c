@@ -266,11 +266,15 @@ zn_dev_destroy (struct zn_dev *dev)
 {
   if (!dev)
     return;
+  struct wlog_ref ref;
+
+  /* A snapshot being copied needs the zones and the back end. */
+  wlog_snapshot_wait (dev);
   /* The cache goes to the zone files, and the store's filler, which takes
    * zone locks, ends before the locks do.  That write-back is a flush the
    * log must hold, or replay would count the writes it saved as pending.
    */
-  struct wlog_ref ref = wlog_flush_ref (dev);
+  ref = wlog_flush_ref (dev);
   dev->backend->free (dev);
   wlog_flush (dev, ref);
   cache_destroy (dev);
@@ -569,6 +573,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
   int ret = 0, bb_ret = 0;
 
   zone_lock (z);
+  wlog_touch (dev, z);
   /* The block layer's zone write plug comes first.  An emulated append
    * is a write at the plug's wp by the time null_blk sees it.
    */
@@ -791,6 +796,7 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
   int ret;
 
   zone_lock (z);
+  wlog_touch (dev, z);
   res_lock (dev);
   if (z->type == ZN_ZONE_CONVENTIONAL)
     ret = fail (why, ZN_REASON_CONVENTIONAL);
@@ -838,6 +844,7 @@ reset_all (struct zn_dev *dev)
     bool discard = false;
 
     zone_lock (z);
+    wlog_touch (dev, z);
     res_lock (dev);
     if (z->cond != ZN_COND_EMPTY && z->cond != ZN_COND_READONLY
         && z->cond != ZN_COND_OFFLINE)
@@ -1089,6 +1096,7 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
     return -EINVAL;
 
   zone_lock (z);
+  wlog_touch (dev, z);
   res_lock (dev);
   if (z->cond == cond) {
     z->cond = ZN_COND_EMPTY;

@@ -122,6 +122,9 @@
  * The results: MARK, ENOENT when no log is on; LOG_START, EPERM when the
  * server has no log_dir, EBUSY when a log is on, EEXIST when the file
  * exists (a log is never written over, and no symbolic link followed).
+ * A log's snapshot of the device is copied behind LOG_START, a zone at
+ * a time; LOG_STOP answers EAGAIN until it is all copied, as
+ * POWER_CYCLE does (ask again).
  * ZN_CMD_LOG_STOP (a plain 32-byte command) stops the log:
  * ENOENT when none is on, EIO when it had stopped already on a write
  * error (the server's log says which; the file is intact up to there).
