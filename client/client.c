@@ -1039,27 +1039,28 @@ zn_client_pread (struct zn_client *c, void *buf, size_t count,
                        offset, count);
 }
 
-int
-zn_client_pwrite (struct zn_client *c, const void *buf, size_t count,
-                  uint64_t offset)
+static int
+pwrite_flags (struct zn_client *c, const void *buf, size_t count,
+              uint64_t offset, uint32_t flags)
 {
   if (c->lost)
     return lost (c);
   return data_request (c, ZN_NBD_CMD_WRITE,
                        nbd_aio_pwrite (c->data, buf, count, offset,
-                                       NBD_NULL_COMPLETION, 0),
+                                       NBD_NULL_COMPLETION, flags),
                        offset, count);
+}
+
+int
+zn_client_pwrite (struct zn_client *c, const void *buf, size_t count,
+                  uint64_t offset)
+{
+  return pwrite_flags (c, buf, count, offset, 0);
 }
 
 int
 zn_client_pwrite_fua (struct zn_client *c, const void *buf, size_t count,
                       uint64_t offset)
 {
-  if (c->lost)
-    return lost (c);
-  return data_request (c, ZN_NBD_CMD_WRITE,
-                       nbd_aio_pwrite (c->data, buf, count, offset,
-                                       NBD_NULL_COMPLETION,
-                                       LIBNBD_CMD_FLAG_FUA),
-                       offset, count);
+  return pwrite_flags (c, buf, count, offset, LIBNBD_CMD_FLAG_FUA);
 }

@@ -23,49 +23,36 @@ proto_nvme_tls_sources = \
 
 EXTRA_DIST += proto/nvme/local.mk
 
-# The libFuzzer target for the session (clang only), run briefly by
-# tests/server/test-fuzz.sh beside the NBD one.
-fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/session.c \
-	proto/nvme/command.c proto/nvme/auth.c \
+# The libFuzzer targets (clang only), run briefly by
+# tests/server/test-fuzz.sh beside the NBD one: the session, and
+# DH-HMAC-CHAP alone (fuzz-auth.c includes auth.c, to compute the Reply a
+# host with the secret would send).
+nvme_fuzz_common = proto/nvme/session.c proto/nvme/command.c \
 	proto/nvme/fabrics.c proto/nvme/admin.c proto/nvme/io.c \
 	proto/nvme/zns.c proto/park.c $(filter %.c,$(lib_libzonednull_la_SOURCES))
+fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/auth.c \
+	$(nvme_fuzz_common)
+fuzz_nvme_auth_sources = proto/nvme/fuzz-auth.c $(nvme_fuzz_common)
+nvme_fuzz_headers = proto/nvme/auth.c proto/served.h proto/park.h \
+	proto/nvme/session.h proto/nvme/internal.h proto/nvme/pdu.h \
+	proto/nvme/command.h proto/nvme/zns.h proto/nvme/auth.h \
+	$(filter %.h,$(lib_libzonednull_la_SOURCES))
+nvme_fuzz_link = mkdir -p proto/nvme && $(CLANG) -g -O1 -std=c11 \
+	-D_GNU_SOURCE -DPACKAGE_VERSION='"$(PACKAGE_VERSION)"' \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-I$(top_srcdir)/include -I$(top_srcdir)/proto \
+	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
+nvme_fuzz_libs = -pthread $(ISAL_LIBS) $(GNUTLS_LIBS) $(NETTLE_LIBS)
 if HAVE_LIBFUZZER
-check_DATA += proto/nvme/fuzz-session
+check_DATA += proto/nvme/fuzz-session proto/nvme/fuzz-auth
 endif
 proto/nvme/fuzz-session: $(fuzz_nvme_session_sources:%=$(srcdir)/%) \
-	proto/served.h proto/park.h proto/nvme/session.h proto/nvme/internal.h \
-	proto/nvme/pdu.h proto/nvme/command.h proto/nvme/zns.h proto/nvme/auth.h \
-	$(filter %.h,$(lib_libzonednull_la_SOURCES))
-	$(AM_V_CCLD)mkdir -p proto/nvme && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
-	  -DPACKAGE_VERSION='"$(PACKAGE_VERSION)"' \
-	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -I$(top_srcdir)/include -I$(top_srcdir)/proto -I$(top_srcdir)/proto/nvme \
-	  -I$(top_srcdir)/net -I$(top_srcdir)/lib \
-	  $(fuzz_nvme_session_sources:%=$(srcdir)/%) -pthread $(ISAL_LIBS) \
-	  $(GNUTLS_LIBS) $(NETTLE_LIBS) -o $@
-CLEANFILES += proto/nvme/fuzz-session
-EXTRA_DIST += proto/nvme/fuzz-session.c
-
-# The libFuzzer target for DH-HMAC-CHAP alone: it includes auth.c, to
-# compute the Reply a host with the secret would send.
-fuzz_nvme_auth_sources = proto/nvme/fuzz-auth.c proto/nvme/session.c \
-	proto/nvme/command.c proto/nvme/fabrics.c proto/nvme/admin.c \
-	proto/nvme/io.c proto/nvme/zns.c proto/park.c \
-	$(filter %.c,$(lib_libzonednull_la_SOURCES))
-if HAVE_LIBFUZZER
-check_DATA += proto/nvme/fuzz-auth
-endif
+	$(nvme_fuzz_headers)
+	$(AM_V_CCLD)$(nvme_fuzz_link) \
+	  $(fuzz_nvme_session_sources:%=$(srcdir)/%) $(nvme_fuzz_libs) -o $@
 proto/nvme/fuzz-auth: $(fuzz_nvme_auth_sources:%=$(srcdir)/%) \
-	proto/nvme/auth.c proto/served.h proto/park.h proto/nvme/session.h \
-	proto/nvme/internal.h proto/nvme/pdu.h proto/nvme/command.h \
-	proto/nvme/zns.h proto/nvme/auth.h \
-	$(filter %.h,$(lib_libzonednull_la_SOURCES))
-	$(AM_V_CCLD)mkdir -p proto/nvme && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
-	  -DPACKAGE_VERSION='"$(PACKAGE_VERSION)"' \
-	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -I$(top_srcdir)/include -I$(top_srcdir)/proto -I$(top_srcdir)/proto/nvme \
-	  -I$(top_srcdir)/net -I$(top_srcdir)/lib \
-	  $(fuzz_nvme_auth_sources:%=$(srcdir)/%) -pthread $(ISAL_LIBS) \
-	  $(GNUTLS_LIBS) $(NETTLE_LIBS) -o $@
-CLEANFILES += proto/nvme/fuzz-auth
-EXTRA_DIST += proto/nvme/fuzz-auth.c
+	$(nvme_fuzz_headers)
+	$(AM_V_CCLD)$(nvme_fuzz_link) \
+	  $(fuzz_nvme_auth_sources:%=$(srcdir)/%) $(nvme_fuzz_libs) -o $@
+CLEANFILES += proto/nvme/fuzz-session proto/nvme/fuzz-auth
+EXTRA_DIST += proto/nvme/fuzz-session.c proto/nvme/fuzz-auth.c

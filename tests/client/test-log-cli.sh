@@ -174,6 +174,15 @@ stop_server "$pid"
 # where the whole snapshot used to hold every client; LOG_STOP waits for
 # the copy (the client library asks again while the server says EAGAIN),
 # and the log replays to the device.
+# sums: checksums of zone 7 (full) and of zone 15's first block.
+sums () {
+  nbdsh -u "$uri" -c "
+import hashlib
+d = hashlib.sha256()
+for i in range(64):
+    d.update(h.pread(1 << 20, (7 << 26) + (i << 20)))
+print(d.hexdigest(), hashlib.sha256(h.pread(4096, 15 << 26)).hexdigest())"
+}
 mkdir "$tmpdir/behind-logs"
 start_server behind size=1024 zone_size=64 memory_backed=1 \
   log_dir="$tmpdir/behind-logs"
@@ -199,22 +208,12 @@ after=$(echo "$got" | tr ' ' '\n' | awk '$1 == "0" { w = NR } $1 == "10002" && w
   fail "every SNAPSHOT entry came before the write sent after LOG_START: $(echo "$got" | tr ' ' '\n' | uniq -c | tr '\n' ' ')"
 "$zn" replay "$tmpdir/behind-logs/behind.log" -o "$tmpdir/behind-state" ||
   fail "the log does not replay"
-nbdsh -u "$uri" -c "
-import hashlib
-d = hashlib.sha256()
-for i in range(64):
-    d.update(h.pread(1 << 20, (7 << 26) + (i << 20)))
-print(d.hexdigest(), hashlib.sha256(h.pread(4096, 15 << 26)).hexdigest())" >"$tmpdir/live.sums" ||
+sums >"$tmpdir/live.sums" ||
   fail "reading the device failed"
 stop_server "$pid"
 start_server replayed size=1024 zone_size=64 memory_backed=1 \
   backing_dir="$tmpdir/behind-state"
-nbdsh -u "$uri" -c "
-import hashlib
-d = hashlib.sha256()
-for i in range(64):
-    d.update(h.pread(1 << 20, (7 << 26) + (i << 20)))
-print(d.hexdigest(), hashlib.sha256(h.pread(4096, 15 << 26)).hexdigest())" >"$tmpdir/replayed.sums" ||
+sums >"$tmpdir/replayed.sums" ||
   fail "reading the replayed state failed"
 cmp -s "$tmpdir/live.sums" "$tmpdir/replayed.sums" ||
   fail "the replayed state differs from the device"
