@@ -927,6 +927,8 @@ resume (struct zu_rqueue *q, struct nbd_handle *h, uint64_t errlog)
     }
     if (op == ZU_OP_WRITE && sequential (q, s->sector) && writes)
       writes[nr_writes++] = s;   /* its data is in s->buf */
+    else if (op == ZU_OP_WRITE && sequential (q, s->sector))
+      finish (q, s, -EIO);       /* no memory to put them in order */
     else if (op == ZU_OP_ZONE_APPEND && s->maybe_sent) {
       fprintf (stderr, "zonednull-ublk: /dev/ublkb%" PRIu32 ": queue %u: "
                "a zone append to sector %" PRIu64 " sent before the "
