@@ -67,9 +67,13 @@ for target in nbdkit server; do
         backing_dir="$dir" </dev/null >"$tmpdir/bad.log" 2>&1 &&
         fail "server: '$bad' accepted"
     else
-      timeout 20 env ${ZONEDNULL_PRELOAD:+LD_PRELOAD=$ZONEDNULL_PRELOAD} \
-        ${ZONEDNULL_PRELOAD:+ASAN_OPTIONS=detect_leaks=0} "$NBDKIT" -f -U "$tmpdir/bad.sock" "$ZONEDNULL_PLUGIN" $device \
-        backing_dir="$dir" </dev/null >"$tmpdir/bad.log" 2>&1 &&
+      # exec_nbdkit's environment, under a bound.
+      (if [ -n "${ZONEDNULL_PRELOAD:-}" ]; then
+         LD_PRELOAD=$ZONEDNULL_PRELOAD ASAN_OPTIONS=detect_leaks=0
+         export LD_PRELOAD ASAN_OPTIONS
+       fi
+       exec timeout 20 "$NBDKIT" -f -U "$tmpdir/bad.sock" "$ZONEDNULL_PLUGIN" $device \
+        backing_dir="$dir" </dev/null >"$tmpdir/bad.log" 2>&1) &&
         fail "nbdkit: '$bad' accepted"
     fi
     grep -qF "zonednull.meta line" "$tmpdir/bad.log" &&

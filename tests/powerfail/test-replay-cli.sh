@@ -167,7 +167,9 @@ rm -rf "$tmpdir/fw-state"
 
 # A long log: --list streams its entries, and replay keeps 18 bytes of
 # each (it held 136, and --list as many): 200,000 flushes may grow the
-# peak RSS by less than 8 MiB over a log of one entry (it grew 27 MiB).
+# peak RSS by less than 16 MiB over a log of one entry (it grew 27 MiB;
+# now about 4, and 9 under ASan, whose quarantine keeps what realloc
+# freed).
 "$make_log" "$tmpdir/short" flushes 1 || fail "wlog-make flushes failed"
 "$make_log" "$tmpdir/long" flushes 200000 || fail "wlog-make flushes failed"
 growth=$(/usr/bin/python3 - "$zn" "$tmpdir" <<'PY'
@@ -185,7 +187,7 @@ print((peak(d + "/long", "--list") - base) // 1024,
 PY
 ) || fail "replaying the long log: $growth"
 set -- $growth
-[ "$1" -lt 8 ] && [ "$2" -lt 8 ] ||
+[ "$1" -lt 16 ] && [ "$2" -lt 16 ] ||
   fail "200,000 entries grew --list's peak RSS by $1 MiB, replay's by $2 MiB"
 rm -rf "$tmpdir/long" "$tmpdir/long-state" "$tmpdir/short-state"
 
