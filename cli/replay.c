@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 
 #include "cli-replay.h"
-#include "escape.h"
 #include "replay.h"
 
 #define PROG "zonednull replay"
@@ -159,43 +158,26 @@ list_entry (const struct zn_wlog_rec *r)
 static int
 list (const struct ropts *o, struct zn_wlog_reader *log)
 {
-  uint64_t nr = zn_wlog_read_nr_entries (log), target = nr - 1;
-  bool by_mark = o->to && strspn (o->to, "0123456789") != strlen (o->to);
+  struct zn_replay_to t;
   struct zn_wlog_rec rec;
   char err[1024];
   int r;
 
-  if (o->to && !by_mark) {
-    errno = 0;
-    target = strtoull (o->to, NULL, 10);
-    if (errno || *o->to == '\0' || target >= nr) {
-      fprintf (stderr, "%s: %s: --to %s: the log's entries are 0 to %"
-               PRIu64 "\n", PROG, zn_wlog_read_name (log), o->to, nr - 1);
-      return EXIT_FAILURE;
-    }
+  if (zn_replay_to_parse (log, o->to, &t, err, sizeof err) < 0) {
+    fprintf (stderr, "%s: %s\n", PROG, err);
+    return EXIT_FAILURE;
   }
   printf ("%-8s %-8s %-6s %-12s %-8s %-3s %s\n", "entry", "kind", "zone",
           "sector", "sectors", "fua", "mark");
   while ((r = zn_wlog_read_next (log, &rec, err, sizeof err)) > 0) {
     list_entry (&rec);
-    if (by_mark ? rec.kind == ZN_WLOG_K_MARK && strcmp (rec.mark, o->to) == 0
-        : rec.no == target)
-      return fflush (stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    if (zn_replay_to_reached (&t, &rec))
+      break;
   }
-  fflush (stdout);
-  if (r < 0) {
-    fprintf (stderr, "%s: %s\n", PROG, err);
+  if (fflush (stdout) != 0)
     return EXIT_FAILURE;
-  }
-  if (by_mark) {
-    char esc[ZN_WLOG_MARK_MAX * 4 + 1];
-    size_t len = strlen (o->to) < ZN_WLOG_MARK_MAX ? strlen (o->to)
-                                                   : ZN_WLOG_MARK_MAX;
-
-    zn_escape (esc, sizeof esc, o->to, len);
-    fprintf (stderr, "%s: %s: --to %s%s: no mark of that name in the log's "
-             "%" PRIu64 " entries\n", PROG, zn_wlog_read_name (log), esc,
-             len < strlen (o->to) ? "..." : "", nr);
+  if (r < 0 || (r == 0 && zn_replay_to_missed (log, &t, err, sizeof err) < 0)) {
+    fprintf (stderr, "%s: %s\n", PROG, err);
     return EXIT_FAILURE;
   }
   return EXIT_SUCCESS;

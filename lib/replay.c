@@ -48,24 +48,64 @@ note_entry (struct zn_replay_plan *p, const struct zn_wlog_rec *r)
   p->end++;
 }
 
+int
+zn_replay_to_parse (struct zn_wlog_reader *log, const char *to,
+                    struct zn_replay_to *t, char *err, size_t errlen)
+{
+  uint64_t nr = zn_wlog_read_nr_entries (log);
+
+  *t = (struct zn_replay_to) { .mark = to && !is_number (to) ? to : NULL,
+                               .no = nr - 1 };
+  if (to && !t->mark) {
+    errno = 0;
+    t->no = strtoull (to, NULL, 10);
+    if (errno || t->no >= nr) {
+      snprintf (err, errlen, "%s: --to %s: the log's entries are 0 to %"
+                PRIu64, zn_wlog_read_name (log), to, nr - 1);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+bool
+zn_replay_to_reached (const struct zn_replay_to *t,
+                      const struct zn_wlog_rec *rec)
+{
+  return t->mark ? rec->kind == ZN_WLOG_K_MARK && strcmp (rec->mark, t->mark) == 0
+                 : rec->no == t->no;
+}
+
+int
+zn_replay_to_missed (struct zn_wlog_reader *log, const struct zn_replay_to *t,
+                     char *err, size_t errlen)
+{
+  char esc[ZN_WLOG_MARK_MAX * 4 + 1];
+  size_t len;
+
+  if (t->mark == NULL)
+    return 0;
+  len = strlen (t->mark) < ZN_WLOG_MARK_MAX ? strlen (t->mark)
+                                            : ZN_WLOG_MARK_MAX;
+  zn_escape (esc, sizeof esc, t->mark, len);
+  snprintf (err, errlen, "%s: --to %s%s: no mark of that name in the "
+            "log's %" PRIu64 " entries (zonednull replay --list shows "
+            "them)", zn_wlog_read_name (log), esc,
+            len < strlen (t->mark) ? "..." : "",
+            zn_wlog_read_nr_entries (log));
+  return -1;
+}
+
 static int
 read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
 {
-  uint64_t nr = zn_wlog_read_nr_entries (p->log), target = nr - 1;
-  bool by_mark = to && !is_number (to);
+  struct zn_replay_to t;
   struct zn_wlog_rec rec;
   size_t cap = 0;
   int r;
 
-  if (to && !by_mark) {
-    errno = 0;
-    target = strtoull (to, NULL, 10);
-    if (errno || target >= nr) {
-      snprintf (err, errlen, "%s: --to %s: the log's entries are 0 to %"
-                PRIu64, zn_wlog_read_name (p->log), to, nr - 1);
-      return -1;
-    }
-  }
+  if (zn_replay_to_parse (p->log, to, &t, err, errlen) < 0)
+    return -1;
   for (;;) {
     if (p->end == cap) {
       struct zn_replay_entry *n;
@@ -84,23 +124,10 @@ read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
     if (r == 0)
       break;
     note_entry (p, &rec);
-    if (by_mark ? rec.kind == ZN_WLOG_K_MARK && strcmp (rec.mark, to) == 0
-        : p->end - 1 == target)
+    if (zn_replay_to_reached (&t, &rec))
       return 0;
   }
-  if (by_mark) {
-    char esc[ZN_WLOG_MARK_MAX * 4 + 1];
-    size_t len = strlen (to) < ZN_WLOG_MARK_MAX ? strlen (to)
-                                                : ZN_WLOG_MARK_MAX;
-
-    zn_escape (esc, sizeof esc, to, len);
-    snprintf (err, errlen, "%s: --to %s%s: no mark of that name in the "
-              "log's %" PRIu64 " entries (zonednull replay --list shows "
-              "them)", zn_wlog_read_name (p->log), esc,
-              len < strlen (to) ? "..." : "", nr);
-    return -1;
-  }
-  return 0;
+  return zn_replay_to_missed (p->log, &t, err, errlen);
 }
 
 /* ---- the rules ------------------------------------------------------- */

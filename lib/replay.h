@@ -54,6 +54,25 @@ struct zn_replay_plan {
   size_t nr_groups;
 };
 
+/* The entry --to names: the first mark of that name, or an entry
+ * number (to a decimal number); NULL to: the log's last entry.
+ */
+struct zn_replay_to {
+  const char *mark;             /* NULL: by number */
+  uint64_t no;
+};
+/* -1 with a message for a number past the log's entries. */
+int zn_replay_to_parse (struct zn_wlog_reader *log, const char *to,
+                        struct zn_replay_to *t, char *err, size_t errlen);
+bool zn_replay_to_reached (const struct zn_replay_to *t,
+                           const struct zn_wlog_rec *rec);
+/* At the log's end without reaching t: -1 with a message for a mark the
+ * log lacks, 0 otherwise.
+ */
+int zn_replay_to_missed (struct zn_wlog_reader *log,
+                         const struct zn_replay_to *t, char *err,
+                         size_t errlen);
+
 /* Reads the log through the mark named to (its first), or through entry
  * number to if to is a decimal number; NULL to: to the end.  Then
  * decides each entry's fate.  -1 with a message naming the entry, or the

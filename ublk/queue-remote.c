@@ -158,7 +158,7 @@ lost (struct zu_rqueue *q, const char *why)
 }
 
 static void lose (struct zu_rqueue *q, const char *why);
-static void hold (struct zu_rqueue *q, struct rslot *s, bool maybe_sent);
+static void hold (struct rslot *s, bool maybe_sent);
 static void resume (struct zu_rqueue *q, struct nbd_handle *h,
                     uint64_t errlog);
 static void give_up (struct zu_rqueue *q, const char *why);
@@ -527,7 +527,7 @@ take_results (struct zu_rqueue *q)
     if (s->state == S_JOB && s->job_result == -ETIMEDOUT
         && q->r.d->reconnect_s && !atomic_load (&q->r.d->dead)) {
       lose (q, "the server did not answer a control request in time");
-      hold (q, s, true);
+      hold (s, true);
     }
     else if (s->state == S_JOB)
       finish (q, s, job_result (q, s));
@@ -596,7 +596,7 @@ take_replies (struct zu_rqueue *q)
     else if (q->r.d->reconnect_s && !atomic_load (&q->r.d->dead)
              && (q->reconnecting || conn_gone (s->nbd_err))) {
       lose (q, strerror (s->nbd_err));
-      hold (q, s, true);
+      hold (s, true);
     }
     else if (conn_gone (s->nbd_err) || atomic_load (&q->r.d->dead)) {
       if (conn_gone (s->nbd_err))
@@ -666,7 +666,7 @@ issue (struct zu_rqueue *q, struct rslot *s, uint32_t nbd_cmd, size_t bytes,
     /* Not issued, so libnbd never calls back. */
     check_conn (q);
     if (q->reconnecting)
-      hold (q, s, false);
+      hold (s, false);
     else
       finish (q, s, -EIO);
   }
@@ -706,7 +706,7 @@ start_request (struct zu_rqueue *q, unsigned tag)
       finish (q, s, -EIO);
       return;
     }
-    hold (q, s, false);
+    hold (s, false);
     return;
   }
   dispatch (q, s);
@@ -816,9 +816,8 @@ abandon_jobs (struct zu_rqueue *q)
 /* ---- reconnection ----------------------------------------------------------- */
 
 static void
-hold (struct zu_rqueue *q, struct rslot *s, bool maybe_sent)
+hold (struct rslot *s, bool maybe_sent)
 {
-  (void) q;
   s->errno_held = s->state == S_JOB && s->job == J_ERRNO;
   s->maybe_sent = maybe_sent;
   s->state = S_HELD;
@@ -871,12 +870,12 @@ lose (struct zu_rqueue *q, const char *why)
   pthread_cond_signal (&q->cond);
   pthread_mutex_unlock (&q->lock);
   if (current && current->state == S_JOB)
-    hold (q, current, true);
+    hold (current, true);
   while (queued) {
     struct rslot *next = queued->next;
 
     if (queued->state == S_JOB)
-      hold (q, queued, false);
+      hold (queued, false);
     queued = next;
   }
   q->resuming = 0;
