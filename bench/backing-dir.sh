@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # backing_dir (issue 23): file-backed zonednull-server against `nbdkit
 # file` on a file in the same file system, and against memory-backed
 # zonednull-server, side by side in one run: fio's stock nbd engine, 4 KiB

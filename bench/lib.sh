@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/lib.sh: what the benchmark scripts share (sourced by run.sh,
 # server-vs-nbdkit.sh, tls-vs-nbdkit.sh, backing-dir.sh, nvme-vs-nvmet.sh,
 # old-vs-new.sh and ublk-vs-nullblk.sh).  POSIX sh.

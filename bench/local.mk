@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/: the seed experiments (bench/run.sh), not run by make check.
 noinst_PROGRAMS = bench/zn-bench
 bench_zn_bench_SOURCES = bench/zn-bench.c

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # What TLS costs NVMe/TCP, in one run: one zonednull-server --nvme with
 # --tls=on (a port that serves both) and a host's TLS key, and three
 # ways to it, interleaved: in clear text straight to the port, in clear

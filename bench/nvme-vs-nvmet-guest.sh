@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest half of bench/nvme-vs-nvmet.sh (busybox sh, Linux 6.12 under qemu
 # TCG, 2 vCPUs).  The host prepends the settings:
 #   CONF        KEY=VALUE... for every target (null_blk configfs and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/nvme-vs-nvmet.sh [BUILDDIR]: zonednull-server over NVMe/TCP against
 # the kernel's nvmet-tcp (exporting a real null_blk of the same
 # configuration) and against zonednull-server over NBD (the kernel's nbd

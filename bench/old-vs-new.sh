@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/old-vs-new.sh OLD_BUILDDIR [NEW_BUILDDIR]: two builds'
 # zonednull-server side by side over NBD on the host, e.g. a tree before a
 # restructure against the tree after it (issue 33 asks for >= 0.95x).  A

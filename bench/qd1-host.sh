@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/qd1-host.sh [BUILDDIR]: where a QD1 write's time goes on the NBD
 # front ends that run on the host (issue 36, item 1).  fio 3.33 (--thread,
 # so that all its threads are one process) writes 4 KiB sequentially, one

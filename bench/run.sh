@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The seed experiments and the peer comparison, side by side, as medians
 # over REPEATS runs, reported as ratios in a Markdown table (and PNG plots
 # when gnuplot is installed).

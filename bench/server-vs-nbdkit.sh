@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server against nbdkit hosting the zonednull plugin and against
 # nbdkit's null plugin, side by side in one run: fio's stock nbd engine,
 # 4 KiB random reads, iodepth 1, 16 and 64, with 1 and 2 connections

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server against nbdkit zonednull over TLS, in one run: 4 KiB
 # random reads at depth 16 and 64 (bench/zn-bench, libnbd aio, one
 # connection), both servers with --tls=require and the same PSK, and each

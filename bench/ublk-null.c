@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ublk-null: the cheapest ublk server there is, as the benchmarks'
  * anchor for zonednull-ublk.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/ublk-stats.awk: the per-I/O breakdown of bench/ublk-vs-nullblk.sh's
 # raw file (RESULT, THREAD, STRACE and SEED lines, described in
 # bench/ublk-vs-nullblk-guest.sh), as one metric a line, medians over the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest half of bench/ublk-vs-nullblk.sh (busybox sh, Linux 6.12 under
 # qemu TCG).  The host prepends the settings:
 #   CONF       KEY=VALUE... for both devices (null_blk configfs and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/ublk-vs-nullblk.sh [BUILDDIR]: zonednull-ublk against the real
 # null_blk, in one VM of Debian's Linux 6.12 (bookworm-backports) under qemu
 # TCG, 2 vCPUs.  A benchmark, not a test: nothing passes or fails on speed.

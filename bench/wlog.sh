@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The write log's cost (issue 34): zonednull-server without a log, with
 # log_writes= on tmpfs, and with log_writes= on the disk, side by side in
 # one run, taking turns within each round: zn-bench's sequential zone

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zn-bench: a small libnbd load generator for the seed experiments, used
  * where a run needs an exact number of writes per zone in flight, which
  * fio's stock nbd engine cannot express (examples/pipelined-writes.sh runs

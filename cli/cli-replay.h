@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* `zonednull replay`: the model's replay of a write log (lib/replay.h)
  * behind the command line; no server, no URI.
  */

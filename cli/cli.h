@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the zonednull CLI's files share: the commands, the options of a
  * run, and the ways out.
  */

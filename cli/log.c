@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull mark and zonednull log: the device's write log
  * (zonednull-log(5)), as dmsetup message ... mark does for dm-log-writes.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull: blkzone(8) for zonednull devices, over NBD.
  *
  * Subcommands, options and the report format follow util-linux's blkzone,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* `zonednull replay LOG [--to MARK|ENTRY] [--crash=POLICY] -o DIR` and
  * `zonednull replay LOG --list`.  The rules and the model's work are in
  * lib/replay.c; this parses, prints, and names each state so that it can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libzonednull-client: what a server sends, checked against the rules
  * of zonednull-control(5) before any program on the library uses it.
  * See checks.h.

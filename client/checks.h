@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libzonednull-client: the rules of zonednull-control(5) that every
  * header and zone descriptor from a server must keep.  Programs on the
  * library divide by the zone size, index arrays by zone number and hand

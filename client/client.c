@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libzonednull-client: the control channel on two libnbd handles.
  * See include/zonednull/client.h for the API and control.h for the wire
  * format.  libnbd does every bit of NBD; this file only builds commands,

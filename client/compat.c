@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libzonednull-client: the names of 0.1.0, which called error logs
  * sessions.  Programs built against it still link and run with
  * libzonednull-client.so.0: zn_client_session_errno is declared, deprecated,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What client.c and wlog.c share: the client's state and the commands
  * of the control channel.  Not exported: the library's API is
  * include/zonednull/client.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libzonednull-client: the commands of power-fail testing, the write log
  * (MARK, LOG_START, LOG_STOP) and the power cycle that keeps some
  * unflushed writes, with the errnos the device answers turned into what

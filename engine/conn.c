@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-fio: the job's connections, setup, init and cleanup. */
 #include <errno.h>
 #include <stdlib.h>

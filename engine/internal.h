@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-fio's internal header: the engine's state, shared by its
  * files (zonednull-fio.c: the options and fio's table of hooks; conn.c:
  * connections, setup, init and cleanup; io.c: the data path; zones.c: the

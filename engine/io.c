@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-fio: the data path, libnbd's asynchronous calls on the job's
  * connections, with the zone write locks of zone_write_lock=1.
  */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The fio ioengine (issue 4), included by Makefile.am.  Built only with
 # ./configure --with-fio=DIR: fio loads engines compiled against the headers
 # of its own version only (see zonednull-fio(1)).

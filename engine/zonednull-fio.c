@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-fio: a fio ioengine for zonednull devices over NBD.
  *
  * fio's stock nbd engine only moves data; with zonemode=zbd fio then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-fio: the zone hooks, over the zone control channel. */
 #include <errno.h>
 

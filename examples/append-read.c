@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* append-read: zone-appends two blocks to a zonednull device and reads
  * them back.
  *

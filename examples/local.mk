@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The client library's example programs, included by Makefile.am.  `make
 # check` builds them (tests/local.mk) against the build tree's library and
 # runs them (tests/client/test-examples.sh), which also builds them with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The pipelining one of the seed experiments (bench/README.md), rewritten
 # for zonednull: 4 KiB sequential writes at queue depth 64 in batches of
 # 16, to a 1 MiB device with one 1 MiB zone whose requests complete after

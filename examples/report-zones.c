@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* report-zones: prints the zones of a zonednull device, a small
  * "zonednull report" on libzonednull-client.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Where a device keeps its zones' data: one table of operations, as
  * nbdkit's allocators have, so that the zone state machine (zoned.c) says
  * what happens to the data and not how each store does it.

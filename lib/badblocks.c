@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* null_blk's bad blocks (configfs "badblocks"): ranges of 512-byte
  * sectors whatever the block size.  A read or write that overlaps one
  * fails with EIO and transfers nothing (6.1, 6.12); 7.3 can clear the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* null_blk's volatile write cache (cache_size, memory-backed only), as far
  * as it can be observed: data written without FUA and not flushed is lost
  * when the device is powered off and on.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The monotonic clock in nanoseconds: what the server's timers and
  * budgets and the --stats counters of both daemons measure with.
  */

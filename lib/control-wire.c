@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Byte layout of the control channel (see include/zonednull/control.h).
  * Shared by the server side and the client library, so the format is
  * written down in exactly one place.

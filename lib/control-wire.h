@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The control channel's encoding (zonednull-control(5)), used by both
  * ends: the servers (lib/control.c) and libzonednull-client.  Not
  * installed: a client program uses the library's calls.

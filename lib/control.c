@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The server side of the zone control channel: renders the header page
  * and the zone descriptors on reads, and executes commands on writes.
  * Any NBD server hosting the device model routes its control export here.

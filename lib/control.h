@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The control export of a device (zonednull-control(5)), as the NBD
  * servers serve it: the header page, the zone descriptors, the commands
  * and the error logs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The crash policies (crash.h).  A draw depends only on the seed, the
  * zone and the write's place in it, not on the order the zones are
  * visited or on other zones, so a seed names one state however the log

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a power loss may keep of the writes a device had not made durable:
  * the policies of `zonednull replay --crash` and `zonednull power-cycle
  * --keep`, and the draws that make random:SEED reproducible.  The rules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The errno name table, alone in its file: libzonednull-client exports
  * it (zn_errno_name) and must not carry the rest of the model.
  */

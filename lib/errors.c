@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The model's failure reasons: their texts and the errno rules every
  * front end shares (errors.h).
  */

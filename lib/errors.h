@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One vocabulary for the model's failures, for every front end.
  *
  * The model returns a negative errno, as the block layer would hand it to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zn_escape (see escape.h). */
 #include <stdio.h>
 #include <string.h>

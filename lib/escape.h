@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Text from the network, made safe for a log line.
  *
  * A client chooses its export name, its PSK identity and its option data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Intrusive FIFOs: a head, a tail, and a link member in each item.  The
  * queues of waiting connections, throttled requests and jobs in the
  * programs, the parked writes and held replies of the sessions, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: a whole write-log file, as `zonednull replay` takes
  * one from whoever hands it over.
  *

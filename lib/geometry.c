@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* null_blk's configuration rules at power-on (6.1, and where they differ
  * 6.12 and 7.3): what is rejected, what is silently clamped, and the
  * geometry that results.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The device model: no transport, shared by every program; included from
 # Makefile.am.
 noinst_LTLIBRARIES = lib/libzonednull.la

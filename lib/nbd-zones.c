@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NBD-to-zone rules (see nbd-zones.h). */
 #include <errno.h>
 #include <inttypes.h>

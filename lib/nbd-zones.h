@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NBD-to-zone rules that every NBD front end (the nbdkit plugin, the
  * NBD session of zonednull-server and zonednull-ublk) shares.  NBD has no
  * zone commands, so a zoned device speaks through two of its ordinary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory back ends: pages (memory_backed=1), a mapping a zone, and
  * null (memory_backed=0), which keeps nothing.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Memory of one zone: an anonymous mapping made on the zone's first write.
  * The kernel gives it pages as they are first written, zeroed, so memory
  * follows what is written, as in null_blk, without an allocation per page.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The device's KEY=VALUE parameters, for the nbdkit plugin,
  * zonednull-server and zonednull-ublk alike: one parser, so that a value
  * is accepted or refused, with the same message, by every front end, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The device parameters of the nbdkit plugin, zonednull-server and
  * zonednull-ublk: one set of keys and rules, parsed by one piece of code,
  * so that a value is refused with the same message everywhere. */

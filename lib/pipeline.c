@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Pipelined writes (pipeline_zoned_writes): a write to a sequential zone
  * ahead of its write pointer waits, up to pipeline_wait_ms, for the writes
  * before it instead of failing, as the "pipelining zoned writes" series

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The power cycle (configfs "power" written 0 then 1): what a device keeps
  * over it and what it loses.  In null_blk, nullb_device_power_store in
  * main.c frees the zones (null_free_zoned_dev) and makes them again

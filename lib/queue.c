@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* null_blk's queueing model: tag pools with FIFO waiting, hardware queues
  * fed by connections, completion timing and the mbps throttle.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull: null_blk's queueing model (tags, hardware queues, completion
  * timing, bandwidth throttle), without any transport.
  *

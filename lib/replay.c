@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Replay of a write log (replay.h): the rules of doc/power-fail.md's
  * section 2 decided once per log point, the policies' choices, and the
  * state applied through the model, so that the model refuses in replay

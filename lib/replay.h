@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Replay of a write log (doc/power-fail.md, sections 2 and 3): which
  * writes are durable at a point of the log, which are pending and how
  * each policy chooses among them, and the state written through the

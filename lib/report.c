@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Zone reports and the device's counters, for the front ends and the
  * control channel.  A zone is copied under its lock and the resource lock
  * (an implicit close changes an open zone's condition under the latter

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Files of secrets (secret-file.h). */
 #include <errno.h>
 #include <fcntl.h>

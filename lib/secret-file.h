@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Files of secrets: the hosts' DH-HMAC-CHAP secrets (--nvme-host=@FILE),
  * NVMe/TCP's TLS keys (--nvme-tls-keys) and NBD's PSKs (--tls-psk).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What store.c, store-meta.c (the metadata file) and store-scan.c (the
  * check of DIR's zone files at a start) share: the store's state and the
  * helpers all three use.  Not part of the store's API (store.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The metadata file, DIR/zonednull.meta: the geometry a restart must
  * keep, the READONLY and OFFLINE zones and the bad blocks, none of which
  * the zone files can hold.  It is rewritten whole through a temporary

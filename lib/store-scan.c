@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The check of DIR at a start: every name that is a zone file's must be
  * zloop's name of a zone of this device, a regular file, and no longer
  * than the zone; the sequential zones' sizes are their write pointers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* File-backed zones (backing_dir): the device's data in one file a zone,
  * in the layout of the kernel's zloop, so that the zones outlive the
  * process and can be larger than memory.

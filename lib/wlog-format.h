@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The write log's file layout (doc/power-fail.md, section 1;
  * zonednull-log(5)): dm-log-writes' super and entries, with zone
  * operations as flag bits its readers skip or take as a discard.  Shared

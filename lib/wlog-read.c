@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The write log's reader (wlog-read.h).  Every length in the file is
  * checked against the file's size before it is used, so that a corrupt
  * log costs a message, never a large allocation or a read past its end.

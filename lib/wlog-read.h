@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reading a write log (doc/power-fail.md, section 1): the super, the
  * geometry of entry 0, and every entry checked against the table and the
  * geometry before anything trusts it, so that a truncated or corrupt log

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The write log (wlog.h; the layout is wlog-format.h, the design
  * doc/power-fail.md): one file, appended to under one lock, each entry
  * in the file before the request it records completes.

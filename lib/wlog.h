@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The write log (log_writes=FILE; zonednull-log(5), doc/power-fail.md):
  * every request the device completed, in completion order, in
  * dm-log-writes' layout (wlog-format.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Zone write plugging, the block layer's (block/blk-zoned.c) since Linux
  * 6.10, as far as a user of /dev/nullb0 can see it.
  *

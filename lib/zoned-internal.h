@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The device structure and its locks, shared by the model's files:
  * zoned.c (the zone state machine), pipeline.c (pipelined writes),
  * power.c (the power cycle), report.c (zone reports), and the rest.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The zone state machine of null_blk (drivers/block/null_blk/zoned.c in
  * Linux 6.1, and where they differ 6.12 and 7.3) plus the checks and
  * splitting the block layer does in front of it.  This file is the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull: the Linux null_blk zoned device model, as null_blk of Linux
  * 6.1 (the default), 6.12 or 7.3 behaves (struct zn_config's kernel).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* man/gen-params PAGE.in: PAGE.in with the parameter list of lib/params.c's
  * table in place of its markers, on stdout.  The build makes the man pages
  * of the plugin, zonednull-server and zonednull-ublk this way, so that

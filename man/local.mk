@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The man pages whose PARAMETERS list is made from lib/params.c's table,
 # included by Makefile.am: man/gen-params (built for the build machine, never
 # installed) puts the table's keys in place of the markers of PAGE.in.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The connection layer (see conn.h).
  *
  * Each connection is a byte stream fed to its protocol's session; all

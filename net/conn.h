@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The connection layer: any byte-stream protocol served from a libev
  * loop, on TCP or Unix sockets, with or without TLS.
  *

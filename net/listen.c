@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Listening sockets for the connection layer (see conn.h). */
 #include <errno.h>
 #include <netdb.h>

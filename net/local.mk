@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The connection layer: listening, connections, output budget, handshake
 # timeout, TLS.  Linked into each program that serves a protocol;
 # included from Makefile.am.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TLS for the connection layer, on GnuTLS: credentials, sessions, and
  * non-blocking handshake and record I/O (see tls.h).
  *

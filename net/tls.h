@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TLS for the connection layer's connections, on GnuTLS.
  *
  * The credentials are loaded once at start-up; each connection whose

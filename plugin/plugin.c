@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* nbdkit-zonednull-plugin: Linux null_blk's zoned device over NBD, as
  * the null_blk of Linux 6.1, 6.12 or 7.3 behaves (kernel=).
  *

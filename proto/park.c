@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Parked writes and held replies, shared by the sessions (see park.h). */
 #include <stdlib.h>
 #include <string.h>

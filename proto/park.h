@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a session sets aside for the scheduler (served.h), in either
  * protocol: writes admitted with ADMIT_PARK, kept until resume, and the
  * replies held until their requests complete (irqmode=2), released by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a protocol's session and the program serving it share: the
  * devices, and the admission of data requests by the program's scheduler
  * (tags, timers, bandwidth, parked writes).  NBD and NVMe/TCP sessions

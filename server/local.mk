@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server: the same device model from a libev event loop.
 sbin_PROGRAMS = server/zonednull-server
 server_zonednull_server_SOURCES = \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-server: the null_blk zoned device over NBD, and over
  * NVMe/TCP with --nvme, from one libev event loop: options, devices and
  * main.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* --nvme-host (nvme-hosts.h).  A secrets file follows the rules of
  * lib/secret-file.h, and one that names no host is refused: the option
  * asks for authentication, and no host must never mean everyone.

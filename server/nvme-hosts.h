@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* --nvme-host: the NVMe/TCP hosts and their DH-HMAC-CHAP secrets, from
  * the command line or from a file only its owner may read.
  */

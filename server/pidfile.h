@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The pidfile both zonednull-server and zonednull-ublk write (-P) once
  * they serve.  A header alone, so that neither program's build needs a
  * source of the other's.

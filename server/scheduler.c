@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-server's scheduling of requests (see scheduler.h).
  *
  * The tag sets, pools and counters are the plugin's (lib/queue.c); what

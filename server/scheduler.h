@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-server's scheduling of requests: tags and timed completion,
  * the mbps budget, and parked writes (pipeline_zoned_writes).  It plugs
  * into the connection layer as its struct net_sched, and into the NBD

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # systemd units, included by Makefile.am: zonednull-server@NAME.service
 # (and .socket) and zonednull-ublk@NAME.service, for the device of
 # /etc/zonednull/NAME.conf (systemd/example.conf).  The programs' paths

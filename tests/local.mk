@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Every test of `make check`, by subject; included from Makefile.am.  Each
 # group's directory under tests/ holds its tests; tests/common/ holds what
 # they share (C headers, the server fixture, the shell helpers, the Python
@@ -23,13 +24,16 @@ AM_TESTS_ENVIRONMENT = \
 	ZONEDNULL_SERVER='$(abs_builddir)/server/zonednull-server'; \
 	ZONEDNULL_HEADERS='$(pkginclude_HEADERS)'; ZONEDNULL_CC='$(CC)'; \
 	ZONEDNULL_FIO_ENGINE='$(ZONEDNULL_FIO_ENGINE_SO)'; FIO='$(FIO)'; \
-	NBDKIT='$(NBDKIT)'; NBDINFO='$(NBDINFO)'; \
-	export ZONEDNULL_CLI ZONEDNULL_SERVER ZONEDNULL_HEADERS ZONEDNULL_CC \
+	NBDKIT='$(NBDKIT)'; NBDINFO='$(NBDINFO)'; ZONEDNULL_TESTS='$(ZN_TESTS)'; \
+	export ZONEDNULL_TESTS ZONEDNULL_CLI ZONEDNULL_SERVER ZONEDNULL_HEADERS ZONEDNULL_CC \
 	  ZONEDNULL_PLUGIN ZONEDNULL_PRELOAD ZONEDNULL_BUILDDIR ZONEDNULL_SRCDIR \
 	  ZONEDNULL_FIO_ENGINE FIO NBDKIT NBDINFO;
 
 check_PROGRAMS =
-TESTS =
+# The registered tests accumulate in ZN_TESTS rather than TESTS, so that
+# `make check TESTS=...` runs a few and tests/tree still sees them all.
+ZN_TESTS =
+TESTS = $(ZN_TESTS)
 EXTRA_DIST += tests/local.mk tests/README.md
 
 #----------------------------------------------------------------------
@@ -96,13 +100,13 @@ tests_model_test_wlog_SOURCES = tests/model/test-wlog.c \
 	tests/common/check.h tests/common/dev.h
 tests_model_test_wlog_LDADD = lib/libzonednull.la
 
-TESTS += tests/model/test-model-config tests/model/test-model-zones \
+ZN_TESTS += tests/model/test-model-config tests/model/test-model-zones \
 	tests/model/test-model-io tests/model/test-kernels \
 	tests/model/test-concurrency tests/model/test-queue \
 	tests/model/test-pipeline tests/model/test-badblocks \
 	tests/model/test-params tests/model/test-escape tests/model/test-wlog
 # The man pages made from the parameter table list every key.
-TESTS += tests/model/test-man-params.sh
+ZN_TESTS += tests/model/test-man-params.sh
 EXTRA_DIST += tests/model/test-man-params.sh
 
 #----------------------------------------------------------------------
@@ -128,7 +132,7 @@ tests_powerfail_wlog_make_SOURCES = tests/powerfail/wlog-make.c \
 	$(wlog_gen_sources)
 tests_powerfail_wlog_make_LDADD = lib/libzonednull.la
 
-TESTS += tests/powerfail/test-replay-rules tests/powerfail/test-replay-bad \
+ZN_TESTS += tests/powerfail/test-replay-rules tests/powerfail/test-replay-bad \
 	tests/powerfail/test-replay-live tests/powerfail/test-replay-cli.sh \
 	tests/powerfail/test-fuzz-wlog.sh
 EXTRA_DIST += tests/powerfail/test-replay-cli.sh tests/powerfail/test-fuzz-wlog.sh
@@ -171,9 +175,9 @@ TRACES = \
 	tests/traces/k7.3/tier-seed1-rand8-seed794839582.trace \
 	tests/traces/k7.3/tier-seed2-rand1-seed913100623.trace \
 	tests/traces/k7.3/tier-seed2-rand3-seed863403288.trace
-TESTS += $(TRACES)
+ZN_TESTS += $(TRACES)
 # A corrupted trace must fail.
-TESTS += tests/traces/test-replay-detects.sh
+ZN_TESTS += tests/traces/test-replay-detects.sh
 EXTRA_DIST += $(TRACES) tests/traces/README.md tests/traces/test-replay-detects.sh
 
 #----------------------------------------------------------------------
@@ -215,7 +219,7 @@ FILES_TESTS = \
 	tests/files/test-files-keep.sh \
 	tests/files/test-files-hostile.sh \
 	tests/files/test-files-enospc.sh
-TESTS += $(FILES_MODEL_TESTS) $(FILES_TESTS)
+ZN_TESTS += $(FILES_MODEL_TESTS) $(FILES_TESTS)
 EXTRA_DIST += $(FILES_TESTS)
 
 #----------------------------------------------------------------------
@@ -224,7 +228,7 @@ EXTRA_DIST += $(FILES_TESTS)
 # states (the mounts are in the 7.3 kernel tier).
 
 PFCHECK_TESTS = tests/pfcheck/test-pfcheck.sh tests/pfcheck/test-pfcheck-log.sh
-TESTS += $(PFCHECK_TESTS)
+ZN_TESTS += $(PFCHECK_TESTS)
 EXTRA_DIST += $(PFCHECK_TESTS)
 
 #----------------------------------------------------------------------
@@ -244,7 +248,7 @@ PLUGIN_TESTS = \
 	tests/plugin/test-plugin-config.sh \
 	tests/plugin/test-plugin-tools.sh \
 	tests/plugin/test-plugin-queue-config.sh
-TESTS += tests/plugin/test-plugin tests/plugin/test-plugin-queue $(PLUGIN_TESTS)
+ZN_TESTS += tests/plugin/test-plugin tests/plugin/test-plugin-queue $(PLUGIN_TESTS)
 EXTRA_DIST += $(PLUGIN_TESTS)
 
 #----------------------------------------------------------------------
@@ -256,7 +260,7 @@ NBD_TESTS = \
 	tests/nbd/test-replay-nbd-tls.sh \
 	tests/nbd/test-zero-length.sh \
 	tests/nbd/test-server-disc.sh
-TESTS += $(NBD_TESTS)
+ZN_TESTS += $(NBD_TESTS)
 EXTRA_DIST += $(NBD_TESTS)
 
 #----------------------------------------------------------------------
@@ -305,7 +309,7 @@ NVME_TESTS = \
 	tests/nvme/test-server-nvme-budget.sh \
 	tests/nvme/test-server-nvme-auth.sh \
 	tests/nvme/test-server-nvme-tls.sh
-TESTS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
+ZN_TESTS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
 	tests/nvme/test-nvme-session-checks tests/nvme/test-nvme-session-auth \
 	$(NVME_TESTS)
 EXTRA_DIST += $(NVME_TESTS)
@@ -326,7 +330,7 @@ SERVER_TESTS = \
 	tests/server/test-server-stop.sh \
 	tests/server/test-units.sh \
 	tests/server/test-fuzz.sh
-TESTS += $(SERVER_TESTS)
+ZN_TESTS += $(SERVER_TESTS)
 EXTRA_DIST += $(SERVER_TESTS)
 
 #----------------------------------------------------------------------
@@ -363,7 +367,7 @@ CLIENT_TESTS = \
 	tests/client/test-generation.sh \
 	tests/client/test-log-cli.sh \
 	tests/client/test-symbols.sh
-TESTS += tests/client/test-client tests/client/test-append \
+ZN_TESTS += tests/client/test-client tests/client/test-append \
 	tests/client/test-errlog tests/client/test-control-snapshot $(CLIENT_TESTS)
 EXTRA_DIST += $(CLIENT_TESTS) tests/client/abi-0.1.0.txt
 
@@ -377,17 +381,22 @@ FIO_TESTS = \
 	tests/fio/test-fio-matrix-cap-lt.sh \
 	tests/fio/test-fio-server.sh \
 	tests/fio/test-fio-tls.sh
-TESTS += $(FIO_TESTS)
+ZN_TESTS += $(FIO_TESTS)
 EXTRA_DIST += $(FIO_TESTS)
 
 #----------------------------------------------------------------------
 # zonednull-ublk (tests/ublk/): what can be checked without root or the
 # ublk driver.  The rest is in the 6.12 kernel tier.
 
-if HAVE_LIBURING
-TESTS += tests/ublk/test-ublk-params.sh
-endif
+ZN_TESTS += tests/ublk/test-ublk-params.sh
 EXTRA_DIST += tests/ublk/test-ublk-params.sh
+
+#----------------------------------------------------------------------
+# The source tree (tests/tree/): every source file's licence line, and the
+# test index (tests/README.md) against the tests registered here.
+
+ZN_TESTS += tests/tree/test-tree.sh
+EXTRA_DIST += tests/tree/test-tree.sh
 
 #----------------------------------------------------------------------
 # The real-kernel tiers, `make check-kernel` (tests/kernel/).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-ublk's control socket (see control-socket.h).
  *
  * Requests are answered at once: the queueing model (tags, irqmode=2,

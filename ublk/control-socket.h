@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-ublk's control socket: the device's NBD exports (nullb0 and
  * nullb0/control) on a Unix socket, so that the zonednull CLI reaches the
  * model behind /dev/ublkbN.  The protocol is the NBD session

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Commands on /dev/ublk-control.
  *
  * They are io_uring passthrough commands whose 32-byte argument lives in

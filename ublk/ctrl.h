@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Commands on /dev/ublk-control, one at a time from the main thread. */
 #ifndef ZONEDNULL_UBLK_CTRL_H
 #define ZONEDNULL_UBLK_CTRL_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-ublk: the device model as a real zoned block device through
 # Linux's ublk driver (liburing; built only when configure finds it);
 # --connect serves a remote zonednull server's device (libnbd).

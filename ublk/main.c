@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-ublk: the null_blk zoned device model as a real host-managed
  * zoned block device, /dev/ublkbN, through Linux's ublk driver.
  *

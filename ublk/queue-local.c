@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-ublk's in-process hardware queues: each serves its ublk
  * queue (ring.c) from the device model.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-ublk's in-process hardware queues: one thread and one
  * io_uring each (ring.h), serving the requests of its ublk queue from
  * the device model.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-ublk --connect: serving a ublk queue from a remote zonednull
  * server.  See queue-remote.h for the shape.
  *

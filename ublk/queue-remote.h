@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-ublk --connect: the queues of a device whose zones live on a
  * remote zonednull server (nbdkit zonednull or zonednull-server).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-ublk: a hardware queue's ublk side.  See ring.h.
  *
  * ublk hands each tag of a queue to the thread that fetched it, so every

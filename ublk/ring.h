@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-ublk: what every hardware queue does on the ublk side,
  * whichever kind serves its requests (in-process from the model,
  * queue-local.c; from a remote server, queue-remote.c): its thread and

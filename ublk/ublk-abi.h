@@ -1,5 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /* The ublk user-space ABI of Linux 6.6 and later, as far as zonednull-ublk
- * needs it.
+ * needs it: the command numbers, flags and structure layouts of Linux's
+ * include/uapi/linux/ublk_cmd.h, under that header's licence (the
+ * syscall note lets any program use the kernel's interface), with the
+ * names changed.  The rest of zonednull is BSD-3-Clause (LICENSE).
  *
  * Debian 12's linux-libc-dev (6.1) has an older <linux/ublk_cmd.h> without
  * user copy, zoned devices or the ioctl-encoded opcodes, under the same

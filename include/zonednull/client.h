@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libzonednull-client: zone control of a zonednull device over NBD.
  *
  * A client holds two libnbd connections to one server: the device's data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull zone control channel, wire format version 1.
  *
  * NBD has no zone commands and nbdkit cannot add metadata contexts, so each

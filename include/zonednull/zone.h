@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull: zones as a client sees them.  The types of a zone report and
  * of a zone operation, shared by the device model and libzonednull-client.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: arbitrary bytes from a client into one session.
  *
  * The input is cut into pieces at points chosen by its own bytes, so

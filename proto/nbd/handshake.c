@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NBD handshake: the client's flags, then options until it chooses
  * an export (NBD_OPT_GO or NBD_OPT_EXPORT_NAME).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the NBD session's parts share: the session itself, its output
  * functions, the exports, and the two phases' entry points.
  * handshake.c speaks the handshake, transmission.c the transmission

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The NBD session, a protocol over the connection layer; included from
 # Makefile.am.
 proto_nbd_sources = \

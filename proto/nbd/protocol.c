@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NBD session as a protocol of the connection layer (net/conn.h). */
 #include <stdio.h>
 

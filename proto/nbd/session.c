@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NBD session: fixed newstyle handshake (handshake.c) and
  * transmission (transmission.c), with structured replies and two
  * metadata contexts.  Here: the output, the exports and the state

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One NBD connection, as a byte-stream state machine: the protocol of
  * zonednull-server and of zonednull-ublk's control socket.
  *

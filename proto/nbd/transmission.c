@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NBD transmission phase: requests on the export the handshake
  * chose, each admitted by the program (tags, bandwidth, parked writes)
  * before it runs, its reply held until the program releases it when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NBD on the wire (the NBD protocol document): its constants, and the
  * requests and replies as named structures with their codecs.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The admin commands a Linux host sends to a controller of the
  * subsystem or to the discovery controller: Identify, Get Log Page,
  * Set and Get Features, Keep Alive, Asynchronous Event Request, Abort.

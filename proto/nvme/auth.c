@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* DH-HMAC-CHAP on the controller's side (auth.h): the secrets, the
  * messages and the exchange of one queue.
  *

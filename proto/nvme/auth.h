@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NVMe in-band authentication, DH-HMAC-CHAP (NVMe base spec 8.3.4,
  * as nvmet has it): the hosts' secrets (--nvme-host) and the exchange
  * each queue of a controller whose host has a secret goes through, in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The SQE's fields (command.h): the only place that reads its bytes. */
 #include <nvme/types.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An NVMe command as named fields: the submission queue entry's common
  * part, taken from the capsule, and the command dwords of each command
  * family the session serves, decoded once before it runs.  The values

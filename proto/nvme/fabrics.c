@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The fabrics side of the subsystem: Connect, which makes a controller
  * on the admin queue and binds I/O queues to it, the properties (CAP,
  * VS, CC, CSTS), the registry of controllers, and the discovery log.

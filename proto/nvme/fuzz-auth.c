@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the DH-HMAC-CHAP exchange of one queue (auth.c).
  *
  * The session fuzzer reaches the exchange with raw bytes, which never

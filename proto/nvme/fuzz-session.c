@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: arbitrary bytes from a host into NVMe/TCP sessions.
  *
  * The first byte picks where the bytes go: a fresh connection (they

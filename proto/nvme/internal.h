@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the NVMe/TCP session's parts share: session.c frames the PDUs
  * and queues the output, fabrics.c holds the controllers (Connect,
  * properties, the discovery log), admin.c and io.c carry out the admin

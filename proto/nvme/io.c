@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The I/O commands of an I/O queue: Read, Write, Zone Append, Write
  * Zeroes, Flush, Zone Management Send and Receive, each on the
  * namespace's device through zns.h.  A data command takes a tag of the

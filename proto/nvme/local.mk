@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The NVMe/TCP session, zonednull-server's second protocol over the
 # connection layer; included from Makefile.am.
 proto_nvme_sources = \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NVMe/TCP transport's PDUs (NVMe/TCP Transport Specification 1.0),
  * which libnvme's <nvme/types.h> does not define, and the 64-byte
  * command and 16-byte completion as they travel in capsules.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NVMe/TCP session as a protocol of the connection layer
  * (net/conn.h) and a session of the scheduler (served.h).
  */

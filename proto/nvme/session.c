@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NVMe/TCP session (session.h): framing and checking of the host's
  * PDUs, digests, the R2T flow of writes, and the output.
  *

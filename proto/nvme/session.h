@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One NVMe/TCP connection (an admin or I/O queue of a controller, or a
  * discovery controller's admin queue) as a byte-stream state machine:
  * PDUs in, PDUs queued out.  zonednull-server's second protocol, beside

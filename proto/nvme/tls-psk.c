@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* NVMe/TCP's TLS pre-shared keys: the interchange format, the PSK
  * identities and the HKDF derivations (see tls-psk.h).  Every primitive
  * is GnuTLS's (HKDF, HMAC, base64) or ISA-L's (the format's CRC-32, as auth.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The pre-shared keys of NVMe/TCP's TLS (TP 8011), as a Linux host
  * derives them: a configured key per host NQN, in the PSK interchange
  * format `nvme gen-tls-key` prints (NVMeTLSkey-1:HH:base64(key, CRC-32):),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A device of the model as an NVMe Zoned Namespace (see zns.h).
  *
  * Everything is judged by what a Linux host makes of it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A device as an NVMe namespace of the Zoned Namespace command set: its
  * identify data, its logs, its zone reports and zone management, and the
  * status of a failed command.  No PDUs and no queues here: the NVMe/TCP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Zone append over NBD (ZN_CMD_APPEND), against both servers: nbdkit
  * with the plugin, then zonednull-server.  The client library's landed
  * sectors, the data read back through the data export, each refusal's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The zonednull CLI against the plugin: every subcommand with its outcome,
 # the report parsed as blkzone's, JSON validated, bad URIs and ranges
 # refused, a read-only server, two clients changing zones at once, bad

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libzonednull-client against the nbdkit plugin: each test starts nbdkit
  * on a Unix socket in a private directory, connects by URI, and checks
  * results, exact errnos and zone states.  Default device: 8 zones of 1 MiB

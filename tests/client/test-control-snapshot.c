@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One read of the control export is one snapshot (issue 15): while
  * another connection opens, writes, closes, finishes and resets zones as
  * fast as it can, every read of the header and all zone descriptors must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Error logs: exact errnos per data connection, against both servers
  * (nbdkit with the plugin, then zonednull-server).  Two clients fail the
  * same request (type, offset, length) with different errnos, each asking

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The client library's example programs (examples/*.c) against
 # zonednull-server: as make check built them, against the build tree's
 # library, and, when an installed zonednull-client is found, built with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The device generation (zonednull-control(5), GENERATION) through the
 # CLI's info, against nbdkit and zonednull-server: a backing_dir keeps it
 # across restarts, in its metadata file; zones in memory get a new one at

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The client side against a hostile or broken server (hostile-server.py):
 # bad headers and descriptors, a geometry that changes after connect, a
 # server that never speaks, one that stops answering and one that

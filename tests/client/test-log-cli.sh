@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The write log over the control channel, with the CLI and zonednull-server:
 # `zonednull log start`, writes, a flush and a zone append through NBD,
 # `zonednull mark`, `zonednull log stop`, and the file's entries counted

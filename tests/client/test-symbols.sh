@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Every shared object that `make install` installs resolves all its
 # symbols: each undefined symbol must be defined by one of the libraries
 # it declares (DT_NEEDED, as ldd resolves them) or by the program that

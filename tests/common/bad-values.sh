@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The bad numeric values that every front end must refuse at start-up
 # with the same message (issue 15, D): sourced by test-plugin-config.sh
 # and test-server.sh, which define

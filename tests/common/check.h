@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Minimal assertions for the C tests: report the failing expression and
  * its location, then exit non-zero so automake counts a failure.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fixtures for the C tests that drive the device model directly. */
 #ifndef ZONEDNULL_TESTS_DEV_H
 #define ZONEDNULL_TESTS_DEV_H

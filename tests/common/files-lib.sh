@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Helpers for the backing_dir tests over both NBD servers; source it, do
 # not run it.  On top of lib.sh: ZONEDNULL_SERVER and ZONEDNULL_CLI.
 # shellcheck shell=sh

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The NBD side of the backing_dir tests (tests/files/test-files-*.sh): writes
 # of seeded data, snapshots of a device's zones and data, the storm's
 # clients and its verification.  Run by Debian's /usr/bin/python3, which

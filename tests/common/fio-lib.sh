@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Helpers for the fio engine's tests; source it, do not run it.
 # shellcheck shell=sh
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The null_blk configuration matrix of fio's t/zbd/run-tests-against-nullb,
 # shellcheck shell=sh
 # scaled down, with short fio jobs through the engine on each device.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A hostile or broken zonednull server, for the client side's tests.
 
     hostile-server.py SOCKET CASE

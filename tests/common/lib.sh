@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Shared helpers for the plugin's shell tests; source it, do not run it.
 #
 # Environment (exported by `make check`): ZONEDNULL_PLUGIN, the built

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A minimal NVMe/TCP host, for zonednull-server's tests: enough of the
 Linux host's sequence (ICReq, Connect, properties, Identify, I/O) to
 check a server without the kernel's nvme-tcp.

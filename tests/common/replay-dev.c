@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The device under test for the trace replayer: the model in process, or
  * a server over NBD (started per trace with --nbdkit, or running, with
  * --connect), both behind struct backend.

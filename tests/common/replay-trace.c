@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reading a trace for the replayer: lines, the header (configuration,
  * recorder, geometry), and the report of the first difference between
  * a recorded line and ours.

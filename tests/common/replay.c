@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* replay: conformance check of zonednull against golden traces.
  *
  *   replay FILE...                    against the device model, in process

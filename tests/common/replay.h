@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the parts of the trace replayer share: replay.c (the ops, one
  * file, main), replay-dev.c (the device under test: the model in
  * process, or a server over NBD) and replay-trace.c (reading a trace, its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>

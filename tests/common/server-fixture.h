@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The fixture of the C tests that talk to a server over NBD: a private
  * directory, servers started in it on sockets of their own (nbdkit with
  * a plugin, or zonednull-server; tests/common/spawn.h does the starting), their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Servers for the C tests: nbdkit or zonednull-server as a child in the
  * foreground, its stderr in a log, ready once it has written its pidfile
  * (both write it after the socket is bound).

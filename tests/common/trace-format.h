@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the trace recorder (tests/kernel/zntrace.c, in the guest) and the
  * replayer (tests/common/replay.c) must compute alike: the data a write stores,
  * the checksum of a read, and the errno names; see "Write data" and "Read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The tests' write log maker (wlog-gen.h). */
 #include <endian.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A write log made by the tests (lib/wlog-format.h's layout), before and
  * apart from the device's own writer: entries written as asked, a random
  * workload that stays valid, and corrupt entries on request.  It keeps

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-debs.sh [DIST]: the packages that ./run deb built into DIST
 # (default dist/) on a clean Debian 12, made by mmdebstrap from Debian's
 # archive in a temporary directory: installed there with apt, used

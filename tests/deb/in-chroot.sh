@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # in-chroot.sh: run by check-debs.sh inside a clean Debian 12 with the
 # packages in /debs: installs them, serves and reads a device through
 # each installed program, builds a program on libzonednull-client-dev

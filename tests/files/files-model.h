@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the tests of file-backed zones against the model
  * (test-files-model-*.c): a temporary directory for the run, devices
  * in it, patterned writes, and checks of refusals and of what DIR holds.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # backing_dir with cache_size=8 over both NBD servers: null_blk's volatile
 # write cache kept in front of the zone files.  Write A and flush, write B
 # without a flush, write C with FUA; then

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # backing_dir over both NBD servers: SIGKILL in the middle of a storm of
 # writes, zone appends, conventional overwrites, resets and finishes from
 # four clients at once, then a restart on the same directory: every write

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # backing_dir on a full file system: zonednull-server's write that meets
 # ENOSPC fails with EIO, every sequential zone's file still holds exactly
 # its wp, everything acknowledged before reads back, the log names the

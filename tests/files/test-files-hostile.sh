@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # backing_dir over both NBD servers, against whoever can write in DIR: a
 # zone file or the metadata's temporary that is a link to a file outside
 # DIR, two names for one zone, a FIFO as the metadata file and a

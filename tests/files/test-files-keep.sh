@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # `zonednull power-cycle --keep=POLICY` on a live device with backing_dir
 # and cache_size, over both NBD servers.  Four 16 KiB writes, neither
 # flushed nor FUA, go to a sequential zone after flushed data, and four

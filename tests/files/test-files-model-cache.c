@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of file-backed zones (backing_dir) with cache_size against the
  * model: a power cycle and a killed process lose exactly the unflushed
  * writes, an orderly stop none.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of file-backed zones (backing_dir) against the model: what DIR
  * must not hold (links, FIFOs, second names of a zone, metadata the device
  * cannot hold) is refused, naming the file or line.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A power cycle that keeps part of the write cache (zn_power_cycle_keep)
  * leaves a state that doc/power-fail.md's section 2 allows, with the page
  * cache and with backing_dir.  A random workload of flushed, FUA and

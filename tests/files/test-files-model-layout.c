@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of file-backed zones (backing_dir) against the model: a directory
  * laid out as zloop makes it opens, and one that zonednull made has
  * zloop's layout; a 20 TiB device costs only the disk space of its data,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of file-backed zones (backing_dir, lib/store.c) against the
  * model: a restart gives back every zone, the data, the bad blocks and the
  * READONLY and OFFLINE zones; each refusal names its cause and leaves DIR

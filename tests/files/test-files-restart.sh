@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # backing_dir over both NBD servers: a restart after SIGTERM gives back
 # every zone's condition, write pointer and data (open zones come back
 # CLOSED, or EMPTY when nothing was written), the READONLY and OFFLINE

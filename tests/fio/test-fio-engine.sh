@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The fio engine's options, errors and zone semantics against the plugin:
 # --enghelp, bad options named in fio's errors, the negative test (fio's
 # own emulated zones meet the server's write pointers: EIO), the exact

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The fio matrix on 4 MiB zones with a 3 MiB capacity (capacity < size).
 SIZE=40
 ZONE_SIZE=4

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The fio engine over TLS: zonemode=zbd writes, verified, then resets,
 # through an nbds+unix:// URI with tls-psk-file, against zonednull-server
 # and nbdkit zonednull, both with --tls=require; the zone reports

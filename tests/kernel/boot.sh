@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # boot.sh: the tiers' qemu boot (sourced by check-kernel.sh, check-ublk.sh and
 # check-nullblk.sh, once lib.sh (note), $kdir, $kver and $work are set).
 # shellcheck shell=sh disable=SC2154

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # build-zloop.sh CACHE SUITE KVER: a zloop.ko for Debian's kernel KVER (the
 # 7.3 tier's), which Debian builds without zloop (BLK_DEV_ZONED_LOOP is
 # not set).  Prints the module's path as its last line; cached in

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-files.sh: file-backed zones (backing_dir=) under a real kernel, the
 # second part of the 7.3 tier (run by check-nullblk.sh; alone it needs the
 # same environment).

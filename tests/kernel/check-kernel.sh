@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-kernel.sh: the real-kernel tier (`make check-kernel`).
 #
 # Boots Debian's kernel under qemu (TCG, no KVM) once.  In the guest:

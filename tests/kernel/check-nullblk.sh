@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-nullblk.sh: a null_blk tier of `make check-kernel` (the 7.3 tier).
 #
 # Boots the kernel of a Debian suite (default trixie-backports: 7.3) under

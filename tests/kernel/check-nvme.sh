@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-nvme.sh: the NVMe/TCP part of the 6.12 tier of `make check-kernel`,
 # run after check-ublk.sh: a second boot of the same Debian 6.12 kernel
 # (bookworm-backports) under qemu (TCG).  In the guest

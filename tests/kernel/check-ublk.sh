@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # check-ublk.sh: the 6.12 tier of `make check-kernel`.
 #
 # Boots Debian's 6.12 kernel (bookworm-backports) under qemu (TCG) once.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # draw.sh: the random null_blk configurations of the real-kernel tiers,
 # sourced by check-kernel.sh (6.1), check-ublk.sh (6.12) and
 # check-nullblk.sh (7.3): a seed draws the same configurations on every

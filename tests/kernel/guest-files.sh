@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest (busybox sh, root, Linux 7.3): zonednull-ublk with backing_dir= on a
 # virtio disk (/dev/vda, a raw image file of the host's that outlives the
 # VM), run twice by tests/kernel/check-files.sh.  /test/params sets PHASE:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # guest-lib.sh: what the guest scripts share (sourced from /test: every
 # tier packs it into its initramfs beside them; the host side has lib.sh).
 #

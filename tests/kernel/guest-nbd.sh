@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: the Linux kernel's nbd client against zonednull on the host:
 # nbdkit zonednull (servers A and B) and zonednull-server (server S).
 # Sourced settings (params): HOST, PORT_A, PORT_B, PORT_S and the sizes.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: traces of the real null_blk.  guest-nullblk.sh [CONF [OUTDIR]]
 # (default /test/traces.conf, /out/traces).  Each line of CONF is
 # "NAME SEED NOPS KEY=VALUE...": a configfs device nullb0 with those

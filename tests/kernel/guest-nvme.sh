@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest (busybox sh, root, Linux 6.12): zoned namespaces over NVMe/TCP on
 # 127.0.0.1, attached with the stock nvme-cli.  Two targets side by side:
 #   ours   zonednull-server --nvme (port 4420), the NQN it prints at start

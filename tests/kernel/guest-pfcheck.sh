@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest (Linux 7.3, sourced by guest-files.sh in the second boot, after
 # guest-zloop.sh): zonednull-pfcheck on btrfs (zoned) and f2fs on a
 # zonednull-ublk that logs its writes (log_writes=), its directories on the

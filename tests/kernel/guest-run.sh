@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest: /test/run.sh, run by /init.  Both parts always run.
 export PATH=/test:/usr/sbin:/usr/bin:/sbin:/bin
 rc=0

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest (6.12 tier): zonednull-ublk --connect, a zoned /dev/ublkbN whose
 # zones live on a zonednull server.  POSIX sh (busybox).
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest (busybox sh, root, Linux 6.12): real consumers of a zoned device on
 # /dev/ublkbN served by zonednull-ublk, some compared with null_blk.
 #   fio     fio --zonemode=zbd write+verify with io_uring and libaio, and a

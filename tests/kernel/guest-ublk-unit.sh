@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # guest-ublk-unit.sh: zonednull-ublk@.service in the 6.12 guest, whose
 # init is busybox's, not systemd: the unit's ExecStart= and ExecStop= run
 # as written, with what systemd gives them (check-ublk.sh put the program

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest (6.12 tier): the real null_blk and zonednull-ublk side by side.
 # Each line of /test/traces.conf is "NAME SEED NOPS KEY=VALUE..." (drawn by
 # tests/kernel/draw.sh, as in the 6.1 tier).  For each:

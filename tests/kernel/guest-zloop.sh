@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Guest (Linux 7.3, run by guest-files.sh when /test/zloop.ko is there):
 # the kernel's zloop and zonednull-ublk on the same directory, both ways.
 # Debian builds no zloop; tests/kernel/build-zloop.sh makes a zloop.ko for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # lib.sh: what the host side of the real-kernel tiers shares (sourced by
 # check-kernel.sh, check-ublk.sh, check-nullblk.sh, prepare.sh and
 # prepare-consumers.sh; the guest scripts have guest-lib.sh).

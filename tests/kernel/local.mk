@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The real-kernel tiers, `make check-kernel`: Debian's kernels under qemu
 # (TCG, no KVM).  Tier 6.1 (tests/kernel/check-kernel.sh): the kernel's nbd
 # client attaches the build's plugin and zonednull-server, and the real

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # prepare-consumers.sh CACHE KVER MODROOT [FIO_SRCDIR]: the zoned consumers
 # of the ublk tier (guest-ublk-consumers.sh), as a cpio archive appended to
 # the guest's base initramfs.  Prints the archive's path as its last line.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # prepare-nvme.sh CACHE: nvme-cli for the guest of check-nvme.sh and
 # bench/nvme-vs-nvmet.sh, as a cpio archive appended to the 6.12 base
 # initramfs.  Prints the archive's path as its last line.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # prepare.sh CACHE [SUITE [MODULE...]]: a guest kernel and its base
 # initramfs for the real-kernel tiers, built once and cached in CACHE
 # (git-ignored).

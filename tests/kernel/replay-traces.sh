@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # replay-traces.sh: the host side of every tier's null_blk traces
 # (sourced by check-kernel.sh, check-ublk.sh and check-nullblk.sh).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zntrace: the guest-side tool of the real-kernel tier (static, no libc
  * extras beyond Linux headers).
  *

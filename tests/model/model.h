@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the device model's unit tests (test-model-config.c,
  * test-model-zones.c, test-model-io.c): configurations, zone ops,
  * patterned writes and snapshots of the whole zone state.

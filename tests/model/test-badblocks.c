@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bad blocks and the volatile write cache in the device model: ranges
  * merge and split like the kernel's badblocks, reads and writes that
  * overlap one fail with EIO and transfer nothing, and a zoned write is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Concurrency tests of the zonednull device model: the calls are
  * documented as thread-safe, so racing threads must leave a device whose
  * counters, limits and zone states are consistent (doc/zone-rules.md,

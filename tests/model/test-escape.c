@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* zn_escape: names from the network, made safe for a log line. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What differs between the kernels whose null_blk is modelled: 6.1, 6.12
  * and 7.3.  Each test sets up the situation the kernel sources describe
  * and checks what a user of /dev/nullb0 would get; most would pass on the

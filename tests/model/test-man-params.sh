@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The man pages made from lib/params.c's table (man/gen-params): the
 # plugin's, zonednull-server's and zonednull-ublk's.  Each is well-formed
 # (groff and, when installed, mandoc and lexgrog find nothing to warn

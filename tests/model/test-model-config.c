@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the device model's geometry and configuration against
  * null_blk's rules (doc/zone-rules.md, cited as "zone-rules N.M" below).
  */

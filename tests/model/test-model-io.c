@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the device model's reads, writes, requests, error reasons
  * and zone append against null_blk's zone rules (doc/zone-rules.md, cited
  * as "zone-rules N.M" below).

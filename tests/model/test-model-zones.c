@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the device model's zone state machine, open and active
  * limits, zone management ranges and READONLY/OFFLINE injection against
  * null_blk's zone rules (doc/zone-rules.md, cited as "zone-rules N.M" below).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The parameter table of lib/params.c is true: every key's documented
  * default is what a device gets without the key, an alias has its key's
  * unit, and the names are unique.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pipeline_zoned_writes in the device model: writes ahead of the write
  * pointer wait for it (many at once, in any order), writes behind it or to
  * a full zone fail at once, and a waiting write gives up with a clear code

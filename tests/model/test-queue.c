@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The queueing model (lib/queue.c): null_blk's parameter rules, the
  * connection-to-queue mapping, tag pools (per queue, shared bitmap,
  * shared tag set), FIFO waiting, the counters, and the completion and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The write log (lib/wlog.c; doc/power-fail.md, section 1): a device
  * driven through every kind of request with the log on, and the file
  * read back by a reader of its own, field by field and byte by byte;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The golden traces over NBD inside TLS: as test-replay-nbd.sh, with each
 # trace's `nbdkit zonednull` started with --tls=require and a PSK made at
 # run time, reached over nbds+unix:// with tls-psk-file.  The client

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Conformance over the wire: every golden trace replayed through the client
 # library against `nbdkit zonednull` started with the trace's configuration.
 # Data goes over the data export; zone operations, reports and the exact

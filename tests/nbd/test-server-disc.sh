@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # NBD_CMD_DISC with requests outstanding (issue 15): the NBD protocol
 # says the server handles every outstanding request before it closes.
 # A client sends requests, then NBD_CMD_DISC (and shuts its side down),

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Zero-length requests (issue 15, A): both front ends answer them as
 # nbdkit 1.32 does and as the NBD protocol allows, with an error reply
 # and nothing else: EINVAL for read, trim and block status, ENOSPC for a

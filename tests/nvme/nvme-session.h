@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NVMe/TCP session without a network, for test-nvme-session-io.c and
  * test-nvme-session-checks.c: the connection layer's hooks, recording what
  * the session asked of them, and a host that builds PDUs, feeds them in

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """NVMe/TCP TLS keys as a host makes and derives them (TP 8011), written
 independently of the server's proto/nvme/tls-psk.c, for its tests.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* DH-HMAC-CHAP in the NVMe/TCP session, without a network: the secrets'
  * format, the Authentication Send and Receive fields, a queue that has
  * not authenticated (Authentication Required), an exchange with the

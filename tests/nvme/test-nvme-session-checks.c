@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NVMe/TCP session without a network, refusing what it must: the
  * checks of every PDU field (TermReq), Connect refusals, keep-alive (KATO
  * near 2^32 ms too), teardown, commands refused before an R2T, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The NVMe/TCP session without a network: hand-built PDUs in through
  * nvme_session_input, the queued PDUs out through nvme_session_output,
  * as the connection layer drives it.  The handshake with and without

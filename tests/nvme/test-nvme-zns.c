@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of proto/nvme/zns.c: the model's devices as NVMe Zoned
  * Namespaces, without a session.  Statuses are compared whole, SCT, SC
  * and DNR, as the CQE carries them.

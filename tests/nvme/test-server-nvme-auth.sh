@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server --nvme-host: DH-HMAC-CHAP on NVMe/TCP.  Bad secrets
 # and secrets files are refused with the rule (a file must be the
 # user's, mode 0600, not a symbolic link; an error names its line), and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server --nvme under a hostile NVMe/TCP host (issue 32): the
 # output budget of zonednull-server(8) covers every reply and every R2T
 # buffer.

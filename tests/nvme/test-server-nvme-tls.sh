@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server's NVMe/TCP over TLS 1.3 with pre-shared keys (TP 8011):
 # the keys' options and files are checked (the rule named, the key never
 # printed); with --tls=require a host whose TLS PSK is derived from its

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server --nvme: NVMe/TCP beside NBD.  The options' bad values
 # are refused with the rule; configurations ZNS cannot express are
 # refused naming the key; a server on a free port of 127.0.0.1 prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The TLS half of the test suite's NVMe/TCP host, on GnuTLS: the client
  * handshake with an external PSK, as Linux's tlshd makes it for
  * `nvme connect --tls`, in front of tests/common/nvme-host.py (Python's

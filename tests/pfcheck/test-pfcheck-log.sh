@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-pfcheck's plan against a real write log: a zonednull-server with
 # log_writes=, marks through its control channel (zonednull mark) between
 # writes and flushes, then the plan's states, each replayed with the

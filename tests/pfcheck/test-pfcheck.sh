@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-pfcheck without a device or a mount: its options and their
 # errors, the verification of a tree against a manifest (what it checks in
 # each state after the mount), and the plan of states it draws from a log's

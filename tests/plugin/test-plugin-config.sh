@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Configuration of the plugin: every bad setting stops nbdkit at startup
 # with a message naming the key, and good settings give the device the
 # kernel would give.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The queueing parameters: null_blk's names, defaults, validation and
 # clamping; a bad value stops nbdkit at startup naming the key and rule.
 # shellcheck source=tests/common/lib.sh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The queueing model and pipelined zoned writes through nbdkit: libnbd
  * aio keeps many requests in flight on several connections, and the
  * control channel's queue section shows what the server saw.  Only

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The plugin through the standard NBD tools against one long-running
 # server: nbdsh writes at the write pointers, nbdinfo --map shows them.
 # Every tool run is a new connection, so this also checks that all

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The nbdkit plugin seen from an NBD client: each test starts its own
  * nbdkit with the plugin through nbd_connect_command, drives zones through
  * writes, TRIM and block status, and checks results, errnos and write

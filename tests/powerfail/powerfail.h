@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the power-fail tests share: a scratch directory, a state's
  * device opened from its backing_dir, and removal of what they made.
  */

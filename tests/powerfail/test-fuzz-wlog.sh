@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A bounded libFuzzer run over the write log's reader and replay
 # (lib/fuzz-wlog.c): whole log files, seeded with logs of
 # tests/powerfail/wlog-make (random workloads with power cycles, marks,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Bad logs: each is refused with a message that names the entry, its
  * byte offset and the rule; no state is written from them.
  */

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull replay from the command line, on logs of tests/powerfail/
 # wlog-make: --list finds the marks; a state is a backing_dir that
 # zonednull-server serves; enumerate writes DIR/state-NNNNNN and says

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Replay of a log to its end equals the live device (issue 34): a model
  * device with log_writes= on (lib/wlog.c, the device's own writer), a
  * random workload through the model (writes, FUA, appends, flushes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* doc/power-fail.md, section 2, property by property, on random logs
  * (tests/common/wlog-gen.c): every state each policy writes keeps every
  * FUA, flushed and power-cycled write, a prefix of each sequential

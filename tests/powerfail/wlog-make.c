@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wlog-make PATH SEED [N [BS]]: a write log of N (default 100) random
  * requests (tests/common/wlog-gen.c), for the shell tests.
  * wlog-make PATH finish-wp ZONE_MIB: a log of a few kilobytes whose

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Bounded libFuzzer runs over zonednull-server's protocol sessions, NBD
 # then NVMe/TCP, from seeds that reach every phase: NBD's handshake
 # options, meta contexts and each command; NVMe/TCP's ICReq, Connect,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server under systemd's socket activation (what
 # zonednull-server@.socket does), through systemd-socket-activate: the
 # server takes the listening socket of LISTEN_FDS and serves the data

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server's output budget (issue 15): 100 clients that send
 # reads of 32 MiB and never read a reply hold no more of the server's
 # memory than zonednull-server(8) says (256 MiB of replies for all

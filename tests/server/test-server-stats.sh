@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server --stats (issue 36): one line on stderr at SIGUSR1 and
 # at exit.  Over NBD (a Unix socket) and NVMe/TCP, a client that sends
 # its requests one at a time gets exactly them counted (NBD: the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server stopped by each stop signal (SIGTERM, SIGINT, SIGHUP,
 # SIGQUIT; --exit-with-parent is SIGTERM) with connections open in every
 # state a connection can be in: NBD clients silent after the greeting,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server's handshake timeout (issue 15): a client that connects
 # and sends nothing, one that stops in the middle of an option, one
 # that stops between options and ones that stop in the TLS handshake

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server over TLS: its options and their refusals at start-up,
 # every client over nbds:// and nbds+unix:// (nbdinfo, nbdsh, qemu-img,
 # qemu-io, the CLI and client library, the golden traces), PSK and X.509

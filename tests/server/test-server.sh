@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # zonednull-server with real NBD clients: libnbd (nbdsh, nbdinfo,
 # nbdcopy), qemu-img and qemu-io, the zonednull CLI, and every golden
 # trace replayed over it.  Also its command line, a read-only server,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The systemd units (systemd/) pass `systemd-analyze verify` without a
 # word of complaint: known keys and values, the instance's specifiers,
 # programs that exist (the build's, in place of the installed paths), and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A conformance check that cannot fail proves nothing: corrupt a golden
 # trace in several ways and require replay to reject each copy, naming the
 # corrupted line, while the untouched copy still passes.
