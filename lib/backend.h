@@ -23,6 +23,11 @@
 
 struct zn_dev;
 struct zone;
+struct zn_keep;
+
+/* Bytes [off, off + len) of zone zone, written but not durable, are lost. */
+typedef void zn_dropped_fn (struct zn_dev *dev, uint32_t zone, uint64_t off,
+                            uint64_t len);
 
 struct zn_backend {
   const char *name;
@@ -53,11 +58,14 @@ struct zn_backend {
                          uint64_t end);
   /* FLUSH: everything written is durable. */
   int (*flush) (struct zn_dev *dev);
-  /* The power-on after a power cycle, every zone lock held: sets each
-   * sequential zone from what the back end kept (zones_power_on when it
-   * keeps nothing across).
+  /* The power-on after a power cycle, every zone lock held: the pending
+   * writes keep does not keep are lost, each told to dropped, and each
+   * sequential zone is set from what the back end kept.  NULL: nothing
+   * to do.  A back end that does not keep_data has its zones made anew
+   * by the model after it.
    */
-  int (*reload) (struct zn_dev *dev);
+  int (*reload) (struct zn_dev *dev, const struct zn_keep *keep,
+                 zn_dropped_fn *dropped);
   /* An orderly stop. */
   void (*free) (struct zn_dev *dev);
 };

@@ -32,7 +32,6 @@
 #include <string.h>
 
 #include "backend.h"
-#include "wlog.h"
 #include "zoned-internal.h"
 
 struct zn_undo {
@@ -340,15 +339,18 @@ spare_survivors (struct zn_dev *dev, struct zn_undo *u)
 
 /* The pending writes the power cycle drops are undone, newest first. */
 static int
-undo_reload (struct zn_dev *dev)
+undo_reload (struct zn_dev *dev, const struct zn_keep *keep,
+             zn_dropped_fn *dropped)
 {
+  const struct zn_backend *under = dev->cache_under;
+
   ALL_ZONES_ASSERT_HELD (dev);
   pthread_mutex_lock (&dev->cache_lock);
-  keep_records (dev, &dev->power_keep);
+  keep_records (dev, keep);
   for (struct zn_undo *u = dev->undo_tail; u; u = u->prev) {
     if (u->keep)
       continue;
-    wlog_dropped (dev, u->zone, u->off, u->len);
+    dropped (dev, u->zone, u->off, u->len);
     spare_survivors (dev, u);
     dev->cache_under->write (dev, &dev->zones[u->zone], u->off, u->old,
                              u->len, false);
@@ -356,7 +358,7 @@ undo_reload (struct zn_dev *dev)
   while (dev->undo_tail)
     unlink_undo (dev, dev->undo_tail);
   pthread_mutex_unlock (&dev->cache_lock);
-  return dev->cache_under->reload (dev);
+  return under->reload ? under->reload (dev, keep, dropped) : 0;
 }
 
 /* An orderly stop writes the cache back, as a drive does at shutdown. */
@@ -517,28 +519,30 @@ wb_flush (struct zn_dev *dev)
  * what is left is lost (a prefix still), and the error is the cycle's.
  */
 static int
-wb_reload (struct zn_dev *dev)
+wb_reload (struct zn_dev *dev, const struct zn_keep *keep,
+           zn_dropped_fn *dropped)
 {
   int ret = 0, r;
 
   ALL_ZONES_ASSERT_HELD (dev);
   pthread_mutex_lock (&dev->cache_lock);
-  keep_records (dev, &dev->power_keep);
+  keep_records (dev, keep);
   while (dev->undo_head) {
     struct zn_undo *u = dev->undo_head;
 
     if (u->keep && ret == 0 && (ret = write_back (dev, u)) == 0)
       continue;
-    wlog_dropped (dev, u->zone, u->off, u->len);
+    dropped (dev, u->zone, u->off, u->len);
     unlink_undo (dev, u);
   }
   pthread_mutex_unlock (&dev->cache_lock);
-  r = dev->cache_under->reload (dev);
+  r = dev->cache_under->reload (dev, keep, dropped);
   return ret ? ret : r;
 }
 
 static const struct zn_backend cache_file_backend = {
   .name = "cache over files",
+  .keeps_data = true,
   .read = wb_read,
   .write = wb_write,
   .reset = wb_reset,

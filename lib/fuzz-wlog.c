@@ -80,7 +80,7 @@ check_state (const struct zn_replay_plan *p)
   struct zn_dev *dev;
 
   cfg.backing_dir = statedir;
-  dev = zn_dev_create (&cfg, err, sizeof err);
+  dev = zn_model_create (&cfg, err, sizeof err);
   if (dev == NULL) {
     fprintf (stderr, "the state replay wrote does not open: %s\n", err);
     abort ();

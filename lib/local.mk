@@ -10,6 +10,8 @@ lib_libzonednull_la_SOURCES = \
 	lib/cache.c \
 	lib/control.c \
 	lib/crash.c \
+	lib/device.c \
+	lib/recorder.h \
 	lib/crash.h \
 	lib/replay.c \
 	lib/replay.h \

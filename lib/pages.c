@@ -150,7 +150,6 @@ const struct zn_backend pages_backend = {
   .save_meta = nothing_to_do,
   .next_data = pages_next_data,
   .flush = nothing_to_do,
-  .reload = zones_power_on,
   .free = pages_free_all,
 };
 
@@ -190,6 +189,5 @@ const struct zn_backend null_backend = {
   .set_cond = no_cond,
   .save_meta = nothing_to_do,
   .flush = nothing_to_do,
-  .reload = zones_power_on,
   .free = null_free,
 };

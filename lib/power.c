@@ -8,32 +8,13 @@
  */
 #include <errno.h>
 
-#include "wlog.h"
 #include "zoned-internal.h"
 
-void
-lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock)
-{
-  if (dev->zones[0].mutex != &dev->zones[0].lock) {
-    if (lock)
-      pthread_mutex_lock (&dev->dev_lock);
-    else
-      pthread_mutex_unlock (&dev->dev_lock);
-    return;
-  }
-  for (uint32_t i = first; i < end; i++) {
-    if (lock)
-      zone_lock (&dev->zones[i]);
-    else
-      zone_unlock (&dev->zones[i]);
-  }
-}
-
-/* Power-on builds the zones again, FULL with zone_full: the back ends'
- * reload when they keep nothing across (with backing_dir the zones come
- * from the zone files instead, as a restart does).
+/* Power-on builds the zones again, FULL with zone_full, when the back end
+ * keeps nothing across (with backing_dir the zones come from the zone
+ * files instead, as a restart does).
  */
-int
+static void
 zones_power_on (struct zn_dev *dev)
 {
   ALL_ZONES_ASSERT_HELD (dev);
@@ -43,7 +24,14 @@ zones_power_on (struct zn_dev *dev)
     z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
     z->wp = dev->zone_full ? z->start + z->capacity : z->start;
   }
-  return 0;
+}
+
+/* What the back end's reload lost, for the recorder. */
+static void
+dropped (struct zn_dev *dev, uint32_t zone, uint64_t off, uint64_t len)
+{
+  if (dev->rec)
+    dev->rec->dropped (dev, zone, off, len);
 }
 
 /* null_blk: nullb_device_power_store (), which keeps nothing of its
@@ -61,18 +49,20 @@ zn_power_cycle_keep (struct zn_dev *dev, const struct zn_keep *keep)
   /* It would change every zone at once, those a log's snapshot has not
    * copied yet among them.
    */
-  if (wlog_copying (dev)) {
+  if (dev->rec && dev->rec->busy (dev)) {
     lock_zones (dev, 0, dev->geo.nr_zones, false);
     return -EAGAIN;
   }
   res_lock (dev);
-  dev->power_keep = *keep;
   atomic_store (&dev->nr_imp_open, 0);
   atomic_store (&dev->nr_exp_open, 0);
   atomic_store (&dev->nr_closed, 0);
-  wlog_power_begin (dev);
-  ret = dev->backend->reload (dev);
-  if (wlog_power_end (dev) && ret == 0)
+  if (dev->rec)
+    dev->rec->power_begin (dev);
+  ret = dev->backend->reload ? dev->backend->reload (dev, keep, dropped) : 0;
+  if (!dev->backend->keeps_data)
+    zones_power_on (dev);
+  if (dev->rec && dev->rec->power_end (dev) && ret == 0)
     ret = -EIO;
   for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++)
     wake_waiters (&dev->zones[i], true);

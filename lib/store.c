@@ -325,12 +325,16 @@ set_seq_zone (struct zone *z, uint8_t special, uint64_t file_sectors,
  * (READONLY and OFFLINE zones stay), and the closed zones recounted.
  */
 static int
-store_reload (struct zn_dev *dev)
+store_reload (struct zn_dev *dev, const struct zn_keep *keep,
+              zn_dropped_fn *dropped)
 {
   struct zn_store *st = dev->store;
   unsigned nr_closed = 0;
   int ret = 0;
 
+  /* Without a cache nothing written is pending. */
+  (void) keep;
+  (void) dropped;
   ALL_ZONES_ASSERT_HELD (dev);
   for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];

@@ -35,6 +35,9 @@
 #include "wlog-format.h"
 #include "zoned-internal.h"
 
+/* The hooks the model calls (recorder.h), defined at the end. */
+static const struct zn_recorder wlog_recorder;
+
 /* A snapshot reads and writes the device's data this much at a time. */
 #define CHUNK (UINT64_C (1) << 20)
 /* A snapshot reads the device's data and writes it all to the log: a
@@ -227,16 +230,17 @@ fail_log (struct zn_dev *dev, int err)
 
 /* ---- hooks -------------------------------------------------------------- */
 
-int
+static int
 wlog_write (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n,
-            const void *buf, uint64_t flags)
+            const void *buf, bool fua, bool append)
 {
   (void) z;
   ZONE_ASSERT_HELD (z);
-  return log_entry (dev, 0, flags, sector, n, 0, buf);
+  return log_entry (dev, 0, (fua ? ZN_WLOG_FUA : 0)
+                    | (append ? ZN_WLOG_APPEND : 0), sector, n, 0, buf);
 }
 
-int
+static int
 wlog_zone_op (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
 {
   static const uint64_t flags[] = {
@@ -252,39 +256,39 @@ wlog_zone_op (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
   return log_entry (dev, 0, flags[op], z->start, 0, 0, NULL);
 }
 
-int
+static int
 wlog_cond (struct zn_dev *dev, struct zone *z, uint8_t cond)
 {
   ZONE_ASSERT_HELD (z);
   return log_entry (dev, 0, ZN_WLOG_COND, z->start, 0, cond, NULL);
 }
 
-struct wlog_ref
+static struct zn_flush_ref
 wlog_flush_ref (struct zn_dev *dev)
 {
   struct zn_wlog *w = dev->wlog;
-  struct wlog_ref r = { 0, 0 };
+  struct zn_flush_ref r = { 0, 0 };
 
   /* A device whose creation failed has no log state yet. */
   if (w == NULL || !atomic_load (&w->on))
     return r;
   pthread_mutex_lock (&w->lock);
   if (atomic_load (&w->on))
-    r = (struct wlog_ref) { w->gen, w->nr_entries };
+    r = (struct zn_flush_ref) { w->gen, w->nr_entries };
   pthread_mutex_unlock (&w->lock);
   return r;
 }
 
 /* A flush asked for before this log started covers nothing in it. */
-int
-wlog_flush (struct zn_dev *dev, struct wlog_ref ref)
+static int
+wlog_flush (struct zn_dev *dev, struct zn_flush_ref ref)
 {
   if (ref.gen == 0)
     return 0;
   return log_entry (dev, ref.gen, ZN_WLOG_FLUSH, 0, 0, ref.ref, NULL);
 }
 
-void
+static void
 wlog_power_begin (struct zn_dev *dev)
 {
   struct zn_wlog *w = dev->wlog;
@@ -301,7 +305,7 @@ wlog_power_begin (struct zn_dev *dev)
   }
 }
 
-void
+static void
 wlog_dropped (struct zn_dev *dev, uint32_t zone, uint64_t off, uint64_t len)
 {
   struct zn_wlog *w = dev->wlog;
@@ -368,7 +372,7 @@ restore_range (struct zn_dev *dev, const struct dropped *d,
   return 0;
 }
 
-int
+static int
 wlog_power_end (struct zn_dev *dev)
 {
   struct zn_wlog *w = dev->wlog;
@@ -579,7 +583,7 @@ join_copier (struct zn_wlog *w)
   w->copier_joinable = false;
 }
 
-void
+static void
 wlog_touch (struct zn_dev *dev, struct zone *z)
 {
   struct zn_wlog *w = dev->wlog;
@@ -597,14 +601,14 @@ wlog_touch (struct zn_dev *dev, struct zone *z)
   free (buf);
 }
 
-void
+static void
 wlog_snapshot_wait (struct zn_dev *dev)
 {
   if (dev->wlog)
     join_copier (dev->wlog);
 }
 
-bool
+static bool
 wlog_copying (struct zn_dev *dev)
 {
   return dev->wlog && atomic_load (&dev->wlog->copying);
@@ -758,6 +762,7 @@ wlog_init (struct zn_dev *dev, const struct zn_config *cfg, char *err,
   zn_mutex_init (&w->lock);
   w->fd = -1;
   dev->wlog = w;
+  dev->rec = &wlog_recorder;
   /* Checked now, not at the first LOG_START, whose client could only be
    * told that the server is misconfigured.
    */
@@ -781,7 +786,7 @@ wlog_init (struct zn_dev *dev, const struct zn_config *cfg, char *err,
                 zn_dev_restored (dev), false, err, errlen);
 }
 
-void
+static void
 wlog_free (struct zn_dev *dev)
 {
   struct zn_wlog *w = dev->wlog;
@@ -890,7 +895,7 @@ zn_wlog_mark (struct zn_dev *dev, const char *name, size_t len)
   return ret;
 }
 
-bool
+static bool
 wlog_may_record (const struct zn_dev *dev)
 {
   /* gen only moves in start (), which without a dir runs only at
@@ -904,3 +909,19 @@ zn_wlog_on (struct zn_dev *dev)
 {
   return atomic_load (&dev->wlog->on);
 }
+
+static const struct zn_recorder wlog_recorder = {
+  .may_record = wlog_may_record,
+  .touch = wlog_touch,
+  .busy = wlog_copying,
+  .write = wlog_write,
+  .zone_op = wlog_zone_op,
+  .cond = wlog_cond,
+  .flush_ref = wlog_flush_ref,
+  .flush = wlog_flush,
+  .power_begin = wlog_power_begin,
+  .dropped = wlog_dropped,
+  .power_end = wlog_power_end,
+  .quiesce = wlog_snapshot_wait,
+  .free = wlog_free,
+};

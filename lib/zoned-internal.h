@@ -13,6 +13,7 @@
 #include "zoned.h"
 #include "backend.h"
 #include "pages.h"
+#include "recorder.h"
 
 struct zn_bb_range {
   uint64_t start, end;           /* sectors, [start, end) */
@@ -76,11 +77,7 @@ struct zn_dev {
   struct zn_undo *undo_head, *undo_tail;
   uint32_t *cache_count;         /* backing_dir: records a zone has */
   uint64_t cache_write_id;       /* the last write given a record */
-  /* A power cycle's policy for the cache's pending writes, set with
-   * every zone lock held for the cache's reload, and its scratch: two
-   * counts a zone (cache.c, keep_records).
-   */
-  struct zn_keep power_keep;
+  /* A power cycle's scratch: two counts a zone (cache.c, keep_records). */
   uint64_t *keep_counts;
   atomic_uint pl_waiting;
   atomic_ullong pl_waited;
@@ -99,7 +96,10 @@ struct zn_dev {
   /* Where the data is (backend.h), and with a cache what it is on. */
   const struct zn_backend *backend;
   const struct zn_backend *cache_under;
-  /* The write log (wlog.c); off unless started. */
+  /* What records the device's requests (recorder.h), NULL for none; the
+   * write log's state, which only the log reads.
+   */
+  const struct zn_recorder *rec;
   struct zn_wlog *wlog;
 };
 
@@ -181,8 +181,8 @@ count (atomic_uint *c)
   return atomic_load_explicit (c, memory_order_relaxed);
 }
 
-/* power.c: the zone locks [first, end) in zone order (once with
- * device_lock), taken or released.
+/* The zone locks [first, end) in zone order (once with device_lock),
+ * taken or released.
  */
 void lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock);
 
@@ -204,11 +204,6 @@ struct zn_undo;
 void cache_init (struct zn_dev *dev, uint64_t cache_bytes);
 void cache_destroy (struct zn_dev *dev);
 
-/* power.c: a power-on's zones when nothing of them was kept (the back
- * ends' reload); every zone lock held.
- */
-int zones_power_on (struct zn_dev *dev);
-
 /* wplug.c, all with the zone lock held */
 void wplug_free (struct zn_dev *dev);
 int wplug_prepare (struct zn_dev *dev, struct zone *z, uint64_t *sector,
@@ -219,6 +214,46 @@ void wplug_zone_mgmt (struct zn_dev *dev, struct zone *z, enum zn_zone_op op);
 void wplug_remove_all (struct zn_dev *dev);
 void wplug_report (struct zn_dev *dev, struct zone *z, uint8_t cond,
                    uint64_t wp);
+
+/* ---- the recorder's hooks (recorder.h), where there is one ---------- */
+
+static inline void
+rec_touch (struct zn_dev *dev, struct zone *z)
+{
+  if (dev->rec)
+    dev->rec->touch (dev, z);
+}
+
+static inline int
+rec_write (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n,
+           const void *buf, bool fua, bool append)
+{
+  return dev->rec ? dev->rec->write (dev, z, sector, n, buf, fua, append) : 0;
+}
+
+static inline int
+rec_zone_op (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
+{
+  return dev->rec ? dev->rec->zone_op (dev, z, op) : 0;
+}
+
+static inline int
+rec_cond (struct zn_dev *dev, struct zone *z, uint8_t cond)
+{
+  return dev->rec ? dev->rec->cond (dev, z, cond) : 0;
+}
+
+static inline struct zn_flush_ref
+rec_flush_ref (struct zn_dev *dev)
+{
+  return dev->rec ? dev->rec->flush_ref (dev) : (struct zn_flush_ref) { 0, 0 };
+}
+
+static inline int
+rec_flush (struct zn_dev *dev, struct zn_flush_ref ref)
+{
+  return dev->rec ? dev->rec->flush (dev, ref) : 0;
+}
 
 /* badblocks.c */
 void badblocks_init (struct zn_dev *dev);

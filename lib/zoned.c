@@ -23,8 +23,6 @@
 #include <unistd.h>
 
 #include "store.h"
-#include "wlog.h"
-#include "wlog-format.h"
 #include "zoned-internal.h"
 
 #define ALL_ONES UINT64_MAX
@@ -66,6 +64,24 @@ zn_assert_held (pthread_mutex_t *m, const char *what, const char *file,
   abort ();
 }
 #endif
+
+void
+lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock)
+{
+  if (dev->zones[0].mutex != &dev->zones[0].lock) {
+    if (lock)
+      pthread_mutex_lock (&dev->dev_lock);
+    else
+      pthread_mutex_unlock (&dev->dev_lock);
+    return;
+  }
+  for (uint32_t i = first; i < end; i++) {
+    if (lock)
+      zone_lock (&dev->zones[i]);
+    else
+      zone_unlock (&dev->zones[i]);
+  }
+}
 
 static void
 inc (atomic_uint *c)
@@ -167,7 +183,7 @@ new_generation (void)
 
 /* null_blk: null_init_zoned_dev () */
 struct zn_dev *
-zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
+zn_model_create (const struct zn_config *cfg, char *err, size_t errlen)
 {
   struct zn_dev *dev;
   struct zn_geometry geo;
@@ -245,13 +261,6 @@ zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
       && store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow, err,
                      errlen) < 0)
     return create_failed (dev, errno);
-  if (wlog_init (dev, cfg, err, errlen) < 0) {
-    int e = errno;
-
-    zn_dev_destroy (dev);
-    errno = e;
-    return NULL;
-  }
   return dev;
 }
 
@@ -267,17 +276,18 @@ zn_dev_destroy (struct zn_dev *dev)
 {
   if (!dev)
     return;
-  struct wlog_ref ref;
+  struct zn_flush_ref ref;
 
   /* A snapshot being copied needs the zones and the back end. */
-  wlog_snapshot_wait (dev);
+  if (dev->rec)
+    dev->rec->quiesce (dev);
   /* The cache goes to the zone files, and the store's filler, which takes
    * zone locks, ends before the locks do.  That write-back is a flush the
    * log must hold, or replay would count the writes it saved as pending.
    */
-  ref = wlog_flush_ref (dev);
+  ref = rec_flush_ref (dev);
   dev->backend->free (dev);
-  wlog_flush (dev, ref);
+  rec_flush (dev, ref);
   cache_destroy (dev);
   for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
     pthread_mutex_destroy (&dev->zones[i].lock);
@@ -285,7 +295,8 @@ zn_dev_destroy (struct zn_dev *dev)
   pthread_mutex_destroy (&dev->dev_lock);
   badblocks_free (dev);
   wplug_free (dev);
-  wlog_free (dev);
+  if (dev->rec)
+    dev->rec->free (dev);
   pthread_condattr_destroy (&dev->wp_condattr);
   free (dev->zones);
   free (dev);
@@ -325,7 +336,8 @@ zn_dev_zone_full (const struct zn_dev *dev)
 bool
 zn_dev_uses_write_data (const struct zn_dev *dev)
 {
-  return dev->backend != &null_backend || wlog_may_record (dev);
+  return dev->backend != &null_backend
+    || (dev->rec && dev->rec->may_record (dev));
 }
 
 /* null_blk: null_report_zones () is zn_report_zones, in report.c. */
@@ -548,7 +560,7 @@ advance_wp (struct zn_dev *dev, struct zone *z, uint64_t n)
 
 /* The back end's write of n sectors, whose failure is its own reason. */
 static int
-store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
+backend_write (struct zn_dev *dev, struct zone *z, uint64_t off,
              const void *buf, uint64_t n, bool fua, enum zn_reason *why)
 {
   int ret = dev->backend->write (dev, z, off, buf, n << ZN_SECTOR_SHIFT, fua);
@@ -569,12 +581,12 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
             enum zn_reason *why)
 {
   uint64_t sector = *sectorp, off, xfer = 0;
-  uint64_t logged = (fua ? ZN_WLOG_FUA : 0) | (append ? ZN_WLOG_APPEND : 0);
+  const bool asked_append = append;
   bool plugged = false;
   int ret = 0, bb_ret = 0;
 
   zone_lock (z);
-  wlog_touch (dev, z);
+  rec_touch (dev, z);
   /* The block layer's zone write plug comes first.  An emulated append
    * is a write at the plug's wp by the time null_blk sees it.
    */
@@ -601,8 +613,8 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     else
       xfer = n;
     if (xfer)
-      ret = store_write (dev, z, off, buf, xfer, fua, why);
-    if (xfer && ret == 0 && wlog_write (dev, z, sector, xfer, buf, logged))
+      ret = backend_write (dev, z, off, buf, xfer, fua, why);
+    if (xfer && ret == 0 && rec_write (dev, z, sector, xfer, buf, fua, asked_append))
       ret = fail (why, ZN_REASON_IO);
   }
   else {
@@ -638,11 +650,11 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
      * moves, and a failed write leaves both where they were.
      */
     if (ret == 0)
-      ret = store_write (dev, z, off, buf, xfer, fua, why);
+      ret = backend_write (dev, z, off, buf, xfer, fua, why);
     /* What reached the zone is logged even if the log then fails it: the
      * wp moves over it all the same.
      */
-    if (ret == 0 && wlog_write (dev, z, sector, xfer, buf, logged))
+    if (ret == 0 && rec_write (dev, z, sector, xfer, buf, fua, asked_append))
       bb_ret = fail (why, ZN_REASON_IO);
     if (ret == 0)
       advance_wp (dev, z, xfer);
@@ -797,7 +809,7 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
   int ret;
 
   zone_lock (z);
-  wlog_touch (dev, z);
+  rec_touch (dev, z);
   res_lock (dev);
   if (z->type == ZN_ZONE_CONVENTIONAL)
     ret = fail (why, ZN_REASON_CONVENTIONAL);
@@ -827,7 +839,7 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
     ret = dev->backend->finish (dev, z);
   if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
     wake_waiters (z, true);
-  if (ret == 0 && wlog_zone_op (dev, z, op))
+  if (ret == 0 && rec_zone_op (dev, z, op))
     ret = fail (why, ZN_REASON_IO);
   zone_unlock (z);
   return ret;
@@ -845,7 +857,7 @@ reset_all (struct zn_dev *dev)
     bool discard = false;
 
     zone_lock (z);
-    wlog_touch (dev, z);
+    rec_touch (dev, z);
     res_lock (dev);
     if (z->cond != ZN_COND_EMPTY && z->cond != ZN_COND_READONLY
         && z->cond != ZN_COND_OFFLINE)
@@ -854,7 +866,7 @@ reset_all (struct zn_dev *dev)
     if (discard) {
       dev->backend->reset (dev, z);
       wake_waiters (z, true);
-      if (wlog_zone_op (dev, z, ZN_OP_RESET))
+      if (rec_zone_op (dev, z, ZN_OP_RESET))
         ret = -EIO;
     }
     if (dev->wplugs)
@@ -1028,10 +1040,10 @@ zn_write_fua (struct zn_dev *dev, const void *buf, uint64_t sector,
 int
 zn_flush (struct zn_dev *dev)
 {
-  struct wlog_ref ref = wlog_flush_ref (dev);
+  struct zn_flush_ref ref = rec_flush_ref (dev);
   int ret = dev->backend->flush (dev);
 
-  return ret ? ret : wlog_flush (dev, ref);
+  return ret ? ret : rec_flush (dev, ref);
 }
 
 /* The block layer's checks come first (blk_check_zone_append): an append
@@ -1097,7 +1109,7 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
     return -EINVAL;
 
   zone_lock (z);
-  wlog_touch (dev, z);
+  rec_touch (dev, z);
   res_lock (dev);
   if (z->cond == cond) {
     z->cond = ZN_COND_EMPTY;
@@ -1118,7 +1130,7 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
     dev->backend->reset (dev, z);
   wake_waiters (z, true);
   dev->backend->set_cond (dev, z, discard ? 0 : cond);
-  log_ret = wlog_cond (dev, z, discard ? 0 : cond);
+  log_ret = rec_cond (dev, z, discard ? 0 : cond);
   zone_unlock (z);
   ret = dev->backend->save_meta (dev);
   return ret ? ret : log_ret;

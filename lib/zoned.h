@@ -147,6 +147,11 @@ struct zn_dev;
 struct zn_dev *zn_dev_create (const struct zn_config *cfg,
                               char *err, size_t errlen);
 void zn_dev_destroy (struct zn_dev *dev);
+/* The model alone, without a recorder of its requests: zn_dev_create
+ * (lib/frontend/device.c) is this with the write log attached.
+ */
+struct zn_dev *zn_model_create (const struct zn_config *cfg,
+                                char *err, size_t errlen);
 
 /* For front ends that stand for /dev/nullb0 itself (the NBD servers and
  * the trace replay): puts the block layer's zone write plugging of 6.10
