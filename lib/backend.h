@@ -21,9 +21,17 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "zonednull/zone.h"
+
 struct zn_dev;
 struct zone;
 struct zn_keep;
+
+/* The device's bad blocks, as the model lists them for save_meta. */
+struct zn_bb_list {
+  size_t nr;
+  uint64_t first[ZN_BADBLOCKS_MAX], last[ZN_BADBLOCKS_MAX]; /* inclusive */
+};
 
 /* Bytes [off, off + len) of zone zone, written but not durable, are lost. */
 typedef void zn_dropped_fn (struct zn_dev *dev, uint32_t zone, uint64_t off,
@@ -49,7 +57,7 @@ struct zn_backend {
    * and the bad blocks, outlive the process.
    */
   void (*set_cond) (struct zn_dev *dev, struct zone *z, uint8_t cond);
-  int (*save_meta) (struct zn_dev *dev);
+  int (*save_meta) (struct zn_dev *dev, const struct zn_bb_list *bb);
   /* The first offset at or after off, below end, where the zone may hold
    * data other than zeros, or end: what a snapshot of a sparse device
    * skips.  NULL: anywhere may.

@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
 #include "zoned-internal.h"
 
 void
@@ -245,8 +244,24 @@ badblocks_change (struct zn_dev *dev, uint64_t first, uint64_t last, bool bad)
   atomic_store_explicit (&dev->nr_bb, dev->bb_used, memory_order_release);
   pthread_rwlock_unlock (&dev->bb_lock);
   /* Kept with backing_dir, even the part of a set that did not fit. */
-  if (dev->store && store_save_meta (dev) < 0 && r == 0)
+  if (badblocks_save (dev) < 0 && r == 0)
     r = -EIO;
+  return r;
+}
+
+int
+badblocks_save (struct zn_dev *dev)
+{
+  struct zn_bb_list *bb = malloc (sizeof *bb);
+  int r;
+
+  if (bb == NULL)
+    return -EIO;
+  bb->nr = zn_badblocks_list (dev, bb->first, bb->last, ZN_BADBLOCKS_MAX);
+  if (bb->nr > ZN_BADBLOCKS_MAX)
+    bb->nr = ZN_BADBLOCKS_MAX;
+  r = dev->backend->save_meta (dev, bb);
+  free (bb);
   return r;
 }
 

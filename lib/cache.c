@@ -228,9 +228,9 @@ under_set_cond (struct zn_dev *dev, struct zone *z, uint8_t cond)
 }
 
 static int
-under_save_meta (struct zn_dev *dev)
+under_save_meta (struct zn_dev *dev, const struct zn_bb_list *bb)
 {
-  return dev->cache_under->save_meta (dev);
+  return dev->cache_under->save_meta (dev, bb);
 }
 
 /* The records of one write lie side by side: a split puts its copy right

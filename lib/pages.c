@@ -139,6 +139,14 @@ pages_free_all (struct zn_dev *dev)
     pages_free (&dev->zones[i].pages);
 }
 
+static int
+no_meta (struct zn_dev *dev, const struct zn_bb_list *bb)
+{
+  (void) dev;
+  (void) bb;
+  return 0;
+}
+
 const struct zn_backend pages_backend = {
   .name = "pages",
   .keeps_data = false,
@@ -147,7 +155,7 @@ const struct zn_backend pages_backend = {
   .reset = pages_reset,
   .finish = nothing_in_zone,
   .set_cond = no_cond,
-  .save_meta = nothing_to_do,
+  .save_meta = no_meta,
   .next_data = pages_next_data,
   .flush = nothing_to_do,
   .free = pages_free_all,
@@ -187,7 +195,7 @@ const struct zn_backend null_backend = {
   .reset = nothing_in_zone,
   .finish = nothing_in_zone,
   .set_cond = no_cond,
-  .save_meta = nothing_to_do,
+  .save_meta = no_meta,
   .flush = nothing_to_do,
   .free = null_free,
 };

@@ -62,6 +62,7 @@ struct zn_store {
   /* What the metadata file holds besides the geometry. */
   pthread_mutex_t meta_lock;
   uint8_t *special;              /* per zone: 0, READONLY or OFFLINE */
+  struct zn_bb_list *bb;         /* the model's bad blocks, last told */
   /* The last I/O error logged, so that a full disk logs once. */
   int last_errno;
   /* Makes the zone files a new directory lacks, behind the device. */
@@ -146,6 +147,10 @@ struct meta_geometry {
 struct bb_entry { uint64_t first, last; int lineno; };
 
 int store_meta_write_locked (struct zn_dev *dev);
+/* The back end's save_meta: the file again after a READONLY, OFFLINE or
+ * bad block change.
+ */
+int store_save_meta (struct zn_dev *dev, const struct zn_bb_list *bb);
 void store_set_special (struct zn_dev *dev, struct zone *z, uint8_t cond);
 int store_meta_read (struct zn_dev *dev, const char *dir,
                      struct meta_geometry *m, struct bb_entry *bb,

@@ -24,8 +24,6 @@ store_meta_write_locked (struct zn_dev *dev)
 {
   struct zn_store *st = dev->store;
   struct meta_geometry m;
-  uint64_t first[ZN_BADBLOCKS_MAX], last[ZN_BADBLOCKS_MAX];
-  size_t nr_bb = zn_badblocks_list (dev, first, last, ZN_BADBLOCKS_MAX);
   FILE *fp;
   int fd, ret = 0;
 
@@ -55,8 +53,9 @@ store_meta_write_locked (struct zn_dev *dev)
     if (st->special[i])
       fprintf (fp, "%s %" PRIu32 "\n", st->special[i] == ZN_COND_READONLY
                ? "readonly" : "offline", i);
-  for (size_t i = 0; i < nr_bb && i < ZN_BADBLOCKS_MAX; i++)
-    fprintf (fp, "badblocks %" PRIu64 " %" PRIu64 "\n", first[i], last[i]);
+  for (size_t i = 0; i < st->bb->nr; i++)
+    fprintf (fp, "badblocks %" PRIu64 " %" PRIu64 "\n", st->bb->first[i],
+             st->bb->last[i]);
   if (fflush (fp) || fdatasync (fd))
     ret = -errno;
   if (fclose (fp) && ret == 0)
@@ -69,14 +68,24 @@ store_meta_write_locked (struct zn_dev *dev)
 }
 
 int
-store_save_meta (struct zn_dev *dev)
+store_save_meta (struct zn_dev *dev, const struct zn_bb_list *bb)
 {
   struct zn_store *st = dev->store;
   int r;
 
-  if (st == NULL || !st->ready)
+  if (st == NULL)
     return 0;
   pthread_mutex_lock (&st->meta_lock);
+  st->bb->nr = bb->nr;
+  memcpy (st->bb->first, bb->first, bb->nr * sizeof *bb->first);
+  memcpy (st->bb->last, bb->last, bb->nr * sizeof *bb->last);
+  /* At the open, the directory's bad blocks come back through here and
+   * the open writes the file once.
+   */
+  if (!st->ready) {
+    pthread_mutex_unlock (&st->meta_lock);
+    return 0;
+  }
   r = store_meta_write_locked (dev);
   pthread_mutex_unlock (&st->meta_lock);
   if (r < 0) {

@@ -490,8 +490,9 @@ open_dir (const char *dir, bool nofollow, bool *made, char *err,
 }
 
 int
-store_open (struct zn_dev *dev, const char *dir, bool nofollow, char *err,
-            size_t errlen)
+store_open (struct zn_dev *dev, const char *dir, bool nofollow,
+            int (*set_bad) (struct zn_dev *dev, uint64_t first, uint64_t last),
+            char *err, size_t errlen)
 {
   struct zn_store *st = calloc (1, sizeof *st);
   uint32_t nr_zones = dev->geo.nr_zones;
@@ -517,10 +518,11 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow, char *err,
   st->touched = malloc (nr_zones * sizeof *st->touched);
   st->is_touched = calloc (nr_zones, 1);
   st->special = calloc (nr_zones, 1);
+  st->bb = calloc (1, sizeof *st->bb);
   seq_sectors = calloc (nr_zones, sizeof *seq_sectors);
   bb = malloc (ZN_BADBLOCKS_MAX * sizeof *bb);
   if (!st->dir || !st->zone_slot || !st->touched || !st->is_touched
-      || !st->special || !seq_sectors || !bb) {
+      || !st->special || !st->bb || !seq_sectors || !bb) {
     refuse (err, errlen, ENOMEM, "out of memory for %" PRIu32 " zone files",
             nr_zones);
     goto fail;
@@ -552,7 +554,7 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow, char *err,
     }
     atomic_store (&dev->nr_closed, nr_closed);
     for (size_t i = 0; i < nr_bb; i++) {
-      r = zn_badblocks_set (dev, bb[i].first, bb[i].last);
+      r = set_bad (dev, bb[i].first, bb[i].last);
       if (r < 0) {
         refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d: "
                 "badblocks %" PRIu64 " %" PRIu64 ": ", dir, bb[i].lineno,
@@ -644,6 +646,7 @@ store_close (struct zn_dev *dev)
   free (st->touched);
   free (st->is_touched);
   free (st->special);
+  free (st->bb);
   free (st);
   dev->store = NULL;
 }

@@ -28,12 +28,16 @@ struct zn_dev;
 struct zone;
 struct zn_store;
 
-/* Opens or makes DIR and sets every zone's state from it.  -1 with errno
+/* Opens or makes DIR and sets every zone's state from it, and the bad
+ * blocks its metadata file lists through set_bad (the model's, which
+ * hands the list back through save_meta).  -1 with errno
  * and a message naming the cause (a key, a file, the lock); nothing in
  * DIR is changed then.  Nothing in DIR is followed if a link, nor DIR
  * itself with nofollow.
  */
 int store_open (struct zn_dev *dev, const char *dir, bool nofollow,
+                int (*set_bad) (struct zn_dev *dev, uint64_t first,
+                                uint64_t last),
                 char *err, size_t errlen);
 void store_close (struct zn_dev *dev);
 /* Waits until the filler has made every zone file a new directory
@@ -46,10 +50,5 @@ bool store_restored (const struct zn_dev *dev);
 const char *store_dir (const struct zn_dev *dev);
 
 /* The rest of the store is its back end, store_backend (backend.h). */
-
-/* Writes the metadata file again after a READONLY, OFFLINE or bad block
- * change.
- */
-int store_save_meta (struct zn_dev *dev);
 
 #endif

@@ -258,6 +258,10 @@ rec_flush (struct zn_dev *dev, struct zn_flush_ref ref)
 /* badblocks.c */
 void badblocks_init (struct zn_dev *dev);
 void badblocks_free (struct zn_dev *dev);
+/* The back end keeps the bad blocks (with backing_dir, in its metadata
+ * file): 0 or -EIO.
+ */
+int badblocks_save (struct zn_dev *dev);
 bool badblocks_check (struct zn_dev *dev, uint64_t sector, uint64_t n,
                       uint64_t *good);
 

@@ -258,7 +258,8 @@ zn_model_create (const struct zn_config *cfg, char *err, size_t errlen)
     return create_failed (dev, ENOMEM);
   }
   if (cfg->backing_dir
-      && store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow, err,
+      && store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow,
+                     zn_badblocks_set, err,
                      errlen) < 0)
     return create_failed (dev, errno);
   return dev;
@@ -1132,7 +1133,7 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
   dev->backend->set_cond (dev, z, discard ? 0 : cond);
   log_ret = rec_cond (dev, z, discard ? 0 : cond);
   zone_unlock (z);
-  ret = dev->backend->save_meta (dev);
+  ret = badblocks_save (dev);
   return ret ? ret : log_ret;
 }
 
