@@ -41,6 +41,8 @@ struct zn_backend {
   const char *name;
   /* The data outlives a power cycle (a file), or the zones start over. */
   bool keeps_data;
+  /* Writes go nowhere (memory_backed=0). */
+  bool drops_writes;
   /* len bytes at off; the first valid of them are below the wp, and the
    * rest read as null_blk's memory backing shows them (fill_past_wp).
    */
@@ -82,10 +84,12 @@ extern const struct zn_backend null_backend;   /* pages.c */
 extern const struct zn_backend pages_backend;  /* pages.c */
 extern const struct zn_backend store_backend;  /* store.c */
 
-/* cache.c: the cache on top of dev->backend, which becomes the cache;
- * -ENOMEM.
+/* cache.c: a cache of bytes on top of dev->backend, which becomes the
+ * cache; -ENOMEM.
  */
-int cache_over (struct zn_dev *dev);
+int cache_over (struct zn_dev *dev, uint64_t bytes);
+/* pages.c: each zone's memory, for pages_backend and a cache over it. */
+void pages_attach (struct zn_dev *dev);
 
 /* At and past the wp null_blk's memory backing reads 0xFF. */
 static inline void

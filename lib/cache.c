@@ -35,7 +35,7 @@
 #include "zoned-internal.h"
 
 struct zn_undo {
-  struct zn_undo *prev, *next;   /* oldest at dev->undo_head */
+  struct zn_undo *prev, *next;   /* oldest at dev->cache->head */
   uint32_t zone;
   uint64_t off, len;             /* bytes within the zone */
   uint64_t write;                /* which write: a FUA can split its
@@ -45,12 +45,18 @@ struct zn_undo {
                                     backing_dir the bytes it wrote */
 };
 
-void
-cache_init (struct zn_dev *dev, uint64_t cache_bytes)
-{
-  pthread_mutex_init (&dev->cache_lock, NULL);
-  dev->cache_bytes = cache_bytes;
-}
+/* The cache's state, dev->cache, which only this file reads. */
+struct zn_cache {
+  pthread_mutex_t lock;
+  uint64_t bytes;                /* cache_size */
+  uint64_t dirty;
+  struct zn_undo *head, *tail;
+  uint32_t *count;               /* backing_dir: records a zone has */
+  uint64_t write_id;             /* the last write given a record */
+  /* A power cycle's scratch: two counts a zone (keep_records). */
+  uint64_t *keep_counts;
+  const struct zn_backend *under; /* what the cache is on */
+};
 
 static void
 unlink_undo (struct zn_dev *dev, struct zn_undo *u)
@@ -58,14 +64,14 @@ unlink_undo (struct zn_dev *dev, struct zn_undo *u)
   if (u->prev)
     u->prev->next = u->next;
   else
-    dev->undo_head = u->next;
+    dev->cache->head = u->next;
   if (u->next)
     u->next->prev = u->prev;
   else
-    dev->undo_tail = u->prev;
-  dev->dirty_bytes -= u->len;
-  if (dev->cache_count)
-    dev->cache_count[u->zone]--;
+    dev->cache->tail = u->prev;
+  dev->cache->dirty -= u->len;
+  if (dev->cache->count)
+    dev->cache->count[u->zone]--;
   free (u->old);
   free (u);
 }
@@ -74,15 +80,15 @@ static void
 append_undo (struct zn_dev *dev, struct zn_undo *u)
 {
   u->next = NULL;
-  u->prev = dev->undo_tail;
-  if (dev->undo_tail)
-    dev->undo_tail->next = u;
+  u->prev = dev->cache->tail;
+  if (dev->cache->tail)
+    dev->cache->tail->next = u;
   else
-    dev->undo_head = u;
-  dev->undo_tail = u;
-  dev->dirty_bytes += u->len;
-  if (dev->cache_count)
-    dev->cache_count[u->zone]++;
+    dev->cache->head = u;
+  dev->cache->tail = u;
+  dev->cache->dirty += u->len;
+  if (dev->cache->count)
+    dev->cache->count[u->zone]++;
 }
 
 /* The newest record, for len bytes at off of zone zno, for the caller to
@@ -100,7 +106,7 @@ new_record (struct zn_dev *dev, uint32_t zno, uint64_t off, uint64_t len)
   u->zone = zno;
   u->off = off;
   u->len = len;
-  u->write = ++dev->cache_write_id;
+  u->write = ++dev->cache->write_id;
   append_undo (dev, u);
   return u;
 }
@@ -125,11 +131,11 @@ split_undo (struct zn_dev *dev, struct zn_undo *u, uint64_t from, uint64_t to)
   if (u->next)
     u->next->prev = v;
   else
-    dev->undo_tail = v;
+    dev->cache->tail = v;
   u->next = v;
-  dev->dirty_bytes += v->len;
-  if (dev->cache_count)
-    dev->cache_count[v->zone]++;
+  dev->cache->dirty += v->len;
+  if (dev->cache->count)
+    dev->cache->count[v->zone]++;
   return 0;
 }
 
@@ -141,7 +147,7 @@ write_back_range (struct zn_dev *dev, uint32_t zno, uint64_t off, uint64_t len)
 {
   uint64_t end = off + len;
 
-  for (struct zn_undo *u = dev->undo_head, *next; u; u = next) {
+  for (struct zn_undo *u = dev->cache->head, *next; u; u = next) {
     uint64_t uend = u->off + u->len;
 
     next = u->next;
@@ -153,12 +159,12 @@ write_back_range (struct zn_dev *dev, uint32_t zno, uint64_t off, uint64_t len)
           return -ENOMEM;
         next = u->next->next;
       }
-      dev->dirty_bytes -= uend - off;
+      dev->cache->dirty -= uend - off;
       u->len = off - u->off;
     }
     else if (uend > end) {                /* keep the tail */
       memmove (u->old, u->old + (end - u->off), uend - end);
-      dev->dirty_bytes -= end - u->off;
+      dev->cache->dirty -= end - u->off;
       u->len = uend - end;
       u->off = end;
     }
@@ -174,7 +180,7 @@ write_back_range (struct zn_dev *dev, uint32_t zno, uint64_t off, uint64_t len)
 static int
 write_back (struct zn_dev *dev, struct zn_undo *u)
 {
-  int ret = dev->cache_under->write (dev, &dev->zones[u->zone], u->off,
+  int ret = dev->cache->under->write (dev, &dev->zones[u->zone], u->off,
                                      u->old, u->len, false);
 
   if (ret == 0)
@@ -186,7 +192,7 @@ write_back (struct zn_dev *dev, struct zn_undo *u)
 static int
 write_back_zone (struct zn_dev *dev, uint32_t zno)
 {
-  for (struct zn_undo *u = dev->undo_head, *next; u; u = next) {
+  for (struct zn_undo *u = dev->cache->head, *next; u; u = next) {
     int ret;
 
     next = u->next;
@@ -206,31 +212,31 @@ static int
 under_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
             uint64_t len, uint64_t valid)
 {
-  return dev->cache_under->read (dev, z, off, buf, len, valid);
+  return dev->cache->under->read (dev, z, off, buf, len, valid);
 }
 
 static int
 under_reset (struct zn_dev *dev, struct zone *z)
 {
-  return dev->cache_under->reset (dev, z);
+  return dev->cache->under->reset (dev, z);
 }
 
 static int
 under_finish (struct zn_dev *dev, struct zone *z)
 {
-  return dev->cache_under->finish (dev, z);
+  return dev->cache->under->finish (dev, z);
 }
 
 static void
 under_set_cond (struct zn_dev *dev, struct zone *z, uint8_t cond)
 {
-  dev->cache_under->set_cond (dev, z, cond);
+  dev->cache->under->set_cond (dev, z, cond);
 }
 
 static int
 under_save_meta (struct zn_dev *dev, const struct zn_bb_list *bb)
 {
-  return dev->cache_under->save_meta (dev, bb);
+  return dev->cache->under->save_meta (dev, bb);
 }
 
 /* The records of one write lie side by side: a split puts its copy right
@@ -250,13 +256,13 @@ same_write (const struct zn_undo *u)
 static void
 keep_records (struct zn_dev *dev, const struct zn_keep *keep)
 {
-  uint64_t *n = dev->keep_counts, *at = n + dev->geo.nr_zones;
+  uint64_t *n = dev->cache->keep_counts, *at = n + dev->geo.nr_zones;
 
   memset (n, 0, 2 * dev->geo.nr_zones * sizeof *n);
-  for (struct zn_undo *u = dev->undo_head; u; u = u->next)
+  for (struct zn_undo *u = dev->cache->head; u; u = u->next)
     if (!same_write (u))
       n[u->zone]++;
-  for (struct zn_undo *u = dev->undo_head; u; u = u->next) {
+  for (struct zn_undo *u = dev->cache->head; u; u = u->next) {
     uint64_t i;
 
     if (same_write (u)) {
@@ -280,7 +286,7 @@ static int
 undo_write (struct zn_dev *dev, struct zone *z, uint64_t off,
             const void *buf, uint64_t len, bool fua)
 {
-  const struct zn_backend *under = dev->cache_under;
+  const struct zn_backend *under = dev->cache->under;
   uint32_t zno = zone_index (dev, z);
   struct zn_undo *u = NULL;
   int ret;
@@ -288,7 +294,7 @@ undo_write (struct zn_dev *dev, struct zone *z, uint64_t off,
   ZONE_ASSERT_HELD (z);
   if (z->type != ZN_ZONE_CONVENTIONAL)
     return under->write (dev, z, off, buf, len, fua);
-  pthread_mutex_lock (&dev->cache_lock);
+  pthread_mutex_lock (&dev->cache->lock);
   if (fua)
     ret = write_back_range (dev, zno, off, len);
   else if ((u = new_record (dev, zno, off, len)) == NULL)
@@ -300,21 +306,21 @@ undo_write (struct zn_dev *dev, struct zone *z, uint64_t off,
   if (ret && u)
     unlink_undo (dev, u);
   /* A full cache writes back its oldest data. */
-  while (ret == 0 && u && dev->dirty_bytes > dev->cache_bytes
-         && dev->undo_head != u)
-    unlink_undo (dev, dev->undo_head);
-  pthread_mutex_unlock (&dev->cache_lock);
+  while (ret == 0 && u && dev->cache->dirty > dev->cache->bytes
+         && dev->cache->head != u)
+    unlink_undo (dev, dev->cache->head);
+  pthread_mutex_unlock (&dev->cache->lock);
   return ret;
 }
 
 static int
 undo_flush (struct zn_dev *dev)
 {
-  pthread_mutex_lock (&dev->cache_lock);
-  while (dev->undo_head)
-    unlink_undo (dev, dev->undo_head);
-  pthread_mutex_unlock (&dev->cache_lock);
-  return dev->cache_under->flush (dev);
+  pthread_mutex_lock (&dev->cache->lock);
+  while (dev->cache->head)
+    unlink_undo (dev, dev->cache->head);
+  pthread_mutex_unlock (&dev->cache->lock);
+  return dev->cache->under->flush (dev);
 }
 
 /* Where a newer write that survives overlaps u, the zone holds already
@@ -342,31 +348,38 @@ static int
 undo_reload (struct zn_dev *dev, const struct zn_keep *keep,
              zn_dropped_fn *dropped)
 {
-  const struct zn_backend *under = dev->cache_under;
+  const struct zn_backend *under = dev->cache->under;
 
   ALL_ZONES_ASSERT_HELD (dev);
-  pthread_mutex_lock (&dev->cache_lock);
+  pthread_mutex_lock (&dev->cache->lock);
   keep_records (dev, keep);
-  for (struct zn_undo *u = dev->undo_tail; u; u = u->prev) {
+  for (struct zn_undo *u = dev->cache->tail; u; u = u->prev) {
     if (u->keep)
       continue;
     dropped (dev, u->zone, u->off, u->len);
     spare_survivors (dev, u);
-    dev->cache_under->write (dev, &dev->zones[u->zone], u->off, u->old,
+    dev->cache->under->write (dev, &dev->zones[u->zone], u->off, u->old,
                              u->len, false);
   }
-  while (dev->undo_tail)
-    unlink_undo (dev, dev->undo_tail);
-  pthread_mutex_unlock (&dev->cache_lock);
+  while (dev->cache->tail)
+    unlink_undo (dev, dev->cache->tail);
+  pthread_mutex_unlock (&dev->cache->lock);
   return under->reload ? under->reload (dev, keep, dropped) : 0;
 }
+
+static void cache_destroy (struct zn_cache *c);
 
 /* An orderly stop writes the cache back, as a drive does at shutdown. */
 static void
 cache_free (struct zn_dev *dev)
 {
+  const struct zn_backend *under = dev->cache->under;
+
   dev->backend->flush (dev);
-  dev->cache_under->free (dev);
+  cache_destroy (dev->cache);
+  dev->cache = NULL;
+  dev->backend = under;
+  under->free (dev);
 }
 
 static const struct zn_backend cache_undo_backend = {
@@ -392,7 +405,7 @@ wb_write (struct zn_dev *dev, struct zone *z, uint64_t off,
   struct zn_undo *u;
   int ret = 0;
 
-  pthread_mutex_lock (&dev->cache_lock);
+  pthread_mutex_lock (&dev->cache->lock);
   if (fua) {
     /* A sequential zone's file holds a prefix of the zone: what the
      * cache holds before this write is written back first.
@@ -402,7 +415,7 @@ wb_write (struct zn_dev *dev, struct zone *z, uint64_t off,
     else
       ret = write_back_range (dev, zno, off, len);
     if (ret == 0)
-      ret = dev->cache_under->write (dev, z, off, buf, len, true);
+      ret = dev->cache->under->write (dev, z, off, buf, len, true);
     goto out;
   }
   u = new_record (dev, zno, off, len);
@@ -414,11 +427,11 @@ wb_write (struct zn_dev *dev, struct zone *z, uint64_t off,
   /* A full cache writes back its oldest data; if the disk refuses it,
    * the data stays cached and a flush reports the error.
    */
-  while (dev->dirty_bytes > dev->cache_bytes && dev->undo_head != u)
-    if (write_back (dev, dev->undo_head) < 0)
+  while (dev->cache->dirty > dev->cache->bytes && dev->cache->head != u)
+    if (write_back (dev, dev->cache->head) < 0)
       break;
  out:
-  pthread_mutex_unlock (&dev->cache_lock);
+  pthread_mutex_unlock (&dev->cache->lock);
   return ret;
 }
 
@@ -435,16 +448,16 @@ wb_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
     fill_past_wp (buf, len, 0);
     return 0;
   }
-  pthread_mutex_lock (&dev->cache_lock);
+  pthread_mutex_lock (&dev->cache->lock);
   /* With the zone lock held no record of z can be added; one can only be
    * written back, so with none now the file alone is the data.
    */
-  if (dev->cache_count[zno] == 0) {
-    pthread_mutex_unlock (&dev->cache_lock);
+  if (dev->cache->count[zno] == 0) {
+    pthread_mutex_unlock (&dev->cache->lock);
     return under_read (dev, z, off, buf, len, valid);
   }
   ret = under_read (dev, z, off, buf, valid, valid);
-  for (struct zn_undo *u = dev->undo_head; u && ret == 0; u = u->next) {
+  for (struct zn_undo *u = dev->cache->head; u && ret == 0; u = u->next) {
     uint64_t from = u->off > off ? u->off : off;
     uint64_t to = u->off + u->len < end ? u->off + u->len : end;
 
@@ -452,7 +465,7 @@ wb_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
       memcpy ((unsigned char *) buf + (from - off), u->old + (from - u->off),
               to - from);
   }
-  pthread_mutex_unlock (&dev->cache_lock);
+  pthread_mutex_unlock (&dev->cache->lock);
   if (ret == 0)
     fill_past_wp (buf, len, valid);
   return ret;
@@ -463,13 +476,13 @@ wb_reset (struct zn_dev *dev, struct zone *z)
 {
   uint32_t zno = zone_index (dev, z);
 
-  pthread_mutex_lock (&dev->cache_lock);
-  for (struct zn_undo *u = dev->undo_head, *next; u; u = next) {
+  pthread_mutex_lock (&dev->cache->lock);
+  for (struct zn_undo *u = dev->cache->head, *next; u; u = next) {
     next = u->next;
     if (u->zone == zno)
       unlink_undo (dev, u);
   }
-  pthread_mutex_unlock (&dev->cache_lock);
+  pthread_mutex_unlock (&dev->cache->lock);
   return under_reset (dev, z);
 }
 
@@ -478,9 +491,9 @@ wb_finish (struct zn_dev *dev, struct zone *z)
 {
   int ret;
 
-  pthread_mutex_lock (&dev->cache_lock);
+  pthread_mutex_lock (&dev->cache->lock);
   ret = write_back_zone (dev, zone_index (dev, z));
-  pthread_mutex_unlock (&dev->cache_lock);
+  pthread_mutex_unlock (&dev->cache->lock);
   return ret ? ret : under_finish (dev, z);
 }
 
@@ -494,9 +507,9 @@ static void
 wb_set_cond (struct zn_dev *dev, struct zone *z, uint8_t cond)
 {
   if (cond == ZN_COND_READONLY || cond == ZN_COND_OFFLINE) {
-    pthread_mutex_lock (&dev->cache_lock);
+    pthread_mutex_lock (&dev->cache->lock);
     write_back_zone (dev, zone_index (dev, z));
-    pthread_mutex_unlock (&dev->cache_lock);
+    pthread_mutex_unlock (&dev->cache->lock);
   }
   under_set_cond (dev, z, cond);
 }
@@ -506,11 +519,11 @@ wb_flush (struct zn_dev *dev)
 {
   int ret = 0;
 
-  pthread_mutex_lock (&dev->cache_lock);
-  while (dev->undo_head && ret == 0)
-    ret = write_back (dev, dev->undo_head);
-  pthread_mutex_unlock (&dev->cache_lock);
-  return ret ? ret : dev->cache_under->flush (dev);
+  pthread_mutex_lock (&dev->cache->lock);
+  while (dev->cache->head && ret == 0)
+    ret = write_back (dev, dev->cache->head);
+  pthread_mutex_unlock (&dev->cache->lock);
+  return ret ? ret : dev->cache->under->flush (dev);
 }
 
 /* The files keep what was written back and the pending writes the power
@@ -525,18 +538,18 @@ wb_reload (struct zn_dev *dev, const struct zn_keep *keep,
   int ret = 0, r;
 
   ALL_ZONES_ASSERT_HELD (dev);
-  pthread_mutex_lock (&dev->cache_lock);
+  pthread_mutex_lock (&dev->cache->lock);
   keep_records (dev, keep);
-  while (dev->undo_head) {
-    struct zn_undo *u = dev->undo_head;
+  while (dev->cache->head) {
+    struct zn_undo *u = dev->cache->head;
 
     if (u->keep && ret == 0 && (ret = write_back (dev, u)) == 0)
       continue;
     dropped (dev, u->zone, u->off, u->len);
     unlink_undo (dev, u);
   }
-  pthread_mutex_unlock (&dev->cache_lock);
-  r = dev->cache_under->reload (dev, keep, dropped);
+  pthread_mutex_unlock (&dev->cache->lock);
+  r = dev->cache->under->reload (dev, keep, dropped);
   return ret ? ret : r;
 }
 
@@ -554,38 +567,51 @@ static const struct zn_backend cache_file_backend = {
   .free = cache_free,
 };
 
-int
-cache_over (struct zn_dev *dev)
+static void
+cache_destroy (struct zn_cache *c)
 {
-  dev->cache_under = dev->backend;
-  dev->keep_counts = calloc (2 * (size_t) dev->geo.nr_zones,
-                             sizeof *dev->keep_counts);
-  if (!dev->keep_counts)
-    return -ENOMEM;
-  if (!dev->cache_under->keeps_data) {
-    dev->backend = &cache_undo_backend;
-    return 0;
-  }
-  dev->cache_count = calloc (dev->geo.nr_zones, sizeof *dev->cache_count);
-  if (!dev->cache_count)
-    return -ENOMEM;
-  dev->backend = &cache_file_backend;
-  return 0;
+  if (!c)
+    return;
+  pthread_mutex_destroy (&c->lock);
+  free (c->count);
+  free (c->keep_counts);
+  free (c);
 }
 
-void
-cache_destroy (struct zn_dev *dev)
+int
+cache_over (struct zn_dev *dev, uint64_t bytes)
 {
-  pthread_mutex_destroy (&dev->cache_lock);
-  free (dev->cache_count);
-  free (dev->keep_counts);
+  struct zn_cache *c = calloc (1, sizeof *c);
+
+  if (!c)
+    return -ENOMEM;
+  pthread_mutex_init (&c->lock, NULL);
+  c->bytes = bytes;
+  c->under = dev->backend;
+  c->keep_counts = calloc (2 * (size_t) dev->geo.nr_zones,
+                           sizeof *c->keep_counts);
+  if (c->under->keeps_data)
+    c->count = calloc (dev->geo.nr_zones, sizeof *c->count);
+  if (!c->keep_counts || (c->under->keeps_data && !c->count)) {
+    cache_destroy (c);
+    return -ENOMEM;
+  }
+  dev->cache = c;
+  dev->backend = c->under->keeps_data ? &cache_file_backend
+                                      : &cache_undo_backend;
+  return 0;
 }
 
 void
 zn_cache_stats (struct zn_dev *dev, uint64_t *size, uint64_t *dirty)
 {
-  pthread_mutex_lock (&dev->cache_lock);
-  *size = dev->cache_bytes;
-  *dirty = dev->dirty_bytes;
-  pthread_mutex_unlock (&dev->cache_lock);
+  struct zn_cache *c = dev->cache;
+
+  *size = *dirty = 0;
+  if (!c)
+    return;
+  pthread_mutex_lock (&c->lock);
+  *size = c->bytes;
+  *dirty = c->dirty;
+  pthread_mutex_unlock (&c->lock);
 }

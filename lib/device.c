@@ -5,13 +5,14 @@
  */
 #include <errno.h>
 
+#include "attach.h"
 #include "wlog.h"
 #include "zoned.h"
 
 struct zn_dev *
 zn_dev_create (const struct zn_config *cfg, char *err, size_t errlen)
 {
-  struct zn_dev *dev = zn_model_create (cfg, err, errlen);
+  struct zn_dev *dev = zn_storage_create (cfg, err, errlen);
   int r;
 
   if (!dev)

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "replay.h"
 #include "wlog-read.h"
 #include "zoned.h"
@@ -80,7 +81,7 @@ check_state (const struct zn_replay_plan *p)
   struct zn_dev *dev;
 
   cfg.backing_dir = statedir;
-  dev = zn_model_create (&cfg, err, sizeof err);
+  dev = zn_storage_create (&cfg, err, sizeof err);
   if (dev == NULL) {
     fprintf (stderr, "the state replay wrote does not open: %s\n", err);
     abort ();

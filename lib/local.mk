@@ -11,6 +11,8 @@ lib_libzonednull_la_SOURCES = \
 	lib/control.c \
 	lib/crash.c \
 	lib/device.c \
+	lib/attach.c \
+	lib/attach.h \
 	lib/recorder.h \
 	lib/crash.h \
 	lib/replay.c \

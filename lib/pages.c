@@ -139,6 +139,14 @@ pages_free_all (struct zn_dev *dev)
     pages_free (&dev->zones[i].pages);
 }
 
+void
+pages_attach (struct zn_dev *dev)
+{
+  for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
+    pages_init (&dev->zones[i].pages,
+                dev->zones[i].len << ZN_SECTOR_SHIFT);
+}
+
 static int
 no_meta (struct zn_dev *dev, const struct zn_bb_list *bb)
 {
@@ -188,6 +196,7 @@ null_free (struct zn_dev *dev)
 }
 
 const struct zn_backend null_backend = {
+  .drops_writes = true,
   .name = "null",
   .keeps_data = false,
   .read = null_read,

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "escape.h"
 #include "replay.h"
 
@@ -732,7 +733,7 @@ zn_replay_write (const struct zn_replay_plan *p, const bool *k,
     return -1;
   cfg.backing_dir = dir;
   cfg.backing_dir_nofollow = true;
-  a.dev = zn_model_create (&cfg, err, errlen);
+  a.dev = zn_storage_create (&cfg, err, errlen);
   if (a.dev == NULL)
     return -1;
   a.dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -489,6 +489,8 @@ open_dir (const char *dir, bool nofollow, bool *made, char *err,
   return fd;
 }
 
+static int store_files_made (struct zn_dev *dev, char *err, size_t errlen);
+
 int
 store_open (struct zn_dev *dev, const char *dir, bool nofollow,
             int (*set_bad) (struct zn_dev *dev, uint64_t first, uint64_t last),
@@ -573,6 +575,9 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
     goto fail;
   }
   st->ready = true;
+  dev->restored = st->restored;
+  dev->backing_dir = st->dir;
+  dev->files_made = store_files_made;
   if ((uint64_t) found < nr_zones && !(!st->restored && dev->zone_full))
     st->fill_pending = true;
   free (seq_sectors);
@@ -588,19 +593,7 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
   return -1;
 }
 
-bool
-store_restored (const struct zn_dev *dev)
-{
-  return dev->store && dev->store->restored;
-}
-
-const char *
-store_dir (const struct zn_dev *dev)
-{
-  return dev->store ? dev->store->dir : NULL;
-}
-
-int
+static int
 store_files_made (struct zn_dev *dev, char *err, size_t errlen)
 {
   struct zn_store *st = dev->store;

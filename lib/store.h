@@ -40,15 +40,12 @@ int store_open (struct zn_dev *dev, const char *dir, bool nofollow,
                                 uint64_t last),
                 char *err, size_t errlen);
 void store_close (struct zn_dev *dev);
-/* Waits until the filler has made every zone file a new directory
- * lacks: -errno, with a message naming the file, if one could not be.
- */
-int store_files_made (struct zn_dev *dev, char *err, size_t errlen);
-/* Whether DIR held a device before this process. */
-bool store_restored (const struct zn_dev *dev);
-/* DIR, or NULL without a store. */
-const char *store_dir (const struct zn_dev *dev);
 
-/* The rest of the store is its back end, store_backend (backend.h). */
+/* The rest of the store is its back end, store_backend (backend.h), and
+ * what it tells the model at the open: whether DIR held a device before
+ * (dev->restored), DIR (dev->backing_dir), and the wait until the filler
+ * has made every zone file a new directory lacks (dev->files_made:
+ * -errno, with a message naming the file, if one could not be).
+ */
 
 #endif

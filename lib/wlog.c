@@ -429,7 +429,7 @@ write_geometry (struct zn_dev *dev)
                       " nr_zones=%" PRIu32 " cache=%d kernel=%s",
                       g->block_size, g->zone_sectors >> 11,
                       g->zone_capacity >> 11, g->nr_conv, g->capacity >> 11,
-                      g->nr_zones, dev->cache_bytes != 0,
+                      g->nr_zones, dev->cache != NULL,
                       zn_kernel_name (g->kernel));
 
   return append (dev, ZN_WLOG_MARK | ZN_WLOG_GEOMETRY, 0, 0, 0, text,

@@ -70,15 +70,8 @@ struct zn_dev {
   struct zn_bb_range *bb;
   size_t bb_used;
   atomic_size_t nr_bb;
-  /* The volatile write cache (cache.c). */
-  pthread_mutex_t cache_lock;
-  uint64_t cache_bytes;          /* cache_size; 0 = no cache */
-  uint64_t dirty_bytes;
-  struct zn_undo *undo_head, *undo_tail;
-  uint32_t *cache_count;         /* backing_dir: records a zone has */
-  uint64_t cache_write_id;       /* the last write given a record */
-  /* A power cycle's scratch: two counts a zone (cache.c, keep_records). */
-  uint64_t *keep_counts;
+  /* The volatile write cache (cache.c), NULL without one. */
+  struct zn_cache *cache;
   atomic_uint pl_waiting;
   atomic_ullong pl_waited;
   atomic_ullong pl_timeouts;
@@ -91,11 +84,16 @@ struct zn_dev {
    * end did not ask for them.
    */
   struct zn_wplug *wplugs;
-  /* backing_dir (store.c), NULL when the data lives in memory. */
+  /* backing_dir (store.c), NULL when the data lives in memory; what it
+   * tells the model: whether it held a device before, its path, and the
+   * wait for the zone files it is still making.
+   */
   struct zn_store *store;
+  bool restored;
+  const char *backing_dir;
+  int (*files_made) (struct zn_dev *dev, char *err, size_t errlen);
   /* Where the data is (backend.h), and with a cache what it is on. */
   const struct zn_backend *backend;
-  const struct zn_backend *cache_under;
   /* What records the device's requests (recorder.h), NULL for none; the
    * write log's state, which only the log reads.
    */
@@ -198,11 +196,6 @@ void wake_waiters (struct zone *z, bool give_up);
 int zn_geometry_from_config (const struct zn_config *cfg,
                              struct zn_geometry *geo,
                              char *err, size_t errlen);
-
-/* cache.c: the cache's lock and counters, with or without a cache. */
-struct zn_undo;
-void cache_init (struct zn_dev *dev, uint64_t cache_bytes);
-void cache_destroy (struct zn_dev *dev);
 
 /* wplug.c, all with the zone lock held */
 void wplug_free (struct zn_dev *dev);

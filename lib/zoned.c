@@ -22,7 +22,6 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "store.h"
 #include "zoned-internal.h"
 
 #define ALL_ONES UINT64_MAX
@@ -152,16 +151,6 @@ zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
   return -1;
 }
 
-/* Nothing was opened yet: the zones' memory is all there is to free. */
-static struct zn_dev *
-create_failed (struct zn_dev *dev, int e)
-{
-  dev->backend = &pages_backend;
-  zn_dev_destroy (dev);
-  errno = e;
-  return NULL;
-}
-
 /* Random, so that two devices, or two starts of one in memory, never
  * share it; never 0, which a client reads as "the server has none".
  */
@@ -212,7 +201,6 @@ zn_model_create (const struct zn_config *cfg, char *err, size_t errlen)
   zn_mutex_init (&dev->res_lock);
   zn_mutex_init (&dev->dev_lock);
   badblocks_init (dev);
-  cache_init (dev, geo.memory_backed ? cfg->cache_size << 20 : 0);
   dev->pipeline = cfg->pipeline_zoned_writes;
   if (geo.kernel >= ZN_KERNEL_6_12)
     dev->zone_full = cfg->zone_full;
@@ -248,20 +236,7 @@ zn_model_create (const struct zn_config *cfg, char *err, size_t errlen)
       z->cond = dev->zone_full ? ZN_COND_FULL : ZN_COND_EMPTY;
       z->wp = dev->zone_full ? z->start + z->capacity : z->start;
     }
-    pages_init (&z->pages, z->len << ZN_SECTOR_SHIFT);
   }
-  dev->backend = !geo.memory_backed ? &null_backend
-    : cfg->backing_dir ? &store_backend : &pages_backend;
-  if (dev->cache_bytes && cache_over (dev) < 0) {
-    if (err && errlen)
-      snprintf (err, errlen, "out of memory for %u zones", geo.nr_zones);
-    return create_failed (dev, ENOMEM);
-  }
-  if (cfg->backing_dir
-      && store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow,
-                     zn_badblocks_set, err,
-                     errlen) < 0)
-    return create_failed (dev, errno);
   return dev;
 }
 
@@ -269,7 +244,7 @@ zn_model_create (const struct zn_config *cfg, char *err, size_t errlen)
 int
 zn_dev_sync_files (struct zn_dev *dev, char *err, size_t errlen)
 {
-  return store_files_made (dev, err, errlen);
+  return dev->files_made ? dev->files_made (dev, err, errlen) : 0;
 }
 
 void
@@ -287,9 +262,9 @@ zn_dev_destroy (struct zn_dev *dev)
    * log must hold, or replay would count the writes it saved as pending.
    */
   ref = rec_flush_ref (dev);
-  dev->backend->free (dev);
+  if (dev->backend)
+    dev->backend->free (dev);
   rec_flush (dev, ref);
-  cache_destroy (dev);
   for (uint32_t i = 0; i < dev->geo.nr_zones; i++)
     pthread_mutex_destroy (&dev->zones[i].lock);
   pthread_mutex_destroy (&dev->res_lock);
@@ -319,13 +294,13 @@ zn_dev_generation (const struct zn_dev *dev)
 bool
 zn_dev_restored (const struct zn_dev *dev)
 {
-  return store_restored (dev);
+  return dev->restored;
 }
 
 const char *
 zn_dev_backing_dir (const struct zn_dev *dev)
 {
-  return store_dir (dev);
+  return dev->backing_dir;
 }
 
 bool
@@ -337,7 +312,7 @@ zn_dev_zone_full (const struct zn_dev *dev)
 bool
 zn_dev_uses_write_data (const struct zn_dev *dev)
 {
-  return dev->backend != &null_backend
+  return !dev->backend->drops_writes
     || (dev->rec && dev->rec->may_record (dev));
 }
 

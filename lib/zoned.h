@@ -147,8 +147,9 @@ struct zn_dev;
 struct zn_dev *zn_dev_create (const struct zn_config *cfg,
                               char *err, size_t errlen);
 void zn_dev_destroy (struct zn_dev *dev);
-/* The model alone, without a recorder of its requests: zn_dev_create
- * (lib/frontend/device.c) is this with the write log attached.
+/* The model alone: no back end for its data (lib/storage/attach.c puts
+ * one in) and no recorder of its requests (zn_dev_create, in
+ * lib/frontend/device.c, attaches the write log).
  */
 struct zn_dev *zn_model_create (const struct zn_config *cfg,
                                 char *err, size_t errlen);
