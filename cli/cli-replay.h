@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* `zonednull replay`: the model's replay of a write log (lib/replay.h)
+/* `zonednull replay`: the model's replay of a write log (lib/powerfail/replay.h)
  * behind the command line; no server, no URI.
  */
 #ifndef ZONEDNULL_CLI_REPLAY_H

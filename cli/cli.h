@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "zonednull/client.h"
-#include "crash.h"
+#include "model/crash.h"
 
 #define PROG "zonednull"
 

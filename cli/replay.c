@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* `zonednull replay LOG [--to MARK|ENTRY] [--crash=POLICY] -o DIR` and
  * `zonednull replay LOG --list`.  The rules and the model's work are in
- * lib/replay.c; this parses, prints, and names each state so that it can
+ * lib/powerfail/replay.c; this parses, prints, and names each state so that it can
  * be made again.
  */
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 
 #include "cli-replay.h"
-#include "replay.h"
+#include "powerfail/replay.h"
 
 #define PROG "zonednull replay"
 #define EXIT_USAGE 2

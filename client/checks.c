@@ -14,7 +14,7 @@
 #include "zonednull/zone.h"
 
 #include "checks.h"
-#include "control-wire.h"
+#include "wire/control-wire.h"
 
 /* Every header and descriptor is checked here, once, against the rules
  * of zonednull-control(5): programs on this library divide by the zone

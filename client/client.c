@@ -20,7 +20,7 @@
 #include "zonednull/client.h"
 
 #include "checks.h"
-#include "control-wire.h"
+#include "wire/control-wire.h"
 #include "internal.h"
 
 /* Descriptors per pread of the zone area: 1 MiB, well under the 64 MiB

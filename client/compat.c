@@ -3,14 +3,14 @@
  * sessions.  Programs built against it still link and run with
  * libzonednull-client.so.0: zn_client_session_errno is declared, deprecated,
  * in client.h; the wire helpers were declared in 0.1.0's control.h and
- * are now the library's own (lib/control-wire.h).
+ * are now the library's own (lib/wire/control-wire.h).
  */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "zonednull/client.h"
 
-#include "control-wire.h"
+#include "wire/control-wire.h"
 
 int zn_control_session_name (char *buf, size_t len, const char *device,
                              uint64_t session);

@@ -7,9 +7,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "control-wire.h"
+#include "wire/control-wire.h"
 #include "internal.h"
-#include "wlog-format.h"
+#include "wire/wlog-format.h"
 
 int
 zn_client_power_cycle_keep (struct zn_client *c, unsigned keep,

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fifo.h"
+#include "util/fifo.h"
 #include "internal.h"
 
 static void

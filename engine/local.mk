@@ -9,7 +9,8 @@ if HAVE_FIO_ENGINE
 # libzonednull-client.so first.
 noinst_LTLIBRARIES += engine/libzn-client-pic.la
 engine_libzn_client_pic_la_SOURCES = client/client.c client/checks.c \
-	client/checks.h lib/control-wire.c
+	client/checks.h
+engine_libzn_client_pic_la_LIBADD = lib/libzn-wire.la
 engine_libzn_client_pic_la_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 
 pkglib_LTLIBRARIES = engine/zonednull-fio.la

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* man/gen-params PAGE.in: PAGE.in with the parameter list of lib/params.c's
+/* man/gen-params PAGE.in: PAGE.in with the parameter list of lib/config/params.c's
  * table in place of its markers, on stdout.  The build makes the man pages
  * of the plugin, zonednull-server and zonednull-ublk this way, so that
  * their PARAMETERS sections cannot disagree with the parser or --help.
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "params.h"
+#include "config/params.h"
 
 /* Troff's minus sign for every '-': a bare one may be a hyphen. */
 static void
@@ -117,7 +117,7 @@ marker (struct page *pg, char *text)
   text += 11;
   i = find_key (text);
   if (i == -1) {
-    fprintf (stderr, "%s:%u: @PARAMETER %s@: no such key in lib/params.c "
+    fprintf (stderr, "%s:%u: @PARAMETER %s@: no such key in lib/config/params.c "
              "(an alias goes with its key)\n", pg->path, pg->line, text);
     return -1;
   }

@@ -20,9 +20,9 @@
 
 #include <ev.h>
 
-#include "clock.h"
+#include "util/clock.h"
 #include "conn.h"
-#include "fifo.h"
+#include "util/fifo.h"
 #include "tls.h"
 
 #define READ_CHUNK (256 * 1024)

@@ -19,8 +19,8 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
-#include "escape.h"
-#include "secret-file.h"
+#include "util/escape.h"
+#include "util/secret-file.h"
 #include "tls.h"
 
 /* A name from the client, escaped for the log (escape.h): 32 bytes

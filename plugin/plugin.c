@@ -2,7 +2,7 @@
 /* nbdkit-zonednull-plugin: Linux null_blk's zoned device over NBD, as
  * the null_blk of Linux 6.1, 6.12 or 7.3 behaves (kernel=).
  *
- * The zone rules live in the model library (lib/zoned.h);
+ * The zone rules live in the model library (lib/model/zoned.h);
  * this file only turns NBD requests into model calls and model errors
  * into NBD errors and log lines.  NBD has no zone commands, so zones are
  * driven through the data path: writes at the write pointer, TRIM of
@@ -20,12 +20,12 @@
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
-#include "control.h"
-#include "queue.h"
-#include "zoned.h"
-#include "escape.h"
-#include "nbd-zones.h"
-#include "params.h"
+#include "frontend/control.h"
+#include "model/queue.h"
+#include "model/zoned.h"
+#include "util/escape.h"
+#include "frontend/nbd-zones.h"
+#include "config/params.h"
 
 /* Every zone table update happens under the model's own locks; see
  * zonednull_thread_model for when requests still run one at a time.
@@ -39,7 +39,7 @@
 #define MAX_REQUEST (32 * 1024 * 1024)  /* advertised maximum block size */
 #define REPORT_BATCH 64                 /* zones per zn_report_zones call */
 
-/* The command line's parameters (lib/params.c, shared with
+/* The command line's parameters (lib/config/params.c, shared with
  * zonednull-server and zonednull-ublk): null_blk's over its defaults.
  */
 static struct zn_params params;
@@ -526,7 +526,7 @@ zonednull_flush (void *handle, uint32_t flags UNUSED)
 
 /* zoned null_blk never advertises discard.  TRIM is the one NBD command
  * that can carry a zone reset, so it is given exactly the meaning of
- * BLKRESETZONE and nothing looser (lib/nbd-zones.h): a trim that is not a
+ * BLKRESETZONE and nothing looser (lib/frontend/nbd-zones.h): a trim that is not a
  * reset is refused rather than silently ignored.
  */
 static int
@@ -558,7 +558,7 @@ zonednull_trim (void *handle, uint32_t count, uint64_t offset,
   return 0;
 }
 
-/* Data up to each write pointer, a hole after it (lib/nbd-zones.h).
+/* Data up to each write pointer, a hole after it (lib/frontend/nbd-zones.h).
  * Block status is a report, not an I/O request: it takes no tag.
  */
 static int
@@ -644,7 +644,7 @@ static struct nbdkit_plugin plugin = {
 NBDKIT_REGISTER_PLUGIN (plugin)
 
 /* nbdkit reads config_help from the struct that plugin_init returns,
- * right after loading the plugin, so the text from lib/params.c's table
+ * right after loading the plugin, so the text from lib/config/params.c's table
  * has to be there before: a constructor runs at dlopen, ahead of that.
  */
 static void __attribute__ ((constructor))

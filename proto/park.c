@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fifo.h"
+#include "util/fifo.h"
 #include "park.h"
 
 bool

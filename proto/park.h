@@ -2,7 +2,7 @@
 /* What a session sets aside for the scheduler (served.h), in either
  * protocol: writes admitted with ADMIT_PARK, kept until resume, and the
  * replies held until their requests complete (irqmode=2), released by
- * complete_one oldest first.  Both are FIFOs (lib/fifo.h).
+ * complete_one oldest first.  Both are FIFOs (lib/util/fifo.h).
  */
 #ifndef ZONEDNULL_PROTO_PARK_H
 #define ZONEDNULL_PROTO_PARK_H

@@ -16,5 +16,5 @@ server_zonednull_server_SOURCES = \
 server_zonednull_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
 	-I$(top_srcdir)/net -I$(top_srcdir)/proto
 server_zonednull_server_CFLAGS = $(AM_CFLAGS) $(GNUTLS_CFLAGS) $(NETTLE_CFLAGS)
-server_zonednull_server_LDADD = lib/libzonednull.la $(LIBEV_LIBS) $(GNUTLS_LIBS) $(NETTLE_LIBS) $(ISAL_LIBS)
+server_zonednull_server_LDADD = $(zn_libs) $(LIBEV_LIBS) $(GNUTLS_LIBS) $(NETTLE_LIBS) $(ISAL_LIBS)
 

@@ -23,16 +23,16 @@
 
 #include <ev.h>
 
-#include "control.h"
-#include "queue.h"
-#include "zoned.h"
+#include "frontend/control.h"
+#include "model/queue.h"
+#include "model/zoned.h"
 #include "conn.h"
 #include "nbd/session.h"
 #include "nvme/session.h"
 #include "nvme/tls-psk.h"
 #include "nvme/zns.h"
 #include "nvme-hosts.h"
-#include "params.h"
+#include "config/params.h"
 #include "pidfile.h"
 #include "scheduler.h"
 #include "tls.h"

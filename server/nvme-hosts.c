@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* --nvme-host (nvme-hosts.h).  A secrets file follows the rules of
- * lib/secret-file.h, and one that names no host is refused: the option
+ * lib/util/secret-file.h, and one that names no host is refused: the option
  * asks for authentication, and no host must never mean everyone.
  */
 #include <errno.h>
@@ -14,7 +14,7 @@
 #include <gnutls/gnutls.h>
 
 #include "nvme-hosts.h"
-#include "secret-file.h"
+#include "util/secret-file.h"
 
 static struct nvme_host_secret *hosts;
 static unsigned nr_hosts;

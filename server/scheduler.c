@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-server's scheduling of requests (see scheduler.h).
  *
- * The tag sets, pools and counters are the plugin's (lib/queue.c); what
+ * The tag sets, pools and counters are the plugin's (lib/model/queue.c); what
  * the plugin does by sleeping in a worker thread is done here by holding
  * the reply.  A request takes a tag before it is applied; with irqmode=2
  * its reply is released, and the tag freed, completion_nsec after the tag
@@ -20,10 +20,10 @@
 
 #include <ev.h>
 
-#include "clock.h"
-#include "queue.h"
-#include "zoned.h"
-#include "fifo.h"
+#include "util/clock.h"
+#include "model/queue.h"
+#include "model/zoned.h"
+#include "util/fifo.h"
 #include "scheduler.h"
 
 /* A connection as the scheduler sees it. */

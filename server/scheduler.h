@@ -11,7 +11,7 @@
 
 #include <ev.h>
 
-#include "queue.h"
+#include "model/queue.h"
 #include "conn.h"
 #include "served.h"
 

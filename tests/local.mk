@@ -71,34 +71,34 @@ check_PROGRAMS += tests/model/test-model-config tests/model/test-model-zones \
 	tests/model/test-params tests/model/test-escape tests/model/test-wlog
 tests_model_test_model_config_SOURCES = tests/model/test-model-config.c \
 	tests/model/model.h tests/common/check.h tests/common/dev.h
-tests_model_test_model_config_LDADD = lib/libzonednull.la
+tests_model_test_model_config_LDADD = $(zn_libs)
 tests_model_test_model_zones_SOURCES = tests/model/test-model-zones.c \
 	tests/model/model.h tests/common/check.h tests/common/dev.h
-tests_model_test_model_zones_LDADD = lib/libzonednull.la
+tests_model_test_model_zones_LDADD = $(zn_libs)
 tests_model_test_model_io_SOURCES = tests/model/test-model-io.c \
 	tests/model/model.h tests/common/check.h tests/common/dev.h
-tests_model_test_model_io_LDADD = lib/libzonednull.la
+tests_model_test_model_io_LDADD = $(zn_libs)
 tests_model_test_kernels_SOURCES = tests/model/test-kernels.c \
 	tests/common/check.h tests/common/dev.h
-tests_model_test_kernels_LDADD = lib/libzonednull.la
+tests_model_test_kernels_LDADD = $(zn_libs)
 tests_model_test_concurrency_SOURCES = tests/model/test-concurrency.c \
 	tests/common/check.h tests/common/dev.h
-tests_model_test_concurrency_LDADD = lib/libzonednull.la
+tests_model_test_concurrency_LDADD = $(zn_libs)
 tests_model_test_queue_SOURCES = tests/model/test-queue.c tests/common/check.h
-tests_model_test_queue_LDADD = lib/libzonednull.la
+tests_model_test_queue_LDADD = $(zn_libs)
 tests_model_test_pipeline_SOURCES = tests/model/test-pipeline.c \
 	tests/common/check.h tests/common/dev.h
-tests_model_test_pipeline_LDADD = lib/libzonednull.la
+tests_model_test_pipeline_LDADD = $(zn_libs)
 tests_model_test_badblocks_SOURCES = tests/model/test-badblocks.c \
 	tests/common/check.h tests/common/dev.h
-tests_model_test_badblocks_LDADD = lib/libzonednull.la
+tests_model_test_badblocks_LDADD = $(zn_libs)
 tests_model_test_params_SOURCES = tests/model/test-params.c tests/common/check.h
-tests_model_test_params_LDADD = lib/libzonednull.la
+tests_model_test_params_LDADD = $(zn_libs)
 tests_model_test_escape_SOURCES = tests/model/test-escape.c tests/common/check.h
-tests_model_test_escape_LDADD = lib/libzonednull.la
+tests_model_test_escape_LDADD = $(zn_libs)
 tests_model_test_wlog_SOURCES = tests/model/test-wlog.c \
 	tests/common/check.h tests/common/dev.h
-tests_model_test_wlog_LDADD = lib/libzonednull.la
+tests_model_test_wlog_LDADD = $(zn_libs)
 
 ZN_TESTS += tests/model/test-model-config tests/model/test-model-zones \
 	tests/model/test-model-io tests/model/test-kernels \
@@ -121,16 +121,16 @@ check_PROGRAMS += tests/powerfail/test-replay-rules \
 	tests/powerfail/wlog-make
 tests_powerfail_test_replay_rules_SOURCES = \
 	tests/powerfail/test-replay-rules.c $(wlog_gen_sources)
-tests_powerfail_test_replay_rules_LDADD = lib/libzonednull.la
+tests_powerfail_test_replay_rules_LDADD = $(zn_libs)
 tests_powerfail_test_replay_bad_SOURCES = \
 	tests/powerfail/test-replay-bad.c $(wlog_gen_sources)
-tests_powerfail_test_replay_bad_LDADD = lib/libzonednull.la
+tests_powerfail_test_replay_bad_LDADD = $(zn_libs)
 tests_powerfail_test_replay_live_SOURCES = \
 	tests/powerfail/test-replay-live.c $(wlog_gen_sources)
-tests_powerfail_test_replay_live_LDADD = lib/libzonednull.la
+tests_powerfail_test_replay_live_LDADD = $(zn_libs)
 tests_powerfail_wlog_make_SOURCES = tests/powerfail/wlog-make.c \
 	$(wlog_gen_sources)
-tests_powerfail_wlog_make_LDADD = lib/libzonednull.la
+tests_powerfail_wlog_make_LDADD = $(zn_libs)
 
 ZN_TESTS += tests/powerfail/test-replay-rules tests/powerfail/test-replay-bad \
 	tests/powerfail/test-replay-live tests/powerfail/test-replay-cli.sh \
@@ -195,23 +195,23 @@ check_PROGRAMS += $(FILES_MODEL_TESTS)
 tests_files_test_files_model_restart_SOURCES = \
 	tests/files/test-files-model-restart.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
-tests_files_test_files_model_restart_LDADD = lib/libzonednull.la
+tests_files_test_files_model_restart_LDADD = $(zn_libs)
 tests_files_test_files_model_layout_SOURCES = \
 	tests/files/test-files-model-layout.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
-tests_files_test_files_model_layout_LDADD = lib/libzonednull.la
+tests_files_test_files_model_layout_LDADD = $(zn_libs)
 tests_files_test_files_model_cache_SOURCES = \
 	tests/files/test-files-model-cache.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
-tests_files_test_files_model_cache_LDADD = lib/libzonednull.la
+tests_files_test_files_model_cache_LDADD = $(zn_libs)
 tests_files_test_files_model_keep_SOURCES = \
 	tests/files/test-files-model-keep.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
-tests_files_test_files_model_keep_LDADD = lib/libzonednull.la
+tests_files_test_files_model_keep_LDADD = $(zn_libs)
 tests_files_test_files_model_hostile_SOURCES = \
 	tests/files/test-files-model-hostile.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
-tests_files_test_files_model_hostile_LDADD = lib/libzonednull.la
+tests_files_test_files_model_hostile_LDADD = $(zn_libs)
 FILES_TESTS = \
 	tests/files/test-files-restart.sh \
 	tests/files/test-files-crash.sh \
@@ -272,14 +272,14 @@ check_PROGRAMS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
 tests_nvme_test_nvme_zns_SOURCES = tests/nvme/test-nvme-zns.c \
 	tests/common/check.h tests/common/dev.h proto/nvme/zns.c proto/nvme/zns.h
 tests_nvme_test_nvme_zns_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto/nvme
-tests_nvme_test_nvme_zns_LDADD = lib/libzonednull.la
+tests_nvme_test_nvme_zns_LDADD = $(zn_libs)
 tests_nvme_test_nvme_session_io_SOURCES = \
 	tests/nvme/test-nvme-session-io.c tests/nvme/nvme-session.h \
 	tests/common/check.h tests/common/dev.h $(proto_sources) \
 	$(proto_nvme_sources) net/conn.h
 tests_nvme_test_nvme_session_io_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_nvme_test_nvme_session_io_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+tests_nvme_test_nvme_session_io_LDADD = $(zn_libs) $(ISAL_LIBS) \
 	$(GNUTLS_LIBS) $(NETTLE_LIBS)
 tests_nvme_test_nvme_session_checks_SOURCES = \
 	tests/nvme/test-nvme-session-checks.c tests/nvme/nvme-session.h \
@@ -287,7 +287,7 @@ tests_nvme_test_nvme_session_checks_SOURCES = \
 	$(proto_nvme_sources) net/conn.h
 tests_nvme_test_nvme_session_checks_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_nvme_test_nvme_session_checks_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+tests_nvme_test_nvme_session_checks_LDADD = $(zn_libs) $(ISAL_LIBS) \
 	$(GNUTLS_LIBS) $(NETTLE_LIBS)
 tests_nvme_test_nvme_session_auth_SOURCES = \
 	tests/nvme/test-nvme-session-auth.c tests/nvme/nvme-session.h \
@@ -295,7 +295,7 @@ tests_nvme_test_nvme_session_auth_SOURCES = \
 	$(proto_nvme_sources) net/conn.h
 tests_nvme_test_nvme_session_auth_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/proto \
 	-I$(top_srcdir)/proto/nvme -I$(top_srcdir)/net -I$(top_srcdir)/lib
-tests_nvme_test_nvme_session_auth_LDADD = lib/libzonednull.la $(ISAL_LIBS) \
+tests_nvme_test_nvme_session_auth_LDADD = $(zn_libs) $(ISAL_LIBS) \
 	$(GNUTLS_LIBS) $(NETTLE_LIBS)
 # The TLS half of the suite's NVMe/TCP host (GnuTLS), in front of
 # nvme-host.py, and the keys' derivation as a host makes it.

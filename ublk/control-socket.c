@@ -13,7 +13,7 @@
 
 #include <ev.h>
 
-#include "control.h"
+#include "frontend/control.h"
 #include "conn.h"
 #include "control-socket.h"
 #include "nbd/session.h"

@@ -10,8 +10,8 @@
 
 #include <stddef.h>
 
-#include "queue.h"
-#include "zoned.h"
+#include "model/queue.h"
+#include "model/zoned.h"
 
 struct zu_control_socket;
 

@@ -30,7 +30,7 @@ ublk_zonednull_ublk_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
 	-I$(top_srcdir)/server -I$(top_srcdir)/net -I$(top_srcdir)/proto
 ublk_zonednull_ublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS) $(LIBNBD_CFLAGS) \
 	$(GNUTLS_CFLAGS)
-ublk_zonednull_ublk_LDADD = lib/libzonednull.la $(LIBURING_LIBS) \
+ublk_zonednull_ublk_LDADD = $(zn_libs) $(LIBURING_LIBS) \
 	$(LIBNBD_LIBS) $(LIBEV_LIBS) $(GNUTLS_LIBS)
 endif
 EXTRA_DIST += ublk/local.mk

@@ -30,10 +30,10 @@
 #include <linux/capability.h>
 
 #include "zonednull/client.h"
-#include "control.h"
-#include "queue.h"
-#include "zoned.h"
-#include "params.h"
+#include "frontend/control.h"
+#include "model/queue.h"
+#include "model/zoned.h"
+#include "config/params.h"
 #include "pidfile.h"
 #include "ublk-abi.h"
 #include "ctrl.h"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <linux/blkzoned.h>
 
-#include "fifo.h"
+#include "util/fifo.h"
 #include "queue-local.h"
 
 /* The kinds of CQE a queue has besides the ring's. */

@@ -43,7 +43,7 @@
 #include <libnbd.h>
 
 #include "zonednull/client.h"
-#include "fifo.h"
+#include "util/fifo.h"
 #include "queue-remote.h"
 
 /* Each queue's data connection has an error log of its own

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <linux/blkzoned.h>
 
-#include "clock.h"
+#include "util/clock.h"
 #include "ring.h"
 
 /* ---- the device ---------------------------------------------------------- */

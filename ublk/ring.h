@@ -20,8 +20,8 @@
 
 #include <liburing.h>
 
-#include "queue.h"
-#include "zoned.h"
+#include "model/queue.h"
+#include "model/zoned.h"
 #include "ublk-abi.h"
 
 /* What all queues of the device share. */

@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control.h"
-#include "zoned.h"
+#include "frontend/control.h"
+#include "model/zoned.h"
 #include "session.h"
 
 /* Two devices, so that export names are exercised. */

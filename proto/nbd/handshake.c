@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control.h"
-#include "zoned.h"
+#include "frontend/control.h"
+#include "model/zoned.h"
 #include "internal.h"
 
 static const char *const context_names[] = {

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "control.h"
+#include "frontend/control.h"
 #include "park.h"
 #include "session.h"
 #include "wire.h"

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control.h"
-#include "zoned.h"
+#include "frontend/control.h"
+#include "model/zoned.h"
 #include "internal.h"
 
 /* An empty output buffer larger than this is freed. */

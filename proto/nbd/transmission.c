@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control.h"
-#include "zoned.h"
+#include "frontend/control.h"
+#include "model/zoned.h"
 #include "internal.h"
-#include "nbd-zones.h"
+#include "frontend/nbd-zones.h"
 
 #define REPORT_BATCH     64     /* zones per zn_report_zones call */
 
@@ -192,7 +192,7 @@ cmd_write (struct nbd_session *s, uint64_t cookie, uint64_t offset,
 }
 
 /* TRIM is the one NBD command that can carry a zone reset
- * (lib/nbd-zones.h).
+ * (lib/frontend/nbd-zones.h).
  */
 static void
 cmd_trim (struct nbd_session *s, uint64_t cookie, uint64_t offset,

@@ -10,7 +10,7 @@
 
 #include <nvme/types.h>
 
-#include "zoned.h"
+#include "model/zoned.h"
 #include "internal.h"
 #include "zns.h"
 

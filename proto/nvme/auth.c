@@ -25,8 +25,8 @@
 #include <nvme/types.h>
 
 #include "auth.h"
-#include "clock.h"
-#include "escape.h"
+#include "util/clock.h"
+#include "util/escape.h"
 #include "internal.h"
 
 /* The Security Protocol of DH-HMAC-CHAP, and its SP-specific bytes. */

@@ -15,7 +15,7 @@
 
 #include <nvme/types.h>
 
-#include "escape.h"
+#include "util/escape.h"
 #include "internal.h"
 
 /* The server is one event loop: the controllers of all its sessions. */

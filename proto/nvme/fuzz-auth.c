@@ -21,7 +21,7 @@
 
 #include "pdu.h"
 #include "session.h"
-#include "zoned.h"
+#include "model/zoned.h"
 
 static struct served_device devices[1];
 static struct nvme_host_secret secrets[2];

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zoned.h"
+#include "model/zoned.h"
 #include "internal.h"
 
 static struct served_device devices[2];

@@ -11,7 +11,7 @@
 
 #include <nvme/types.h>
 
-#include "zoned.h"
+#include "model/zoned.h"
 #include "internal.h"
 #include "zns.h"
 

@@ -30,14 +30,14 @@ EXTRA_DIST += proto/nvme/local.mk
 # host with the secret would send).
 nvme_fuzz_common = proto/nvme/session.c proto/nvme/command.c \
 	proto/nvme/fabrics.c proto/nvme/admin.c proto/nvme/io.c \
-	proto/nvme/zns.c proto/park.c $(filter %.c,$(lib_libzonednull_la_SOURCES))
+	proto/nvme/zns.c proto/park.c $(filter %.c,$(lib_libzonednull_la_SOURCES) $(lib_libzn_wire_la_SOURCES))
 fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/auth.c \
 	$(nvme_fuzz_common)
 fuzz_nvme_auth_sources = proto/nvme/fuzz-auth.c $(nvme_fuzz_common)
 nvme_fuzz_headers = proto/nvme/auth.c proto/served.h proto/park.h \
 	proto/nvme/session.h proto/nvme/internal.h proto/nvme/pdu.h \
 	proto/nvme/command.h proto/nvme/zns.h proto/nvme/auth.h \
-	$(filter %.h,$(lib_libzonednull_la_SOURCES))
+	$(filter %.h,$(lib_libzonednull_la_SOURCES) $(lib_libzn_wire_la_SOURCES))
 nvme_fuzz_link = mkdir -p proto/nvme && $(CLANG) -g -O1 -std=c11 \
 	-D_GNU_SOURCE -DPACKAGE_VERSION='"$(PACKAGE_VERSION)"' \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

@@ -17,7 +17,7 @@
 #include <isa-l/crc.h>
 #include <nvme/types.h>
 
-#include "fifo.h"
+#include "util/fifo.h"
 #include "internal.h"
 
 /* The content type of a TLS handshake record, a ClientHello's first byte. */

@@ -18,7 +18,7 @@
 
 #include "session.h"
 #include "tls-psk.h"
-#include "secret-file.h"
+#include "util/secret-file.h"
 
 #define KEY_PREFIX "NVMeTLSkey-1:"
 #define DISCOVERY_NQN "nqn.2014-08.org.nvmexpress.discovery"

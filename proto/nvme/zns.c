@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zoned.h"
+#include "model/zoned.h"
 #include "zns.h"
 
 #define MIB_SECTORS (UINT64_C (1) << (20 - ZN_SECTOR_SHIFT))

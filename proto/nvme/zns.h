@@ -18,7 +18,7 @@
 
 #include <nvme/types.h>
 
-#include "errors.h"
+#include "model/errors.h"
 
 struct zn_dev;
 struct zn_geometry;
@@ -89,7 +89,7 @@ uint16_t nvme_zns_mgmt_recv (struct zn_dev *dev, uint64_t slba, uint8_t zra,
                              size_t len);
 
 /* The status of a model errno and the reason that came with it
- * (lib/errors.h): ETOOMANYREFS -> Too Many Open Zones, EOVERFLOW -> Too
+ * (lib/model/errors.h): ETOOMANYREFS -> Too Many Open Zones, EOVERFLOW -> Too
  * Many Active Zones (which the Linux host turns back into those errnos);
  * EIO -> the ZNS status that names the reason (Zone Is Full, Read Only,
  * Offline, Invalid Write, Boundary Error), or Internal Error when none

@@ -23,7 +23,7 @@
 #include <libnbd.h>
 
 #include "../common/check.h"
-#include "control-wire.h"
+#include "wire/control-wire.h"
 #include "../common/server-fixture.h"
 #include "zonednull/client.h"
 

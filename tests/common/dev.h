@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zoned.h"
+#include "model/zoned.h"
 
 /* A configuration of this geometry (sizes in MiB), null_blk's defaults
  * otherwise.

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 
 #include "zonednull/client.h"
-#include "zoned.h"
+#include "model/zoned.h"
 #include "spawn.h"
 #include "trace-format.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A write log made by the tests (lib/wlog-format.h's layout), before and
+/* A write log made by the tests (lib/wire/wlog-format.h's layout), before and
  * apart from the device's own writer: entries written as asked, a random
  * workload that stays valid, and corrupt entries on request.  It keeps
  * every entry it wrote, in the model's 512-byte sectors, for the tests'
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "wlog-format.h"
+#include "wire/wlog-format.h"
 
 struct wg_ent {
   uint64_t flags;

@@ -24,14 +24,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "zoned.h"
-#include "params.h"
+#include "model/zoned.h"
+#include "config/params.h"
 #include "../common/check.h"
 #include "../common/dev.h"
 
 #define MIB_SECTORS 2048
 #define META "zonednull.meta"
-/* lib/store.c's FD_SLOTS, the zone files a device keeps open, and the
+/* lib/storage/store.c's FD_SLOTS, the zone files a device keeps open, and the
  * one its filler of a new directory's files may hold.
  */
 #define MAX_ZONE_FDS (64 + 1)

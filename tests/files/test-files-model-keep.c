@@ -11,7 +11,7 @@
  * backing_dir the sequential zones start over EMPTY whatever is kept.
  */
 #include "files-model.h"
-#include "crash.h"
+#include "model/crash.h"
 
 #define NR_ZONES 8
 #define NR_CONV 3

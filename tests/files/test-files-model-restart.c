@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tests of file-backed zones (backing_dir, lib/store.c) against the
+/* Tests of file-backed zones (backing_dir, lib/storage/store.c) against the
  * model: a restart gives back every zone, the data, the bad blocks and the
  * READONLY and OFFLINE zones; each refusal names its cause and leaves DIR
  * as it was.

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <strings.h>
 
-#include "zoned.h"
+#include "model/zoned.h"
 #include "../common/check.h"
 #include "../common/dev.h"
 

@@ -11,7 +11,7 @@
 
 #include "../common/check.h"
 #include "../common/dev.h"
-#include "zoned.h"
+#include "model/zoned.h"
 
 static struct zn_dev *
 make_dev (void)

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zoned.h"
+#include "model/zoned.h"
 #include "../common/check.h"
 #include "../common/dev.h"
 

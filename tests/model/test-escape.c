@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "../common/check.h"
-#include "escape.h"
+#include "util/escape.h"
 
 static void
 check_escape (size_t size, const char *in, size_t len, const char *expected)

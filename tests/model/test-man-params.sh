@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
-# The man pages made from lib/params.c's table (man/gen-params): the
+# The man pages made from lib/config/params.c's table (man/gen-params): the
 # plugin's, zonednull-server's and zonednull-ublk's.  Each is well-formed
 # (groff and, when installed, mandoc and lexgrog find nothing to warn
 # about), keeps no marker, and has a PARAMETERS section with a tag,

@@ -390,7 +390,7 @@ test_names (void)
 }
 
 /* ------------------------------------------------------------------ */
-/* Why a request failed, as the model says it (lib/errors.h) */
+/* Why a request failed, as the model says it (lib/model/errors.h) */
 
 /* Writes nr sectors at sector; returns the errno and sets *why. */
 static int

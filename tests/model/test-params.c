@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The parameter table of lib/params.c is true: every key's documented
+/* The parameter table of lib/config/params.c is true: every key's documented
  * default is what a device gets without the key, an alias has its key's
  * unit, and the names are unique.
  *
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "params.h"
+#include "config/params.h"
 #include "../common/check.h"
 
 /* Every setting a key can change, as the device sees it: 0 for the

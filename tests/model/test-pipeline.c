@@ -15,7 +15,7 @@
 
 #include "../common/check.h"
 #include "../common/dev.h"
-#include "zoned.h"
+#include "model/zoned.h"
 
 #define BLOCK_SECTORS 8            /* 4 KiB writes */
 #define NR_WRITES 32

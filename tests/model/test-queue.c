@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The queueing model (lib/queue.c): null_blk's parameter rules, the
+/* The queueing model (lib/model/queue.c): null_blk's parameter rules, the
  * connection-to-queue mapping, tag pools (per queue, shared bitmap,
  * shared tag set), FIFO waiting, the counters, and the completion and
  * throttle delays as lower bounds.  Waiting is observed through the
@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "../common/check.h"
-#include "queue.h"
+#include "model/queue.h"
 
 static struct zn_queue_config
 config (uint32_t depth, uint32_t queues, bool shared_bitmap)

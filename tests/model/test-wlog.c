@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The write log (lib/wlog.c; doc/power-fail.md, section 1): a device
+/* The write log (lib/powerfail/wlog.c; doc/power-fail.md, section 1): a device
  * driven through every kind of request with the log on, and the file
  * read back by a reader of its own, field by field and byte by byte;
  * the snapshot a log starts with on a device that holds data; and the
@@ -19,10 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "crash.h"
-#include "zoned.h"
-#include "wlog.h"
-#include "wlog-format.h"
+#include "model/crash.h"
+#include "model/zoned.h"
+#include "powerfail/wlog.h"
+#include "wire/wlog-format.h"
 #include "../common/check.h"
 #include "../common/dev.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zoned.h"
+#include "model/zoned.h"
 #include "zns.h"
 #include "../common/check.h"
 #include "../common/dev.h"

@@ -14,7 +14,7 @@
 
 #include "../common/check.h"
 #include "../common/wlog-gen.h"
-#include "zoned.h"
+#include "model/zoned.h"
 
 static inline int
 rm_one (const char *path, const struct stat *sb, int flag, struct FTW *f)

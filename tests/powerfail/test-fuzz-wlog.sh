@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # A bounded libFuzzer run over the write log's reader and replay
-# (lib/fuzz-wlog.c): whole log files, seeded with logs of
+# (lib/powerfail/fuzz-wlog.c): whole log files, seeded with logs of
 # tests/powerfail/wlog-make (random workloads with power cycles, marks,
 # flushes and zone operations, at 4096- and 512-byte blocks) and an
 # empty one.  Any crash, leak, sanitizer report or broken invariant

@@ -3,7 +3,7 @@
  * byte offset and the rule; no state is written from them.
  */
 #include "powerfail.h"
-#include "replay.h"
+#include "powerfail/replay.h"
 
 static char path[512];
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Replay of a log to its end equals the live device (issue 34): a model
- * device with log_writes= on (lib/wlog.c, the device's own writer), a
+ * device with log_writes= on (lib/powerfail/wlog.c, the device's own writer), a
  * random workload through the model (writes, FUA, appends, flushes,
  * resets, finishes, opens, closes, READONLY, power cycles with a cache
  * and marks), then the log replayed to its end (zonednull replay's
- * lib/replay.c) and the state compared with the device: every zone's
+ * lib/powerfail/replay.c) and the state compared with the device: every zone's
  * report and every byte.  A zone open on the device is CLOSED (or
  * EMPTY, if nothing is written in it) in the state, which a power-on
  * finds with no zone open; that is the one difference allowed.  ZN_SEEDS sets how many devices (default 24).
@@ -18,8 +18,8 @@
  * cycle cannot drop writes that its wp, all-ones, no longer shows.)
  */
 #include "powerfail.h"
-#include "replay.h"
-#include "wlog.h"
+#include "powerfail/replay.h"
+#include "powerfail/wlog.h"
 
 static uint64_t rng;
 

@@ -4,14 +4,14 @@
  * FUA, flushed and power-cycled write, a prefix of each sequential
  * zone's pending writes with its wp at the prefix's end, and a subset of
  * each conventional zone's, each write whole; none keeps no pending
- * write, all every one, random:SEED the draws of lib/crash.c, and
+ * write, all every one, random:SEED the draws of lib/model/crash.c, and
  * enumerate distinct states, as many as the zones' choices allow up to
  * MAX.  The rules are read here again from the entries, not from
- * lib/replay.c.  ZN_SEEDS sets how many logs (default 40).
+ * lib/powerfail/replay.c.  ZN_SEEDS sets how many logs (default 40).
  * The device's own writer is test-replay-live's.
  */
 #include "powerfail.h"
-#include "replay.h"
+#include "powerfail/replay.h"
 
 enum { OP, DURABLE, PENDING, WIPED };
 

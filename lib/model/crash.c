@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The crash policies (crash.h).  A draw depends only on the seed, the
+ * zone and the write's place in it, not on the order the zones are
+ * visited or on other zones, so a seed names one state however the log
+ * or the cache is walked.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/crash.h"
+
+/* splitmix64's finalizer: every input bit reaches every output bit. */
+static uint64_t
+mix (uint64_t x)
+{
+  x += UINT64_C (0x9e3779b97f4a7c15);
+  x = (x ^ (x >> 30)) * UINT64_C (0xbf58476d1ce4e5b9);
+  x = (x ^ (x >> 27)) * UINT64_C (0x94d049bb133111eb);
+  return x ^ (x >> 31);
+}
+
+static uint64_t
+draw (uint64_t seed, uint32_t zone, uint64_t salt, uint64_t what)
+{
+  return mix (mix (mix (seed) ^ zone) ^ salt ^ mix (what));
+}
+
+static int
+parse_u64 (const char *s, uint64_t *v)
+{
+  char *end;
+
+  int base = 10;
+
+  if (*s < '0' || *s > '9')
+    return -1;
+  /* Decimal, or hexadecimal after 0x: a leading 0 is not octal, so that
+   * random:010 is the seed 10 that a user who wrote it meant.
+   */
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s += 2;
+    if (!isxdigit ((unsigned char) *s))
+      return -1;
+  }
+  errno = 0;
+  *v = strtoull (s, &end, base);
+  return errno || *end ? -1 : 0;
+}
+
+int
+zn_keep_parse (const char *text, bool allow_enumerate, struct zn_keep *keep,
+               char *err, size_t errlen)
+{
+  memset (keep, 0, sizeof *keep);
+  if (strcmp (text, "none") == 0)
+    keep->kind = ZN_KEEP_NONE;
+  else if (strcmp (text, "all") == 0)
+    keep->kind = ZN_KEEP_ALL;
+  else if (strncmp (text, "random:", 7) == 0) {
+    keep->kind = ZN_KEEP_RANDOM;
+    if (parse_u64 (text + 7, &keep->seed) < 0)
+      goto bad;
+  }
+  else if (allow_enumerate && strncmp (text, "enumerate", 9) == 0) {
+    keep->kind = ZN_KEEP_ENUMERATE;
+    keep->max = 64;
+    if (text[9] == ':') {
+      if (parse_u64 (text + 10, &keep->max) < 0 || keep->max == 0)
+        goto bad;
+    }
+    else if (text[9])
+      goto bad;
+  }
+  else
+    goto bad;
+  return 0;
+ bad:
+  snprintf (err, errlen, "'%s' is not a policy: none, all, random:SEED%s "
+            "(SEED a number)", text,
+            allow_enumerate ? " or enumerate[:MAX] (MAX above 0)" : "");
+  return -EINVAL;
+}
+
+uint64_t
+zn_keep_prefix (const struct zn_keep *keep, uint32_t zone, uint64_t n)
+{
+  switch (keep->kind) {
+  case ZN_KEEP_NONE:
+    return 0;
+  case ZN_KEEP_ALL:
+    return n;
+  default:
+    return n == 0 ? 0 : draw (keep->seed, zone, 1, n) % (n + 1);
+  }
+}
+
+bool
+zn_keep_write (const struct zn_keep *keep, uint32_t zone, uint64_t i)
+{
+  switch (keep->kind) {
+  case ZN_KEEP_NONE:
+    return false;
+  case ZN_KEEP_ALL:
+    return true;
+  default:
+    return draw (keep->seed, zone, 2, i) & 1;
+  }
+}

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Pipelined writes (pipeline_zoned_writes): a write to a sequential zone
+ * ahead of its write pointer waits, up to pipeline_wait_ms, for the writes
+ * before it instead of failing, as the "pipelining zoned writes" series
+ * lets a driver that keeps each queue's order do.  null_blk has no such
+ * code: zoned.c calls pipeline_wait where null_zone_write checks the wp,
+ * and wake_waiters wherever the wp moves or the zone stops taking writes.
+ * A thread that can block waits on a condition variable; an event loop
+ * uses zn_pipeline_begin, zn_pipeline_poll and zn_pipeline_end instead.
+ *
+ * Everything here runs under the zone lock.
+ */
+#include <errno.h>
+#include <time.h>
+
+#include "model/dev.h"
+
+void
+wake_waiters (struct zone *z, bool give_up)
+{
+  ZONE_ASSERT_HELD (z);
+  if (give_up)
+    z->fail_gen++;
+  for (struct wp_waiter *w = z->waiters; w; w = w->next)
+    if (give_up || w->sector <= z->wp)
+      pthread_cond_signal (&w->cond);
+}
+
+/* An implicit close may change the cond of an open zone under the
+ * resource lock alone, so cond is read under it.
+ */
+static uint8_t
+zone_cond (struct zn_dev *dev, struct zone *z)
+{
+  uint8_t cond;
+
+  res_lock (dev);
+  cond = z->cond;
+  res_unlock (dev);
+  return cond;
+}
+
+static bool
+writable_cond (uint8_t cond)
+{
+  return cond != ZN_COND_FULL && cond != ZN_COND_READONLY
+    && cond != ZN_COND_OFFLINE;
+}
+
+/* Whether a write of n sectors at sector must wait for the wp (1, and it
+ * is counted as waiting until wait_end), may go now (0), or may not wait
+ * because pipeline_max_waiting writes already do (-EBUSY).  Writes that
+ * can never succeed (behind the wp, past the capacity, to a FULL,
+ * READONLY or OFFLINE zone) do not wait: the ordinary checks then fail
+ * them at once.  Zone lock held.
+ */
+static int
+wait_begin (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+{
+  ZONE_ASSERT_HELD (z);
+  if (sector <= z->wp || sector + n > z->start + z->capacity
+      || !writable_cond (zone_cond (dev, z)))
+    return 0;
+  if (z->nr_waiting >= dev->pipeline_max_waiting) {
+    atomic_fetch_add (&dev->pl_failed, 1);
+    return -EBUSY;
+  }
+  z->nr_waiting++;
+  atomic_fetch_add (&dev->pl_waiting, 1);
+  atomic_fetch_add (&dev->pl_waited, 1);
+  return ZN_PIPELINE_WAIT;
+}
+
+/* A wait is over, with result 0, -ETIMEDOUT or -EIO.  Zone lock held. */
+static void
+wait_end (struct zn_dev *dev, struct zone *z, int result)
+{
+  ZONE_ASSERT_HELD (z);
+  z->nr_waiting--;
+  atomic_fetch_sub (&dev->pl_waiting, 1);
+  if (result)
+    atomic_fetch_add (result == -ETIMEDOUT ? &dev->pl_timeouts
+                                           : &dev->pl_failed, 1);
+}
+
+/* Waits until a write of n sectors at sector, ahead of the wp, is at the
+ * wp.  A waiting write changes no zone state.
+ */
+int
+pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+{
+  struct timespec deadline;
+  struct wp_waiter me;
+  uint64_t gen = z->fail_gen;
+  int ret = wait_begin (dev, z, sector, n);
+
+  if (ret != ZN_PIPELINE_WAIT)
+    return ret;
+  ret = 0;
+  clock_gettime (CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += dev->pipeline_wait_ms / 1000;
+  deadline.tv_nsec += (long) (dev->pipeline_wait_ms % 1000) * 1000000;
+  if (deadline.tv_nsec >= 1000000000) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000;
+  }
+  me.sector = sector;
+  pthread_cond_init (&me.cond, &dev->wp_condattr);
+  me.next = z->waiters;
+  z->waiters = &me;
+  while (sector > z->wp && gen == z->fail_gen
+         && writable_cond (zone_cond (dev, z))) {
+    if (pthread_cond_timedwait (&me.cond, z->mutex, &deadline) == ETIMEDOUT
+        && sector > z->wp && gen == z->fail_gen) {
+      ret = -ETIMEDOUT;
+      break;
+    }
+  }
+  for (struct wp_waiter **p = &z->waiters; *p; p = &(*p)->next)
+    if (*p == &me) {
+      *p = me.next;
+      break;
+    }
+  pthread_cond_destroy (&me.cond);
+  if (ret == 0 && gen != z->fail_gen)
+    ret = -EIO;
+  wait_end (dev, z, ret);
+  return ret;
+}
+
+/* The same wait for an event loop, which cannot block: see zoned.h.  Only
+ * a request's first part can be ahead of a write pointer (its later parts
+ * start where it left off, or at a zone start).
+ */
+int
+zn_pipeline_begin (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors,
+                   struct zn_pipeline_wait *w)
+{
+  struct zone *z;
+  uint64_t n;
+  int ret;
+
+  if (!dev->pipeline || nr_sectors == 0 || sector >= dev->geo.capacity)
+    return 0;
+  z = zone_of (dev, sector);
+  if (z->type == ZN_ZONE_CONVENTIONAL)
+    return 0;
+  n = z->start + z->len - sector < nr_sectors ? z->start + z->len - sector
+                                              : nr_sectors;
+  zone_lock (z);
+  ret = wait_begin (dev, z, sector, n);
+  if (ret == ZN_PIPELINE_WAIT)
+    *w = (struct zn_pipeline_wait) { .sector = sector, .gen = z->fail_gen };
+  zone_unlock (z);
+  return ret;
+}
+
+int
+zn_pipeline_poll (struct zn_dev *dev, const struct zn_pipeline_wait *w)
+{
+  struct zone *z = zone_of (dev, w->sector);
+  int ret;
+
+  zone_lock (z);
+  if (w->gen != z->fail_gen)
+    ret = -EIO;
+  else
+    ret = w->sector > z->wp && writable_cond (zone_cond (dev, z))
+          ? ZN_PIPELINE_WAIT : 0;
+  zone_unlock (z);
+  return ret;
+}
+
+void
+zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
+                 int result)
+{
+  struct zone *z = zone_of (dev, w->sector);
+
+  zone_lock (z);
+  wait_end (dev, z, result);
+  zone_unlock (z);
+}
+
+void
+zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s)
+{
+  *s = (struct zn_pipeline_stats) {
+    .waiting = atomic_load (&dev->pl_waiting),
+    .waited = atomic_load (&dev->pl_waited),
+    .timeouts = atomic_load (&dev->pl_timeouts),
+    .failed = atomic_load (&dev->pl_failed),
+  };
+}
