@@ -47,15 +47,15 @@ struct options {
 };
 
 /* main.c: a bad command line (exit 2), a failed request (exit 1). */
-void usage_error (const char *fmt, ...)
+void cli_usage_error (const char *fmt, ...)
   __attribute__ ((noreturn, format (printf, 1, 2)));
-void die_client (struct zn_client *c, const char *what, int r)
+void cli_die_client (struct zn_client *c, const char *what, int r)
   __attribute__ ((noreturn));
 
 /* log.c: the words of mark and log before the URI (from argv[optind]);
  * returns the index of the URI.
  */
-int log_args (struct options *o, int argc, char **argv, int optind);
-void cmd_log (struct zn_client *c, const struct options *o);
+int cli_log_args (struct options *o, int argc, char **argv, int optind);
+void cli_cmd_log (struct zn_client *c, const struct options *o);
 
 #endif

@@ -8,21 +8,21 @@
 #include "cli.h"
 
 int
-log_args (struct options *o, int argc, char **argv, int optind)
+cli_log_args (struct options *o, int argc, char **argv, int optind)
 {
   const char *what = o->cmd->name;
 
   if (o->have_offset || o->have_length || o->have_count || o->json
       || o->clear)
-    usage_error ("%s takes no --offset, --length, --count, --json or "
+    cli_usage_error ("%s takes no --offset, --length, --count, --json or "
                  "--clear", what);
   if (o->cmd->kind == K_LOG) {
     if (optind == argc)
-      usage_error ("log needs start NAME or stop");
+      cli_usage_error ("log needs start NAME or stop");
     if (strcmp (argv[optind], "stop") == 0)
       return optind + 1;
     if (strcmp (argv[optind], "start") != 0)
-      usage_error ("log %s: expected start NAME or stop", argv[optind]);
+      cli_usage_error ("log %s: expected start NAME or stop", argv[optind]);
     what = "log start";
     optind++;
   }
@@ -30,13 +30,13 @@ log_args (struct options *o, int argc, char **argv, int optind)
    * forgotten would take the URI for one.
    */
   if (argc - optind < 2)
-    usage_error ("%s needs a NAME and a URI", what);
+    cli_usage_error ("%s needs a NAME and a URI", what);
   o->name = argv[optind];
   return optind + 1;
 }
 
 void
-cmd_log (struct zn_client *c, const struct options *o)
+cli_cmd_log (struct zn_client *c, const struct options *o)
 {
   const char *what = o->cmd->kind == K_MARK ? "mark"
     : o->name ? "log start" : "log stop";
@@ -44,7 +44,7 @@ cmd_log (struct zn_client *c, const struct options *o)
     : o->name ? zn_client_log_start (c, o->name) : zn_client_log_stop (c);
 
   if (r < 0)
-    die_client (c, what, r);
+    cli_die_client (c, what, r);
   if (!o->verbose)
     return;
   if (o->cmd->kind == K_MARK)

@@ -99,7 +99,7 @@ usage (FILE *out)
 }
 
 void
-usage_error (const char *fmt, ...)
+cli_usage_error (const char *fmt, ...)
 {
   va_list ap;
 
@@ -215,54 +215,54 @@ static void
 check_options (const struct options *o)
 {
   if (o->have_count && o->have_length)
-    usage_error ("options --count and --length are mutually exclusive");
+    cli_usage_error ("options --count and --length are mutually exclusive");
   if (o->json && o->cmd->kind != K_REPORT && o->cmd->kind != K_CAPACITY
       && o->cmd->kind != K_INFO && o->cmd->kind != K_APPEND)
-    usage_error ("--json applies to report, capacity, info and append only");
+    cli_usage_error ("--json applies to report, capacity, info and append only");
   if ((o->file || o->have_pattern || o->fua) && o->cmd->kind != K_APPEND)
-    usage_error ("--file, --pattern and --fua apply to append only");
+    cli_usage_error ("--file, --pattern and --fua apply to append only");
   if (o->cmd->kind == K_APPEND) {
     if (!o->have_offset)
-      usage_error ("append needs -o SECTOR, the start of the zone to "
+      cli_usage_error ("append needs -o SECTOR, the start of the zone to "
                    "append to");
     if (o->have_count)
-      usage_error ("append acts on one zone: --count does not apply");
+      cli_usage_error ("append acts on one zone: --count does not apply");
     if (!o->file == !o->have_pattern)
-      usage_error ("append needs its data: one of --file FILE and "
+      cli_usage_error ("append needs its data: one of --file FILE and "
                    "--pattern BYTE");
     if (o->have_pattern && !o->have_length)
-      usage_error ("append --pattern needs -l SECTORS, the data's length");
+      cli_usage_error ("append --pattern needs -l SECTORS, the data's length");
   }
   if (o->cmd->kind == K_TOGGLE) {
     if (!o->have_offset)
-      usage_error ("%s needs -o SECTOR, a sector of the zone to toggle",
+      cli_usage_error ("%s needs -o SECTOR, a sector of the zone to toggle",
                    o->cmd->name);
     if (o->have_count || o->have_length)
-      usage_error ("%s acts on one zone: --count and --length do not apply",
+      cli_usage_error ("%s acts on one zone: --count and --length do not apply",
                    o->cmd->name);
   }
   if (o->cmd->kind == K_INFO
       && (o->have_offset || o->have_count || o->have_length))
-    usage_error ("info takes no --offset, --length or --count");
+    cli_usage_error ("info takes no --offset, --length or --count");
   if (o->clear && o->cmd->kind != K_BADBLOCKS)
-    usage_error ("--clear applies to badblocks only");
+    cli_usage_error ("--clear applies to badblocks only");
   if (o->cmd->kind == K_BADBLOCKS) {
     /* No default range: "the whole device" is too easy to get by
      * mistake when every read and write there then fails.
      */
     if (o->have_count)
-      usage_error ("badblocks acts on sectors, not zones: --count does not "
+      cli_usage_error ("badblocks acts on sectors, not zones: --count does not "
                    "apply");
     if (!o->have_offset)
-      usage_error ("badblocks needs -o SECTOR, the first sector of the range");
+      cli_usage_error ("badblocks needs -o SECTOR, the first sector of the range");
     if (!o->have_length)
-      usage_error ("badblocks needs -l SECTORS, the number of sectors");
+      cli_usage_error ("badblocks needs -l SECTORS, the number of sectors");
   }
   if (o->keep_text && o->cmd->kind != K_POWER)
-    usage_error ("--keep applies to power-cycle only");
+    cli_usage_error ("--keep applies to power-cycle only");
   if (o->cmd->kind == K_POWER
       && (o->have_offset || o->have_count || o->have_length))
-    usage_error ("power-cycle acts on the whole device: it takes no "
+    cli_usage_error ("power-cycle acts on the whole device: it takes no "
                  "--offset, --length or --count");
 }
 
@@ -298,7 +298,7 @@ parse_options (int argc, char **argv, struct options *o)
       if (strcmp (argv[1], commands[i].name) == 0)
         o->cmd = &commands[i];
     if (o->cmd == NULL)
-      usage_error ("%s is not a valid command name", argv[1]);
+      cli_usage_error ("%s is not a valid command name", argv[1]);
     argv++;
     argc--;
   }
@@ -311,24 +311,24 @@ parse_options (int argc, char **argv, struct options *o)
     switch (c) {
     case 'o':
       if (!parse_number (optarg, &o->offset))
-        usage_error ("failed to parse zone offset: '%s'", optarg);
+        cli_usage_error ("failed to parse zone offset: '%s'", optarg);
       o->have_offset = true;
       break;
     case 'l':
       if (!parse_number (optarg, &o->length))
-        usage_error ("failed to parse number of sectors: '%s'", optarg);
+        cli_usage_error ("failed to parse number of sectors: '%s'", optarg);
       /* blkzone reads 0 as "not given", which turns "reset -l 0" into a
        * reset of the whole device; refuse it instead.
        */
       if (o->length == 0)
-        usage_error ("--length must be at least 1 sector");
+        cli_usage_error ("--length must be at least 1 sector");
       o->have_length = true;
       break;
     case 'c':
       if (!parse_number (optarg, &n) || n > UINT32_MAX)
-        usage_error ("failed to parse number of zones: '%s'", optarg);
+        cli_usage_error ("failed to parse number of zones: '%s'", optarg);
       if (n == 0)
-        usage_error ("--count must be at least 1 zone");
+        cli_usage_error ("--count must be at least 1 zone");
       o->count = (uint32_t) n;
       o->have_count = true;
       break;
@@ -348,7 +348,7 @@ parse_options (int argc, char **argv, struct options *o)
       break;
     case OPT_PATTERN:
       if (!parse_number (optarg, &n) || n > 255)
-        usage_error ("failed to parse pattern byte: '%s' (0 to 255, or 0x0 "
+        cli_usage_error ("failed to parse pattern byte: '%s' (0 to 255, or 0x0 "
                      "to 0xff)", optarg);
       o->pattern = (uint8_t) n;
       o->have_pattern = true;
@@ -358,12 +358,12 @@ parse_options (int argc, char **argv, struct options *o)
       break;
     case OPT_TIMEOUT:
       if (!parse_seconds (optarg, &o->timeout))
-        usage_error ("failed to parse --timeout: '%s' (seconds, 0 to %u)",
+        cli_usage_error ("failed to parse --timeout: '%s' (seconds, 0 to %u)",
                      optarg, MAX_TIMEOUT);
       break;
     case OPT_KEEP:
       if (zn_keep_parse (optarg, false, &o->keep, err, sizeof err) < 0)
-        usage_error ("--keep: %s", err);
+        cli_usage_error ("--keep: %s", err);
       o->keep_text = optarg;
       break;
     case 'h':
@@ -373,25 +373,25 @@ parse_options (int argc, char **argv, struct options *o)
       printf ("%s from zonednull %s\n", PROG, PACKAGE_VERSION);
       exit (EXIT_SUCCESS);
     case ':':
-      usage_error ("option '%s' requires an argument", argv[optind - 1]);
+      cli_usage_error ("option '%s' requires an argument", argv[optind - 1]);
     default:
       if (strncmp (argv[optind - 1], "--", 2) != 0)
-        usage_error ("invalid option -- '%c'", optopt);
+        cli_usage_error ("invalid option -- '%c'", optopt);
       if (optopt)
-        usage_error ("option '%s' takes no argument", argv[optind - 1]);
-      usage_error ("unrecognized option '%s'", argv[optind - 1]);
+        cli_usage_error ("option '%s' takes no argument", argv[optind - 1]);
+      cli_usage_error ("unrecognized option '%s'", argv[optind - 1]);
     }
   }
 
   if (o->cmd == NULL)
-    usage_error ("no command specified");
+    cli_usage_error ("no command specified");
   if (o->cmd->kind == K_MARK || o->cmd->kind == K_LOG)
-    optind = log_args (o, argc, argv, optind);
+    optind = cli_log_args (o, argc, argv, optind);
   if (optind == argc)
-    usage_error ("no URI specified");
+    cli_usage_error ("no URI specified");
   o->uri = argv[optind++];
   if (optind != argc)
-    usage_error ("unexpected number of arguments");
+    cli_usage_error ("unexpected number of arguments");
 
   check_options (o);
 }
@@ -445,7 +445,7 @@ describe_range (char *buf, size_t len, const struct zn_control_info *geo,
 }
 
 void
-die_client (struct zn_client *c, const char *what, int r)
+cli_die_client (struct zn_client *c, const char *what, int r)
 {
   int err = -r;
 
@@ -521,7 +521,7 @@ cmd_report (struct zn_client *c, const struct zn_control_info *geo,
 
     if (n < 0) {
       free (zones);
-      die_client (c, o->cmd->name, n);
+      cli_die_client (c, o->cmd->name, n);
     }
     if (o->verbose && !o->json)
       printf ("Found %d zones from 0x%" PRIx64 "\n", n, offset);
@@ -591,7 +591,7 @@ cmd_action (struct zn_client *c, const struct zn_control_info *geo,
     char what[160];
 
     snprintf (what, sizeof what, "%s %s", o->cmd->name, range);
-    die_client (c, what, r);
+    cli_die_client (c, what, r);
   }
   if (o->verbose)
     printf ("%s: successful %s of zones in range from %" PRIu64 ", to %"
@@ -620,11 +620,11 @@ cmd_toggle (struct zn_client *c, const struct zn_control_info *geo,
     ? zn_client_set_readonly (c, o->offset)
     : zn_client_set_offline (c, o->offset);
   if (r < 0)
-    die_client (c, what, r);
+    cli_die_client (c, what, r);
   if (o->verbose) {
     r = zn_client_report (c, o->offset, &z, 1);
     if (r < 0)
-      die_client (c, what, r);
+      cli_die_client (c, what, r);
     if (r == 1)
       printf ("%s: %s is now %s\n", o->uri, range, zn_cond_name (z.cond));
   }
@@ -656,7 +656,7 @@ cmd_badblocks (struct zn_client *c, const struct options *o)
 
   r = zn_client_badblocks (c, !o->clear, o->offset, o->length);
   if (r < 0)
-    die_client (c, what, r);
+    cli_die_client (c, what, r);
   if (o->verbose) {
     printf ("%s: %s marked %s", o->uri, range, o->clear ? "good" : "bad");
     /* Ranges merge and split, so the count says more than the request. */
@@ -677,7 +677,7 @@ cmd_power_cycle (struct zn_client *c, const struct options *o)
   int r = zn_client_power_cycle_keep (c, keep, o->keep.seed);
 
   if (r < 0)
-    die_client (c, "power-cycle", r);
+    cli_die_client (c, "power-cycle", r);
   if (!o->verbose)
     return;
   if (keep == ZN_POWER_KEEP_NONE)
@@ -794,7 +794,7 @@ cmd_append (struct zn_client *c, const struct zn_control_info *geo,
     (c, buf, o->offset, sectors, &at);
   free (buf);
   if (r < 0)
-    die_client (c, what, r);
+    cli_die_client (c, what, r);
   if (o->json)
     printf ("{\"sector\": %" PRIu64 ", \"nr_sectors\": %" PRIu64 "}\n",
             at, sectors);
@@ -930,7 +930,7 @@ cmd_info (struct zn_client *c, const struct options *o)
   int r = zn_client_info (c, &i);
 
   if (r < 0)
-    die_client (c, "info", r);
+    cli_die_client (c, "info", r);
   /* Servers before the queue section still get the zone part, and those
    * before generations (or read-only) everything but it.
    */
@@ -938,7 +938,7 @@ cmd_info (struct zn_client *c, const struct options *o)
   r = zn_client_generation (c, &gen);
   /* A read-only server takes no command, GENERATION included. */
   if (r < 0 && r != -EOPNOTSUPP && r != -EPERM)
-    die_client (c, "info", r);
+    cli_die_client (c, "info", r);
   if (r == 0)
     snprintf (gen_hex, sizeof gen_hex, "%016" PRIx64, gen);
   open = i.imp_open + i.exp_open;
@@ -1051,7 +1051,7 @@ main (int argc, char **argv)
     die ("%s: %s", o.uri, err);
   r = zn_client_info (c, &geo);
   if (r < 0)
-    die_client (c, o.cmd->name, r);
+    cli_die_client (c, o.cmd->name, r);
 
   switch (o.cmd->kind) {
   case K_REPORT:
@@ -1078,7 +1078,7 @@ main (int argc, char **argv)
     break;
   case K_MARK:
   case K_LOG:
-    cmd_log (c, &o);
+    cli_cmd_log (c, &o);
     break;
   }
   zn_client_close (c);

@@ -70,7 +70,7 @@ usage (FILE *out)
 }
 
 static int
-usage_error (const char *msg)
+cli_usage_error (const char *msg)
 {
   fprintf (stderr, "%s: %s\nTry '%s --help' for more information.\n",
            PROG, msg, PROG);
@@ -114,20 +114,20 @@ parse (int argc, char **argv, struct ropts *o)
     case ':':
       snprintf (msg, sizeof msg, "option '%s' requires an argument",
                 argv[optind - 1]);
-      return usage_error (msg);
+      return cli_usage_error (msg);
     default:
       snprintf (msg, sizeof msg, "unrecognized option '%s'",
                 argv[optind - 1]);
-      return usage_error (msg);
+      return cli_usage_error (msg);
     }
   }
   if (optind + 1 != argc)
-    return usage_error ("one write log, please");
+    return cli_usage_error ("one write log, please");
   o->log = argv[optind];
   if (o->list && (o->out || o->crash))
-    return usage_error ("--list writes no state: it takes no -o or --crash");
+    return cli_usage_error ("--list writes no state: it takes no -o or --crash");
   if (!o->list && o->out == NULL)
-    return usage_error ("-o DIR, the state's directory, is missing");
+    return cli_usage_error ("-o DIR, the state's directory, is missing");
   return 0;
 }
 

@@ -631,7 +631,7 @@ int
 zn_client_generation (struct zn_client *c, uint64_t *generation)
 {
   struct zn_control_info info;
-  int r = command (c, ZN_CMD_GENERATION, 0, 0, 0, &info);
+  int r = client_command (c, ZN_CMD_GENERATION, 0, 0, 0, &info);
 
   if (r == -EINVAL) {
     set_error (c, "the server predates device generations (it refused "
@@ -703,7 +703,7 @@ send_command (struct zn_client *c, enum zn_command op, const void *buf,
 }
 
 int
-command (struct zn_client *c, enum zn_command op, uint64_t sector,
+client_command (struct zn_client *c, enum zn_command op, uint64_t sector,
          uint64_t nr_sectors, uint64_t arg, struct zn_control_info *info)
 {
   unsigned char cmd[ZN_COMMAND_SIZE];
@@ -713,7 +713,7 @@ command (struct zn_client *c, enum zn_command op, uint64_t sector,
 }
 
 bool
-ask_again (struct zn_client *c, uint32_t err, unsigned *waited_ms)
+client_ask_again (struct zn_client *c, uint32_t err, unsigned *waited_ms)
 {
   const struct timespec pause = { 0, 20000000 };
 
@@ -728,7 +728,7 @@ ask_again (struct zn_client *c, uint32_t err, unsigned *waited_ms)
  * waits for a log's snapshot to be copied (EAGAIN), as LOG_STOP does.
  */
 int
-device_command (struct zn_client *c, enum zn_command op, uint64_t sector,
+client_device_command (struct zn_client *c, enum zn_command op, uint64_t sector,
                 uint64_t nr_sectors)
 {
   struct zn_control_info info;
@@ -736,9 +736,9 @@ device_command (struct zn_client *c, enum zn_command op, uint64_t sector,
   int r;
 
   do
-    r = command (c, op, sector, nr_sectors, 0, &info);
+    r = client_command (c, op, sector, nr_sectors, 0, &info);
   while (r == 0 && op == ZN_CMD_POWER_CYCLE
-         && ask_again (c, info.result_errno, &waited));
+         && client_ask_again (c, info.result_errno, &waited));
   if (r < 0)
     return r;
   if (info.result_errno == EAGAIN && op == ZN_CMD_POWER_CYCLE) {
@@ -768,26 +768,26 @@ zn_client_zone_mgmt (struct zn_client *c, enum zn_zone_op op,
     set_error (c, "unknown zone operation %d", (int) op);
     return -EINVAL;
   }
-  return device_command (c, cmd, sector, nr_sectors);
+  return client_device_command (c, cmd, sector, nr_sectors);
 }
 
 int
 zn_client_set_readonly (struct zn_client *c, uint64_t sector)
 {
-  return device_command (c, ZN_CMD_READONLY, sector, 0);
+  return client_device_command (c, ZN_CMD_READONLY, sector, 0);
 }
 
 int
 zn_client_set_offline (struct zn_client *c, uint64_t sector)
 {
-  return device_command (c, ZN_CMD_OFFLINE, sector, 0);
+  return client_device_command (c, ZN_CMD_OFFLINE, sector, 0);
 }
 
 int
 zn_client_badblocks (struct zn_client *c, bool bad,
                      uint64_t sector, uint64_t nr_sectors)
 {
-  int r = device_command (c, bad ? ZN_CMD_BADBLOCKS_SET
+  int r = client_device_command (c, bad ? ZN_CMD_BADBLOCKS_SET
                                   : ZN_CMD_BADBLOCKS_CLEAR,
                           sector, nr_sectors);
 
@@ -803,7 +803,7 @@ zn_client_badblocks (struct zn_client *c, bool bad,
 int
 zn_client_power_cycle (struct zn_client *c)
 {
-  return device_command (c, ZN_CMD_POWER_CYCLE, 0, 0);
+  return client_device_command (c, ZN_CMD_POWER_CYCLE, 0, 0);
 }
 
 static int
@@ -915,7 +915,7 @@ zn_client_errlog_errno (struct zn_client *c, uint64_t errlog,
 
   /* No error log (a server that predates them): the device-wide one. */
   if (errlog == 0)
-    r = command (c, ZN_CMD_DATA_ERRNO, offset, count, nbd_cmd, &info);
+    r = client_command (c, ZN_CMD_DATA_ERRNO, offset, count, nbd_cmd, &info);
   else {
     zn_control_encode_errlog_errno (msg, errlog, nbd_cmd, offset, count);
     r = send_command (c, ZN_CMD_ERRLOG_ERRNO, msg, sizeof msg, &info);

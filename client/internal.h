@@ -50,7 +50,7 @@ ZN_HIDDEN void set_error (struct zn_client *c, const char *fmt, ...)
 ZN_HIDDEN int send_command (struct zn_client *c, enum zn_command op,
                             const void *buf, size_t len,
                             struct zn_control_info *info);
-ZN_HIDDEN int command (struct zn_client *c, enum zn_command op,
+ZN_HIDDEN int client_command (struct zn_client *c, enum zn_command op,
                        uint64_t sector, uint64_t nr_sectors, uint64_t arg,
                        struct zn_control_info *info);
 /* A command whose result is an errno of the device. */
@@ -58,8 +58,8 @@ ZN_HIDDEN /* The server answered EAGAIN to a command that waits for a log's
  * snapshot to be copied: waits 20 ms and says to ask again, for at most
  * the client's timeout in all (*waited_ms counts).
  */
-bool ask_again (struct zn_client *c, uint32_t err, unsigned *waited_ms);
-int device_command (struct zn_client *c, enum zn_command op,
+bool client_ask_again (struct zn_client *c, uint32_t err, unsigned *waited_ms);
+int client_device_command (struct zn_client *c, enum zn_command op,
                               uint64_t sector, uint64_t nr_sectors);
 
 #endif

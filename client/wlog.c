@@ -29,7 +29,7 @@ zn_client_power_cycle_keep (struct zn_client *c, unsigned keep,
                "writes (its control header lacks ZN_CONTROL_F_POWER_KEEP)");
     return -EOPNOTSUPP;
   }
-  return device_command (c, ZN_CMD_POWER_CYCLE, seed, keep);
+  return client_device_command (c, ZN_CMD_POWER_CYCLE, seed, keep);
 }
 
 /* ---- the write log ------------------------------------------------------ */
@@ -127,7 +127,7 @@ zn_client_log_stop (struct zn_client *c)
    * says EAGAIN.
    */
   do
-    r = command (c, ZN_CMD_LOG_STOP, 0, 0, 0, &info);
-  while (r == 0 && ask_again (c, info.result_errno, &waited));
+    r = client_command (c, ZN_CMD_LOG_STOP, 0, 0, 0, &info);
+  while (r == 0 && client_ask_again (c, info.result_errno, &waited));
   return r < 0 ? r : log_result (c, "log stop", info.result_errno);
 }

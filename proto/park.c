@@ -53,7 +53,7 @@ park_clear (struct parked_writes *q)
 }
 
 bool
-hold_reply_add (struct held_replies *q, size_t end, const void *data,
+park_hold_reply_add (struct held_replies *q, size_t end, const void *data,
                 size_t len)
 {
   struct held *h = malloc (sizeof *h + len);
@@ -72,7 +72,7 @@ hold_reply_add (struct held_replies *q, size_t end, const void *data,
 }
 
 struct held *
-hold_reply_next (struct held_replies *q)
+park_hold_reply_next (struct held_replies *q)
 {
   struct held *h;
 
@@ -85,10 +85,10 @@ hold_reply_next (struct held_replies *q)
 }
 
 void
-hold_reply_clear (struct held_replies *q)
+park_hold_reply_clear (struct held_replies *q)
 {
   struct held *h;
 
-  while ((h = hold_reply_next (q)) != NULL)
+  while ((h = park_hold_reply_next (q)) != NULL)
     free (h);
 }

@@ -65,15 +65,15 @@ struct held_replies {
  * data (none for a session that keeps it in its output); false when out
  * of memory.
  */
-bool hold_reply_add (struct held_replies *q, size_t end, const void *data,
+bool park_hold_reply_add (struct held_replies *q, size_t end, const void *data,
                      size_t len);
 
 /* The oldest held reply, taken out (the caller frees it); NULL when none
  * is held.
  */
-struct held *hold_reply_next (struct held_replies *q);
+struct held *park_hold_reply_next (struct held_replies *q);
 
 /* Frees every held reply. */
-void hold_reply_clear (struct held_replies *q);
+void park_hold_reply_clear (struct held_replies *q);
 
 #endif

@@ -48,7 +48,7 @@ static int
 add_one (const char *text, const char *where)
 {
   struct nvme_host_secret h, *p;
-  const char *why = auth_parse_host (text, &h);
+  const char *why = nvme_auth_parse_host (text, &h);
 
   if (why) {
     gnutls_memset (&h, 0, sizeof h);

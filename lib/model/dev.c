@@ -46,7 +46,7 @@ zn_assert_held (pthread_mutex_t *m, const char *what, const char *file,
 #endif
 
 void
-lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock)
+dev_lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock)
 {
   if (dev->zones[0].mutex != &dev->zones[0].lock) {
     if (lock)

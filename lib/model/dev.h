@@ -189,7 +189,7 @@ count (atomic_uint *c)
 /* The zone locks [first, end) in zone order (once with device_lock),
  * taken or released.
  */
-void lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock);
+void dev_lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock);
 
 /* pipeline.c, with the zone lock held: the wait of a write ahead of the
  * write pointer, and the wake-up of such writes when it moves (with
@@ -197,7 +197,7 @@ void lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock);
  */
 int pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector,
                    uint64_t n);
-void wake_waiters (struct zone *z, bool give_up);
+void pipeline_wake_waiters (struct zone *z, bool give_up);
 
 /* geometry.c: null_blk's power-on validation and clamping. */
 int zn_geometry_from_config (const struct zn_config *cfg,

@@ -4,7 +4,7 @@
  * before it instead of failing, as the "pipelining zoned writes" series
  * lets a driver that keeps each queue's order do.  null_blk has no such
  * code: zoned.c calls pipeline_wait where null_zone_write checks the wp,
- * and wake_waiters wherever the wp moves or the zone stops taking writes.
+ * and pipeline_wake_waiters wherever the wp moves or the zone stops taking writes.
  * A thread that can block waits on a condition variable; an event loop
  * uses zn_pipeline_begin, zn_pipeline_poll and zn_pipeline_end instead.
  *
@@ -16,7 +16,7 @@
 #include "model/dev.h"
 
 void
-wake_waiters (struct zone *z, bool give_up)
+pipeline_wake_waiters (struct zone *z, bool give_up)
 {
   ZONE_ASSERT_HELD (z);
   if (give_up)

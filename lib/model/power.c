@@ -45,12 +45,12 @@ zn_power_cycle_keep (struct zn_dev *dev, const struct zn_keep *keep)
   /* One power cycle leaves one state, not every one. */
   if (keep->kind == ZN_KEEP_ENUMERATE)
     return -EINVAL;
-  lock_zones (dev, 0, dev->geo.nr_zones, true);
+  dev_lock_zones (dev, 0, dev->geo.nr_zones, true);
   /* It would change every zone at once, those a log's snapshot has not
    * copied yet among them.
    */
   if (dev->rec && dev->rec->busy (dev)) {
-    lock_zones (dev, 0, dev->geo.nr_zones, false);
+    dev_lock_zones (dev, 0, dev->geo.nr_zones, false);
     return -EAGAIN;
   }
   res_lock (dev);
@@ -65,12 +65,12 @@ zn_power_cycle_keep (struct zn_dev *dev, const struct zn_keep *keep)
   if (dev->rec && dev->rec->power_end (dev) && ret == 0)
     ret = -EIO;
   for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones; i++)
-    wake_waiters (&dev->zones[i], true);
+    pipeline_wake_waiters (&dev->zones[i], true);
   dev->imp_close_cursor = dev->geo.nr_conv;
   if (dev->wplugs)
     wplug_remove_all (dev);
   res_unlock (dev);
-  lock_zones (dev, 0, dev->geo.nr_zones, false);
+  dev_lock_zones (dev, 0, dev->geo.nr_zones, false);
   return ret;
 }
 

@@ -53,7 +53,7 @@ zn_report_snapshot (struct zn_dev *dev, uint32_t first, struct zn_zone *zones,
   /* The counters cover every zone, so every zone must hold still. */
   uint32_t lo = counters ? 0 : first, hi = counters ? nr : end;
 
-  lock_zones (dev, lo, hi, true);
+  dev_lock_zones (dev, lo, hi, true);
   res_lock (dev);
   for (uint32_t i = first; i < end; i++)
     report_one (dev, &dev->zones[i], &zones[i - first]);
@@ -63,7 +63,7 @@ zn_report_snapshot (struct zn_dev *dev, uint32_t first, struct zn_zone *zones,
     counters->closed = count (&dev->nr_closed);
   }
   res_unlock (dev);
-  lock_zones (dev, lo, hi, false);
+  dev_lock_zones (dev, lo, hi, false);
   return end > first ? end - first : 0;
 }
 

@@ -585,7 +585,7 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
      * a failed append moved nothing and leaves them waiting.
      */
     if (dev->pipeline && (ret == 0 || (at_wp && !append)))
-      wake_waiters (z, ret != 0);
+      pipeline_wake_waiters (z, ret != 0);
     if (plugged)
       wplug_complete (dev, z, ret);
   }
@@ -758,7 +758,7 @@ zone_mgmt_one (struct zn_dev *dev, struct zone *z, enum zn_zone_op op,
   else if (ret == 0 && op == ZN_OP_FINISH)
     ret = dev->backend->finish (dev, z);
   if (ret == 0 && (op == ZN_OP_RESET || op == ZN_OP_FINISH))
-    wake_waiters (z, true);
+    pipeline_wake_waiters (z, true);
   if (ret == 0 && rec_zone_op (dev, z, op))
     ret = fail (why, ZN_REASON_IO);
   zone_unlock (z);
@@ -785,7 +785,7 @@ reset_all (struct zn_dev *dev)
     res_unlock (dev);
     if (discard) {
       dev->backend->reset (dev, z);
-      wake_waiters (z, true);
+      pipeline_wake_waiters (z, true);
       if (rec_zone_op (dev, z, ZN_OP_RESET))
         ret = -EIO;
     }
@@ -1048,7 +1048,7 @@ set_zone_cond (struct zn_dev *dev, uint64_t sector, uint8_t cond)
   res_unlock (dev);
   if (discard)
     dev->backend->reset (dev, z);
-  wake_waiters (z, true);
+  pipeline_wake_waiters (z, true);
   dev->backend->set_cond (dev, z, discard ? 0 : cond);
   log_ret = rec_cond (dev, z, discard ? 0 : cond);
   zone_unlock (z);

@@ -699,11 +699,11 @@ start (struct zn_dev *dev, int dirfd, const char *name, const char *path,
   struct zn_wlog *w = dev->wlog;
   int fd, ret;
 
-  lock_zones (dev, 0, dev->geo.nr_zones, true);
+  dev_lock_zones (dev, 0, dev->geo.nr_zones, true);
   if (!atomic_load (&w->copying))
     join_copier (w);
   if (atomic_load (&w->on) || w->failed || atomic_load (&w->copying)) {
-    lock_zones (dev, 0, dev->geo.nr_zones, false);
+    dev_lock_zones (dev, 0, dev->geo.nr_zones, false);
     snprintf (err, errlen, "%s: a write log is on already (%s); stop it "
               "first", what, w->label);
     return -EBUSY;
@@ -712,7 +712,7 @@ start (struct zn_dev *dev, int dirfd, const char *name, const char *path,
       && zn_now_ns () < w->snap_end + SNAPSHOT_REST * w->snap_ns) {
     uint64_t wait = w->snap_end + SNAPSHOT_REST * w->snap_ns - zn_now_ns ();
 
-    lock_zones (dev, 0, dev->geo.nr_zones, false);
+    dev_lock_zones (dev, 0, dev->geo.nr_zones, false);
     snprintf (err, errlen, "%s: the last log's snapshot of this device took "
               "%" PRIu64 " ms; the next may start %d times that after it, in "
               "%" PRIu64 " ms", what,
@@ -723,7 +723,7 @@ start (struct zn_dev *dev, int dirfd, const char *name, const char *path,
                | O_CLOEXEC, 0600);
   if (fd < 0) {
     ret = -errno;
-    lock_zones (dev, 0, dev->geo.nr_zones, false);
+    dev_lock_zones (dev, 0, dev->geo.nr_zones, false);
     snprintf (err, errlen, "%s: %s%s", what, strerror (-ret),
               ret == -EEXIST ? " (a log is never written over; name a "
               "new file)" : "");
@@ -731,7 +731,7 @@ start (struct zn_dev *dev, int dirfd, const char *name, const char *path,
   }
   zn_escape (w->label, sizeof w->label, path, strlen (path));
   ret = begin_log (dev, fd, take_snapshot, background);
-  lock_zones (dev, 0, dev->geo.nr_zones, false);
+  dev_lock_zones (dev, 0, dev->geo.nr_zones, false);
   if (ret) {
     snprintf (err, errlen, "%s: writing the log's start: %s", what,
               strerror (-ret));

@@ -21,7 +21,7 @@ zn_storage_create (const struct zn_config *cfg, char *err, size_t errlen)
   if (!dev)
     return NULL;
   if (!dev->geo.memory_backed)
-    dev->backend = &null_backend;
+    dev->backend = &pages_null_backend;
   else if (!cfg->backing_dir) {
     pages_attach (dev);
     dev->backend = &pages_backend;

@@ -195,7 +195,7 @@ null_free (struct zn_dev *dev)
   (void) dev;
 }
 
-const struct zn_backend null_backend = {
+const struct zn_backend pages_null_backend = {
   .drops_writes = true,
   .name = "null",
   .keeps_data = false,

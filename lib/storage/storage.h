@@ -9,7 +9,7 @@
 
 #include "model/backend.h"
 
-extern const struct zn_backend null_backend;   /* pages.c */
+extern const struct zn_backend pages_null_backend;   /* pages.c */
 extern const struct zn_backend pages_backend;  /* pages.c */
 extern const struct zn_backend store_backend;  /* store.c */
 

@@ -81,7 +81,7 @@ struct zone_file {
 };
 
 static inline int
-refuse (char *err, size_t errlen, int errnum, const char *fmt, ...)
+store_refuse (char *err, size_t errlen, int errnum, const char *fmt, ...)
 {
   va_list ap;
 

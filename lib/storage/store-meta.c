@@ -119,14 +119,14 @@ store_bb_refusal (char *err, size_t errlen, int r)
   }
   len = strlen (err);
   if (r == -EINVAL)
-    refuse (err + len, errlen - len, EINVAL, "the first sector must be at "
+    store_refuse (err + len, errlen - len, EINVAL, "the first sector must be at "
             "most the last, and the last below 2^64 - 1");
   else if (r == -ENOSPC)
-    refuse (err + len, errlen - len, EINVAL, "more bad blocks than the "
+    store_refuse (err + len, errlen - len, EINVAL, "more bad blocks than the "
             "table holds (%d entries of at most %d sectors)",
             ZN_BADBLOCKS_MAX, ZN_BADBLOCKS_MAX_LEN);
   else
-    refuse (err + len, errlen - len, -r, "%s", strerror (-r));
+    store_refuse (err + len, errlen - len, -r, "%s", strerror (-r));
   return -1;
 }
 
@@ -148,14 +148,14 @@ store_meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
   if (fd == -ENOENT)
     return 0;
   if (fd == -ELOOP || fd == -NOT_REGULAR)
-    return refuse (err, errlen, fd == -ELOOP ? ELOOP : EINVAL, "backing_dir="
+    return store_refuse (err, errlen, fd == -ELOOP ? ELOOP : EINVAL, "backing_dir="
                    "%s: " META_NAME " is %s", dir, cause (-fd));
   if (fd < 0 || (fp = fdopen (fd, "r")) == NULL) {
     int e = fd < 0 ? -fd : errno;
 
     if (fd >= 0)
       close (fd);
-    return refuse (err, errlen, EIO, "backing_dir=%s: reading " META_NAME
+    return store_refuse (err, errlen, EIO, "backing_dir=%s: reading " META_NAME
                    ": %s", dir, strerror (e));
   }
   *nr_bb = 0;
@@ -187,7 +187,7 @@ store_meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
     if (strcmp (key, "format") == 0 && n == 2) {
       if (a != META_FORMAT) {
         fclose (fp);
-        return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME
+        return store_refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME
                        " is format %llu; this zonednull reads format %d",
                        dir, a, META_FORMAT);
       }
@@ -211,7 +211,7 @@ store_meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
     else if (strcmp (key, "badblocks") == 0 && n == 3) {
       if (a > b || *nr_bb == ZN_BADBLOCKS_MAX) {
         fclose (fp);
-        refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d: "
+        store_refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d: "
                 "badblocks %llu %llu: ", dir, lineno, a, b);
         return store_bb_refusal (err, errlen, a > b ? -EINVAL : -ENOSPC);
       }
@@ -222,13 +222,13 @@ store_meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
   }
   fclose (fp);
   if (seen != 5)
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " lacks "
+    return store_refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " lacks "
                    "a geometry key (size, zone_size, zone_capacity, "
                    "zone_nr_conv, blocksize)", dir);
   if (stray_lineno) {
     if (store_geometry_check (dev, dir, m, err, errlen) < 0)
       return -1;
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line "
+    return store_refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line "
                    "%d names no sequential zone: \"%s\"", dir, stray_lineno,
                    stray);
   }
@@ -236,7 +236,7 @@ store_meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
  bad:
   fclose (fp);
   zn_escape (shown, sizeof shown, line, strcspn (line, "\n"));
-  return refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d "
+  return store_refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d "
                  "is not understood: \"%s\"", dir, lineno, shown);
 }
 
@@ -256,7 +256,7 @@ store_geometry_check (const struct zn_dev *dev, const char *dir,
 #undef CMP
   if (!key)
     return 0;
-  return refuse (err, errlen, EINVAL, "%s=%" PRIu64 ": backing_dir=%s holds "
+  return store_refuse (err, errlen, EINVAL, "%s=%" PRIu64 ": backing_dir=%s holds "
                  "a device made with %s=%" PRIu64 "; a restart must keep "
                  "size, zone_size, zone_capacity, zone_nr_conv and blocksize",
                  key, is, dir, key, was);

@@ -18,14 +18,14 @@ check_kind (int dirfd, const char *dir, const char *name, struct stat *sb,
   if (fstatat (dirfd, name, sb, AT_SYMLINK_NOFOLLOW) < 0) {
     int e = errno;
 
-    return refuse (err, errlen, e, "backing_dir=%s: %s: %s", dir, name,
+    return store_refuse (err, errlen, e, "backing_dir=%s: %s: %s", dir, name,
                    strerror (e));
   }
   if (S_ISLNK (sb->st_mode))
-    return refuse (err, errlen, ELOOP, "backing_dir=%s: %s is %s", dir, name,
+    return store_refuse (err, errlen, ELOOP, "backing_dir=%s: %s is %s", dir, name,
                    cause (ELOOP));
   if (!S_ISREG (sb->st_mode))
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is %s", dir, name,
+    return store_refuse (err, errlen, EINVAL, "backing_dir=%s: %s is %s", dir, name,
                    cause (NOT_REGULAR));
   return 0;
 }
@@ -54,14 +54,14 @@ zone_of_name (const struct zn_dev *dev, int dirfd, const char *dir,
   errno = 0;
   n = strtoull (name + 4, NULL, 10);
   if (errno || n >= dev->geo.nr_zones)
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: %s names a zone "
+    return store_refuse (err, errlen, EINVAL, "backing_dir=%s: %s names a zone "
                    "past the last zone (%" PRIu32 ") of size=%" PRIu64
                    " zone_size=%" PRIu64, dir, name,
                    dev->geo.nr_zones - 1, dev->geo.capacity >> 11,
                    dev->geo.zone_sectors >> 11);
   *zno = (uint32_t) n;
   if (conv != (*zno < dev->geo.nr_conv))
-    return refuse (err, errlen, EINVAL, "zone_nr_conv=%" PRIu32 ": "
+    return store_refuse (err, errlen, EINVAL, "zone_nr_conv=%" PRIu32 ": "
                    "backing_dir=%s has %s, a %s zone file, for zone %"
                    PRIu32, dev->geo.nr_conv, dir, name,
                    conv ? "conventional" : "sequential", *zno);
@@ -69,10 +69,10 @@ zone_of_name (const struct zn_dev *dev, int dirfd, const char *dir,
   if (strcmp (name, zloop_name) == 0)
     return 1;
   if (fstatat (dirfd, zloop_name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-    return refuse (err, errlen, EINVAL, "backing_dir=%s: %s and %s are both "
+    return store_refuse (err, errlen, EINVAL, "backing_dir=%s: %s and %s are both "
                    "files of zone %" PRIu32 "; zloop's is %s", dir, name,
                    zloop_name, *zno, zloop_name);
-  return refuse (err, errlen, EINVAL, "backing_dir=%s: %s is not zloop's "
+  return store_refuse (err, errlen, EINVAL, "backing_dir=%s: %s is not zloop's "
                  "name for zone %" PRIu32 ", %s", dir, name, *zno, zloop_name);
 }
 
@@ -93,7 +93,7 @@ store_scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
   if (fd < 0 || (d = fdopendir (fd)) == NULL) {
     if (fd >= 0)
       close (fd);
-    return refuse (err, errlen, errno, "backing_dir=%s: %s", dir,
+    return store_refuse (err, errlen, errno, "backing_dir=%s: %s", dir,
                    strerror (errno));
   }
   /* A refusal names the file: e->d_name lives until closedir. */
@@ -119,7 +119,7 @@ store_scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
     conv = zno < dev->geo.nr_conv;
     if ((uint64_t) sb.st_size > (conv ? z->len : z->capacity)
                                 << ZN_SECTOR_SHIFT) {
-      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
+      found = store_refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
                       "bytes, more than the zone's %s (%" PRIu64 " bytes)",
                       dir, name, (intmax_t) sb.st_size,
                       conv ? "size" : "capacity",
@@ -127,7 +127,7 @@ store_scan_files (struct zn_dev *dev, const char *dir, uint64_t *seq_sectors,
       break;
     }
     if (!conv && (uint64_t) sb.st_size % lbs) {
-      found = refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
+      found = store_refuse (err, errlen, EINVAL, "backing_dir=%s: %s holds %jd "
                       "bytes, not a whole number of %" PRIu64 "-byte blocks",
                       dir, name, (intmax_t) sb.st_size, lbs);
       break;

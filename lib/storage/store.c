@@ -439,7 +439,7 @@ make_files (struct zn_dev *dev, const char *dir, char *err, size_t errlen)
       if (fd >= 0)
         close (fd);
       zone_file_name (dev, i, name, sizeof name);
-      return refuse (err, errlen, e == NOT_REGULAR ? EINVAL : e,
+      return store_refuse (err, errlen, e == NOT_REGULAR ? EINVAL : e,
                      "backing_dir=%s: making %s: %s", dir, name, cause (e));
     }
     close (fd);
@@ -458,7 +458,7 @@ open_dir (const char *dir, bool nofollow, bool *made, char *err,
   *made = false;
   if (fd < 0 && errno == ENOENT) {
     if (mkdir (dir, 0700) < 0)
-      return refuse (err, errlen, errno, "backing_dir=%s: cannot be made: %s",
+      return store_refuse (err, errlen, errno, "backing_dir=%s: cannot be made: %s",
                      dir, strerror (errno));
     *made = true;
     fd = open (dir, flags);
@@ -466,24 +466,24 @@ open_dir (const char *dir, bool nofollow, bool *made, char *err,
   /* O_NOFOLLOW with O_DIRECTORY says ENOTDIR for a link. */
   if (fd < 0 && nofollow && errno == ENOTDIR && lstat (dir, &sb) == 0
       && S_ISLNK (sb.st_mode))
-    return refuse (err, errlen, ELOOP, "backing_dir=%s: is %s", dir,
+    return store_refuse (err, errlen, ELOOP, "backing_dir=%s: is %s", dir,
                    cause (ELOOP));
   if (fd < 0)
-    return refuse (err, errlen, errno, "backing_dir=%s: %s", dir,
+    return store_refuse (err, errlen, errno, "backing_dir=%s: %s", dir,
                    strerror (errno));
   if (flock (fd, LOCK_EX | LOCK_NB) < 0) {
     int e = errno;
     close (fd);
     if (e == EWOULDBLOCK)
-      return refuse (err, errlen, EBUSY, "backing_dir=%s: another running "
+      return store_refuse (err, errlen, EBUSY, "backing_dir=%s: another running "
                      "zonednull holds this directory", dir);
-    return refuse (err, errlen, e, "backing_dir=%s: locking: %s", dir,
+    return store_refuse (err, errlen, e, "backing_dir=%s: locking: %s", dir,
                    strerror (e));
   }
   if (faccessat (fd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
     int e = errno;
     close (fd);
-    return refuse (err, errlen, e, "backing_dir=%s: cannot be written: %s",
+    return store_refuse (err, errlen, e, "backing_dir=%s: cannot be written: %s",
                    dir, strerror (e));
   }
   return fd;
@@ -508,7 +508,7 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
   int has_meta, r;
 
   if (st == NULL)
-    return refuse (err, errlen, ENOMEM, "out of memory");
+    return store_refuse (err, errlen, ENOMEM, "out of memory");
   dev->store = st;
   st->dirfd = -1;
   st->lru_head = st->lru_tail = -1;
@@ -525,7 +525,7 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
   bb = malloc (ZN_BADBLOCKS_MAX * sizeof *bb);
   if (!st->dir || !st->zone_slot || !st->touched || !st->is_touched
       || !st->special || !st->bb || !seq_sectors || !bb) {
-    refuse (err, errlen, ENOMEM, "out of memory for %" PRIu32 " zone files",
+    store_refuse (err, errlen, ENOMEM, "out of memory for %" PRIu32 " zone files",
             nr_zones);
     goto fail;
   }
@@ -549,7 +549,7 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
       set_seq_zone (&dev->zones[i], st->special[i], seq_sectors[i],
                     &nr_closed);
     if (dev->geo.max_active && nr_closed > dev->geo.max_active) {
-      refuse (err, errlen, EINVAL, "zone_max_active=%" PRIu32 ": backing_dir="
+      store_refuse (err, errlen, EINVAL, "zone_max_active=%" PRIu32 ": backing_dir="
               "%s holds %u CLOSED zones (written, not full), more than the "
               "limit lets be active", dev->geo.max_active, dir, nr_closed);
       goto fail;
@@ -558,7 +558,7 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
     for (size_t i = 0; i < nr_bb; i++) {
       r = set_bad (dev, bb[i].first, bb[i].last);
       if (r < 0) {
-        refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d: "
+        store_refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line %d: "
                 "badblocks %" PRIu64 " %" PRIu64 ": ", dir, bb[i].lineno,
                 bb[i].first, bb[i].last);
         store_bb_refusal (err, errlen, r);
@@ -570,7 +570,7 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
     goto fail;
   r = store_meta_write_locked (dev);
   if (r < 0) {
-    refuse (err, errlen, -r, "backing_dir=%s: writing " META_NAME ": %s",
+    store_refuse (err, errlen, -r, "backing_dir=%s: writing " META_NAME ": %s",
             dir, strerror (-r));
     goto fail;
   }
@@ -609,7 +609,7 @@ store_files_made (struct zn_dev *dev, char *err, size_t errlen)
     st->filling = false;
   }
   if (st->fill_errno)
-    return refuse (err, errlen, st->fill_errno, "backing_dir=%s: making %s: "
+    return store_refuse (err, errlen, st->fill_errno, "backing_dir=%s: making %s: "
                    "%s", st->dir, st->fill_name, cause (st->fill_errno));
   return 0;
 }

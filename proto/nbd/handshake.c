@@ -50,7 +50,7 @@ opt_error (struct nbd_session *s, uint32_t opt, uint32_t type,
   va_list ap;
 
   va_start (ap, fmt);
-  format_message (&m, fmt, ap);
+  nbd_format_message (&m, fmt, ap);
   va_end (ap);
   opt_reply (s, opt, type, m.text, m.len);
 }
@@ -77,8 +77,8 @@ reply_info_export (struct nbd_session *s, uint32_t opt,
     .opt = opt, .type = REP_INFO, .len = 12,
   });
   out_be16 (s, INFO_EXPORT);
-  out_be64 (s, export_size (d, control));
-  out_be16 (s, export_flags (s, d, control));
+  out_be64 (s, nbd_export_size (d, control));
+  out_be16 (s, nbd_export_flags (s, d, control));
 }
 
 /* The block layer's rules: requests in logical blocks, no larger than
@@ -129,11 +129,11 @@ opt_export_name (struct nbd_session *s, const unsigned char *data,
   uint64_t errlog;
   unsigned char zeroes[124] = { 0 };
 
-  d = find_export (s->sv, (const char *) data, len, &control, &errlog, &bad);
-  if (d == NULL || !choose_export (s, d, control, errlog))
+  d = nbd_find_export (s->sv, (const char *) data, len, &control, &errlog, &bad);
+  if (d == NULL || !nbd_choose_export (s, d, control, errlog))
     return -1;
-  out_be64 (s, export_size (d, control));
-  out_be16 (s, export_flags (s, d, control));
+  out_be64 (s, nbd_export_size (d, control));
+  out_be16 (s, nbd_export_flags (s, d, control));
   if (!s->no_zeroes)
     out_bytes (s, zeroes, sizeof zeroes);
   s->phase = PH_TRANSMISSION;
@@ -157,7 +157,7 @@ opt_info_go (struct nbd_session *s, uint32_t opt, const unsigned char *data,
     return;
   }
   shown = (int) (rq.name_len > 200 ? 200 : rq.name_len);
-  d = find_export (s->sv, rq.name, rq.name_len, &control, &errlog, &bad);
+  d = nbd_find_export (s->sv, rq.name, rq.name_len, &control, &errlog, &bad);
   if (d == NULL && bad) {
     opt_error (s, opt, REP_ERR_INVALID, "export '%.*s': an error log's "
                "export is nullbN" ZN_ERRLOG_INFIX "ID, ID being %d hex "
@@ -177,7 +177,7 @@ opt_info_go (struct nbd_session *s, uint32_t opt, const unsigned char *data,
     want_name |= type == INFO_NAME;
     want_desc |= type == INFO_DESCRIPTION;
   }
-  if (opt == OPT_GO && !choose_export (s, d, control, errlog)) {
+  if (opt == OPT_GO && !nbd_choose_export (s, d, control, errlog)) {
     /* The client may fall back to the plain name. */
     opt_error (s, opt, REP_ERR_UNKNOWN,
                "out of memory for the error log");
@@ -248,7 +248,7 @@ opt_meta_context (struct nbd_session *s, uint32_t opt,
     opt_error (s, opt, REP_ERR_INVALID, "%s: trailing bytes", what);
     return;
   }
-  d = find_export (s->sv, rq.name, rq.name_len, &control, &errlog, &bad);
+  d = nbd_find_export (s->sv, rq.name, rq.name_len, &control, &errlog, &bad);
   if (d == NULL) {
     opt_error (s, opt, bad ? REP_ERR_INVALID : REP_ERR_UNKNOWN,
                "%s: no export named '%.*s'", what,
@@ -395,7 +395,7 @@ client_flags (struct nbd_session *s, const unsigned char *data, size_t len)
 }
 
 long
-handshake_step (struct nbd_session *s, const unsigned char *data, size_t len)
+nbd_handshake_step (struct nbd_session *s, const unsigned char *data, size_t len)
 {
   struct nbd_option o;
 

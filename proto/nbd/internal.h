@@ -67,16 +67,16 @@ struct nbd_session {
 /* ---- output ---- *
  *
  * Inline, since every reply is made of these: the session's queue, grown
- * by out_grow (session.c) when full.
+ * by nbd_out_grow (session.c) when full.
  */
 
-void out_grow (struct nbd_session *s, size_t more);
+void nbd_out_grow (struct nbd_session *s, size_t more);
 
 static inline void
 out_bytes (struct nbd_session *s, const void *data, size_t n)
 {
   if (s->out.len + n > s->out.cap)
-    out_grow (s, n);
+    nbd_out_grow (s, n);
   memcpy (s->out.data + s->out.len, data, n);
   s->out.len += n;
 }
@@ -115,7 +115,7 @@ out_reserve (struct nbd_session *s, size_t n)
   unsigned char *p;
 
   if (s->out.len + n > s->out.cap)
-    out_grow (s, n);
+    nbd_out_grow (s, n);
   p = s->out.data + s->out.len;
   s->out.len += n;
   return p;
@@ -166,7 +166,7 @@ struct message {
   uint16_t len;
 };
 
-void format_message (struct message *m, const char *fmt, va_list ap);
+void nbd_format_message (struct message *m, const char *fmt, va_list ap);
 
 /* ---- exports (session.c) ---- */
 
@@ -175,17 +175,17 @@ void format_message (struct message *m, const char *fmt, va_list ap);
  * nullb0.  NULL for an unknown name, with *bad set when it is an error log's
  * name with a malformed ID.
  */
-const struct served_device *find_export (const struct served *sv,
+const struct served_device *nbd_find_export (const struct served *sv,
                                          const char *name, size_t len,
                                          bool *control, uint64_t *errlog,
                                          bool *bad);
 /* The export chosen for transmission; false when out of memory for its
  * error log.
  */
-bool choose_export (struct nbd_session *s, const struct served_device *d,
+bool nbd_choose_export (struct nbd_session *s, const struct served_device *d,
                     bool control, uint64_t errlog);
-uint64_t export_size (const struct served_device *d, bool control);
-uint16_t export_flags (const struct nbd_session *s,
+uint64_t nbd_export_size (const struct served_device *d, bool control);
+uint16_t nbd_export_flags (const struct nbd_session *s,
                        const struct served_device *d, bool control);
 
 /* ---- the phases ---- */
@@ -193,11 +193,11 @@ uint16_t export_flags (const struct nbd_session *s,
 /* One unit of the handshake (the client's flags or an option) at data,
  * or nothing: bytes consumed, 0 for more input, -1 to disconnect.
  */
-long handshake_step (struct nbd_session *s, const unsigned char *data,
+long nbd_handshake_step (struct nbd_session *s, const unsigned char *data,
                      size_t len);
 
-/* One request at data, or nothing; as handshake_step. */
-long transmission_step (struct nbd_session *s, const unsigned char *data,
+/* One request at data, or nothing; as nbd_handshake_step. */
+long nbd_transmission_step (struct nbd_session *s, const unsigned char *data,
                         size_t len);
 
 #endif

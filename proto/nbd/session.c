@@ -30,7 +30,7 @@ nbd_session_out_of_memory (const struct nbd_session *s)
 }
 
 void
-out_grow (struct nbd_session *s, size_t more)
+nbd_out_grow (struct nbd_session *s, size_t more)
 {
   struct outbuf *b = &s->out;
   size_t cap;
@@ -60,7 +60,7 @@ outbuf_consume (struct outbuf *b, size_t n)
 }
 
 void
-format_message (struct message *m, const char *fmt, va_list ap)
+nbd_format_message (struct message *m, const char *fmt, va_list ap)
 {
   int n = vsnprintf (m->text, sizeof m->text, fmt, ap);
 
@@ -74,7 +74,7 @@ format_message (struct message *m, const char *fmt, va_list ap)
 /* ---- exports ------------------------------------------------------------- */
 
 const struct served_device *
-find_export (const struct served *sv, const char *name, size_t len,
+nbd_find_export (const struct served *sv, const char *name, size_t len,
              bool *control, uint64_t *errlog, bool *bad)
 {
   *errlog = 0;
@@ -108,7 +108,7 @@ find_export (const struct served *sv, const char *name, size_t len,
 }
 
 bool
-choose_export (struct nbd_session *s, const struct served_device *d,
+nbd_choose_export (struct nbd_session *s, const struct served_device *d,
                bool control, uint64_t errlog)
 {
   struct zn_control_errlog *log = NULL;
@@ -122,7 +122,7 @@ choose_export (struct nbd_session *s, const struct served_device *d,
 }
 
 uint64_t
-export_size (const struct served_device *d, bool control)
+nbd_export_size (const struct served_device *d, bool control)
 {
   if (control)
     return zn_control_size (d->ctl);
@@ -133,7 +133,7 @@ export_size (const struct served_device *d, bool control)
  * cache_size and fua.
  */
 uint16_t
-export_flags (const struct nbd_session *s, const struct served_device *d,
+nbd_export_flags (const struct nbd_session *s, const struct served_device *d,
               bool control)
 {
   uint16_t f = TF_HAS_FLAGS | TF_SEND_FLUSH | TF_CAN_MULTI_CONN;
@@ -175,7 +175,7 @@ nbd_session_free (struct nbd_session *s)
   if (s->errlog)
     zn_control_errlog_detach (s->d->ctl, s->errlog);
   free (s->out.data);
-  hold_reply_clear (&s->held);
+  park_hold_reply_clear (&s->held);
   park_clear (&s->parked);
   free (s);
 }
@@ -256,8 +256,8 @@ nbd_session_input (struct nbd_session *s, const unsigned char *data,
   while ((s->out.len < NBD_SESSION_OUTPUT_LIMIT
           || (s->phase == PH_TRANSMISSION && s->sv->room)) && !s->starttls) {
     long r = s->phase == PH_TRANSMISSION
-             ? transmission_step (s, data + used, len - used)
-             : handshake_step (s, data + used, len - used);
+             ? nbd_transmission_step (s, data + used, len - used)
+             : nbd_handshake_step (s, data + used, len - used);
 
     if (r < 0) {
       /* What was queued goes out before the connection closes, at once

@@ -73,7 +73,7 @@ reply_error (struct nbd_session *s, uint64_t cookie, int err,
     return;
   }
   va_start (ap, fmt);
-  format_message (&m, fmt, ap);
+  nbd_format_message (&m, fmt, ap);
   va_end (ap);
   chunk_header (s, REPLY_FLAG_DONE, REPLY_ERROR, cookie, 6 + (uint32_t) m.len);
   out_be32 (s, nbd_error (err));
@@ -314,7 +314,7 @@ static int
 check_request (struct nbd_session *s, uint16_t type, uint16_t flags,
                uint64_t offset, uint32_t count, char *why, size_t whylen)
 {
-  uint64_t size = export_size (s->d, s->control);
+  uint64_t size = nbd_export_size (s->d, s->control);
   uint32_t lbs = zn_dev_geometry (s->d->dev)->block_size;
 
   if (flags & ~CMD_FLAGS_KNOWN) {
@@ -369,7 +369,7 @@ command_name (uint16_t type)
 static void
 hold_reply (struct nbd_session *s)
 {
-  if (!hold_reply_add (&s->held, s->out.len, NULL, 0))
+  if (!park_hold_reply_add (&s->held, s->out.len, NULL, 0))
     nbd_session_out_of_memory (s);
 }
 
@@ -535,7 +535,7 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
 }
 
 long
-transmission_step (struct nbd_session *s, const unsigned char *data,
+nbd_transmission_step (struct nbd_session *s, const unsigned char *data,
                    size_t len)
 {
   struct nbd_request rq;
@@ -553,7 +553,7 @@ transmission_step (struct nbd_session *s, const unsigned char *data,
 bool
 nbd_session_complete_one (struct nbd_session *s)
 {
-  struct held *h = hold_reply_next (&s->held);
+  struct held *h = park_hold_reply_next (&s->held);
 
   if (h == NULL)
     return false;

@@ -150,7 +150,7 @@ check_identify (const struct nvme_session *s, const struct nvme_cmd *cmd,
                 uint16_t *loc)
 {
   const struct cmd_identify *a = &cmd->u.identify;
-  bool has_ns = namespace_of (s->sv, cmd->nsid) != NULL;
+  bool has_ns = nvme_namespace_of (s->sv, cmd->nsid) != NULL;
 
   *loc = LOC_CNS;
   /* A discovery controller has no namespaces, and no limits beyond
@@ -188,7 +188,7 @@ identify_data (const struct nvme_session *s, const struct nvme_cmd *cmd,
 {
   const struct nvme_served *sv = s->sv;
   const struct cmd_identify *a = &cmd->u.identify;
-  const struct served_device *d = namespace_of (sv, cmd->nsid);
+  const struct served_device *d = nvme_namespace_of (sv, cmd->nsid);
 
   switch (a->cns) {
   case NVME_IDENTIFY_CNS_CTRL:
@@ -234,20 +234,20 @@ identify (struct nvme_session *s, const struct nvme_cmd *cmd)
   unsigned char *buf;
 
   if (st) {
-    fail (s, cmd, st, loc);
+    nvme_fail (s, cmd, st, loc);
     return;
   }
   if ((buf = calloc (1, NVME_IDENTIFY_DATA_SIZE)) == NULL)
     nvme_out_of_memory (s);
   identify_data (s, cmd, buf);
-  reply_data (s, cmd, buf, NVME_IDENTIFY_DATA_SIZE);
+  nvme_reply_data (s, cmd, buf, NVME_IDENTIFY_DATA_SIZE);
   free (buf);
 }
 
 /* ---- the Error Information log ------------------------------------------ */
 
 void
-ctrl_log_error (struct nvme_ctrl *c, uint16_t sqid, const struct nvme_cmd *cmd,
+nvme_ctrl_log_error (struct nvme_ctrl *c, uint16_t sqid, const struct nvme_cmd *cmd,
                 uint16_t status, uint16_t loc)
 {
   struct nvme_error_log_page *e;
@@ -321,7 +321,7 @@ log_page (struct nvme_session *s, const struct cmd_log *a, unsigned char **buf)
 
   switch (a->lid) {
   case NVME_LOG_LID_DISCOVER:
-    return discovery_log (s, buf);
+    return nvme_discovery_log (s, buf);
   case NVME_LOG_LID_ERROR:
     return error_log (s, buf);
   case NVME_LOG_LID_SMART:
@@ -355,12 +355,12 @@ get_log_page (struct nvme_session *s, const struct nvme_cmd *cmd)
   size_t len, want = (size_t) a->numd * 4;
 
   if (st) {
-    fail (s, cmd, st, loc);
+    nvme_fail (s, cmd, st, loc);
     return;
   }
   len = log_page (s, a, &page);
   if (a->lpo > len) {
-    fail (s, cmd, INVALID_FIELD, LOC_LPO);
+    nvme_fail (s, cmd, INVALID_FIELD, LOC_LPO);
     free (page);
     return;
   }
@@ -368,7 +368,7 @@ get_log_page (struct nvme_session *s, const struct nvme_cmd *cmd)
   if ((out = calloc (1, want)) == NULL)
     nvme_out_of_memory (s);
   memcpy (out, page + a->lpo, len - a->lpo < want ? len - a->lpo : want);
-  reply_data (s, cmd, out, want);
+  nvme_reply_data (s, cmd, out, want);
   free (out);
   free (page);
 }
@@ -412,7 +412,7 @@ features (struct nvme_session *s, const struct nvme_cmd *cmd, bool set)
   uint16_t loc, st = check_features (s, cmd, set, &loc);
 
   if (st) {
-    fail (s, cmd, st, loc);
+    nvme_fail (s, cmd, st, loc);
     return;
   }
   switch (cmd->u.features.fid) {
@@ -425,21 +425,21 @@ features (struct nvme_session *s, const struct nvme_cmd *cmd, bool set)
       /* The host asks once, before its I/O queues. */
       c->nr_queues = n < s->sv->max_queues ? n : s->sv->max_queues;
     }
-    reply (s, cmd, 0, NVME_SET (c->nr_queues - 1u, FEAT_NRQS_NSQR)
+    nvme_reply (s, cmd, 0, NVME_SET (c->nr_queues - 1u, FEAT_NRQS_NSQR)
                       | NVME_SET (c->nr_queues - 1u, FEAT_NRQS_NCQR));
     return;
   case NVME_FEAT_FID_KATO:
     if (set)
-      ctrl_set_kato (s, c, v);
-    reply (s, cmd, 0, c->kato);
+      nvme_ctrl_set_kato (s, c, v);
+    nvme_reply (s, cmd, 0, c->kato);
     return;
   case NVME_FEAT_FID_ASYNC_EVENT:
     if (set)
       c->aec = v;
-    reply (s, cmd, 0, c->aec);
+    nvme_reply (s, cmd, 0, c->aec);
     return;
   default:                      /* VOLATILE_WC, Get */
-    reply (s, cmd, 0, 0);
+    nvme_reply (s, cmd, 0, 0);
     return;
   }
 }
@@ -453,14 +453,14 @@ async_event (struct nvme_session *s, const struct nvme_cmd *cmd)
   struct nvme_ctrl *c = s->ctrl;
 
   if (c->nr_aer == AER_LIMIT) {
-    reply (s, cmd, ERR (NVME_SCT_CMD_SPECIFIC, NVME_SC_ASYNC_LIMIT), 0);
+    nvme_reply (s, cmd, ERR (NVME_SCT_CMD_SPECIFIC, NVME_SC_ASYNC_LIMIT), 0);
     return;
   }
   c->aer_cid[c->nr_aer++] = cmd->cid;
 }
 
 void
-admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
+nvme_admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
                const unsigned char *data, uint32_t len)
 {
   (void) data;
@@ -480,22 +480,22 @@ admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
     break;
   case nvme_admin_keep_alive:
     /* Its arrival already restarted the idle timer. */
-    reply (s, cmd, 0, 0);
+    nvme_reply (s, cmd, 0, 0);
     break;
   case nvme_admin_async_event:
     async_event (s, cmd);
     break;
   case nvme_admin_abort_cmd:
-    reply (s, cmd, 0, 1);       /* bit 0: not aborted */
+    nvme_reply (s, cmd, 0, 1);       /* bit 0: not aborted */
     break;
   default:
-    fail (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE), LOC_OPCODE);
+    nvme_fail (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE), LOC_OPCODE);
     break;
   }
 }
 
 uint16_t
-admin_data_status (const struct nvme_cmd *cmd)
+nvme_admin_data_status (const struct nvme_cmd *cmd)
 {
   switch (cmd->opcode) {
   case nvme_admin_identify: case nvme_admin_get_log_page:

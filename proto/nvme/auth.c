@@ -174,7 +174,7 @@ hmac_end (struct hmac *m, unsigned char *out)
 #define SECRET_PREFIX "DHHC-1:"
 
 const char *
-auth_parse_secret (const char *text, size_t len, struct auth_key *key)
+nvme_auth_parse_secret (const char *text, size_t len, struct auth_key *key)
 {
   const size_t plen = strlen (SECRET_PREFIX);
   unsigned char raw[BASE64_DECODE_LENGTH (128)];
@@ -232,7 +232,7 @@ secret_start (const char *text)
 }
 
 const char *
-auth_parse_host (const char *text, struct nvme_host_secret *h)
+nvme_auth_parse_host (const char *text, struct nvme_host_secret *h)
 {
   const char *first = secret_start (text), *second;
   const char *why;
@@ -244,18 +244,18 @@ auth_parse_host (const char *text, struct nvme_host_secret *h)
     return "the host NQN is empty or longer than 223 bytes";
   memcpy (h->hostnqn, text, (size_t) (first - 1 - text));
   second = secret_start (first + strlen (SECRET_PREFIX));
-  why = auth_parse_secret (first, second ? (size_t) (second - 1 - first)
+  why = nvme_auth_parse_secret (first, second ? (size_t) (second - 1 - first)
                                          : strlen (first), &h->host);
   if (why)
     return why;
   if (second == NULL)
     return NULL;
   h->has_ctrl = true;
-  return auth_parse_secret (second, strlen (second), &h->ctrl);
+  return nvme_auth_parse_secret (second, strlen (second), &h->ctrl);
 }
 
 const struct nvme_host_secret *
-auth_host_secret (const struct nvme_served *sv, const char *hostnqn)
+nvme_auth_host_secret (const struct nvme_served *sv, const char *hostnqn)
 {
   for (unsigned i = 0; i < sv->nr_hosts; i++)
     if (strcmp (sv->hosts[i].hostnqn, hostnqn) == 0)
@@ -514,7 +514,7 @@ state_of (struct nvme_session *s)
 }
 
 void
-auth_free (struct nvme_session *s)
+nvme_auth_free (struct nvme_session *s)
 {
   size_t n;
 
@@ -531,7 +531,7 @@ auth_free (struct nvme_session *s)
 }
 
 size_t
-auth_holds (const struct nvme_session *s)
+nvme_auth_holds (const struct nvme_session *s)
 {
   return s->auth ? sizeof *s->auth : 0;
 }
@@ -632,7 +632,7 @@ reply_msg (struct nvme_session *s, struct auth_state *a,
   a->c2_valid = d[REPLY_CVALID] && a->s2 != 0;
   if (a->c2_valid)
     memcpy (a->c2, d + REPLY_VALUE + hl, hl);
-  else if (!fabrics_bind (s))
+  else if (!nvme_fabrics_bind (s))
     return failed (a, FAIL_FAILED);
   else
     s->authenticated = true;
@@ -655,7 +655,7 @@ give_up (struct nvme_session *s, const char *what, uint8_t why)
            s->qid, what, why);
   s->authenticated = false;
   s->dead = true;
-  auth_free (s);
+  nvme_auth_free (s);
 }
 
 static void
@@ -699,13 +699,13 @@ auth_send (struct nvme_session *s, const unsigned char *d, uint32_t len)
     reply_msg (s, a, d, len);
     return;
   }
-  if (!fabrics_bind (s)) {
+  if (!nvme_fabrics_bind (s)) {
     give_up (s, "another queue authenticated for this QID first", FAIL_FAILED);
     return;
   }
   s->authenticated = true;
   nvme_log (s, "queue %u: host and controller authenticated", s->qid);
-  auth_free (s);
+  nvme_auth_free (s);
 }
 
 /* The message Authentication Receive returns, into out (room enough
@@ -810,17 +810,17 @@ auth_receive (struct nvme_session *s, const struct nvme_cmd *cmd,
      */
     a->step = before;
     a->failure = before_failure;
-    fail (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD),
+    nvme_fail (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD),
           LOC_AUTH_LEN);
     return;
   }
-  reply_data (s, cmd, out, n);
+  nvme_reply_data (s, cmd, out, n);
   if (out[MSG_ID] == ID_FAILURE1)
     give_up (s, "Failure1 sent", a->failure);
   else if (a->step == STEP_SUCCESS1) {
     /* Unidirectional: done. */
     nvme_log (s, "queue %u: host authenticated", s->qid);
-    auth_free (s);
+    nvme_auth_free (s);
   }
 }
 
@@ -850,13 +850,13 @@ check_auth (const struct nvme_cmd *cmd, uint32_t len, uint16_t *loc)
 }
 
 void
-auth_command (struct nvme_session *s, const struct nvme_cmd *cmd,
+nvme_auth_command (struct nvme_session *s, const struct nvme_cmd *cmd,
               const unsigned char *data, uint32_t len)
 {
   uint16_t loc, st = check_auth (cmd, len, &loc);
 
   if (st) {
-    fail (s, cmd, st, loc);
+    nvme_fail (s, cmd, st, loc);
     return;
   }
   if (cmd->fctype == nvme_fabrics_type_auth_receive) {
@@ -864,5 +864,5 @@ auth_command (struct nvme_session *s, const struct nvme_cmd *cmd,
     return;
   }
   auth_send (s, data, len);
-  reply (s, cmd, 0, 0);
+  nvme_reply (s, cmd, 0, 0);
 }

@@ -47,13 +47,13 @@ struct nvme_host_secret {
  * out) into key: NULL, or what is wrong with it (the secret itself is
  * never part of the message).
  */
-const char *auth_parse_secret (const char *text, size_t len,
+const char *nvme_auth_parse_secret (const char *text, size_t len,
                                struct auth_key *key);
 /* Decodes HOSTNQN:SECRET[:CTRL_SECRET]: NULL, or what is wrong. */
-const char *auth_parse_host (const char *text, struct nvme_host_secret *h);
+const char *nvme_auth_parse_host (const char *text, struct nvme_host_secret *h);
 
 /* The secret of hostnqn, or NULL. */
-const struct nvme_host_secret *auth_host_secret (const struct nvme_served *sv,
+const struct nvme_host_secret *nvme_auth_host_secret (const struct nvme_served *sv,
                                                  const char *hostnqn);
 
 struct nvme_session;
@@ -63,14 +63,14 @@ struct auth_state;
 /* Authentication Send (fctype 05h) and Receive (06h), on any queue of
  * a controller.
  */
-void auth_command (struct nvme_session *s, const struct nvme_cmd *cmd,
+void nvme_auth_command (struct nvme_session *s, const struct nvme_cmd *cmd,
                    const unsigned char *data, uint32_t len);
 /* The largest Authentication Send data taken after an R2T: a Reply
  * with SHA-512 and an ffdhe8192 value, with room to spare.
  */
 #define AUTH_SEND_MAX 4096
 /* What a queue's exchange holds, while it runs (the output budget). */
-size_t auth_holds (const struct nvme_session *s);
-void auth_free (struct nvme_session *s);
+size_t nvme_auth_holds (const struct nvme_session *s);
+void nvme_auth_free (struct nvme_session *s);
 
 #endif

@@ -108,7 +108,7 @@ static bool
 host_allowed (const struct nvme_served *sv, const char *hostnqn)
 {
   return host_listed (sv, hostnqn)
-         && (!sv->auth_required || auth_host_secret (sv, hostnqn));
+         && (!sv->auth_required || nvme_auth_host_secret (sv, hostnqn));
 }
 
 /* Connect's result for a queue of c: whether it must authenticate. */
@@ -148,16 +148,16 @@ refuse_sc (struct nvme_session *s, const struct nvme_cmd *cmd,
 
   nvme_log (s, "Connect refused: %s", why);
   if (c)
-    ctrl_log_error (c, cmd->u.connect.qid, cmd, status,
+    nvme_ctrl_log_error (c, cmd->u.connect.qid, cmd, status,
                     in_data ? LOC_NONE : (uint16_t) offset);
   /* IPO goes with the command specific statuses only. */
-  reply (s, cmd, status, (status >> 8 & 7) != NVME_SCT_CMD_SPECIFIC ? 0
+  nvme_reply (s, cmd, status, (status >> 8 & 7) != NVME_SCT_CMD_SPECIFIC ? 0
                          : (in_data ? 1u << 16 : 0) | offset);
 }
 
 /* Connect Invalid Parameters (or another command specific status). */
 static void
-refuse (struct nvme_session *s, const struct nvme_cmd *cmd,
+connect_refuse (struct nvme_session *s, const struct nvme_cmd *cmd,
         const unsigned char *data, uint32_t len, uint16_t sc, bool in_data,
         unsigned offset, const char *why)
 {
@@ -180,18 +180,18 @@ connect_admin (struct nvme_session *s, const struct nvme_cmd *cmd,
   c->discovery = discovery;
   strcpy (c->hostnqn, hostnqn);
   /* The discovery controller needs no authentication (nvmet's). */
-  c->secret = discovery ? NULL : auth_host_secret (sv, hostnqn);
+  c->secret = discovery ? NULL : nvme_auth_host_secret (sv, hostnqn);
   c->nr_queues = discovery ? 0 : sv->max_queues;
   c->admin = s;
   c->next = controllers;
   controllers = c;
   s->ctrl = c;
   s->qid = 0;
-  ctrl_set_kato (s, c, kato == 0 && discovery ? DISCOVERY_KATO_MS : kato);
+  nvme_ctrl_set_kato (s, c, kato == 0 && discovery ? DISCOVERY_KATO_MS : kato);
   nvme_log (s, "controller %u: %s for %s, keep-alive %u ms",
             c->cntlid, discovery ? "discovery" : sv->subnqn,
             logged (host, hostnqn), c->kato);
-  reply (s, cmd, 0, c->cntlid | authreq (c));
+  nvme_reply (s, cmd, 0, c->cntlid | authreq (c));
 }
 
 static void
@@ -203,19 +203,19 @@ connect_io (struct nvme_session *s, const struct nvme_cmd *cmd,
   uint16_t seq = ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
 
   if (c == NULL)
-    refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
+    connect_refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
             true, DATA_CNTLID, "no controller has this CNTLID");
   else if (c->discovery || discovery)
-    refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
+    connect_refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
             true, DATA_SUBNQN, "a discovery controller has no I/O queues");
   else if (strcmp (c->hostnqn, hostnqn) != 0)
-    refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
+    connect_refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
             true, DATA_HOSTNQN, "the controller belongs to another host NQN");
   else if (!(c->csts & NVME_CSTS_RDY_MASK))
     refuse_sc (s, cmd, data, CONNECT_DATA_LEN, seq, false, LOC_NONE,
                "the controller is not enabled");
   else if (qid > c->nr_queues)
-    refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
+    connect_refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
             false, LOC_QID, "QID exceeds the number of queues granted");
   else if (c->ioq[qid] != NULL)
     refuse_sc (s, cmd, data, CONNECT_DATA_LEN, seq, false, LOC_QID,
@@ -232,7 +232,7 @@ connect_io (struct nvme_session *s, const struct nvme_cmd *cmd,
       c->pending = s;
     } else
       c->ioq[qid] = s;
-    reply (s, cmd, 0, authreq (c));
+    nvme_reply (s, cmd, 0, authreq (c));
   }
 }
 
@@ -250,7 +250,7 @@ unlink_pending (struct nvme_ctrl *c, struct nvme_session *s)
 }
 
 bool
-fabrics_bind (struct nvme_session *s)
+nvme_fabrics_bind (struct nvme_session *s)
 {
   struct nvme_ctrl *c = s->ctrl;
 
@@ -264,7 +264,7 @@ fabrics_bind (struct nvme_session *s)
 }
 
 void
-fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
+nvme_fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
                  const unsigned char *data, uint32_t len)
 {
   const struct nvme_served *sv = s->sv;
@@ -275,25 +275,25 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
   bool discovery;
 
   if (s->ctrl) {
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+    nvme_reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
     return;
   }
   if (a->recfmt != 0) {
-    refuse (s, cmd, data, len, NVME_SC_CONNECT_FORMAT, false, LOC_RECFMT,
+    connect_refuse (s, cmd, data, len, NVME_SC_CONNECT_FORMAT, false, LOC_RECFMT,
             "RECFMT is not 0");
     return;
   }
   if (len != CONNECT_DATA_LEN) {
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA), 0);
+    nvme_reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA), 0);
     return;
   }
   if (!nqn_of (data + DATA_SUBNQN, subnqn)) {
-    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, true,
+    connect_refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, true,
             DATA_SUBNQN, "SUBNQN is empty, too long or not terminated");
     return;
   }
   if (!nqn_of (data + DATA_HOSTNQN, hostnqn)) {
-    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, true,
+    connect_refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, true,
             DATA_HOSTNQN, "HOSTNQN is empty, too long or not terminated");
     return;
   }
@@ -301,7 +301,7 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
    * hw_queue_depth is.
    */
   if (sqsize == 0 || sqsize > (qid == 0 ? ADMIN_SQSIZE_MAX : nvme_mqes (sv))) {
-    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, false,
+    connect_refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, false,
             LOC_SQSIZE, qid == 0 ? "SQSIZE is 0 or exceeds 4095"
                      : "SQSIZE is 0 or exceeds CAP.MQES");
     return;
@@ -311,7 +311,7 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
     fprintf (stderr, "%s: nvme: host %s asked for subsystem %s, not %s\n",
              sv->program, logged (host, hostnqn), logged (sub, subnqn),
              sv->subnqn);
-    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, true,
+    connect_refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_PARAM, true,
             DATA_SUBNQN, "no such subsystem");
     return;
   }
@@ -323,7 +323,7 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
     fprintf (stderr, "%s: nvme: host %s on a TLS queue whose PSK identity "
              "is another host's or subsystem's, refused\n", sv->program,
              logged (host, hostnqn));
-    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_HOST, true,
+    connect_refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_HOST, true,
             DATA_HOSTNQN, "not the host of the TLS PSK identity");
     return;
   }
@@ -335,7 +335,7 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
              sv->program, logged (host, hostnqn),
              host_listed (sv, hostnqn) ? "no --nvme-host secret"
                                        : "--nvme-allow-host");
-    refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_HOST, true,
+    connect_refuse (s, cmd, data, len, NVME_SC_CONNECT_INVALID_HOST, true,
             DATA_HOSTNQN, "host not allowed");
     return;
   }
@@ -349,7 +349,7 @@ fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
 }
 
 void
-ctrl_set_kato (struct nvme_session *s, struct nvme_ctrl *c, uint32_t kato)
+nvme_ctrl_set_kato (struct nvme_session *s, struct nvme_ctrl *c, uint32_t kato)
 {
   uint64_t ms;
 
@@ -475,7 +475,7 @@ set_cc (struct nvme_session *s, struct nvme_ctrl *c, uint32_t cc)
 }
 
 bool
-ctrl_ready (const struct nvme_ctrl *c)
+nvme_ctrl_ready (const struct nvme_ctrl *c)
 {
   return NVME_CC_EN (c->cc) && (c->csts & NVME_CSTS_RDY_MASK);
 }
@@ -506,34 +506,34 @@ check_property (const struct nvme_session *s, const struct nvme_cmd *cmd,
 }
 
 void
-fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd)
+nvme_fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd)
 {
   struct nvme_ctrl *c = s->ctrl;
   const struct cmd_prop *p = &cmd->u.prop;
   uint16_t loc, st = check_property (s, cmd, &loc);
 
   if (st) {
-    fail (s, cmd, st, loc);
+    nvme_fail (s, cmd, st, loc);
     return;
   }
   if (cmd->fctype == nvme_fabrics_type_property_set) {
     set_cc (s, c, (uint32_t) p->value);
-    reply (s, cmd, 0, 0);
+    nvme_reply (s, cmd, 0, 0);
     return;
   }
   switch (p->offset) {
   case PROP_CAP:
-    reply (s, cmd, 0, p->attrib == 1 ? prop_cap (s->sv)
+    nvme_reply (s, cmd, 0, p->attrib == 1 ? prop_cap (s->sv)
                                      : (uint32_t) prop_cap (s->sv));
     break;
-  case PROP_VS: reply (s, cmd, 0, NVME_VERSION); break;
-  case PROP_CC: reply (s, cmd, 0, c->cc); break;
-  default: reply (s, cmd, 0, c->csts); break;
+  case PROP_VS: nvme_reply (s, cmd, 0, NVME_VERSION); break;
+  case PROP_CC: nvme_reply (s, cmd, 0, c->cc); break;
+  default: nvme_reply (s, cmd, 0, c->csts); break;
   }
 }
 
 void
-fabrics_detach (struct nvme_session *s)
+nvme_fabrics_detach (struct nvme_session *s)
 {
   struct nvme_ctrl *c = s->ctrl, **pp;
   char host[LOGGED_NQN];
@@ -591,7 +591,7 @@ disc_entry (const struct nvme_served *sv, struct nvmf_disc_log_entry *e,
 }
 
 size_t
-discovery_log (const struct nvme_session *s, unsigned char **buf)
+nvme_discovery_log (const struct nvme_session *s, unsigned char **buf)
 {
   const struct nvme_served *sv = s->sv;
   bool listed = host_allowed (sv, s->ctrl->hostnqn);

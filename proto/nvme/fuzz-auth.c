@@ -86,8 +86,8 @@ setup (void)
   cfg.zone_size = 1;
   cfg.memory_backed = true;
   devices[0].dev = zn_dev_create (&cfg, err, sizeof err);
-  if (devices[0].dev == NULL || auth_parse_host (one_way, &secrets[0])
-      || auth_parse_host (two_way, &secrets[1])) {
+  if (devices[0].dev == NULL || nvme_auth_parse_host (one_way, &secrets[0])
+      || nvme_auth_parse_host (two_way, &secrets[1])) {
     fprintf (stderr, "fuzz-nvme-auth: setup failed %s\n", err);
     abort ();
   }

@@ -101,10 +101,10 @@ setup (void)
   sv.fits = room;
   sv.abort = ignore_abort;
   sv.idle_timeout = ignore_idle;
-  if (auth_parse_host ("nqn.2014-08.org.nvmexpress:uuid:fuzz:"
+  if (nvme_auth_parse_host ("nqn.2014-08.org.nvmexpress:uuid:fuzz:"
                        "DHHC-1:00:ERERERERERERERERERERERERERERERERERERERERERHYIEm8:",
                        &secrets[0])
-      || auth_parse_host ("nqn.2014-08.org.nvmexpress:uuid:seed:"
+      || nvme_auth_parse_host ("nqn.2014-08.org.nvmexpress:uuid:seed:"
                           "DHHC-1:00:ERERERERERERERERERERERERERERERERERERERERERHYIEm8:"
                           "DHHC-1:00:ERERERERERERERERERERERERERERERERERERERERERHYIEm8:",
                           &secrets[1]))

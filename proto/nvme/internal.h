@@ -152,105 +152,105 @@ struct nvme_ctrl {
 /* ---- session.c: output ---- */
 
 /* Room for n bytes at the end of the output, filled by the caller. */
-unsigned char *out_reserve (struct nvme_session *s, size_t n);
+unsigned char *nvme_out_reserve (struct nvme_session *s, size_t n);
 /* Takes back the last n bytes reserved. */
-void out_unreserve (struct nvme_session *s, size_t n);
+void nvme_out_unreserve (struct nvme_session *s, size_t n);
 /* A CapsuleResp for cmd.  A failing one is entered in the controller's
  * Error Information log with loc, the field at fault (LOC_NONE: none
  * in particular).
  */
-void reply_at (struct nvme_session *s, const struct nvme_cmd *cmd,
+void nvme_reply_at (struct nvme_session *s, const struct nvme_cmd *cmd,
                uint16_t status, uint64_t result, uint16_t loc);
-void reply (struct nvme_session *s, const struct nvme_cmd *cmd,
+void nvme_reply (struct nvme_session *s, const struct nvme_cmd *cmd,
             uint16_t status, uint64_t result);
 /* cmd failed with status because of the field at loc. */
-void fail (struct nvme_session *s, const struct nvme_cmd *cmd,
+void nvme_fail (struct nvme_session *s, const struct nvme_cmd *cmd,
            uint16_t status, uint16_t loc);
 /* C2HData with the first len bytes of data (at most the command's SGL
  * length), then a successful CapsuleResp.
  */
-void reply_data (struct nvme_session *s, const struct nvme_cmd *cmd,
+void nvme_reply_data (struct nvme_session *s, const struct nvme_cmd *cmd,
                  const void *data, size_t len);
 /* Reserves a C2HData of len bytes for cmd and returns where its data
- * go; c2h_end finishes it (its digest), c2h_cancel takes it back.
+ * go; nvme_c2h_end finishes it (its digest), nvme_c2h_cancel takes it back.
  */
-unsigned char *c2h_begin (struct nvme_session *s, const struct nvme_cmd *cmd,
+unsigned char *nvme_c2h_begin (struct nvme_session *s, const struct nvme_cmd *cmd,
                           size_t len);
-void c2h_end (struct nvme_session *s, size_t len);
-void c2h_cancel (struct nvme_session *s, size_t len);
+void nvme_c2h_end (struct nvme_session *s, size_t len);
+void nvme_c2h_cancel (struct nvme_session *s, size_t len);
 /* Bytes of output a C2HData of len bytes and its CapsuleResp take. */
-size_t reply_bound (const struct nvme_session *s, size_t len);
+size_t nvme_reply_bound (const struct nvme_session *s, size_t len);
 /* Keeps the output queued from mark on (one command's reply) until
  * complete_one releases it.
  */
-void hold_reply (struct nvme_session *s, size_t mark);
+void nvme_hold_reply (struct nvme_session *s, size_t mark);
 _Noreturn void nvme_out_of_memory (const struct nvme_session *s);
 /* A message for -v. */
 void nvme_log (const struct nvme_session *s, const char *fmt, ...)
   __attribute__ ((format (printf, 2, 3)));
 
 /* CRC32C, as the digests use it (initial and final inversion). */
-uint32_t crc32c (const void *data, size_t len);
+uint32_t nvme_crc32c (const void *data, size_t len);
 
 /* ---- fabrics.c ---- */
 
 /* The Connect command (data: its 1024 bytes). */
-void fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
+void nvme_fabrics_connect (struct nvme_session *s, const struct nvme_cmd *cmd,
                       const unsigned char *data, uint32_t len);
 /* Property Get/Set and the other fabrics commands on the admin queue. */
-void fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd);
+void nvme_fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd);
 /* The session goes: an admin queue takes its controller and I/O queues
  * with it.
  */
-void fabrics_detach (struct nvme_session *s);
+void nvme_fabrics_detach (struct nvme_session *s);
 /* An I/O queue s has authenticated: it takes its QID, unless another
  * queue took it first (false: s must go).
  */
-bool fabrics_bind (struct nvme_session *s);
+bool nvme_fabrics_bind (struct nvme_session *s);
 /* Sets c's KATO (ms, 0: none), cut to KATO_MAX_MS, and restarts the
  * idle timer of its admin queue s.
  */
-void ctrl_set_kato (struct nvme_session *s, struct nvme_ctrl *c,
+void nvme_ctrl_set_kato (struct nvme_session *s, struct nvme_ctrl *c,
                     uint32_t kato);
 /* Enabled and ready (CC.EN, CSTS.RDY): commands other than the fabrics
  * ones (properties) run only then.
  */
-bool ctrl_ready (const struct nvme_ctrl *c);
+bool nvme_ctrl_ready (const struct nvme_ctrl *c);
 /* CAP.MQES. */
 uint16_t nvme_mqes (const struct nvme_served *sv);
 /* The discovery log page. */
-size_t discovery_log (const struct nvme_session *s, unsigned char **buf);
+size_t nvme_discovery_log (const struct nvme_session *s, unsigned char **buf);
 
 /* ---- admin.c ---- */
 
 /* Enters cmd's failure in c's Error Information log (sqid: the queue's). */
-void ctrl_log_error (struct nvme_ctrl *c, uint16_t sqid,
+void nvme_ctrl_log_error (struct nvme_ctrl *c, uint16_t sqid,
                      const struct nvme_cmd *cmd, uint16_t status,
                      uint16_t loc);
 
-void admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
+void nvme_admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
                     const unsigned char *data, uint32_t len);
 /* The status of a command of a connected admin queue that would have
  * the host send data after an R2T: none of them takes any (Connect is
  * the session's), so each is refused before its data are asked for, as
  * nvmet refuses it when it parses it.
  */
-uint16_t admin_data_status (const struct nvme_cmd *cmd);
+uint16_t nvme_admin_data_status (const struct nvme_cmd *cmd);
 
 /* ---- io.c ---- */
 
 /* Carries out an I/O command whose data (a write's) is at data: 1 when
  * done (its reply queued), 0 when it must wait (ADMIT_LATER).
  */
-int io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
+int nvme_io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
                 unsigned char **data, uint32_t len);
-/* As admin_data_status for an I/O queue: 0 for a Write or Zone Append
+/* As nvme_admin_data_status for an I/O queue: 0 for a Write or Zone Append
  * within MDTS.
  */
-uint16_t io_data_status (const struct nvme_session *s,
+uint16_t nvme_io_data_status (const struct nvme_session *s,
                          const struct nvme_cmd *cmd);
 /* Applies a parked write. */
-void io_resume (struct nvme_session *s, const struct nvme_cmd *cmd,
+void nvme_io_resume (struct nvme_session *s, const struct nvme_cmd *cmd,
                 const unsigned char *data, int err);
 
 /* MDTS, a power of two of 4 KiB, and the bytes it allows. */
@@ -258,7 +258,7 @@ uint8_t nvme_mdts (const struct nvme_served *sv);
 uint64_t nvme_max_transfer (const struct nvme_served *sv);
 
 /* The namespace nsid names, or NULL. */
-const struct served_device *namespace_of (const struct nvme_served *sv,
+const struct served_device *nvme_namespace_of (const struct nvme_served *sv,
                                           uint32_t nsid);
 
 /* Status values: (SCT << 8) | SC, DNR where retrying cannot help. */

@@ -16,7 +16,7 @@
 #include "zns.h"
 
 const struct served_device *
-namespace_of (const struct nvme_served *sv, uint32_t nsid)
+nvme_namespace_of (const struct nvme_served *sv, uint32_t nsid)
 {
   return nsid >= 1 && nsid <= sv->nr_devices ? &sv->devices[nsid - 1] : NULL;
 }
@@ -44,7 +44,7 @@ known (uint8_t opcode)
 }
 
 uint16_t
-io_data_status (const struct nvme_session *s, const struct nvme_cmd *cmd)
+nvme_io_data_status (const struct nvme_session *s, const struct nvme_cmd *cmd)
 {
   if (!known (cmd->opcode))
     return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
@@ -69,7 +69,7 @@ check (const struct nvme_session *s, const struct nvme_cmd *cmd,
     return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
   memset (io, 0, sizeof *io);
   *loc = LOC_NSID;
-  io->d = namespace_of (s->sv, cmd->nsid);
+  io->d = nvme_namespace_of (s->sv, cmd->nsid);
   if (io->d == NULL)
     return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_NS);
   bs = zn_dev_geometry (io->d->dev)->block_size;
@@ -147,17 +147,17 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
 
   if (err) {
     /* The scheduler failed a pipelined write's wait. */
-    fail (s, cmd, nvme_zns_status (-err, zn_pipeline_reason (-err)), LOC_SLBA);
+    nvme_fail (s, cmd, nvme_zns_status (-err, zn_pipeline_reason (-err)), LOC_SLBA);
     return;
   }
   switch (cmd->opcode) {
   case nvme_cmd_read:
-    buf = c2h_begin (s, cmd, io->bytes);
+    buf = nvme_c2h_begin (s, cmd, io->bytes);
     st = nvme_zns_read (dev, io->slba, io->nlb, buf);
     if (st)
-      c2h_cancel (s, io->bytes);
+      nvme_c2h_cancel (s, io->bytes);
     else
-      c2h_end (s, io->bytes);
+      nvme_c2h_end (s, io->bytes);
     break;
   case nvme_zns_cmd_mgmt_recv: {
     /* The report is built through its structures: aligned, then copied
@@ -170,8 +170,8 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
     st = nvme_zns_mgmt_recv (dev, io->slba, cmd->u.zmr.zra, cmd->u.zmr.zrasf,
                              cmd->u.zmr.partial, report, io->bytes);
     if (st == 0) {
-      memcpy (c2h_begin (s, cmd, io->bytes), report, io->bytes);
-      c2h_end (s, io->bytes);
+      memcpy (nvme_c2h_begin (s, cmd, io->bytes), report, io->bytes);
+      nvme_c2h_end (s, io->bytes);
     }
     free (report);
     break;
@@ -193,7 +193,7 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
                              cmd->u.zms.select_all);
     break;
   }
-  reply_at (s, cmd, st, st ? 0 : result, st ? namespace_loc (cmd, io, st)
+  nvme_reply_at (s, cmd, st, st ? 0 : result, st ? namespace_loc (cmd, io, st)
                                             : LOC_NONE);
 }
 
@@ -208,7 +208,7 @@ park (struct nvme_session *s, const struct nvme_cmd *cmd, unsigned char **data)
 }
 
 int
-io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
+nvme_io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
             unsigned char **data, uint32_t len)
 {
   const struct nvme_served *sv = s->sv;
@@ -218,7 +218,7 @@ io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
   int err = 0;
 
   if (st) {
-    fail (s, cmd, st, loc);
+    nvme_fail (s, cmd, st, loc);
     return 1;
   }
   if (io.tagged && sv->admit) {
@@ -252,20 +252,20 @@ io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
   s->holding = io.tagged && sv->delayed;
   run (s, cmd, &io, *data, err);
   if (s->holding)
-    hold_reply (s, mark);
+    nvme_hold_reply (s, mark);
   s->holding = false;
   return 1;
 }
 
 void
-io_resume (struct nvme_session *s, const struct nvme_cmd *cmd,
+nvme_io_resume (struct nvme_session *s, const struct nvme_cmd *cmd,
            const unsigned char *data, int err)
 {
   struct io io;
   uint16_t loc;
 
   if (check (s, cmd, cmd->sgl_len, &io, &loc) != 0) {
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INTERNAL), 0);
+    nvme_reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INTERNAL), 0);
     return;
   }
   run (s, cmd, &io, data, err);

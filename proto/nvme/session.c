@@ -29,7 +29,7 @@
  * uses the CPU's CRC32 instructions: data digests cover every byte.
  */
 uint32_t
-crc32c (const void *data, size_t len)
+nvme_crc32c (const void *data, size_t len)
 {
   return ~crc32_iscsi ((unsigned char *) data, (int) len, ~0u);
 }
@@ -58,7 +58,7 @@ nvme_log (const struct nvme_session *s, const char *fmt, ...)
 }
 
 unsigned char *
-out_reserve (struct nvme_session *s, size_t n)
+nvme_out_reserve (struct nvme_session *s, size_t n)
 {
   unsigned char *p;
 
@@ -79,7 +79,7 @@ out_reserve (struct nvme_session *s, size_t n)
 }
 
 void
-out_unreserve (struct nvme_session *s, size_t n)
+nvme_out_unreserve (struct nvme_session *s, size_t n)
 {
   s->out_len -= n;
 }
@@ -97,7 +97,7 @@ static unsigned char *
 pdu_begin (struct nvme_session *s, uint8_t type, uint8_t flags, uint8_t hlen,
            uint8_t pdo, uint32_t plen)
 {
-  unsigned char *h = out_reserve (s, hlen + hdgst_len (s));
+  unsigned char *h = nvme_out_reserve (s, hlen + hdgst_len (s));
 
   memset (h, 0, hlen);
   h[0] = type;
@@ -112,11 +112,11 @@ static void
 pdu_end_header (struct nvme_session *s, unsigned char *h)
 {
   if (s->hdgst)
-    put_le32 (h + h[2], crc32c (h, h[2]));
+    put_le32 (h + h[2], nvme_crc32c (h, h[2]));
 }
 
 void
-reply_at (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
+nvme_reply_at (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
           uint64_t result, uint16_t loc)
 {
   unsigned char *h = pdu_begin (s, PDU_CAPSULE_RESP, 0, PDU_RESP_LEN, 0,
@@ -130,23 +130,23 @@ reply_at (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
   put_le16 (cqe + 14, (uint16_t) (status << 1));
   pdu_end_header (s, h);
   if (status && s->ctrl)
-    ctrl_log_error (s->ctrl, s->qid, cmd, status, loc);
+    nvme_ctrl_log_error (s->ctrl, s->qid, cmd, status, loc);
   if (s->sv->stats && !s->holding)
     s->sv->stats->reply (s->owner, s->arrival, s->out_len - s->out_start);
 }
 
 void
-reply (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
+nvme_reply (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
        uint64_t result)
 {
-  reply_at (s, cmd, status, result, LOC_NONE);
+  nvme_reply_at (s, cmd, status, result, LOC_NONE);
 }
 
 void
-fail (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
+nvme_fail (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t status,
       uint16_t loc)
 {
-  reply_at (s, cmd, status, 0, loc);
+  nvme_reply_at (s, cmd, status, 0, loc);
 }
 
 /* Where C2HData's data start: after the header and its digest, aligned
@@ -161,13 +161,13 @@ c2h_pdo (const struct nvme_session *s)
 }
 
 size_t
-reply_bound (const struct nvme_session *s, size_t len)
+nvme_reply_bound (const struct nvme_session *s, size_t len)
 {
   return c2h_pdo (s) + len + PDU_DIGEST_LEN + PDU_RESP_LEN + PDU_DIGEST_LEN;
 }
 
 unsigned char *
-c2h_begin (struct nvme_session *s, const struct nvme_cmd *cmd, size_t len)
+nvme_c2h_begin (struct nvme_session *s, const struct nvme_cmd *cmd, size_t len)
 {
   size_t pdo = c2h_pdo (s), dd = s->ddgst ? PDU_DIGEST_LEN : 0;
   unsigned char *h = pdu_begin (s, PDU_C2H_DATA,
@@ -179,44 +179,44 @@ c2h_begin (struct nvme_session *s, const struct nvme_cmd *cmd, size_t len)
   put_le32 (h + DATA_OFFSET, 0);
   put_le32 (h + DATA_LENGTH, (uint32_t) len);
   pdu_end_header (s, h);
-  memset (out_reserve (s, pdo - PDU_DATA_LEN - hdgst_len (s)), 0,
+  memset (nvme_out_reserve (s, pdo - PDU_DATA_LEN - hdgst_len (s)), 0,
           pdo - PDU_DATA_LEN - hdgst_len (s));
-  return out_reserve (s, len);
+  return nvme_out_reserve (s, len);
 }
 
 void
-c2h_end (struct nvme_session *s, size_t len)
+nvme_c2h_end (struct nvme_session *s, size_t len)
 {
   if (s->ddgst) {
     const unsigned char *data = s->out + s->out_len - len;
 
-    put_le32 (out_reserve (s, PDU_DIGEST_LEN), crc32c (data, len));
+    put_le32 (nvme_out_reserve (s, PDU_DIGEST_LEN), nvme_crc32c (data, len));
   }
 }
 
 void
-c2h_cancel (struct nvme_session *s, size_t len)
+nvme_c2h_cancel (struct nvme_session *s, size_t len)
 {
-  out_unreserve (s, c2h_pdo (s) + len);
+  nvme_out_unreserve (s, c2h_pdo (s) + len);
 }
 
 void
-reply_data (struct nvme_session *s, const struct nvme_cmd *cmd,
+nvme_reply_data (struct nvme_session *s, const struct nvme_cmd *cmd,
             const void *data, size_t len)
 {
   if (len > cmd->sgl_len)
     len = cmd->sgl_len;
   if (len > 0) {
-    memcpy (c2h_begin (s, cmd, len), data, len);
-    c2h_end (s, len);
+    memcpy (nvme_c2h_begin (s, cmd, len), data, len);
+    nvme_c2h_end (s, len);
   }
-  reply (s, cmd, 0, 0);
+  nvme_reply (s, cmd, 0, 0);
 }
 
 void
-hold_reply (struct nvme_session *s, size_t mark)
+nvme_hold_reply (struct nvme_session *s, size_t mark)
 {
-  if (!hold_reply_add (&s->held, 0, s->out + mark, s->out_len - mark))
+  if (!park_hold_reply_add (&s->held, 0, s->out + mark, s->out_len - mark))
     nvme_out_of_memory (s);
   s->held.tail->arrival = s->arrival;
   s->out_len = mark;
@@ -225,11 +225,11 @@ hold_reply (struct nvme_session *s, size_t mark)
 bool
 nvme_session_complete_one (struct nvme_session *s)
 {
-  struct held *h = hold_reply_next (&s->held);
+  struct held *h = park_hold_reply_next (&s->held);
 
   if (h == NULL)
     return false;
-  memcpy (out_reserve (s, h->len), h->data, h->len);
+  memcpy (nvme_out_reserve (s, h->len), h->data, h->len);
   if (s->sv->stats)
     s->sv->stats->reply (s->owner, h->arrival, s->out_len - s->out_start);
   free (h);
@@ -253,7 +253,7 @@ size_t
 nvme_session_holds (const struct nvme_session *s)
 {
   return s->out_len - s->out_start + s->held.bytes + s->r2t_bytes
-         + auth_holds (s);
+         + nvme_auth_holds (s);
 }
 
 void
@@ -307,7 +307,7 @@ terminate (struct nvme_session *s, const unsigned char *pdu,
   fprintf (stderr, "%s: nvme: PDU type 0x%02x: %s: %s; connection closed\n",
            s->sv->program, ch->type, fes_name (fes), why);
   /* TermReqs carry no digests. */
-  h = out_reserve (s, PDU_TERM_LEN + copy);
+  h = nvme_out_reserve (s, PDU_TERM_LEN + copy);
   memset (h, 0, PDU_TERM_LEN);
   h[0] = PDU_C2H_TERM;
   h[2] = PDU_TERM_LEN;
@@ -353,14 +353,14 @@ r2t_status (const struct nvme_session *s, const struct nvme_cmd *cmd,
            ? ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) : 0;
   }
   if (s->ctrl == NULL || nvme_cmd_is_connect (cmd)
-      || (cmd->opcode != nvme_admin_fabrics && !ctrl_ready (s->ctrl)))
+      || (cmd->opcode != nvme_admin_fabrics && !nvme_ctrl_ready (s->ctrl)))
     return ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
   if (nvme_cmd_is_auth (cmd)) {
     *loc = LOC_SGL_LEN;
     return cmd->sgl_len > AUTH_SEND_MAX
            ? ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) : 0;
   }
-  st = s->qid > 0 ? io_data_status (s, cmd) : admin_data_status (cmd);
+  st = s->qid > 0 ? nvme_io_data_status (s, cmd) : nvme_admin_data_status (cmd);
   *loc = st == ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) ? LOC_OPCODE
                                                                : LOC_SGL_LEN;
   return st;
@@ -561,7 +561,7 @@ reply_max (const struct nvme_session *s, const struct nvme_cmd *cmd)
   uint64_t max = s->qid > 0 ? nvme_max_transfer (s->sv) : MAX_ADMIN_DATA;
   uint64_t len = cmd->opcode & 2 ? cmd->sgl_len : 0;
 
-  return reply_bound (s, len < max ? len : max);
+  return nvme_reply_bound (s, len < max ? len : max);
 }
 
 /* Carries out a ready request: 1 when done, 0 when it must wait.
@@ -579,7 +579,7 @@ execute (struct nvme_session *s, struct nvme_req *rq)
                                    - s->r2t_bytes, reply_max (s, cmd)))
     return 0;
   if (rq->status) {
-    fail (s, cmd, rq->status, rq->loc);
+    nvme_fail (s, cmd, rq->status, rq->loc);
     return 1;
   }
   if (!rq->decoded) {
@@ -587,35 +587,35 @@ execute (struct nvme_session *s, struct nvme_req *rq)
     rq->decoded = true;
   }
   if (nvme_cmd_is_connect (cmd)) {
-    fabrics_connect (s, cmd, rq->data, rq->len);
+    nvme_fabrics_connect (s, cmd, rq->data, rq->len);
     return 1;
   }
   if (s->ctrl == NULL) {
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+    nvme_reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
     return 1;
   }
   if (nvme_cmd_is_auth (cmd)) {
-    auth_command (s, cmd, rq->data, rq->len);
+    nvme_auth_command (s, cmd, rq->data, rq->len);
     return 1;
   }
   /* A queue that must authenticate and has not: only the fabrics
    * commands (the properties), as nvmet.
    */
   if (!nvme_session_established (s) && cmd->opcode != nvme_admin_fabrics) {
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_AUTH_REQUIRED), 0);
+    nvme_reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_AUTH_REQUIRED), 0);
     return 1;
   }
   /* Before CC.EN, and after a reset or a shutdown, as nvmet answers. */
-  if (cmd->opcode != nvme_admin_fabrics && !ctrl_ready (s->ctrl)) {
-    reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+  if (cmd->opcode != nvme_admin_fabrics && !nvme_ctrl_ready (s->ctrl)) {
+    nvme_reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
     return 1;
   }
   if (s->qid > 0)
-    return io_command (s, cmd, &rq->data, rq->len);
+    return nvme_io_command (s, cmd, &rq->data, rq->len);
   if (cmd->opcode == nvme_admin_fabrics)
-    fabrics_command (s, cmd);
+    nvme_fabrics_command (s, cmd);
   else
-    admin_command (s, cmd, rq->data, rq->len);
+    nvme_admin_command (s, cmd, rq->data, rq->len);
   return 1;
 }
 
@@ -661,7 +661,7 @@ ic_req (struct nvme_session *s, const unsigned char *pdu,
   s->hdgst = ic.dgst & IC_DGST_HDGST;
   s->ddgst = ic.dgst & IC_DGST_DDGST;
   s->ic_done = true;
-  h = out_reserve (s, PDU_IC_LEN);
+  h = nvme_out_reserve (s, PDU_IC_LEN);
   memset (h, 0, PDU_IC_LEN);
   h[0] = PDU_IC_RESP;
   h[2] = PDU_IC_LEN;
@@ -736,7 +736,7 @@ handle_pdu (struct nvme_session *s, const unsigned char *pdu,
   uint32_t dlen = 0;
   bool dgst_ok = true;
 
-  if (hd && get_le32 (pdu + hlen) != crc32c (pdu, hlen))
+  if (hd && get_le32 (pdu + hlen) != nvme_crc32c (pdu, hlen))
     return terminate (s, pdu, ch, FES_HDGST, 0, "header digest mismatch");
   if (type == PDU_IC_REQ)
     return ic_req (s, pdu, ch);
@@ -755,7 +755,7 @@ handle_pdu (struct nvme_session *s, const unsigned char *pdu,
                         "PLEN leaves no data after PDO");
     data = pdu + ch->pdo;
     dlen = (uint32_t) (plen - ch->pdo - dd);
-    if (dd && get_le32 (data + dlen) != crc32c (data, dlen)) {
+    if (dd && get_le32 (data + dlen) != nvme_crc32c (data, dlen)) {
       dgst_ok = false;
       nvme_log (s, "data digest mismatch: the command fails with a "
                 "transient transport error");
@@ -826,7 +826,7 @@ nvme_session_free (struct nvme_session *s)
 {
   if (s == NULL)
     return;
-  fabrics_detach (s);
+  nvme_fabrics_detach (s);
   while (s->ready_head) {
     struct nvme_req *rq = s->ready_head;
 
@@ -840,8 +840,8 @@ nvme_session_free (struct nvme_session *s)
     req_free (s, rq);
   }
   park_clear (&s->parked);
-  hold_reply_clear (&s->held);
-  auth_free (s);
+  park_hold_reply_clear (&s->held);
+  nvme_auth_free (s);
   free (s->out);
   free (s);
 }
@@ -888,9 +888,9 @@ nvme_session_resume (struct nvme_session *s, uint64_t id, int err, bool hold)
     return;
   s->arrival = p->arrival;
   s->holding = hold;
-  io_resume (s, (const struct nvme_cmd *) p->req, p->data, err);
+  nvme_io_resume (s, (const struct nvme_cmd *) p->req, p->data, err);
   if (hold)
-    hold_reply (s, mark);
+    nvme_hold_reply (s, mark);
   s->arrival = 0;
   s->holding = false;
   park_free (p);

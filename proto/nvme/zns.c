@@ -74,7 +74,7 @@ floor_log2 (uint64_t v)
 }
 
 static int
-refuse (char *err, size_t errlen, const char *fmt, ...)
+zns_refuse (char *err, size_t errlen, const char *fmt, ...)
 {
   if (err && errlen) {
     va_list ap;
@@ -93,14 +93,14 @@ nvme_zns_check (const struct zn_geometry *g, char *err, size_t errlen)
 
   /* The model has power-of-two zones already, as null_blk. */
   if (g->zone_sectors & (g->zone_sectors - 1))
-    return refuse (err, errlen, "zone_size: %" PRIu64 " MiB is not a power of "
+    return zns_refuse (err, errlen, "zone_size: %" PRIu64 " MiB is not a power of "
                    "two, which the Linux host refuses for a ZNS namespace",
                    g->zone_sectors / MIB_SECTORS);
   /* nvme_zone_parse_entry() takes any zone type but sequential write
    * required as a broken device, and ZNS has no conventional zone type.
    */
   if (g->nr_conv)
-    return refuse (err, errlen, "zone_nr_conv: %" PRIu32 " conventional "
+    return zns_refuse (err, errlen, "zone_nr_conv: %" PRIu32 " conventional "
                    "zones, but a ZNS namespace has only sequential write "
                    "required zones (the Linux host refuses any other type); "
                    "use zone_nr_conv=0 with NVMe/TCP", g->nr_conv);
@@ -109,7 +109,7 @@ nvme_zns_check (const struct zn_geometry *g, char *err, size_t errlen)
    * such a device for the same reason.
    */
   if (runt)
-    return refuse (err, errlen, "size: the last zone is %" PRIu64 " MiB of "
+    return zns_refuse (err, errlen, "size: the last zone is %" PRIu64 " MiB of "
                    "a zone_size of %" PRIu64 " MiB, but every zone of a ZNS "
                    "namespace has the zone size; make size a multiple of "
                    "zone_size for NVMe/TCP", runt / MIB_SECTORS,
@@ -120,7 +120,7 @@ nvme_zns_check (const struct zn_geometry *g, char *err, size_t errlen)
    * refuses.
    */
   if (g->max_append_sectors < 2 * ZASL_PAGE_SECTORS)
-    return refuse (err, errlen, "%s: a zone append limit of %" PRIu32
+    return zns_refuse (err, errlen, "%s: a zone append limit of %" PRIu32
                    " sectors is less than 8 KiB, the smallest an NVMe "
                    "controller can report (ZASL); use at least 16 with "
                    "NVMe/TCP",

@@ -125,3 +125,22 @@ if [ -n "${ZONEDNULL_FIO_ENGINE:-}" ]; then
 else
   echo "the fio engine is not built (configure --with-fio): not checked"
 fi
+
+# The globals of every program and module carry the prefix of where they
+# live (HACKING.md, "Prefixes"); plugin_init and ioengine are the names
+# nbdkit and fio look up.  An unprefixed global (a "fail" or a "reply")
+# collides with a namesake elsewhere the day two layers meet in a link.
+prefixes='zn_|ZN_|zu_|zf_|params_|nbd_|park_|nvme_|net_|tls_|sched_|badblocks_|wplug_|cache_|pages_|store_|wlog_|dev_|pipeline_|cli_|client_'
+for prog in server/zonednull-server ublk/zonednull-ublk cli/zonednull \
+            plugin/.libs/nbdkit-zonednull-plugin.so \
+            client/.libs/libzonednull-client.so \
+            ${ZONEDNULL_FIO_ENGINE:+engine/.libs/zonednull-fio.so}; do
+  f=$ZONEDNULL_BUILDDIR/$prog
+  # libtool leaves a wrapper script where a program links a .so of the tree.
+  [ -f "$(dirname "$f")/.libs/$(basename "$f")" ] && f=$(dirname "$f")/.libs/$(basename "$f")
+  [ -f "$f" ] || { echo "$prog is not built: not checked"; continue; }
+  bad=$(nm --defined-only --format=posix "$f" | awk '$2 ~ /^[TDBRCV]$/ { print $1 }' |
+    grep -v '@' | grep -Ev "^(_|main$|plugin_init$|ioengine$|($prefixes))" | tr '\n' ' ')
+  [ -z "$bad" ] || fail "$prog: globals without a prefix that says where they live: $bad"
+done
+echo "every program's globals carry their prefix"

@@ -26,33 +26,33 @@ test_secrets (void)
   struct auth_key k;
   struct nvme_host_secret h;
 
-  CHECK (auth_parse_secret (SECRET, strlen (SECRET), &k) == NULL);
+  CHECK (nvme_auth_parse_secret (SECRET, strlen (SECRET), &k) == NULL);
   CHECK_EQ (k.transform, 0);
   CHECK_EQ (k.len, 32);
   CHECK_EQ (k.key[0], 0x11);
   CHECK_EQ (k.key[31], 0x11);
   /* The last colon may be left out. */
-  CHECK (auth_parse_secret (SECRET, strlen (SECRET) - 1, &k) == NULL);
-  CHECK (strstr (auth_parse_secret ("DHHC-1:00:" KEY11 "HYIEm9:", 59, &k),
+  CHECK (nvme_auth_parse_secret (SECRET, strlen (SECRET) - 1, &k) == NULL);
+  CHECK (strstr (nvme_auth_parse_secret ("DHHC-1:00:" KEY11 "HYIEm9:", 59, &k),
                  "CRC-32"));
-  CHECK (strstr (auth_parse_secret ("DHHC-1:04:" KEY11 "HYIEm8:", 59, &k), "XX"));
-  CHECK (strstr (auth_parse_secret ("DHHC-1:00:AAAA:", 15, &k), "32, 48"));
-  CHECK (strstr (auth_parse_secret ("DHHC-1:00:!!!!:", 15, &k), "base64"));
-  CHECK (strstr (auth_parse_secret ("DHHC-2:00:AAAA:", 15, &k), "form"));
+  CHECK (strstr (nvme_auth_parse_secret ("DHHC-1:04:" KEY11 "HYIEm8:", 59, &k), "XX"));
+  CHECK (strstr (nvme_auth_parse_secret ("DHHC-1:00:AAAA:", 15, &k), "32, 48"));
+  CHECK (strstr (nvme_auth_parse_secret ("DHHC-1:00:!!!!:", 15, &k), "base64"));
+  CHECK (strstr (nvme_auth_parse_secret ("DHHC-2:00:AAAA:", 15, &k), "form"));
   /* 32 bytes cannot be a SHA-512 transformation's key. */
-  CHECK (strstr (auth_parse_secret ("DHHC-1:03:" KEY11 "HYIEm8:", 59, &k),
+  CHECK (strstr (nvme_auth_parse_secret ("DHHC-1:03:" KEY11 "HYIEm8:", 59, &k),
                  "must be"));
 
-  CHECK (auth_parse_host (HOSTNQN ":" SECRET, &h) == NULL);
+  CHECK (nvme_auth_parse_host (HOSTNQN ":" SECRET, &h) == NULL);
   CHECK_EQ (strcmp (h.hostnqn, HOSTNQN), 0);
   CHECK (!h.has_ctrl);
-  CHECK (auth_parse_host (HOSTNQN ":" SECRET ":" OTHER_SECRET, &h) == NULL);
+  CHECK (nvme_auth_parse_host (HOSTNQN ":" SECRET ":" OTHER_SECRET, &h) == NULL);
   CHECK (h.has_ctrl);
   CHECK_EQ (h.ctrl.key[0], 0x22);
-  CHECK (auth_parse_host (HOSTNQN ":" SECRET OTHER_SECRET, &h) == NULL);
+  CHECK (nvme_auth_parse_host (HOSTNQN ":" SECRET OTHER_SECRET, &h) == NULL);
   CHECK (h.has_ctrl);
-  CHECK (strstr (auth_parse_host (HOSTNQN, &h), "no DHHC-1 secret"));
-  CHECK (strstr (auth_parse_host (":" SECRET, &h), "empty"));
+  CHECK (strstr (nvme_auth_parse_host (HOSTNQN, &h), "no DHHC-1 secret"));
+  CHECK (strstr (nvme_auth_parse_host (":" SECRET, &h), "empty"));
 }
 
 /* ---- the commands -------------------------------------------------------- */
@@ -289,7 +289,7 @@ main (void)
 {
   serve_init ();
   test_secrets ();
-  CHECK (auth_parse_host (HOSTNQN ":" SECRET, &host_secret) == NULL);
+  CHECK (nvme_auth_parse_host (HOSTNQN ":" SECRET, &host_secret) == NULL);
   sv.hosts = &host_secret;
   sv.nr_hosts = 1;
   sv.auth_required = true;
