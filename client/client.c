@@ -20,6 +20,7 @@
 #include "zonednull/client.h"
 
 #include "checks.h"
+#include "util/clock.h"
 #include "wire/control-wire.h"
 #include "internal.h"
 
@@ -89,18 +90,9 @@ new_handle (void)
 /* ---- waiting for the server, with a bound ------------------------------ */
 
 static int64_t
-now_ms (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
 deadline (const struct zn_client *c)
 {
-  return c->timeout_ms ? now_ms () + c->timeout_ms : -1;
+  return c->timeout_ms ? zn_now_ms () + c->timeout_ms : -1;
 }
 
 static int
@@ -125,7 +117,7 @@ run_until (struct zn_client *c, struct nbd_handle *h, int64_t until,
     int timeout = -1;
 
     if (until >= 0) {
-      int64_t left = until - now_ms ();
+      int64_t left = until - zn_now_ms ();
 
       if (left <= 0) {
         c->lost = true;

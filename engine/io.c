@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/clock.h"
 #include "util/fifo.h"
 #include "internal.h"
 
@@ -29,19 +30,10 @@ list_pop (struct zf_req_list *l)
   return r;
 }
 
-static int64_t
-now_ms (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void
 sent_push (struct zf_engine *e, struct zf_req *r)
 {
-  r->deadline_ms = e->timeout_ms ? now_ms () + e->timeout_ms : -1;
+  r->deadline_ms = e->timeout_ms ? zn_now_ms () + e->timeout_ms : -1;
   r->sent_next = NULL;
   r->sent_prev = e->sent_tail;
   if (e->sent_tail)
@@ -396,7 +388,7 @@ zf_getevents (struct thread_data *td, unsigned int min, unsigned int max,
   if (e->lost)
     return -ETIMEDOUT;
   if (t)
-    until = now_ms () + t->tv_sec * 1000 + t->tv_nsec / 1000000;
+    until = zn_now_ms () + t->tv_sec * 1000 + t->tv_nsec / 1000000;
   /* Replies already on the sockets count even when fio asks for no more
    * than are ready (min = 0 with iodepth_batch_complete_min=0): without a
    * look at the sockets such calls would never see a completion.  When
@@ -413,13 +405,13 @@ zf_getevents (struct thread_data *td, unsigned int min, unsigned int max,
     if (e->ready.count >= min || in_flight (e) == 0)
       break;
     if (e->sent_head && e->sent_head->deadline_ms >= 0) {
-      if (e->sent_head->deadline_ms <= now_ms ())
+      if (e->sent_head->deadline_ms <= zn_now_ms ())
         return give_up (e);
       if (wake < 0 || e->sent_head->deadline_ms < wake)
         wake = e->sent_head->deadline_ms;
     }
     if (wake >= 0) {
-      int64_t left = wake - now_ms ();
+      int64_t left = wake - zn_now_ms ();
 
       if (left <= 0 && wake == until)
         break;

@@ -26,6 +26,8 @@ lib_libzonednull_la_SOURCES = \
 	lib/util/escape.c \
 	lib/util/escape.h \
 	lib/util/fifo.h \
+	lib/util/pidfile.c \
+	lib/util/pidfile.h \
 	lib/util/secret-file.c \
 	lib/util/secret-file.h \
 	lib/model/backend.h \

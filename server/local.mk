@@ -10,7 +10,6 @@ server_zonednull_server_SOURCES = \
 	server/main.c \
 	server/nvme-hosts.c \
 	server/nvme-hosts.h \
-	server/pidfile.h \
 	server/scheduler.c \
 	server/scheduler.h
 server_zonednull_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \

@@ -33,7 +33,7 @@
 #include "nvme/zns.h"
 #include "nvme-hosts.h"
 #include "config/params.h"
-#include "pidfile.h"
+#include "util/pidfile.h"
 #include "scheduler.h"
 #include "tls.h"
 
@@ -823,9 +823,9 @@ main (int argc, char **argv)
     fprintf (stderr, "zonednull-server: daemon: %s\n", strerror (errno));
     return stop_before_serving (EXIT_FAILURE);
   }
-  if (pidfile && zn_write_pidfile (pidfile) == -1) {
+  if (pidfile && (r = zn_write_pidfile (pidfile)) < 0) {
     fprintf (stderr, "zonednull-server: -P %s: %s\n", pidfile,
-             strerror (errno));
+             strerror (-r));
     return stop_before_serving (EXIT_FAILURE);
   }
   return serve ();

@@ -27,7 +27,7 @@ ublk_zonednull_ublk_SOURCES = \
 	ublk/ring.h \
 	ublk/ublk-abi.h
 ublk_zonednull_ublk_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \
-	-I$(top_srcdir)/server -I$(top_srcdir)/net -I$(top_srcdir)/proto
+	-I$(top_srcdir)/net -I$(top_srcdir)/proto
 ublk_zonednull_ublk_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS) $(LIBNBD_CFLAGS) \
 	$(GNUTLS_CFLAGS)
 ublk_zonednull_ublk_LDADD = $(zn_libs) $(LIBURING_LIBS) \

@@ -34,7 +34,7 @@
 #include "model/queue.h"
 #include "model/zoned.h"
 #include "config/params.h"
-#include "pidfile.h"
+#include "util/pidfile.h"
 #include "ublk-abi.h"
 #include "ctrl.h"
 #include "queue-local.h"
@@ -700,8 +700,10 @@ announce (struct run *r)
   int n = snprintf (line, sizeof line, "/dev/ublkb%" PRIu32 "\n", r->dev_id);
 
   if (pidfile) {
-    if (zn_write_pidfile (pidfile) == -1) {
-      error ("-P %s: %s", pidfile, strerror (errno));
+    int e = zn_write_pidfile (pidfile);
+
+    if (e < 0) {
+      error ("-P %s: %s", pidfile, strerror (-e));
       return -1;
     }
     r->pidfile_written = true;

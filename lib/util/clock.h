@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The monotonic clock in nanoseconds: what the server's timers and
- * budgets and the --stats counters of both daemons measure with.
+/* The monotonic clock, in nanoseconds: what the server's timers and
+ * budgets and the --stats counters of both daemons measure with; and in
+ * milliseconds, the client library's and the fio engine's deadlines.
  */
 #ifndef ZONEDNULL_CLOCK_H
 #define ZONEDNULL_CLOCK_H
@@ -21,6 +22,12 @@ zn_now_ns (void)
 
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return zn_ns_of (ts);
+}
+
+static inline int64_t
+zn_now_ms (void)
+{
+  return (int64_t) (zn_now_ns () / 1000000u);
 }
 
 #endif

@@ -655,4 +655,17 @@ while kill -0 "$dpid" 2>/dev/null; do
   [ "$tries" -le 100 ] || { kill -9 "$dpid"; fail "daemon ignored SIGTERM"; }
   sleep 0.1
 done
+
+# -P writes through no link: one planted at the pidfile's temporary name
+# stops the server before it serves, naming -P, and what it points at is
+# left as it was.
+echo keep >"$tmpdir/victim"
+ln -s "$tmpdir/victim" "$tmpdir/linked.pid.tmp"
+if timeout 60 "$srv" -f -U "$tmpdir/linked.sock" -P "$tmpdir/linked.pid" size=8 zone_size=1 \
+    </dev/null 2>"$tmpdir/linked.log"; then
+  fail "-P through a link at its temporary name was accepted"
+fi
+grep -q -- "-P $tmpdir/linked.pid: Too many levels of symbolic links" "$tmpdir/linked.log" ||
+  { cat "$tmpdir/linked.log" >&2; fail "-P through a link: no message naming -P"; }
+[ "$(cat "$tmpdir/victim")" = keep ] || fail "-P wrote through the link"
 exit 0
