@@ -25,7 +25,9 @@
 #   bench/old-vs-new.sh /tmp/old/build           NEW_BUILDDIR: ./build
 #   ROUNDS=11 SECONDS_PER_RUN=3 READ_MIB=64 bench/old-vs-new.sh OLD [NEW]
 #   CONF="size=4096 zone_size=1 ..." the device of both servers (size must
-#   hold what zonewrite writes in SECONDS_PER_RUN)
+#   hold what zonewrite writes in SECONDS_PER_RUN); @DIR@ in it becomes a
+#   new empty directory for each run, removed after it (backing_dir=@DIR@
+#   for file-backed zones)
 set -eu
 [ $# -ge 1 ] || { echo "usage: bench/old-vs-new.sh OLD_BUILDDIR [NEW_BUILDDIR]" >&2; exit 2; }
 # Build directories relative to where the script is called from.
@@ -58,8 +60,12 @@ ticks () { awk '{ print $14 + $15 }' "/proc/$bench_pid/stat"; }
 # one ROUND BUILD NAME: a fresh server of BUILD, zonewrite then randread;
 # "NAME ROUND JOB IOPS SERVER_TICKS SECONDS" lines to the raw file.
 one () {
+  conf=$CONF dir=
+  case $conf in
+    *@DIR@*) dir=$(mktemp -d "$tmp/dir.XXXXXX"); conf=$(echo "$conf" | sed "s|@DIR@|$dir|g") ;;
+  esac
   # shellcheck disable=SC2086
-  bench_start "$sock" "$2/server/zonednull-server" -f -U "$sock" $CONF >>"$tmp/server.log" 2>&1 ||
+  bench_start "$sock" "$2/server/zonednull-server" -f -U "$sock" $conf >>"$tmp/server.log" 2>&1 ||
     { echo "old-vs-new: $3 server did not start:" >&2; tail -n 5 "$tmp/server.log" >&2; exit 1; }
   t0=$(ticks)
   w=$("$znbench" --mode zonewrite --depth 64 --zone-inflight 64 --seconds "$SECONDS_PER_RUN" "$uri")
@@ -69,6 +75,7 @@ one () {
   t2=$(ticks)
   [ "$(echo "$r" | field errors)" = 0 ] || echo "old-vs-new: $3 randread errors: $r" >&2
   bench_stop
+  [ -z "$dir" ] || rm -rf "$dir"
   echo "$3 $1 zonewrite $(echo "$w" | field iops) $((t1 - t0)) $(echo "$w" | field seconds)" >>"$tmp/raw"
   echo "$3 $1 randread $(echo "$r" | field iops) $((t2 - t1)) $(echo "$r" | field seconds)" >>"$tmp/raw"
   echo "old-vs-new: round $1 $3: zonewrite $(echo "$w" | field iops) randread $(echo "$r" | field iops)" >&2

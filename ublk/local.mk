@@ -13,7 +13,6 @@ ublk_zonednull_ublk_SOURCES = \
 	client/client.c \
 	client/checks.c \
 	client/checks.h \
-	server/pidfile.h \
 	ublk/control-socket.c \
 	ublk/control-socket.h \
 	ublk/ctrl.c \
