@@ -95,7 +95,7 @@ zonednull_config (const char *key, const char *value)
 {
   char err[256];
 
-  if (params_set_key (&params, key, value, err, sizeof err) == -1) {
+  if (params_set_key (&params, key, value, err, sizeof err) < 0) {
     nbdkit_error ("%s", err);
     return -1;
   }
@@ -121,7 +121,7 @@ create_device (struct device *d, uint32_t index)
   /* NBD clients see the device as /dev/nullb0's users do, behind the
    * block layer's zone write plugs (6.10+).
    */
-  if (zn_dev_write_plugging (d->dev, err, sizeof err) == -1) {
+  if (zn_dev_write_plugging (d->dev, err, sizeof err) < 0) {
     nbdkit_error ("%s", err);
     return -1;
   }
@@ -136,7 +136,7 @@ create_device (struct device *d, uint32_t index)
   zn_control_set_queues (d->ctl, d->qs, &params.queue, &params.cfg, index,
                          params.nr_devices);
   /* The configfs attributes are written after power-on. */
-  if (params_apply (&params, d->dev, err, sizeof err) == -1) {
+  if (params_apply (&params, d->dev, err, sizeof err) < 0) {
     nbdkit_error ("%s", err);
     return -1;
   }
@@ -148,7 +148,7 @@ zonednull_config_complete (void)
 {
   char err[256] = "";
 
-  if (params_check (&params, err, sizeof err) == -1) {
+  if (params_check (&params, err, sizeof err) < 0) {
     nbdkit_error ("%s", err);
     return -1;
   }

@@ -115,12 +115,12 @@ devices_create (const struct zn_params *p, char *err, size_t errlen)
      * device as null_blk's driver sees it).
      */
     if (nvme_port == NULL
-        && zn_dev_write_plugging (d->dev, err, errlen) == -1)
+        && zn_dev_write_plugging (d->dev, err, errlen) < 0)
       return -1;
     if (nvme_port
         && nvme_zns_check (zn_dev_geometry (d->dev), err, errlen) == -1)
       return -1;
-    if (params_apply (p, d->dev, err, errlen) == -1)
+    if (params_apply (p, d->dev, err, errlen) < 0)
       return -1;
     d->qs = zn_queues_create (tagsets[qcfg.shared_tags ? 0 : i], &qcfg);
     d->ctl = zn_control_create (d->dev);
@@ -666,7 +666,7 @@ prepare (struct zn_params *params)
 {
   char err[512] = "";
 
-  if (params_check (params, err, sizeof err) == -1) {
+  if (params_check (params, err, sizeof err) < 0) {
     fprintf (stderr, "zonednull-server: %s\n", err);
     params_free (params);
     return EXIT_FAILURE;
@@ -803,7 +803,7 @@ main (int argc, char **argv)
     return r == -1 ? EXIT_SUCCESS : r;
   params_init (&params);
   for (int i = optind; i < argc; i++)
-    if (params_set (&params, argv[i], err, sizeof err) == -1) {
+    if (params_set (&params, argv[i], err, sizeof err) < 0) {
       fprintf (stderr, "zonednull-server: %s\n", err);
       params_free (&params);
       return EXIT_FAILURE;

@@ -751,7 +751,7 @@ create_model (struct run *r)
     return -1;
   }
   r->backing_dir = zn_dev_backing_dir (r->dev) != NULL;
-  if (params_apply (&r->params, r->dev, err, sizeof err) == -1) {
+  if (params_apply (&r->params, r->dev, err, sizeof err) < 0) {
     error ("%s", err);
     return -1;
   }
@@ -1117,11 +1117,11 @@ parse_args (int argc, char **argv, struct zn_params *p)
     return EXIT_FAILURE;
   }
   for (int i = optind; i < argc; i++)
-    if (params_set (p, argv[i], err, sizeof err) == -1) {
+    if (params_set (p, argv[i], err, sizeof err) < 0) {
       error ("%s", err);
       return EXIT_FAILURE;
     }
-  if (params_check (p, err, sizeof err) == -1) {
+  if (params_check (p, err, sizeof err) < 0) {
     error ("%s", err);
     return EXIT_FAILURE;
   }

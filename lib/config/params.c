@@ -28,7 +28,7 @@ bad (char *err, size_t errlen, const char *fmt, const char *key,
 
   snprintf (rule, sizeof rule, fmt, key, value);
   snprintf (err, errlen, "%s", rule);
-  return -1;
+  return -EINVAL;
 }
 
 /* Digits only, as the kernel's kstrtoull (base 0: 0x hex, 0 octal):
@@ -58,8 +58,8 @@ parse_u32 (const char *key, const char *value, uint32_t *out, char *err,
 {
   uint64_t v;
 
-  if (parse_u64 (key, value, &v, err, errlen) == -1)
-    return -1;
+  if (parse_u64 (key, value, &v, err, errlen) < 0)
+    return -EINVAL;
   if (v > UINT32_MAX)
     return bad (err, errlen, "%s=%s: number out of range (at most 4294967295)",
                 key, value);
@@ -71,8 +71,8 @@ static int
 parse_positive (const char *key, const char *value, uint32_t *out, char *err,
                 size_t errlen)
 {
-  if (parse_u32 (key, value, out, err, errlen) == -1)
-    return -1;
+  if (parse_u32 (key, value, out, err, errlen) < 0)
+    return -EINVAL;
   if (*out == 0)
     return bad (err, errlen, "%s=%s: must be at least 1", key, value);
   return 0;
@@ -147,8 +147,8 @@ add_cond (struct zn_params *p, const char *key, const char *value,
   struct cond_setting *c;
   uint64_t sector;
 
-  if (parse_u64 (key, value, &sector, err, errlen) == -1)
-    return -1;
+  if (parse_u64 (key, value, &sector, err, errlen) < 0)
+    return -EINVAL;
   c = realloc (p->conds, (p->nr_conds + 1) * sizeof *c);
   if (c == NULL)
     return bad (err, errlen, "%s=%s: out of memory", key, value);
@@ -380,16 +380,18 @@ set_path (char **path, const char *key, const char *value, const char *what,
 
   if (value[0] == '\0') {
     snprintf (err, errlen, "%s=: must name a %s", key, what);
-    return -1;
+    return -EINVAL;
   }
   free (*path);
   *path = NULL;
   if (value[0] == '/')
     *path = strdup (value);
   else if (getcwd (cwd, sizeof cwd) == NULL) {
+    int e = errno;
+
     snprintf (err, errlen, "%s=%s: the current directory: %s", key, value,
-              strerror (errno));
-    return -1;
+              strerror (e));
+    return -e;
   }
   else if (asprintf (path, "%s/%s", cwd, value) < 0)
     *path = NULL;
@@ -403,7 +405,7 @@ set_backing_dir (struct zn_params *p, const char *key, const char *value,
                  char *err, size_t errlen)
 {
   if (set_path (&p->backing_dir, key, value, "directory", err, errlen) < 0)
-    return -1;
+    return -EINVAL;
   p->cfg.backing_dir = p->backing_dir;
   return 0;
 }
@@ -417,7 +419,7 @@ set_log_path (struct zn_params *p, const struct param_key *k,
 
   if (set_path (path, key, value, file ? "file" : "directory", err,
                 errlen) < 0)
-    return -1;
+    return -EINVAL;
   if (file)
     p->cfg.log_writes = *path;
   else
@@ -444,8 +446,8 @@ set_key (struct zn_params *p, const struct param_key *k, const char *key,
                   "whose null_blk zonednull models", key, value);
     return 0;
   case K_ZONED:
-    if (parse_bool (key, value, &zoned, err, errlen) == -1)
-      return -1;
+    if (parse_bool (key, value, &zoned, err, errlen) < 0)
+      return -EINVAL;
     if (!zoned)
       return bad (err, errlen, "%s=%s: zonednull emulates null_blk's zoned "
                   "mode only", key, value);
@@ -459,8 +461,8 @@ set_key (struct zn_params *p, const struct param_key *k, const char *key,
   case K_LOG_WRITES:
   case K_LOG_DIR: return set_log_path (p, k, key, value, err, errlen);
   case K_NR_DEVICES:
-    if (parse_u32 (key, value, &p->nr_devices, err, errlen) == -1)
-      return -1;
+    if (parse_u32 (key, value, &p->nr_devices, err, errlen) < 0)
+      return -EINVAL;
     if (p->nr_devices == 0 || p->nr_devices > PARAMS_MAX_DEVICES)
       return bad (err, errlen, "%s=%s: must be from 1 to 1024 (null_blk's 0, "
                   "configfs devices only, has no meaning without configfs)",
@@ -479,12 +481,12 @@ params_set (struct zn_params *p, const char *arg, char *err, size_t errlen)
 
   if (eq == NULL || eq == arg) {
     snprintf (err, errlen, "'%s': parameters are KEY=VALUE", arg);
-    return -1;
+    return -EINVAL;
   }
   klen = (size_t) (eq - arg);
   if (klen >= sizeof key) {
     snprintf (err, errlen, "unknown parameter '%.*s'", (int) klen, arg);
-    return -1;
+    return -EINVAL;
   }
   memcpy (key, arg, klen);
   key[klen] = '\0';
@@ -510,20 +512,20 @@ params_set_key (struct zn_params *p, const char *key, const char *value,
   }
   snprintf (err, errlen, "unknown parameter '%s' (see %s)", key,
             p->help ? p->help : "--help");
-  return -1;
+  return -EINVAL;
 }
 
 int
 params_check (struct zn_params *p, char *err, size_t errlen)
 {
   if (zn_queue_config_check (&p->queue, err, errlen) < 0)
-    return -1;
+    return -EINVAL;
   if (p->log_writes && p->nr_devices > 1) {
     snprintf (err, errlen, "log_writes=%s: one file logs one device, and "
               "nr_devices=%" PRIu32 " makes more; start a log for each "
               "with log_dir= and zonednull log start", p->log_writes,
               p->nr_devices);
-    return -1;
+    return -EINVAL;
   }
   /* All devices' zone tables at once, before any is allocated. */
   return zn_zone_table_check (&p->cfg, p->nr_devices, err, errlen);
@@ -561,13 +563,13 @@ apply_badblocks (struct zn_dev *dev, const char *spec, char *err,
               "the kernel's, it holds %d entries of at most %d sectors, "
               "and the settings before this one take %zu",
               spec, ZN_BADBLOCKS_MAX, ZN_BADBLOCKS_MAX_LEN, before);
-    return -1;
+    return -ENOSPC;
   }
   if (r < 0) {
     snprintf (err, errlen, "badblocks=%s: expected +FIRST-LAST to add or "
               "-FIRST-LAST to remove an inclusive range of 512-byte "
               "sectors, with FIRST <= LAST", spec);
-    return -1;
+    return -EINVAL;
   }
   return 0;
 }
@@ -605,10 +607,10 @@ params_apply (const struct zn_params *p, struct zn_dev *dev, char *err,
     else
       snprintf (err, errlen, "%s=%" PRIu64 ": %s", key, s->sector,
                 strerror (-r));
-    return -1;
+    return -EINVAL;
   }
   for (size_t i = 0; i < p->nr_badblocks; i++)
-    if (apply_badblocks (dev, p->badblocks[i], err, errlen) == -1)
-      return -1;
+    if (apply_badblocks (dev, p->badblocks[i], err, errlen) < 0)
+      return -EINVAL;
   return 0;
 }

@@ -54,7 +54,9 @@ void params_print_help (FILE *fp);
 void params_init (struct zn_params *p);
 void params_free (struct zn_params *p);
 
-/* Applies one KEY=VALUE; -1 with a message naming the key and the rule. */
+/* Applies one KEY=VALUE; -EINVAL (-ENOMEM) with a message naming the key
+ * and the rule.
+ */
 int params_set (struct zn_params *p, const char *arg, char *err,
                 size_t errlen);
 /* The same, with the key and value apart (nbdkit's config callback). */
@@ -62,7 +64,8 @@ int params_set_key (struct zn_params *p, const char *key, const char *value,
                     char *err, size_t errlen);
 
 /* null_blk's validation of the queue parameters and the geometry, and
- * whether every device's zone table fits in memory; -1 with a message.
+ * whether every device's zone table fits in memory; -EINVAL with a
+ * message.
  */
 int params_check (struct zn_params *p, char *err, size_t errlen);
 
@@ -76,6 +79,7 @@ const struct zn_config *params_device_config (const struct zn_params *p,
 
 /* The zone_readonly / zone_offline and badblocks settings, on the
  * powered-on device; none on a device restored from its backing_dir.
+ * 0, or a negative errno with a message naming the setting.
  */
 int params_apply (const struct zn_params *p, struct zn_dev *dev,
                   char *err, size_t errlen);

@@ -37,7 +37,7 @@ parse_u64 (const char *s, uint64_t *v)
   int base = 10;
 
   if (*s < '0' || *s > '9')
-    return -1;
+    return -EINVAL;
   /* Decimal, or hexadecimal after 0x: a leading 0 is not octal, so that
    * random:010 is the seed 10 that a user who wrote it meant.
    */
@@ -45,7 +45,7 @@ parse_u64 (const char *s, uint64_t *v)
     base = 16;
     s += 2;
     if (!isxdigit ((unsigned char) *s))
-      return -1;
+      return -EINVAL;
   }
   errno = 0;
   *v = strtoull (s, &end, base);

@@ -55,16 +55,14 @@ zn_dev_write_plugging (struct zn_dev *dev, char *err, size_t errlen)
                 "whose zone write plugging fails a write that is not at "
                 "the write pointer before null_blk sees it",
                 zn_kernel_name (dev->geo.kernel));
-    errno = EINVAL;
-    return -1;
+    return -EINVAL;
   }
   dev->wplugs = calloc (dev->geo.nr_zones, sizeof *dev->wplugs);
   if (!dev->wplugs) {
     if (err && errlen)
       snprintf (err, errlen, "out of memory for %u zone write plugs",
                 dev->geo.nr_zones);
-    errno = ENOMEM;
-    return -1;
+    return -ENOMEM;
   }
   return 0;
 }

@@ -70,7 +70,7 @@ zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
   double need, half;
 
   if (zn_geometry_from_config (cfg, &geo, err, errlen) < 0)
-    return -1;
+    return -EINVAL;
   need = (double) nr_devices * geo.nr_zones * sizeof (struct zone);
   half = (double) pages * (double) page_size / 2;
   if (pages <= 0 || page_size <= 0 || need <= half)
@@ -91,8 +91,7 @@ zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
                 geo.nr_zones, need / (1 << 30), sizeof (struct zone),
                 2 * half / (1 << 30));
   }
-  errno = ENOMEM;
-  return -1;
+  return -ENOMEM;
 }
 
 /* Random, so that two devices, or two starts of one in memory, never
@@ -120,11 +119,15 @@ zn_model_create (const struct zn_config *cfg, char *err, size_t errlen)
 {
   struct zn_dev *dev;
   struct zn_geometry geo;
+  int r;
 
   if (zn_geometry_from_config (cfg, &geo, err, errlen) < 0)
     return NULL;
-  if (zn_zone_table_check (cfg, 1, err, errlen) < 0)
+  r = zn_zone_table_check (cfg, 1, err, errlen);
+  if (r < 0) {
+    errno = -r;
     return NULL;
+  }
 
   dev = calloc (1, sizeof *dev);
   if (dev)

@@ -162,8 +162,9 @@ struct zn_dev *zn_model_create (const struct zn_config *cfg,
  * next zone report when a write fails; see lib/model/wplug.c).  Nothing for
  * kernel 6.1.  zonednull-ublk must not call it: its host's block layer
  * plugs the writes of /dev/ublkbN already.  Call it before any I/O.
- * Returns -1 with a message when the configuration cannot have it:
- * pipeline_zoned_writes waits for writes that the plug refuses.
+ * Returns -EINVAL with a message when the configuration cannot have it
+ * (pipeline_zoned_writes waits for writes that the plug refuses), or
+ * -ENOMEM.
  */
 int zn_dev_write_plugging (struct zn_dev *dev, char *err, size_t errlen);
 
@@ -194,9 +195,9 @@ bool zn_dev_zone_full (const struct zn_dev *dev);
  */
 bool zn_dev_uses_write_data (const struct zn_dev *dev);
 /* Whether nr_devices devices of cfg may be made: their zone tables
- * together must fit in half of the machine's physical memory.  -1 with
- * errno and a message naming nr_devices, size and zone_size (or the
- * geometry's own message) when not; zn_dev_create checks one device.
+ * together must fit in half of the machine's physical memory.  -ENOMEM
+ * with a message naming nr_devices, size and zone_size (or -EINVAL with
+ * the geometry's own message) when not; zn_dev_create checks one device.
  */
 int zn_zone_table_check (const struct zn_config *cfg, uint32_t nr_devices,
                          char *err, size_t errlen);

@@ -64,7 +64,7 @@ zn_replay_to_parse (struct zn_wlog_reader *log, const char *to,
     if (errno || t->no >= nr) {
       snprintf (err, errlen, "%s: --to %s: the log's entries are 0 to %"
                 PRIu64, zn_wlog_read_name (log), to, nr - 1);
-      return -1;
+      return -EINVAL;
     }
   }
   return 0;
@@ -95,7 +95,7 @@ zn_replay_to_missed (struct zn_wlog_reader *log, const struct zn_replay_to *t,
             "them)", zn_wlog_read_name (log), esc,
             len < strlen (t->mark) ? "..." : "",
             zn_wlog_read_nr_entries (log));
-  return -1;
+  return -EINVAL;
 }
 
 static int
@@ -107,7 +107,7 @@ read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
   int r;
 
   if (zn_replay_to_parse (p->log, to, &t, err, errlen) < 0)
-    return -1;
+    return -EINVAL;
   for (;;) {
     if (p->end == cap) {
       struct zn_replay_entry *n;
@@ -116,13 +116,13 @@ read_to (struct zn_replay_plan *p, const char *to, char *err, size_t errlen)
       n = realloc (p->ents, cap * sizeof *n);
       if (n == NULL) {
         snprintf (err, errlen, "%s", strerror (ENOMEM));
-        return -1;
+        return -ENOMEM;
       }
       p->ents = n;
     }
     r = zn_wlog_read_next (p->log, &rec, err, errlen);
     if (r < 0)
-      return -1;
+      return r;
     if (r == 0)
       break;
     note_entry (p, &rec);
@@ -261,7 +261,7 @@ zn_replay_plan (struct zn_wlog_reader *log, const char *to,
   return 0;
  fail:
   zn_replay_plan_free (p);
-  return -1;
+  return -EINVAL;
 }
 
 void
@@ -380,34 +380,40 @@ zn_replay_target_dir (const char *dir, char *err, size_t errlen)
     snprintf (err, errlen, "-o %s: name the directory itself, without a "
               "trailing '/', '.' or '..', so that a symbolic link in its "
               "place is refused", dir);
-    return -1;
+    return -EINVAL;
   }
   if (lstat (dir, &sb) < 0 && errno == ENOENT && mkdir (dir, 0700) < 0
       && errno != EEXIST) {
-    snprintf (err, errlen, "-o %s: making it: %s", dir, strerror (errno));
-    return -1;
+    int e = errno;
+
+    snprintf (err, errlen, "-o %s: making it: %s", dir, strerror (e));
+    return -e;
   }
   fd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    snprintf (err, errlen, "-o %s: %s", dir, errno == ELOOP
-              || (errno == ENOTDIR && lstat (dir, &sb) == 0
+    int e = errno;
+
+    snprintf (err, errlen, "-o %s: %s", dir, e == ELOOP
+              || (e == ENOTDIR && lstat (dir, &sb) == 0
                   && S_ISLNK (sb.st_mode))
               ? "a symbolic link: replay writes into no directory it "
-                "reaches through one" : strerror (errno));
-    return -1;
+                "reaches through one" : strerror (e));
+    return -e;
   }
   ds = fdopendir (fd);
   if (ds == NULL) {
+    int e = errno;
+
     close (fd);
-    snprintf (err, errlen, "-o %s: %s", dir, strerror (errno));
-    return -1;
+    snprintf (err, errlen, "-o %s: %s", dir, strerror (e));
+    return -e;
   }
   while ((d = readdir (ds)) != NULL)
     if (strcmp (d->d_name, ".") && strcmp (d->d_name, "..")) {
       closedir (ds);
       snprintf (err, errlen, "-o %s: not empty: replay writes a state only "
                 "into an empty or new directory", dir);
-      return -1;
+      return -EINVAL;
     }
   closedir (ds);
   return 0;
@@ -445,7 +451,7 @@ refused (struct applier *a, const struct zn_wlog_rec *r, const char *fmt,
   va_end (ap);
   snprintf (a->err, a->errlen, "%s: entry %" PRIu64 " (byte %" PRIu64 "): "
             "%s", zn_wlog_read_name (a->p->log), r->no, r->off, what);
-  return -1;
+  return -EINVAL;
 }
 
 static int
@@ -485,7 +491,7 @@ apply_data (struct applier *a, const struct zn_wlog_rec *r)
   if (room (a, r->nr_sectors << ZN_SECTOR_SHIFT) < 0)
     return refused (a, r, "%s", strerror (ENOMEM));
   if (zn_wlog_read_data (a->p->log, r, a->buf, a->err, a->errlen) < 0)
-    return -1;
+    return -ENOMEM;
   if (r->kind != ZN_WLOG_K_APPEND)
     e = zn_write_why (a->dev, a->buf, r->sector, r->nr_sectors, fua, &why);
   else {
@@ -585,7 +591,7 @@ apply_wp (struct applier *a, const struct zn_wlog_rec *r)
   uint64_t keep;
 
   if (zone_of (a, r, &z) < 0)
-    return -1;
+    return -EINVAL;
   if (z.wp <= r->sector || z.cond == ZN_COND_READONLY
       || z.cond == ZN_COND_OFFLINE)
     return z.wp == r->sector ? 0
@@ -602,7 +608,7 @@ apply_cond (struct applier *a, const struct zn_wlog_rec *r)
   int e = 0;
 
   if (zone_of (a, r, &z) < 0)
-    return -1;
+    return -EINVAL;
   if (z.cond == ZN_COND_READONLY && r->ref != ZN_COND_READONLY)
     e = zn_zone_set_readonly (a->dev, z.start);
   else if (z.cond == ZN_COND_OFFLINE && r->ref != ZN_COND_OFFLINE)
@@ -626,7 +632,7 @@ apply_op (struct applier *a, const struct zn_wlog_rec *r)
   int e;
 
   if (zone_of (a, r, &z) < 0)
-    return -1;
+    return -EINVAL;
   /* A crash state lost the writes that opened it; empty, it powers on
    * EMPTY closed or not.
    */
@@ -691,7 +697,7 @@ note_cond (struct applier *a, const struct zn_wlog_rec *r)
 
     if (n == NULL) {
       snprintf (a->err, a->errlen, "%s", strerror (ENOMEM));
-      return -1;
+      return -ENOMEM;
     }
     a->conds = n;
     a->conds_cap = cap;
@@ -710,12 +716,12 @@ read_again (struct applier *a, uint64_t i, struct zn_wlog_rec *r)
   int got = zn_wlog_read_next (a->p->log, r, a->err, a->errlen);
 
   if (got < 0)
-    return -1;
+    return -EINVAL;
   if (got == 0 || r->no != i || r->kind != (enum zn_wlog_kind) e->kind
       || r->zone != e->zone || r->ref != e->ref) {
     snprintf (a->err, a->errlen, "%s: entry %" PRIu64 ": the log changed "
               "while it was replayed", zn_wlog_read_name (a->p->log), i);
-    return -1;
+    return -EINVAL;
   }
   return 0;
 }
@@ -729,18 +735,21 @@ zn_replay_write (const struct zn_replay_plan *p, const bool *k,
   uint64_t run = 0;             /* a POWER's run of entries: from run */
   int ret = 0;
 
-  if (zn_replay_target_dir (dir, err, errlen) < 0)
-    return -1;
+  ret = zn_replay_target_dir (dir, err, errlen);
+  if (ret < 0)
+    return ret;
   cfg.backing_dir = dir;
   cfg.backing_dir_nofollow = true;
   a.dev = zn_storage_create (&cfg, err, errlen);
   if (a.dev == NULL)
-    return -1;
+    return -errno;
   a.dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (a.dirfd < 0) {
-    snprintf (err, errlen, "-o %s: %s", dir, strerror (errno));
+    int e = errno;
+
+    snprintf (err, errlen, "-o %s: %s", dir, strerror (e));
     zn_dev_destroy (a.dev);
-    return -1;
+    return -e;
   }
   zn_wlog_read_rewind (p->log);
   for (uint64_t i = 0; i < p->end && ret == 0; i++) {

@@ -62,22 +62,22 @@ struct zn_replay_to {
   const char *mark;             /* NULL: by number */
   uint64_t no;
 };
-/* -1 with a message for a number past the log's entries. */
+/* A negative errno with a message for a number past the log's entries. */
 int zn_replay_to_parse (struct zn_wlog_reader *log, const char *to,
                         struct zn_replay_to *t, char *err, size_t errlen);
 bool zn_replay_to_reached (const struct zn_replay_to *t,
                            const struct zn_wlog_rec *rec);
-/* At the log's end without reaching t: -1 with a message for a mark the
- * log lacks, 0 otherwise.
+/* At the log's end without reaching t: a negative errno with a message for a
+ * mark the log lacks, 0 otherwise.
  */
 int zn_replay_to_missed (struct zn_wlog_reader *log,
                          const struct zn_replay_to *t, char *err,
                          size_t errlen);
 
-/* Reads the log through the mark named to (its first), or through entry
- * number to if to is a decimal number; NULL to: to the end.  Then
- * decides each entry's fate.  -1 with a message naming the entry, or the
- * mark that is not in the log.
+/* Reads the log through the mark named to (its first), or through entry number
+ * to if to is a decimal number; NULL to: to the end.  Then decides each
+ * entry's fate.  A negative errno with a message naming the entry, or the mark
+ * that is not in the log.
  */
 int zn_replay_plan (struct zn_wlog_reader *log, const char *to,
                     struct zn_replay_plan *plan, char *err, size_t errlen);
@@ -101,17 +101,17 @@ void zn_replay_choose (const struct zn_replay_plan *plan,
 void zn_replay_describe (const struct zn_replay_plan *plan,
                          const bool *keep_entry, FILE *fp);
 
-/* Applies the kept entries in log order through the model, to a new
- * device of the log's geometry with backing_dir=dir (not followed if a
- * symbolic link), which must be empty or absent.  -1 with a message
- * naming the entry the model refused.
+/* Applies the kept entries in log order through the model, to a new device of
+ * the log's geometry with backing_dir=dir (not followed if a symbolic link),
+ * which must be empty or absent.  A negative errno with a message naming the
+ * entry the model refused.
  */
 int zn_replay_write (const struct zn_replay_plan *plan,
                      const bool *keep_entry, const char *dir,
                      char *err, size_t errlen);
 
-/* Whether dir may receive a state: absent (then made, mode 0700), or an
- * empty directory that is not a symbolic link.  -1 with a message.
+/* Whether dir may receive a state: absent (then made, mode 0700), or an empty
+ * directory that is not a symbolic link.  A negative errno with a message.
  */
 int zn_replay_target_dir (const char *dir, char *err, size_t errlen);
 

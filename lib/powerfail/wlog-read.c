@@ -94,7 +94,7 @@ bad (const struct zn_wlog_reader *log, const struct zn_wlog_rec *r, char *err,
               log->name, r->no, r->off, what);
   else
     snprintf (err, errlen, "%s: %s", log->name, what);
-  return -1;
+  return -EINVAL;
 }
 
 static int
@@ -176,7 +176,7 @@ geometry_word (struct zn_wlog_reader *log, struct zn_params *p,
   (void) log;
   if (eq == NULL || klen == 0) {
     snprintf (msg, msglen, "'%s' is not key=value", word);
-    return -1;
+    return -EINVAL;
   }
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (strlen (keys[i]) == klen && strncmp (word, keys[i], klen) == 0)
@@ -186,19 +186,19 @@ geometry_word (struct zn_wlog_reader *log, struct zn_params *p,
     *nr_zones = strtoull (eq + 1, &end, 10);
     if (errno || *end || eq[1] < '0' || eq[1] > '9') {
       snprintf (msg, msglen, "nr_zones: '%s' is not a number", eq + 1);
-      return -1;
+      return -EINVAL;
     }
     return 0;
   }
   if (klen == 5 && strncmp (word, "cache", 5) == 0) {
     if (strcmp (eq + 1, "0") && strcmp (eq + 1, "1")) {
       snprintf (msg, msglen, "cache: '%s' is not 0 or 1", eq + 1);
-      return -1;
+      return -EINVAL;
     }
     return 0;
   }
   snprintf (msg, msglen, "unknown key '%.*s'", (int) klen, word);
-  return -1;
+  return -EINVAL;
 }
 
 static int
@@ -455,7 +455,7 @@ check_entry (struct zn_wlog_reader *log, struct zn_wlog_rec *r,
       return bad (log, r, err, errlen, "a %s at sector %" PRIu64 "+%" PRIu64
                   ": it has 0+0", zn_wlog_kind_name (r->kind), sector, nr);
     if (check_text (log, r, blk, data_len, t, sizeof t, err, errlen) < 0)
-      return -1;
+      return -EINVAL;
     if (r->kind == ZN_WLOG_K_GEOMETRY)
       return parse_geometry (log, r, t, err, errlen);
     memcpy (r->mark, t, data_len + 1);  /* check_text kept it short */
@@ -480,7 +480,7 @@ check_entry (struct zn_wlog_reader *log, struct zn_wlog_rec *r,
                 ": it has 0+0", zn_wlog_kind_name (r->kind), sector, nr);
   if (r->kind != ZN_WLOG_K_FLUSH && r->kind != ZN_WLOG_K_POWER
       && check_range (log, r, sector, nr, err, errlen) < 0)
-    return -1;
+    return -EINVAL;
   r->sector = sector * log->spb;
   r->nr_sectors = nr * log->spb;
   return 0;
@@ -509,7 +509,7 @@ zn_wlog_read_next (struct zn_wlog_reader *log, struct zn_wlog_rec *r,
   r->flags = le64toh (e.flags);
   if (classify (log, r, err, errlen) < 0
       || check_entry (log, r, &e, blk, err, errlen) < 0)
-    return -1;
+    return -EINVAL;
   if (!(r->flags & ZN_WLOG_DISCARD))
     blocks = le64toh (e.nr_sectors);
   r->data_off = r->off + log->bs;

@@ -68,14 +68,16 @@ const char *zn_wlog_read_name (const struct zn_wlog_reader *log);
 /* Entries the super counts, entry 0 included. */
 uint64_t zn_wlog_read_nr_entries (const struct zn_wlog_reader *log);
 
-/* The next entry, checked: 1, 0 after the last, or -1 with a message
- * "LOG: entry N (byte B): ...".  Entry 0 comes first.
+/* The next entry, checked: 1, 0 after the last, or a negative errno with a
+ * message "LOG: entry N (byte B): ...".  Entry 0 comes first.
  */
 int zn_wlog_read_next (struct zn_wlog_reader *log, struct zn_wlog_rec *rec,
                        char *err, size_t errlen);
 /* Back to entry 0, to read the entries again. */
 void zn_wlog_read_rewind (struct zn_wlog_reader *log);
-/* rec's data (nr_sectors << 9 bytes) into buf; -1 with a message. */
+/* rec's data (nr_sectors << 9 bytes) into buf; a negative errno with a
+ * message.
+ */
 int zn_wlog_read_data (struct zn_wlog_reader *log,
                        const struct zn_wlog_rec *rec, void *buf, char *err,
                        size_t errlen);

@@ -28,9 +28,11 @@ zn_storage_create (const struct zn_config *cfg, char *err, size_t errlen)
   }
   else {
     dev->backend = &store_backend;
-    if (store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow,
-                    zn_badblocks_set, err, errlen) < 0) {
-      e = errno;
+    int r = store_open (dev, cfg->backing_dir, cfg->backing_dir_nofollow,
+                        zn_badblocks_set, err, errlen);
+
+    if (r < 0) {
+      e = -r;
       dev->backend = NULL;
     }
   }

@@ -91,7 +91,7 @@ store_refuse (char *err, size_t errlen, int errnum, const char *fmt, ...)
     va_end (ap);
   }
   errno = errnum;
-  return -1;
+  return -errnum;
 }
 
 static inline const char *

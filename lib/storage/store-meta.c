@@ -115,7 +115,7 @@ store_bb_refusal (char *err, size_t errlen, int r)
 
   if (err == NULL || errlen == 0) {
     errno = r == -ENOMEM ? ENOMEM : EINVAL;
-    return -1;
+    return -errno;
   }
   len = strlen (err);
   if (r == -EINVAL)
@@ -127,7 +127,8 @@ store_bb_refusal (char *err, size_t errlen, int r)
             ZN_BADBLOCKS_MAX, ZN_BADBLOCKS_MAX_LEN);
   else
     store_refuse (err + len, errlen - len, -r, "%s", strerror (-r));
-  return -1;
+  errno = r == -ENOMEM ? ENOMEM : EINVAL;
+  return -errno;
 }
 
 /* Reads DIR/zonednull.meta into *m, the special zones and *bb; 0 when
@@ -226,8 +227,10 @@ store_meta_read (struct zn_dev *dev, const char *dir, struct meta_geometry *m,
                    "a geometry key (size, zone_size, zone_capacity, "
                    "zone_nr_conv, blocksize)", dir);
   if (stray_lineno) {
-    if (store_geometry_check (dev, dir, m, err, errlen) < 0)
-      return -1;
+    int r = store_geometry_check (dev, dir, m, err, errlen);
+
+    if (r < 0)
+      return r;
     return store_refuse (err, errlen, EINVAL, "backing_dir=%s: " META_NAME " line "
                    "%d names no sequential zone: \"%s\"", dir, stray_lineno,
                    stray);

@@ -585,12 +585,14 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
   return 0;
 
  fail:
+  r = errno;
   if (made && st->dirfd >= 0)
     unlinkat (AT_FDCWD, dir, AT_REMOVEDIR);   /* only if still empty */
   free (seq_sectors);
   free (bb);
   store_close (dev);
-  return -1;
+  errno = r;
+  return -r;
 }
 
 static int

@@ -30,7 +30,7 @@ struct zn_store;
 
 /* Opens or makes DIR and sets every zone's state from it, and the bad
  * blocks its metadata file lists through set_bad (the model's, which
- * hands the list back through save_meta).  -1 with errno
+ * hands the list back through save_meta).  A negative errno
  * and a message naming the cause (a key, a file, the lock); nothing in
  * DIR is changed then.  Nothing in DIR is followed if a link, nor DIR
  * itself with nofollow.

@@ -491,7 +491,7 @@ test_plug_pipeline_refused (void)
 
   cfg.pipeline_zoned_writes = true;
   d = create (&cfg);
-  CHECK_EQ (zn_dev_write_plugging (d, err, sizeof err), -1);
+  CHECK_EQ (zn_dev_write_plugging (d, err, sizeof err), -EINVAL);
   CHECK (strstr (err, "pipeline_zoned_writes: not with kernel=6.12") != NULL);
   zn_dev_destroy (d);
   cfg.kernel = ZN_KERNEL_6_1;      /* nothing to plug on 6.1 */

@@ -82,7 +82,7 @@ check_row (const struct param_doc *d)
 
   params_init (&fresh);
   params_init (&set);
-  if (params_set_key (&set, d->name, target->def, err, sizeof err) == -1) {
+  if (params_set_key (&set, d->name, target->def, err, sizeof err) < 0) {
     fprintf (stderr, "%s=%s, the documented default, is refused: %s\n",
              d->name, target->def, err);
     exit (EXIT_FAILURE);
