@@ -671,9 +671,8 @@ cmd_badblocks (struct zn_client *c, const struct options *o)
 static void
 cmd_power_cycle (struct zn_client *c, const struct options *o)
 {
-  unsigned keep = o->keep.kind == ZN_KEEP_ALL ? ZN_POWER_KEEP_ALL
-    : o->keep.kind == ZN_KEEP_RANDOM ? ZN_POWER_KEEP_RANDOM
-    : ZN_POWER_KEEP_NONE;
+  /* The model's policies are the wire's values (crash.h). */
+  unsigned keep = o->keep.kind;
   int r = zn_client_power_cycle_keep (c, keep, o->keep.seed);
 
   if (r < 0)

@@ -15,11 +15,11 @@ int
 zn_client_power_cycle_keep (struct zn_client *c, unsigned keep,
                             uint64_t seed)
 {
-  if (keep > ZN_POWER_KEEP_RANDOM
-      || (keep != ZN_POWER_KEEP_RANDOM && seed != 0)) {
-    set_error (c, "keep %u with seed %llu: keep is ZN_POWER_KEEP_NONE, "
-               "_ALL or _RANDOM, and only _RANDOM takes a seed", keep,
-               (unsigned long long) seed);
+  char rule[160];
+
+  if (zn_control_keep_check (keep, seed, rule, sizeof rule) < 0) {
+    set_error (c, "keep %u with seed %llu: %s", keep,
+               (unsigned long long) seed, rule);
     return -EINVAL;
   }
   /* An older server would ignore the policy and keep none. */

@@ -468,10 +468,11 @@ execute (struct zn_control *ctl, enum zn_command op,
   case ZN_CMD_DATA_ERRNO:
     return -find_logged_error (ctl, (uint32_t) arg, sector, nr_sectors);
   case ZN_CMD_POWER_CYCLE: {
-    /* power_cycle_args has checked both. */
+    /* power_cycle_args has checked both; the wire's values are the
+     * model's (crash.h).
+     */
     struct zn_keep keep = {
-      .kind = nr_sectors == ZN_POWER_KEEP_ALL ? ZN_KEEP_ALL
-        : nr_sectors == ZN_POWER_KEEP_RANDOM ? ZN_KEEP_RANDOM : ZN_KEEP_NONE,
+      .kind = (enum zn_keep_kind) nr_sectors,
       .seed = sector,
     };
 
@@ -593,19 +594,14 @@ static int
 power_cycle_args (uint64_t sector, uint64_t nr_sectors, char *why,
                   size_t whylen)
 {
-  if (nr_sectors > ZN_POWER_KEEP_RANDOM) {
-    snprintf (why, whylen, "POWER_CYCLE: nr_sectors %" PRIu64 " is not a "
-              "keep policy (%d none, %d all, %d random with the seed in "
-              "sector)", nr_sectors, ZN_POWER_KEEP_NONE, ZN_POWER_KEEP_ALL,
-              ZN_POWER_KEEP_RANDOM);
-    return -EINVAL;
-  }
-  if (nr_sectors != ZN_POWER_KEEP_RANDOM && sector != 0) {
-    snprintf (why, whylen, "POWER_CYCLE: sector (the seed) must be 0 "
-              "unless nr_sectors is %d, random", ZN_POWER_KEEP_RANDOM);
-    return -EINVAL;
-  }
-  return 0;
+  char rule[160];
+  int r = zn_control_keep_check (nr_sectors, sector, rule, sizeof rule);
+
+  if (r < 0)
+    snprintf (why, whylen, "POWER_CYCLE: nr_sectors %" PRIu64 " (the keep "
+              "policy) and sector %" PRIu64 " (its seed): %s", nr_sectors,
+              sector, rule);
+  return r;
 }
 
 /* MARK and LOG_START: the name follows the command, as an APPEND's data

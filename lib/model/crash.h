@@ -11,11 +11,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zonednull/control.h"
+
+/* One form of the policy from the command line to the model: the first
+ * three are the control channel's POWER_CYCLE values.
+ */
 enum zn_keep_kind {
-  ZN_KEEP_NONE,                 /* every pending write is lost */
-  ZN_KEEP_ALL,                  /* every pending write survives */
-  ZN_KEEP_RANDOM,               /* drawn from seed */
-  ZN_KEEP_ENUMERATE,            /* every distinct state, at most max */
+  ZN_KEEP_NONE = ZN_POWER_KEEP_NONE,     /* every pending write is lost */
+  ZN_KEEP_ALL = ZN_POWER_KEEP_ALL,       /* every pending write survives */
+  ZN_KEEP_RANDOM = ZN_POWER_KEEP_RANDOM, /* drawn from seed */
+  ZN_KEEP_ENUMERATE,            /* replay only: every distinct state, at
+                                   most max */
 };
 
 struct zn_keep {

@@ -342,3 +342,21 @@ zn_control_log_name_ok (const char *name, size_t len)
       return false;
   return true;
 }
+
+int
+zn_control_keep_check (uint64_t keep, uint64_t seed, char *why,
+                       size_t whylen)
+{
+  if (keep > ZN_POWER_KEEP_RANDOM) {
+    snprintf (why, whylen, "keep policy %" PRIu64 " is none of %d none, "
+              "%d all, %d random", keep, ZN_POWER_KEEP_NONE,
+              ZN_POWER_KEEP_ALL, ZN_POWER_KEEP_RANDOM);
+    return -EINVAL;
+  }
+  if (keep != ZN_POWER_KEEP_RANDOM && seed != 0) {
+    snprintf (why, whylen, "the seed (%" PRIu64 ") must be 0 unless the "
+              "keep policy is %d, random", seed, ZN_POWER_KEEP_RANDOM);
+    return -EINVAL;
+  }
+  return 0;
+}

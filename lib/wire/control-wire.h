@@ -61,4 +61,11 @@ void zn_control_encode_errlog_errno (void *buf, uint64_t errlog,
 bool zn_control_mark_name_ok (const char *name, size_t len);
 bool zn_control_log_name_ok (const char *name, size_t len);
 
+/* POWER_CYCLE's policy, which both ends check: keep is ZN_POWER_KEEP_NONE,
+ * _ALL or _RANDOM, and only _RANDOM takes a seed.  0, or -EINVAL with a
+ * message in why.
+ */
+int zn_control_keep_check (uint64_t keep, uint64_t seed, char *why,
+                           size_t whylen);
+
 #endif /* ZONEDNULL_LIB_CONTROL_WIRE_H */

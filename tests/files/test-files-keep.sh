@@ -150,9 +150,9 @@ EOF
     fail "$kind: POWER_CYCLE over the control channel"
   [ "$(state "$dev")" = "0 0 0 0 0" ] || fail "$kind: 0, 0 kept some"
   cat "$tmpdir/keep-$kind-again.log" "$tmpdir/ctl.out" >"$tmpdir/ctl.msgs"
-  grep -qF "POWER_CYCLE: nr_sectors 3 is not a keep policy (0 none, 1 all, 2 random with the seed in sector)" \
+  grep -qF "POWER_CYCLE: nr_sectors 3 (the keep policy) and sector 0 (its seed): keep policy 3 is none of 0 none, 1 all, 2 random" \
     "$tmpdir/ctl.msgs" || fail "$kind: no message for kind 3"
-  grep -qF "POWER_CYCLE: sector (the seed) must be 0 unless nr_sectors is 2, random" \
+  grep -qF "POWER_CYCLE: nr_sectors 0 (the keep policy) and sector 5 (its seed): the seed (5) must be 0 unless the keep policy is 2, random" \
     "$tmpdir/ctl.msgs" || fail "$kind: no message for a seed with none"
   stop_server "$pid"
   echo "$kind: none, all and random:1..8 kept what the rules allow: $(printf '%s' "$states" | tr '\n' ';')"
