@@ -24,16 +24,38 @@
 
 #include "model/dev.h"
 
-void
+struct zn_bb_range {
+  uint64_t start, end;           /* sectors, [start, end) */
+};
+
+/* The kernel's struct badblocks: sorted, disjoint ranges, allocated at
+ * the first set; nr mirrors used for the lockless check that there are
+ * none.
+ */
+struct zn_badblocks {
+  pthread_rwlock_t lock;
+  struct zn_bb_range *ranges;
+  size_t used;
+  atomic_size_t nr;
+};
+
+int
 badblocks_init (struct zn_dev *dev)
 {
-  pthread_rwlock_init (&dev->bb_lock, NULL);
+  dev->bb = calloc (1, sizeof *dev->bb);
+  if (dev->bb == NULL)
+    return -ENOMEM;
+  pthread_rwlock_init (&dev->bb->lock, NULL);
+  return 0;
 }
 
 void
 badblocks_free (struct zn_dev *dev)
 {
-  pthread_rwlock_destroy (&dev->bb_lock);
+  if (dev->bb == NULL)
+    return;
+  pthread_rwlock_destroy (&dev->bb->lock);
+  free (dev->bb->ranges);
   free (dev->bb);
 }
 
@@ -41,12 +63,12 @@ badblocks_free (struct zn_dev *dev)
 static ptrdiff_t
 bb_find (const struct zn_dev *dev, uint64_t sector)
 {
-  size_t lo = 0, hi = dev->bb_used;
+  size_t lo = 0, hi = dev->bb->used;
 
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
 
-    if (dev->bb[mid].start <= sector)
+    if (dev->bb->ranges[mid].start <= sector)
       lo = mid + 1;
     else
       hi = mid;
@@ -73,22 +95,22 @@ badblocks_check (struct zn_dev *dev, uint64_t sector, uint64_t n,
   ptrdiff_t i;
 
   *good = 0;
-  if (n == 0 || atomic_load_explicit (&dev->nr_bb, memory_order_acquire) == 0)
+  if (n == 0 || atomic_load_explicit (&dev->bb->nr, memory_order_acquire) == 0)
     return false;
-  pthread_rwlock_rdlock (&dev->bb_lock);
+  pthread_rwlock_rdlock (&dev->bb->lock);
   /* Entries are disjoint and sorted: the one starting at or before the
    * request's first sector, if it reaches into it, else the next one.
    */
   i = bb_find (dev, sector);
-  if (i < 0 || dev->bb[i].end <= sector)
+  if (i < 0 || dev->bb->ranges[i].end <= sector)
     i++;
-  if ((size_t) i < dev->bb_used && dev->bb[i].start < sector + n
-      && dev->bb[i].end > sector) {
-    first = dev->bb[i].start;
-    end = dev->bb[i].end;
+  if ((size_t) i < dev->bb->used && dev->bb->ranges[i].start < sector + n
+      && dev->bb->ranges[i].end > sector) {
+    first = dev->bb->ranges[i].start;
+    end = dev->bb->ranges[i].end;
     hit = true;
   }
-  pthread_rwlock_unlock (&dev->bb_lock);
+  pthread_rwlock_unlock (&dev->bb->lock);
   if (!hit)
     return false;
   if (dev->badblocks_once)
@@ -110,18 +132,18 @@ min_u64 (uint64_t a, uint64_t b)
 static void
 bb_insert (struct zn_dev *dev, size_t at, uint64_t start, uint64_t end)
 {
-  memmove (&dev->bb[at + 1], &dev->bb[at],
-           (dev->bb_used - at) * sizeof dev->bb[0]);
-  dev->bb[at] = (struct zn_bb_range) { start, end };
-  dev->bb_used++;
+  memmove (&dev->bb->ranges[at + 1], &dev->bb->ranges[at],
+           (dev->bb->used - at) * sizeof dev->bb->ranges[0]);
+  dev->bb->ranges[at] = (struct zn_bb_range) { start, end };
+  dev->bb->used++;
 }
 
 static void
 bb_delete (struct zn_dev *dev, size_t at)
 {
-  memmove (&dev->bb[at], &dev->bb[at + 1],
-           (dev->bb_used - at - 1) * sizeof dev->bb[0]);
-  dev->bb_used--;
+  memmove (&dev->bb->ranges[at], &dev->bb->ranges[at + 1],
+           (dev->bb->used - at - 1) * sizeof dev->bb->ranges[0]);
+  dev->bb->used--;
 }
 
 /* Entries at and after i join when they touch and fit in one entry. */
@@ -130,10 +152,10 @@ bb_try_join (struct zn_dev *dev, ptrdiff_t i)
 {
   struct zn_bb_range *a, *b;
 
-  if (i < 0 || (size_t) i + 1 >= dev->bb_used)
+  if (i < 0 || (size_t) i + 1 >= dev->bb->used)
     return false;
-  a = &dev->bb[i];
-  b = &dev->bb[i + 1];
+  a = &dev->bb->ranges[i];
+  b = &dev->bb->ranges[i + 1];
   if (a->end != b->start
       || (a->end - a->start) + (b->end - b->start) > ZN_BADBLOCKS_MAX_LEN)
     return false;
@@ -156,10 +178,10 @@ bb_set_locked (struct zn_dev *dev, uint64_t s, uint64_t n)
     uint64_t take;
     struct zn_bb_range *e;
 
-    if (dev->bb_used == ZN_BADBLOCKS_MAX)
+    if (dev->bb->used == ZN_BADBLOCKS_MAX)
       return -ENOSPC;
     i = bb_find (dev, s);
-    e = i >= 0 ? &dev->bb[i] : NULL;
+    e = i >= 0 ? &dev->bb->ranges[i] : NULL;
     /* Two touching entries that fit in one are joined before going on. */
     if (e && e->start == s && bb_try_join (dev, i - 1))
       continue;
@@ -167,14 +189,14 @@ bb_set_locked (struct zn_dev *dev, uint64_t s, uint64_t n)
       take = min_u64 (n, e->end - s);
     else if (e && s == e->end && e->end - e->start < ZN_BADBLOCKS_MAX_LEN) {
       take = min_u64 (n, ZN_BADBLOCKS_MAX_LEN - (e->end - e->start));
-      if ((size_t) i + 1 < dev->bb_used)
-        take = min_u64 (take, dev->bb[i + 1].start - e->end);
+      if ((size_t) i + 1 < dev->bb->used)
+        take = min_u64 (take, dev->bb->ranges[i + 1].start - e->end);
       e->end += take;
     }
     else {
       take = min_u64 (n, ZN_BADBLOCKS_MAX_LEN);
-      if ((size_t) (i + 1) < dev->bb_used)
-        take = min_u64 (take, dev->bb[i + 1].start - s);
+      if ((size_t) (i + 1) < dev->bb->used)
+        take = min_u64 (take, dev->bb->ranges[i + 1].start - s);
       bb_insert (dev, (size_t) (i + 1), s, s + take);
       i++;
     }
@@ -196,14 +218,14 @@ bb_clear_locked (struct zn_dev *dev, uint64_t s, uint64_t n)
 
   while (n > 0) {
     ptrdiff_t i = bb_find (dev, s);
-    struct zn_bb_range *e = i >= 0 ? &dev->bb[i] : NULL;
+    struct zn_bb_range *e = i >= 0 ? &dev->bb->ranges[i] : NULL;
     uint64_t take = n;
 
     if (e && e->start < s && e->end > s + n) {      /* inside: split */
-      if (dev->bb_used == ZN_BADBLOCKS_MAX)
+      if (dev->bb->used == ZN_BADBLOCKS_MAX)
         break;
       bb_insert (dev, (size_t) i + 1, s + n, e->end);
-      dev->bb[i].end = s;
+      dev->bb->ranges[i].end = s;
     }
     else if (e && s < e->end) {                     /* head or tail */
       take = min_u64 (n, e->end - s);
@@ -214,9 +236,9 @@ bb_clear_locked (struct zn_dev *dev, uint64_t s, uint64_t n)
       else
         bb_delete (dev, (size_t) i);
     }
-    else if ((size_t) (i + 1) < dev->bb_used
-             && dev->bb[i + 1].start - s < n)       /* a gap, then bad */
-      take = dev->bb[i + 1].start - s;
+    else if ((size_t) (i + 1) < dev->bb->used
+             && dev->bb->ranges[i + 1].start - s < n)       /* a gap, then bad */
+      take = dev->bb->ranges[i + 1].start - s;
     s += take;
     n -= take;
     done = true;
@@ -231,18 +253,18 @@ badblocks_change (struct zn_dev *dev, uint64_t first, uint64_t last, bool bad)
 
   if (first > last || last == UINT64_MAX)
     return -EINVAL;
-  pthread_rwlock_wrlock (&dev->bb_lock);
-  if (dev->bb == NULL) {
-    dev->bb = malloc (ZN_BADBLOCKS_MAX * sizeof *dev->bb);
-    if (dev->bb == NULL) {
-      pthread_rwlock_unlock (&dev->bb_lock);
+  pthread_rwlock_wrlock (&dev->bb->lock);
+  if (dev->bb->ranges == NULL) {
+    dev->bb->ranges = malloc (ZN_BADBLOCKS_MAX * sizeof *dev->bb->ranges);
+    if (dev->bb->ranges == NULL) {
+      pthread_rwlock_unlock (&dev->bb->lock);
       return -ENOMEM;
     }
   }
   r = bad ? bb_set_locked (dev, first, last - first + 1)
           : bb_clear_locked (dev, first, last - first + 1);
-  atomic_store_explicit (&dev->nr_bb, dev->bb_used, memory_order_release);
-  pthread_rwlock_unlock (&dev->bb_lock);
+  atomic_store_explicit (&dev->bb->nr, dev->bb->used, memory_order_release);
+  pthread_rwlock_unlock (&dev->bb->lock);
   /* Kept with backing_dir, even the part of a set that did not fit. */
   if (badblocks_save (dev) < 0 && r == 0)
     r = -EIO;
@@ -297,12 +319,12 @@ zn_badblocks_list (struct zn_dev *dev, uint64_t *first, uint64_t *last,
 {
   size_t n;
 
-  pthread_rwlock_rdlock (&dev->bb_lock);
-  n = dev->bb_used;
+  pthread_rwlock_rdlock (&dev->bb->lock);
+  n = dev->bb->used;
   for (size_t i = 0; i < n && i < max; i++) {
-    first[i] = dev->bb[i].start;
-    last[i] = dev->bb[i].end - 1;
+    first[i] = dev->bb->ranges[i].start;
+    last[i] = dev->bb->ranges[i].end - 1;
   }
-  pthread_rwlock_unlock (&dev->bb_lock);
+  pthread_rwlock_unlock (&dev->bb->lock);
   return n;
 }

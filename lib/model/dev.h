@@ -16,9 +16,6 @@
 #include "model/backend.h"
 #include "model/recorder.h"
 
-struct zn_bb_range {
-  uint64_t start, end;           /* sectors, [start, end) */
-};
 
 /* A zone's memory, which lib/storage/pages.c maps and fills. */
 struct zn_pages {
@@ -72,11 +69,8 @@ struct zn_dev {
   pthread_condattr_t wp_condattr; /* CLOCK_MONOTONIC, for the waiters */
   uint32_t pipeline_wait_ms;
   uint32_t pipeline_max_waiting;
-  /* Bad blocks (badblocks.c). */
-  pthread_rwlock_t bb_lock;
-  struct zn_bb_range *bb;
-  size_t bb_used;
-  atomic_size_t nr_bb;
+  /* Bad blocks: their table, which only badblocks.c reads. */
+  struct zn_badblocks *bb;
   /* The volatile write cache (cache.c), NULL without one. */
   struct zn_cache *cache;
   atomic_uint pl_waiting;
@@ -255,8 +249,8 @@ rec_flush (struct zn_dev *dev, struct zn_flush_ref ref)
   return dev->rec ? dev->rec->flush (dev, ref) : 0;
 }
 
-/* badblocks.c */
-void badblocks_init (struct zn_dev *dev);
+/* badblocks.c; init is -ENOMEM or 0. */
+int badblocks_init (struct zn_dev *dev);
 void badblocks_free (struct zn_dev *dev);
 /* The back end keeps the bad blocks (with backing_dir, in its metadata
  * file): 0 or -EIO.

@@ -145,9 +145,16 @@ zn_model_create (const struct zn_config *cfg, char *err, size_t errlen)
   dev->zone_shift = __builtin_ctzll (geo.zone_sectors);
   dev->need_res_mgmt = geo.max_open || geo.max_active;
   dev->imp_close_cursor = geo.nr_conv;
+  if (badblocks_init (dev) < 0) {
+    free (dev->zones);
+    free (dev);
+    if (err && errlen)
+      snprintf (err, errlen, "out of memory for the bad block table");
+    errno = ENOMEM;
+    return NULL;
+  }
   zn_mutex_init (&dev->res_lock);
   zn_mutex_init (&dev->dev_lock);
-  badblocks_init (dev);
   dev->pipeline = cfg->pipeline_zoned_writes;
   if (geo.kernel >= ZN_KERNEL_6_12)
     dev->zone_full = cfg->zone_full;
