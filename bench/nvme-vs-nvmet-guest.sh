@@ -85,8 +85,11 @@ start_server () {
   # --stats's clock reads are the new server's alone: STATS=0 compares
   # two builds on equal terms.
   [ "${STATS:-1}" = 1 ] && "$2" --help 2>&1 | grep -q -- '--stats' && opts="$opts --stats"
+  # @DIR@ in CONF: a directory of each server's own (backing_dir=@DIR@).
+  conf=$(echo "$CONF" | sed "s|@DIR@|/tmp/zdir-$1|g")
+  case $CONF in *@DIR@*) mkdir -p "/tmp/zdir-$1" ;; esac
   # shellcheck disable=SC2086
-  "$2" -f -i 127.0.0.1 -p "$3" --nvme="$4" $opts $CONF >/tmp/server-$1.out 2>/tmp/server-$1.err </dev/null &
+  "$2" -f -i 127.0.0.1 -p "$3" --nvme="$4" $opts $conf >/tmp/server-$1.out 2>/tmp/server-$1.err </dev/null &
   eval "pid_$1=$!"
   if ! waitfor 300 listening "$3" || ! waitfor 100 listening "$4"; then
     err "zonednull-server ($1) did not listen: $(tail -n 3 /tmp/server-$1.err | tr '\n' ' ')"
