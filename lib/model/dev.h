@@ -65,18 +65,12 @@ struct zn_dev {
   atomic_uint nr_closed;
   uint32_t imp_close_cursor;     /* next zone to try for an implicit close */
   struct zone *zones;
-  bool pipeline;                 /* pipeline_zoned_writes */
-  pthread_condattr_t wp_condattr; /* CLOCK_MONOTONIC, for the waiters */
-  uint32_t pipeline_wait_ms;
-  uint32_t pipeline_max_waiting;
+  /* Pipelined writes (pipeline.c), NULL without pipeline_zoned_writes. */
+  struct zn_pipeline *pipeline;
   /* Bad blocks: their table, which only badblocks.c reads. */
   struct zn_badblocks *bb;
   /* The volatile write cache (cache.c), NULL without one. */
   struct zn_cache *cache;
-  atomic_uint pl_waiting;
-  atomic_ullong pl_waited;
-  atomic_ullong pl_timeouts;
-  atomic_ullong pl_failed;
   /* Kernel-specific behaviour (6.12, 7.3). */
   bool zone_full;
   bool badblocks_once;
@@ -192,6 +186,11 @@ void dev_lock_zones (struct zn_dev *dev, uint32_t first, uint32_t end, bool lock
 int pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector,
                    uint64_t n);
 void pipeline_wake_waiters (struct zone *z, bool give_up);
+/* dev->pipeline from the configuration (left NULL without
+ * pipeline_zoned_writes); -ENOMEM.
+ */
+int pipeline_init (struct zn_dev *dev, const struct zn_config *cfg);
+void pipeline_free (struct zn_dev *dev);
 
 /* geometry.c: null_blk's power-on validation and clamping. */
 int zn_geometry_from_config (const struct zn_config *cfg,

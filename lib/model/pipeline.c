@@ -11,9 +11,51 @@
  * Everything here runs under the zone lock.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "model/dev.h"
+
+struct zn_pipeline {
+  pthread_condattr_t condattr;  /* CLOCK_MONOTONIC, for the waiters */
+  uint32_t wait_ms;
+  uint32_t max_waiting;
+  /* Counted without a lock: waits on different zones run at once. */
+  atomic_uint waiting;
+  atomic_ullong waited;
+  atomic_ullong timeouts;
+  atomic_ullong failed;
+};
+
+int
+pipeline_init (struct zn_dev *dev, const struct zn_config *cfg)
+{
+  struct zn_pipeline *pl;
+
+  if (!cfg->pipeline_zoned_writes)
+    return 0;
+  pl = calloc (1, sizeof *pl);
+  if (!pl)
+    return -ENOMEM;
+  pl->wait_ms = cfg->pipeline_wait_ms ? cfg->pipeline_wait_ms
+                                      : ZN_PIPELINE_WAIT_MS;
+  pl->max_waiting = cfg->pipeline_max_waiting ? cfg->pipeline_max_waiting
+                                              : ZN_PIPELINE_MAX_WAITING;
+  pthread_condattr_init (&pl->condattr);
+  pthread_condattr_setclock (&pl->condattr, CLOCK_MONOTONIC);
+  dev->pipeline = pl;
+  return 0;
+}
+
+void
+pipeline_free (struct zn_dev *dev)
+{
+  if (!dev->pipeline)
+    return;
+  pthread_condattr_destroy (&dev->pipeline->condattr);
+  free (dev->pipeline);
+  dev->pipeline = NULL;
+}
 
 void
 pipeline_wake_waiters (struct zone *z, bool give_up)
@@ -57,17 +99,19 @@ writable_cond (uint8_t cond)
 static int
 wait_begin (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
 {
+  struct zn_pipeline *pl = dev->pipeline;
+
   ZONE_ASSERT_HELD (z);
   if (sector <= z->wp || sector + n > z->start + z->capacity
       || !writable_cond (zone_cond (dev, z)))
     return 0;
-  if (z->nr_waiting >= dev->pipeline_max_waiting) {
-    atomic_fetch_add (&dev->pl_failed, 1);
+  if (z->nr_waiting >= pl->max_waiting) {
+    atomic_fetch_add (&pl->failed, 1);
     return -EBUSY;
   }
   z->nr_waiting++;
-  atomic_fetch_add (&dev->pl_waiting, 1);
-  atomic_fetch_add (&dev->pl_waited, 1);
+  atomic_fetch_add (&pl->waiting, 1);
+  atomic_fetch_add (&pl->waited, 1);
   return ZN_PIPELINE_WAIT;
 }
 
@@ -75,12 +119,13 @@ wait_begin (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
 static void
 wait_end (struct zn_dev *dev, struct zone *z, int result)
 {
+  struct zn_pipeline *pl = dev->pipeline;
+
   ZONE_ASSERT_HELD (z);
   z->nr_waiting--;
-  atomic_fetch_sub (&dev->pl_waiting, 1);
+  atomic_fetch_sub (&pl->waiting, 1);
   if (result)
-    atomic_fetch_add (result == -ETIMEDOUT ? &dev->pl_timeouts
-                                           : &dev->pl_failed, 1);
+    atomic_fetch_add (result == -ETIMEDOUT ? &pl->timeouts : &pl->failed, 1);
 }
 
 /* Waits until a write of n sectors at sector, ahead of the wp, is at the
@@ -98,14 +143,14 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
     return ret;
   ret = 0;
   clock_gettime (CLOCK_MONOTONIC, &deadline);
-  deadline.tv_sec += dev->pipeline_wait_ms / 1000;
-  deadline.tv_nsec += (long) (dev->pipeline_wait_ms % 1000) * 1000000;
+  deadline.tv_sec += dev->pipeline->wait_ms / 1000;
+  deadline.tv_nsec += (long) (dev->pipeline->wait_ms % 1000) * 1000000;
   if (deadline.tv_nsec >= 1000000000) {
     deadline.tv_sec++;
     deadline.tv_nsec -= 1000000000;
   }
   me.sector = sector;
-  pthread_cond_init (&me.cond, &dev->wp_condattr);
+  pthread_cond_init (&me.cond, &dev->pipeline->condattr);
   me.next = z->waiters;
   z->waiters = &me;
   while (sector > z->wp && gen == z->fail_gen
@@ -185,10 +230,14 @@ zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
 void
 zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s)
 {
-  *s = (struct zn_pipeline_stats) {
-    .waiting = atomic_load (&dev->pl_waiting),
-    .waited = atomic_load (&dev->pl_waited),
-    .timeouts = atomic_load (&dev->pl_timeouts),
-    .failed = atomic_load (&dev->pl_failed),
-  };
+  struct zn_pipeline *pl = dev->pipeline;
+
+  *s = (struct zn_pipeline_stats) { 0 };
+  if (pl)
+    *s = (struct zn_pipeline_stats) {
+      .waiting = atomic_load (&pl->waiting),
+      .waited = atomic_load (&pl->waited),
+      .timeouts = atomic_load (&pl->timeouts),
+      .failed = atomic_load (&pl->failed),
+    };
 }

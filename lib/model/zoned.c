@@ -145,29 +145,23 @@ zn_model_create (const struct zn_config *cfg, char *err, size_t errlen)
   dev->zone_shift = __builtin_ctzll (geo.zone_sectors);
   dev->need_res_mgmt = geo.max_open || geo.max_active;
   dev->imp_close_cursor = geo.nr_conv;
-  if (badblocks_init (dev) < 0) {
+  if (badblocks_init (dev) < 0 || pipeline_init (dev, cfg) < 0) {
+    badblocks_free (dev);
     free (dev->zones);
     free (dev);
     if (err && errlen)
-      snprintf (err, errlen, "out of memory for the bad block table");
+      snprintf (err, errlen, "out of memory for the device's tables");
     errno = ENOMEM;
     return NULL;
   }
   zn_mutex_init (&dev->res_lock);
   zn_mutex_init (&dev->dev_lock);
-  dev->pipeline = cfg->pipeline_zoned_writes;
   if (geo.kernel >= ZN_KERNEL_6_12)
     dev->zone_full = cfg->zone_full;
   if (geo.kernel >= ZN_KERNEL_7_3) {
     dev->badblocks_once = cfg->badblocks_once;
     dev->badblocks_partial_io = cfg->badblocks_partial_io;
   }
-  dev->pipeline_wait_ms = cfg->pipeline_wait_ms
-    ? cfg->pipeline_wait_ms : ZN_PIPELINE_WAIT_MS;
-  dev->pipeline_max_waiting = cfg->pipeline_max_waiting
-    ? cfg->pipeline_max_waiting : ZN_PIPELINE_MAX_WAITING;
-  pthread_condattr_init (&dev->wp_condattr);
-  pthread_condattr_setclock (&dev->wp_condattr, CLOCK_MONOTONIC);
 
   for (uint32_t i = 0; i < geo.nr_zones; i++) {
     struct zone *z = &dev->zones[i];
@@ -227,7 +221,7 @@ zn_dev_destroy (struct zn_dev *dev)
   wplug_free (dev);
   if (dev->rec)
     dev->rec->free (dev);
-  pthread_condattr_destroy (&dev->wp_condattr);
+  pipeline_free (dev);
   free (dev->zones);
   free (dev);
 }
