@@ -25,7 +25,10 @@ lib_libzonednull_la_SOURCES = \
 	lib/util/clock.h \
 	lib/util/escape.c \
 	lib/util/escape.h \
+	lib/util/fault-attr.c \
+	lib/util/fault-attr.h \
 	lib/util/fifo.h \
+	lib/util/mix.h \
 	lib/util/pidfile.c \
 	lib/util/pidfile.h \
 	lib/util/secret-file.c \
@@ -38,6 +41,8 @@ lib_libzonednull_la_SOURCES = \
 	lib/model/dev.h \
 	lib/model/errors.c \
 	lib/model/errors.h \
+	lib/model/fault.c \
+	lib/model/fault.h \
 	lib/model/geometry.c \
 	lib/model/pipeline.c \
 	lib/model/power.c \

@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
 #include "frontend/control.h"
+#include "model/fault.h"
 #include "model/queue.h"
 #include "model/zoned.h"
 #include "util/escape.h"
@@ -38,6 +40,7 @@
 #define MIB (UINT64_C (1) << 20)
 #define MAX_REQUEST (32 * 1024 * 1024)  /* advertised maximum block size */
 #define REPORT_BATCH 64                 /* zones per zn_report_zones call */
+#define REQUEUE_DELAY_NS 3000000        /* blk-mq's BLK_MQ_RESOURCE_DELAY */
 
 /* The command line's parameters (lib/config/params.c, shared with
  * zonednull-server and zonednull-ublk): null_blk's over its defaults.
@@ -180,7 +183,8 @@ zonednull_config_complete (void)
  * out of order, and all but the first of each batch fail or wait.  That
  * parallelism is needed only by requests that sleep in the plugin (timed
  * completion, the mbps budget, a pipelined write waiting for a request
- * behind it on the same connection); without those, a connection's
+ * behind it on the same connection, a fault's timeout, requeue or
+ * delay); without those, a connection's
  * requests run in the order they were sent, as zonednull-server runs
  * them, and connections still run in parallel.
  */
@@ -189,7 +193,8 @@ zonednull_thread_model (void)
 {
   bool requests_sleep = zn_queue_timed (&params.queue)
                         || params.queue.mbps > 0
-                        || params.cfg.pipeline_zoned_writes;
+                        || params.cfg.pipeline_zoned_writes
+                        || params_faults_given (&params);
 
   return requests_sleep ? NBDKIT_THREAD_MODEL_PARALLEL
                         : NBDKIT_THREAD_MODEL_SERIALIZE_REQUESTS;
@@ -425,16 +430,83 @@ data_error (struct handle *h, const char *what, uint32_t nbd_cmd,
   return -1;
 }
 
-/* Data requests run between zn_queue_begin and zn_queue_end: they hold a
+/* Data requests run between request_begin and request_end: they hold a
  * tag of their queue's pool, are applied at once as null_blk applies them
  * at submission, and are answered when their completion is due.
  */
+struct request {
+  struct zn_request rq;
+  struct zn_fault fault;
+  struct timespec start;
+};
+
+/* Takes a tag and asks the fault settings about the request, as
+ * null_queue_rq does once it has one.  A requeue gives the tag back and
+ * asks again after blk-mq's resource delay: NBD cannot tell a client to
+ * retry, and a retry is all a host sees of a requeue.  A timeout is never
+ * answered: the thread holds the request and its tag until the client
+ * goes or nbdkit stops (-1, ESHUTDOWN), while other threads serve the
+ * connection.  0 otherwise, and rq->fault says what follows.
+ */
+static int
+request_begin (struct handle *h, enum zn_fault_op op, uint64_t offset,
+               uint64_t count, uint64_t bytes, struct request *rq)
+{
+  struct device *d = h->d;
+
+  for (;;) {
+    clock_gettime (CLOCK_MONOTONIC, &rq->start);
+    zn_queue_begin (d->qs, h->queue, bytes, &rq->rq);
+    zn_fault_decide (d->dev, op, offset >> ZN_SECTOR_SHIFT,
+                     count >> ZN_SECTOR_SHIFT, bytes, &rq->fault);
+    if (rq->fault.action == ZN_FAULT_REQUEUE) {
+      zn_queue_complete (d->qs, &rq->rq);
+      if (nbdkit_nanosleep (0, REQUEUE_DELAY_NS) == -1)
+        return -1;
+      continue;
+    }
+    if (rq->fault.action == ZN_FAULT_TIMEOUT) {
+      nbdkit_debug ("%s: %s at offset %" PRIu64 " length %" PRIu64
+                    " times out: it is never answered", d->name,
+                    zn_fault_op_name (op), offset, count);
+      while (nbdkit_nanosleep (3600, 0) == 0)
+        ;
+      zn_queue_complete (d->qs, &rq->rq);
+      nbdkit_set_error (ESHUTDOWN);
+      return -1;
+    }
+    return 0;
+  }
+}
+
+/* Holds the answer until the fault's delay (a rule's, a zone operation's
+ * latency) and irqmode=2's completion have both passed.
+ */
+static void
+request_end (struct handle *h, struct request *rq)
+{
+  if (rq->fault.delay_ns) {
+    struct timespec now;
+    uint64_t done;
+
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    done = (uint64_t) (now.tv_sec - rq->start.tv_sec) * 1000000000
+           + (uint64_t) now.tv_nsec - (uint64_t) rq->start.tv_nsec;
+    if (done < rq->fault.delay_ns) {
+      uint64_t left = rq->fault.delay_ns - done;
+
+      nbdkit_nanosleep (left / 1000000000, left % 1000000000);
+    }
+  }
+  zn_queue_end (h->d->qs, &rq->rq);
+}
+
 static int
 zonednull_pread (void *handle, void *buf, uint32_t count,
                  uint64_t offset, uint32_t flags UNUSED)
 {
   struct handle *h = handle;
-  struct zn_request rq;
+  struct request rq;
   enum zn_reason why;
   int r;
 
@@ -457,10 +529,15 @@ zonednull_pread (void *handle, void *buf, uint32_t count,
     return 0;
   if (check_alignment (h->d, "pread", count, offset) == -1)
     return -1;
-  zn_queue_begin (h->d->qs, h->queue, count, &rq);
-  r = zn_read_why (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
-                   count >> ZN_SECTOR_SHIFT, &why);
-  zn_queue_end (h->d->qs, &rq);
+  if (request_begin (h, ZN_FOP_READ, offset, count, count, &rq) == -1)
+    return -1;
+  why = ZN_REASON_NONE;
+  r = rq.fault.action == ZN_FAULT_FAIL ? 0
+      : zn_read_why (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
+                     count >> ZN_SECTOR_SHIFT, &why);
+  r = zn_fault_outcome (h->d->dev, &rq.fault, ZN_FOP_READ,
+                        offset >> ZN_SECTOR_SHIFT, r, &why);
+  request_end (h, &rq);
   if (r < 0)
     return data_error (h, "pread", NBD_CMD_READ, count, offset, -r, why);
   return 0;
@@ -471,7 +548,7 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
                   uint64_t offset, uint32_t flags)
 {
   struct handle *h = handle;
-  struct zn_request rq;
+  struct request rq;
   enum zn_reason reason;
   int r;
 
@@ -491,11 +568,16 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
     return 0;
   if (check_alignment (h->d, "pwrite", count, offset) == -1)
     return -1;
-  zn_queue_begin (h->d->qs, h->queue, count, &rq);
-  r = zn_write_why (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
-                    count >> ZN_SECTOR_SHIFT, flags & NBDKIT_FLAG_FUA,
-                    &reason);
-  zn_queue_end (h->d->qs, &rq);
+  if (request_begin (h, ZN_FOP_WRITE, offset, count, count, &rq) == -1)
+    return -1;
+  reason = ZN_REASON_NONE;
+  r = rq.fault.action == ZN_FAULT_FAIL ? 0
+      : zn_write_why (h->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
+                      count >> ZN_SECTOR_SHIFT, flags & NBDKIT_FLAG_FUA,
+                      &reason);
+  r = zn_fault_outcome (h->d->dev, &rq.fault, ZN_FOP_WRITE,
+                        offset >> ZN_SECTOR_SHIFT, r, &reason);
+  request_end (h, &rq);
   if (r < 0)
     return data_error (h, "pwrite", NBD_CMD_WRITE, count, offset, -r,
                        reason);
@@ -510,17 +592,21 @@ static int
 zonednull_flush (void *handle, uint32_t flags UNUSED)
 {
   struct handle *h = handle;
-  struct zn_request rq;
+  struct request rq;
+  enum zn_reason why = ZN_REASON_NONE;
   int r;
 
   if (h->control)
     return 0;
-  zn_queue_begin (h->d->qs, h->queue, 0, &rq);
-  r = zn_flush (h->d->dev);
-  zn_queue_end (h->d->qs, &rq);
+  if (request_begin (h, ZN_FOP_FLUSH, 0, 0, 0, &rq) == -1)
+    return -1;
+  r = rq.fault.action == ZN_FAULT_FAIL ? 0 : zn_flush (h->d->dev);
   if (r < 0)
-    return data_error (h, "flush", NBD_CMD_FLUSH, 0, 0, -r,
-                       zn_reason_of (-r));
+    why = zn_reason_of (-r);
+  r = zn_fault_outcome (h->d->dev, &rq.fault, ZN_FOP_FLUSH, 0, r, &why);
+  request_end (h, &rq);
+  if (r < 0)
+    return data_error (h, "flush", NBD_CMD_FLUSH, 0, 0, -r, why);
   return 0;
 }
 
@@ -535,7 +621,7 @@ zonednull_trim (void *handle, uint32_t count, uint64_t offset,
 {
   struct handle *h = handle;
   struct device *d = h->d;
-  struct zn_request rq;
+  struct request rq;
   enum zn_reason reason;
   char why[200];
   int r;
@@ -549,10 +635,15 @@ zonednull_trim (void *handle, uint32_t count, uint64_t offset,
   }
 
   /* A zone reset carries no data: it takes a tag, not bandwidth. */
-  zn_queue_begin (d->qs, h->queue, 0, &rq);
-  r = zn_zone_mgmt_why (d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
-                        (uint64_t) count >> ZN_SECTOR_SHIFT, &reason);
-  zn_queue_end (d->qs, &rq);
+  if (request_begin (h, ZN_FOP_RESET, offset, count, 0, &rq) == -1)
+    return -1;
+  reason = ZN_REASON_NONE;
+  r = rq.fault.action == ZN_FAULT_FAIL ? 0
+      : zn_zone_mgmt_why (d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
+                          (uint64_t) count >> ZN_SECTOR_SHIFT, &reason);
+  r = zn_fault_outcome (d->dev, &rq.fault, ZN_FOP_RESET,
+                        offset >> ZN_SECTOR_SHIFT, r, &reason);
+  request_end (h, &rq);
   if (r < 0)
     return data_error (h, "trim", NBD_CMD_TRIM, count, offset, -r, reason);
   return 0;

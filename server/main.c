@@ -671,6 +671,16 @@ prepare (struct zn_params *params)
     params_free (params);
     return EXIT_FAILURE;
   }
+  /* Its sessions answer in order and cannot yet hold one request back
+   * while answering the next: refused rather than ignored.
+   */
+  if (params_faults_given (params)) {
+    fprintf (stderr, "zonednull-server: timeout=, requeue=, fault= and "
+             "zone_*_nsec=: zonednull-server does not inject faults yet; "
+             "nbdkit-zonednull-plugin does\n");
+    params_free (params);
+    return EXIT_FAILURE;
+  }
   if (tls_init (&tls_settings, err, sizeof err) == -1) {
     fprintf (stderr, "zonednull-server: %s\n", err);
     params_free (params);

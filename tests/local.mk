@@ -68,7 +68,8 @@ check_PROGRAMS += tests/model/test-model-config tests/model/test-model-zones \
 	tests/model/test-model-io tests/model/test-kernels \
 	tests/model/test-concurrency tests/model/test-queue \
 	tests/model/test-pipeline tests/model/test-badblocks \
-	tests/model/test-params tests/model/test-escape tests/model/test-wlog
+	tests/model/test-params tests/model/test-escape tests/model/test-wlog \
+	tests/model/test-faults
 tests_model_test_model_config_SOURCES = tests/model/test-model-config.c \
 	tests/model/model.h tests/common/check.h tests/common/dev.h
 tests_model_test_model_config_LDADD = $(zn_libs)
@@ -99,12 +100,16 @@ tests_model_test_escape_LDADD = $(zn_libs)
 tests_model_test_wlog_SOURCES = tests/model/test-wlog.c \
 	tests/common/check.h tests/common/dev.h
 tests_model_test_wlog_LDADD = $(zn_libs)
+tests_model_test_faults_SOURCES = tests/model/test-faults.c \
+	tests/common/check.h tests/common/dev.h
+tests_model_test_faults_LDADD = $(zn_libs)
 
 ZN_TESTS += tests/model/test-model-config tests/model/test-model-zones \
 	tests/model/test-model-io tests/model/test-kernels \
 	tests/model/test-concurrency tests/model/test-queue \
 	tests/model/test-pipeline tests/model/test-badblocks \
-	tests/model/test-params tests/model/test-escape tests/model/test-wlog
+	tests/model/test-params tests/model/test-escape tests/model/test-wlog \
+	tests/model/test-faults
 # The man pages made from the parameter table list every key.
 ZN_TESTS += tests/model/test-man-params.sh
 EXTRA_DIST += tests/model/test-man-params.sh
@@ -235,7 +240,8 @@ EXTRA_DIST += $(PFCHECK_TESTS)
 # The nbdkit plugin (tests/plugin/): from an NBD client, its
 # configuration, the standard NBD tools, queues and pipelined writes.
 
-check_PROGRAMS += tests/plugin/test-plugin tests/plugin/test-plugin-queue
+check_PROGRAMS += tests/plugin/test-plugin tests/plugin/test-plugin-queue \
+	tests/plugin/test-plugin-faults
 tests_plugin_test_plugin_SOURCES = tests/plugin/test-plugin.c tests/common/check.h
 tests_plugin_test_plugin_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 tests_plugin_test_plugin_LDADD = $(LIBNBD_LIBS)
@@ -244,11 +250,17 @@ tests_plugin_test_plugin_queue_SOURCES = tests/plugin/test-plugin-queue.c \
 tests_plugin_test_plugin_queue_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 tests_plugin_test_plugin_queue_LDADD = client/libzonednull-client.la $(LIBNBD_LIBS)
 tests_plugin_test_plugin_queue_LDFLAGS = $(AM_LDFLAGS) -no-install
+tests_plugin_test_plugin_faults_SOURCES = tests/plugin/test-plugin-faults.c \
+	$(fixture_sources)
+tests_plugin_test_plugin_faults_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
+tests_plugin_test_plugin_faults_LDADD = client/libzonednull-client.la $(LIBNBD_LIBS)
+tests_plugin_test_plugin_faults_LDFLAGS = $(AM_LDFLAGS) -no-install
 PLUGIN_TESTS = \
 	tests/plugin/test-plugin-config.sh \
 	tests/plugin/test-plugin-tools.sh \
 	tests/plugin/test-plugin-queue-config.sh
-ZN_TESTS += tests/plugin/test-plugin tests/plugin/test-plugin-queue $(PLUGIN_TESTS)
+ZN_TESTS += tests/plugin/test-plugin tests/plugin/test-plugin-queue \
+	tests/plugin/test-plugin-faults $(PLUGIN_TESTS)
 EXTRA_DIST += $(PLUGIN_TESTS)
 
 #----------------------------------------------------------------------

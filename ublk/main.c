@@ -1125,6 +1125,11 @@ parse_args (int argc, char **argv, struct zn_params *p)
     error ("%s", err);
     return EXIT_FAILURE;
   }
+  if (params_faults_given (p)) {
+    error ("timeout=, requeue=, fault= and zone_*_nsec=: zonednull-ublk "
+           "does not inject faults yet; nbdkit-zonednull-plugin does");
+    return EXIT_FAILURE;
+  }
   return check_expressible (p) == -1 ? EXIT_FAILURE : 0;
 }
 

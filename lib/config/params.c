@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config/params.h"
+#include "model/fault.h"
 
 #define MIB (UINT64_C (1) << 20)
 
@@ -186,13 +187,19 @@ params_free (struct zn_params *p)
   free (p->badblocks);
   p->badblocks = NULL;
   p->nr_badblocks = 0;
+  for (size_t i = 0; i < p->nr_faults; i++)
+    free (p->faults[i]);
+  free (p->faults);
+  p->faults = NULL;
+  p->nr_faults = 0;
 }
 
 /* How a key's value is read, and where it goes. */
 enum key_kind {
   K_MIB, K_U32, K_U64, K_BOOL, K_POSITIVE,    /* stored at offset */
   K_KERNEL, K_ZONED, K_READONLY, K_OFFLINE, K_SUBMIT_QUEUES, K_BADBLOCKS,
-  K_NR_DEVICES, K_BACKING_DIR, K_LOG_WRITES, K_LOG_DIR,
+  K_NR_DEVICES, K_BACKING_DIR, K_LOG_WRITES, K_LOG_DIR, K_FAULT_ATTR,
+  K_FAULT,
 };
 
 /* Every key, its parsing and its documentation in one row, so that a key
@@ -291,6 +298,25 @@ static const struct param_key keys[] = {
     K_BOOL, CFG (device_lock), 0 },
   { DOC ("badblocks", "+FIRST-LAST|-FIRST-LAST", NULL,
          "Add or remove bad sectors (repeatable)"), K_BADBLOCKS, 0, 0 },
+  { DOC ("timeout", "<I,P,S,T>", NULL,
+         "Fault injection: requests never answered"),
+    K_FAULT_ATTR, CFG (timeout_inject), 0 },
+  { DOC ("requeue", "<I,P,S,T>", NULL,
+         "Fault injection: requests requeued"),
+    K_FAULT_ATTR, CFG (requeue_inject), 0 },
+  { DOC ("fault", "<RULE>", NULL,
+         "A fault rule, as zonednull fault add (repeatable)"),
+    K_FAULT, 0, 0 },
+  { DOC ("zone_reset_nsec", "<NS>", "0", "Latency of a zone reset"),
+    K_U64, CFG (zone_reset_nsec), 0 },
+  { DOC ("zone_open_nsec", "<NS>", "0", "Latency of a zone open"),
+    K_U64, CFG (zone_open_nsec), 0 },
+  { DOC ("zone_close_nsec", "<NS>", "0", "Latency of a zone close"),
+    K_U64, CFG (zone_close_nsec), 0 },
+  { DOC ("zone_finish_nsec", "<NS>", "0", "Latency of a zone finish"),
+    K_U64, CFG (zone_finish_nsec), 0 },
+  { DOC ("zone_append_nsec", "<NS>", "0", "Latency of a zone append"),
+    K_U64, CFG (zone_append_nsec), 0 },
   { DOC ("cache_size", "<MiB>", "0", "Write cache, with memory_backed"),
     K_MIB, CFG (cache_size), 0 },
   { DOC ("backing_dir", "<DIR>", NULL,
@@ -353,19 +379,20 @@ set_submit_queues (struct zn_params *p, const char *key, const char *value,
   return 0;
 }
 
+/* A repeatable key's value, after the others. */
 static int
-add_badblocks (struct zn_params *p, const char *key, const char *value,
-               char *err, size_t errlen)
+add_string (char ***list, size_t *nr, const char *key, const char *value,
+            char *err, size_t errlen)
 {
-  char **b = realloc (p->badblocks, (p->nr_badblocks + 1) * sizeof *b);
+  char **b = realloc (*list, (*nr + 1) * sizeof *b);
 
-  if (b == NULL || (b[p->nr_badblocks] = strdup (value)) == NULL) {
+  if (b == NULL || (b[*nr] = strdup (value)) == NULL) {
     if (b)
-      p->badblocks = b;
+      *list = b;
     return bad (err, errlen, "%s=%s: out of memory", key, value);
   }
-  p->badblocks = b;
-  p->nr_badblocks++;
+  *list = b;
+  (*nr)++;
   return 0;
 }
 
@@ -456,7 +483,13 @@ set_key (struct zn_params *p, const struct param_key *k, const char *key,
   case K_OFFLINE: return add_cond (p, key, value, true, err, errlen);
   case K_SUBMIT_QUEUES:
     return set_submit_queues (p, key, value, err, errlen);
-  case K_BADBLOCKS: return add_badblocks (p, key, value, err, errlen);
+  case K_BADBLOCKS:
+    return add_string (&p->badblocks, &p->nr_badblocks, key, value, err,
+                       errlen);
+  case K_FAULT:
+    return add_string (&p->faults, &p->nr_faults, key, value, err, errlen);
+  case K_FAULT_ATTR:
+    return zn_fault_attr_parse (field, key, value, err, errlen);
   case K_BACKING_DIR: return set_backing_dir (p, key, value, err, errlen);
   case K_LOG_WRITES:
   case K_LOG_DIR: return set_log_path (p, k, key, value, err, errlen);
@@ -574,11 +607,38 @@ apply_badblocks (struct zn_dev *dev, const char *spec, char *err,
   return 0;
 }
 
+bool
+params_faults_given (const struct zn_params *p)
+{
+  const struct zn_config *c = &p->cfg;
+
+  return p->nr_faults || c->timeout_inject.probability
+         || c->requeue_inject.probability || c->zone_reset_nsec
+         || c->zone_open_nsec || c->zone_close_nsec || c->zone_finish_nsec
+         || c->zone_append_nsec;
+}
+
 int
 params_apply (const struct zn_params *p, struct zn_dev *dev, char *err,
               size_t errlen)
 {
   const struct zn_geometry *geo = zn_dev_geometry (dev);
+
+  /* Fault rules are not the device's state: every start sets them. */
+  for (size_t i = 0; i < p->nr_faults; i++) {
+    struct zn_fault_rule rule;
+    char why[256];
+
+    if (zn_fault_rule_parse (p->faults[i], geo, &rule, why, sizeof why) < 0) {
+      snprintf (err, errlen, "fault=%s: %s", p->faults[i], why);
+      return -EINVAL;
+    }
+    if (zn_fault_add (dev, &rule, NULL) < 0) {
+      snprintf (err, errlen, "fault=%s: more than %d rules", p->faults[i],
+                ZN_FAULT_MAX_RULES);
+      return -EINVAL;
+    }
+  }
 
   /* A device that comes back from its backing_dir keeps the READONLY and
    * OFFLINE zones and bad blocks it had: these settings were applied

@@ -31,6 +31,8 @@ struct zn_params {
   char *backing_dir;              /* absolute; cfg.backing_dir points here */
   char *log_writes, *log_dir;     /* absolute; cfg's point here */
   size_t nr_badblocks;
+  char **faults;                  /* fault rules, in order */
+  size_t nr_faults;
   const char *help;               /* where unknown keys point; "--help" */
 };
 
@@ -62,6 +64,11 @@ int params_set (struct zn_params *p, const char *arg, char *err,
 /* The same, with the key and value apart (nbdkit's config callback). */
 int params_set_key (struct zn_params *p, const char *key, const char *value,
                     char *err, size_t errlen);
+
+/* Whether any of timeout=, requeue=, fault= or the zone-operation
+ * latencies was given: requests may then be held.
+ */
+bool params_faults_given (const struct zn_params *p);
 
 /* null_blk's validation of the queue parameters and the geometry, and
  * whether every device's zone table fits in memory; -EINVAL with a

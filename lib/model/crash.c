@@ -12,21 +12,12 @@
 #include <string.h>
 
 #include "model/crash.h"
-
-/* splitmix64's finalizer: every input bit reaches every output bit. */
-static uint64_t
-mix (uint64_t x)
-{
-  x += UINT64_C (0x9e3779b97f4a7c15);
-  x = (x ^ (x >> 30)) * UINT64_C (0xbf58476d1ce4e5b9);
-  x = (x ^ (x >> 27)) * UINT64_C (0x94d049bb133111eb);
-  return x ^ (x >> 31);
-}
+#include "util/mix.h"
 
 static uint64_t
 draw (uint64_t seed, uint32_t zone, uint64_t salt, uint64_t what)
 {
-  return mix (mix (mix (seed) ^ zone) ^ salt ^ mix (what));
+  return zn_mix (zn_mix (zn_mix (seed) ^ zone) ^ salt ^ zn_mix (what));
 }
 
 static int

@@ -67,6 +67,8 @@ struct zn_dev {
   struct zone *zones;
   /* Pipelined writes (pipeline.c), NULL without pipeline_zoned_writes. */
   struct zn_pipeline *pipeline;
+  /* Fault injection, fault rules and latencies (fault.c). */
+  struct zn_faults *faults;
   /* Bad blocks: their table, which only badblocks.c reads. */
   struct zn_badblocks *bb;
   /* The volatile write cache (cache.c), NULL without one. */
@@ -191,6 +193,9 @@ void pipeline_wake_waiters (struct zone *z, bool give_up);
  */
 int pipeline_init (struct zn_dev *dev, const struct zn_config *cfg);
 void pipeline_free (struct zn_dev *dev);
+/* fault.c: dev->faults from the configuration; -ENOMEM. */
+int fault_init (struct zn_dev *dev, const struct zn_config *cfg);
+void fault_free (struct zn_dev *dev);
 
 /* geometry.c: null_blk's power-on validation and clamping. */
 int zn_geometry_from_config (const struct zn_config *cfg,

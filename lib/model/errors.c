@@ -65,6 +65,7 @@ zn_reason_text (enum zn_reason why)
       "a write before it failed while it waited",
     [ZN_REASON_NO_SPACE] = "no space left for the data",
     [ZN_REASON_NO_MEMORY] = "out of memory",
+    [ZN_REASON_INJECTED] = "injected by a fault rule",
   };
 
   if ((unsigned) why >= sizeof text / sizeof text[0] || text[why] == NULL)

@@ -50,6 +50,8 @@ enum zn_reason {
   /* ENOSPC, ENOMEM */
   ZN_REASON_NO_SPACE,
   ZN_REASON_NO_MEMORY,
+  /* any errno: a fault rule (fault.h) failed the request */
+  ZN_REASON_INJECTED,
 };
 
 /* The reason an errno alone gives, for failures whose site said none:

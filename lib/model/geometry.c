@@ -35,6 +35,8 @@ zn_config_init (struct zn_config *cfg)
     .zone_append_max_sectors = INT32_MAX,   /* null_blk's INT_MAX */
     .fua = true,
   };
+  zn_fault_attr_init (&cfg->timeout_inject);
+  zn_fault_attr_init (&cfg->requeue_inject);
 }
 
 static const char *const kernel_names[] = {

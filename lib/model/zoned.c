@@ -145,8 +145,10 @@ zn_model_create (const struct zn_config *cfg, char *err, size_t errlen)
   dev->zone_shift = __builtin_ctzll (geo.zone_sectors);
   dev->need_res_mgmt = geo.max_open || geo.max_active;
   dev->imp_close_cursor = geo.nr_conv;
-  if (badblocks_init (dev) < 0 || pipeline_init (dev, cfg) < 0) {
+  if (badblocks_init (dev) < 0 || pipeline_init (dev, cfg) < 0
+      || fault_init (dev, cfg) < 0) {
     badblocks_free (dev);
+    pipeline_free (dev);
     free (dev->zones);
     free (dev);
     if (err && errlen)
@@ -222,6 +224,7 @@ zn_dev_destroy (struct zn_dev *dev)
   if (dev->rec)
     dev->rec->free (dev);
   pipeline_free (dev);
+  fault_free (dev);
   free (dev->zones);
   free (dev);
 }

@@ -22,6 +22,7 @@
 
 #include "zonednull/zone.h"
 #include "model/errors.h"
+#include "util/fault-attr.h"
 
 /* "6.1", "6.12", "7.3" */
 const char *zn_kernel_name (enum zn_kernel k);
@@ -98,6 +99,17 @@ struct zn_config {
    */
   const char *log_writes;
   const char *log_dir;
+  /* null_blk's fault injection (timeout=, requeue=; lib/model/fault.h),
+   * and how long each zone operation takes to complete, in ns (0: as
+   * long as any request).
+   */
+  struct zn_fault_attr timeout_inject;
+  struct zn_fault_attr requeue_inject;
+  uint64_t zone_reset_nsec;
+  uint64_t zone_open_nsec;
+  uint64_t zone_close_nsec;
+  uint64_t zone_finish_nsec;
+  uint64_t zone_append_nsec;
 };
 
 #define ZN_PIPELINE_WAIT_MS 1000

@@ -8,5 +8,7 @@
 #define ZONEDNULL_ERRNO_NAME_H
 
 const char *zn_errno_name (int err);
+/* The errno a name of that table stands for; 0 for another name. */
+int zn_errno_value (const char *name);
 
 #endif

@@ -65,3 +65,8 @@ bad_value "log_writes=" "log_writes=: must name a file"
 bad_value "log_dir=" "log_dir=: must name a directory"
 bad_values "log_writes=/nonexistent/x: one file logs one device, and nr_devices=2 makes more" \
   nr_devices=2 log_writes=/nonexistent/x
+
+
+# Failures on demand: the kernel's fault attribute.
+bad_value "timeout=1,101,0,1" "timeout: '1,101,0,1' is not <interval>,<probability>,<space>,<times>"
+bad_value "requeue=1,50,0" "requeue: '1,50,0' is not <interval>,<probability>,<space>,<times>"

@@ -154,4 +154,13 @@ map=$(nbdinfo_of --map size=8 zone_size=1 zone_nr_conv=100 |
 [ "$map" = "0 7340032 0
 7340032 1048576 1" ] || fail "zone_nr_conv=100 on 8 zones gave map: $map"
 
+# Fault rules name the word they broke (zonednull-server refuses them all
+# for now: tests/server/test-server.sh).
+rejects "error: fault=op=bogus error=EIO: fault rule: 'op=bogus'" \
+  size=4 zone_size=1 "fault=op=bogus error=EIO"
+rejects "error: fault=zone=4 error=EIO: fault rule: 'zone=4'" \
+  size=4 zone_size=1 "fault=zone=4 error=EIO"
+rejects "fault=op=write: fault rule: 'op=write' does nothing" \
+  size=4 zone_size=1 "fault=op=write"
+
 exit 0
