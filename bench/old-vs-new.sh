@@ -1,9 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # bench/old-vs-new.sh OLD_BUILDDIR [NEW_BUILDDIR]: two builds'
-# zonednull-server side by side over NBD on the host, e.g. a tree before a
-# restructure against the tree after it (issue 33 asks for >= 0.95x).  A
-# benchmark, not a test: nothing passes or fails on speed.
+# zonednull-server (or, with FRONT=plugin, nbdkit with their plugins, -t
+# 64) side by side over NBD on the host, e.g. a tree before a restructure
+# against the tree after it (issue 33 asks for >= 0.95x).  A benchmark,
+# not a test: nothing passes or fails on speed.
 #
 # Each round starts each build's server in turn on a Unix socket (which
 # goes first alternates), and drives it with NEW_BUILDDIR's bench/zn-bench
@@ -37,8 +38,14 @@ cd "$(dirname "$0")/.."
 top=$(pwd)
 . bench/lib.sh
 znbench=$new/bench/zn-bench
+FRONT=${FRONT:-server}
+case $FRONT in
+  server) front=server/zonednull-server ;;
+  plugin) front=plugin/.libs/nbdkit-zonednull-plugin.so ;;
+  *) echo "old-vs-new: FRONT=$FRONT: server or plugin" >&2; exit 2 ;;
+esac
 for b in "$old" "$new"; do
-  [ -x "$b/server/zonednull-server" ] || { echo "old-vs-new: no $b/server/zonednull-server (build first)" >&2; exit 1; }
+  [ -e "$b/$front" ] || { echo "old-vs-new: no $b/$front (build first)" >&2; exit 1; }
 done
 [ -x "$znbench" ] || { echo "old-vs-new: no $znbench (build first)" >&2; exit 1; }
 ROUNDS=${ROUNDS:-11}
@@ -64,8 +71,11 @@ one () {
   case $conf in
     *@DIR@*) dir=$(mktemp -d "$tmp/dir.XXXXXX"); conf=$(echo "$conf" | sed "s|@DIR@|$dir|g") ;;
   esac
+  # Paths of builds and sockets without spaces: split on purpose.
+  if [ "$FRONT" = plugin ]; then cmd="nbdkit -f -t 64 -U $sock $2/$front"
+  else cmd="$2/$front -f -U $sock"; fi
   # shellcheck disable=SC2086
-  bench_start "$sock" "$2/server/zonednull-server" -f -U "$sock" $conf >>"$tmp/server.log" 2>&1 ||
+  bench_start "$sock" $cmd $conf >>"$tmp/server.log" 2>&1 ||
     { echo "old-vs-new: $3 server did not start:" >&2; tail -n 5 "$tmp/server.log" >&2; exit 1; }
   t0=$(ticks)
   w=$("$znbench" --mode zonewrite --depth 64 --zone-inflight 64 --seconds "$SECONDS_PER_RUN" "$uri")
@@ -96,7 +106,7 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 iops () { awk -v n="$1" -v j="$2" '$1 == n && $3 == j { print $4 }' "$tmp/raw"; }
 cpu () { awk -v n="$1" -v j="$2" '$1 == n && $3 == j && $4 * $6 > 0 { printf "%.2f\n", $5 * 10000 / ($4 * $6) }' "$tmp/raw"; }
 table () {
-  echo "zonednull-server, old $old against new $new, over NBD on a Unix socket;"
+  echo "$(if [ "$FRONT" = plugin ]; then echo "nbdkit -t 64 with the plugin"; else echo zonednull-server; fi), old $old against new $new, over NBD on a Unix socket;"
   echo "$(nproc) CPUs, $(date -u +%Y-%m-%d), load average $load0 at the start, $load1 at the end."
   echo "Both: $CONF. zn-bench (new's), one connection, 4 KiB; medians of $ROUNDS rounds of ${SECONDS_PER_RUN} s,"
   echo "the builds taking turns (which goes first alternates); randread over the first $READ_MIB MiB written."

@@ -15,7 +15,7 @@
 
 enum kind {
   K_REPORT, K_CAPACITY, K_ACTION, K_INFO, K_TOGGLE, K_BADBLOCKS, K_POWER,
-  K_APPEND, K_MARK, K_LOG,
+  K_APPEND, K_MARK, K_LOG, K_FAULT,
 };
 
 struct command {
@@ -39,8 +39,13 @@ struct options {
   bool have_pattern, fua;
   /* Seconds any wait for the server may take; 0: forever. */
   unsigned timeout;
-  /* mark NAME, log start NAME, log stop (name NULL). */
+  /* mark NAME, log start NAME, log stop (name NULL); fault's add, list
+   * or clear.
+   */
   const char *name;
+  /* fault add: the rule's words; fault clear: the rule (0: all). */
+  const char *rule;
+  uint32_t fault_id;
   /* power-cycle: what it keeps of the unflushed writes. */
   const char *keep_text;
   struct zn_keep keep;
@@ -51,6 +56,15 @@ void cli_usage_error (const char *fmt, ...)
   __attribute__ ((noreturn, format (printf, 1, 2)));
 void cli_die_client (struct zn_client *c, const char *what, int r)
   __attribute__ ((noreturn));
+
+/* main.c: a number as -o and -l take it. */
+bool cli_parse_number (const char *s, uint64_t *value);
+
+/* fault.c: fault add WORD... | list | clear [ID] before the URI;
+ * returns the index of the URI.
+ */
+int cli_fault_args (struct options *o, int argc, char **argv, int optind);
+void cli_cmd_fault (struct zn_client *c, const struct options *o);
 
 /* log.c: the words of mark and log before the URI (from argv[optind]);
  * returns the index of the URI.

@@ -50,6 +50,8 @@ static const struct command commands[] = {
     "Zone append: write data at a zone's write pointer, print its sector" },
   { "mark", K_MARK, 0, "Add a mark NAME to the device's write log" },
   { "log", K_LOG, 0, "Start (start NAME) or stop (stop) a write log" },
+  { "fault", K_FAULT, 0,
+    "Add (add RULE...), list (list) or clear (clear [ID]) fault rules" },
 };
 
 static void
@@ -60,10 +62,12 @@ usage (FILE *out)
            " %s <command> [options] <uri>\n"
            " %s mark <name> <uri>\n"
            " %s log start <name> <uri> | log stop <uri>\n"
+           " %s fault add <word>... <uri> | fault list <uri> |"
+           " fault clear [<id>] <uri>\n"
            "\n"
            "Run a command on a zonednull device served over NBD.\n"
            "\n"
-           "Commands:\n", PROG, PROG, PROG);
+           "Commands:\n", PROG, PROG, PROG, PROG);
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf (out, " %-12s %s\n", commands[i].name, commands[i].help);
   fprintf (out, " %-12s %s\n", "replay", "a write log's state, offline: "
@@ -84,7 +88,8 @@ usage (FILE *out)
            "     --timeout <seconds> wait at most this long for the server\n"
            "                         (default 30; 0: forever)\n"
            " -v, --verbose           display more details\n"
-           "     --json              JSON output (report, capacity, info, append)\n"
+           "     --json              JSON output (report, capacity, info, append,\n"
+           "                         fault list)\n"
            " -h, --help              display this help\n"
            " -V, --version           display the version\n"
            "\n"
@@ -132,8 +137,8 @@ die (const char *fmt, ...)
  * optional binary (K, KiB) or decimal (KB) multiplier.  Returns false if
  * the text is not such a number or overflows 64 bits.
  */
-static bool
-parse_number (const char *s, uint64_t *value)
+bool
+cli_parse_number (const char *s, uint64_t *value)
 {
   static const char units[] = "KMGTPE";
   uint64_t v = 0, base = 10, mult = 1;
@@ -217,8 +222,10 @@ check_options (const struct options *o)
   if (o->have_count && o->have_length)
     cli_usage_error ("options --count and --length are mutually exclusive");
   if (o->json && o->cmd->kind != K_REPORT && o->cmd->kind != K_CAPACITY
-      && o->cmd->kind != K_INFO && o->cmd->kind != K_APPEND)
-    cli_usage_error ("--json applies to report, capacity, info and append only");
+      && o->cmd->kind != K_INFO && o->cmd->kind != K_APPEND
+      && o->cmd->kind != K_FAULT)
+    cli_usage_error ("--json applies to report, capacity, info, append and "
+                     "fault list only");
   if ((o->file || o->have_pattern || o->fua) && o->cmd->kind != K_APPEND)
     cli_usage_error ("--file, --pattern and --fua apply to append only");
   if (o->cmd->kind == K_APPEND) {
@@ -310,12 +317,12 @@ parse_options (int argc, char **argv, struct options *o)
   while ((c = getopt_long (argc, argv, ":o:l:c:fvhV", longopts, NULL)) != -1) {
     switch (c) {
     case 'o':
-      if (!parse_number (optarg, &o->offset))
+      if (!cli_parse_number (optarg, &o->offset))
         cli_usage_error ("failed to parse zone offset: '%s'", optarg);
       o->have_offset = true;
       break;
     case 'l':
-      if (!parse_number (optarg, &o->length))
+      if (!cli_parse_number (optarg, &o->length))
         cli_usage_error ("failed to parse number of sectors: '%s'", optarg);
       /* blkzone reads 0 as "not given", which turns "reset -l 0" into a
        * reset of the whole device; refuse it instead.
@@ -325,7 +332,7 @@ parse_options (int argc, char **argv, struct options *o)
       o->have_length = true;
       break;
     case 'c':
-      if (!parse_number (optarg, &n) || n > UINT32_MAX)
+      if (!cli_parse_number (optarg, &n) || n > UINT32_MAX)
         cli_usage_error ("failed to parse number of zones: '%s'", optarg);
       if (n == 0)
         cli_usage_error ("--count must be at least 1 zone");
@@ -347,7 +354,7 @@ parse_options (int argc, char **argv, struct options *o)
       o->file = optarg;
       break;
     case OPT_PATTERN:
-      if (!parse_number (optarg, &n) || n > 255)
+      if (!cli_parse_number (optarg, &n) || n > 255)
         cli_usage_error ("failed to parse pattern byte: '%s' (0 to 255, or 0x0 "
                      "to 0xff)", optarg);
       o->pattern = (uint8_t) n;
@@ -387,6 +394,8 @@ parse_options (int argc, char **argv, struct options *o)
     cli_usage_error ("no command specified");
   if (o->cmd->kind == K_MARK || o->cmd->kind == K_LOG)
     optind = cli_log_args (o, argc, argv, optind);
+  if (o->cmd->kind == K_FAULT)
+    optind = cli_fault_args (o, argc, argv, optind);
   if (optind == argc)
     cli_usage_error ("no URI specified");
   o->uri = argv[optind++];
@@ -1078,6 +1087,9 @@ main (int argc, char **argv)
   case K_MARK:
   case K_LOG:
     cli_cmd_log (c, &o);
+    break;
+  case K_FAULT:
+    cli_cmd_fault (c, &o);
     break;
   }
   zn_client_close (c);

@@ -204,9 +204,9 @@ wait_command (struct zn_client *c, struct nbd_handle *h, int64_t cookie,
   return 0;
 }
 
-static int
-ctl_pread (struct zn_client *c, void *buf, size_t count, uint64_t offset,
-           const char *what)
+int
+client_ctl_pread (struct zn_client *c, void *buf, size_t count,
+                  uint64_t offset, const char *what)
 {
   if (c->lost)
     return lost (c);
@@ -320,7 +320,7 @@ goodbye (struct zn_client *c, struct nbd_handle *h)
 static int
 read_header (struct zn_client *c, struct zn_control_info *info)
 {
-  int r = ctl_pread (c, c->page, sizeof c->page, 0,
+  int r = client_ctl_pread (c, c->page, sizeof c->page, 0,
                      "reading the control header");
 
   if (r < 0)
@@ -491,7 +491,7 @@ connect_control (struct zn_client *c, const char *uri)
                "control header", name);
     goto out;
   }
-  if (ctl_pread (c, c->page, sizeof c->page, 0,
+  if (client_ctl_pread (c, c->page, sizeof c->page, 0,
                  "reading the control header") < 0)
     goto out;
   if (zn_control_decode_header (c->page, &c->geo) < 0) {
@@ -957,7 +957,7 @@ zn_client_report (struct zn_client *c, uint64_t sector,
     uint64_t offset = ZN_CONTROL_HEADER_SIZE
       + (idx + done) * ZN_CONTROL_ZONE_SIZE;
 
-    int r = ctl_pread (c, buf, k * ZN_CONTROL_ZONE_SIZE, offset,
+    int r = client_ctl_pread (c, buf, k * ZN_CONTROL_ZONE_SIZE, offset,
                        "reading zone descriptors");
 
     for (uint64_t i = 0; r == 0 && i < k; i++) {

@@ -61,5 +61,8 @@ ZN_HIDDEN /* The server answered EAGAIN to a command that waits for a log's
 bool client_ask_again (struct zn_client *c, uint32_t err, unsigned *waited_ms);
 int client_device_command (struct zn_client *c, enum zn_command op,
                               uint64_t sector, uint64_t nr_sectors);
+/* count bytes of the control export at offset. */
+ZN_HIDDEN int client_ctl_pread (struct zn_client *c, void *buf, size_t count,
+                                uint64_t offset, const char *what);
 
 #endif

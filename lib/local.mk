@@ -15,6 +15,8 @@ lib_libzn_wire_la_SOURCES = \
 	lib/util/errno-name.h \
 	lib/wire/control-wire.c \
 	lib/wire/control-wire.h \
+	lib/wire/fault-rule.c \
+	lib/wire/fault-rule.h \
 	lib/wire/wlog-format.h \
 	include/zonednull/control.h
 

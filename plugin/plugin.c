@@ -42,6 +42,8 @@
 #define REPORT_BATCH 64                 /* zones per zn_report_zones call */
 #define REQUEUE_DELAY_NS 3000000        /* blk-mq's BLK_MQ_RESOURCE_DELAY */
 
+static int zonednull_thread_model (void);
+
 /* The command line's parameters (lib/config/params.c, shared with
  * zonednull-server and zonednull-ublk): null_blk's over its defaults.
  */
@@ -138,6 +140,9 @@ create_device (struct device *d, uint32_t index)
   }
   zn_control_set_queues (d->ctl, d->qs, &params.queue, &params.cfg, index,
                          params.nr_devices);
+  /* A timeout holds a thread: only when others serve the connection. */
+  zn_control_allow_faults (d->ctl, zonednull_thread_model ()
+                                   == NBDKIT_THREAD_MODEL_PARALLEL);
   /* The configfs attributes are written after power-on. */
   if (params_apply (&params, d->dev, err, sizeof err) < 0) {
     nbdkit_error ("%s", err);
@@ -479,25 +484,50 @@ request_begin (struct handle *h, enum zn_fault_op op, uint64_t offset,
   }
 }
 
+/* Sleeps until ns have passed since start (early if nbdkit stops). */
+static void
+sleep_until (const struct timespec *start, uint64_t ns)
+{
+  struct timespec now;
+  uint64_t done;
+
+  if (ns == 0)
+    return;
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  done = (uint64_t) (now.tv_sec - start->tv_sec) * 1000000000
+         + (uint64_t) now.tv_nsec - (uint64_t) start->tv_nsec;
+  if (done < ns)
+    nbdkit_nanosleep ((ns - done) / 1000000000, (ns - done) % 1000000000);
+}
+
+/* A zone command of the control channel that fault settings hold: for
+ * ever (a timeout, as request_begin's), or until its delay has passed
+ * since start.
+ */
+static int
+control_hold (struct handle *h, const struct timespec *start)
+{
+  if (h->conn.hold_ns == 0)
+    return 0;
+  if (h->conn.hold_ns == ZN_CONTROL_HOLD_FOREVER) {
+    nbdkit_debug ("%s: control command times out: it is never answered",
+                  h->d->name);
+    while (nbdkit_nanosleep (3600, 0) == 0)
+      ;
+    nbdkit_set_error (ESHUTDOWN);
+    return -1;
+  }
+  sleep_until (start, h->conn.hold_ns);
+  return 0;
+}
+
 /* Holds the answer until the fault's delay (a rule's, a zone operation's
  * latency) and irqmode=2's completion have both passed.
  */
 static void
 request_end (struct handle *h, struct request *rq)
 {
-  if (rq->fault.delay_ns) {
-    struct timespec now;
-    uint64_t done;
-
-    clock_gettime (CLOCK_MONOTONIC, &now);
-    done = (uint64_t) (now.tv_sec - rq->start.tv_sec) * 1000000000
-           + (uint64_t) now.tv_nsec - (uint64_t) rq->start.tv_nsec;
-    if (done < rq->fault.delay_ns) {
-      uint64_t left = rq->fault.delay_ns - done;
-
-      nbdkit_nanosleep (left / 1000000000, left % 1000000000);
-    }
-  }
+  sleep_until (&rq->start, rq->fault.delay_ns);
   zn_queue_end (h->d->qs, &rq->rq);
 }
 
@@ -555,6 +585,7 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
   if (h->control) {
     char why[256] = "";
 
+    clock_gettime (CLOCK_MONOTONIC, &rq.start);
     r = zn_control_pwrite (h->d->ctl, &h->conn, buf, count, offset,
                            why, sizeof why);
     if (r < 0) {
@@ -562,7 +593,7 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
       nbdkit_set_error (-r);
       return -1;
     }
-    return 0;
+    return control_hold (h, &rq.start);
   }
   if (count == 0)                      /* a no-op, as in zonednull_pread */
     return 0;

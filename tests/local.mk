@@ -378,6 +378,7 @@ CLIENT_TESTS = \
 	tests/client/test-hostile-server.sh \
 	tests/client/test-generation.sh \
 	tests/client/test-log-cli.sh \
+	tests/client/test-fault-cli.sh \
 	tests/client/test-symbols.sh
 ZN_TESTS += tests/client/test-client tests/client/test-append \
 	tests/client/test-errlog tests/client/test-control-snapshot $(CLIENT_TESTS)

@@ -180,6 +180,28 @@ int zn_client_mark (struct zn_client *c, const char *name);
 int zn_client_log_start (struct zn_client *c, const char *name);
 int zn_client_log_stop (struct zn_client *c);
 
+/* Fault rules (doc/faults.md), on servers whose header has
+ * ZN_CONTROL_F_FAULTS (-EOPNOTSUPP from others).  zn_client_fault_add
+ * adds rule (its words, e.g. "op=write zone=3 error=EIO count=1"), after
+ * checking it against the device: -EINVAL naming the word that broke
+ * which rule, -ENOSPC when the device has ZN_CONTROL_FAULT_RULES rules,
+ * -EOPNOTSUPP for a timeout the server cannot carry out; *id (if not
+ * NULL) is its number.  zn_client_fault_clear removes rule id, or all
+ * with 0 (-ENOENT: no such rule).  zn_client_fault_list copies up to max
+ * rules, in the order they are tried, with their counts, and returns how
+ * many there are (or a negative errno).
+ */
+struct zn_client_fault {
+  uint32_t id;
+  uint64_t matched;            /* requests the rule took */
+  uint64_t hits;               /* ... on which it fired */
+  char rule[ZN_CONTROL_FAULT_SIZE - ZN_CONTROL_FAULT_TEXT];
+};
+int zn_client_fault_add (struct zn_client *c, const char *rule, uint32_t *id);
+int zn_client_fault_clear (struct zn_client *c, uint32_t id);
+int zn_client_fault_list (struct zn_client *c, struct zn_client_fault *rules,
+                          size_t max);
+
 /* Zone append (REQ_OP_ZONE_APPEND) over the control channel: writes
  * nr_sectors of buf (512 * nr_sectors bytes) at the write pointer of the
  * sequential zone that starts at sector, and sets *written (if not NULL)

@@ -139,6 +139,27 @@
  * a new one at each start.  A client that reconnects compares it with
  * the one it had: the same value says its data is still there.  Older
  * servers refuse the op as unknown (EINVAL on the write).
+ *
+ * Fault rules (doc/faults.md), on servers that set ZN_CONTROL_F_FAULTS;
+ * others refuse the ops as unknown (EINVAL on the write).
+ * ZN_CMD_FAULT_ADD is the command (sector, nr_sectors and argument zero)
+ * then the rule's text, 1 to 255 bytes of printable ASCII, spaces
+ * between its words, and nothing else.  A text that is not a rule fails
+ * the write with EINVAL (the server's log says which word broke which
+ * rule).  The result: result_sector the rule's id, or ENOSPC when the
+ * device has ZN_CONTROL_FAULT_RULES rules already, or EOPNOTSUPP for a
+ * rule the server cannot carry out (the nbdkit plugin's "timeout" while
+ * it serves a connection's requests one at a time).
+ * ZN_CMD_FAULT_CLEAR (a plain 32-byte command) removes rule sector, or
+ * every rule with sector 0: ENOENT for no such rule.
+ * The fault table, the device's rules in order, follows the zone
+ * descriptors at the next multiple of 4096 bytes, where the export
+ * would otherwise end: offset zn_control_faults_offset, ZN_CONTROL_FAULT_RULES
+ * records of ZN_CONTROL_FAULT_SIZE bytes, the export being that much
+ * longer.  A record:
+ *   0  u32 rule id (0: no rule; the rules come first)   4  u32 zero
+ *   8  u64 requests the rule took  16  u64 ... on which it fired
+ *  24  the rule's text, NUL-terminated, as FAULT_ADD takes it
  */
 #ifndef ZONEDNULL_CONTROL_H
 #define ZONEDNULL_CONTROL_H
@@ -182,6 +203,8 @@
 /* Bits 8 to 15: whose null_blk the device emulates, enum zn_kernel
  * (0 = 6.1).
  */
+/* FAULT_ADD, FAULT_CLEAR and the fault table. */
+#define ZN_CONTROL_F_FAULTS (1u << 16)
 #define ZN_CONTROL_KERNEL_SHIFT 8
 #define ZN_CONTROL_KERNEL_MASK (0xffu << ZN_CONTROL_KERNEL_SHIFT)
 
@@ -232,7 +255,13 @@ enum zn_command {
   ZN_CMD_LOG_START = 14,     /* a write log in log_dir; the name follows */
   ZN_CMD_LOG_STOP = 15,
   ZN_CMD_GENERATION = 16,    /* which device this is: result_sector */
+  ZN_CMD_FAULT_ADD = 17,     /* a fault rule; its text follows */
+  ZN_CMD_FAULT_CLEAR = 18,   /* rule sector, or all with 0 */
 };
+
+#define ZN_CONTROL_FAULT_RULES 64
+#define ZN_CONTROL_FAULT_SIZE 256
+#define ZN_CONTROL_FAULT_TEXT 24   /* where a record's text starts */
 
 #define ZN_APPEND_F_FUA (1u << 0)   /* APPEND's argument: write with FUA */
 

@@ -629,7 +629,8 @@ params_apply (const struct zn_params *p, struct zn_dev *dev, char *err,
     struct zn_fault_rule rule;
     char why[256];
 
-    if (zn_fault_rule_parse (p->faults[i], geo, &rule, why, sizeof why) < 0) {
+    if (zn_fault_rule_parse (p->faults[i], geo->capacity, geo->zone_sectors,
+                             &rule, why, sizeof why) < 0) {
       snprintf (err, errlen, "fault=%s: %s", p->faults[i], why);
       return -EINVAL;
     }

@@ -12,7 +12,10 @@
 
 #include "frontend/control.h"
 #include "model/crash.h"
+#include "model/fault.h"
 #include "model/queue.h"
+#include "util/escape.h"
+#include "wire/control-wire.h"
 #include "powerfail/wlog.h"
 #include "wire/wlog-format.h"
 #include "model/zoned.h"
@@ -55,6 +58,10 @@ struct zn_control {
   /* The queue section: the device's queues and fixed settings. */
   struct zn_queues *qs;
   struct zn_control_queue_info qinfo;
+  /* Fault rules: whether the front end carries them out, and whether it
+   * can hold a request back (a rule's timeout).
+   */
+  bool faults, faults_hold;
 };
 
 #define ZONE_BATCH 256
@@ -147,19 +154,26 @@ zn_control_destroy (struct zn_control *ctl)
 /* The largest APPEND must fit in one write at offset 0, and on a device
  * of few zones its data is longer than the descriptors.
  */
+static uint64_t
+faults_offset (const struct zn_control *ctl)
+{
+  const struct zn_geometry *geo = zn_dev_geometry (ctl->dev);
+
+  return zn_control_faults_offset (geo->nr_zones, geo->max_append_sectors);
+}
+
 uint64_t
 zn_control_size (const struct zn_control *ctl)
 {
-  const struct zn_geometry *geo = zn_dev_geometry (ctl->dev);
-  uint64_t end = ZN_CONTROL_HEADER_SIZE
-    + (uint64_t) geo->nr_zones * ZN_CONTROL_ZONE_SIZE;
-  uint64_t append = ZN_COMMAND_SIZE
-    + ((uint64_t) geo->max_append_sectors << ZN_SECTOR_SHIFT);
+  return faults_offset (ctl)
+    + (ctl->faults ? ZN_CONTROL_FAULT_RULES * ZN_CONTROL_FAULT_SIZE : 0);
+}
 
-  if (append > end)
-    end = append;
-  return (end + ZN_CONTROL_HEADER_SIZE - 1) / ZN_CONTROL_HEADER_SIZE
-    * ZN_CONTROL_HEADER_SIZE;
+void
+zn_control_allow_faults (struct zn_control *ctl, bool hold)
+{
+  ctl->faults = true;
+  ctl->faults_hold = hold;
 }
 
 /* A ring of size entries; called with log_lock held. */
@@ -352,6 +366,7 @@ render_header (struct zn_control *ctl, const struct zn_control_conn *conn,
       | (geo->fua ? 0 : ZN_CONTROL_F_NO_FUA)
       | (zn_dev_zone_full (ctl->dev) ? ZN_CONTROL_F_ZONE_FULL : 0)
       | (geo->append_emulated ? ZN_CONTROL_F_APPEND_EMULATED : 0)
+      | (ctl->faults ? ZN_CONTROL_F_FAULTS : 0)
       | (zn_dev_backing_dir (ctl->dev) ? ZN_CONTROL_F_BACKING_DIR : 0)
       | ZN_CONTROL_F_POWER_KEEP
       | (uint32_t) geo->kernel << ZN_CONTROL_KERNEL_SHIFT,
@@ -392,6 +407,33 @@ render_zones (const struct zn_zone *zones, uint64_t first, unsigned got,
     buf += n;
     offset += n;
     count -= n;
+  }
+}
+
+/* The fault table's bytes [off, off + len). */
+static void
+render_faults (struct zn_control *ctl, unsigned char *dst, uint64_t len,
+               uint64_t off)
+{
+  struct zn_fault_rule rules[ZN_CONTROL_FAULT_RULES];
+  size_t n = zn_fault_list (ctl->dev, rules, ZN_CONTROL_FAULT_RULES);
+  unsigned char rec[ZN_CONTROL_FAULT_SIZE];
+
+  if (n > ZN_CONTROL_FAULT_RULES)
+    n = ZN_CONTROL_FAULT_RULES;
+  while (len) {
+    uint64_t i = off / ZN_CONTROL_FAULT_SIZE, in = off % ZN_CONTROL_FAULT_SIZE;
+    uint64_t take = ZN_CONTROL_FAULT_SIZE - in < len
+      ? ZN_CONTROL_FAULT_SIZE - in : len;
+
+    if (i < n)
+      zn_fault_record_encode (&rules[i], rec);
+    else
+      memset (rec, 0, sizeof rec);
+    memcpy (dst, rec + in, take);
+    dst += take;
+    off += take;
+    len -= take;
   }
 }
 
@@ -440,11 +482,72 @@ zn_control_pread (struct zn_control *ctl, const struct zn_control_conn *conn,
     offset += n;
     count -= n;
   }
-  if (count)
-    render_zones (zones, first, got, dst, count,
-                  offset - ZN_CONTROL_HEADER_SIZE);
+  if (count) {
+    uint64_t table = faults_offset (ctl);
+    uint64_t n = offset < table ? (table - offset < count ? table - offset
+                                                          : count) : 0;
+
+    if (n)
+      render_zones (zones, first, got, dst, n,
+                    offset - ZN_CONTROL_HEADER_SIZE);
+    if (count > n)
+      render_faults (ctl, dst + n, count - n, offset + n - table);
+  }
   if (zones != batch)
     free (zones);
+  return 0;
+}
+
+/* FAULT_ADD: the rule's text follows the command, as a MARK's name does.
+ * A text that is not a rule is a malformed command; the message names
+ * the word, escaped, since a client chose it.
+ */
+static int
+fault_add (struct zn_control *ctl, struct zn_control_conn *conn,
+           const unsigned char *data, uint64_t count, uint64_t sector,
+           uint64_t nr_sectors, uint64_t arg, char *why, size_t whylen)
+{
+  const struct zn_geometry *geo = zn_dev_geometry (ctl->dev);
+  const char *text = (const char *) data + ZN_COMMAND_SIZE;
+  uint64_t len = count - ZN_COMMAND_SIZE;
+  char spec[ZN_FAULT_SPEC_MAX], err[512], safe[1024];
+  struct zn_fault_rule rule;
+  uint32_t id = 0;
+  int r;
+
+  if (sector || nr_sectors || arg) {
+    snprintf (why, whylen, "FAULT_ADD: sector, nr_sectors and the argument "
+              "must be zero; the rule follows the command");
+    return -EINVAL;
+  }
+  if (len == 0 || len >= sizeof spec) {
+    snprintf (why, whylen, "FAULT_ADD: the rule must be 1 to %d bytes; got "
+              "%" PRIu64, ZN_FAULT_SPEC_MAX - 1, len);
+    return -EINVAL;
+  }
+  for (uint64_t i = 0; i < len; i++)
+    if (text[i] < 0x20 || text[i] > 0x7e) {
+      snprintf (why, whylen, "FAULT_ADD: the rule must be printable ASCII; "
+                "byte %" PRIu64 " is not", i);
+      return -EINVAL;
+    }
+  memcpy (spec, text, len);
+  spec[len] = '\0';
+  if (zn_fault_rule_parse (spec, geo->capacity, geo->zone_sectors, &rule,
+                           err, sizeof err) < 0) {
+    zn_escape (safe, sizeof safe, err, strlen (err));
+    snprintf (why, whylen, "FAULT_ADD: %s", safe);
+    return -EINVAL;
+  }
+  if (rule.timeout && !ctl->faults_hold)
+    r = -EOPNOTSUPP;
+  else
+    r = zn_fault_add (ctl->dev, &rule, &id);
+  conn->err = (uint32_t) -r;
+  conn->seq++;
+  conn->op = ZN_CMD_FAULT_ADD;
+  conn->sector = id;
+  conn->nr_sectors = 0;
   return 0;
 }
 
@@ -482,6 +585,11 @@ execute (struct zn_control *ctl, enum zn_command op,
     return zn_wlog_stop (ctl->dev);
   case ZN_CMD_GENERATION:      /* its answer is the result's sector */
     return 0;
+  case ZN_CMD_FAULT_CLEAR:
+    if (nr_sectors || arg || sector > UINT32_MAX)
+      return -EINVAL;
+    return zn_fault_clear (ctl->dev, (uint32_t) sector);
+  case ZN_CMD_FAULT_ADD:        /* carries a rule: see fault_add */
   case ZN_CMD_APPEND:           /* carries data: see append */
   case ZN_CMD_ERRLOG_ERRNO:    /* carries a payload: see errlog_errno */
   case ZN_CMD_MARK:            /* carry a name: see log_command */
@@ -496,6 +604,53 @@ execute (struct zn_control *ctl, enum zn_command op,
       : zn_badblocks_clear (ctl->dev, sector, sector + nr_sectors - 1);
   }
   return -EINVAL;
+}
+
+/* The fault settings' verdict on a zone command: a requeue is asked
+ * again after blk-mq's resource delay (the client sees only the wait), and
+ * what is to be held goes to conn->hold_ns for the front end.  With no
+ * fault rules taken, every command passes.
+ */
+#define REQUEUE_DELAY_NS 3000000
+
+static void
+fault_begin (struct zn_control *ctl, struct zn_control_conn *conn,
+             enum zn_fault_op op, uint64_t sector, uint64_t nr_sectors,
+             struct zn_fault *f)
+{
+  uint64_t bytes = op == ZN_FOP_APPEND ? nr_sectors << ZN_SECTOR_SHIFT : 0;
+
+  conn->hold_ns = 0;
+  *f = (struct zn_fault) { .action = ZN_FAULT_PASS };
+  if (!ctl->faults)
+    return;
+  for (;;) {
+    zn_fault_decide (ctl->dev, op, sector, nr_sectors, bytes, f);
+    if (f->action != ZN_FAULT_REQUEUE)
+      break;
+    conn->hold_ns += REQUEUE_DELAY_NS;
+  }
+  conn->hold_ns = f->action == ZN_FAULT_TIMEOUT ? ZN_CONTROL_HOLD_FOREVER
+                                                : conn->hold_ns + f->delay_ns;
+}
+
+/* A zone command (OPEN, CLOSE, FINISH, RESET) under the fault settings. */
+static int
+zone_command (struct zn_control *ctl, struct zn_control_conn *conn,
+              enum zn_command op, uint64_t sector, uint64_t nr_sectors,
+              uint64_t arg)
+{
+  static const enum zn_fault_op fops[] = {
+    [ZN_CMD_OPEN] = ZN_FOP_OPEN, [ZN_CMD_CLOSE] = ZN_FOP_CLOSE,
+    [ZN_CMD_FINISH] = ZN_FOP_FINISH, [ZN_CMD_RESET] = ZN_FOP_RESET,
+  };
+  struct zn_fault f;
+  int r;
+
+  fault_begin (ctl, conn, fops[op], sector, nr_sectors, &f);
+  r = f.action == ZN_FAULT_FAIL || f.action == ZN_FAULT_TIMEOUT ? 0
+      : execute (ctl, op, sector, nr_sectors, arg);
+  return zn_fault_outcome (ctl->dev, &f, fops[op], sector, r, NULL);
 }
 
 /* An APPEND's data follows its command in the same write, so the append
@@ -524,8 +679,15 @@ append (struct zn_control *ctl, struct zn_control_conn *conn,
               nr_sectors, count);
     return -EINVAL;
   }
-  r = zn_zone_append (ctl->dev, data + ZN_COMMAND_SIZE, sector, nr_sectors,
-                      arg & ZN_APPEND_F_FUA, &landed);
+  {
+    struct zn_fault f;
+
+    fault_begin (ctl, conn, ZN_FOP_APPEND, sector, nr_sectors, &f);
+    r = f.action == ZN_FAULT_FAIL || f.action == ZN_FAULT_TIMEOUT ? 0
+        : zn_zone_append (ctl->dev, data + ZN_COMMAND_SIZE, sector,
+                          nr_sectors, arg & ZN_APPEND_F_FUA, &landed);
+    r = zn_fault_outcome (ctl->dev, &f, ZN_FOP_APPEND, landed, r, NULL);
+  }
   conn->err = (uint32_t) -r;
   conn->seq++;
   conn->op = ZN_CMD_APPEND;
@@ -657,6 +819,8 @@ zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
   enum zn_command op;
   uint64_t sector, nr_sectors, arg;
 
+  conn->hold_ns = 0;
+
   if (offset != 0 || count < ZN_COMMAND_SIZE) {
     snprintf (why, whylen, "a command is one write at offset 0 of at least "
               "%d bytes (zonednull-control(5)); got %" PRIu64 " bytes at "
@@ -677,9 +841,17 @@ zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
   if (op == ZN_CMD_MARK || op == ZN_CMD_LOG_START)
     return log_command (ctl, conn, op, buf, count, sector, nr_sectors, arg,
                         why, whylen);
+  if ((op == ZN_CMD_FAULT_ADD || op == ZN_CMD_FAULT_CLEAR) && !ctl->faults) {
+    snprintf (why, whylen, "FAULT_ADD and FAULT_CLEAR: this server does not "
+              "inject faults (no ZN_CONTROL_F_FAULTS)");
+    return -EINVAL;
+  }
+  if (op == ZN_CMD_FAULT_ADD)
+    return fault_add (ctl, conn, buf, count, sector, nr_sectors, arg, why,
+                      whylen);
   if (count != ZN_COMMAND_SIZE) {
-    snprintf (why, whylen, "a command other than APPEND, ERRLOG_ERRNO, MARK "
-              "and LOG_START is exactly %d bytes (zonednull-control(5)); got %" PRIu64
+    snprintf (why, whylen, "a command other than APPEND, ERRLOG_ERRNO, MARK, "
+              "LOG_START and FAULT_ADD is exactly %d bytes (zonednull-control(5)); got %" PRIu64
               " bytes",
               ZN_COMMAND_SIZE, count);
     return -EINVAL;
@@ -694,7 +866,11 @@ zn_control_pwrite (struct zn_control *ctl, struct zn_control_conn *conn,
     return -EINVAL;
   }
 
-  conn->err = (uint32_t) -execute (ctl, op, sector, nr_sectors, arg);
+  if (op >= ZN_CMD_OPEN && op <= ZN_CMD_RESET)
+    conn->err = (uint32_t) -zone_command (ctl, conn, op, sector, nr_sectors,
+                                          arg);
+  else
+    conn->err = (uint32_t) -execute (ctl, op, sector, nr_sectors, arg);
   if (op == ZN_CMD_GENERATION)
     sector = zn_dev_generation (ctl->dev);
   conn->seq++;

@@ -22,7 +22,13 @@ struct zn_control_conn {
   uint32_t err;
   uint64_t sector;
   uint64_t nr_sectors;
+  /* After a zone command or APPEND: how long the front end holds its
+   * answer (fault rules' delays, zone-operation latencies), in ns;
+   * ZN_CONTROL_HOLD_FOREVER for a timeout, never answered.
+   */
+  uint64_t hold_ns;
 };
+#define ZN_CONTROL_HOLD_FOREVER UINT64_MAX
 
 struct zn_control *zn_control_create (struct zn_dev *dev);
 
@@ -37,6 +43,12 @@ void zn_control_set_queues (struct zn_control *ctl, struct zn_queues *qs,
                             const struct zn_config *cfg,
                             uint32_t index, uint32_t nr_devices);
 void zn_control_destroy (struct zn_control *ctl);
+/* The front end carries out fault rules (lib/model/fault.h): FAULT_ADD
+ * and FAULT_CLEAR are taken and the fault table is shown.  hold: it can
+ * hold a request back while it serves the next, so a rule may time
+ * requests out.
+ */
+void zn_control_allow_faults (struct zn_control *ctl, bool hold);
 uint64_t zn_control_size (const struct zn_control *ctl);
 
 /* Error logs: a data connection to "<device>/session/<id>" attaches to

@@ -248,7 +248,7 @@ zn_control_decode_command (const void *buf, enum zn_command *op,
   uint32_t code = get32 (p + 4);
 
   if (get32 (p) != ZN_COMMAND_MAGIC || code < ZN_CMD_OPEN
-      || code > ZN_CMD_GENERATION)
+      || code > ZN_CMD_FAULT_CLEAR)
     return -EINVAL;
   *op = (enum zn_command) code;
   *sector = get64 (p + 8);
@@ -359,4 +359,18 @@ zn_control_keep_check (uint64_t keep, uint64_t seed, char *why,
     return -EINVAL;
   }
   return 0;
+}
+
+uint64_t
+zn_control_faults_offset (uint32_t nr_zones, uint32_t max_append_sectors)
+{
+  uint64_t end = ZN_CONTROL_HEADER_SIZE
+    + (uint64_t) nr_zones * ZN_CONTROL_ZONE_SIZE;
+  uint64_t append = ZN_COMMAND_SIZE
+    + ((uint64_t) max_append_sectors << ZN_SECTOR_SHIFT);
+
+  if (append > end)
+    end = append;
+  return (end + ZN_CONTROL_HEADER_SIZE - 1) / ZN_CONTROL_HEADER_SIZE
+    * ZN_CONTROL_HEADER_SIZE;
 }

@@ -68,4 +68,11 @@ bool zn_control_log_name_ok (const char *name, size_t len);
 int zn_control_keep_check (uint64_t keep, uint64_t seed, char *why,
                            size_t whylen);
 
+/* Where a device's control export has its fault table: after the zone
+ * descriptors and the largest APPEND's write, rounded up to 4096 bytes
+ * (the whole export, without a fault table).
+ */
+uint64_t zn_control_faults_offset (uint32_t nr_zones,
+                                   uint32_t max_append_sectors);
+
 #endif /* ZONEDNULL_LIB_CONTROL_WIRE_H */

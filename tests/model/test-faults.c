@@ -162,7 +162,9 @@ rule (struct zn_dev *dev, const char *spec)
   struct zn_fault_rule r;
   char err[256] = "";
 
-  if (zn_fault_rule_parse (spec, zn_dev_geometry (dev), &r, err,
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+
+  if (zn_fault_rule_parse (spec, g->capacity, g->zone_sectors, &r, err,
                            sizeof err) < 0) {
     fprintf (stderr, "'%s': %s\n", spec, err);
     exit (EXIT_FAILURE);
@@ -389,8 +391,10 @@ test_refusals (void)
     struct zn_fault_rule r;
     char err[256] = "";
 
-    CHECK_EQ (zn_fault_rule_parse (bad[i].spec, zn_dev_geometry (dev), &r,
-                                   err, sizeof err), -EINVAL);
+    const struct zn_geometry *g = zn_dev_geometry (dev);
+
+    CHECK_EQ (zn_fault_rule_parse (bad[i].spec, g->capacity, g->zone_sectors,
+                                   &r, err, sizeof err), -EINVAL);
     if (strstr (err, bad[i].names) == NULL || strncmp (err, "fault rule: ",
                                                        12) != 0) {
       fprintf (stderr, "'%s': '%s' does not name %s\n", bad[i].spec, err,

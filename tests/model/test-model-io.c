@@ -550,13 +550,15 @@ test_error_vocabulary (void)
   CHECK_EQ (zn_block_errno (EBUSY), EIO);
   CHECK_EQ (zn_block_errno (EOVERFLOW), EOVERFLOW);
   CHECK_EQ (zn_block_errno (0), 0);
-  for (int r = ZN_REASON_NONE + 1; r <= ZN_REASON_NO_MEMORY; r++) {
+  CHECK_EQ (zn_errno_value ("ENOSPC"), ENOSPC);
+  CHECK_EQ (zn_errno_value ("EFOO"), 0);
+  for (int r = ZN_REASON_NONE + 1; r <= ZN_REASON_INJECTED; r++) {
     CHECK (zn_reason_text (r)[0] != '\0');
     CHECK (strcmp (zn_reason_text (r), "unknown reason") != 0);
     for (int q = ZN_REASON_NONE + 1; q < r; q++)
       CHECK (strcmp (zn_reason_text (q), zn_reason_text (r)) != 0);
   }
-  CHECK (strcmp (zn_reason_text (ZN_REASON_NO_MEMORY + 1),
+  CHECK (strcmp (zn_reason_text (ZN_REASON_INJECTED + 1),
                  "unknown reason") == 0);
   CHECK (strcmp (zn_error_text (buf, sizeof buf, EIO, ZN_REASON_FULL),
                  "EIO: the zone is FULL") == 0);

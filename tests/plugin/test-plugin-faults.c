@@ -96,7 +96,10 @@ main (void)
     "fault=op=read zone=4 timeout count=1",
     "fault=op=reset zone=5 error=EIO count=1",
     "fault=op=flush delay=300 count=1",
+    "fault=op=finish zone=6 error=ETOOMANYREFS count=1",
+    "fault=op=append zone=7 error=EIO when=after count=1",
     "requeue=1,100,0,3",
+    "zone_open_nsec=300000000",
     NULL,
   };
   uint64_t t0;
@@ -140,6 +143,31 @@ main (void)
   /* A delayed flush succeeds, no earlier than its delay. */
   t0 = now_ms ();
   CHECK_EQ (nbd_errno (h, nbd_flush (h, 0)), 0);
+  CHECK (now_ms () - t0 >= 300);
+
+  /* Zone commands of the control channel: a finish fails once, and the
+   * zone stays as it was; an append fails after landing; an open takes
+   * its latency.
+   */
+  EXPECT_ERRNO (c, zn_client_zone_mgmt (c, ZN_OP_FINISH, 6 * ZONE_SECTORS,
+                                        ZONE_SECTORS), ETOOMANYREFS);
+  expect_zone_in (c, ZONE_SECTORS, 6, ZN_COND_EMPTY, 6 * ZONE_SECTORS);
+  EXPECT_OK (c, zn_client_zone_mgmt (c, ZN_OP_FINISH, 6 * ZONE_SECTORS,
+                                     ZONE_SECTORS));
+  expect_zone_in (c, ZONE_SECTORS, 6, ZN_COND_FULL, 7 * ZONE_SECTORS);
+  {
+    uint64_t landed = 0;
+
+    EXPECT_ERRNO (c, zn_client_append (c, buf, 7 * ZONE_SECTORS, 8, &landed),
+                  EIO);
+    expect_zone_in (c, ZONE_SECTORS, 7, ZN_COND_IMP_OPEN,
+                    7 * ZONE_SECTORS + 8);
+    EXPECT_OK (c, zn_client_append (c, buf, 7 * ZONE_SECTORS, 8, &landed));
+    CHECK_EQ (landed, 7 * ZONE_SECTORS + 8);
+  }
+  t0 = now_ms ();
+  EXPECT_OK (c, zn_client_zone_mgmt (c, ZN_OP_OPEN, 5 * ZONE_SECTORS,
+                                     ZONE_SECTORS));
   CHECK (now_ms () - t0 >= 300);
 
   /* A read of zone 4 is never answered; the next read on the same

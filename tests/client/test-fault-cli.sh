@@ -1,0 +1,121 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Fault rules at run time, with the CLI and the nbdkit plugin: `zonednull
+# fault list` shows a rule given at start with its counts, `fault add`
+# (words, or -o/-l in sectors) fails exactly the writes it names until its
+# count runs out, `fault clear` removes one rule or all; bad rules are
+# refused naming the word; a timeout rule is refused while the plugin
+# serves requests one at a time; zonednull-server says it takes none.
+#
+# Device: 8 zones of 1 MiB (2048 sectors), zone 0 conventional.
+. "$(dirname "$0")/../common/lib.sh"
+
+need_nbdsh
+
+: "${ZONEDNULL_CLI:=${ZONEDNULL_BUILDDIR:-.}/cli/zonednull}"
+: "${ZONEDNULL_SERVER:=${ZONEDNULL_BUILDDIR:-.}/server/zonednull-server}"
+[ -x "$ZONEDNULL_CLI" ] || fail "no CLI at $ZONEDNULL_CLI"
+zn=$ZONEDNULL_CLI
+device="size=8 zone_size=1 zone_nr_conv=1 memory_backed=1"
+
+run () {
+  "$zn" "$@" >"$tmpdir/out" 2>"$tmpdir/err"
+  rc=$?
+}
+
+ok () {
+  run "$@"
+  [ "$rc" -eq 0 ] || fail "zonednull $*: exit $rc: $(cat "$tmpdir/err")"
+}
+
+# refused STATUS TEXT ARGS...
+refused () {
+  want=$1 text=$2
+  shift 2
+  run "$@"
+  [ "$rc" -eq "$want" ] ||
+    fail "zonednull $*: exit $rc, expected $want; stderr: $(cat "$tmpdir/err")"
+  grep -qF -- "$text" "$tmpdir/err" ||
+    fail "zonednull $*: stderr lacks '$text': $(cat "$tmpdir/err")"
+}
+
+# write_errno ZONE OFFSET: the errno name of a 4 KiB write there, or OK.
+write_errno () {
+  nbdsh -u "$uri" -c "
+import errno
+try:
+    h.pwrite(b'\\x55' * 4096, $1 * 2048 * 512 + $2)
+    print('OK')
+except nbd.Error as e:
+    # libnbd's binding gives the errno's name, older ones its number.
+    print(e.errno if isinstance(e.errno, str) else errno.errorcode[e.errno])
+" 2>&1
+}
+
+# A start rule that can never fire makes the plugin serve requests in
+# parallel, so that timeout rules may be added.
+start_server faults $device "fault=op=flush zone=7 delay=1 count=1"
+ok fault list "$uri"
+grep -q "^1: matched 0, hits 0: op=flush offset=7340032 length=1048576 " \
+  "$tmpdir/out" || fail "fault list: $(cat "$tmpdir/out")"
+
+ok fault add op=write zone=2 error=ENOSPC count=2 "$uri"
+[ "$(cat "$tmpdir/out")" = 2 ] || fail "fault add printed '$(cat "$tmpdir/out")'"
+[ "$(write_errno 1 0)" = OK ] || fail "a write to zone 1 failed"
+[ "$(write_errno 2 0)" = ENOSPC ] || fail "the rule did not fail zone 2"
+[ "$(write_errno 2 0)" = ENOSPC ] || fail "the rule did not fail zone 2 twice"
+[ "$(write_errno 2 0)" = OK ] || fail "the rule outlived its count"
+ok fault list --json "$uri"
+python3 - "$tmpdir/out" <<'PY' || fail "fault list --json: $(cat "$tmpdir/out")"
+import json, sys
+rules = json.load(open(sys.argv[1]))['faults']
+assert [r['id'] for r in rules] == [1, 2], rules
+assert rules[1]['hits'] == 2 and rules[1]['matched'] == 3, rules
+assert rules[1]['rule'].startswith('op=write offset=2097152 length=1048576 '
+                                   'error=ENOSPC'), rules
+PY
+
+# -o/-l: sectors 6144-6151 (zone 3's first 4 KiB) fail after landing.
+ok fault add -o 6144 -l 8 op=write error=EIO when=after "$uri"
+[ "$(write_errno 3 0)" = EIO ] || fail "the -o/-l rule did not fail zone 3"
+ok report -o 6144 -c 1 "$uri"
+grep -q "wptr 0x000008" "$tmpdir/out" ||
+  fail "when=after did not move the write pointer: $(cat "$tmpdir/out")"
+[ "$(write_errno 3 4096)" = OK ] || fail "the -o/-l rule failed outside its range"
+
+# A timeout rule: the read is never answered (nbdsh gives up), the next
+# is.
+ok fault add op=read zone=4 timeout count=1 "$uri"
+timeout 5 nbdsh -u "$uri" -c "h.pread(4096, 4 * 2048 * 512)" >/dev/null 2>&1 &&
+  fail "a read the rule times out was answered"
+nbdsh -u "$uri" -c "h.pread(4096, 4 * 2048 * 512)" ||
+  fail "the read after the timeout failed"
+
+refused 1 "'op=bogus'" fault add op=bogus error=EIO "$uri"
+refused 1 "'zone=9'" fault add zone=9 error=EIO "$uri"
+refused 1 "does nothing" fault add op=read "$uri"
+refused 2 "fault needs add, list or clear" fault
+refused 2 "expected add, list or clear" fault remove "$uri"
+refused 2 "not a rule's number" fault clear x "$uri"
+
+ok fault clear 2 "$uri"
+refused 1 "no rule 2" fault clear 2 "$uri"
+ok fault list "$uri"
+grep -q "^2:" "$tmpdir/out" && fail "rule 2 is still listed: $(cat "$tmpdir/out")"
+ok fault clear "$uri"
+ok fault list "$uri"
+[ -s "$tmpdir/out" ] && fail "rules left after clear: $(cat "$tmpdir/out")"
+stop_server "$pid"
+
+# Requests one at a time: a timeout would stall the connection.
+start_server serial $device
+refused 1 "one at a time" fault add op=read timeout "$uri"
+ok fault add op=read error=EIO count=1 "$uri"
+stop_server "$pid"
+
+ZONEDNULL_TARGET=server
+start_server native $device
+refused 1 "does not take fault rules" fault list "$uri"
+refused 1 "does not take fault rules" fault add op=read error=EIO "$uri"
+stop_server "$pid"
+exit 0
