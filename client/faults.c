@@ -18,8 +18,8 @@ need_faults (struct zn_client *c)
   if (c->geo.flags & ZN_CONTROL_F_FAULTS)
     return 0;
   set_error (c, "the server does not take fault rules (its control header "
-             "lacks ZN_CONTROL_F_FAULTS: zonednull-server and zonednull-ublk "
-             "do not inject faults yet; nbdkit-zonednull-plugin does)");
+             "lacks ZN_CONTROL_F_FAULTS: zonednull-ublk does not inject "
+             "faults yet; nbdkit-zonednull-plugin and zonednull-server do)");
   return -EOPNOTSUPP;
 }
 
@@ -61,9 +61,11 @@ zn_client_fault_add (struct zn_client *c, const char *rule, uint32_t *id)
                ZN_CONTROL_FAULT_RULES);
     return -ENOSPC;
   case EOPNOTSUPP:
-    set_error (c, "the server cannot time requests out while it serves a "
-               "connection's requests one at a time (start the plugin with "
-               "a fault parameter, irqmode=2 or pipeline_zoned_writes=1)");
+    set_error (c, "the server cannot hold a request back (a timeout or a "
+               "delay): zonednull-server cannot yet, and the plugin cannot "
+               "while it serves a connection's requests one at a time "
+               "(start it with a fault parameter, irqmode=2 or "
+               "pipeline_zoned_writes=1)");
     return -EOPNOTSUPP;
   default:
     set_error (c, "FAULT_ADD: %s", zn_errno_name ((int) info.result_errno));

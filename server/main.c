@@ -129,6 +129,7 @@ devices_create (const struct zn_params *p, char *err, size_t errlen)
       return -1;
     }
     zn_control_set_queues (d->ctl, d->qs, &qcfg, &p->cfg, i, p->nr_devices);
+    zn_control_allow_faults (d->ctl, false);
   }
   return 0;
 }
@@ -672,15 +673,17 @@ prepare (struct zn_params *params)
     return EXIT_FAILURE;
   }
   /* Its sessions answer in order and cannot yet hold one request back
-   * while answering the next: refused rather than ignored.
+   * while answering the next: refused rather than ignored.  Rules that
+   * fail requests need no hold.
    */
-  if (params_faults_given (params)) {
-    fprintf (stderr, "zonednull-server: timeout=, requeue=, fault= and "
-             "zone_*_nsec=: zonednull-server does not inject faults yet; "
-             "nbdkit-zonednull-plugin does\n");
+  if (params_fault_holds_given (params)) {
+    fprintf (stderr, "zonednull-server: timeout=, requeue= and "
+             "zone_*_nsec=: zonednull-server cannot hold requests back "
+             "yet; nbdkit-zonednull-plugin can\n");
     params_free (params);
     return EXIT_FAILURE;
   }
+  params->faults_no_hold = true;
   if (tls_init (&tls_settings, err, sizeof err) == -1) {
     fprintf (stderr, "zonednull-server: %s\n", err);
     params_free (params);

@@ -334,6 +334,7 @@ EXTRA_DIST += $(NVME_TESTS)
 SERVER_TESTS = \
 	tests/server/test-server.sh \
 	tests/server/test-server-queue.sh \
+	tests/server/test-server-faults.sh \
 	tests/server/test-server-output.sh \
 	tests/server/test-server-timeout.sh \
 	tests/server/test-server-tls.sh \

@@ -148,8 +148,9 @@
  * the write with EINVAL (the server's log says which word broke which
  * rule).  The result: result_sector the rule's id, or ENOSPC when the
  * device has ZN_CONTROL_FAULT_RULES rules already, or EOPNOTSUPP for a
- * rule the server cannot carry out (the nbdkit plugin's "timeout" while
- * it serves a connection's requests one at a time).
+ * rule the server cannot carry out (a timeout or a delay: zonednull-server
+ * always, the nbdkit plugin while it serves a connection's requests one
+ * at a time).
  * ZN_CMD_FAULT_CLEAR (a plain 32-byte command) removes rule sector, or
  * every rule with sector 0: ENOENT for no such rule.
  * The fault table, the device's rules in order, follows the zone

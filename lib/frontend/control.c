@@ -59,7 +59,7 @@ struct zn_control {
   struct zn_queues *qs;
   struct zn_control_queue_info qinfo;
   /* Fault rules: whether the front end carries them out, and whether it
-   * can hold a request back (a rule's timeout).
+   * can hold a request back (a rule's timeout or delay).
    */
   bool faults, faults_hold;
 };
@@ -539,7 +539,7 @@ fault_add (struct zn_control *ctl, struct zn_control_conn *conn,
     snprintf (why, whylen, "FAULT_ADD: %s", safe);
     return -EINVAL;
   }
-  if (rule.timeout && !ctl->faults_hold)
+  if ((rule.timeout || rule.delay_ms) && !ctl->faults_hold)
     r = -EOPNOTSUPP;
   else
     r = zn_fault_add (ctl->dev, &rule, &id);

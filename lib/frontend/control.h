@@ -46,7 +46,7 @@ void zn_control_destroy (struct zn_control *ctl);
 /* The front end carries out fault rules (lib/model/fault.h): FAULT_ADD
  * and FAULT_CLEAR are taken and the fault table is shown.  hold: it can
  * hold a request back while it serves the next, so a rule may time
- * requests out.
+ * requests out or delay them.
  */
 void zn_control_allow_faults (struct zn_control *ctl, bool hold);
 uint64_t zn_control_size (const struct zn_control *ctl);

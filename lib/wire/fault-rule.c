@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault rules as text (fault-rule.h). */
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -86,14 +87,16 @@ parse_ops (const char *s, uint32_t *ops)
   return *ops ? 0 : -EINVAL;
 }
 
-/* SCT:SC, each a byte in hexadecimal (0x optional), as nvme-cli shows
- * them; SCT at most 7, and not 0:0 (success).
+/* SCT:SC, each in hexadecimal (0x optional), as nvme-cli shows them;
+ * SCT at most 7, and not 0:0 (success); ",retry" clears DNR, so that a
+ * host retries the command.
  */
 static int
 parse_nvme_status (const char *s, uint16_t *status)
 {
   char *end;
   unsigned long sct, sc;
+  bool retry = false;
 
   errno = 0;
   sct = strtoul (s, &end, 16);
@@ -101,9 +104,13 @@ parse_nvme_status (const char *s, uint16_t *status)
     return -EINVAL;
   s = end + 1;
   sc = strtoul (s, &end, 16);
-  if (errno || end == s || *end || sc > 0xff || (sct == 0 && sc == 0))
+  if (strcmp (end, ",retry") == 0)
+    retry = true;
+  else if (*end)
     return -EINVAL;
-  *status = (uint16_t) (sct << 8 | sc);
+  if (errno || end == s || sc > 0xff || (sct == 0 && sc == 0))
+    return -EINVAL;
+  *status = (uint16_t) (sct << 8 | sc | (retry ? ZN_FAULT_NVME_RETRY : 0));
   return 0;
 }
 
@@ -217,7 +224,8 @@ parse_word (char *word, uint64_t capacity, uint64_t zone_sectors,
       { "offset", "a number of bytes, not with zone" },
       { "length", "a number of bytes, not with zone" },
       { "error", "an errno name such as EIO, ENOSPC, ETOOMANYREFS" },
-      { "nvme-status", "SCT:SC in hexadecimal, SCT 0 to 7, not 0:0" },
+      { "nvme-status", "SCT:SC in hexadecimal, SCT 0 to 7, not 0:0, then "
+        "',retry' or nothing" },
       { "when", "before or after" },
       { "count", "a number above 0" },
       { "probability", "P or P,SEED: P a percentage from 1 to 100, SEED a "
@@ -326,7 +334,9 @@ zn_fault_rule_format (const struct zn_fault_rule *r, char *buf, size_t len)
   if (r->err)
     ADD ("%serror=%s", n ? " " : "", zn_errno_name (r->err));
   if (r->nvme_status)
-    ADD (" nvme-status=%x:%02x", r->nvme_status >> 8, r->nvme_status & 0xff);
+    ADD (" nvme-status=%x:%02x%s", (r->nvme_status >> 8) & 7,
+         r->nvme_status & 0xff,
+         r->nvme_status & ZN_FAULT_NVME_RETRY ? ",retry" : "");
   if (r->err)
     ADD (" when=%s", r->after ? "after" : "before");
   if (r->count)

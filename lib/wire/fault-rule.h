@@ -21,6 +21,7 @@ enum zn_fault_op {
 const char *zn_fault_op_name (enum zn_fault_op op);
 
 #define ZN_FAULT_MAX_RULES 64         /* rules per device */
+#define ZN_FAULT_NVME_RETRY 0x8000    /* nvme-status=...,retry: DNR clear */
 #define ZN_FAULT_MAX_DELAY_MS 3600000 /* an hour */
 #define ZN_FAULT_SPEC_MAX 256         /* a rule's text, with its NUL */
 
@@ -30,8 +31,9 @@ struct zn_fault_rule {
                                    requests that overlap them (a flush has
                                    none and is always in range) */
   int err;                      /* positive errno; 0 = no failure */
-  uint16_t nvme_status;         /* (SCT << 8) | SC for NVMe/TCP; 0 = the
-                                   front end's own for err */
+  uint16_t nvme_status;         /* (SCT << 8) | SC for NVMe/TCP, with
+                                   ZN_FAULT_NVME_RETRY; 0 = the front
+                                   end's own for err */
   bool after;                   /* fail once the request was applied */
   bool timeout;                 /* never answer */
   uint64_t count;               /* fires at most this often; 0 = no bound */
@@ -46,7 +48,7 @@ struct zn_fault_rule {
 
 /* Parses a rule: space-separated KEY=VALUE words,
  *   op=OP[,OP...]  zone=N[-M] | offset=BYTES length=BYTES
- *   error=ERRNO  nvme-status=SCT:SC  when=before|after  timeout
+ *   error=ERRNO  nvme-status=SCT:SC[,retry]  when=before|after  timeout
  *   count=N  probability=P[,SEED]  delay=MS
  * against the device's capacity and zone length, in sectors.  -EINVAL with a
  * message naming the word and the rule it broke.

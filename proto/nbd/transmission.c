@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "frontend/control.h"
+#include "model/fault.h"
 #include "model/zoned.h"
 #include "internal.h"
 #include "frontend/nbd-zones.h"
@@ -110,6 +111,20 @@ reply_failure (struct nbd_session *s, uint64_t cookie, uint32_t nbd_cmd,
                                       err, why));
 }
 
+/* A data request under the fault settings: decided before it runs, and
+ * whether it runs at all.  The server holds no request back, so only
+ * FAIL and FAIL_AFTER come (params_apply and the control channel take no
+ * rule with a timeout or a delay, and no timeout= or requeue=).
+ */
+static bool
+fault_skips (struct nbd_session *s, enum zn_fault_op op, uint64_t offset,
+             uint64_t count, uint64_t bytes, struct zn_fault *f)
+{
+  zn_fault_decide (s->d->dev, op, offset >> ZN_SECTOR_SHIFT,
+                   count >> ZN_SECTOR_SHIFT, bytes, f);
+  return f->action != ZN_FAULT_PASS && f->action != ZN_FAULT_FAIL_AFTER;
+}
+
 static bool
 all_zero (const unsigned char *p, size_t n)
 {
@@ -130,9 +145,15 @@ cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
   buf = out_reserve (s, header + count) + header;
   if (s->control)
     r = zn_control_pread (s->d->ctl, &s->conn, s->sv->readonly, buf, count, offset);
-  else
-    r = zn_read_why (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
-                     count >> ZN_SECTOR_SHIFT, &why);
+  else {
+    struct zn_fault f;
+
+    r = fault_skips (s, ZN_FOP_READ, offset, count, count, &f) ? 0
+        : zn_read_why (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
+                       count >> ZN_SECTOR_SHIFT, &why);
+    r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_READ,
+                          offset >> ZN_SECTOR_SHIFT, r, &why);
+  }
   if (r < 0) {
     s->out.len = mark;
     if (s->control)
@@ -179,9 +200,15 @@ cmd_write (struct nbd_session *s, uint64_t cookie, uint64_t offset,
     r = s->forced_error;
     reason = zn_pipeline_reason (-s->forced_error);
   }
-  else
-    r = zn_write_why (s->d->dev, data, offset >> ZN_SECTOR_SHIFT,
-                      count >> ZN_SECTOR_SHIFT, fua, &reason);
+  else {
+    struct zn_fault f;
+
+    r = fault_skips (s, ZN_FOP_WRITE, offset, count, count, &f) ? 0
+        : zn_write_why (s->d->dev, data, offset >> ZN_SECTOR_SHIFT,
+                        count >> ZN_SECTOR_SHIFT, fua, &reason);
+    r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_WRITE,
+                          offset >> ZN_SECTOR_SHIFT, r, &reason);
+  }
   s->forced_error = 0;
   if (r < 0 && s->control)
     reply_error (s, cookie, -r, "control: %s", why);
@@ -207,8 +234,16 @@ cmd_trim (struct nbd_session *s, uint64_t cookie, uint64_t offset,
     reply_error (s, cookie, r, "trim: %s", why);
     return;
   }
-  r = zn_zone_mgmt_why (s->d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
-                        (uint64_t) count >> ZN_SECTOR_SHIFT, &reason);
+  {
+    struct zn_fault f;
+
+    reason = ZN_REASON_NONE;
+    r = fault_skips (s, ZN_FOP_RESET, offset, count, 0, &f) ? 0
+        : zn_zone_mgmt_why (s->d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
+                            (uint64_t) count >> ZN_SECTOR_SHIFT, &reason);
+    r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_RESET,
+                          offset >> ZN_SECTOR_SHIFT, r, &reason);
+  }
   if (r < 0)
     reply_failure (s, cookie, CMD_TRIM, "trim", offset, count, -r, reason);
   else
@@ -512,9 +547,16 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
     break;
   case CMD_FLUSH: {
     /* With backing_dir a flush reaches the disk, and can fail. */
-    int r = s->control ? 0 : zn_flush (s->d->dev);
+    struct zn_fault f = { .action = ZN_FAULT_PASS };
+    enum zn_reason why = ZN_REASON_NONE;
+    int r = s->control || fault_skips (s, ZN_FOP_FLUSH, 0, 0, 0, &f) ? 0
+            : zn_flush (s->d->dev);
 
-    if (r < 0)
+    if (!s->control)
+      r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_FLUSH, 0, r, &why);
+    if (r < 0 && why == ZN_REASON_INJECTED)
+      reply_failure (s, cookie, CMD_FLUSH, "flush", 0, 0, -r, why);
+    else if (r < 0)
       reply_error (s, cookie, EIO, "flush: %s", strerror (-r));
     else
       reply_ok (s, cookie);

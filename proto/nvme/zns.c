@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/fault.h"
 #include "model/zoned.h"
 #include "zns.h"
 
@@ -322,6 +323,41 @@ nvme_zns_status (int err, enum zn_reason why)
   return errno_status (err, why, false);
 }
 
+/* ---- fault settings ----------------------------------------------------
+ *
+ * A command is asked about before it runs (fault_skips: true when it must
+ * not run), and its status is then fault_status's: a rule's nvme-status,
+ * with DNR unless the rule says retry, or else the status of its errno as
+ * if the model had given it.  The target holds no command back, so only
+ * FAIL and FAIL_AFTER come (zonednull-server takes no rule with a timeout
+ * or a delay, and no timeout= or requeue=).
+ */
+static bool
+fault_skips (struct zn_dev *dev, enum zn_fault_op op, uint64_t sector,
+             uint64_t nr_sectors, struct zn_fault *f)
+{
+  uint64_t bytes = op == ZN_FOP_READ || op == ZN_FOP_WRITE
+                   || op == ZN_FOP_APPEND ? nr_sectors << ZN_SECTOR_SHIFT : 0;
+
+  zn_fault_decide (dev, op, sector, nr_sectors, bytes, f);
+  return f->action != ZN_FAULT_PASS && f->action != ZN_FAULT_FAIL_AFTER;
+}
+
+static uint16_t
+fault_status (struct zn_dev *dev, const struct zn_fault *f,
+              enum zn_fault_op op, uint64_t sector, int r, enum zn_reason why,
+              bool mgmt)
+{
+  r = zn_fault_outcome (dev, f, op, sector, r, &why);
+  if (why != ZN_REASON_INJECTED)
+    return errno_status (r, why, mgmt);
+  if (f->nvme_status)
+    return (uint16_t) ((f->nvme_status & 0x7ff)
+                       | (f->nvme_status & ZN_FAULT_NVME_RETRY
+                          ? 0 : NVME_SC_DNR));
+  return errno_status (r, ZN_REASON_NONE, mgmt);
+}
+
 /* ---- I/O commands ------------------------------------------------------- */
 
 /* The checks before the model: the range (LBA Out of Range, as nvmet),
@@ -352,26 +388,27 @@ nvme_zns_read (struct zn_dev *dev, uint64_t slba, uint32_t nlb, void *data)
   const struct zn_geometry *g = zn_dev_geometry (dev);
   uint16_t status = check_io (g, slba, nlb);
 
-  enum zn_reason why;
+  uint64_t sector = slba * lba_sectors (g);
+  uint64_t n = (uint64_t) nlb * lba_sectors (g);
+  enum zn_reason why = ZN_REASON_NONE;
+  struct zn_fault f;
   int r;
 
   if (status)
     return status;
-  r = zn_read_why (dev, data, slba * lba_sectors (g),
-                   (uint64_t) nlb * lba_sectors (g), &why);
-  return errno_status (r, why, false);
+  r = fault_skips (dev, ZN_FOP_READ, sector, n, &f) ? 0
+      : zn_read_why (dev, data, sector, n, &why);
+  return fault_status (dev, &f, ZN_FOP_READ, sector, r, why, false);
 }
 
-static uint16_t
+static int
 model_write (struct zn_dev *dev, const void *data, uint64_t slba,
-             uint32_t nlb, bool fua)
+             uint32_t nlb, bool fua, enum zn_reason *why)
 {
   const struct zn_geometry *g = zn_dev_geometry (dev);
-  enum zn_reason why;
-  int r = zn_write_why (dev, data, slba * lba_sectors (g),
-                        (uint64_t) nlb * lba_sectors (g), fua, &why);
 
-  return errno_status (r, why, false);
+  return zn_write_why (dev, data, slba * lba_sectors (g),
+                       (uint64_t) nlb * lba_sectors (g), fua, why);
 }
 
 uint16_t
@@ -380,10 +417,17 @@ nvme_zns_write (struct zn_dev *dev, uint64_t slba, uint32_t nlb, bool fua,
 {
   const struct zn_geometry *g = zn_dev_geometry (dev);
   uint16_t status = check_io (g, slba, nlb);
+  uint64_t sector = slba * lba_sectors (g);
+  enum zn_reason why = ZN_REASON_NONE;
+  struct zn_fault f;
+  int r;
 
   if (status)
     return status;
-  return model_write (dev, data, slba, nlb, fua);
+  r = fault_skips (dev, ZN_FOP_WRITE, sector,
+                   (uint64_t) nlb * lba_sectors (g), &f) ? 0
+      : model_write (dev, data, slba, nlb, fua, &why);
+  return fault_status (dev, &f, ZN_FOP_WRITE, sector, r, why, false);
 }
 
 /* Writes of a static zero chunk, so that 65536 blocks of 4 KiB need no
@@ -398,15 +442,25 @@ nvme_zns_write_zeroes (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
   const struct zn_geometry *g = zn_dev_geometry (dev);
   uint32_t chunk = ZEROES_BYTES / g->block_size;
   uint16_t status = check_io (g, slba, nlb);
+  uint64_t sector = slba * lba_sectors (g);
+  enum zn_reason why = ZN_REASON_NONE;
+  struct zn_fault f;
+  int r = 0;
 
-  while (status == 0 && nlb) {
+  if (status)
+    return status;
+  /* One command, one question, whatever its chunks. */
+  if (fault_skips (dev, ZN_FOP_WRITE, sector,
+                   (uint64_t) nlb * lba_sectors (g), &f))
+    nlb = 0;
+  while (r == 0 && nlb) {
     uint32_t n = nlb < chunk ? nlb : chunk;
 
-    status = model_write (dev, zeroes, slba, n, fua);
+    r = model_write (dev, zeroes, slba, n, fua, &why);
     slba += n;
     nlb -= n;
   }
-  return status;
+  return fault_status (dev, &f, ZN_FOP_WRITE, sector, r, why, false);
 }
 
 /* nvmet's checks and the ZNS command set's: ZSLBA must start a zone
@@ -431,9 +485,17 @@ nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb, bool fua,
     return generic_status (NVME_SC_INVALID_FIELD);
   if (nr_sectors > g->max_append_sectors)
     return generic_status (NVME_SC_INVALID_FIELD);
-  r = zn_zone_append_why (dev, data, sector, nr_sectors, fua, &landed, &why);
-  if (r)
-    return errno_status (r, why, false);
+  {
+    struct zn_fault f;
+
+    why = ZN_REASON_NONE;
+    r = fault_skips (dev, ZN_FOP_APPEND, sector, nr_sectors, &f) ? 0
+        : zn_zone_append_why (dev, data, sector, nr_sectors, fua, &landed,
+                              &why);
+    status = fault_status (dev, &f, ZN_FOP_APPEND, sector, r, why, false);
+  }
+  if (status)
+    return status;
   *result = landed / lba_sectors (g);
   return 0;
 }
@@ -441,12 +503,13 @@ nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb, bool fua,
 uint16_t
 nvme_zns_flush (struct zn_dev *dev)
 {
-  int r = zn_flush (dev);
+  struct zn_fault f;
+  int r = fault_skips (dev, ZN_FOP_FLUSH, 0, 0, &f) ? 0 : zn_flush (dev);
 
-  if (r == 0)
-    return 0;
-  return generic_status (r == -ENOSPC ? NVME_SC_CAP_EXCEEDED
-                                      : NVME_SC_INTERNAL);
+  if (r < 0)                    /* the flush's own failure */
+    return generic_status (r == -ENOSPC ? NVME_SC_CAP_EXCEEDED
+                                        : NVME_SC_INTERNAL);
+  return fault_status (dev, &f, ZN_FOP_FLUSH, 0, 0, ZN_REASON_NONE, false);
 }
 
 /* ---- zone management ---------------------------------------------------- */
@@ -526,6 +589,10 @@ uint16_t
 nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
                     bool select_all)
 {
+  static const enum zn_fault_op fops[] = {
+    [ZN_OP_OPEN] = ZN_FOP_OPEN, [ZN_OP_CLOSE] = ZN_FOP_CLOSE,
+    [ZN_OP_FINISH] = ZN_FOP_FINISH, [ZN_OP_RESET] = ZN_FOP_RESET,
+  };
   const struct zn_geometry *g = zn_dev_geometry (dev);
   uint64_t sector = slba * lba_sectors (g);
   enum zn_zone_op op;
@@ -545,17 +612,31 @@ nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
    * model's reset of the whole range is null_blk's reset-all, which
    * skips READONLY and OFFLINE zones as ZNS does.
    */
-  if (select_all && op != ZN_OP_RESET)
-    return send_all (dev, op);
+  if (select_all && op != ZN_OP_RESET) {
+    struct zn_fault f;
+    uint16_t status;
+
+    if (fault_skips (dev, fops[op], 0, g->capacity, &f))
+      return fault_status (dev, &f, fops[op], 0, 0, ZN_REASON_NONE, true);
+    status = send_all (dev, op);
+    return status ? status : fault_status (dev, &f, fops[op], 0, 0,
+                                           ZN_REASON_NONE, true);
+  }
   if (select_all)
     sector = 0;
   else if (slba >= ns_blocks (g))
     return generic_status (NVME_SC_LBA_RANGE);
   else if (sector & (g->zone_sectors - 1))
     return generic_status (NVME_SC_INVALID_FIELD);
-  r = zn_zone_mgmt_why (dev, op, sector,
-                        select_all ? g->capacity : g->zone_sectors, &why);
-  return errno_status (r, why, true);
+  {
+    uint64_t n = select_all ? g->capacity : g->zone_sectors;
+    struct zn_fault f;
+
+    why = ZN_REASON_NONE;
+    r = fault_skips (dev, fops[op], sector, n, &f) ? 0
+        : zn_zone_mgmt_why (dev, op, sector, n, &why);
+    return fault_status (dev, &f, fops[op], sector, r, why, true);
+  }
 }
 
 /* ZRASF's state filters as zone conditions; -1 for all, -2 for none. */

@@ -5,7 +5,8 @@
 # (words, or -o/-l in sectors) fails exactly the writes it names until its
 # count runs out, `fault clear` removes one rule or all; bad rules are
 # refused naming the word; a timeout rule is refused while the plugin
-# serves requests one at a time; zonednull-server says it takes none.
+# serves requests one at a time; zonednull-server takes failing rules but
+# refuses those that hold a request back.
 #
 # Device: 8 zones of 1 MiB (2048 sectors), zone 0 conventional.
 . "$(dirname "$0")/../common/lib.sh"
@@ -113,9 +114,17 @@ refused 1 "one at a time" fault add op=read timeout "$uri"
 ok fault add op=read error=EIO count=1 "$uri"
 stop_server "$pid"
 
+# zonednull-server takes rules that fail requests, not those that hold
+# them back.
 ZONEDNULL_TARGET=server
 start_server native $device
-refused 1 "does not take fault rules" fault list "$uri"
-refused 1 "does not take fault rules" fault add op=read error=EIO "$uri"
+refused 1 "cannot hold a request back" fault add op=read timeout "$uri"
+refused 1 "cannot hold a request back" fault add op=read delay=10 "$uri"
+ok fault add op=write zone=2 error=ENOSPC count=1 "$uri"
+[ "$(write_errno 2 0)" = ENOSPC ] || fail "zonednull-server: the rule did not fail zone 2"
+[ "$(write_errno 2 0)" = OK ] || fail "zonednull-server: the rule outlived its count"
+ok fault list "$uri"
+grep -q "^1: matched 2, hits 1: op=write " "$tmpdir/out" ||
+  fail "zonednull-server: fault list: $(cat "$tmpdir/out")"
 stop_server "$pid"
 exit 0

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/fault.h"
 #include "model/zoned.h"
 #include "zns.h"
 #include "../common/check.h"
@@ -1019,6 +1020,64 @@ test_status_not_from_zone (void)
   zn_dev_destroy (d);
 }
 
+static void
+add_rule (struct zn_dev *d, const char *spec)
+{
+  const struct zn_geometry *g = zn_dev_geometry (d);
+  struct zn_fault_rule r;
+  char err[256] = "";
+
+  if (zn_fault_rule_parse (spec, g->capacity, g->zone_sectors, &r, err,
+                           sizeof err) < 0) {
+    fprintf (stderr, "'%s': %s\n", spec, err);
+    exit (EXIT_FAILURE);
+  }
+  CHECK_EQ (zn_fault_add (d, &r, NULL), 0);
+}
+
+/* Fault rules as the target answers them: a rule's status whole (with
+ * DNR, or without it for ",retry"), an errno as the model's would map,
+ * when=after with the data in, and every command kind.
+ */
+static void
+test_faults (void)
+{
+  struct zn_dev *d = mkdev (8, 1, 0, 512, 0, 0, true);
+  unsigned char buf[4096], back[4096];
+  uint64_t lba = 0;
+
+  memset (buf, 0x3c, sizeof buf);
+  add_rule (d, "op=write zone=1 nvme-status=1:b9 count=1");
+  add_rule (d, "op=write zone=2 nvme-status=1:bd,retry count=1");
+  add_rule (d, "op=write zone=3 error=ETOOMANYREFS count=1");
+  add_rule (d, "op=append zone=4 error=ENOSPC when=after count=1");
+  add_rule (d, "op=read zone=5 error=EIO count=1");
+  add_rule (d, "op=finish zone=6 nvme-status=1:bf count=1");
+  add_rule (d, "op=flush error=EIO count=1");
+
+  CHECK_STATUS (nvme_zns_write (d, Z, 8, false, buf), ST_FULL);
+  CHECK_STATUS (nvme_zns_write (d, Z, 8, false, buf), ST_OK);
+  /* ",retry": DNR clear, the host retries; the retry passes. */
+  CHECK_EQ (nvme_zns_write (d, 2 * Z, 8, false, buf), 0x100 | 0xbd);
+  CHECK_STATUS (nvme_zns_write (d, 2 * Z, 8, false, buf), ST_OK);
+  CHECK_STATUS (nvme_zns_write (d, 3 * Z, 8, false, buf), ST_TOO_MANY_OPENS);
+  CHECK_STATUS (nvme_zns_append (d, 4 * Z, 8, false, buf, &lba),
+                ST_CAP_EXCEEDED);
+  CHECK_STATUS (nvme_zns_read (d, 4 * Z, 8, back), ST_OK);
+  CHECK (memcmp (buf, back, sizeof back) == 0);
+  CHECK_STATUS (nvme_zns_append (d, 4 * Z, 8, false, buf, &lba), ST_OK);
+  CHECK_EQ (lba, 4 * Z + 8);
+  CHECK_STATUS (nvme_zns_read (d, 5 * Z, 8, back), ST_INTERNAL);
+  CHECK_STATUS (nvme_zns_read (d, 5 * Z, 8, back), ST_OK);
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 6 * Z, NVME_ZNS_ZSA_FINISH, false),
+                ST_INVAL_TRANSITION);
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 6 * Z, NVME_ZNS_ZSA_FINISH, false),
+                ST_OK);
+  CHECK_STATUS (nvme_zns_flush (d), ST_INTERNAL);
+  CHECK_STATUS (nvme_zns_flush (d), ST_OK);
+  zn_dev_destroy (d);
+}
+
 int
 main (void)
 {
@@ -1044,6 +1103,7 @@ main (void)
   test_report_4k_and_large ();
   test_status ();
   test_status_not_from_zone ();
+  test_faults ();
   printf ("test-nvme-zns: all checks passed\n");
   return 0;
 }
