@@ -54,7 +54,7 @@ fixture_sources = tests/common/check.h tests/common/spawn.c \
 	tests/common/spawn.h tests/common/server-fixture.c \
 	tests/common/server-fixture.h
 
-EXTRA_DIST += tests/common/lib.sh tests/common/bad-values.sh \
+EXTRA_DIST += tests/common/lib.sh tests/common/cli-lib.sh tests/common/bad-values.sh \
 	tests/common/files-lib.sh tests/common/files.py \
 	tests/common/fio-lib.sh tests/common/fio-matrix.sh \
 	tests/common/hostile-server.py tests/common/nvme-host.py

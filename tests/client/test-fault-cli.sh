@@ -13,32 +13,9 @@
 
 need_nbdsh
 
-: "${ZONEDNULL_CLI:=${ZONEDNULL_BUILDDIR:-.}/cli/zonednull}"
-: "${ZONEDNULL_SERVER:=${ZONEDNULL_BUILDDIR:-.}/server/zonednull-server}"
-[ -x "$ZONEDNULL_CLI" ] || fail "no CLI at $ZONEDNULL_CLI"
-zn=$ZONEDNULL_CLI
+# shellcheck source=tests/common/cli-lib.sh
+. "$(dirname "$0")/../common/cli-lib.sh"
 device="size=8 zone_size=1 zone_nr_conv=1 memory_backed=1"
-
-run () {
-  "$zn" "$@" >"$tmpdir/out" 2>"$tmpdir/err"
-  rc=$?
-}
-
-ok () {
-  run "$@"
-  [ "$rc" -eq 0 ] || fail "zonednull $*: exit $rc: $(cat "$tmpdir/err")"
-}
-
-# refused STATUS TEXT ARGS...
-refused () {
-  want=$1 text=$2
-  shift 2
-  run "$@"
-  [ "$rc" -eq "$want" ] ||
-    fail "zonednull $*: exit $rc, expected $want; stderr: $(cat "$tmpdir/err")"
-  grep -qF -- "$text" "$tmpdir/err" ||
-    fail "zonednull $*: stderr lacks '$text': $(cat "$tmpdir/err")"
-}
 
 # write_errno ZONE OFFSET: the errno name of a 4 KiB write there, or OK.
 write_errno () {

@@ -209,3 +209,13 @@ expect_zone_in (struct zn_client *c, uint64_t zone_sectors, unsigned idx,
     exit (EXIT_FAILURE);
   }
 }
+
+int
+aio_completed (void *user_data, int *error)
+{
+  struct aio_result *r = user_data;
+
+  r->done = true;
+  r->err = *error;
+  return 1;                     /* retire the command */
+}

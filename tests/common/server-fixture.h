@@ -85,6 +85,16 @@ struct nbd_handle *nbd_connect_ok (const struct spawned *s,
 
 #define EXPECT_OK(c, expr) EXPECT_ERRNO (c, expr, 0)
 
+/* One aio request's outcome: aio_completed, as a libnbd completion
+ * callback with the result as user_data, fills it in and retires the
+ * command.
+ */
+struct aio_result {
+  bool done;
+  int err;
+};
+int aio_completed (void *user_data, int *error);
+
 /* Zone idx of a device whose zones are zone_sectors long, by report. */
 struct zn_zone report_zone (struct zn_client *c, uint64_t zone_sectors,
                             unsigned idx);

@@ -28,6 +28,9 @@
 #   reset      nvme reset of the controller (CC.EN to 0, a reconnect): the
 #              namespace comes back with its data, reports zones and
 #              takes a write
+#   faults     statuses injected by fault rules (fault=) as the host
+#              hands them to an application, a write failed after it
+#              landed, and a status without DNR retried
 #   allowhost  --nvme-allow-host=A refuses host B and accepts A
 #   auth       DH-HMAC-CHAP with keys from nvme gen-dhchap-key: ours with
 #              --nvme-host and nvmet with the same keys (configfs
@@ -50,7 +53,7 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 out=/out/nvme
 mkdir -p "$out"
 fails=0 passes=0
-STEPS=${ZN_NVME_STEPS:-diff cmp mpoff fio btrfs restart reset allowhost auth}
+STEPS=${ZN_NVME_STEPS:-diff cmp mpoff fio btrfs restart reset faults allowhost auth}
 TARGET=${ZN_NVME_TARGET:-ours}
 FIO=/opt/fio/fio
 BLKZONE=/usr/sbin/blkzone
@@ -229,7 +232,8 @@ detach () {
 }
 
 # ours_up LABEL KEY=VALUE... [-- OPTIONS]: zonednull-server --nvme on
-# 127.0.0.1:PORT_OURS with the settings and kernel=KVER; sets SPID and
+# 127.0.0.1:PORT_OURS with the settings, kernel=KVER and a fault= for each
+# line of $FAULTS; sets SPID and
 # OUR_NQN (from its output).  Returns 1 (SPID empty) when it exits first
 # or prints no NQN within 60 s; the caller decides whether that fails.
 ours_up () {
@@ -240,8 +244,17 @@ ours_up () {
     keys="$keys $1"; shift
   done
   SPID= OUR_NQN=
+  # FAULTS: fault rules, one a line (their words have spaces).
+  set --
+  if [ -n "${FAULTS:-}" ]; then
+    ifs=$IFS IFS='
+'
+    # shellcheck disable=SC2086
+    set -- $FAULTS
+    IFS=$ifs
+  fi
   # shellcheck disable=SC2086
-  "$SERVER" -f -i 127.0.0.1 -p 10809 --nvme="$PORT_OURS" $opts kernel="$KVER" $keys \
+  "$SERVER" -f -i 127.0.0.1 -p 10809 --nvme="$PORT_OURS" $opts kernel="$KVER" $keys "$@" \
     >"$out/$ol.server.out" 2>"$out/$ol.server.err" </dev/null &
   SPID=$!
   tenths=600
@@ -725,6 +738,79 @@ step_reset () {
   else
     fail "reset: the namespace does not take writes after the reset"
   fi
+  detach "$OUR_NQN"
+  ours_down
+}
+
+# ---- faults ------------------------------------------------------------------
+# Statuses that fault rules inject, as the stock host hands them to an
+# application (nvme_error_status, then blk_status_to_errno): Zone Is Full
+# with DNR as EIO, Too Many Active Zones as EOVERFLOW, Too Many Open Zones
+# as ETOOMANYREFS, and then the host's zone write plug refusing the zone
+# until a zone report; a write failed after it landed (EIO, its data and
+# the write pointer there, and the plug, which advanced with it, taking
+# the next write); Namespace Not Ready without DNR, retried by the host
+# until it passes.
+step_faults () {
+  [ -n "$SERVER" ] || { skip "faults: no zonednull-server with --nvme"; return; }
+  FAULTS='fault=op=write zone=1 nvme-status=1:b9 count=1
+fault=op=write zone=2 nvme-status=1:bd count=1
+fault=op=write zone=3 nvme-status=1:be count=1
+fault=op=write zone=4 error=EIO when=after count=1
+fault=op=write zone=5 nvme-status=0:82,retry count=2'
+  # shellcheck disable=SC2086
+  ours_up faults memory_backed=1 $G_RESTART -- -v ||
+    { FAULTS=; fail "faults: zonednull-server --nvme did not come up: $(tail -n 3 "$out/faults.server.err" | tr '\n' ' ')"; return; }
+  FAULTS=
+  attach faults "$PORT_OURS" "$OUR_NQN" || { ours_down; return; }
+  zsz=$(( $(cat "/sys/block/${NDEV#/dev/}/queue/chunk_sectors") * 512 ))
+  dmesg -c >/dev/null
+  for c in "1 EIO Zone Is Full" "2 EOVERFLOW Too Many Active Zones" \
+           "3 ETOOMANYREFS Too Many Open Zones"; do
+    set -- $c
+    z=$1 want=$2; shift 2
+    got=$(zntrace write "$NDEV" $((z * zsz)) 4096 $((80 + z)) 2>&1)
+    case $got in
+      *"($want)"*) ok "faults: $* injected on zone $z reaches the application as $want ($got)" ;;
+      *) fail "faults: $* injected on zone $z: '$got', expected $want" ;;
+    esac
+    # The rule is spent, but the host's zone write plug advanced its
+    # write pointer when it sent the write: it refuses the write at the
+    # zone's real write pointer (EIO, never sent) until a zone report
+    # brings it back, as fio's recover_zbd_write_error does.
+    got=$(zntrace write "$NDEV" $((z * zsz)) 4096 $((80 + z)) 2>&1)
+    case $got in
+      *"(EIO)"*) ok "faults: zone $z: the host's write plug refuses the next write until a zone report ($got)" ;;
+      *) fail "faults: zone $z, the write after the failure without a zone report: '$got', expected the plug's EIO" ;;
+    esac
+    $BLKZONE report -o $((z * zsz / 512)) -c 1 "$NDEV" >/dev/null 2>&1
+    got=$(zntrace write "$NDEV" $((z * zsz)) 4096 $((80 + z)) 2>&1)
+    if [ "$got" = res=0 ] && zntrace expect "$NDEV" $((z * zsz)) 4096 $((80 + z)); then
+      ok "faults: zone $z takes the write after a zone report, the rule spent"
+    else
+      fail "faults: zone $z after a zone report: '$got' $($BLKZONE report -o $((z * zsz / 512)) -c 1 "$NDEV" 2>&1)"
+    fi
+  done
+  got=$(zntrace write "$NDEV" $((4 * zsz)) 4096 84 2>&1)
+  case $got in *"(EIO)"*) ok "faults: when=after fails the write with EIO ($got)" ;;
+    *) fail "faults: when=after on zone 4: '$got', expected EIO" ;; esac
+  wp=$($BLKZONE report -o $((4 * zsz / 512)) -c 1 "$NDEV" | sed -n 's/.*wptr \(0x[0-9a-f]*\) .*/\1/p')
+  [ -n "$wp" ] && [ $((wp)) = 8 ] &&
+    ok "faults: when=after: the write pointer moved over the failed write" ||
+    fail "faults: when=after: zone 4's wptr is '$wp', expected 0x8"
+  zntrace expect "$NDEV" $((4 * zsz)) 4096 84 &&
+    ok "faults: when=after: the data of the failed write reads back" ||
+    fail "faults: when=after: the data of the failed write is not there"
+  if zntrace write "$NDEV" $((4 * zsz + 4096)) 4096 85 >/dev/null 2>&1; then
+    ok "faults: after the failure the host writes at the moved write pointer"
+  else
+    fail "faults: the host's next write at zone 4's moved write pointer failed"
+  fi
+  got=$(zntrace write "$NDEV" $((5 * zsz)) 4096 86 2>&1)
+  case $got in res=0) ok "faults: Namespace Not Ready without DNR twice: the host retried, the write passed" ;;
+    *) fail "faults: Namespace Not Ready without DNR: '$got', expected the host to retry to success" ;; esac
+  echo "faults: the host's log:"; dmesg | grep -i -e nvme -e "I/O error" | head -n 12 | sed 's/^/    /'
+  dmesg >"$out/faults.dmesg"
   detach "$OUR_NQN"
   ours_down
 }

@@ -54,24 +54,10 @@ now_ms (void)
   return (uint64_t) t.tv_sec * 1000 + (uint64_t) t.tv_nsec / 1000000;
 }
 
-struct result {
-  bool done;
-  int err;
-};
-
-static int
-completed (void *user_data, int *error)
-{
-  struct result *r = user_data;
-
-  r->done = true;
-  r->err = *error;
-  return 1;
-}
 
 /* Runs h until r is done or ms have passed; whether it is done. */
 static bool
-wait_for (struct nbd_handle *h, struct result *r, int ms)
+wait_for (struct nbd_handle *h, struct aio_result *r, int ms)
 {
   uint64_t end = now_ms () + (uint64_t) ms;
 
@@ -188,15 +174,15 @@ main (void)
    * connection is.
    */
   if (!native) {
-    struct result stuck = { 0 }, next = { 0 };
+    struct aio_result stuck = { 0 }, next = { 0 };
     static char rbuf[2][BLOCK];
 
     CHECK (nbd_aio_pread (h, rbuf[0], BLOCK, 4 * ZONE,
-                          (nbd_completion_callback) { .callback = completed,
+                          (nbd_completion_callback) { .callback = aio_completed,
                                                       .user_data = &stuck },
                           0) != -1);
     CHECK (nbd_aio_pread (h, rbuf[1], BLOCK, 6 * ZONE,
-                          (nbd_completion_callback) { .callback = completed,
+                          (nbd_completion_callback) { .callback = aio_completed,
                                                       .user_data = &next },
                           0) != -1);
     CHECK (wait_for (h, &next, 30000));

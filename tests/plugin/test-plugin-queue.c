@@ -58,21 +58,6 @@ queue_info (struct zn_client *c)
   return q;
 }
 
-/* One aio request's outcome. */
-struct result {
-  bool done;
-  int err;
-};
-
-static int
-completed (void *user_data, int *error)
-{
-  struct result *r = user_data;
-
-  r->done = true;
-  r->err = *error;
-  return 1;                     /* retire the command */
-}
 
 /* Runs the handles' state machines until nothing is in flight. */
 static void
@@ -110,11 +95,11 @@ drain (struct nbd_handle **hs, int n)
 
 static void
 aio_write (struct nbd_handle *h, const void *buf, uint64_t offset,
-           struct result *r)
+           struct aio_result *r)
 {
-  *r = (struct result) { 0 };
+  *r = (struct aio_result) { 0 };
   CHECK (nbd_aio_pwrite (h, buf, BLOCK, offset,
-                         (nbd_completion_callback) { .callback = completed,
+                         (nbd_completion_callback) { .callback = aio_completed,
                                                      .user_data = r },
                          0) != -1);
 }
@@ -133,7 +118,7 @@ wp_bytes (struct zn_client *c, uint64_t zone_offset)
  * they reach the server out of order.
  */
 static void
-write_zone_out_of_order (const struct spawned *s, struct result *res,
+write_zone_out_of_order (const struct spawned *s, struct aio_result *res,
                          unsigned char (*bufs)[BLOCK])
 {
   struct nbd_handle *hs[2] = { nbd_connect_ok (s, ""), nbd_connect_ok (s, "") };
@@ -159,7 +144,7 @@ test_pipelined (void)
   };
   struct spawned s;
   struct zn_client *c;
-  struct result res[2 * PER_CONN];
+  struct aio_result res[2 * PER_CONN];
   static unsigned char bufs[2 * PER_CONN][BLOCK], got[BLOCK];
   struct zn_control_queue_info q;
 
@@ -199,7 +184,7 @@ test_strict (void)
   };
   struct spawned s;
   struct zn_client *c;
-  struct result res[2 * PER_CONN];
+  struct aio_result res[2 * PER_CONN];
   static unsigned char bufs[2 * PER_CONN][BLOCK];
   uint64_t wp;
 
@@ -263,7 +248,7 @@ test_tags (bool shared_bitmap)
   struct spawned s;
   struct zn_client *c;
   struct nbd_handle *hs[3];
-  struct result res[3][8];
+  struct aio_result res[3][8];
   static unsigned char buf[BLOCK];
   struct zn_control_queue_info q;
 
@@ -283,10 +268,10 @@ test_tags (bool shared_bitmap)
 
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 8; j++) {
-      res[i][j] = (struct result) { 0 };
+      res[i][j] = (struct aio_result) { 0 };
       CHECK (nbd_aio_pread (hs[i], buf, BLOCK, (uint64_t) j * BLOCK,
                             (nbd_completion_callback) {
-                              .callback = completed, .user_data = &res[i][j] },
+                              .callback = aio_completed, .user_data = &res[i][j] },
                             0) != -1);
     }
   drain (hs, 3);
