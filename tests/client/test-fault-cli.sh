@@ -4,8 +4,9 @@
 # fault list` shows a rule given at start with its counts, `fault add`
 # (words, or -o/-l in sectors) fails exactly the writes it names until its
 # count runs out, `fault clear` removes one rule or all; bad rules are
-# refused naming the word; a timeout rule is refused while the plugin
-# serves requests one at a time; zonednull-server takes failing rules but
+# refused naming the word; a when=after write is in the write log with a
+# mark after it; a timeout rule is refused while the plugin serves
+# requests one at a time; zonednull-server takes failing rules but
 # refuses those that hold a request back.
 #
 # Device: 8 zones of 1 MiB (2048 sectors), zone 0 conventional.
@@ -84,6 +85,18 @@ ok fault clear "$uri"
 ok fault list "$uri"
 [ -s "$tmpdir/out" ] && fail "rules left after clear: $(cat "$tmpdir/out")"
 stop_server "$pid"
+
+# The write log holds a when=after write, as the device does, and a mark
+# that says the host saw it fail.
+start_server logged $device log_writes="$tmpdir/after.wlog" \
+  "fault=op=write zone=3 error=EIO when=after count=1"
+[ "$(write_errno 3 0)" = EIO ] || fail "log_writes: the when=after rule did not fail the write"
+stop_server "$pid"
+ok replay "$tmpdir/after.wlog" --list
+awk '$2 == "write" || $2 == "mark" { print $2, $4, $NF }' "$tmpdir/out" >"$tmpdir/entries"
+[ "$(cat "$tmpdir/entries")" = "write 6144 -
+mark - fault-after:write:6144" ] ||
+  fail "the log of a when=after write: $(cat "$tmpdir/out")"
 
 # Requests one at a time: a timeout would stall the connection.
 start_server serial $device
