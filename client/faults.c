@@ -18,8 +18,7 @@ need_faults (struct zn_client *c)
   if (c->geo.flags & ZN_CONTROL_F_FAULTS)
     return 0;
   set_error (c, "the server does not take fault rules (its control header "
-             "lacks ZN_CONTROL_F_FAULTS: zonednull-ublk does not inject "
-             "faults yet; nbdkit-zonednull-plugin and zonednull-server do)");
+             "lacks ZN_CONTROL_F_FAULTS: an older zonednull)");
   return -EOPNOTSUPP;
 }
 

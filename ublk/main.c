@@ -608,6 +608,12 @@ teardown (struct run *r)
 {
   int v;
 
+  /* Requests that fault settings hold for ever would keep STOP_DEV from
+   * draining: they fail first, as ublk_drv fails them for a daemon that
+   * died.
+   */
+  if (r->d.release_fd != -1)
+    eventfd_write (r->d.release_fd, 1);
   if (r->started) {
     v = zu_ctrl_cmd (&r->ctrl, ZU_CMD_STOP_DEV, r->dev_id, NULL, 0, 0);
     if (v < 0)
@@ -631,6 +637,8 @@ teardown (struct run *r)
   }
   if (r->d.stop_fd != -1)
     close (r->d.stop_fd);
+  if (r->d.release_fd != -1)
+    close (r->d.release_fd);
   if (r->d.cdev_fd != -1)
     close (r->d.cdev_fd);
   if (r->added) {
@@ -936,7 +944,8 @@ serve (struct run *r)
            || open_cdev (r) == -1 || set_params (r) == -1)
     return -1;
   r->d.stop_fd = eventfd (0, EFD_CLOEXEC);
-  if (r->d.stop_fd == -1) {
+  r->d.release_fd = eventfd (0, EFD_CLOEXEC);
+  if (r->d.stop_fd == -1 || r->d.release_fd == -1) {
     error ("eventfd: %s", strerror (errno));
     return -1;
   }
@@ -1125,18 +1134,14 @@ parse_args (int argc, char **argv, struct zn_params *p)
     error ("%s", err);
     return EXIT_FAILURE;
   }
-  if (params_faults_given (p)) {
-    error ("timeout=, requeue=, fault= and zone_*_nsec=: zonednull-ublk "
-           "does not inject faults yet; nbdkit-zonednull-plugin does");
-    return EXIT_FAILURE;
-  }
   return check_expressible (p) == -1 ? EXIT_FAILURE : 0;
 }
 
 int
 main (int argc, char **argv)
 {
-  struct run r = { .ready_fd = -1, .d = { .cdev_fd = -1, .stop_fd = -1 } };
+  struct run r = { .ready_fd = -1,
+                   .d = { .cdev_fd = -1, .stop_fd = -1, .release_fd = -1 } };
   sigset_t stop;
   int status;
 

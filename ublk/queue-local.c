@@ -5,26 +5,40 @@
  * Nothing here is shared between queues but the model (thread-safe) and
  * the queue model's counters.  Requests are applied to the model as soon
  * as they arrive, as null_blk does at submission; only their completion
- * (the commit) can be held back, by an io_uring timeout, for irqmode=2
- * and mbps.
+ * (the commit) can be held back, by an io_uring timeout, for irqmode=2,
+ * mbps and the fault settings' delays (lib/model/fault.h).  A request
+ * they time out is never committed until the device stops: then it fails
+ * with EIO, as ublk_drv fails a dead daemon's, since STOP_DEV waits for
+ * every request.  One they requeue is asked about again 3 ms later (blk-mq's
+ * resource delay): ublk has no requeue, and a retry is all a host sees
+ * of one.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <linux/blkzoned.h>
 
+#include "model/fault.h"
+#include "util/clock.h"
 #include "util/fifo.h"
 #include "queue-local.h"
+
+#define REQUEUE_DELAY_NS 3000000
 
 /* The kinds of CQE a queue has besides the ring's. */
 enum {
   UD_DUE = ZU_UD_OWN,           /* a timed completion came due */
   UD_THROTTLE,                  /* the mbps budget may allow more */
+  UD_REQUEUE,                   /* a requeued request is due again */
+  UD_RELEASE,                   /* the device stops: end held requests */
 };
 
 struct slot {
   struct zn_request rq;
   bool tagged;                  /* holds a tag of the queue model */
+  bool held;                    /* timed out: never committed, until the
+                                   device stops */
   int result;
   uint64_t lba;                 /* where a zone append landed */
   struct __kernel_timespec due; /* read by the kernel at submission */
@@ -42,6 +56,7 @@ struct zu_queue {
    * write under TCG, the whole gap to a server that does nothing).
    */
   bool skip_write_data;
+  bool released;                /* release_fd came: hold nothing more */
   struct slot *throttled, *throttled_tail;
   bool throttle_armed;
   struct __kernel_timespec throttle_ts;
@@ -130,6 +145,26 @@ serve (struct zu_queue *q, unsigned tag, const struct zu_io_desc *iod,
   }
 }
 
+/* The fault settings' name for the request's operation; ZN_FOP_NR for a
+ * zone report, which they do not touch.
+ */
+static enum zn_fault_op
+fault_op (const struct zu_io_desc *iod)
+{
+  switch (iod->op_flags & 0xff) {
+  case ZU_OP_READ: return ZN_FOP_READ;
+  case ZU_OP_WRITE: return ZN_FOP_WRITE;
+  case ZU_OP_ZONE_APPEND: return ZN_FOP_APPEND;
+  case ZU_OP_FLUSH: return ZN_FOP_FLUSH;
+  case ZU_OP_ZONE_OPEN: return ZN_FOP_OPEN;
+  case ZU_OP_ZONE_CLOSE: return ZN_FOP_CLOSE;
+  case ZU_OP_ZONE_FINISH: return ZN_FOP_FINISH;
+  case ZU_OP_ZONE_RESET:
+  case ZU_OP_ZONE_RESET_ALL: return ZN_FOP_RESET;
+  default: return ZN_FOP_NR;
+  }
+}
+
 /* ---- completion --------------------------------------------------------- */
 
 static void
@@ -151,6 +186,9 @@ start_request (struct zu_queue *q, unsigned tag)
   struct slot *s = &q->slots[tag];
   struct zu_io_desc iod = q->r.descs[tag];
   uint64_t bytes = zu_data_bytes (&iod);
+  enum zn_fault_op op = fault_op (&iod);
+  struct zn_fault f = { .action = ZN_FAULT_PASS };
+  uint64_t now = zn_now_ns (), due = 0;
 
   /* The kernel never has more than depth requests of this queue out,
    * and its tags are the model's pool, so a tag is always free; the
@@ -160,14 +198,41 @@ start_request (struct zu_queue *q, unsigned tag)
   s->tagged = zn_queue_try_begin (d->qs, q->r.id, true, &s->rq);
   if (bytes)
     zn_queue_charge (d->qs, bytes);
+  if (op != ZN_FOP_NR)
+    zn_fault_decide (d->dev, op, iod.start_sector, iod.nr_sectors, bytes,
+                     &f);
+  if (f.action == ZN_FAULT_REQUEUE) {
+    if (s->tagged)
+      zn_queue_complete (d->qs, &s->rq);
+    s->tagged = false;
+    s->due = kts_of_ns (now + REQUEUE_DELAY_NS);
+    zu_ring_timeout (&q->r, &s->due, IORING_TIMEOUT_ABS,
+                     ZU_UD (UD_REQUEUE, tag));
+    return;
+  }
+  if (f.action == ZN_FAULT_TIMEOUT && !q->released) {
+    s->held = true;             /* the tag stays taken, as null_blk's */
+    return;
+  }
+  if (f.action == ZN_FAULT_TIMEOUT) {
+    s->result = -EIO;
+    commit (q, tag);
+    return;
+  }
   s->lba = 0;
-  s->result = serve (q, tag, &iod, &s->lba);
-  if (d->timed && s->tagged) {
-    struct timespec due = zn_request_due (d->qs, &s->rq);
+  s->result = f.action == ZN_FAULT_FAIL ? 0 : serve (q, tag, &iod, &s->lba);
+  if (op != ZN_FOP_NR && s->result >= 0) {
+    int e = zn_fault_outcome (d->dev, &f, op, iod.start_sector, 0, NULL);
 
-    s->due = (struct __kernel_timespec) {
-      .tv_sec = due.tv_sec, .tv_nsec = due.tv_nsec,
-    };
+    if (e < 0)
+      s->result = zu_block_errno (e);
+  }
+  if (d->timed && s->tagged)
+    due = zn_ns_of (zn_request_due (d->qs, &s->rq));
+  if (f.delay_ns && now + f.delay_ns > due)
+    due = now + f.delay_ns;
+  if (due) {
+    s->due = kts_of_ns (due);
     zu_ring_timeout (&q->r, &s->due, IORING_TIMEOUT_ABS,
                      ZU_UD (UD_DUE, tag));
     return;
@@ -254,10 +319,29 @@ handle_cqe (struct zu_ring *r, const struct io_uring_cqe *cqe)
     q->throttle_armed = false;
     throttle_run (q);
     break;
+  case UD_REQUEUE:
+    start_request (q, ZU_UD_TAG (cqe->user_data));
+    break;
+  case UD_RELEASE:
+    q->released = true;
+    for (unsigned tag = 0; tag < r->d->depth; tag++)
+      if (q->slots[tag].held) {
+        q->slots[tag].held = false;
+        q->slots[tag].result = -EIO;
+        commit (q, tag);
+      }
+    break;
   }
 }
 
+static void
+arm (struct zu_ring *r)
+{
+  zu_ring_poll (r, r->d->release_fd, POLLIN, ZU_UD (UD_RELEASE, 0));
+}
+
 static const struct zu_ring_ops queue_ops = {
+  .arm = arm,
   .request = new_request,
   .cqe = handle_cqe,
 };
@@ -303,10 +387,10 @@ zu_queue_start (struct zu_device *d, unsigned id, char *err, size_t errlen)
   q->zones = calloc (q->max_zones ? q->max_zones : 1, sizeof *q->zones);
   if (q->slots == NULL || q->buf == NULL || q->zones == NULL)
     goto nomem;
-  /* A command and a completion timer per tag, the throttle timer and
-   * the stop poll.
+  /* A command and a completion timer per tag, the throttle timer, the
+   * stop poll and the release poll.
    */
-  if (zu_ring_open (&q->r, 2 * d->depth + 2, err, errlen) < 0
+  if (zu_ring_open (&q->r, 2 * d->depth + 3, err, errlen) < 0
       || zu_ring_start (&q->r, &queue_ops, err, errlen) < 0)
     goto fail;
   return q;

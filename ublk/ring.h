@@ -32,6 +32,8 @@ struct zu_device {
   bool timed;                   /* irqmode=2 with a delay */
   int cdev_fd;                  /* /dev/ublkcN */
   int stop_fd;                  /* eventfd: readable once the queues stop */
+  int release_fd;               /* eventfd: readable once requests held
+                                   for ever must end (the stop's start) */
   unsigned nr_queues, depth;
   size_t buf_bytes;             /* the largest request's data */
   /* Queues report here once their fetches are submitted (or failed). */

@@ -271,6 +271,10 @@ if [ -f /test/guest-extra.sh ]; then
   echo "== ZN_UBLK_GUEST_SCRIPT ($(basename "$guest_script"))"
   sh /test/guest-extra.sh || rc=1
 fi
+if [ -f /test/guest-ublk-faults.sh ]; then
+  echo "== failures on demand on zonednull-ublk"
+  sh /test/guest-ublk-faults.sh || rc=1
+fi
 if [ -f /test/guest-ublk-unit.sh ]; then
   echo "== zonednull-ublk@.service's ExecStart and ExecStop"
   sh /test/guest-ublk-unit.sh || rc=1
@@ -286,6 +290,7 @@ EOF
 if [ -n "$ublk" ]; then
   copy_binary "$stage" "$ublk" /usr/bin/zonednull-ublk || die "cannot copy $ublk into the guest"
   guest_ublk=/usr/bin/zonednull-ublk
+  cp "$here/guest-ublk-faults.sh" "$stage/test/"
   if [ -n "$connect_uris" ]; then
     # --connect's checks: the CLI to compare reports, and a server of the
     # guest's own that they can kill and stop.

@@ -114,6 +114,7 @@ EXTRA_DIST += \
 	tests/kernel/build-zloop.sh \
 	tests/kernel/guest-lib.sh \
 	tests/kernel/guest-ublk-connect.sh \
+	tests/kernel/guest-ublk-faults.sh \
 	tests/kernel/guest-ublk-unit.sh \
 	tests/kernel/prepare-consumers.sh \
 	tests/kernel/guest-ublk-consumers.sh \

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,10 +193,18 @@ main (void)
      */
     CHECK (!wait_for (h, &stuck, 500));
   }
-  /* The server stops with the request still held. */
+  /* The held request ends with the server: killed, since nbdkit asked
+   * to stop waits for its client to go, and a client that goes first
+   * leaves nbdkit a reply to write to a closed socket, which nbdkit under
+   * the sanitizers' preload does not survive at exit.  zonednull-server
+   * holds no request and stops as usual.
+   */
+  if (native)
+    server_stop (&s);
+  else
+    CHECK_EQ (spawn_stop (&s, SIGKILL), 0);
   nbd_close (h);
   zn_client_close (c);
-  server_stop (&s);
   printf ("test-plugin-faults (%s): all checks passed\n", fixture_target);
   return 0;
 }

@@ -1,0 +1,92 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# guest-ublk-faults.sh (6.12 tier, after guest-ublk.sh loaded ublk_drv):
+# failures on demand on zonednull-ublk's in-process device, as the stock
+# host hands them to an application.  Fault rules given at start:
+#  - an error before the write (ENOSPC) reaches the application as is,
+#    then the host's zone write plug refuses the zone until a zone report;
+#  - an error after the write landed (EIO): the data and the write pointer
+#    there, and the plug, which advanced with it, takes the next write;
+#  - a read that times out is never answered while another read is, and
+#    stopping the daemon fails it (EIO), so that the device can stop and
+#    the reader return;
+#  - a zone reset held by a delay answers no sooner;
+#  - requeue= (null_blk's): the requests it requeues are served in the
+#    end, the host sees nothing.
+# Sourced settings (params): UBLK (the binary, empty when not built).
+. /test/params
+. /test/guest-lib.sh
+passes=0 fails=0
+out=/out/ublk-faults
+mkdir -p "$out"
+ZNU=$UBLK
+BLKZONE=/usr/sbin/blkzone
+[ -n "$ZNU" ] || { skip "no zonednull-ublk in the guest"; echo "guest-ublk-faults: 0 pass, 0 failure(s)"; exit 0; }
+ZSZ=4194304
+
+# uptime_cs: the uptime in hundredths of a second (busybox's date has no %N).
+uptime_cs () { sed 's/^\([0-9]*\)\.\([0-9]*\) .*/\1\2/' /proc/uptime; }
+
+ublk_up faults size=64 zone_size=4 zone_nr_conv=0 blocksize=4096 \
+  memory_backed=1 kernel=6.12 requeue=1,100,0,2 \
+  "fault=op=write zone=1 error=ENOSPC count=1" \
+  "fault=op=write zone=2 error=EIO when=after count=1" \
+  "fault=op=read zone=3 timeout count=1" \
+  "fault=op=reset zone=4 delay=500 count=1" || exit 1
+
+got=$(zntrace write "$DEV" 0 4096 90 2>&1)
+[ "$got" = res=0 ] && zntrace expect "$DEV" 0 4096 90 &&
+  ok "requeue=: the requests requeued are served in the end" ||
+  fail "requeue=: the first write: '$got'"
+
+got=$(zntrace write "$DEV" $ZSZ 4096 91 2>&1)
+case $got in *"(ENOSPC)"*) ok "an ENOSPC injected before the write reaches the application ($got)" ;;
+  *) fail "zone 1: '$got', expected ENOSPC" ;; esac
+got=$(zntrace write "$DEV" $ZSZ 4096 91 2>&1)
+case $got in *"(EIO)"*) ok "the host's write plug refuses zone 1 until a zone report ($got)" ;;
+  *) fail "zone 1 without a zone report: '$got', expected the plug's EIO" ;; esac
+$BLKZONE report -o $((ZSZ / 512)) -c 1 "$DEV" >/dev/null 2>&1
+got=$(zntrace write "$DEV" $ZSZ 4096 91 2>&1)
+[ "$got" = res=0 ] && ok "zone 1 takes the write after a zone report" ||
+  fail "zone 1 after a zone report: '$got'"
+
+got=$(zntrace write "$DEV" $((2 * ZSZ)) 4096 92 2>&1)
+case $got in *"(EIO)"*) ok "when=after: the write fails with EIO ($got)" ;;
+  *) fail "when=after on zone 2: '$got', expected EIO" ;; esac
+wp=$($BLKZONE report -o $((2 * ZSZ / 512)) -c 1 "$DEV" | sed -n 's/.*wptr \(0x[0-9a-f]*\) .*/\1/p')
+[ -n "$wp" ] && [ $((wp)) = 8 ] && zntrace expect "$DEV" $((2 * ZSZ)) 4096 92 &&
+  ok "when=after: the write pointer moved over the data, which reads back" ||
+  fail "when=after: zone 2's wptr '$wp' (0x8 expected), or its data differ"
+got=$(zntrace write "$DEV" $((2 * ZSZ + 4096)) 4096 93 2>&1)
+[ "$got" = res=0 ] && ok "when=after: the next write at the moved write pointer passes" ||
+  fail "when=after: the next write: '$got'"
+
+t0=$(uptime_cs)
+$BLKZONE reset -o $((4 * ZSZ / 512)) -c 1 "$DEV" >"$out/reset.txt" 2>&1 ||
+  fail "the delayed reset failed: $(cat "$out/reset.txt")"
+t1=$(uptime_cs)
+[ $((t1 - t0)) -ge 45 ] && ok "a reset with delay=500 answers after $(( (t1 - t0) * 10 )) ms" ||
+  fail "a reset with delay=500 answered after $(( (t1 - t0) * 10 )) ms"
+
+# The read of zone 3 is never answered; a read of zone 0 is.
+zntrace expect "$DEV" $((3 * ZSZ)) 4096 0 >"$out/stuck.txt" 2>&1 &
+stuck=$!
+zntrace expect "$DEV" 0 4096 90 && ok "a read completes while another is held" ||
+  fail "a read beside the held one failed"
+sleep 2
+alive "$stuck" && ok "the timed-out read is still unanswered 2 s on" ||
+  fail "the timed-out read returned: $(cat "$out/stuck.txt")"
+kill -TERM "$UPID"
+reap "$UPID" 300; rc=$?
+[ "$rc" = 0 ] && ok "zonednull-ublk stops with the read held (status 0)" ||
+  fail "zonednull-ublk on SIGTERM with a read held: status $rc: $(tail -n 3 "$out/faults.stderr" | tr '\n' ' ')"
+[ "$rc" = 124 ] && { kill -KILL "$UPID" 2>/dev/null; reap "$UPID" 50; }
+if reap "$stuck" 300; then
+  fail "the held read succeeded when the daemon stopped"
+else
+  [ $? = 124 ] && fail "the held read still hangs 30 s after the daemon stopped" ||
+    ok "the held read failed when the daemon stopped"
+fi
+echo "guest-ublk-faults: the host's log:"; dmesg | grep -i -e ublk -e "I/O error" | tail -n 8 | sed 's/^/    /'
+echo "guest-ublk-faults: $passes pass, $fails failure(s)"
+[ "$fails" -eq 0 ]
