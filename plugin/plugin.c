@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -25,6 +24,7 @@
 #include "model/fault.h"
 #include "model/queue.h"
 #include "model/zoned.h"
+#include "util/clock.h"
 #include "util/escape.h"
 #include "frontend/nbd-zones.h"
 #include "config/params.h"
@@ -442,8 +442,19 @@ data_error (struct handle *h, const char *what, uint32_t nbd_cmd,
 struct request {
   struct zn_request rq;
   struct zn_fault fault;
-  struct timespec start;
+  uint64_t start;               /* zn_now_ns; 0 without fault settings */
 };
+
+/* A request that times out: never answered, its thread held until the
+ * client goes or nbdkit stops; then -1 with ESHUTDOWN to return.
+ */
+static void
+hold_forever (void)
+{
+  while (nbdkit_nanosleep (3600, 0) == 0)
+    ;
+  nbdkit_set_error (ESHUTDOWN);
+}
 
 /* Takes a tag and asks the fault settings about the request, as
  * null_queue_rq does once it has one.  A requeue gives the tag back and
@@ -460,7 +471,7 @@ request_begin (struct handle *h, enum zn_fault_op op, uint64_t offset,
   struct device *d = h->d;
 
   for (;;) {
-    clock_gettime (CLOCK_MONOTONIC, &rq->start);
+    rq->start = zn_fault_armed (d->dev) ? zn_now_ns () : 0;
     zn_queue_begin (d->qs, h->queue, bytes, &rq->rq);
     zn_fault_decide (d->dev, op, offset >> ZN_SECTOR_SHIFT,
                      count >> ZN_SECTOR_SHIFT, bytes, &rq->fault);
@@ -474,30 +485,32 @@ request_begin (struct handle *h, enum zn_fault_op op, uint64_t offset,
       nbdkit_debug ("%s: %s at offset %" PRIu64 " length %" PRIu64
                     " times out: it is never answered", d->name,
                     zn_fault_op_name (op), offset, count);
-      while (nbdkit_nanosleep (3600, 0) == 0)
-        ;
+      hold_forever ();
       zn_queue_complete (d->qs, &rq->rq);
-      nbdkit_set_error (ESHUTDOWN);
       return -1;
     }
     return 0;
   }
 }
 
-/* Sleeps until ns have passed since start (early if nbdkit stops). */
+/* Sleeps until ns have passed since start (zn_now_ns, or 0: now), early
+ * if nbdkit stops.
+ */
 static void
-sleep_until (const struct timespec *start, uint64_t ns)
+sleep_until (uint64_t start, uint64_t ns)
 {
-  struct timespec now;
-  uint64_t done;
+  uint64_t now;
 
   if (ns == 0)
     return;
-  clock_gettime (CLOCK_MONOTONIC, &now);
-  done = (uint64_t) (now.tv_sec - start->tv_sec) * 1000000000
-         + (uint64_t) now.tv_nsec - (uint64_t) start->tv_nsec;
-  if (done < ns)
-    nbdkit_nanosleep ((ns - done) / 1000000000, (ns - done) % 1000000000);
+  now = zn_now_ns ();
+  if (start == 0)
+    start = now;
+  if (now - start < ns) {
+    uint64_t left = ns - (now - start);
+
+    nbdkit_nanosleep (left / 1000000000, left % 1000000000);
+  }
 }
 
 /* A zone command of the control channel that fault settings hold: for
@@ -505,16 +518,12 @@ sleep_until (const struct timespec *start, uint64_t ns)
  * since start.
  */
 static int
-control_hold (struct handle *h, const struct timespec *start)
+control_hold (struct handle *h, uint64_t start)
 {
-  if (h->conn.hold_ns == 0)
-    return 0;
   if (h->conn.hold_ns == ZN_CONTROL_HOLD_FOREVER) {
     nbdkit_debug ("%s: control command times out: it is never answered",
                   h->d->name);
-    while (nbdkit_nanosleep (3600, 0) == 0)
-      ;
-    nbdkit_set_error (ESHUTDOWN);
+    hold_forever ();
     return -1;
   }
   sleep_until (start, h->conn.hold_ns);
@@ -527,7 +536,7 @@ control_hold (struct handle *h, const struct timespec *start)
 static void
 request_end (struct handle *h, struct request *rq)
 {
-  sleep_until (&rq->start, rq->fault.delay_ns);
+  sleep_until (rq->start, rq->fault.delay_ns);
   zn_queue_end (h->d->qs, &rq->rq);
 }
 
@@ -585,7 +594,7 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
   if (h->control) {
     char why[256] = "";
 
-    clock_gettime (CLOCK_MONOTONIC, &rq.start);
+    rq.start = zn_fault_armed (h->d->dev) ? zn_now_ns () : 0;
     r = zn_control_pwrite (h->d->ctl, &h->conn, buf, count, offset,
                            why, sizeof why);
     if (r < 0) {
@@ -593,7 +602,7 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
       nbdkit_set_error (-r);
       return -1;
     }
-    return control_hold (h, &rq.start);
+    return control_hold (h, rq.start);
   }
   if (count == 0)                      /* a no-op, as in zonednull_pread */
     return 0;

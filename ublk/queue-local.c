@@ -188,7 +188,8 @@ start_request (struct zu_queue *q, unsigned tag)
   uint64_t bytes = zu_data_bytes (&iod);
   enum zn_fault_op op = fault_op (&iod);
   struct zn_fault f = { .action = ZN_FAULT_PASS };
-  uint64_t now = zn_now_ns (), due = 0;
+  /* When the request came in, for the fault settings' delays alone. */
+  uint64_t now = zn_fault_armed (d->dev) ? zn_now_ns () : 0, due = 0;
 
   /* The kernel never has more than depth requests of this queue out,
    * and its tags are the model's pool, so a tag is always free; the
@@ -205,7 +206,7 @@ start_request (struct zu_queue *q, unsigned tag)
     if (s->tagged)
       zn_queue_complete (d->qs, &s->rq);
     s->tagged = false;
-    s->due = kts_of_ns (now + REQUEUE_DELAY_NS);
+    s->due = kts_of_ns ((now ? now : zn_now_ns ()) + REQUEUE_DELAY_NS);
     zu_ring_timeout (&q->r, &s->due, IORING_TIMEOUT_ABS,
                      ZU_UD (UD_REQUEUE, tag));
     return;
@@ -229,6 +230,8 @@ start_request (struct zu_queue *q, unsigned tag)
   }
   if (d->timed && s->tagged)
     due = zn_ns_of (zn_request_due (d->qs, &s->rq));
+  if (f.delay_ns && !now)
+    now = zn_now_ns ();
   if (f.delay_ns && now + f.delay_ns > due)
     due = now + f.delay_ns;
   if (due) {

@@ -610,12 +610,7 @@ apply_badblocks (struct zn_dev *dev, const char *spec, char *err,
 bool
 params_faults_given (const struct zn_params *p)
 {
-  const struct zn_config *c = &p->cfg;
-
-  return p->nr_faults || c->timeout_inject.probability
-         || c->requeue_inject.probability || c->zone_reset_nsec
-         || c->zone_open_nsec || c->zone_close_nsec || c->zone_finish_nsec
-         || c->zone_append_nsec;
+  return p->nr_faults || params_fault_holds_given (p);
 }
 
 bool

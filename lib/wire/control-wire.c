@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "wire/control-wire.h"
+#include "wire/fault-rule.h"
 #include "wire/wlog-format.h"
 
 static uint64_t
@@ -373,4 +374,36 @@ zn_control_faults_offset (uint32_t nr_zones, uint32_t max_append_sectors)
     end = append;
   return (end + ZN_CONTROL_HEADER_SIZE - 1) / ZN_CONTROL_HEADER_SIZE
     * ZN_CONTROL_HEADER_SIZE;
+}
+
+void
+zn_fault_record_encode (const struct zn_fault_rule *rule, unsigned char *rec)
+{
+  memset (rec, 0, ZN_CONTROL_FAULT_SIZE);
+  put32 (rec, rule->id);
+  put64 (rec + 8, rule->matched);
+  put64 (rec + 16, rule->hits);
+  zn_fault_rule_format (rule, (char *) rec + ZN_CONTROL_FAULT_TEXT,
+                        ZN_CONTROL_FAULT_SIZE - ZN_CONTROL_FAULT_TEXT);
+}
+
+bool
+zn_fault_record_decode (const unsigned char *rec, uint32_t *id,
+                        uint64_t *matched, uint64_t *hits, char *text,
+                        size_t textlen)
+{
+  const char *t = (const char *) rec + ZN_CONTROL_FAULT_TEXT;
+  size_t n = strnlen (t, ZN_CONTROL_FAULT_SIZE - ZN_CONTROL_FAULT_TEXT);
+
+  *id = get32 (rec);
+  if (*id == 0 || n == ZN_CONTROL_FAULT_SIZE - ZN_CONTROL_FAULT_TEXT
+      || n >= textlen)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (t[i] < 0x20 || t[i] > 0x7e)
+      return false;
+  *matched = get64 (rec + 8);
+  *hits = get64 (rec + 16);
+  memcpy (text, t, n + 1);
+  return true;
 }

@@ -75,4 +75,16 @@ int zn_control_keep_check (uint64_t keep, uint64_t seed, char *why,
 uint64_t zn_control_faults_offset (uint32_t nr_zones,
                                    uint32_t max_append_sectors);
 
+/* The fault table's records (zonednull/control.h), one
+ * ZN_CONTROL_FAULT_SIZE bytes per rule: encoded from a rule, and decoded
+ * to its id, counts and text; false for an empty slot (id 0) or a text
+ * that is not NUL-terminated printable ASCII that fits in textlen.
+ */
+struct zn_fault_rule;
+void zn_fault_record_encode (const struct zn_fault_rule *rule,
+                             unsigned char *rec);
+bool zn_fault_record_decode (const unsigned char *rec, uint32_t *id,
+                             uint64_t *matched, uint64_t *hits, char *text,
+                             size_t textlen);
+
 #endif /* ZONEDNULL_LIB_CONTROL_WIRE_H */

@@ -10,7 +10,6 @@
 
 #include "util/errno-name.h"
 #include "wire/fault-rule.h"
-#include "zonednull/control.h"
 
 static const char *const op_names[ZN_FOP_NR] = {
   [ZN_FOP_READ] = "read", [ZN_FOP_WRITE] = "write",
@@ -346,63 +345,4 @@ zn_fault_rule_format (const struct zn_fault_rule *r, char *buf, size_t len)
   if (r->delay_ms)
     ADD ("%sdelay=%" PRIu32, n ? " " : "", r->delay_ms);
 #undef ADD
-}
-
-static void
-put32 (unsigned char *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++)
-    p[i] = (unsigned char) (v >> (24 - 8 * i));
-}
-
-static void
-put64 (unsigned char *p, uint64_t v)
-{
-  put32 (p, (uint32_t) (v >> 32));
-  put32 (p + 4, (uint32_t) v);
-}
-
-static uint32_t
-get32 (const unsigned char *p)
-{
-  return (uint32_t) p[0] << 24 | (uint32_t) p[1] << 16
-         | (uint32_t) p[2] << 8 | p[3];
-}
-
-static uint64_t
-get64 (const unsigned char *p)
-{
-  return (uint64_t) get32 (p) << 32 | get32 (p + 4);
-}
-
-void
-zn_fault_record_encode (const struct zn_fault_rule *rule, unsigned char *rec)
-{
-  memset (rec, 0, ZN_CONTROL_FAULT_SIZE);
-  put32 (rec, rule->id);
-  put64 (rec + 8, rule->matched);
-  put64 (rec + 16, rule->hits);
-  zn_fault_rule_format (rule, (char *) rec + ZN_CONTROL_FAULT_TEXT,
-                        ZN_CONTROL_FAULT_SIZE - ZN_CONTROL_FAULT_TEXT);
-}
-
-bool
-zn_fault_record_decode (const unsigned char *rec, uint32_t *id,
-                        uint64_t *matched, uint64_t *hits, char *text,
-                        size_t textlen)
-{
-  const char *t = (const char *) rec + ZN_CONTROL_FAULT_TEXT;
-  size_t n = strnlen (t, ZN_CONTROL_FAULT_SIZE - ZN_CONTROL_FAULT_TEXT);
-
-  *id = get32 (rec);
-  if (*id == 0 || n == ZN_CONTROL_FAULT_SIZE - ZN_CONTROL_FAULT_TEXT
-      || n >= textlen)
-    return false;
-  for (size_t i = 0; i < n; i++)
-    if (t[i] < 0x20 || t[i] > 0x7e)
-      return false;
-  *matched = get64 (rec + 8);
-  *hits = get64 (rec + 16);
-  memcpy (text, t, n + 1);
-  return true;
 }

@@ -62,16 +62,4 @@ int zn_fault_rule_parse (const char *spec, uint64_t capacity,
 void zn_fault_rule_format (const struct zn_fault_rule *rule,
                            char *buf, size_t len);
 
-/* The fault table of the control export (zonednull/control.h): one
- * ZN_CONTROL_FAULT_SIZE-byte record per rule.
- */
-void zn_fault_record_encode (const struct zn_fault_rule *rule,
-                             unsigned char *rec);
-/* The id, counts and text of a record; false for an empty slot (id 0)
- * or a text that is not NUL-terminated.
- */
-bool zn_fault_record_decode (const unsigned char *rec, uint32_t *id,
-                             uint64_t *matched, uint64_t *hits, char *text,
-                             size_t textlen);
-
 #endif

@@ -11,29 +11,15 @@
 
 need_nbdsh
 
-: "${ZONEDNULL_CLI:=${ZONEDNULL_BUILDDIR:-.}/cli/zonednull}"
-[ -x "$ZONEDNULL_CLI" ] || fail "no CLI at $ZONEDNULL_CLI"
-zn=$ZONEDNULL_CLI
+# shellcheck source=tests/common/cli-lib.sh
+. "$(dirname "$0")/../common/cli-lib.sh"
 
 device="size=8 zone_size=1 zone_nr_conv=1 zone_max_open=2 zone_max_active=3 memory_backed=1"
 ZS=2048
 
-# run ARGS...: the CLI's exit status in $rc, its output in $tmpdir/out
-# and $tmpdir/err.
-run () {
-  "$zn" "$@" >"$tmpdir/out" 2>"$tmpdir/err"
-  rc=$?
-}
-
-# ok ARGS...: the CLI must succeed.
-ok () {
-  run "$@"
-  [ "$rc" -eq 0 ] ||
-    fail "zonednull $*: exit $rc: $(cat "$tmpdir/err")"
-}
-
-# refused STATUS TEXT ARGS...: the CLI must exit with STATUS, print
-# nothing on stdout, and say TEXT (a fixed string) on stderr.
+# refused STATUS TEXT ARGS...: stricter than cli-lib.sh's: the CLI must
+# exit with STATUS, print nothing on stdout, and say TEXT (a fixed
+# string) on stderr.
 refused () {
   want=$1 text=$2
   shift 2
