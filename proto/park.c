@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Parked writes and held replies, shared by the sessions (see park.h). */
+/* Parked requests and held replies, shared by the sessions (see park.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,7 +7,7 @@
 #include "park.h"
 
 bool
-park_write (struct parked_writes *q, uint64_t id, const void *req,
+park_request (struct parked_requests *q, uint64_t id, const void *req,
             size_t req_len, unsigned char *data)
 {
   struct parked *p = malloc (sizeof *p + req_len);
@@ -23,7 +23,7 @@ park_write (struct parked_writes *q, uint64_t id, const void *req,
 }
 
 struct parked *
-park_take (struct parked_writes *q, uint64_t id)
+park_take (struct parked_requests *q, uint64_t id)
 {
   struct parked *p;
 
@@ -42,7 +42,7 @@ park_free (struct parked *p)
 }
 
 void
-park_clear (struct parked_writes *q)
+park_clear (struct parked_requests *q)
 {
   while (q->head) {
     struct parked *p;
@@ -60,6 +60,7 @@ park_hold_reply_add (struct held_replies *q, size_t end, const void *data,
 
   if (h == NULL)
     return false;
+  h->id = 0;
   h->end = end;
   h->len = len;
   h->arrival = 0;
@@ -78,6 +79,21 @@ park_hold_reply_next (struct held_replies *q)
 
   ZN_FIFO_POP (q->head, q->tail, h, next);
   if (h) {
+    q->count--;
+    q->bytes -= h->len;
+  }
+  return h;
+}
+
+struct held *
+park_hold_reply_take (struct held_replies *q, uint64_t id)
+{
+  struct held *h;
+
+  for (h = q->head; h && h->id != id; h = h->next)
+    ;
+  if (h) {
+    ZN_FIFO_REMOVE (struct held, q->head, q->tail, h, next);
     q->count--;
     q->bytes -= h->len;
   }

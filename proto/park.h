@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* What a session sets aside for the scheduler (served.h), in either
- * protocol: writes admitted with ADMIT_PARK, kept until resume, and the
- * replies held until their requests complete (irqmode=2), released by
- * complete_one oldest first.  Both are FIFOs (lib/util/fifo.h).
+ * protocol: requests parked (writes admitted with ADMIT_PARK, requests
+ * requeued), kept until resume, and the replies held until their
+ * requests complete: irqmode=2's, released by complete_one oldest first,
+ * and delayed ones, released by their request's id.  All are FIFOs
+ * (lib/util/fifo.h).
  */
 #ifndef ZONEDNULL_PROTO_PARK_H
 #define ZONEDNULL_PROTO_PARK_H
@@ -11,8 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A parked write: the session's id for it, its data, and the protocol's
- * request as the session decoded it (req_len bytes at req).
+/* A parked request: the session's id for it, its data (a write's), and
+ * the protocol's request as the session decoded it (req_len bytes at
+ * req).
  */
 struct parked {
   struct parked *next;
@@ -23,24 +26,24 @@ struct parked {
   _Alignas (max_align_t) unsigned char req[];
 };
 
-struct parked_writes {
+struct parked_requests {
   struct parked *head, *tail;
 };
 
-/* Parks the write id, copying req and taking data (malloc'd) over;
- * false when out of memory.
+/* Parks the request id, copying req and taking data (malloc'd, or
+ * NULL) over; false when out of memory.
  */
-bool park_write (struct parked_writes *q, uint64_t id, const void *req,
+bool park_request (struct parked_requests *q, uint64_t id, const void *req,
                  size_t req_len, unsigned char *data);
 
-/* Takes the parked write id out; NULL when there is none. */
-struct parked *park_take (struct parked_writes *q, uint64_t id);
+/* Takes the parked request id out; NULL when there is none. */
+struct parked *park_take (struct parked_requests *q, uint64_t id);
 
 /* Frees p and its data. */
 void park_free (struct parked *p);
 
-/* Frees every parked write. */
-void park_clear (struct parked_writes *q);
+/* Frees every parked request. */
+void park_clear (struct parked_requests *q);
 
 /* A held reply.  A session whose output waits behind its oldest held
  * reply (NBD) keeps the reply in its output and notes only where it ends
@@ -49,6 +52,7 @@ void park_clear (struct parked_writes *q);
  */
 struct held {
   struct held *next;
+  uint64_t id;                  /* the request's, for park_hold_reply_take */
   size_t end;
   size_t len;
   uint64_t arrival;             /* --stats: the request's (served.h) */
@@ -72,6 +76,11 @@ bool park_hold_reply_add (struct held_replies *q, size_t end, const void *data,
  * is held.
  */
 struct held *park_hold_reply_next (struct held_replies *q);
+
+/* Takes the held reply of request id out (the caller frees it); NULL
+ * when none is held.
+ */
+struct held *park_hold_reply_take (struct held_replies *q, uint64_t id);
 
 /* Frees every held reply. */
 void park_hold_reply_clear (struct held_replies *q);

@@ -59,6 +59,33 @@ struct admission {
 typedef struct admission admit_fn (void *owner, void *session,
                                    const struct data_request *rq);
 
+/* What a request came to under the fault settings (model/fault.h), as
+ * the session tells the program once it ran it.
+ */
+enum finish_outcome {
+  FINISH_ANSWERED,              /* its reply is queued */
+  FINISH_TIMED_OUT,             /* no reply, ever; it keeps its tag until
+                                   the connection ends */
+  FINISH_REQUEUED,              /* no reply yet: the session parked it, and
+                                   resume runs it again */
+};
+
+/* Where the reply just queued goes. */
+enum reply_hold {
+  REPLY_NOW,                    /* out with the rest of the output */
+  REPLY_HELD,                   /* held for complete_one (irqmode=2) */
+  REPLY_DELAYED,                /* held under the request's id for release */
+};
+
+/* Told after each request admitted with ADMIT_NOW, and each resumed, has
+ * run: with tagged, the request that took the tag of the latest admission
+ * or resume; without, a control-channel request that took none.
+ * delay_ns: its answer is due that long after it was admitted.
+ */
+typedef enum reply_hold finish_fn (void *owner, uint64_t id, bool tagged,
+                                   enum finish_outcome outcome,
+                                   uint64_t delay_ns);
+
 /* The session's side of the scheduler, one per protocol: the scheduler
  * calls these for a connection's session.
  */
@@ -67,10 +94,13 @@ struct sched_session_ops {
    * false when none is held.
    */
   bool (*complete_one) (void *session);
-  /* Applies the parked write id, or fails it with err (a negative
-   * errno), and queues its reply, held for complete_one if hold.
+  /* Runs the parked request id (a write that waited for its write
+   * pointer, or a request requeued), or fails it with err (a negative
+   * errno), and tells finish as after an admission.
    */
-  void (*resume) (void *session, uint64_t id, int err, bool hold);
+  void (*resume) (void *session, uint64_t id, int err);
+  /* Releases the reply held under id (REPLY_DELAYED). */
+  void (*release) (void *session, uint64_t id);
   /* Bytes of output that may be sent now. */
   size_t (*ready) (const void *session);
   /* The session takes data requests (past its handshake): input it

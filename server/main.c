@@ -129,7 +129,7 @@ devices_create (const struct zn_params *p, char *err, size_t errlen)
       return -1;
     }
     zn_control_set_queues (d->ctl, d->qs, &qcfg, &p->cfg, i, p->nr_devices);
-    zn_control_allow_faults (d->ctl, false);
+    zn_control_allow_faults (d->ctl, true);
   }
   return 0;
 }
@@ -548,8 +548,8 @@ nvme_prepare (char *err, size_t errlen)
   nv->devices = served.devices;
   nv->nr_devices = served.nr_devices;
   nv->readonly = served.readonly;
-  nv->delayed = served.delayed;
   nv->admit = sched_admit;
+  nv->finish = sched_finish;
   nv->room = net_room;
   nv->fits = net_fits;
   nv->abort = conn_abort;
@@ -672,18 +672,6 @@ prepare (struct zn_params *params)
     params_free (params);
     return EXIT_FAILURE;
   }
-  /* Its sessions answer in order and cannot yet hold one request back
-   * while answering the next: refused rather than ignored.  Rules that
-   * fail requests need no hold.
-   */
-  if (params_fault_holds_given (params)) {
-    fprintf (stderr, "zonednull-server: timeout=, requeue= and "
-             "zone_*_nsec=: zonednull-server cannot hold requests back "
-             "yet; nbdkit-zonednull-plugin can\n");
-    params_free (params);
-    return EXIT_FAILURE;
-  }
-  params->faults_no_hold = true;
   if (tls_init (&tls_settings, err, sizeof err) == -1) {
     fprintf (stderr, "zonednull-server: %s\n", err);
     params_free (params);
@@ -696,8 +684,8 @@ prepare (struct zn_params *params)
   pipeline_wait_ns = (uint64_t) (params->cfg.pipeline_wait_ms
                                  ? params->cfg.pipeline_wait_ms
                                  : ZN_PIPELINE_WAIT_MS) * 1000000u;
-  served.delayed = zn_queue_timed (&qcfg);
   served.admit = sched_admit;
+  served.finish = sched_finish;
   served.room = net_room;
   served.stats = stats ? &stats_hooks : NULL;
   if (devices_create (params, err, sizeof err) == -1) {
@@ -765,7 +753,8 @@ serve (void)
     fputs ("zonednull-server: out of memory\n", stderr);
     return EXIT_FAILURE;
   }
-  if (sched_start (loop, served.devices, served.nr_devices, served.delayed,
+  if (sched_start (loop, served.devices, served.nr_devices,
+                   zn_queue_timed (&qcfg),
                    &qcfg, pipeline_wait_ns) == -1)
     return EXIT_FAILURE;
   for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++) {

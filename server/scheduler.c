@@ -7,6 +7,11 @@
  * its reply is released, and the tag freed, completion_nsec after the tag
  * was taken.  A connection whose next request finds no tag waits in its
  * pool's FIFO and stops reading requests until a tag is freed.
+ *
+ * The fault settings hold requests back too (model/fault.h): a delayed
+ * reply keeps its tag until it is due, a request that timed out keeps
+ * its tag until its connection ends, and a requeued one is run again
+ * after blk-mq's resource delay, with its tag.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -26,11 +31,27 @@
 #include "util/fifo.h"
 #include "scheduler.h"
 
+/* A tag taken. */
+struct tag {
+  struct served_device *d;
+  struct zn_request rq;
+  uint64_t start;               /* when it was taken: CLOCK_MONOTONIC ns */
+};
+
+/* A tag held by a request that timed out. */
+struct stuck {
+  struct tag tag;
+  struct stuck *next;
+};
+
 /* A connection as the scheduler sees it. */
 struct sconn {
   struct net_conn *conn;
   const struct sched_session_ops *ops;  /* its session's protocol */
   unsigned held;                /* its requests in the completion ring */
+  unsigned delayed;             /* its replies in the delayed list */
+  struct tag running;           /* of its latest admission or resume */
+  struct stuck *stuck;
   bool waiting;                 /* in wd's pool's FIFO for a tag */
   struct served_device *wd;
   struct sconn *wait_next;
@@ -85,13 +106,31 @@ static unsigned ring_head, ring_count, ring_cap;
 static int timer_fd = -1;
 static ev_io timer_watcher;
 
+/* Replies the fault settings delay, by when they are due: each holds
+ * its request's tag (qs NULL: a control command's, which took none).
+ * Fewer than the tags, plus the control commands a session's output
+ * budget lets in, so a sorted list.
+ */
+struct delayed {
+  uint64_t due;
+  struct sconn *c;              /* NULL once the connection closed */
+  uint64_t id;
+  struct zn_queues *qs;
+  struct zn_request rq;
+  struct delayed *next;
+};
+static struct delayed *delayed_head;
+
 static void
 arm_timer (void)
 {
   struct itimerspec its = { { 0, 0 }, { 0, 0 } };
 
-  if (ring_count > 0) {
-    uint64_t due = ring[ring_head].due;
+  if (ring_count > 0 || delayed_head) {
+    uint64_t due = ring_count > 0 ? ring[ring_head].due : UINT64_MAX;
+
+    if (delayed_head && delayed_head->due < due)
+      due = delayed_head->due;
 
     its.it_value.tv_sec = (time_t) (due / 1000000000u);
     its.it_value.tv_nsec = (long) (due % 1000000000u);
@@ -131,6 +170,45 @@ ring_push (struct sconn *c, struct served_device *d,
   c->held++;
   if (ring_count == 1)
     arm_timer ();
+}
+
+static void
+delayed_add (struct sconn *c, uint64_t id, uint64_t due, const struct tag *t)
+{
+  struct delayed *e = malloc (sizeof *e), **pp;
+
+  if (e == NULL)
+    out_of_memory ();
+  *e = (struct delayed) { .due = due, .c = c, .id = id };
+  if (t) {
+    e->qs = t->d->qs;
+    e->rq = t->rq;
+  }
+  for (pp = &delayed_head; *pp && (*pp)->due <= due; pp = &(*pp)->next)
+    ;
+  e->next = *pp;
+  *pp = e;
+  c->delayed++;
+  if (delayed_head == e)
+    arm_timer ();
+}
+
+/* Releases the delayed replies that are due, and their tags. */
+static void
+delayed_release (uint64_t now)
+{
+  while (delayed_head && delayed_head->due <= now) {
+    struct delayed *e = delayed_head;
+
+    delayed_head = e->next;
+    if (e->c) {
+      e->c->ops->release (net_conn_session (e->c->conn), e->id);
+      e->c->delayed--;
+    }
+    if (e->qs)
+      zn_queue_complete (e->qs, &e->rq);
+    free (e);
+  }
 }
 
 static struct wait_fifo *
@@ -215,28 +293,35 @@ throttle_remove (struct sconn *c)
  */
 struct pending {
   uint64_t id;                  /* the session's */
-  struct served_device *d;
+  bool requeued;                /* run again at deadline, no wait */
   struct zn_pipeline_wait wait;
   uint64_t deadline;            /* CLOCK_MONOTONIC ns */
-  struct zn_request rq;         /* its tag */
+  struct tag tag;
   struct pending *next;
 };
 static unsigned nr_pending;
 static uint64_t pipeline_wait_ns;
 static ev_timer pipeline_timer;
 
+/* blk-mq's delay before it asks a driver again for a request the driver
+ * had no resources for (BLK_MQ_RESOURCE_DELAY).
+ */
+#define REQUEUE_DELAY_NS 3000000
+
 static void
-pending_add (struct sconn *c, struct served_device *d, uint64_t id,
-             const struct zn_pipeline_wait *w, const struct zn_request *rq)
+pending_add (struct sconn *c, uint64_t id, const struct zn_pipeline_wait *w,
+             const struct tag *t)
 {
   struct pending *p = malloc (sizeof *p);
 
   if (p == NULL)
     out_of_memory ();
   *p = (struct pending) {
-    .id = id, .d = d, .wait = *w, .deadline = zn_now_ns () + pipeline_wait_ns,
-    .rq = *rq, .next = c->pending,
+    .id = id, .requeued = w == NULL, .tag = *t, .next = c->pending,
+    .deadline = zn_now_ns () + (w ? pipeline_wait_ns : REQUEUE_DELAY_NS),
   };
+  if (w)
+    p->wait = *w;
   c->pending = p;
   nr_pending++;
 }
@@ -252,9 +337,9 @@ pipeline_resume (struct sconn *c, uint64_t now)
 
   for (struct pending **pp = &c->pending; *pp; ) {
     struct pending *p = *pp;
-    int err = zn_pipeline_poll (p->d->dev, &p->wait);
+    int err = p->requeued ? 0 : zn_pipeline_poll (p->tag.d->dev, &p->wait);
 
-    if (err == ZN_PIPELINE_WAIT && now < p->deadline) {
+    if ((p->requeued || err == ZN_PIPELINE_WAIT) && now < p->deadline) {
       pp = &p->next;
       continue;
     }
@@ -262,12 +347,13 @@ pipeline_resume (struct sconn *c, uint64_t now)
       err = -ETIMEDOUT;
     *pp = p->next;
     nr_pending--;
-    zn_pipeline_end (p->d->dev, &p->wait, err);
-    c->ops->resume (s, p->id, err, served->delayed);
-    if (served->delayed)
-      ring_push (c, p->d, &p->rq);
-    else
-      zn_queue_complete (p->d->qs, &p->rq);
+    if (!p->requeued)
+      zn_pipeline_end (p->tag.d->dev, &p->wait, err);
+    /* The session tells sched_finish what came of it, which may park
+     * it again (at the head of c->pending, due later).
+     */
+    c->running = p->tag;
+    c->ops->resume (s, p->id, err);
     free (p);
     resumed = true;
   }
@@ -339,7 +425,7 @@ sched_admit (void *owner, void *s, const struct data_request *drq)
   struct sconn *c = net_conn_sched (owner);
   struct served_device *d = &served->devices[drq->dev - served->devices];
   unsigned queue = attach (c, d);
-  struct zn_request rq;
+  struct tag t = { .d = d };
   struct zn_pipeline_wait w;
   uint64_t until;
   int v = 0;
@@ -354,7 +440,7 @@ sched_admit (void *owner, void *s, const struct data_request *drq)
   }
   if (c->waiting && c->wd != d)
     wait_remove (c);
-  if (!zn_queue_try_begin (d->qs, queue, !c->waiting, &rq)) {
+  if (!zn_queue_try_begin (d->qs, queue, !c->waiting, &t.rq)) {
     if (!c->waiting)
       wait_add (c, d);
     return later;
@@ -364,15 +450,59 @@ sched_admit (void *owner, void *s, const struct data_request *drq)
   if (drq->write)
     v = zn_pipeline_begin (d->dev, drq->offset >> ZN_SECTOR_SHIFT,
                            drq->count >> ZN_SECTOR_SHIFT, &w);
+  t.start = zn_now_ns ();
   if (v == ZN_PIPELINE_WAIT) {
-    pending_add (c, d, drq->id, &w, &rq);
+    pending_add (c, drq->id, &w, &t);
     return (struct admission) { ADMIT_PARK, 0 };
   }
-  if (served->delayed)
-    ring_push (c, d, &rq);
-  else
-    zn_queue_complete (d->qs, &rq);
+  c->running = t;
   return (struct admission) { ADMIT_NOW, v };
+}
+
+/* What the session ran (the tag of c->running, if tagged) came to. */
+enum reply_hold
+sched_finish (void *owner, uint64_t id, bool tagged,
+              enum finish_outcome outcome, uint64_t delay_ns)
+{
+  struct sconn *c = net_conn_sched (owner);
+  struct tag *t = &c->running;
+  uint64_t due;
+
+  if (!tagged) {
+    if (outcome != FINISH_ANSWERED || delay_ns == 0)
+      return REPLY_NOW;
+    delayed_add (c, id, zn_now_ns () + delay_ns, NULL);
+    return REPLY_DELAYED;
+  }
+  switch (outcome) {
+  case FINISH_TIMED_OUT: {
+    struct stuck *st = malloc (sizeof *st);
+
+    if (st == NULL)
+      out_of_memory ();
+    *st = (struct stuck) { .tag = *t, .next = c->stuck };
+    c->stuck = st;
+    return REPLY_NOW;
+  }
+  case FINISH_REQUEUED:
+    pending_add (c, id, NULL, t);
+    return REPLY_NOW;
+  default:
+    break;
+  }
+  if (delay_ns) {
+    due = t->start + delay_ns;
+    if (served->delayed && zn_ns_of (zn_request_due (t->d->qs, &t->rq)) > due)
+      due = zn_ns_of (zn_request_due (t->d->qs, &t->rq));
+    delayed_add (c, id, due, t);
+    return REPLY_DELAYED;
+  }
+  if (served->delayed) {
+    ring_push (c, t->d, &t->rq);
+    return REPLY_HELD;
+  }
+  zn_queue_complete (t->d->qs, &t->rq);
+  return REPLY_NOW;
 }
 
 /* ---- events ------------------------------------------------------------------ */
@@ -402,6 +532,7 @@ timer_cb (struct ev_loop *l, ev_io *w, int revents)
     }
     zn_queue_complete (e.qs, &e.rq);
   }
+  delayed_release (now);
   /* One send per connection for all its completed replies. */
   for (c = sconns; c; ) {
     struct sconn *next = c->next;
@@ -492,15 +623,29 @@ sconn_close (void *st)
       c->held--;
     }
   }
+  for (struct delayed *e = delayed_head; c->delayed > 0 && e; e = e->next)
+    if (e->c == c) {
+      e->c = NULL;
+      c->delayed--;
+    }
+  /* The host that would have timed them out is gone. */
+  while (c->stuck) {
+    struct stuck *st = c->stuck;
+
+    c->stuck = st->next;
+    zn_queue_complete (st->tag.d->qs, &st->tag.rq);
+    free (st);
+  }
   wait_remove (c);
   throttle_remove (c);
-  /* Its parked writes will never be answered; their tags are free. */
+  /* Its parked requests will never be answered; their tags are free. */
   while (c->pending) {
     struct pending *p = c->pending;
 
     c->pending = p->next;
-    zn_pipeline_end (p->d->dev, &p->wait, -EIO);
-    zn_queue_complete (p->d->qs, &p->rq);
+    if (!p->requeued)
+      zn_pipeline_end (p->tag.d->dev, &p->wait, -EIO);
+    zn_queue_complete (p->tag.d->qs, &p->tag.rq);
     free (p);
     nr_pending--;
   }
@@ -535,16 +680,17 @@ sconn_stop_waiting (void *st)
   throttle_remove (st);
 }
 
-/* Parked writes, held replies, or, once the session serves requests,
- * received requests that wait for a tag, the mbps budget or room for
- * their replies.
+/* Parked requests, held or delayed replies, or, once the session
+ * serves requests, received requests that wait for a tag, the mbps
+ * budget or room for their replies.  Not the requests that timed out:
+ * they are never answered.
  */
 static bool
 sconn_in_flight (const void *st, bool input_left)
 {
   const struct sconn *c = st;
 
-  return c->pending || c->held > 0
+  return c->pending || c->held > 0 || c->delayed > 0
     || (input_left && c->ops->serving (net_conn_session (c->conn)));
 }
 
@@ -617,4 +763,10 @@ sched_stop (void)
   waits = NULL;
   free (ring);
   ring = NULL;
+  while (delayed_head) {
+    struct delayed *e = delayed_head;
+
+    delayed_head = e->next;
+    free (e);
+  }
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-server's scheduling of requests: tags and timed completion,
- * the mbps budget, and parked writes (pipeline_zoned_writes).  It plugs
+ * the mbps budget, parked writes (pipeline_zoned_writes), and the
+ * requests the fault settings hold back.  It plugs
  * into the connection layer as its struct net_sched, and into the NBD
  * session as its admission hook.
  */
@@ -29,6 +30,10 @@ void sched_stop (void);
 /* The admission hook of every protocol's sessions. */
 struct admission sched_admit (void *owner, void *session,
                               const struct data_request *rq);
+
+/* The finish hook of every protocol's sessions (served.h). */
+enum reply_hold sched_finish (void *owner, uint64_t id, bool tagged,
+                              enum finish_outcome outcome, uint64_t delay_ns);
 
 /* The connection layer's hooks for the connections of a protocol whose
  * sessions ops drives.

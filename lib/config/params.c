@@ -610,15 +610,10 @@ apply_badblocks (struct zn_dev *dev, const char *spec, char *err,
 bool
 params_faults_given (const struct zn_params *p)
 {
-  return p->nr_faults || params_fault_holds_given (p);
-}
-
-bool
-params_fault_holds_given (const struct zn_params *p)
-{
   const struct zn_config *c = &p->cfg;
 
-  return c->timeout_inject.probability || c->requeue_inject.probability
+  return p->nr_faults
+         || c->timeout_inject.probability || c->requeue_inject.probability
          || c->zone_reset_nsec || c->zone_open_nsec || c->zone_close_nsec
          || c->zone_finish_nsec || c->zone_append_nsec;
 }
@@ -637,12 +632,6 @@ params_apply (const struct zn_params *p, struct zn_dev *dev, char *err,
     if (zn_fault_rule_parse (p->faults[i], geo->capacity, geo->zone_sectors,
                              &rule, why, sizeof why) < 0) {
       snprintf (err, errlen, "fault=%s: %s", p->faults[i], why);
-      return -EINVAL;
-    }
-    if (p->faults_no_hold && (rule.timeout || rule.delay_ms)) {
-      snprintf (err, errlen, "fault=%s: timeout and delay= hold a request "
-                "back, which this program cannot do yet; error= and "
-                "nvme-status= rules it takes", p->faults[i]);
       return -EINVAL;
     }
     if (zn_fault_add (dev, &rule, NULL) < 0) {

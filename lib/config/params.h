@@ -33,10 +33,6 @@ struct zn_params {
   size_t nr_badblocks;
   char **faults;                  /* fault rules, in order */
   size_t nr_faults;
-  /* The front end cannot hold a request back: params_apply refuses fault
-   * rules with a timeout or a delay (zonednull-server).
-   */
-  bool faults_no_hold;
   const char *help;               /* where unknown keys point; "--help" */
 };
 
@@ -73,10 +69,6 @@ int params_set_key (struct zn_params *p, const char *key, const char *value,
  * latencies was given: requests may then be held.
  */
 bool params_faults_given (const struct zn_params *p);
-/* Whether timeout=, requeue= or a latency was given: settings that hold
- * requests back whatever the rules.
- */
-bool params_fault_holds_given (const struct zn_params *p);
 
 /* null_blk's validation of the queue parameters and the geometry, and
  * whether every device's zone table fits in memory; -EINVAL with a

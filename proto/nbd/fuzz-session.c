@@ -52,6 +52,27 @@ admit (void *owner, void *s, const struct data_request *rq)
   return (struct admission) { ADMIT_NOW, 0 };
 }
 
+/* Replies are held as with irqmode=2, every fourth delayed instead (a
+ * fault rule's delay) and released with the held ones.
+ */
+static uint64_t delayed_ids[64];
+static unsigned nr_delayed, finished;
+
+static enum reply_hold
+finish (void *owner, uint64_t id, bool tagged, enum finish_outcome outcome,
+        uint64_t delay_ns)
+{
+  (void) owner;
+  (void) delay_ns;
+  if (!tagged || outcome != FINISH_ANSWERED)
+    return REPLY_NOW;
+  if (++finished % 4 == 0 && nr_delayed < 64) {
+    delayed_ids[nr_delayed++] = id;
+    return REPLY_DELAYED;
+  }
+  return REPLY_HELD;
+}
+
 /* The output budget of this piece, as the server's served.room applies
  * it: a request whose reply would pass it waits unless nothing is
  * queued.  approved_end is what the output may reach with the request
@@ -98,8 +119,8 @@ setup (void)
       abort ();
     }
   }
-  served.delayed = true;
   served.admit = admit;
+  served.finish = finish;
   served.room = room;
 }
 
@@ -159,10 +180,13 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
        * still answered.
        */
       for (unsigned i = 0; i < nr_parked; i++)
-        nbd_session_resume (s, parked_ids[i], i % 2 ? -EIO : 0, true);
+        nbd_session_resume (s, parked_ids[i], i % 2 ? -EIO : 0);
       nr_parked = 0;
       while (nbd_session_complete_one (s))
         ;
+      for (unsigned i = 0; i < nr_delayed; i++)
+        nbd_session_release (s, delayed_ids[i]);
+      nr_delayed = 0;
       nbd_session_sent (s, nbd_session_ready (s));
       if (nbd_session_output (s)->len != 0)
         abort ();               /* a reply left behind */
@@ -187,14 +211,18 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     }
     /* Parked writes go on, the odd ones failed. */
     for (unsigned i = 0; i < nr_parked; i++)
-      nbd_session_resume (s, parked_ids[i], i % 2 ? -EIO : 0, true);
+      nbd_session_resume (s, parked_ids[i], i % 2 ? -EIO : 0);
     nr_parked = 0;
     /* Output is drained as a client would read it. */
     while (nbd_session_complete_one (s))
       ;
+    for (unsigned i = 0; i < nr_delayed; i++)
+      nbd_session_release (s, delayed_ids[i]);
+    nr_delayed = 0;
     nbd_session_sent (s, nbd_session_ready (s));
   }
   nr_parked = 0;               /* the next input's session numbers anew */
+  nr_delayed = 0;
   check_zones (devices[0].dev);
   check_zones (devices[1].dev);
   free (pending);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "frontend/control.h"
+#include "model/fault.h"
 #include "park.h"
 #include "session.h"
 #include "wire.h"
@@ -55,11 +56,19 @@ struct nbd_session {
   size_t ready;                 /* out's bytes that may be sent */
   /* The replies held for completion: their ends in out. */
   struct held_replies held;
+  /* The replies delayed by the fault settings, out of out until their
+   * release.
+   */
+  struct held_replies delayed;
+  /* The fault settings' verdict on the request being run. */
+  struct zn_fault fault;
   uint64_t next_id;             /* of the next data request */
   int forced_error;             /* the admitted request fails with it
                                    (a negative errno) */
-  /* Writes waiting for a write pointer: each a struct nbd_request. */
-  struct parked_writes parked;
+  /* Writes waiting for a write pointer and requests requeued: each a
+   * struct nbd_request.
+   */
+  struct parked_requests parked;
   bool disc;                    /* NBD_CMD_DISC came */
   uint64_t arrival;             /* --stats: the request's being handled */
 };

@@ -84,9 +84,15 @@ nbd_complete_one (void *session)
 }
 
 static void
-nbd_resume (void *session, uint64_t id, int err, bool hold)
+nbd_resume (void *session, uint64_t id, int err)
 {
-  nbd_session_resume (session, id, err, hold);
+  nbd_session_resume (session, id, err);
+}
+
+static void
+nbd_release (void *session, uint64_t id)
+{
+  nbd_session_release (session, id);
 }
 
 static const struct served_device *
@@ -107,6 +113,7 @@ nbd_serving (const void *session)
 const struct sched_session_ops nbd_sched_ops = {
   .complete_one = nbd_complete_one,
   .resume = nbd_resume,
+  .release = nbd_release,
   .ready = nbd_ready,
   .serving = nbd_serving,
   .device = nbd_device,

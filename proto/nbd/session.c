@@ -176,6 +176,7 @@ nbd_session_free (struct nbd_session *s)
     zn_control_errlog_detach (s->d->ctl, s->errlog);
   free (s->out.data);
   park_hold_reply_clear (&s->held);
+  park_hold_reply_clear (&s->delayed);
   park_clear (&s->parked);
   free (s);
 }
@@ -265,6 +266,8 @@ nbd_session_input (struct nbd_session *s, const unsigned char *data,
        */
       while (!s->disc && nbd_session_complete_one (s))
         ;
+      while (!s->disc && s->delayed.head)
+        nbd_session_release (s, s->delayed.head->id);
       if (s->held.count == 0)
         s->ready = s->out.len;
       return -1;

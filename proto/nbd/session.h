@@ -27,10 +27,11 @@ struct served {
   unsigned nr_devices;
   bool readonly;                /* -r: no write, trim or control command */
   enum tls_mode tls;            /* --tls: STARTTLS off, allowed or needed */
-  bool delayed;                 /* replies wait for nbd_session_complete_one */
-  /* Asked before each data request (served.h); NULL admits everything.
+  /* Asked before each data request, and told once it ran (served.h);
+   * NULL admits everything, and sends every reply at once.
    */
   admit_fn *admit;
+  finish_fn *finish;
   /* Asked before each request of the transmission phase, with the bytes
    * of output the session holds and a bound on the request's reply: true
    * to take it, false to stop nbd_session_input there (the request is offered
@@ -87,12 +88,13 @@ void nbd_session_sent (struct nbd_session *s, size_t n);
  */
 bool nbd_session_complete_one (struct nbd_session *s);
 
-/* Applies the parked write id (or, with err, fails it with that negative
- * errno)
- * and queues its reply, held for nbd_session_complete_one if hold.
+/* Runs the parked request id (or, with err, fails it with that negative
+ * errno) and queues its reply as served.finish says.
  */
-void nbd_session_resume (struct nbd_session *s, uint64_t id, int err,
-                         bool hold);
+void nbd_session_resume (struct nbd_session *s, uint64_t id, int err);
+
+/* Releases the reply delayed under id (REPLY_DELAYED). */
+void nbd_session_release (struct nbd_session *s, uint64_t id);
 
 /* After an acknowledged NBD_OPT_STARTTLS: nbd_session_input consumed nothing
  * beyond it, and the caller must send the output in the clear, run the

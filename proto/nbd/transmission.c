@@ -112,9 +112,9 @@ reply_failure (struct nbd_session *s, uint64_t cookie, uint32_t nbd_cmd,
 }
 
 /* A data request under the fault settings: decided before it runs, and
- * whether it runs at all.  The server holds no request back, so only
- * FAIL and FAIL_AFTER come (params_apply and the control channel take no
- * rule with a timeout or a delay, and no timeout= or requeue=).
+ * whether it runs at all.  The verdict stays in s->fault: run_request
+ * answers a request that times out or is requeued not at all, or not
+ * yet, and holds a delayed answer back.
  */
 static bool
 fault_skips (struct nbd_session *s, enum zn_fault_op op, uint64_t offset,
@@ -122,7 +122,16 @@ fault_skips (struct nbd_session *s, enum zn_fault_op op, uint64_t offset,
 {
   zn_fault_decide (s->d->dev, op, offset >> ZN_SECTOR_SHIFT,
                    count >> ZN_SECTOR_SHIFT, bytes, f);
+  s->fault = *f;
   return f->action != ZN_FAULT_PASS && f->action != ZN_FAULT_FAIL_AFTER;
+}
+
+/* No answer now: the request timed out or was requeued. */
+static bool
+withheld (const struct nbd_session *s)
+{
+  return s->fault.action == ZN_FAULT_TIMEOUT
+         || s->fault.action == ZN_FAULT_REQUEUE;
 }
 
 static bool
@@ -151,6 +160,10 @@ cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
     r = fault_skips (s, ZN_FOP_READ, offset, count, count, &f) ? 0
         : zn_read_why (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
                        count >> ZN_SECTOR_SHIFT, &why);
+    if (withheld (s)) {
+      s->out.len = mark;
+      return;
+    }
     r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_READ,
                           offset >> ZN_SECTOR_SHIFT, r, &why);
   }
@@ -246,6 +259,25 @@ cmd_trim (struct nbd_session *s, uint64_t cookie, uint64_t offset,
   }
   if (r < 0)
     reply_failure (s, cookie, CMD_TRIM, "trim", offset, count, -r, reason);
+  else
+    reply_ok (s, cookie);
+}
+
+static void
+cmd_flush (struct nbd_session *s, uint64_t cookie)
+{
+  /* With backing_dir a flush reaches the disk, and can fail. */
+  struct zn_fault f = { .action = ZN_FAULT_PASS };
+  enum zn_reason why = ZN_REASON_NONE;
+  int r = s->control || fault_skips (s, ZN_FOP_FLUSH, 0, 0, 0, &f) ? 0
+          : zn_flush (s->d->dev);
+
+  if (!s->control)
+    r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_FLUSH, 0, r, &why);
+  if (r < 0 && why == ZN_REASON_INJECTED)
+    reply_failure (s, cookie, CMD_FLUSH, "flush", 0, 0, -r, why);
+  else if (r < 0)
+    reply_error (s, cookie, EIO, "flush: %s", strerror (-r));
   else
     reply_ok (s, cookie);
 }
@@ -408,6 +440,20 @@ hold_reply (struct nbd_session *s)
     nbd_session_out_of_memory (s);
 }
 
+/* Takes the reply just queued, from mark on, out of the output until
+ * nbd_session_release releases it.
+ */
+static void
+delay_reply (struct nbd_session *s, uint64_t id, size_t mark)
+{
+  if (!park_hold_reply_add (&s->delayed, 0, s->out.data + mark,
+                            s->out.len - mark))
+    nbd_session_out_of_memory (s);
+  s->delayed.tail->id = id;
+  s->delayed.tail->arrival = s->arrival;
+  s->out.len = mark;
+}
+
 /* --stats: the reply of the request being handled is all queued. */
 static void
 replied (struct nbd_session *s)
@@ -416,22 +462,100 @@ replied (struct nbd_session *s)
     s->sv->stats->reply (s->owner, s->arrival, s->out.len);
 }
 
-/* Keeps an admitted write aside until nbd_session_resume; handle_request
- * has checked it.
+/* Keeps an admitted request aside, with a write's data, until
+ * nbd_session_resume; handle_request has checked it.
  */
-static long
-park (struct nbd_session *s, const struct nbd_request *rq,
+static void
+park (struct nbd_session *s, uint64_t id, const struct nbd_request *rq,
       const unsigned char *payload)
 {
-  unsigned char *data = malloc (rq->count ? rq->count : 1);
+  unsigned char *data = NULL;
 
-  if (data == NULL)
-    nbd_session_out_of_memory (s);
-  memcpy (data, payload, rq->count);
-  if (!park_write (&s->parked, s->next_id - 1, rq, sizeof *rq, data))
+  if (rq->type == CMD_WRITE) {
+    data = malloc (rq->count ? rq->count : 1);
+    if (data == NULL)
+      nbd_session_out_of_memory (s);
+    memcpy (data, payload, rq->count);
+  }
+  if (!park_request (&s->parked, id, rq, sizeof *rq, data))
     nbd_session_out_of_memory (s);
   s->parked.tail->arrival = s->arrival;
-  return NBD_REQUEST_SIZE + (long) rq->count;
+}
+
+/* What the program says of a request that ran; without a program, the
+ * reply goes at once.
+ */
+static enum reply_hold
+finish (struct nbd_session *s, uint64_t id, bool tagged,
+        enum finish_outcome outcome, uint64_t delay_ns)
+{
+  return s->sv->finish ? s->sv->finish (s->owner, id, tagged, outcome,
+                                        delay_ns)
+                       : REPLY_NOW;
+}
+
+/* Runs rq, admitted as id if tagged (payload: a write's data), and
+ * queues its reply, or keeps it back: a control command's as the control
+ * channel says (conn.hold_ns), a data request's as the fault settings
+ * do.
+ */
+static void
+run_request (struct nbd_session *s, uint64_t id, const struct nbd_request *rq,
+             const unsigned char *payload, bool tagged)
+{
+  enum finish_outcome outcome = FINISH_ANSWERED;
+  size_t mark = s->out.len;
+  uint64_t delay_ns;
+
+  s->fault = (struct zn_fault) { .action = ZN_FAULT_PASS };
+  s->conn.hold_ns = 0;
+  switch (rq->type) {
+  case CMD_READ:
+    cmd_read (s, rq->cookie, rq->offset, rq->count);
+    break;
+  case CMD_WRITE:
+    /* With cache_size, FUA writes around the volatile cache. */
+    cmd_write (s, rq->cookie, rq->offset, rq->count,
+               rq->flags & CMD_FLAG_FUA, payload);
+    break;
+  case CMD_FLUSH:
+    cmd_flush (s, rq->cookie);
+    break;
+  case CMD_TRIM:
+    cmd_trim (s, rq->cookie, rq->offset, rq->count);
+    break;
+  default:
+    cmd_block_status (s, rq->cookie, rq->offset, rq->count, rq->flags);
+    break;
+  }
+  s->forced_error = 0;
+  delay_ns = s->control ? s->conn.hold_ns : s->fault.delay_ns;
+  if (s->control ? delay_ns == ZN_CONTROL_HOLD_FOREVER
+                 : s->fault.action == ZN_FAULT_TIMEOUT)
+    outcome = FINISH_TIMED_OUT;
+  else if (s->fault.action == ZN_FAULT_REQUEUE) {
+    park (s, id, rq, payload);
+    outcome = FINISH_REQUEUED;
+  }
+  if (outcome != FINISH_ANSWERED) {
+    s->out.len = mark;
+    finish (s, id, tagged, outcome, 0);
+    return;
+  }
+  switch (finish (s, id, tagged, outcome, delay_ns)) {
+  case REPLY_DELAYED:
+    delay_reply (s, id, mark);
+    return;
+  case REPLY_HELD:
+    replied (s);
+    hold_reply (s);
+    return;
+  default:
+    replied (s);
+    if (s->held.count == 0)
+      s->ready = s->out.len;
+    return;
+  }
 }
 
 /* At most how many bytes of output a request's reply takes: a read's
@@ -467,7 +591,8 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
   uint64_t cookie = rq->cookie, offset = rq->offset;
   uint32_t count = rq->count;
   char why[200];
-  long used = NBD_REQUEST_SIZE;
+  long used = NBD_REQUEST_SIZE + (type == CMD_WRITE ? (long) count : 0);
+  uint64_t id;
   bool tagged;
   int err;
 
@@ -520,9 +645,10 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
    * plugin's data callbacks do; a request refused above takes none.
    */
   tagged = !s->control && type != CMD_BLOCK_STATUS;
+  id = s->next_id;
   if (tagged && s->sv->admit) {
     struct data_request drq = {
-      .id = s->next_id, .dev = s->d, .write = type == CMD_WRITE,
+      .id = id, .dev = s->d, .write = type == CMD_WRITE,
       .offset = offset,
       .count = count, .bytes = type == CMD_READ || type == CMD_WRITE ? count : 0,
     };
@@ -530,49 +656,15 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
 
     if (a.outcome == ADMIT_LATER)
       return 0;
-    s->next_id++;
-    if (a.outcome == ADMIT_PARK)
-      return park (s, rq, payload);
+    if (a.outcome == ADMIT_PARK) {
+      s->next_id++;
+      park (s, id, rq, payload);
+      return used;
+    }
     s->forced_error = a.err;
   }
-
-  switch (type) {
-  case CMD_READ:
-    cmd_read (s, cookie, offset, count);
-    break;
-  case CMD_WRITE:
-    /* With cache_size, FUA writes around the volatile cache. */
-    cmd_write (s, cookie, offset, count, flags & CMD_FLAG_FUA, payload);
-    used += count;
-    break;
-  case CMD_FLUSH: {
-    /* With backing_dir a flush reaches the disk, and can fail. */
-    struct zn_fault f = { .action = ZN_FAULT_PASS };
-    enum zn_reason why = ZN_REASON_NONE;
-    int r = s->control || fault_skips (s, ZN_FOP_FLUSH, 0, 0, 0, &f) ? 0
-            : zn_flush (s->d->dev);
-
-    if (!s->control)
-      r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_FLUSH, 0, r, &why);
-    if (r < 0 && why == ZN_REASON_INJECTED)
-      reply_failure (s, cookie, CMD_FLUSH, "flush", 0, 0, -r, why);
-    else if (r < 0)
-      reply_error (s, cookie, EIO, "flush: %s", strerror (-r));
-    else
-      reply_ok (s, cookie);
-    break;
-  }
-  case CMD_TRIM:
-    cmd_trim (s, cookie, offset, count);
-    break;
-  default:
-    cmd_block_status (s, cookie, offset, count, flags);
-    break;
-  }
-  s->forced_error = 0;
-  replied (s);
-  if (tagged && s->sv->delayed)
-    hold_reply (s);
+  s->next_id++;
+  run_request (s, id, rq, payload, tagged);
   return used;
 }
 
@@ -592,6 +684,21 @@ nbd_transmission_step (struct nbd_session *s, const unsigned char *data,
 }
 
 
+void
+nbd_session_release (struct nbd_session *s, uint64_t id)
+{
+  struct held *h = park_hold_reply_take (&s->delayed, id);
+
+  if (h == NULL)
+    return;
+  memcpy (out_reserve (s, h->len), h->data, h->len);
+  if (s->sv->stats)
+    s->sv->stats->reply (s->owner, h->arrival, s->out.len);
+  if (s->held.count == 0)
+    s->ready = s->out.len;
+  free (h);
+}
+
 bool
 nbd_session_complete_one (struct nbd_session *s)
 {
@@ -605,23 +712,14 @@ nbd_session_complete_one (struct nbd_session *s)
 }
 
 void
-nbd_session_resume (struct nbd_session *s, uint64_t id, int err,
-                    bool hold)
+nbd_session_resume (struct nbd_session *s, uint64_t id, int err)
 {
   struct parked *p = park_take (&s->parked, id);
-  const struct nbd_request *rq;
 
   if (p == NULL)
     return;
-  rq = (const struct nbd_request *) p->req;
   s->forced_error = err;
   s->arrival = p->arrival;
-  cmd_write (s, rq->cookie, rq->offset, rq->count, rq->flags & CMD_FLAG_FUA,
-             p->data);
-  replied (s);
-  if (hold)
-    hold_reply (s);
-  else if (s->held.count == 0)
-    s->ready = s->out.len;
+  run_request (s, id, (const struct nbd_request *) p->req, p->data, true);
   park_free (p);
 }

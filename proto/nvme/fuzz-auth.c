@@ -54,6 +54,16 @@ admit (void *owner, void *s, const struct data_request *rq)
   return (struct admission) { ADMIT_NOW, 0 };
 }
 
+static enum reply_hold
+finish_held (void *owner, uint64_t id, bool tagged,
+             enum finish_outcome outcome, uint64_t delay_ns)
+{
+  (void) owner;
+  (void) id;
+  (void) delay_ns;
+  return tagged && outcome == FINISH_ANSWERED ? REPLY_HELD : REPLY_NOW;
+}
+
 static void
 ignore (void *owner)
 {
@@ -91,8 +101,8 @@ setup (void)
     fprintf (stderr, "fuzz-nvme-auth: setup failed %s\n", err);
     abort ();
   }
-  sv.delayed = true;
   sv.admit = admit;
+  sv.finish = finish_held;
   sv.room = room;
   sv.fits = room;
   sv.abort = ignore;

@@ -56,6 +56,27 @@ admit (void *owner, void *s, const struct data_request *rq)
   return (struct admission) { ADMIT_NOW, 0 };
 }
 
+/* Replies are held as with irqmode=2, every fourth delayed instead (a
+ * fault rule's delay) and released with the held ones.
+ */
+static uint64_t delayed_ids[64];
+static unsigned nr_delayed, finished;
+
+static enum reply_hold
+finish (void *owner, uint64_t id, bool tagged, enum finish_outcome outcome,
+        uint64_t delay_ns)
+{
+  (void) owner;
+  (void) delay_ns;
+  if (!tagged || outcome != FINISH_ANSWERED)
+    return REPLY_NOW;
+  if (++finished % 4 == 0 && nr_delayed < 64) {
+    delayed_ids[nr_delayed++] = id;
+    return REPLY_DELAYED;
+  }
+  return REPLY_HELD;
+}
+
 static bool
 room (void *owner, size_t queued, size_t reply)
 {
@@ -95,8 +116,8 @@ setup (void)
       abort ();
     }
   }
-  sv.delayed = true;
   sv.admit = admit;
+  sv.finish = finish;
   sv.room = room;
   sv.fits = room;
   sv.abort = ignore_abort;
@@ -133,10 +154,13 @@ static void
 drain (struct nvme_session *s)
 {
   for (unsigned i = 0; i < nr_parked; i++)
-    nvme_session_resume (s, parked_ids[i], i % 2 ? -5 /* EIO */ : 0, true);
+    nvme_session_resume (s, parked_ids[i], i % 2 ? -5 /* EIO */ : 0);
   nr_parked = 0;
   while (nvme_session_complete_one (s))
     ;
+  for (unsigned i = 0; i < nr_delayed; i++)
+    nvme_session_release (s, delayed_ids[i]);
+  nr_delayed = 0;
   nvme_session_sent (s, nvme_session_ready (s));
 }
 
@@ -263,6 +287,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     drain (s);
   }
   nr_parked = 0;
+  nr_delayed = 0;
   check_zones (devices[0].dev);
   check_zones (devices[1].dev);
   free (pending);

@@ -93,6 +93,8 @@ struct nvme_session {
   unsigned char *out;
   size_t out_start, out_len, out_cap;
   struct held_replies held;
+  struct held_replies delayed;  /* the fault settings': out of the output
+                                   until their release */
   /* Commands received but not carried out. */
   struct nvme_req *ready_head, *ready_tail;
   struct nvme_req *xfers;       /* waiting for R2T or receiving data */
@@ -100,7 +102,7 @@ struct nvme_session {
   uint64_t r2t_bytes;           /* buffers of xfers with an R2T sent */
   uint16_t next_ttag;
   uint64_t next_id;             /* of the next data request */
-  struct parked_writes parked;   /* each a struct nvme_cmd */
+  struct parked_requests parked;   /* each a struct nvme_cmd */
   bool dead;                    /* TermReq sent or received */
   /* In-band authentication: the exchange under way (auth.c), and its
    * outcome, which a queue of a controller with a secret needs.
@@ -181,9 +183,10 @@ void nvme_c2h_cancel (struct nvme_session *s, size_t len);
 /* Bytes of output a C2HData of len bytes and its CapsuleResp take. */
 size_t nvme_reply_bound (const struct nvme_session *s, size_t len);
 /* Keeps the output queued from mark on (one command's reply) until
- * complete_one releases it.
+ * complete_one releases it, or with id, until its release (a delay of
+ * the fault settings).
  */
-void nvme_hold_reply (struct nvme_session *s, size_t mark);
+void nvme_hold_reply (struct nvme_session *s, size_t mark, const uint64_t *id);
 _Noreturn void nvme_out_of_memory (const struct nvme_session *s);
 /* A message for -v. */
 void nvme_log (const struct nvme_session *s, const char *fmt, ...)
@@ -249,9 +252,10 @@ int nvme_io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
  */
 uint16_t nvme_io_data_status (const struct nvme_session *s,
                          const struct nvme_cmd *cmd);
-/* Applies a parked write. */
-void nvme_io_resume (struct nvme_session *s, const struct nvme_cmd *cmd,
-                const unsigned char *data, int err);
+/* Applies the parked write id. */
+void nvme_io_resume (struct nvme_session *s, uint64_t id,
+                     const struct nvme_cmd *cmd, const unsigned char *data,
+                     int err);
 
 /* MDTS, a power of two of 4 KiB, and the bytes it allows. */
 uint8_t nvme_mdts (const struct nvme_served *sv);

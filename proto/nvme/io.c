@@ -11,6 +11,7 @@
 
 #include <nvme/types.h>
 
+#include "model/fault.h"
 #include "model/zoned.h"
 #include "internal.h"
 #include "zns.h"
@@ -135,10 +136,12 @@ namespace_loc (const struct nvme_cmd *cmd, const struct io *io, uint16_t st)
   }
 }
 
-/* Runs the decoded command and queues its reply. */
+/* Runs the decoded command and queues its reply, unless the fault
+ * settings' verdict (*f) is that it times out.
+ */
 static void
 run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
-     const unsigned char *data, int err)
+     const unsigned char *data, int err, struct zn_fault *f)
 {
   struct zn_dev *dev = io->d->dev;
   uint64_t result = 0;
@@ -153,8 +156,8 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
   switch (cmd->opcode) {
   case nvme_cmd_read:
     buf = nvme_c2h_begin (s, cmd, io->bytes);
-    st = nvme_zns_read (dev, io->slba, io->nlb, buf);
-    if (st)
+    st = nvme_zns_read (dev, io->slba, io->nlb, buf, f);
+    if (st || f->action == ZN_FAULT_TIMEOUT)
       nvme_c2h_cancel (s, io->bytes);
     else
       nvme_c2h_end (s, io->bytes);
@@ -177,31 +180,68 @@ run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
     break;
   }
   case nvme_cmd_write:
-    st = nvme_zns_write (dev, io->slba, io->nlb, io->fua, data);
+    st = nvme_zns_write (dev, io->slba, io->nlb, io->fua, data, f);
     break;
   case nvme_zns_cmd_append:
-    st = nvme_zns_append (dev, io->slba, io->nlb, io->fua, data, &result);
+    st = nvme_zns_append (dev, io->slba, io->nlb, io->fua, data, &result, f);
     break;
   case nvme_cmd_write_zeroes:
-    st = nvme_zns_write_zeroes (dev, io->slba, io->nlb, io->fua);
+    st = nvme_zns_write_zeroes (dev, io->slba, io->nlb, io->fua, f);
     break;
   case nvme_cmd_flush:
-    st = nvme_zns_flush (dev);
+    st = nvme_zns_flush (dev, f);
     break;
   default:                      /* zone management send */
     st = nvme_zns_mgmt_send (dev, io->slba, cmd->u.zms.zsa,
-                             cmd->u.zms.select_all);
+                             cmd->u.zms.select_all, f);
     break;
   }
+  if (f->action == ZN_FAULT_TIMEOUT)
+    return;
   nvme_reply_at (s, cmd, st, st ? 0 : result, st ? namespace_loc (cmd, io, st)
                                             : LOC_NONE);
+}
+
+/* Runs the command admitted as id and queues its reply as the program
+ * says (served.h): at once, held for complete_one, or delayed by the
+ * fault settings until its release; or never, if it timed out.
+ */
+static void
+run_tagged (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
+            const struct io *io, const unsigned char *data, int err)
+{
+  struct zn_fault f = { .action = ZN_FAULT_PASS };
+  size_t mark = s->out_len;
+  enum finish_outcome outcome;
+  enum reply_hold hold = REPLY_NOW;
+
+  s->holding = true;
+  run (s, cmd, io, data, err, &f);
+  s->holding = false;
+  outcome = f.action == ZN_FAULT_TIMEOUT ? FINISH_TIMED_OUT : FINISH_ANSWERED;
+  if (s->sv->finish)
+    hold = s->sv->finish (s->owner, id, true, outcome, f.delay_ns);
+  if (outcome == FINISH_TIMED_OUT)
+    return;
+  switch (hold) {
+  case REPLY_HELD:
+    nvme_hold_reply (s, mark, NULL);
+    break;
+  case REPLY_DELAYED:
+    nvme_hold_reply (s, mark, &id);
+    break;
+  default:
+    if (s->sv->stats)
+      s->sv->stats->reply (s->owner, s->arrival, s->out_len - s->out_start);
+    break;
+  }
 }
 
 /* Keeps an admitted write aside until resume; it owns the data now. */
 static void
 park (struct nvme_session *s, const struct nvme_cmd *cmd, unsigned char **data)
 {
-  if (!park_write (&s->parked, s->next_id - 1, cmd, sizeof *cmd, *data))
+  if (!park_request (&s->parked, s->next_id - 1, cmd, sizeof *cmd, *data))
     nvme_out_of_memory (s);
   s->parked.tail->arrival = s->arrival;
   *data = NULL;
@@ -214,7 +254,7 @@ nvme_io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
   const struct nvme_served *sv = s->sv;
   struct io io;
   uint16_t loc, st = check (s, cmd, len, &io, &loc);
-  size_t mark;
+  uint64_t id = s->next_id;
   int err = 0;
 
   if (st) {
@@ -248,18 +288,19 @@ nvme_io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
     }
     err = a.err;
   }
-  mark = s->out_len;
-  s->holding = io.tagged && sv->delayed;
-  run (s, cmd, &io, *data, err);
-  if (s->holding)
-    nvme_hold_reply (s, mark);
-  s->holding = false;
+  if (io.tagged)
+    run_tagged (s, id, cmd, &io, *data, err);
+  else {
+    struct zn_fault f = { .action = ZN_FAULT_PASS };
+
+    run (s, cmd, &io, *data, err, &f);
+  }
   return 1;
 }
 
 void
-nvme_io_resume (struct nvme_session *s, const struct nvme_cmd *cmd,
-           const unsigned char *data, int err)
+nvme_io_resume (struct nvme_session *s, uint64_t id,
+                const struct nvme_cmd *cmd, const unsigned char *data, int err)
 {
   struct io io;
   uint16_t loc;
@@ -268,7 +309,7 @@ nvme_io_resume (struct nvme_session *s, const struct nvme_cmd *cmd,
     nvme_reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_INTERNAL), 0);
     return;
   }
-  run (s, cmd, &io, data, err);
+  run_tagged (s, id, cmd, &io, data, err);
 }
 
 /* MDTS: the power of two of 4 KiB pages nearest the devices' smallest

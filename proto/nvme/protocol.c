@@ -77,14 +77,21 @@ nvme_complete_one (void *session)
 }
 
 static void
-nvme_resume (void *session, uint64_t id, int err, bool hold)
+nvme_resume (void *session, uint64_t id, int err)
 {
-  nvme_session_resume (session, id, err, hold);
+  nvme_session_resume (session, id, err);
+}
+
+static void
+nvme_release (void *session, uint64_t id)
+{
+  nvme_session_release (session, id);
 }
 
 const struct sched_session_ops nvme_sched_ops = {
   .complete_one = nvme_complete_one,
   .resume = nvme_resume,
+  .release = nvme_release,
   .ready = nvme_ready,
   .serving = nvme_established,
   .device = NULL,               /* each command names its namespace */

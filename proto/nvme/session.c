@@ -214,12 +214,35 @@ nvme_reply_data (struct nvme_session *s, const struct nvme_cmd *cmd,
 }
 
 void
-nvme_hold_reply (struct nvme_session *s, size_t mark)
+nvme_hold_reply (struct nvme_session *s, size_t mark, const uint64_t *id)
 {
-  if (!park_hold_reply_add (&s->held, 0, s->out + mark, s->out_len - mark))
+  struct held_replies *q = id ? &s->delayed : &s->held;
+
+  if (!park_hold_reply_add (q, 0, s->out + mark, s->out_len - mark))
     nvme_out_of_memory (s);
-  s->held.tail->arrival = s->arrival;
+  q->tail->arrival = s->arrival;
+  if (id)
+    q->tail->id = *id;
   s->out_len = mark;
+}
+
+/* Queues a held reply's output. */
+static void
+release (struct nvme_session *s, struct held *h)
+{
+  memcpy (nvme_out_reserve (s, h->len), h->data, h->len);
+  if (s->sv->stats)
+    s->sv->stats->reply (s->owner, h->arrival, s->out_len - s->out_start);
+  free (h);
+}
+
+void
+nvme_session_release (struct nvme_session *s, uint64_t id)
+{
+  struct held *h = park_hold_reply_take (&s->delayed, id);
+
+  if (h)
+    release (s, h);
 }
 
 bool
@@ -229,10 +252,7 @@ nvme_session_complete_one (struct nvme_session *s)
 
   if (h == NULL)
     return false;
-  memcpy (nvme_out_reserve (s, h->len), h->data, h->len);
-  if (s->sv->stats)
-    s->sv->stats->reply (s->owner, h->arrival, s->out_len - s->out_start);
-  free (h);
+  release (s, h);
   return true;
 }
 
@@ -252,7 +272,8 @@ nvme_session_ready (const struct nvme_session *s)
 size_t
 nvme_session_holds (const struct nvme_session *s)
 {
-  return s->out_len - s->out_start + s->held.bytes + s->r2t_bytes
+  return s->out_len - s->out_start + s->held.bytes + s->delayed.bytes
+         + s->r2t_bytes
          + nvme_auth_holds (s);
 }
 
@@ -841,6 +862,7 @@ nvme_session_free (struct nvme_session *s)
   }
   park_clear (&s->parked);
   park_hold_reply_clear (&s->held);
+  park_hold_reply_clear (&s->delayed);
   nvme_auth_free (s);
   free (s->out);
   free (s);
@@ -879,19 +901,14 @@ nvme_session_established (const struct nvme_session *s)
 }
 
 void
-nvme_session_resume (struct nvme_session *s, uint64_t id, int err, bool hold)
+nvme_session_resume (struct nvme_session *s, uint64_t id, int err)
 {
   struct parked *p = park_take (&s->parked, id);
-  size_t mark = s->out_len;
 
   if (p == NULL)
     return;
   s->arrival = p->arrival;
-  s->holding = hold;
-  nvme_io_resume (s, (const struct nvme_cmd *) p->req, p->data, err);
-  if (hold)
-    nvme_hold_reply (s, mark);
+  nvme_io_resume (s, id, (const struct nvme_cmd *) p->req, p->data, err);
   s->arrival = 0;
-  s->holding = false;
   park_free (p);
 }

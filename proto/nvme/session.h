@@ -35,15 +35,16 @@ struct nvme_served {
   struct served_device *devices;
   unsigned nr_devices;
   bool readonly;                /* -r: writes fail, namespaces read-only */
-  bool delayed;                 /* replies wait for complete_one */
   /* As struct served's (proto/nbd/session.h): admission of each data
    * request, and the output budget; NULL admits everything.  Every
    * command, failing or not, waits for room for its largest reply
    * before it is carried out, and each R2T for room for its PDU and
    * its data's buffer: queued is all the session holds
-   * (nvme_session_holds).
+   * (nvme_session_holds).  finish: told once each admitted command ran,
+   * it says where the reply goes; NULL: out at once.
    */
   admit_fn *admit;
+  finish_fn *finish;
   bool (*room) (void *owner, size_t queued, size_t reply);
   /* As room, but without stopping the input (net_fits): asked for an
    * R2T while others are in flight, whose data must still be read.
@@ -121,15 +122,15 @@ const unsigned char *nvme_session_output (struct nvme_session *s,
                                           size_t *len);
 size_t nvme_session_ready (const struct nvme_session *s);
 /* What the session holds for its host, as the output budget counts it:
- * the output, the replies held for complete_one and the buffers of the
- * writes granted an R2T.
+ * the output, the replies held for complete_one or delayed, and the
+ * buffers of the writes granted an R2T.
  */
 size_t nvme_session_holds (const struct nvme_session *s);
 void nvme_session_sent (struct nvme_session *s, size_t n);
 
 bool nvme_session_complete_one (struct nvme_session *s);
-void nvme_session_resume (struct nvme_session *s, uint64_t id, int err,
-                          bool hold);
+void nvme_session_resume (struct nvme_session *s, uint64_t id, int err);
+void nvme_session_release (struct nvme_session *s, uint64_t id);
 
 /* The connection layer should run the TLS handshake now (the port
  * requires it, or the host opened with a TLS record).

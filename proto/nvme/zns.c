@@ -328,9 +328,9 @@ nvme_zns_status (int err, enum zn_reason why)
  * A command is asked about before it runs (fault_skips: true when it must
  * not run), and its status is then fault_status's: a rule's nvme-status,
  * with DNR unless the rule says retry, or else the status of its errno as
- * if the model had given it.  The target holds no command back, so only
- * FAIL and FAIL_AFTER come (zonednull-server takes no rule with a timeout
- * or a delay, and no timeout= or requeue=).
+ * if the model had given it.  A requeue is Namespace Not Ready without
+ * DNR, which the Linux host retries; what a timeout or a delay holds back
+ * is the caller's to hold (the verdict is in *f).
  */
 static bool
 fault_skips (struct zn_dev *dev, enum zn_fault_op op, uint64_t sector,
@@ -349,6 +349,9 @@ fault_status (struct zn_dev *dev, const struct zn_fault *f,
               bool mgmt)
 {
   r = zn_fault_outcome (dev, f, op, sector, r, &why);
+  if (f->action == ZN_FAULT_REQUEUE)
+    return (uint16_t) ((NVME_SCT_GENERIC << NVME_SCT_SHIFT)
+                       | NVME_SC_NS_NOT_READY);
   if (why != ZN_REASON_INJECTED)
     return errno_status (r, why, mgmt);
   if (f->nvme_status)
@@ -383,7 +386,8 @@ check_io (const struct zn_geometry *g, uint64_t slba, uint32_t nlb)
 }
 
 uint16_t
-nvme_zns_read (struct zn_dev *dev, uint64_t slba, uint32_t nlb, void *data)
+nvme_zns_read (struct zn_dev *dev, uint64_t slba, uint32_t nlb, void *data,
+               struct zn_fault *f)
 {
   const struct zn_geometry *g = zn_dev_geometry (dev);
   uint16_t status = check_io (g, slba, nlb);
@@ -391,14 +395,13 @@ nvme_zns_read (struct zn_dev *dev, uint64_t slba, uint32_t nlb, void *data)
   uint64_t sector = slba * lba_sectors (g);
   uint64_t n = (uint64_t) nlb * lba_sectors (g);
   enum zn_reason why = ZN_REASON_NONE;
-  struct zn_fault f;
   int r;
 
   if (status)
     return status;
-  r = fault_skips (dev, ZN_FOP_READ, sector, n, &f) ? 0
+  r = fault_skips (dev, ZN_FOP_READ, sector, n, f) ? 0
       : zn_read_why (dev, data, sector, n, &why);
-  return fault_status (dev, &f, ZN_FOP_READ, sector, r, why, false);
+  return fault_status (dev, f, ZN_FOP_READ, sector, r, why, false);
 }
 
 static int
@@ -413,21 +416,20 @@ model_write (struct zn_dev *dev, const void *data, uint64_t slba,
 
 uint16_t
 nvme_zns_write (struct zn_dev *dev, uint64_t slba, uint32_t nlb, bool fua,
-                const void *data)
+                const void *data, struct zn_fault *f)
 {
   const struct zn_geometry *g = zn_dev_geometry (dev);
   uint16_t status = check_io (g, slba, nlb);
   uint64_t sector = slba * lba_sectors (g);
   enum zn_reason why = ZN_REASON_NONE;
-  struct zn_fault f;
   int r;
 
   if (status)
     return status;
   r = fault_skips (dev, ZN_FOP_WRITE, sector,
-                   (uint64_t) nlb * lba_sectors (g), &f) ? 0
+                   (uint64_t) nlb * lba_sectors (g), f) ? 0
       : model_write (dev, data, slba, nlb, fua, &why);
-  return fault_status (dev, &f, ZN_FOP_WRITE, sector, r, why, false);
+  return fault_status (dev, f, ZN_FOP_WRITE, sector, r, why, false);
 }
 
 /* Writes of a static zero chunk, so that 65536 blocks of 4 KiB need no
@@ -437,21 +439,20 @@ nvme_zns_write (struct zn_dev *dev, uint64_t slba, uint32_t nlb, bool fua,
  */
 uint16_t
 nvme_zns_write_zeroes (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
-                       bool fua)
+                       bool fua, struct zn_fault *f)
 {
   const struct zn_geometry *g = zn_dev_geometry (dev);
   uint32_t chunk = ZEROES_BYTES / g->block_size;
   uint16_t status = check_io (g, slba, nlb);
   uint64_t sector = slba * lba_sectors (g);
   enum zn_reason why = ZN_REASON_NONE;
-  struct zn_fault f;
   int r = 0;
 
   if (status)
     return status;
   /* One command, one question, whatever its chunks. */
   if (fault_skips (dev, ZN_FOP_WRITE, sector,
-                   (uint64_t) nlb * lba_sectors (g), &f))
+                   (uint64_t) nlb * lba_sectors (g), f))
     nlb = 0;
   while (r == 0 && nlb) {
     uint32_t n = nlb < chunk ? nlb : chunk;
@@ -460,7 +461,7 @@ nvme_zns_write_zeroes (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
     slba += n;
     nlb -= n;
   }
-  return fault_status (dev, &f, ZN_FOP_WRITE, sector, r, why, false);
+  return fault_status (dev, f, ZN_FOP_WRITE, sector, r, why, false);
 }
 
 /* nvmet's checks and the ZNS command set's: ZSLBA must start a zone
@@ -469,7 +470,7 @@ nvme_zns_write_zeroes (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
  */
 uint16_t
 nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb, bool fua,
-                 const void *data, uint64_t *result)
+                 const void *data, uint64_t *result, struct zn_fault *f)
 {
   const struct zn_geometry *g = zn_dev_geometry (dev);
   uint64_t sector = zslba * lba_sectors (g);
@@ -486,13 +487,12 @@ nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb, bool fua,
   if (nr_sectors > g->max_append_sectors)
     return generic_status (NVME_SC_INVALID_FIELD);
   {
-    struct zn_fault f;
 
     why = ZN_REASON_NONE;
-    r = fault_skips (dev, ZN_FOP_APPEND, sector, nr_sectors, &f) ? 0
+    r = fault_skips (dev, ZN_FOP_APPEND, sector, nr_sectors, f) ? 0
         : zn_zone_append_why (dev, data, sector, nr_sectors, fua, &landed,
                               &why);
-    status = fault_status (dev, &f, ZN_FOP_APPEND, sector, r, why, false);
+    status = fault_status (dev, f, ZN_FOP_APPEND, sector, r, why, false);
   }
   if (status)
     return status;
@@ -501,15 +501,14 @@ nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb, bool fua,
 }
 
 uint16_t
-nvme_zns_flush (struct zn_dev *dev)
+nvme_zns_flush (struct zn_dev *dev, struct zn_fault *f)
 {
-  struct zn_fault f;
-  int r = fault_skips (dev, ZN_FOP_FLUSH, 0, 0, &f) ? 0 : zn_flush (dev);
+  int r = fault_skips (dev, ZN_FOP_FLUSH, 0, 0, f) ? 0 : zn_flush (dev);
 
   if (r < 0)                    /* the flush's own failure */
     return generic_status (r == -ENOSPC ? NVME_SC_CAP_EXCEEDED
                                         : NVME_SC_INTERNAL);
-  return fault_status (dev, &f, ZN_FOP_FLUSH, 0, 0, ZN_REASON_NONE, false);
+  return fault_status (dev, f, ZN_FOP_FLUSH, 0, 0, ZN_REASON_NONE, false);
 }
 
 /* ---- zone management ---------------------------------------------------- */
@@ -587,7 +586,7 @@ send_all (struct zn_dev *dev, enum zn_zone_op op)
 
 uint16_t
 nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
-                    bool select_all)
+                    bool select_all, struct zn_fault *f)
 {
   static const enum zn_fault_op fops[] = {
     [ZN_OP_OPEN] = ZN_FOP_OPEN, [ZN_OP_CLOSE] = ZN_FOP_CLOSE,
@@ -613,13 +612,12 @@ nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
    * skips READONLY and OFFLINE zones as ZNS does.
    */
   if (select_all && op != ZN_OP_RESET) {
-    struct zn_fault f;
     uint16_t status;
 
-    if (fault_skips (dev, fops[op], 0, g->capacity, &f))
-      return fault_status (dev, &f, fops[op], 0, 0, ZN_REASON_NONE, true);
+    if (fault_skips (dev, fops[op], 0, g->capacity, f))
+      return fault_status (dev, f, fops[op], 0, 0, ZN_REASON_NONE, true);
     status = send_all (dev, op);
-    return status ? status : fault_status (dev, &f, fops[op], 0, 0,
+    return status ? status : fault_status (dev, f, fops[op], 0, 0,
                                            ZN_REASON_NONE, true);
   }
   if (select_all)
@@ -630,12 +628,11 @@ nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
     return generic_status (NVME_SC_INVALID_FIELD);
   {
     uint64_t n = select_all ? g->capacity : g->zone_sectors;
-    struct zn_fault f;
 
     why = ZN_REASON_NONE;
-    r = fault_skips (dev, fops[op], sector, n, &f) ? 0
+    r = fault_skips (dev, fops[op], sector, n, f) ? 0
         : zn_zone_mgmt_why (dev, op, sector, n, &why);
-    return fault_status (dev, &f, fops[op], sector, r, why, true);
+    return fault_status (dev, f, fops[op], sector, r, why, true);
   }
 }
 

@@ -20,6 +20,8 @@
 
 #include "model/errors.h"
 
+struct zn_fault;
+
 struct zn_dev;
 struct zn_geometry;
 
@@ -57,24 +59,28 @@ void nvme_zns_effects (uint8_t csi, struct nvme_cmd_effects_log *log);
 /* Runs an I/O command on dev and returns its status (0: success).
  * slba and nlb are the command's (nlb 1-based here); data is the
  * write's payload or the read's buffer, nlb blocks long.  Zone append
- * sets *result to the LBA the data landed at.
+ * sets *result to the LBA the data landed at.  *f (set to ZN_FAULT_PASS
+ * by the caller) gets the fault settings' verdict, if the command got as
+ * far as asking: with ZN_FAULT_TIMEOUT it did not run and must not be
+ * answered, and its delay_ns holds the answer back.
  */
 uint16_t nvme_zns_read (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
-                        void *data);
+                        void *data, struct zn_fault *f);
 uint16_t nvme_zns_write (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
-                         bool fua, const void *data);
+                         bool fua, const void *data, struct zn_fault *f);
 uint16_t nvme_zns_write_zeroes (struct zn_dev *dev, uint64_t slba,
-                                uint32_t nlb, bool fua);
+                                uint32_t nlb, bool fua, struct zn_fault *f);
 uint16_t nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb,
-                          bool fua, const void *data, uint64_t *result);
-uint16_t nvme_zns_flush (struct zn_dev *dev);
+                          bool fua, const void *data, uint64_t *result,
+                          struct zn_fault *f);
+uint16_t nvme_zns_flush (struct zn_dev *dev, struct zn_fault *f);
 
 /* Zone Management Send: action zsa (enum nvme_zns_send_action) on the
  * zone starting at slba, or with select_all on every zone the action
- * applies to.
+ * applies to; *f as for the I/O commands.
  */
 uint16_t nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
-                             bool select_all);
+                             bool select_all, struct zn_fault *f);
 
 /* Zone Management Receive: a zone report (zra NVME_ZNS_ZRA_REPORT_ZONES)
  * of the zones from the one holding slba, filtered by zrasf (enum

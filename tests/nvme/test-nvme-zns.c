@@ -20,6 +20,16 @@
 #include "../common/check.h"
 #include "../common/dev.h"
 
+/* The fault settings' verdict on the latest command (zns.h's *f). */
+static struct zn_fault last_fault;
+
+static struct zn_fault *
+fault_of (void)
+{
+  last_fault = (struct zn_fault) { .action = ZN_FAULT_PASS };
+  return &last_fault;
+}
+
 #define Z 2048                  /* 512-byte blocks in a 1 MiB zone */
 
 #define ZNS(sc) (0x4000 | 0x100 | (sc))
@@ -94,7 +104,7 @@ static uint16_t
 write_tag (struct zn_dev *d, uint64_t slba, uint32_t nlb, unsigned tag)
 {
   void *buf = pattern (d, slba, nlb, tag);
-  uint16_t st = nvme_zns_write (d, slba, nlb, false, buf);
+  uint16_t st = nvme_zns_write (d, slba, nlb, false, buf, fault_of ());
 
   free (buf);
   return st;
@@ -108,7 +118,7 @@ expect_data (struct zn_dev *d, uint64_t slba, uint32_t nlb, unsigned tag)
   void *want = pattern (d, slba, nlb, tag);
   void *got = xmalloc (len);
 
-  CHECK_STATUS (nvme_zns_read (d, slba, nlb, got), ST_OK);
+  CHECK_STATUS (nvme_zns_read (d, slba, nlb, got, fault_of ()), ST_OK);
   CHECK (memcmp (got, want, len) == 0);
   free (want);
   free (got);
@@ -117,7 +127,7 @@ expect_data (struct zn_dev *d, uint64_t slba, uint32_t nlb, unsigned tag)
 static uint16_t
 send (struct zn_dev *d, uint64_t slba, uint8_t zsa)
 {
-  return nvme_zns_mgmt_send (d, slba, zsa, false);
+  return nvme_zns_mgmt_send (d, slba, zsa, false, fault_of ());
 }
 
 /* ---- refusals ------------------------------------------------------------ */
@@ -327,9 +337,9 @@ test_zasl_newer_kernel (void)
   CHECK (zn_dev_geometry (d)->append_emulated);
   CHECK_EQ (zasl_of (&d, 1), 4);
   p = pattern (d, Z, 8, 1);
-  CHECK_STATUS (nvme_zns_append (d, Z, 8, false, p, &lba), ST_OK);
+  CHECK_STATUS (nvme_zns_append (d, Z, 8, false, p, &lba, fault_of ()), ST_OK);
   CHECK_EQ (lba, Z);
-  CHECK_STATUS (nvme_zns_append (d, Z, 8, false, p, &lba), ST_OK);
+  CHECK_STATUS (nvme_zns_append (d, Z, 8, false, p, &lba, fault_of ()), ST_OK);
   CHECK_EQ (lba, Z + 8);
   free (p);
   expect_data (d, Z, 8, 1);
@@ -391,11 +401,11 @@ test_write_read (void)
   /* FUA takes the same path. */
   {
     void *p = pattern (d, 24, 4, 3);
-    CHECK_STATUS (nvme_zns_write (d, 24, 4, true, p), ST_OK);
+    CHECK_STATUS (nvme_zns_write (d, 24, 4, true, p, fault_of ()), ST_OK);
     free (p);
   }
   expect_data (d, 24, 4, 3);
-  CHECK_STATUS (nvme_zns_flush (d), ST_OK);
+  CHECK_STATUS (nvme_zns_flush (d, fault_of ()), ST_OK);
 
   /* Not at the write pointer, ahead of it or behind it. */
   CHECK_STATUS (write_tag (d, 100, 1, 4), ST_INVALID_WRITE);
@@ -405,23 +415,23 @@ test_write_read (void)
 
   /* The range first. */
   CHECK_STATUS (write_tag (d, nsze, 1, 5), ST_LBA_RANGE);
-  CHECK_STATUS (nvme_zns_read (d, nsze, 1, buf), ST_LBA_RANGE);
-  CHECK_STATUS (nvme_zns_read (d, nsze - 1, 2, buf), ST_LBA_RANGE);
-  CHECK_STATUS (nvme_zns_read (d, UINT64_MAX, 1, buf), ST_LBA_RANGE);
-  CHECK_STATUS (nvme_zns_read (d, 0, 0, buf), ST_INVALID_FIELD);
-  CHECK_STATUS (nvme_zns_write_zeroes (d, nsze - 1, 2, false), ST_LBA_RANGE);
+  CHECK_STATUS (nvme_zns_read (d, nsze, 1, buf, fault_of ()), ST_LBA_RANGE);
+  CHECK_STATUS (nvme_zns_read (d, nsze - 1, 2, buf, fault_of ()), ST_LBA_RANGE);
+  CHECK_STATUS (nvme_zns_read (d, UINT64_MAX, 1, buf, fault_of ()), ST_LBA_RANGE);
+  CHECK_STATUS (nvme_zns_read (d, 0, 0, buf, fault_of ()), ST_INVALID_FIELD);
+  CHECK_STATUS (nvme_zns_write_zeroes (d, nsze - 1, 2, false, fault_of ()), ST_LBA_RANGE);
 
   /* No command crosses a zone boundary, and nothing of it lands. */
   {
     void *p = pattern (d, 28, Z, 6);
-    CHECK_STATUS (nvme_zns_write (d, 28, Z, false, p), ST_BOUNDARY);
+    CHECK_STATUS (nvme_zns_write (d, 28, Z, false, p, fault_of ()), ST_BOUNDARY);
     free (p);
   }
   CHECK_EQ (zone_at (d, 0).wp, 28);
   CHECK_EQ (zone_at (d, Z).cond, ZN_COND_EMPTY);
   {
     void *p = xmalloc (2 * 512);
-    CHECK_STATUS (nvme_zns_read (d, Z - 1, 2, p), ST_BOUNDARY);
+    CHECK_STATUS (nvme_zns_read (d, Z - 1, 2, p, fault_of ()), ST_BOUNDARY);
     free (p);
   }
   zn_dev_destroy (d);
@@ -456,12 +466,12 @@ test_zone_states (void)
 
   CHECK_EQ (zn_zone_set_readonly (d, 2 * Z), 0);
   CHECK_STATUS (write_tag (d, 2 * Z, 1, 1), ST_READ_ONLY);
-  CHECK_STATUS (nvme_zns_read (d, 2 * Z, 1, buf), ST_OK);
+  CHECK_STATUS (nvme_zns_read (d, 2 * Z, 1, buf, fault_of ()), ST_OK);
 
   CHECK_EQ (zn_zone_set_offline (d, 3 * Z), 0);
   CHECK_STATUS (write_tag (d, 3 * Z, 1, 1), ST_OFFLINE);
-  CHECK_STATUS (nvme_zns_read (d, 3 * Z, 1, buf), ST_OFFLINE);
-  CHECK_STATUS (nvme_zns_write_zeroes (d, 3 * Z, 1, false), ST_OFFLINE);
+  CHECK_STATUS (nvme_zns_read (d, 3 * Z, 1, buf, fault_of ()), ST_OFFLINE);
+  CHECK_STATUS (nvme_zns_write_zeroes (d, 3 * Z, 1, false, fault_of ()), ST_OFFLINE);
   zn_dev_destroy (d);
 }
 
@@ -491,7 +501,7 @@ test_bad_block (void)
   /* No zone reason: Internal Error, EIO on the host (a media status
    * would be ENODATA).
    */
-  CHECK_STATUS (nvme_zns_read (d, 2, 1, buf), ST_INTERNAL);
+  CHECK_STATUS (nvme_zns_read (d, 2, 1, buf, fault_of ()), ST_INTERNAL);
   CHECK_STATUS (write_tag (d, 4, 1, 1), ST_INTERNAL);
   zn_dev_destroy (d);
 }
@@ -508,11 +518,11 @@ test_open_limit (void)
   {
     void *p = pattern (d, 2 * Z, 1, 1);
     uint64_t lba = 0;
-    CHECK_STATUS (nvme_zns_append (d, 2 * Z, 1, false, p, &lba),
+    CHECK_STATUS (nvme_zns_append (d, 2 * Z, 1, false, p, &lba, fault_of ()),
                   ST_TOO_MANY_OPENS);
     free (p);
   }
-  CHECK_STATUS (nvme_zns_write_zeroes (d, 2 * Z, 1, false),
+  CHECK_STATUS (nvme_zns_write_zeroes (d, 2 * Z, 1, false, fault_of ()),
                 ST_TOO_MANY_OPENS);
   CHECK_EQ (zone_at (d, 2 * Z).cond, ZN_COND_EMPTY);
   zn_dev_destroy (d);
@@ -541,11 +551,11 @@ test_append (void)
   uint64_t lba = UINT64_MAX;
   void *p = pattern (d, zb, 8, 1);
 
-  CHECK_STATUS (nvme_zns_append (d, zb, 8, false, p, &lba), ST_OK);
+  CHECK_STATUS (nvme_zns_append (d, zb, 8, false, p, &lba, fault_of ()), ST_OK);
   CHECK_EQ (lba, zb);
   free (p);
   p = pattern (d, zb + 8, 4, 2);
-  CHECK_STATUS (nvme_zns_append (d, zb, 4, true, p, &lba), ST_OK);
+  CHECK_STATUS (nvme_zns_append (d, zb, 4, true, p, &lba, fault_of ()), ST_OK);
   CHECK_EQ (lba, zb + 8);
   free (p);
   expect_data (d, zb, 8, 1);
@@ -553,28 +563,28 @@ test_append (void)
 
   p = pattern (d, zb, 1, 3);
   /* ZSLBA must start a zone; the limit is the device's append limit. */
-  CHECK_STATUS (nvme_zns_append (d, zb + 1, 1, false, p, &lba),
+  CHECK_STATUS (nvme_zns_append (d, zb + 1, 1, false, p, &lba, fault_of ()),
                 ST_INVALID_FIELD);
-  CHECK_STATUS (nvme_zns_append (d, 16 * zb, 1, false, p, &lba),
+  CHECK_STATUS (nvme_zns_append (d, 16 * zb, 1, false, p, &lba, fault_of ()),
                 ST_LBA_RANGE);
   free (p);
   {
     uint32_t over = zn_dev_geometry (d)->max_append_sectors / 8 + 1;
     void *big = pattern (d, 0, over, 4);
-    CHECK_STATUS (nvme_zns_append (d, 0, over, false, big, &lba),
+    CHECK_STATUS (nvme_zns_append (d, 0, over, false, big, &lba, fault_of ()),
                   ST_INVALID_FIELD);
     free (big);
   }
   CHECK_EQ (zone_at (d, zb).wp, (zb + 12) * 8);
 
   /* Past the capacity, then into a full zone. */
-  CHECK_STATUS (nvme_zns_write_zeroes (d, zb + 12, (uint32_t) cap - 16, false),
+  CHECK_STATUS (nvme_zns_write_zeroes (d, zb + 12, (uint32_t) cap - 16, false, fault_of ()),
                 ST_OK);
   p = pattern (d, 0, 8, 5);
-  CHECK_STATUS (nvme_zns_append (d, zb, 8, false, p, &lba), ST_BOUNDARY);
-  CHECK_STATUS (nvme_zns_append (d, zb, 4, false, p, &lba), ST_OK);
+  CHECK_STATUS (nvme_zns_append (d, zb, 8, false, p, &lba, fault_of ()), ST_BOUNDARY);
+  CHECK_STATUS (nvme_zns_append (d, zb, 4, false, p, &lba, fault_of ()), ST_OK);
   CHECK_EQ (lba, zb + cap - 4);
-  CHECK_STATUS (nvme_zns_append (d, zb, 1, false, p, &lba), ST_FULL);
+  CHECK_STATUS (nvme_zns_append (d, zb, 1, false, p, &lba, fault_of ()), ST_FULL);
   free (p);
   zn_dev_destroy (d);
 }
@@ -602,26 +612,26 @@ test_write_zeroes (void)
   void *buf = xmalloc (len);
 
   CHECK_STATUS (write_tag (d, 0, 3, 1), ST_OK);
-  CHECK_STATUS (nvme_zns_write_zeroes (d, 3, zb - 3, false), ST_OK);
+  CHECK_STATUS (nvme_zns_write_zeroes (d, 3, zb - 3, false, fault_of ()), ST_OK);
   CHECK_EQ (zone_at (d, 0).cond, ZN_COND_FULL);
   expect_data (d, 0, 3, 1);
-  CHECK_STATUS (nvme_zns_read (d, 3, zb - 3, buf), ST_OK);
+  CHECK_STATUS (nvme_zns_read (d, 3, zb - 3, buf, fault_of ()), ST_OK);
   CHECK (all_zero (buf, (size_t) (zb - 3) * 4096));
 
   /* Across the zone boundary: refused without a write. */
-  CHECK_STATUS (nvme_zns_write_zeroes (d, zb, zb + 1, true), ST_BOUNDARY);
+  CHECK_STATUS (nvme_zns_write_zeroes (d, zb, zb + 1, true, fault_of ()), ST_BOUNDARY);
   CHECK_EQ (zone_at (d, zb).cond, ZN_COND_EMPTY);
-  CHECK_STATUS (nvme_zns_write_zeroes (d, zb + 1, 1, false),
+  CHECK_STATUS (nvme_zns_write_zeroes (d, zb + 1, 1, false, fault_of ()),
                 ST_INVALID_WRITE);
-  CHECK_STATUS (nvme_zns_write_zeroes (d, 0, 1, false), ST_FULL);
-  CHECK_STATUS (nvme_zns_write_zeroes (d, zb, 300, true), ST_OK);
+  CHECK_STATUS (nvme_zns_write_zeroes (d, 0, 1, false, fault_of ()), ST_FULL);
+  CHECK_STATUS (nvme_zns_write_zeroes (d, zb, 300, true, fault_of ()), ST_OK);
   CHECK_EQ (zone_at (d, zb).wp, (uint64_t) (zb + 300) * 8);
   free (buf);
   zn_dev_destroy (d);
 
   /* The most a host sends, 65536 blocks of 4 KiB, in one 256 MiB zone. */
   d = mkdev (512, 256, 0, 4096, 0, 0, false);
-  CHECK_STATUS (nvme_zns_write_zeroes (d, 0, 65536, false), ST_OK);
+  CHECK_STATUS (nvme_zns_write_zeroes (d, 0, 65536, false, fault_of ()), ST_OK);
   CHECK_EQ (zone_at (d, 0).cond, ZN_COND_FULL);
   zn_dev_destroy (d);
 }
@@ -685,7 +695,7 @@ test_mgmt_send_one (void)
   CHECK_STATUS (send (d, 4 * Z, 0), ST_INVALID_FIELD);
   CHECK_STATUS (send (d, 4 * Z, NVME_ZNS_ZSA_SET_DESC_EXT),
                 ST_INVALID_FIELD);
-  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_OFFLINE, true),
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_OFFLINE, true, fault_of ()),
                 ST_INVALID_FIELD);
   CHECK_STATUS (send (d, 5 * Z, NVME_ZNS_ZSA_OPEN), ST_INVAL_TRANSITION);
   CHECK_STATUS (send (d, 6 * Z, NVME_ZNS_ZSA_RESET), ST_INVAL_TRANSITION);
@@ -715,20 +725,20 @@ test_mgmt_send_all (void)
   struct zn_dev *d = mixed_device (0);
 
   /* SLBA is ignored with select all, even past the end. */
-  CHECK_STATUS (nvme_zns_mgmt_send (d, UINT64_MAX, NVME_ZNS_ZSA_CLOSE, true),
+  CHECK_STATUS (nvme_zns_mgmt_send (d, UINT64_MAX, NVME_ZNS_ZSA_CLOSE, true, fault_of ()),
                 ST_OK);
   expect_conds (d, after_close);
-  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_OPEN, true), ST_OK);
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_OPEN, true, fault_of ()), ST_OK);
   expect_conds (d, after_open);
-  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_FINISH, true), ST_OK);
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_FINISH, true, fault_of ()), ST_OK);
   expect_conds (d, after_finish);
-  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_RESET, true), ST_OK);
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_RESET, true, fault_of ()), ST_OK);
   expect_conds (d, after_reset);
   zn_dev_destroy (d);
 
   /* Open-all opens closed zones only: the implicitly open zone stays. */
   d = mixed_device (0);
-  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_OPEN, true), ST_OK);
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_OPEN, true, fault_of ()), ST_OK);
   CHECK_EQ (cond_of (d, 0), ZN_COND_IMP_OPEN);
   CHECK_EQ (cond_of (d, 2), ZN_COND_EXP_OPEN);
   zn_dev_destroy (d);
@@ -738,7 +748,7 @@ test_mgmt_send_all (void)
    * opened in turn.
    */
   d = mixed_device (2);
-  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_OPEN, true), ST_OK);
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_OPEN, true, fault_of ()), ST_OK);
   CHECK_EQ (cond_of (d, 0), ZN_COND_CLOSED);
   CHECK_EQ (cond_of (d, 1), ZN_COND_EXP_OPEN);
   CHECK_EQ (cond_of (d, 2), ZN_COND_EXP_OPEN);
@@ -747,7 +757,7 @@ test_mgmt_send_all (void)
   /* Not enough open resources for every closed zone: none opens. */
   d = mixed_device (2);
   CHECK_STATUS (send (d, 0, NVME_ZNS_ZSA_CLOSE), ST_OK);
-  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_OPEN, true),
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_OPEN, true, fault_of ()),
                 ST_TOO_MANY_OPENS);
   CHECK_EQ (cond_of (d, 0), ZN_COND_CLOSED);
   CHECK_EQ (cond_of (d, 2), ZN_COND_CLOSED);
@@ -756,7 +766,7 @@ test_mgmt_send_all (void)
   /* Finish-all straight from the mix: open and closed zones only. */
   d = mixed_device (2);
   expect_conds (d, mixed);
-  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_FINISH, true), ST_OK);
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 0, NVME_ZNS_ZSA_FINISH, true, fault_of ()), ST_OK);
   expect_conds (d, after_finish);
   zn_dev_destroy (d);
 }
@@ -1055,26 +1065,26 @@ test_faults (void)
   add_rule (d, "op=finish zone=6 nvme-status=1:bf count=1");
   add_rule (d, "op=flush error=EIO count=1");
 
-  CHECK_STATUS (nvme_zns_write (d, Z, 8, false, buf), ST_FULL);
-  CHECK_STATUS (nvme_zns_write (d, Z, 8, false, buf), ST_OK);
+  CHECK_STATUS (nvme_zns_write (d, Z, 8, false, buf, fault_of ()), ST_FULL);
+  CHECK_STATUS (nvme_zns_write (d, Z, 8, false, buf, fault_of ()), ST_OK);
   /* ",retry": DNR clear, the host retries; the retry passes. */
-  CHECK_EQ (nvme_zns_write (d, 2 * Z, 8, false, buf), 0x100 | 0xbd);
-  CHECK_STATUS (nvme_zns_write (d, 2 * Z, 8, false, buf), ST_OK);
-  CHECK_STATUS (nvme_zns_write (d, 3 * Z, 8, false, buf), ST_TOO_MANY_OPENS);
-  CHECK_STATUS (nvme_zns_append (d, 4 * Z, 8, false, buf, &lba),
+  CHECK_EQ (nvme_zns_write (d, 2 * Z, 8, false, buf, fault_of ()), 0x100 | 0xbd);
+  CHECK_STATUS (nvme_zns_write (d, 2 * Z, 8, false, buf, fault_of ()), ST_OK);
+  CHECK_STATUS (nvme_zns_write (d, 3 * Z, 8, false, buf, fault_of ()), ST_TOO_MANY_OPENS);
+  CHECK_STATUS (nvme_zns_append (d, 4 * Z, 8, false, buf, &lba, fault_of ()),
                 ST_CAP_EXCEEDED);
-  CHECK_STATUS (nvme_zns_read (d, 4 * Z, 8, back), ST_OK);
+  CHECK_STATUS (nvme_zns_read (d, 4 * Z, 8, back, fault_of ()), ST_OK);
   CHECK (memcmp (buf, back, sizeof back) == 0);
-  CHECK_STATUS (nvme_zns_append (d, 4 * Z, 8, false, buf, &lba), ST_OK);
+  CHECK_STATUS (nvme_zns_append (d, 4 * Z, 8, false, buf, &lba, fault_of ()), ST_OK);
   CHECK_EQ (lba, 4 * Z + 8);
-  CHECK_STATUS (nvme_zns_read (d, 5 * Z, 8, back), ST_INTERNAL);
-  CHECK_STATUS (nvme_zns_read (d, 5 * Z, 8, back), ST_OK);
-  CHECK_STATUS (nvme_zns_mgmt_send (d, 6 * Z, NVME_ZNS_ZSA_FINISH, false),
+  CHECK_STATUS (nvme_zns_read (d, 5 * Z, 8, back, fault_of ()), ST_INTERNAL);
+  CHECK_STATUS (nvme_zns_read (d, 5 * Z, 8, back, fault_of ()), ST_OK);
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 6 * Z, NVME_ZNS_ZSA_FINISH, false, fault_of ()),
                 ST_INVAL_TRANSITION);
-  CHECK_STATUS (nvme_zns_mgmt_send (d, 6 * Z, NVME_ZNS_ZSA_FINISH, false),
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 6 * Z, NVME_ZNS_ZSA_FINISH, false, fault_of ()),
                 ST_OK);
-  CHECK_STATUS (nvme_zns_flush (d), ST_INTERNAL);
-  CHECK_STATUS (nvme_zns_flush (d), ST_OK);
+  CHECK_STATUS (nvme_zns_flush (d, fault_of ()), ST_INTERNAL);
+  CHECK_STATUS (nvme_zns_flush (d, fault_of ()), ST_OK);
   zn_dev_destroy (d);
 }
 
