@@ -112,6 +112,24 @@ crc (const void *p, size_t n)
   return ~c;
 }
 
+/* What the session told finish last: a reply with a delay is kept for
+ * nvme_session_release, every other goes at once.
+ */
+static enum finish_outcome finish_outcome;
+static uint64_t finish_id, finish_delay_ns;
+
+static inline enum reply_hold
+finish (void *owner, uint64_t id, bool tagged, enum finish_outcome outcome,
+        uint64_t delay_ns)
+{
+  (void) owner;
+  finish_id = id;
+  finish_outcome = outcome;
+  finish_delay_ns = delay_ns;
+  return tagged && outcome == FINISH_ANSWERED && delay_ns ? REPLY_DELAYED
+                                                           : REPLY_NOW;
+}
+
 /* ---- a host -------------------------------------------------------------- */
 
 struct host {
@@ -462,7 +480,8 @@ serve_init (void)
   strcpy (devices[0].name, "nullb0");
   sv = (struct nvme_served) {
     .program = "test-nvme-session", .devices = devices, .nr_devices = 1,
-    .admit = admit, .abort = abort_conn, .idle_timeout = idle_timeout,
+    .admit = admit, .finish = finish, .abort = abort_conn,
+    .idle_timeout = idle_timeout,
     .traddr = "127.0.0.1", .trsvcid = "4420",
     .max_queues = 2, .queue_depth = 64,
   };

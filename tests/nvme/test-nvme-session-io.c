@@ -8,6 +8,7 @@
  * before enable, I/O queues closed on a reset or shutdown), and the
  * Error Information log that names the field of each failure.
  */
+#include "model/fault.h"
 #include "nvme-session.h"
 
 /* ---- the cases ------------------------------------------------------------ */
@@ -443,6 +444,86 @@ test_enable (void)
  * its CapsuleResp with status st.
  */
 
+/* Sends a Read, or a Write with its data in the capsule, and takes what
+ * comes back: true for a reply (its status in h->status).
+ */
+static bool
+rw_answered (struct host *h, uint8_t opcode, uint64_t slba, uint32_t nlb,
+             const unsigned char *data)
+{
+  uint32_t cdw[3] = { (uint32_t) slba, (uint32_t) (slba >> 32), nlb - 1 };
+  unsigned char q[SQE_LEN];
+  size_t plen;
+
+  sqe (h, q, opcode, 1, cdw, 3, nlb * 512,
+       data ? SGL_DATA_OFFSET : SGL_TRANSPORT);
+  plen = build (h, pdu_buf, PDU_CAPSULE_CMD, 0, PDU_CMD_LEN, q, data,
+                data ? nlb * 512 : 0);
+  h->data_len = 0;
+  h->status = 0xffff;
+  CHECK_EQ (feed (h, pdu_buf, plen), (long) plen);
+  return drain (h);
+}
+
+static uint64_t
+wp_of (uint64_t zone)
+{
+  struct zn_zone z;
+
+  CHECK_EQ (zn_report_zones (devices[0].dev, zone * ZONE_LBAS, &z, 1), 1u);
+  return z.wp;
+}
+
+/* The fault settings hold commands back: a write that times out is
+ * neither applied nor answered while the queue goes on, and a delayed
+ * read's reply waits for its release.
+ */
+static void
+test_faults (void)
+{
+  struct zn_dev *dev = devices[0].dev;
+  const struct zn_geometry *g = zn_dev_geometry (dev);
+  static const char *const rules[] = {
+    "op=write zone=2 timeout count=1", "op=read zone=2 delay=40 count=1",
+  };
+  struct host a, io;
+
+  for (unsigned i = 0; i < 2; i++) {
+    struct zn_fault_rule r;
+    char why[256];
+
+    CHECK_EQ (zn_fault_rule_parse (rules[i], g->capacity, g->zone_sectors,
+                                   &r, why, sizeof why), 0);
+    CHECK_EQ (zn_fault_add (dev, &r, NULL), 0);
+  }
+  host_open (&a, 0, &sv);
+  ic (&a, false, false);
+  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  enable (&a);
+  io_queue (&io, &a);
+  memset (wbuf, 0x5a, 4096);
+
+  CHECK (!rw_answered (&io, nvme_cmd_write, 2 * ZONE_LBAS, 8, wbuf));
+  CHECK_EQ (finish_outcome, FINISH_TIMED_OUT);
+  CHECK_EQ (wp_of (2), 2u * ZONE_LBAS);
+  CHECK (rw_answered (&io, nvme_cmd_write, 2 * ZONE_LBAS, 8, wbuf));
+  CHECK_EQ (io.status, 0);
+  CHECK_EQ (wp_of (2), 2u * ZONE_LBAS + 8);
+
+  CHECK (!rw_answered (&io, nvme_cmd_read, 2 * ZONE_LBAS, 8, NULL));
+  CHECK_EQ (finish_outcome, FINISH_ANSWERED);
+  CHECK_EQ (finish_delay_ns, 40000000u);
+  nvme_session_release (io.s, finish_id);
+  CHECK (drain (&io));
+  CHECK_EQ (io.status, 0);
+  CHECK_EQ (io.data_len, 4096u);
+  CHECK (memcmp (io.data, wbuf, 4096) == 0);
+
+  zn_fault_clear (dev, 0);
+  nvme_session_free (io.s);
+  nvme_session_free (a.s);
+}
+
 int
 main (void)
 {
@@ -458,6 +539,7 @@ main (void)
   test_admin_and_io (true);
   test_enable ();
   test_error_log ();
+  test_faults ();
   zn_dev_destroy (devices[0].dev);
   return 0;
 }

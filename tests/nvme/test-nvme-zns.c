@@ -1085,6 +1085,40 @@ test_faults (void)
                 ST_OK);
   CHECK_STATUS (nvme_zns_flush (d, fault_of ()), ST_INTERNAL);
   CHECK_STATUS (nvme_zns_flush (d, fault_of ()), ST_OK);
+
+  /* What holds a command back is left to the caller: a timeout neither
+   * runs nor is to be answered, a delay runs and is answered late.
+   */
+  add_rule (d, "op=write zone=7 timeout count=1");
+  add_rule (d, "op=reset zone=7 delay=25 count=1");
+  CHECK_STATUS (nvme_zns_write (d, 7 * Z, 8, false, buf, fault_of ()), ST_OK);
+  CHECK_EQ (last_fault.action, ZN_FAULT_TIMEOUT);
+  CHECK_EQ (zone_at (d, 7 * Z).wp, 7 * Z);
+  CHECK_STATUS (nvme_zns_write (d, 7 * Z, 8, false, buf, fault_of ()), ST_OK);
+  CHECK_EQ (last_fault.action, ZN_FAULT_PASS);
+  CHECK_STATUS (nvme_zns_mgmt_send (d, 7 * Z, NVME_ZNS_ZSA_RESET, false,
+                                    fault_of ()), ST_OK);
+  CHECK_EQ (last_fault.delay_ns, 25000000u);
+  CHECK_EQ (zone_at (d, 7 * Z).wp, 7 * Z);
+  zn_dev_destroy (d);
+
+  /* requeue=: Namespace Not Ready without DNR, which the Linux host
+   * retries, and the command does not run.
+   */
+  {
+    struct zn_config c = geometry_config (8, 1, 0, 0, 512);
+    char why[256];
+
+    c.memory_backed = true;
+    CHECK_EQ (zn_fault_attr_parse (&c.requeue_inject, "requeue", "1,100,0,1",
+                                   why, sizeof why), 0);
+    d = create (&c);
+  }
+  CHECK_EQ (nvme_zns_write (d, Z, 8, false, buf, fault_of ()),
+            NVME_SC_NS_NOT_READY);
+  CHECK_EQ (zone_at (d, Z).wp, Z);
+  CHECK_STATUS (nvme_zns_write (d, Z, 8, false, buf, fault_of ()), ST_OK);
+  CHECK_EQ (zone_at (d, Z).wp, Z + 8);
   zn_dev_destroy (d);
 }
 
