@@ -116,17 +116,19 @@ refused 1 "one at a time" fault add op=read timeout "$uri"
 ok fault add op=read error=EIO count=1 "$uri"
 stop_server "$pid"
 
-# zonednull-server takes rules that fail requests, not those that hold
-# them back.
+# zonednull-server takes every rule at run time: those that fail
+# requests and those that hold them back.
 ZONEDNULL_TARGET=server
 start_server native $device
-refused 1 "cannot hold a request back" fault add op=read timeout "$uri"
-refused 1 "cannot hold a request back" fault add op=read delay=10 "$uri"
 ok fault add op=write zone=2 error=ENOSPC count=1 "$uri"
+ok fault add op=read zone=5 timeout count=1 "$uri"
+ok fault add op=read zone=6 delay=10 "$uri"
 [ "$(write_errno 2 0)" = ENOSPC ] || fail "zonednull-server: the rule did not fail zone 2"
 [ "$(write_errno 2 0)" = OK ] || fail "zonednull-server: the rule outlived its count"
 ok fault list "$uri"
 grep -q "^1: matched 2, hits 1: op=write " "$tmpdir/out" ||
   fail "zonednull-server: fault list: $(cat "$tmpdir/out")"
+grep -q "^2: matched 0, hits 0: op=read .*timeout" "$tmpdir/out" ||
+  fail "zonednull-server: fault list, the timeout rule: $(cat "$tmpdir/out")"
 stop_server "$pid"
 exit 0

@@ -750,19 +750,28 @@ step_reset () {
 # until a zone report; a write failed after it landed (EIO, its data and
 # the write pointer there, and the plug, which advanced with it, taking
 # the next write); Namespace Not Ready without DNR, retried by the host
-# until it passes.
+# until it passes; a write that times out, which the host recovers from
+# by resetting the controller and reconnecting, then sends again; a zone
+# reset whose answer is delayed.
 step_faults () {
   [ -n "$SERVER" ] || { skip "faults: no zonednull-server with --nvme"; return; }
   FAULTS='fault=op=write zone=1 nvme-status=1:b9 count=1
 fault=op=write zone=2 nvme-status=1:bd count=1
 fault=op=write zone=3 nvme-status=1:be count=1
 fault=op=write zone=4 error=EIO when=after count=1
-fault=op=write zone=5 nvme-status=0:82,retry count=2'
+fault=op=write zone=5 nvme-status=0:82,retry count=2
+fault=op=write zone=6 timeout count=1
+fault=op=reset zone=7 delay=500 count=1'
   # shellcheck disable=SC2086
   ours_up faults memory_backed=1 $G_RESTART -- -v ||
     { FAULTS=; fail "faults: zonednull-server --nvme did not come up: $(tail -n 3 "$out/faults.server.err" | tr '\n' ' ')"; return; }
   FAULTS=
-  attach faults "$PORT_OURS" "$OUR_NQN" || { ours_down; return; }
+  # The host's I/O timeout is set when it connects: 5 s, not 30.
+  io_timeout=$(cat /sys/module/nvme_core/parameters/io_timeout)
+  echo 5 >/sys/module/nvme_core/parameters/io_timeout
+  attach faults "$PORT_OURS" "$OUR_NQN" --reconnect-delay=1 --ctrl-loss-tmo=60 ||
+    { echo "$io_timeout" >/sys/module/nvme_core/parameters/io_timeout; ours_down; return; }
+  echo "$io_timeout" >/sys/module/nvme_core/parameters/io_timeout
   zsz=$(( $(cat "/sys/block/${NDEV#/dev/}/queue/chunk_sectors") * 512 ))
   dmesg -c >/dev/null
   for c in "1 EIO Zone Is Full" "2 EOVERFLOW Too Many Active Zones" \
@@ -809,7 +818,40 @@ fault=op=write zone=5 nvme-status=0:82,retry count=2'
   got=$(zntrace write "$NDEV" $((5 * zsz)) 4096 86 2>&1)
   case $got in res=0) ok "faults: Namespace Not Ready without DNR twice: the host retried, the write passed" ;;
     *) fail "faults: Namespace Not Ready without DNR: '$got', expected the host to retry to success" ;; esac
-  echo "faults: the host's log:"; dmesg | grep -i -e nvme -e "I/O error" | head -n 12 | sed 's/^/    /'
+  # Never answered, never applied: after 5 s the host's timeout handler
+  # starts error recovery, tears the queues down (the server lets go of
+  # what the connection held), reconnects and sends the write again,
+  # which the spent rule lets through.
+  t0=$(date +%s)
+  got=$(zntrace write "$NDEV" $((6 * zsz)) 4096 87 2>&1)
+  t1=$(date +%s)
+  case $got in res=0) ok "faults: a write that timed out passed on the host's retry after $((t1 - t0)) s" ;;
+    *) fail "faults: the write that timed out: '$got', expected the host to recover and retry to success" ;; esac
+  [ $((t1 - t0)) -ge 5 ] && ok "faults: the host waited its I/O timeout (5 s) for the write" ||
+    fail "faults: the write that timed out was answered after $((t1 - t0)) s, before the host's 5 s timeout"
+  if dmesg | grep -q "QID [0-9]* timeout" && dmesg | grep -q -i "reconnected"; then
+    ok "faults: the host timed the write out, reset the controller and reconnected"
+  else
+    fail "faults: no timeout and reconnection in the host's log: $(dmesg | grep -i nvme | tail -n 6 | tr '\n' ' ')"
+  fi
+  wp=$($BLKZONE report -o $((6 * zsz / 512)) -c 1 "$NDEV" | sed -n 's/.*wptr \(0x[0-9a-f]*\) .*/\1/p')
+  if [ -n "$wp" ] && [ $((wp)) = 8 ] && zntrace expect "$NDEV" $((6 * zsz)) 4096 87; then
+    ok "faults: the write landed once, by its retry (zone 6's wptr 0x8, the data there)"
+  else
+    fail "faults: after the timed-out write zone 6's wptr is '$wp', expected 0x8 and the data"
+  fi
+  # The zone reset's answer waits 500 ms; the zone is empty after it.
+  zntrace write "$NDEV" $((7 * zsz)) 4096 88 >/dev/null 2>&1
+  t0=$(date +%s%N)
+  $BLKZONE reset -o $((7 * zsz / 512)) -c 1 "$NDEV" 2>"$out/faults.reset.err"
+  rc=$? t1=$(date +%s%N)
+  wp=$($BLKZONE report -o $((7 * zsz / 512)) -c 1 "$NDEV" | sed -n 's/.*wptr \(0x[0-9a-f]*\) .*/\1/p')
+  if [ $rc = 0 ] && [ $(((t1 - t0) / 1000000)) -ge 500 ] && [ -n "$wp" ] && [ $((wp)) = 0 ]; then
+    ok "faults: a zone reset delayed 500 ms was answered after $(((t1 - t0) / 1000000)) ms, the zone empty"
+  else
+    fail "faults: the delayed zone reset: status $rc after $(((t1 - t0) / 1000000)) ms, wptr '$wp': $(cat "$out/faults.reset.err")"
+  fi
+  echo "faults: the host's log:"; dmesg | grep -i -e nvme -e "I/O error" | head -n 20 | sed 's/^/    /'
   dmesg >"$out/faults.dmesg"
   detach "$OUR_NQN"
   ours_down

@@ -92,16 +92,6 @@ bad_value () {
 }
 # shellcheck source=tests/common/bad-values.sh
 . "$(dirname "$0")/../common/bad-values.sh"
-# Faults that hold a request back are the plugin's alone for now:
-# refused, never ignored.
-for kv in timeout=1,100,0,1 requeue=1,100,0,1 zone_reset_nsec=1000; do
-  bad_values "timeout=, requeue= and zone_*_nsec=: zonednull-server cannot hold requests back yet" \
-    size=4 zone_size=1 "$kv"
-done
-for rule in "op=read timeout" "op=write delay=5"; do
-  bad_values "fault=$rule: timeout and delay= hold a request back, which this program cannot do yet" \
-    size=4 zone_size=1 "fault=$rule"
-done
 # The kernel's bad block table holds 512 entries (issue 15).
 # shellcheck disable=SC2046
 timeout 20 "$srv" -f -U "$tmpdir/bad.sock" \
