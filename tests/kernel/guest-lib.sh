@@ -85,3 +85,6 @@ first_diff () {
     }
   }'
 }
+
+# uptime_cs: the uptime in hundredths of a second (busybox's date has no %N).
+uptime_cs () { sed 's/^\([0-9]*\)\.\([0-9]*\) .*/\1\2/' /proc/uptime; }

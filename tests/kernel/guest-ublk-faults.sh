@@ -24,8 +24,6 @@ BLKZONE=/usr/sbin/blkzone
 [ -n "$ZNU" ] || { skip "no zonednull-ublk in the guest"; echo "guest-ublk-faults: 0 pass, 0 failure(s)"; exit 0; }
 ZSZ=4194304
 
-# uptime_cs: the uptime in hundredths of a second (busybox's date has no %N).
-uptime_cs () { sed 's/^\([0-9]*\)\.\([0-9]*\) .*/\1\2/' /proc/uptime; }
 
 ublk_up faults size=64 zone_size=4 zone_nr_conv=0 blocksize=4096 \
   memory_backed=1 kernel=6.12 requeue=1,100,0,2 \
