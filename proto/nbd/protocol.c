@@ -35,6 +35,12 @@ nbd_input (void *session, const unsigned char *data, size_t len)
   return nbd_session_input (session, data, len);
 }
 
+static size_t
+nbd_holds (const void *session)
+{
+  return nbd_session_holds (session);
+}
+
 static const unsigned char *
 nbd_output (void *session, size_t *len)
 {
@@ -126,6 +132,7 @@ const struct net_protocol nbd_protocol = {
   .output = nbd_output,
   .ready = nbd_ready,
   .sent = nbd_sent,
+  .holds = nbd_holds,
   .starttls = nbd_starttls,
   .tls_started = nbd_tls_started,
   .established = nbd_established,

@@ -202,6 +202,12 @@ nbd_session_ready (const struct nbd_session *s)
   return s->ready;
 }
 
+size_t
+nbd_session_holds (const struct nbd_session *s)
+{
+  return s->out.len + s->delayed.bytes;
+}
+
 void
 nbd_session_sent (struct nbd_session *s, size_t n)
 {

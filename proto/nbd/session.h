@@ -80,6 +80,11 @@ struct outbuf *nbd_session_output (struct nbd_session *s);
 /* How many bytes at the start of the output may be sent now. */
 size_t nbd_session_ready (const struct nbd_session *s);
 
+/* What the session holds for its client, as the output budget counts
+ * it: the output and the replies delayed by the fault settings.
+ */
+size_t nbd_session_holds (const struct nbd_session *s);
+
 /* The caller sent the first n ready bytes. */
 void nbd_session_sent (struct nbd_session *s, size_t n);
 

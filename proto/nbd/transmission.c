@@ -617,7 +617,7 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
     s->disc = true;
     return -1;
   }
-  if (s->sv->room && !s->sv->room (s->owner, s->out.len,
+  if (s->sv->room && !s->sv->room (s->owner, nbd_session_holds (s),
                                    reply_bound (s, type, count)))
     return 0;
 

@@ -12,7 +12,13 @@
 #    the reader return;
 #  - a zone reset held by a delay answers no sooner;
 #  - requeue= (null_blk's): the requests it requeues are served in the
-#    end, the host sees nothing.
+#    end, the host sees nothing;
+#  - a rule added at run time through the control socket (zonednull
+#    fault add) fails the write it names, and fault list counts it.
+# Then zonednull-ublk --connect to a zonednull-server here whose rules
+# fail a write (ENOSPC comes through as is), delay a read, and time a
+# write out: the daemon finds it late (--timeout), connects again
+# (--reconnect) and sends it again, and it lands once.
 # Sourced settings (params): UBLK (the binary, empty when not built).
 . /test/params
 . /test/guest-lib.sh
@@ -23,9 +29,9 @@ ZNU=$UBLK
 BLKZONE=/usr/sbin/blkzone
 [ -n "$ZNU" ] || { skip "no zonednull-ublk in the guest"; echo "guest-ublk-faults: 0 pass, 0 failure(s)"; exit 0; }
 ZSZ=4194304
+CTL=$out/faults.ctl
 
-
-ublk_up faults size=64 zone_size=4 zone_nr_conv=0 blocksize=4096 \
+ublk_up faults --control-socket="$CTL" size=64 zone_size=4 zone_nr_conv=0 blocksize=4096 \
   memory_backed=1 kernel=6.12 requeue=1,100,0,2 \
   "fault=op=write zone=1 error=ENOSPC count=1" \
   "fault=op=write zone=2 error=EIO when=after count=1" \
@@ -66,6 +72,20 @@ t1=$(uptime_cs)
 [ $((t1 - t0)) -ge 45 ] && ok "a reset with delay=500 answers after $(( (t1 - t0) * 10 )) ms" ||
   fail "a reset with delay=500 answered after $(( (t1 - t0) * 10 )) ms"
 
+# A rule given at run time, through the control socket.
+if zonednull fault add op=write zone=5 error=ETOOMANYREFS count=1 \
+     "nbd+unix:///?socket=$CTL" >"$out/fault-add.txt" 2>&1; then
+  got=$(zntrace write "$DEV" $((5 * ZSZ)) 4096 95 2>&1)
+  case $got in *"(ETOOMANYREFS)"*) ok "a rule added through the control socket fails the write it names ($got)" ;;
+    *) fail "the rule added through the control socket, zone 5: '$got', expected ETOOMANYREFS" ;; esac
+  zonednull fault list "nbd+unix:///?socket=$CTL" >"$out/fault-list.txt" 2>&1
+  grep -q "matched 1, hits 1: op=write .*error=ETOOMANYREFS" "$out/fault-list.txt" &&
+    ok "zonednull fault list counts the rule's hit" ||
+    fail "zonednull fault list through the control socket: $(cat "$out/fault-list.txt")"
+else
+  fail "zonednull fault add through the control socket: $(cat "$out/fault-add.txt")"
+fi
+
 # The read of zone 3 is never answered; a read of zone 0 is.
 zntrace expect "$DEV" $((3 * ZSZ)) 4096 0 >"$out/stuck.txt" 2>&1 &
 stuck=$!
@@ -85,6 +105,46 @@ else
   [ $? = 124 ] && fail "the held read still hangs 30 s after the daemon stopped" ||
     ok "the held read failed when the daemon stopped"
 fi
+# ---- --connect: the server's rules ------------------------------------------
+SRV=/usr/bin/zonednull-server
+if [ -x "$SRV" ]; then
+  sock=$out/srv.sock
+  rm -f "$sock"
+  "$SRV" -f -U "$sock" size=64 zone_size=4 zone_nr_conv=0 memory_backed=1 \
+    "fault=op=write zone=1 error=ENOSPC count=1" \
+    "fault=op=read zone=2 delay=500 count=1" \
+    "fault=op=write zone=3 timeout count=1" >"$out/srv.out" 2>&1 &
+  spid=$!
+  waitfor 100 test -S "$sock" || fail "--connect: zonednull-server did not come up: $(tail -n 3 "$out/srv.out")"
+  if ublk_up connect --connect="nbd+unix:///?socket=$sock" --timeout=3 --reconnect=60; then
+    got=$(zntrace write "$DEV" $ZSZ 4096 96 2>&1)
+    case $got in *"(ENOSPC)"*) ok "--connect: the server's ENOSPC reaches the application ($got)" ;;
+      *) fail "--connect: zone 1: '$got', expected the server's ENOSPC" ;; esac
+    zntrace write "$DEV" $((2 * ZSZ)) 4096 97 >/dev/null 2>&1
+    t0=$(uptime_cs)
+    zntrace expect "$DEV" $((2 * ZSZ)) 4096 97 || fail "--connect: the delayed read's data differ"
+    t1=$(uptime_cs)
+    [ $((t1 - t0)) -ge 49 ] && ok "--connect: a read the server delays 500 ms answers after $(( (t1 - t0) * 10 )) ms" ||
+      fail "--connect: the delayed read answered after $(( (t1 - t0) * 10 )) ms"
+    t0=$(uptime_cs)
+    got=$(zntrace write "$DEV" $((3 * ZSZ)) 4096 98 2>&1)
+    t1=$(uptime_cs)
+    wp=$($BLKZONE report -o $((3 * ZSZ / 512)) -c 1 "$DEV" | sed -n 's/.*wptr \(0x[0-9a-f]*\) .*/\1/p')
+    if [ "$got" = res=0 ] && [ $((t1 - t0)) -ge 300 ] && [ -n "$wp" ] && [ $((wp)) = 8 ] &&
+       zntrace expect "$DEV" $((3 * ZSZ)) 4096 98; then
+      ok "--connect: a write the server times out is sent again after $(( (t1 - t0) / 100 )) s on a new connection, and lands once"
+    else
+      fail "--connect: the timed-out write: '$got' after $(( (t1 - t0) * 10 )) ms, zone 3's wptr '$wp': $(tail -n 3 "$out/connect.stderr" | tr '\n' ' ')"
+    fi
+    kill -TERM "$UPID"
+    reap "$UPID" 300 || fail "--connect: zonednull-ublk on SIGTERM: status $?"
+  fi
+  kill -TERM "$spid" 2>/dev/null
+  reap "$spid" 300 || fail "--connect: zonednull-server on SIGTERM: status $?"
+else
+  skip "--connect: no $SRV in the guest"
+fi
+
 echo "guest-ublk-faults: the host's log:"; dmesg | grep -i -e ublk -e "I/O error" | tail -n 8 | sed 's/^/    /'
 echo "guest-ublk-faults: $passes pass, $fails failure(s)"
 [ "$fails" -eq 0 ]
