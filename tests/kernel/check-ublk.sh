@@ -43,6 +43,11 @@
 #   FIO_SRCDIR        fio's source for the consumers' static fio (make
 #                     check-kernel: the one configure --with-fio was given;
 #                     see prepare-consumers.sh)
+#   ZN_FIO_RECOVERY   1: also a static fio from the source Debian sid
+#                     carries (fetch-fio-source.sh, into ZN_KERNEL_CACHE),
+#                     3.40 or later, for guest-ublk-faults.sh's check of
+#                     fio's recover_zbd_write_error; or FIO_RECOVERY_SRCDIR,
+#                     such a source already there
 #   ZN_UBLK_MEM       guest memory (default 2G with the consumers, else 1G)
 #   ZN_UBLK_KEEP_WORK non-empty: keep ZN_KERNEL_WORK after a passing run
 #   ZN_KERNEL_VM_TIMEOUT  wall-clock bound on the VM (default 1200 s, 2400 s
@@ -326,6 +331,14 @@ if [ -n "$consumers" ]; then
   if [ -n "$ublk" ]; then
     if [ -n "$guest_script" ]; then cp "$guest_script" "$stage/test/guest-extra.sh"
     else cp "$here/guest-ublk-consumers.sh" "$stage/test/"; fi
+    if [ "${ZN_FIO_RECOVERY:-0}" != 0 ] && [ -z "${FIO_RECOVERY_SRCDIR:-}" ]; then
+      if FIO_RECOVERY_SRCDIR=$(sh "$here/fetch-fio-source.sh" "$cache/fio-recovery" | tail -n 1); then
+        export FIO_RECOVERY_SRCDIR
+      else
+        fail "fetch-fio-source.sh failed: no fio with recover_zbd_write_error"
+        FIO_RECOVERY_SRCDIR=
+      fi
+    fi
     note "preparing the zoned consumers (prepare-consumers.sh)"
     if ccpio=$(sh "$here/prepare-consumers.sh" "$cache" "$kver" "$kdir/modroot" | tail -n 1) &&
        [ -f "$ccpio" ]; then

@@ -15,6 +15,8 @@
 #    end, the host sees nothing;
 #  - a rule added at run time through the control socket (zonednull
 #    fault add) fails the write it names, and fault list counts it.
+# Then fio --zonemode=zbd meets write errors (with the consumers): Debian
+# 12's fio stops; fio 3.40 and later (ZN_FIO_RECOVERY=1) recover.
 # Then zonednull-ublk --connect to a zonednull-server here whose rules
 # fail a write (ENOSPC comes through as is), delay a read, and time a
 # write out: the daemon finds it late (--timeout), connects again
@@ -105,6 +107,57 @@ else
   [ $? = 124 ] && fail "the held read still hangs 30 s after the daemon stopped" ||
     ok "the held read failed when the daemon stopped"
 fi
+# ---- fio --zonemode=zbd and write errors -----------------------------------
+# Debian 12's fio (3.33, the consumers' /opt/fio) keeps its own write
+# pointers and stops at a write error.  fio 3.40 and later, with
+# continue_on_error and recover_zbd_write_error (/opt/fio-recovery, from
+# ZN_FIO_RECOVERY=1), read the zone's write pointer back after the error
+# and carry on: after an EIO when=after (the data landed, the write
+# pointer moved) there is nothing to write again, after one before (the
+# write never ran) fio writes it again; the range ends written and
+# verified.
+zbd_fio () { # FIO LOG ZONE OPTIONS...: two zones from ZONE, 64 KiB writes
+  zf=$1 zl=$2 zz=$3; shift 3
+  "$zf" --name=w --filename="$DEV" --direct=1 --zonemode=zbd --rw=write \
+    --bs=64k --ioengine=psync --offset=$((zz * ZSZ)) --size=$((2 * ZSZ)) \
+    "$@" >"$zl" 2>&1
+}
+zone_cond () { # ZONE: blkzone's short name of the zone's condition (fu: full)
+  $BLKZONE report -o $(($1 * ZSZ / 512)) -c 1 "$DEV" | sed -n 's/.*zcond: *[0-9]*(\([a-z]*\)).*/\1/p'
+}
+if [ -x /opt/fio/fio ]; then
+  if ublk_up fio size=64 zone_size=4 zone_nr_conv=0 blocksize=4096 \
+       memory_backed=1 kernel=6.12 \
+       "fault=op=write zone=1 error=EIO when=after count=1" \
+       "fault=op=write zone=5 error=EIO when=after count=1" \
+       "fault=op=write zone=6 error=EIO count=1"; then
+    zbd_fio /opt/fio/fio "$out/fio-3.33.txt" 1; rc=$?
+    if [ $rc != 0 ] && grep -q "Input/output error" "$out/fio-3.33.txt"; then
+      ok "fio $(/opt/fio/fio --version) --zonemode=zbd stops at the write error (status $rc; it has no recovery)"
+    else
+      fail "fio $(/opt/fio/fio --version) with a write error: status $rc: $(grep -i -e err -e error "$out/fio-3.33.txt" | head -n 3 | tr '\n' ' ')"
+    fi
+    if [ -x /opt/fio-recovery/fio ]; then
+      fv=$(/opt/fio-recovery/fio --version)
+      zbd_fio /opt/fio-recovery/fio "$out/fio-recovery.txt" 5 --continue_on_error=1 \
+        --recover_zbd_write_error=1 --ignore_error=,EIO --do_verify=1 --verify=md5 \
+        --debug=zbd; rc=$?
+      moved=$(grep -c "Write pointer move succeeded" "$out/fio-recovery.txt")
+      if [ $rc = 0 ] && [ "$moved" -ge 2 ] && [ "$(zone_cond 5)" = fu ] && [ "$(zone_cond 6)" = fu ]; then
+        ok "$fv recover_zbd_write_error: after an error when=after and one before, fio moved its write pointers ($moved) and wrote and verified both zones"
+      else
+        fail "$fv recover_zbd_write_error: status $rc, $moved write pointer moves, zones 5 and 6 '$(zone_cond 5)' '$(zone_cond 6)': $(grep -i -e "err=" -e "fio:" "$out/fio-recovery.txt" | head -n 4 | tr '\n' ' ')"
+      fi
+    else
+      skip "no fio 3.40 or later (make check-kernel ZN_FIO_RECOVERY=1): recover_zbd_write_error not run"
+    fi
+    kill -TERM "$UPID"
+    reap "$UPID" 300 || fail "zonednull-ublk (fio) on SIGTERM: status $?"
+  fi
+else
+  skip "fio: no /opt/fio in the guest (the consumers are off)"
+fi
+
 # ---- --connect: the server's rules ------------------------------------------
 SRV=/usr/bin/zonednull-server
 if [ -x "$SRV" ]; then

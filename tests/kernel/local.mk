@@ -116,6 +116,7 @@ EXTRA_DIST += \
 	tests/kernel/guest-ublk-connect.sh \
 	tests/kernel/guest-ublk-faults.sh \
 	tests/kernel/guest-ublk-unit.sh \
+	tests/kernel/fetch-fio-source.sh \
 	tests/kernel/prepare-consumers.sh \
 	tests/kernel/guest-ublk-consumers.sh \
 	tests/kernel/zntrace.c \

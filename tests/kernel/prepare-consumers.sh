@@ -11,6 +11,8 @@
 #                                  binary changes):
 #     /opt/fio/fio, /opt/fio/t/zbd/*   fio's t/zbd/test-zbd-support runs
 #                                      ../../fio relative to itself
+#     /opt/fio-recovery/fio            with FIO_RECOVERY_SRCDIR, a second
+#                                      static fio (3.40 or later)
 #     /opt/gnu/bin/*                   GNU grep, sed, coreutils for that
 #                                      script (grep -P, timeout -v, stat -c);
 #                                      kept off the PATH of busybox scripts
@@ -49,6 +51,13 @@ fi
 [ -n "$fio_src" ] && [ -f "$fio_src/t/zbd/test-zbd-support" ] && [ -x "$fio_src/configure" ] ||
   die "no fio source tree (give FIO_SRCDIR; '$fio_src' has no configure and t/zbd)"
 fio_src=$(cd "$fio_src" && pwd)
+# FIO_RECOVERY_SRCDIR (environment, optional): a fio of 3.40 or later,
+# whose recover_zbd_write_error guest-ublk-faults.sh runs.
+fio_recovery_src=${FIO_RECOVERY_SRCDIR:-}
+if [ -n "$fio_recovery_src" ]; then
+  [ -x "$fio_recovery_src/configure" ] || die "FIO_RECOVERY_SRCDIR '$fio_recovery_src' has no configure"
+  fio_recovery_src=$(cd "$fio_recovery_src" && pwd)
+fi
 [ -d "$modroot/lib/modules/$kver" ] || note "warning: $modroot/lib/modules/$kver is missing (unused here)"
 
 missing=
@@ -68,33 +77,47 @@ cdir=$(cd "$cache/consumers" && pwd)
 fio_configure="--build-static --disable-native --disable-numa --disable-rdma --disable-rados
   --disable-rbd --disable-http --disable-gfapi --disable-pmem --disable-xnvme --disable-tcmalloc
   --disable-libzbc --disable-dfs"
-fio_stamp=$( { echo "$fio_src"; echo "$fio_configure"; cat "$fio_src/FIO-VERSION-GEN";
-               ls -l --time-style=+%s "$fio_src/configure" "$fio_src/Makefile"; } | cksum | cut -d' ' -f1)
-if [ ! -x "$cdir/fio" ] || [ "$(cat "$cdir/fio.stamp" 2>/dev/null)" != "$fio_stamp" ]; then
-  note "building a static fio from $fio_src (a few minutes)"
-  rm -rf "$cdir/fio-build" "$cdir/fio" "$cdir/fio.stamp"
-  cp -a "$fio_src" "$cdir/fio-build"
+
+# static_fio SRC NAME: CACHE/consumers/NAME, a static fio built from a
+# copy of SRC, unless the one there was built from it (NAME.stamp).
+static_fio () {
+  sf_src=$1 sf_name=$2
+  sf_stamp=$( { echo "$sf_src"; echo "$fio_configure"; cat "$sf_src/FIO-VERSION-GEN";
+                ls -l --time-style=+%s "$sf_src/configure" "$sf_src/Makefile"; } | cksum | cut -d' ' -f1)
+  if [ -x "$cdir/$sf_name" ] && [ "$(cat "$cdir/$sf_name.stamp" 2>/dev/null)" = "$sf_stamp" ]; then
+    return 0
+  fi
+  note "building a static fio from $sf_src (a few minutes)"
+  rm -rf "$cdir/$sf_name-build" "$cdir/$sf_name" "$cdir/$sf_name.stamp"
+  cp -a "$sf_src" "$cdir/$sf_name-build"
   (
-    cd "$cdir/fio-build"
+    cd "$cdir/$sf_name-build"
     make clean >/dev/null 2>&1 || true
     # shellcheck disable=SC2086
-    ./configure $fio_configure >"$cdir/fio-configure.log" 2>&1 ||
-      { tail -n 20 "$cdir/fio-configure.log" >&2; exit 1; }
-    make -j"$(nproc 2>/dev/null || echo 2)" fio >"$cdir/fio-make.log" 2>&1 ||
-      { tail -n 30 "$cdir/fio-make.log" >&2; exit 1; }
+    ./configure $fio_configure >"$cdir/$sf_name-configure.log" 2>&1 ||
+      { tail -n 20 "$cdir/$sf_name-configure.log" >&2; exit 1; }
+    make -j"$(nproc 2>/dev/null || echo 2)" fio >"$cdir/$sf_name-make.log" 2>&1 ||
+      { tail -n 30 "$cdir/$sf_name-make.log" >&2; exit 1; }
   ) || die "the static fio build failed (logs in $cdir)"
-  f=$cdir/fio-build/fio
+  f=$cdir/$sf_name-build/fio
   ldd "$f" >/dev/null 2>&1 && die "$f is not static"
   "$f" --enghelp 2>/dev/null | grep -q io_uring || die "$f has no io_uring engine"
   "$f" --enghelp 2>/dev/null | grep -q libaio || die "$f has no libaio engine"
-  strip -o "$cdir/fio" "$f"
-  rm -rf "$cdir/fio-build"
-  echo "$fio_stamp" >"$cdir/fio.stamp"
-  note "static fio: $(du -h "$cdir/fio" | cut -f1)"
+  strip -o "$cdir/$sf_name" "$f"
+  rm -rf "$cdir/$sf_name-build"
+  echo "$sf_stamp" >"$cdir/$sf_name.stamp"
+  note "static fio ($sf_name): $(du -h "$cdir/$sf_name" | cut -f1)"
+}
+static_fio "$fio_src" fio
+if [ -n "$fio_recovery_src" ]; then
+  static_fio "$fio_recovery_src" fio-recovery
+else
+  rm -f "$cdir/fio-recovery" "$cdir/fio-recovery.stamp"
 fi
 
 # ---- the archive -----------------------------------------------------------
 stamp=$( { cat "$0" "$here/lib.sh"; cat "$cdir/fio.stamp"; cksum <"$cdir/fio";
+           cat "$cdir/fio-recovery.stamp" 2>/dev/null || true;
            cat "$here"/consumers-* 2>/dev/null || true; } | cksum | cut -d' ' -f1)
 if [ -f "$cdir/consumers.cpio" ] && [ "$(cat "$cdir/consumers.stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "$cdir/consumers.cpio"
@@ -114,6 +137,10 @@ for f in test-zbd-support functions run-tests-against-nullb; do
   [ -f "$fio_src/t/zbd/$f" ] && cp "$fio_src/t/zbd/$f" "$root/opt/fio/t/zbd/$f"
 done
 chmod 755 "$root/opt/fio/fio" "$root/opt/fio/t/zbd/test-zbd-support"
+if [ -x "$cdir/fio-recovery" ]; then
+  mkdir -p "$root/opt/fio-recovery"
+  cp "$cdir/fio-recovery" "$root/opt/fio-recovery/fio"
+fi
 
 copy_binary "$root" "$(which_bin bash)" /usr/bin/bash
 mkdir -p "$root/bin"
