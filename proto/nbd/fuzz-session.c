@@ -23,6 +23,7 @@
 #include "frontend/control.h"
 #include "model/zoned.h"
 #include "session.h"
+#include "fuzz-finish.h"
 
 /* Two devices, so that export names are exercised. */
 static struct served_device devices[2];
@@ -50,27 +51,6 @@ admit (void *owner, void *s, const struct data_request *rq)
     return (struct admission) { ADMIT_PARK, 0 };
   }
   return (struct admission) { ADMIT_NOW, 0 };
-}
-
-/* Replies are held as with irqmode=2, every fourth delayed instead (a
- * fault rule's delay) and released with the held ones.
- */
-static uint64_t delayed_ids[64];
-static unsigned nr_delayed, finished;
-
-static enum reply_hold
-finish (void *owner, uint64_t id, bool tagged, enum finish_outcome outcome,
-        uint64_t delay_ns)
-{
-  (void) owner;
-  (void) delay_ns;
-  if (!tagged || outcome != FINISH_ANSWERED)
-    return REPLY_NOW;
-  if (++finished % 4 == 0 && nr_delayed < 64) {
-    delayed_ids[nr_delayed++] = id;
-    return REPLY_DELAYED;
-  }
-  return REPLY_HELD;
 }
 
 /* The output budget of this piece, as the server's served.room applies
@@ -120,7 +100,7 @@ setup (void)
     }
   }
   served.admit = admit;
-  served.finish = finish;
+  served.finish = fuzz_finish;
   served.room = room;
 }
 
@@ -184,9 +164,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       nr_parked = 0;
       while (nbd_session_complete_one (s))
         ;
-      for (unsigned i = 0; i < nr_delayed; i++)
-        nbd_session_release (s, delayed_ids[i]);
-      nr_delayed = 0;
+      for (unsigned i = 0; i < fuzz_nr_delayed; i++)
+        nbd_session_release (s, fuzz_delayed_ids[i]);
+      fuzz_nr_delayed = 0;
       nbd_session_sent (s, nbd_session_ready (s));
       if (nbd_session_output (s)->len != 0)
         abort ();               /* a reply left behind */
@@ -216,13 +196,13 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     /* Output is drained as a client would read it. */
     while (nbd_session_complete_one (s))
       ;
-    for (unsigned i = 0; i < nr_delayed; i++)
-      nbd_session_release (s, delayed_ids[i]);
-    nr_delayed = 0;
+    for (unsigned i = 0; i < fuzz_nr_delayed; i++)
+      nbd_session_release (s, fuzz_delayed_ids[i]);
+    fuzz_nr_delayed = 0;
     nbd_session_sent (s, nbd_session_ready (s));
   }
   nr_parked = 0;               /* the next input's session numbers anew */
-  nr_delayed = 0;
+  fuzz_nr_delayed = 0;
   check_zones (devices[0].dev);
   check_zones (devices[1].dev);
   free (pending);

@@ -19,7 +19,7 @@ if HAVE_LIBFUZZER
 check_DATA += proto/nbd/fuzz-session
 endif
 proto/nbd/fuzz-session: $(fuzz_session_sources:%=$(srcdir)/%) \
-	proto/served.h proto/park.h proto/nbd/session.h proto/nbd/internal.h proto/nbd/wire.h net/conn.h \
+	proto/served.h proto/park.h proto/fuzz-finish.h proto/nbd/session.h proto/nbd/internal.h proto/nbd/wire.h net/conn.h \
 	net/tls.h $(filter %.h,$(lib_libzonednull_la_SOURCES) $(lib_libzn_wire_la_SOURCES))
 	$(AM_V_CCLD)mkdir -p proto/nbd && $(CLANG) -g -O1 -std=c11 -D_GNU_SOURCE \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

@@ -22,6 +22,7 @@
 #include "pdu.h"
 #include "session.h"
 #include "model/zoned.h"
+#include "fuzz-finish.h"
 
 static struct served_device devices[1];
 static struct nvme_host_secret secrets[2];
@@ -52,16 +53,6 @@ admit (void *owner, void *s, const struct data_request *rq)
   (void) s;
   (void) rq;
   return (struct admission) { ADMIT_NOW, 0 };
-}
-
-static enum reply_hold
-finish_held (void *owner, uint64_t id, bool tagged,
-             enum finish_outcome outcome, uint64_t delay_ns)
-{
-  (void) owner;
-  (void) id;
-  (void) delay_ns;
-  return tagged && outcome == FINISH_ANSWERED ? REPLY_HELD : REPLY_NOW;
 }
 
 static void
@@ -102,7 +93,7 @@ setup (void)
     abort ();
   }
   sv.admit = admit;
-  sv.finish = finish_held;
+  sv.finish = fuzz_finish;
   sv.room = room;
   sv.fits = room;
   sv.abort = ignore;
@@ -118,6 +109,9 @@ drain (struct nvme_session *s)
 
   while (nvme_session_complete_one (s))
     ;
+  for (unsigned i = 0; i < fuzz_nr_delayed; i++)
+    nvme_session_release (s, fuzz_delayed_ids[i]);
+  fuzz_nr_delayed = 0;
   nvme_session_output (s, &len);
   nvme_session_sent (s, len);
 }

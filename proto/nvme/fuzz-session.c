@@ -24,6 +24,7 @@
 
 #include "model/zoned.h"
 #include "internal.h"
+#include "fuzz-finish.h"
 
 static struct served_device devices[2];
 static struct nvme_served sv = {
@@ -54,27 +55,6 @@ admit (void *owner, void *s, const struct data_request *rq)
     return (struct admission) { ADMIT_PARK, 0 };
   }
   return (struct admission) { ADMIT_NOW, 0 };
-}
-
-/* Replies are held as with irqmode=2, every fourth delayed instead (a
- * fault rule's delay) and released with the held ones.
- */
-static uint64_t delayed_ids[64];
-static unsigned nr_delayed, finished;
-
-static enum reply_hold
-finish (void *owner, uint64_t id, bool tagged, enum finish_outcome outcome,
-        uint64_t delay_ns)
-{
-  (void) owner;
-  (void) delay_ns;
-  if (!tagged || outcome != FINISH_ANSWERED)
-    return REPLY_NOW;
-  if (++finished % 4 == 0 && nr_delayed < 64) {
-    delayed_ids[nr_delayed++] = id;
-    return REPLY_DELAYED;
-  }
-  return REPLY_HELD;
 }
 
 static bool
@@ -117,7 +97,7 @@ setup (void)
     }
   }
   sv.admit = admit;
-  sv.finish = finish;
+  sv.finish = fuzz_finish;
   sv.room = room;
   sv.fits = room;
   sv.abort = ignore_abort;
@@ -158,9 +138,9 @@ drain (struct nvme_session *s)
   nr_parked = 0;
   while (nvme_session_complete_one (s))
     ;
-  for (unsigned i = 0; i < nr_delayed; i++)
-    nvme_session_release (s, delayed_ids[i]);
-  nr_delayed = 0;
+  for (unsigned i = 0; i < fuzz_nr_delayed; i++)
+    nvme_session_release (s, fuzz_delayed_ids[i]);
+  fuzz_nr_delayed = 0;
   nvme_session_sent (s, nvme_session_ready (s));
 }
 
@@ -287,7 +267,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     drain (s);
   }
   nr_parked = 0;
-  nr_delayed = 0;
+  fuzz_nr_delayed = 0;
   check_zones (devices[0].dev);
   check_zones (devices[1].dev);
   free (pending);

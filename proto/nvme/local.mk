@@ -34,7 +34,7 @@ nvme_fuzz_common = proto/nvme/session.c proto/nvme/command.c \
 fuzz_nvme_session_sources = proto/nvme/fuzz-session.c proto/nvme/auth.c \
 	$(nvme_fuzz_common)
 fuzz_nvme_auth_sources = proto/nvme/fuzz-auth.c $(nvme_fuzz_common)
-nvme_fuzz_headers = proto/nvme/auth.c proto/served.h proto/park.h \
+nvme_fuzz_headers = proto/nvme/auth.c proto/served.h proto/park.h proto/fuzz-finish.h \
 	proto/nvme/session.h proto/nvme/internal.h proto/nvme/pdu.h \
 	proto/nvme/command.h proto/nvme/zns.h proto/nvme/auth.h \
 	$(filter %.h,$(lib_libzonednull_la_SOURCES) $(lib_libzn_wire_la_SOURCES))

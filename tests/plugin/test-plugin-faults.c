@@ -69,6 +69,26 @@ wait_for (struct nbd_handle *h, struct aio_result *r, int ms)
   return r->done;
 }
 
+/* Sends a read of zone held and then one of zone next, both of BLOCK
+ * bytes into buf; waits for the second's answer.
+ */
+static void
+two_reads (struct nbd_handle *h, unsigned held, unsigned next,
+           char (*buf)[BLOCK], struct aio_result *held_r,
+           struct aio_result *next_r)
+{
+  CHECK (nbd_aio_pread (h, buf[0], BLOCK, (uint64_t) held * ZONE,
+                        (nbd_completion_callback) { .callback = aio_completed,
+                                                    .user_data = held_r },
+                        0) != -1);
+  CHECK (nbd_aio_pread (h, buf[1], BLOCK, (uint64_t) next * ZONE,
+                        (nbd_completion_callback) { .callback = aio_completed,
+                                                    .user_data = next_r },
+                        0) != -1);
+  CHECK (wait_for (h, next_r, 30000));
+  CHECK_EQ (next_r->err, 0);
+}
+
 int
 main (void)
 {
@@ -173,16 +193,7 @@ main (void)
     struct aio_result stuck = { 0 }, next = { 0 };
     static char rbuf[2][BLOCK];
 
-    CHECK (nbd_aio_pread (h, rbuf[0], BLOCK, 4 * ZONE,
-                          (nbd_completion_callback) { .callback = aio_completed,
-                                                      .user_data = &stuck },
-                          0) != -1);
-    CHECK (nbd_aio_pread (h, rbuf[1], BLOCK, 6 * ZONE,
-                          (nbd_completion_callback) { .callback = aio_completed,
-                                                      .user_data = &next },
-                          0) != -1);
-    CHECK (wait_for (h, &next, 30000));
-    CHECK_EQ (next.err, 0);
+    two_reads (h, 4, 6, rbuf, &stuck, &next);
     /* Not proof that it never comes, but a reply would come with the
      * other one's: the server answers at once.
      */
@@ -195,15 +206,7 @@ main (void)
     static char rbuf[2][BLOCK];
 
     t0 = now_ms ();
-    CHECK (nbd_aio_pread (h, rbuf[0], BLOCK, 7 * ZONE,
-                          (nbd_completion_callback) { .callback = aio_completed,
-                                                      .user_data = &slow },
-                          0) != -1);
-    CHECK (nbd_aio_pread (h, rbuf[1], BLOCK, 6 * ZONE,
-                          (nbd_completion_callback) { .callback = aio_completed,
-                                                      .user_data = &next },
-                          0) != -1);
-    CHECK (wait_for (h, &next, 30000));
+    two_reads (h, 7, 6, rbuf, &slow, &next);
     CHECK (!slow.done);
     CHECK (wait_for (h, &slow, 30000));
     CHECK_EQ (slow.err, 0);
