@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-ublk's control socket (see control-socket.h).
  *
- * Requests are answered at once: the queueing model (tags, irqmode=2,
- * mbps) belongs to the ublk queues, and this channel is for zone control
- * and inspection, not for load.
+ * The queueing model (tags, irqmode=2, mbps) belongs to the ublk queues:
+ * this channel is for zone control and inspection, not for load, and
+ * takes no tag.  Its zone commands are held back only as the fault
+ * settings say (a latency, a rule's delay= or timeout), as on the
+ * plugin's and zonednull-server's control channels: each delayed answer
+ * has its own timer.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +31,115 @@ struct zu_control_socket {
   pthread_t thread;
   struct served served;
   struct served_device device;
+  struct net_sched sched;       /* the server keeps a pointer to it */
 };
+
+/* ---- answers held back ---------------------------------------------------- */
+
+struct cconn;
+
+/* An answer the fault settings delay, released by its timer. */
+struct delayed_reply {
+  ev_timer timer;               /* first: the callback's watcher is it */
+  struct cconn *c;
+  uint64_t id;
+  struct delayed_reply *next;
+};
+
+/* A connection, as the socket's scheduling hooks see it. */
+struct cconn {
+  struct ev_loop *loop;
+  struct net_conn *conn;
+  struct delayed_reply *delayed;
+};
+
+static void
+release_cb (struct ev_loop *loop, ev_timer *w, int revents)
+{
+  struct delayed_reply *d = (struct delayed_reply *) w, **pp;
+  struct cconn *c = d->c;
+
+  (void) loop;
+  (void) revents;
+  for (pp = &c->delayed; *pp != d; pp = &(*pp)->next)
+    ;
+  *pp = d->next;
+  nbd_session_release (net_conn_session (c->conn), d->id);
+  net_conn_flush (c->conn);
+  free (d);
+}
+
+static enum reply_hold
+finish (void *owner, uint64_t id, bool tagged, enum finish_outcome outcome,
+        uint64_t delay_ns)
+{
+  struct cconn *c = net_conn_sched (owner);
+  struct delayed_reply *d;
+
+  (void) tagged;
+  if (outcome != FINISH_ANSWERED || delay_ns == 0
+      || (d = malloc (sizeof *d)) == NULL)
+    return REPLY_NOW;
+  ev_timer_init (&d->timer, release_cb, (double) delay_ns / 1e9, 0.);
+  d->c = c;
+  d->id = id;
+  d->next = c->delayed;
+  c->delayed = d;
+  ev_timer_start (c->loop, &d->timer);
+  return REPLY_DELAYED;
+}
+
+static void *
+cconn_open (void *arg, struct net_conn *conn)
+{
+  struct cconn *c = calloc (1, sizeof *c);
+
+  if (c) {
+    c->loop = arg;
+    c->conn = conn;
+  }
+  return c;
+}
+
+static void
+cconn_close (void *st)
+{
+  struct cconn *c = st;
+
+  while (c->delayed) {
+    struct delayed_reply *d = c->delayed;
+
+    c->delayed = d->next;
+    ev_timer_stop (c->loop, &d->timer);
+    free (d);
+  }
+  free (c);
+}
+
+static bool
+cconn_waiting (const void *st)
+{
+  (void) st;
+  return false;
+}
+
+static void
+cconn_stop_waiting (void *st)
+{
+  (void) st;
+}
+
+/* Delayed answers are in flight; answers timed out never come. */
+static bool
+cconn_in_flight (const void *st, bool input_left)
+{
+  const struct cconn *c = st;
+
+  (void) input_left;
+  return c->delayed != NULL;
+}
+
+/* ---- the socket's thread ------------------------------------------------------ */
 
 static void
 stop_cb (struct ev_loop *loop, ev_async *w, int revents)
@@ -75,9 +187,14 @@ control_socket_listen (struct zu_control_socket *cs, char *err, size_t errlen)
   cs->listen_fd = net_listen_unix (cs->path, "--control-socket", err, errlen);
   if (cs->listen_fd == -1)
     return -1;
+  cs->sched = (struct net_sched) {
+    .open = cconn_open, .close = cconn_close, .waiting = cconn_waiting,
+    .stop_waiting = cconn_stop_waiting, .in_flight = cconn_in_flight,
+    .arg = cs->loop,
+  };
   cs->srv = net_server_new (cs->loop, &set);
   if (cs->srv == NULL || net_serve (cs->srv, cs->listen_fd, false,
-                                    &nbd_protocol, &cs->served, NULL) == -1) {
+                                    &nbd_protocol, &cs->served, &cs->sched) == -1) {
     snprintf (err, errlen, "out of memory");
     return -1;
   }
@@ -112,14 +229,12 @@ zu_control_socket_start (const char *path, struct zn_dev *dev,
     return NULL;
   }
   zn_control_set_queues (cs->device.ctl, qs, qcfg, cfg, 0, 1);
-  /* The queues hold a request back as the rules ask; the control
-   * socket's own zone commands are answered at once.
-   */
   zn_control_allow_faults (cs->device.ctl, true);
   cs->served.program = "zonednull-ublk";
   cs->served.devices = &cs->device;
   cs->served.nr_devices = 1;
   cs->served.room = net_room;
+  cs->served.finish = finish;
   if (control_socket_listen (cs, err, errlen) == -1) {
     control_socket_free (cs);
     return NULL;

@@ -86,6 +86,14 @@ elif zonednull fault add op=write zone=5 error=ETOOMANYREFS count=1 \
   grep -q "matched 1, hits 1: op=write .*error=ETOOMANYREFS" "$out/fault-list.txt" &&
     ok "zonednull fault list counts the rule's hit" ||
     fail "zonednull fault list through the control socket: $(cat "$out/fault-list.txt")"
+  # The control socket's own zone commands wait out their delays too.
+  zonednull fault add op=reset zone=6 delay=300 count=1 "nbd+unix:///?socket=$CTL" >/dev/null 2>&1
+  t0=$(uptime_cs)
+  zonednull reset -o $((6 * ZSZ / 512)) -c 1 "nbd+unix:///?socket=$CTL" >"$out/ctl-reset.txt" 2>&1 ||
+    fail "zonednull reset through the control socket: $(cat "$out/ctl-reset.txt")"
+  t1=$(uptime_cs)
+  [ $((t1 - t0)) -ge 29 ] && ok "a reset through the control socket with delay=300 answers after $(( (t1 - t0) * 10 )) ms" ||
+    fail "a reset through the control socket with delay=300 answered after $(( (t1 - t0) * 10 )) ms"
 else
   fail "zonednull fault add through the control socket: $(cat "$out/fault-add.txt")"
 fi
