@@ -15,6 +15,8 @@
 #    end, the host sees nothing;
 #  - a rule added at run time through the control socket (zonednull
 #    fault add) fails the write it names, and fault list counts it.
+# Then a write that times out is aborted by the driver when its daemon
+# dies, and a daemon started with --recover serves the device again.
 # Then fio --zonemode=zbd meets write errors (with the consumers): Debian
 # 12's fio stops; fio 3.40 and later (ZN_FIO_RECOVERY=1) recover.
 # Then zonednull-ublk --connect to a zonednull-server here whose rules
@@ -166,6 +168,48 @@ if [ -x /opt/fio/fio ]; then
   fi
 else
   skip "fio: no /opt/fio in the guest (the consumers are off)"
+fi
+
+# ---- a timed-out write, the driver's abort, a takeover ------------------------
+# ublk_drv only re-arms a privileged device's timer, so a write the rules
+# time out stays unanswered while its daemon runs.  When the daemon dies
+# (SIGKILL) the driver aborts what it had taken: the write fails with
+# EIO.  A daemon started with --recover on the same backing_dir (without
+# the rule) serves the device again, and the write never landed.
+TO="size=64 zone_size=4 zone_nr_conv=0 blocksize=4096 kernel=6.12 backing_dir=$out/to-dir"
+rm -rf "$out/to-dir"
+# shellcheck disable=SC2086
+if ublk_up takeover --recovery $TO "fault=op=write zone=7 timeout count=1"; then
+  tdev=$DEV
+  zntrace write "$tdev" $((7 * ZSZ)) 4096 99 >"$out/to-write.txt" 2>&1 &
+  wpid=$!
+  sleep 2
+  alive "$wpid" && ok "takeover: a write that times out is still unanswered 2 s on" ||
+    fail "takeover: the timed-out write returned: $(cat "$out/to-write.txt")"
+  kill -KILL "$UPID"
+  reap "$UPID" 100
+  reap "$wpid" 300
+  case $(cat "$out/to-write.txt") in
+    *"(EIO)"*) ok "takeover: the driver aborted the held write when its daemon died ($(cat "$out/to-write.txt"))" ;;
+    *) fail "takeover: the held write after its daemon died: '$(cat "$out/to-write.txt")', expected EIO" ;;
+  esac
+  # shellcheck disable=SC2086
+  if d2=$("$ZNU" -P "$out/to.pid" --recover="${tdev#/dev/ublkb}" $TO 2>"$out/to.err") &&
+     [ "$d2" = "$tdev" ]; then
+    ok "takeover: zonednull-ublk --recover serves $tdev again"
+    wp=$($BLKZONE report -o $((7 * ZSZ / 512)) -c 1 "$tdev" | sed -n 's/.*wptr \(0x[0-9a-f]*\) .*/\1/p')
+    [ -n "$wp" ] && [ $((wp)) = 0 ] && ok "takeover: the timed-out write never landed (zone 7's wptr 0x0)" ||
+      fail "takeover: zone 7's wptr is '$wp' after the timed-out write, expected 0x0"
+    got=$(zntrace write "$tdev" $((7 * ZSZ)) 4096 99 2>&1)
+    [ "$got" = res=0 ] && zntrace expect "$tdev" $((7 * ZSZ)) 4096 99 &&
+      ok "takeover: the device takes the write again and reads it back" ||
+      fail "takeover: the write after the takeover: '$got'"
+    tpid=$(cat "$out/to.pid")
+    kill -TERM "$tpid"
+    waitfor 300 dead "$tpid" || fail "takeover: the new daemon still runs 30 s after SIGTERM"
+  else
+    fail "takeover: --recover=${tdev#/dev/ublkb}: '$d2' $(cat "$out/to.err")"
+  fi
 fi
 
 # ---- --connect: the server's rules ------------------------------------------
