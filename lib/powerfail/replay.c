@@ -171,8 +171,11 @@ decide (struct zn_replay_plan *p)
       later[r->zone] = 2;
       continue;
     }
-    /* A zone taken out of service had its cache written back first. */
-    if (r->kind == ZN_WLOG_K_COND && r->ref != 0 && later[r->zone] != 2)
+    /* A zone finished, or taken out of service, had its cache written
+     * back first.
+     */
+    if (((r->kind == ZN_WLOG_K_COND && r->ref != 0)
+         || r->kind == ZN_WLOG_K_FINISH) && later[r->zone] != 2)
       later[r->zone] = 1;
     if (!zn_wlog_has_data ((enum zn_wlog_kind) r->kind)) {
       p->fate[i] = ZN_FATE_OP;

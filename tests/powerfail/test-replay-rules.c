@@ -39,14 +39,18 @@ rules (const struct wg *g, uint64_t end, int *fate)
       fate[i] = (e->flags & ZN_WLOG_FUA) || i < flushed || i < powered
                 ? DURABLE : PENDING;
   }
-  /* A durable write of a sequential zone makes its zone's earlier ones
-   * durable back to a reset; a reset wipes the pending ones before it.
+  /* A durable write of a sequential zone, a finish of it or a COND that
+   * takes it out of service make its zone's earlier ones durable back to
+   * a reset; a reset wipes the pending ones before it.
    */
   for (uint64_t i = 0; i < end; i++) {
     const struct wg_ent *e = &g->ents[i];
     bool reset = e->flags & ZN_WLOG_RESET;
+    bool written_back = e->flags == ZN_WLOG_FINISH
+                        || (e->flags == ZN_WLOG_COND && e->ref != 0);
 
-    if (e->zone < g->nr_conv || (fate[i] != DURABLE && !reset))
+    if (e->zone < g->nr_conv
+        || (fate[i] != DURABLE && !reset && !written_back))
       continue;
     for (uint64_t j = i; j-- > 0; ) {
       if (g->ents[j].zone == e->zone && g->ents[j].flags & ZN_WLOG_RESET)
@@ -438,6 +442,38 @@ cond_durable (const char *tmp)
   remove (log);
 }
 
+/* A zone finished has had its cache written back (doc section 2), as
+ * one made READONLY: a write before the FINISH is durable, one to
+ * another zone stays pending.
+ */
+static void
+finish_durable (const char *tmp)
+{
+  unsigned char w[8 << 9];
+  struct zn_keep keep = { .kind = ZN_KEEP_ENUMERATE, .max = 64 };
+  struct zn_replay_plan p;
+  struct zn_wlog_reader *r;
+  char log[512], err[512] = "";
+  struct wg g;
+
+  memset (w, 0x5a, sizeof w);
+  snprintf (log, sizeof log, "%s/finish-log", tmp);
+  wg_open (&g, log, 4096, 8, 1, 1, 2, NULL);
+  wg_raw (&g, 0, 4 * 2048, 8, 0, 0, 0, w);
+  wg_raw (&g, ZN_WLOG_FINISH, 4 * 2048, 0, 0, 0, 0, NULL);
+  wg_raw (&g, 0, 5 * 2048, 8, 0, 0, 0, w);
+  wg_close (&g);
+  r = zn_wlog_read_open (log, err, sizeof err);
+  if (r == NULL || zn_replay_plan (r, NULL, &p, err, sizeof err) < 0)
+    fprintf (stderr, "finish-log: %s\n", err);
+  CHECK (r != NULL);
+  CHECK_EQ (zn_replay_nr_states (&p, &keep), 2);
+  zn_replay_plan_free (&p);
+  zn_wlog_read_close (r);
+  wg_free (&g);
+  remove (log);
+}
+
 int
 main (void)
 {
@@ -447,6 +483,7 @@ main (void)
 
   power_entries (tmp);
   cond_durable (tmp);
+  finish_durable (tmp);
   for (uint64_t seed = 1; seed <= seeds; seed++)
     one_log (tmp, seed);
   rm_tree (tmp);
