@@ -561,7 +561,22 @@ params_check (struct zn_params *p, char *err, size_t errlen)
     return -EINVAL;
   }
   /* All devices' zone tables at once, before any is allocated. */
-  return zn_zone_table_check (&p->cfg, p->nr_devices, err, errlen);
+  if (zn_zone_table_check (&p->cfg, p->nr_devices, err, errlen) < 0)
+    return -EINVAL;
+  /* null_blk takes a zone_nr_conv that leaves no sequential zone and
+   * lowers it, saying so in the kernel's log; so does the device here.
+   */
+  {
+    struct zn_geometry geo;
+
+    if (zn_geometry_from_config (&p->cfg, &geo, err, errlen) == 0
+        && geo.nr_conv != p->cfg.zone_nr_conv)
+      fprintf (stderr, "zonednull: zone_nr_conv=%" PRIu32 ": changed to %"
+               PRIu32 ", as null_blk changes it: of the device's %" PRIu32
+               " zones at least one is sequential\n", p->cfg.zone_nr_conv,
+               geo.nr_conv, geo.nr_zones);
+  }
+  return 0;
 }
 
 const struct zn_config *

@@ -197,11 +197,6 @@ void pipeline_free (struct zn_dev *dev);
 int fault_init (struct zn_dev *dev, const struct zn_config *cfg);
 void fault_free (struct zn_dev *dev);
 
-/* geometry.c: null_blk's power-on validation and clamping. */
-int zn_geometry_from_config (const struct zn_config *cfg,
-                             struct zn_geometry *geo,
-                             char *err, size_t errlen);
-
 /* wplug.c, all with the zone lock held */
 void wplug_free (struct zn_dev *dev);
 int wplug_prepare (struct zn_dev *dev, struct zone *z, uint64_t *sector,

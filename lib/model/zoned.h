@@ -206,6 +206,12 @@ bool zn_dev_zone_full (const struct zn_dev *dev);
  * false may hand zn_write and zn_zone_append a buffer it never filled.
  */
 bool zn_dev_uses_write_data (const struct zn_dev *dev);
+/* The geometry a device of cfg gets: null_blk's power-on validation and
+ * clamping (geometry.c).  -EINVAL with a message naming the parameter.
+ */
+int zn_geometry_from_config (const struct zn_config *cfg,
+                             struct zn_geometry *geo,
+                             char *err, size_t errlen);
 /* Whether nr_devices devices of cfg may be made: their zone tables
  * together must fit in half of the machine's physical memory.  -ENOMEM
  * with a message naming nr_devices, size and zone_size (or -EINVAL with

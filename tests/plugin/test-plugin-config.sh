@@ -153,6 +153,15 @@ map=$(nbdinfo_of --map size=8 zone_size=1 zone_nr_conv=100 |
         awk '{ print $1, $2, $3 }')
 [ "$map" = "0 7340032 0
 7340032 1048576 1" ] || fail "zone_nr_conv=100 on 8 zones gave map: $map"
+# ... and says so, naming the rule, as null_blk does in the kernel's log.
+run_nbdkit -U - "$ZONEDNULL_PLUGIN" size=8 zone_size=1 zone_nr_conv=8 --run true \
+  >"$tmpdir/out" 2>&1 || fail "nbdkit refused zone_nr_conv=8 on 8 zones: $(cat "$tmpdir/out")"
+grep -q "zone_nr_conv=8: changed to 7, as null_blk changes it: of the device's 8 zones at least one is sequential" "$tmpdir/out" ||
+  fail "zone_nr_conv=8 on 8 zones: no message naming the change: $(cat "$tmpdir/out")"
+run_nbdkit -U - "$ZONEDNULL_PLUGIN" size=8 zone_size=1 zone_nr_conv=7 --run true \
+  >"$tmpdir/out" 2>&1 || fail "nbdkit refused zone_nr_conv=7 on 8 zones: $(cat "$tmpdir/out")"
+! grep -q "zone_nr_conv" "$tmpdir/out" ||
+  fail "zone_nr_conv=7 on 8 zones, which stands, gave a message: $(cat "$tmpdir/out")"
 
 # Fault rules name the word they broke (zonednull-server refuses them all
 # for now: tests/server/test-server.sh).
