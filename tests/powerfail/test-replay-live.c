@@ -175,69 +175,33 @@ replayed (const char *log, const char *to, enum zn_keep_kind keep,
   return state;
 }
 
-/* The crash: the workload on a device with a volatile cache, a mark, a
- * power cycle that keeps no unflushed write; the replay to the mark
- * with --crash=none is the device after it.
+/* The workload on a device of seed, its log replayed to its end and
+ * compared with it.  With crash, the device has a volatile cache and
+ * zone files and no power cycle during the workload; it then marks the
+ * end and loses power (a power cycle that keeps no unflushed write),
+ * and the replay to the mark with --crash=none is compared instead.
  */
 static void
-one_crash (const char *tmp, uint64_t seed)
+one_device (const char *tmp, uint64_t seed, bool crash)
 {
   char log[512], dir[512], devdir[512], err[1024];
+  const char *what = crash ? "crash" : "live";
+  bool files = crash || seed % 4 != 0;
   struct zn_config cfg;
   struct zn_dev *live, *state;
   unsigned marks = 0;
 
   rng = seed;
-  snprintf (log, sizeof log, "%s/crash-%" PRIu64 ".log", tmp, seed);
-  snprintf (dir, sizeof dir, "%s/crash-%" PRIu64, tmp, seed);
-  snprintf (devdir, sizeof devdir, "%s/crashdev-%" PRIu64, tmp, seed);
+  snprintf (log, sizeof log, "%s/%s-%" PRIu64 ".log", tmp, what, seed);
+  snprintf (dir, sizeof dir, "%s/%s-%" PRIu64, tmp, what, seed);
+  snprintf (devdir, sizeof devdir, "%s/%s-dev-%" PRIu64, tmp, what, seed);
   zn_config_init (&cfg);
   cfg.blocksize = seed % 2 ? 4096 : 512;
   cfg.size = 8;
   cfg.zone_size = 1;
   cfg.zone_nr_conv = 2;
   cfg.memory_backed = true;
-  cfg.cache_size = 1;
-  cfg.log_writes = log;
-  cfg.backing_dir = devdir;
-  live = zn_dev_create (&cfg, err, sizeof err);
-  if (live == NULL)
-    fprintf (stderr, "%s\n", err);
-  CHECK (live != NULL);
-  for (unsigned i = 0; i < 400; i++)
-    one_op (live, cfg.blocksize >> 9, false, &marks);
-  CHECK_EQ (zn_wlog_mark (live, "crash", 5), 0);
-  CHECK_EQ (zn_power_cycle (live), 0);
-  CHECK_EQ (zn_wlog_stop (live), 0);
-  state = replayed (log, "crash", ZN_KEEP_NONE, dir, cfg.blocksize, seed);
-  compare (live, state, seed);
-  zn_dev_destroy (state);
-  zn_dev_destroy (live);
-  rm_tree (dir);
-  rm_tree (devdir);
-  remove (log);
-}
-
-static void
-one_device (const char *tmp, uint64_t seed)
-{
-  char log[512], dir[512], devdir[512], err[1024];
-  bool files = seed % 4 != 0;
-  struct zn_config cfg;
-  struct zn_dev *live, *state;
-  unsigned marks = 0;
-
-  rng = seed;
-  snprintf (log, sizeof log, "%s/live-%" PRIu64 ".log", tmp, seed);
-  snprintf (dir, sizeof dir, "%s/live-%" PRIu64, tmp, seed);
-  snprintf (devdir, sizeof devdir, "%s/dev-%" PRIu64, tmp, seed);
-  zn_config_init (&cfg);
-  cfg.blocksize = seed % 2 ? 4096 : 512;
-  cfg.size = 8;
-  cfg.zone_size = 1;
-  cfg.zone_nr_conv = 2;
-  cfg.memory_backed = true;
-  cfg.cache_size = seed % 3 ? 1 : 0;
+  cfg.cache_size = crash || seed % 3 ? 1 : 0;
   cfg.log_writes = log;
   cfg.backing_dir = files ? devdir : NULL;
   live = zn_dev_create (&cfg, err, sizeof err);
@@ -245,9 +209,15 @@ one_device (const char *tmp, uint64_t seed)
     fprintf (stderr, "%s\n", err);
   CHECK (live != NULL);
   for (unsigned i = 0; i < 400; i++)
-    one_op (live, cfg.blocksize >> 9, files, &marks);
+    one_op (live, cfg.blocksize >> 9, files && !crash, &marks);
+  if (crash) {
+    CHECK_EQ (zn_wlog_mark (live, "crash", 5), 0);
+    CHECK_EQ (zn_power_cycle (live), 0);
+  }
   CHECK_EQ (zn_wlog_stop (live), 0);
-  state = replayed (log, NULL, ZN_KEEP_ALL, dir, cfg.blocksize, seed);
+  state = replayed (log, crash ? "crash" : NULL,
+                    crash ? ZN_KEEP_NONE : ZN_KEEP_ALL, dir, cfg.blocksize,
+                    seed);
   compare (live, state, seed);
   zn_dev_destroy (state);
   zn_dev_destroy (live);
@@ -264,8 +234,8 @@ main (void)
   char *tmp = scratch ();
 
   for (uint64_t seed = 1; seed <= seeds; seed++) {
-    one_device (tmp, seed);
-    one_crash (tmp, seed);
+    one_device (tmp, seed, false);
+    one_device (tmp, seed, true);
   }
   rm_tree (tmp);
   printf ("%" PRIu64 " devices: the replay of each log to its end is the "

@@ -410,12 +410,13 @@ power_entries (const char *tmp)
   remove (log);
 }
 
-/* A zone made READONLY has had its cache written back (doc section 2):
- * a write before the COND is durable, so no state can drop it, and one
- * to another zone stays pending.
+/* A zone made READONLY, or finished, has had its cache written back
+ * (doc section 2): a write before the COND or FINISH entry (flags, ref)
+ * is durable, so no state can drop it, and one to another zone stays
+ * pending: two states.
  */
 static void
-cond_durable (const char *tmp)
+written_back (const char *tmp, const char *name, uint64_t flags, uint64_t ref)
 {
   unsigned char w[8 << 9];
   struct zn_keep keep = { .kind = ZN_KEEP_ENUMERATE, .max = 64 };
@@ -425,47 +426,15 @@ cond_durable (const char *tmp)
   struct wg g;
 
   memset (w, 0x5a, sizeof w);
-  snprintf (log, sizeof log, "%s/cond-log", tmp);
+  snprintf (log, sizeof log, "%s/%s-log", tmp, name);
   wg_open (&g, log, 4096, 8, 1, 1, 2, NULL);
   wg_raw (&g, 0, 4 * 2048, 8, 0, 0, 0, w);
-  wg_raw (&g, ZN_WLOG_COND, 4 * 2048, 0, 0, 0, ZN_COND_READONLY, NULL);
+  wg_raw (&g, flags, 4 * 2048, 0, 0, 0, ref, NULL);
   wg_raw (&g, 0, 5 * 2048, 8, 0, 0, 0, w);
   wg_close (&g);
   r = zn_wlog_read_open (log, err, sizeof err);
   if (r == NULL || zn_replay_plan (r, NULL, &p, err, sizeof err) < 0)
-    fprintf (stderr, "cond-log: %s\n", err);
-  CHECK (r != NULL);
-  CHECK_EQ (zn_replay_nr_states (&p, &keep), 2);
-  zn_replay_plan_free (&p);
-  zn_wlog_read_close (r);
-  wg_free (&g);
-  remove (log);
-}
-
-/* A zone finished has had its cache written back (doc section 2), as
- * one made READONLY: a write before the FINISH is durable, one to
- * another zone stays pending.
- */
-static void
-finish_durable (const char *tmp)
-{
-  unsigned char w[8 << 9];
-  struct zn_keep keep = { .kind = ZN_KEEP_ENUMERATE, .max = 64 };
-  struct zn_replay_plan p;
-  struct zn_wlog_reader *r;
-  char log[512], err[512] = "";
-  struct wg g;
-
-  memset (w, 0x5a, sizeof w);
-  snprintf (log, sizeof log, "%s/finish-log", tmp);
-  wg_open (&g, log, 4096, 8, 1, 1, 2, NULL);
-  wg_raw (&g, 0, 4 * 2048, 8, 0, 0, 0, w);
-  wg_raw (&g, ZN_WLOG_FINISH, 4 * 2048, 0, 0, 0, 0, NULL);
-  wg_raw (&g, 0, 5 * 2048, 8, 0, 0, 0, w);
-  wg_close (&g);
-  r = zn_wlog_read_open (log, err, sizeof err);
-  if (r == NULL || zn_replay_plan (r, NULL, &p, err, sizeof err) < 0)
-    fprintf (stderr, "finish-log: %s\n", err);
+    fprintf (stderr, "%s-log: %s\n", name, err);
   CHECK (r != NULL);
   CHECK_EQ (zn_replay_nr_states (&p, &keep), 2);
   zn_replay_plan_free (&p);
@@ -482,8 +451,8 @@ main (void)
   char *tmp = scratch ();
 
   power_entries (tmp);
-  cond_durable (tmp);
-  finish_durable (tmp);
+  written_back (tmp, "cond", ZN_WLOG_COND, ZN_COND_READONLY);
+  written_back (tmp, "finish", ZN_WLOG_FINISH, 0);
   for (uint64_t seed = 1; seed <= seeds; seed++)
     one_log (tmp, seed);
   rm_tree (tmp);
