@@ -190,13 +190,13 @@ net_room (void *owner, size_t queued, size_t reply)
 static bool
 sched_waiting (const struct net_conn *c)
 {
-  return c->sched && c->l->sched->waiting (c->sched);
+  return c->sched && c->l->sched->waiting && c->l->sched->waiting (c->sched);
 }
 
 static void
 sched_stop_waiting (struct net_conn *c)
 {
-  if (c->sched)
+  if (c->sched && c->l->sched->stop_waiting)
     c->l->sched->stop_waiting (c->sched);
 }
 

@@ -71,9 +71,12 @@ struct net_sched {
   void (*input) (void *st);
   /* The connection's next request waits for a tag or bandwidth (not for
    * output room, which is the layer's own): reading on would not help.
+   * May be NULL, with stop_waiting: nothing ever waits.
    */
   bool (*waiting) (const void *st);
-  /* The client is gone or broke the protocol: it waits no more. */
+  /* The client is gone or broke the protocol: it waits no more.  May be
+   * NULL.
+   */
   void (*stop_waiting) (void *st);
   /* Requests the client sent are still to be carried out; input_left:
    * received requests not started yet.

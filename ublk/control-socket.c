@@ -116,19 +116,6 @@ cconn_close (void *st)
   free (c);
 }
 
-static bool
-cconn_waiting (const void *st)
-{
-  (void) st;
-  return false;
-}
-
-static void
-cconn_stop_waiting (void *st)
-{
-  (void) st;
-}
-
 /* Delayed answers are in flight; answers timed out never come. */
 static bool
 cconn_in_flight (const void *st, bool input_left)
@@ -188,8 +175,7 @@ control_socket_listen (struct zu_control_socket *cs, char *err, size_t errlen)
   if (cs->listen_fd == -1)
     return -1;
   cs->sched = (struct net_sched) {
-    .open = cconn_open, .close = cconn_close, .waiting = cconn_waiting,
-    .stop_waiting = cconn_stop_waiting, .in_flight = cconn_in_flight,
+    .open = cconn_open, .close = cconn_close, .in_flight = cconn_in_flight,
     .arg = cs->loop,
   };
   cs->srv = net_server_new (cs->loop, &set);
