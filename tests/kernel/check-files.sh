@@ -38,6 +38,8 @@
 #                     second boot (default "btrfs f2fs"; empty: none)
 #   ZN_PFCHECK_STATES its random crash states per file system (default 12,
 #                     beside one state per mark)
+#   ZN_PFCHECK_CAMPAIGN  the generated workloads of zonednull-pfcheck
+#                     campaign per file system (default 4; 0: none)
 #   ZONEDNULL_CLI     the zonednull CLI (mark, replay), for it
 #   ZONEDNULL_ZONE_LOG  examples/zone-log, its example of any workload
 set -u
@@ -123,6 +125,7 @@ chmod 755 "$stage/test/"*.sh
 initrd () {
   { echo "PHASE=$1"; echo "KTIER=${ZN_NULLBLK_TIER:-7.3}"; echo "FILES_FS=\"${ZN_FILES_FS-f2fs btrfs}\""
     echo "PFCHECK_FS=\"$pf_fs\" PFCHECK_STATES=${ZN_PFCHECK_STATES:-12} PFCHECK_SEED=$seed"
+    echo "PFCHECK_CAMPAIGN=${ZN_PFCHECK_CAMPAIGN:-4}"
     echo "${2:-}"; } >"$stage/test/params"
   (cd "$stage" && find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort | cpio -o -H newc --quiet) \
     >"$work/run-$1.cpio" || die "cpio of the run's files failed"

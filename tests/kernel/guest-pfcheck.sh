@@ -20,12 +20,19 @@
 #   and 4 random ones pass;
 #   with its flushes left out (--plant=no-flush) a mark's state fails.
 #
+#   generated workloads: zonednull-pfcheck campaign on each file system in
+#   $PFCHECK_FS, $PFCHECK_CAMPAIGN workloads of up to 2 steps (from an
+#   index drawn from the seed), each on its own logging zonednull-ublk,
+#   every mark's state and 2 random ones; a FAIL is one of ours unless
+#   /test/pfcheck-xfail names it (TO as gen:INDEX:ENTRY).
+#
 # A failing run's log and manifest go to $out/pfcheck-FS-*/ for the host.
 # Uses guest-files.sh's ublk_up, ublk_term, ok, fail, $MNTD, $out, $KTIER.
 PF=/usr/bin/zonednull-pfcheck
 PF_STATES=${PFCHECK_STATES:-12}
 PF_SEED=${PFCHECK_SEED:-1}
 PF_FS=${PFCHECK_FS-btrfs f2fs}
+PF_CAMPAIGN=${PFCHECK_CAMPAIGN:-0}
 
 # pf_geom FS: the device's parameters (guest-files.sh's geometries).
 pf_geom () { if [ "$1" = f2fs ]; then echo "$G_F2FS"; else echo "$G_BTRFS"; fi; }
@@ -187,9 +194,48 @@ else
   skip "pfcheck zone-log: no /usr/bin/zone-log"
 fi
 
+# pf_campaign FS: $PF_CAMPAIGN generated workloads of up to 2 steps, from
+# an index the seed draws among those of 2 steps (73 to 5401).
+pf_campaign () {
+  fs=$1 t0=$(now) pn=pfc-$1
+  W=$MNTD/$pn
+  rm -rf "$W"
+  timeout $((600 + PF_CAMPAIGN * 300)) "$PF" campaign --fs="$fs" --params="$(pf_geom "$fs")" --work="$W" --ops=2 \
+    --from=$((73 + PF_SEED % 5329)) --workloads="$PF_CAMPAIGN" --states=2 --seed="$PF_SEED" \
+    >"$out/$pn.out" 2>&1
+  rc=$?
+  sed 's/^/   pfcheck: /' "$out/$pn.out"
+  summary=$(grep '^zonednull-pfcheck: campaign on .* workloads, ' "$out/$pn.out")
+  ours=0 known=0
+  # Each FAIL: "FAIL workload I state N: ...", then its reproduce line.
+  for tc in $(awk '/^FAIL workload / { i = $3; next }
+                   /^  reproduce: / && i != "" { to = $0; sub(/.* --to=/, "", to); sub(/ .*/, "", to)
+                     cr = $0; sub(/.* --crash=/, "", cr); sub(/ .*/, "", cr)
+                     print "gen:" i ":" to "@" cr; i = "" }' "$out/$pn.out"); do
+    if pf_xfail "$fs" "${tc%@*}" "${tc#*@}"; then known=$((known + 1)); else ours=$((ours + 1)); fi
+  done
+  nfail=$(grep -c '^FAIL workload ' "$out/$pn.out")
+  if [ -z "$summary" ]; then
+    fail "pfcheck campaign $fs: no summary (status $rc): $(tail -n 3 "$out/$pn.out" | tr '\n' ' ')"
+  elif [ $((ours + known)) -lt "$nfail" ]; then
+    fail "pfcheck campaign $fs: $nfail FAIL, $((ours + known)) with a state (the lines above)"
+  elif [ $ours = 0 ]; then
+    ok "pfcheck campaign $fs: ${summary#*: campaign on $fs: }, $known on the expected-failure list"
+  else
+    fail "pfcheck campaign $fs: $ours FAIL on no expected-failure list (the lines above)"
+  fi
+  [ $ours = 0 ] || { mkdir -p "$out/$pn" && cp -r "$W"/w-* "$out/$pn/" 2>/dev/null; }
+  w=$(echo "$summary" | sed -n 's/.*: \([0-9]*\) workloads, \([0-9]*\) states in \([0-9]*\) s (\([0-9]*\) states per minute), \([0-9]*\) FAIL.*/workloads=\1 states=\2 per-minute=\4 fail=\5/p')
+  echo "pfcheck-counts: kernel=$KTIER fs=$fs campaign ${w:-?} xfail=$known ($(( $(now) - t0 )) s)"
+}
+
 for fs in $PF_FS; do
   echo "== files: zonednull-pfcheck on $fs"
   pf_correct "$fs"
   pf_planted "$fs" checksum-before-fsync
   pf_planted "$fs" rename-without-fsync
+  if [ "$PF_CAMPAIGN" -gt 0 ]; then
+    echo "== files: zonednull-pfcheck campaign on $fs"
+    pf_campaign "$fs"
+  fi
 done

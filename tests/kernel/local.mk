@@ -34,6 +34,10 @@ ZN_NVME_TRACES ?= 4
 # per file system, beside one state per mark; the file systems.
 ZN_PFCHECK_STATES ?= 12
 ZN_PFCHECK_FS ?= btrfs f2fs
+# Its campaign of generated workloads (zonednull-pfcheck campaign): the
+# workloads per file system (0: none; 200 or more for a long run, with
+# ZN_KERNEL_VM_TIMEOUT raised to match).
+ZN_PFCHECK_CAMPAIGN ?= 4
 # The 6.12 tier's zonednull-ublk (built when liburing is found).
 ZONEDNULL_UBLK ?= $(abs_builddir)/ublk/zonednull-ublk$(EXEEXT)
 # The 6.12 tier's consumers build their static fio from FIO_SRCDIR, the
@@ -80,6 +84,7 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT) examples/z
 	  ZN_NVME_TRACES='$(ZN_NVME_TRACES)' \
 	  ZN_PFCHECK_STATES='$(ZN_PFCHECK_STATES)' \
 	  ZN_PFCHECK_FS='$(ZN_PFCHECK_FS)' \
+	  ZN_PFCHECK_CAMPAIGN='$(ZN_PFCHECK_CAMPAIGN)' \
 	  $(SHELL) $(srcdir)/tests/kernel/$$part || rc=1; \
 	  done; \
 	done; \
