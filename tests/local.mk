@@ -233,7 +233,7 @@ EXTRA_DIST += $(FILES_TESTS)
 # states, any workload with its checker (examples/zone-log) on
 # zonednull-server (the mounts are in the 7.3 kernel tier).
 
-PFCHECK_TESTS = tests/pfcheck/test-pfcheck.sh tests/pfcheck/test-pfcheck-log.sh \
+PFCHECK_TESTS = tests/pfcheck/test-pfcheck.sh tests/pfcheck/test-pfcheck-log.sh tests/pfcheck/test-pfcheck-gen.sh \
 	tests/pfcheck/test-pfcheck-any.sh
 ZN_TESTS += $(PFCHECK_TESTS)
 EXTRA_DIST += $(PFCHECK_TESTS)
