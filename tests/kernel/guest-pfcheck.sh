@@ -24,7 +24,10 @@
 #   $PFCHECK_FS, $PFCHECK_CAMPAIGN workloads of up to 2 steps (from an
 #   index drawn from the seed), each on its own logging zonednull-ublk,
 #   every mark's state and 2 random ones; a FAIL is one of ours unless
-#   /test/pfcheck-xfail names it (TO as gen:INDEX:ENTRY).
+#   /test/pfcheck-xfail names it (TO as gen:INDEX:ENTRY).  Then one
+#   workload (1323: overwrite a and fsync it, write a and fsync it) with
+#   each mark before its persistence point (--plant=checksum-before-fsync):
+#   the campaign must FAIL, with its reason in the summary.
 #
 # A failing run's log and manifest go to $out/pfcheck-FS-*/ for the host.
 # Uses guest-files.sh's ublk_up, ublk_term, ok, fail, $MNTD, $out, $KTIER.
@@ -229,6 +232,24 @@ pf_campaign () {
   echo "pfcheck-counts: kernel=$KTIER fs=$fs campaign ${w:-?} xfail=$known ($(( $(now) - t0 )) s)"
 }
 
+# pf_campaign_planted FS: the campaign's FAIL path: a workload whose marks
+# come before their fsyncs must fail at a mark, and the summary group it.
+pf_campaign_planted () {
+  fs=$1 pn=pfc-$1-planted
+  W=$MNTD/$pn
+  rm -rf "$W"
+  timeout 900 "$PF" campaign --fs="$fs" --params="$(pf_geom "$fs")" --work="$W" --ops=2 \
+    --from=1323 --workloads=1 --states=0 --seed="$PF_SEED" --plant=checksum-before-fsync \
+    >"$out/$pn.out" 2>&1
+  rc=$?
+  if [ $rc = 1 ] && grep -q '^FAIL workload 1323 state [0-9]*: to [0-9]* (mark fsync-[12]) .*: g/a: holds other data' "$out/$pn.out" &&
+     grep -q '^  [0-9]* x PATH: holds other data (SUM\.\.\.), not fsync-N.s$' "$out/$pn.out"; then
+    ok "pfcheck campaign $fs: the planted checksum-before-fsync is caught: $(grep -m 1 '^  [0-9]* x ' "$out/$pn.out" | sed 's/^ *//')"
+  else
+    fail "pfcheck campaign $fs: the planted checksum-before-fsync is not caught as expected (status $rc): $(grep -E '^(FAIL|  [0-9]+ x )' "$out/$pn.out" | head -n 3 | tr '\n' ' ')$(tail -n 2 "$out/$pn.out" | tr '\n' ' ')"
+  fi
+}
+
 for fs in $PF_FS; do
   echo "== files: zonednull-pfcheck on $fs"
   pf_correct "$fs"
@@ -237,5 +258,6 @@ for fs in $PF_FS; do
   if [ "$PF_CAMPAIGN" -gt 0 ]; then
     echo "== files: zonednull-pfcheck campaign on $fs"
     pf_campaign "$fs"
+    pf_campaign_planted "$fs"
   fi
 done

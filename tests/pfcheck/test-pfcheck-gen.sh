@@ -32,7 +32,7 @@ expect 2 "\-\-ops: 9 steps; a generated workload has 1 to 8" "--ops=9 is refused
   sh "$pf" workload --gen=0 --ops=9 --work="$w" --root="$root"
 expect 2 "workload 5402 is past the last one (5402 workloads of up to 2 steps" "an index past the end is named" \
   sh "$pf" workload --gen=5402 --ops=2 --work="$w" --root="$root"
-expect 2 "no \-\-plant, no \-\-cmd" "--gen with --plant is refused" \
+expect 2 "\-\-gen takes only checksum-before-fsync" "--gen with another --plant is refused" \
   sh "$pf" workload --gen=0 --plant=rename-without-fsync --work="$w" --root="$root"
 expect 2 "\-\-root: '$tmp/none' is not a directory" "--root that is no directory is named" \
   sh "$pf" workload --gen=0 --work="$w" --root="$tmp/none"
