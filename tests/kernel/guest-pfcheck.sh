@@ -227,7 +227,15 @@ pf_campaign () {
   else
     fail "pfcheck campaign $fs: $ours FAIL on no expected-failure list (the lines above)"
   fi
-  [ $ours = 0 ] || { mkdir -p "$out/$pn" && cp -r "$W"/w-* "$out/$pn/" 2>/dev/null; }
+  # A failed workload's log, manifest and checkers' output, for the host.
+  if [ $ours != 0 ]; then
+    for d in "$W"/w-*; do
+      [ -d "$d" ] || continue
+      mkdir -p "$out/$pn/${d##*/}" &&
+        cp "$d/log" "$d/manifest" "$d/steps" "$d/check.out" "$d"/states/*.fsck "$d"/states/*.mount \
+          "$out/$pn/${d##*/}/" 2>/dev/null
+    done
+  fi
   w=$(echo "$summary" | sed -n 's/.*: \([0-9]*\) workloads, \([0-9]*\) states in \([0-9]*\) s (\([0-9]*\) states per minute), \([0-9]*\) FAIL.*/workloads=\1 states=\2 per-minute=\4 fail=\5/p')
   echo "pfcheck-counts: kernel=$KTIER fs=$fs campaign ${w:-?} xfail=$known ($(( $(now) - t0 )) s)"
 }
