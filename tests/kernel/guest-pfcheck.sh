@@ -223,7 +223,7 @@ pf_campaign () {
   elif [ $((ours + known)) -lt "$nfail" ]; then
     fail "pfcheck campaign $fs: $nfail FAIL, $((ours + known)) with a state (the lines above)"
   elif [ $ours = 0 ]; then
-    ok "pfcheck campaign $fs: ${summary#*: campaign on $fs: }, $known on the expected-failure list"
+    ok "pfcheck campaign $fs: ${summary#*: campaign on "$fs": }, $known on the expected-failure list"
   else
     fail "pfcheck campaign $fs: $ours FAIL on no expected-failure list (the lines above)"
   fi
