@@ -270,6 +270,7 @@ enum zn_command {
 #define ZN_POWER_KEEP_NONE 0
 #define ZN_POWER_KEEP_ALL 1
 #define ZN_POWER_KEEP_RANDOM 2        /* drawn from the seed in sector */
+#define ZN_POWER_KEEP_TORN 3          /* the same, writes torn at blocks */
 
 struct zn_control_info {
   uint32_t version;

@@ -239,7 +239,7 @@ one_log (const char *tmp, uint64_t seed)
   struct zn_wlog_reader *log;
   const char *to;
   int *fate;
-  bool *k;
+  struct zn_replay_state state;
 
   snprintf (path, sizeof path, "%s/log", tmp);
   wg_open (&g, path, bs, 8 * zmib, zmib, 1, 2, NULL);
@@ -252,8 +252,7 @@ one_log (const char *tmp, uint64_t seed)
     exit (EXIT_FAILURE);
   }
   fate = calloc (p.end, sizeof *fate);
-  k = calloc (p.end, sizeof *k);
-  CHECK (fate && k);
+  CHECK (fate && zn_replay_state_init (&p, &state) == 0);
   rules (&g, p.end, fate);
   for (size_t pi = 0; pi < sizeof policies / sizeof policies[0]; pi++) {
     struct zn_keep keep;
@@ -269,8 +268,8 @@ one_log (const char *tmp, uint64_t seed)
       snprintf (current, sizeof current, "seed %" PRIu64 " (blocksize %"
                 PRIu32 ", --to %s), --crash=%s, state %" PRIu64, seed, bs,
                 to ? to : "the end", policies[pi], st);
-      zn_replay_choose (&p, &keep, st, k);
-      if (zn_replay_write (&p, k, dir, err, sizeof err) < 0) {
+      zn_replay_choose (&p, &keep, st, &state);
+      if (zn_replay_write (&p, &state, dir, err, sizeof err) < 0) {
         fprintf (stderr, "seed %" PRIu64 " %s state %" PRIu64 ": %s\n",
                  seed, policies[pi], st, err);
         exit (EXIT_FAILURE);
@@ -304,7 +303,7 @@ one_log (const char *tmp, uint64_t seed)
     free (s);
   }
   free (fate);
-  free (k);
+  zn_replay_state_free (&state);
   zn_replay_plan_free (&p);
   zn_wlog_read_close (log);
   wg_free (&g);
@@ -318,7 +317,7 @@ replay_to_end (const char *log, const char *policy, const char *dir)
   struct zn_keep keep;
   struct zn_wlog_reader *w;
   char err[1024];
-  bool *k;
+  struct zn_replay_state st;
 
   CHECK (zn_keep_parse (policy, true, &keep, err, sizeof err) == 0);
   w = zn_wlog_read_open (log, err, sizeof err);
@@ -326,14 +325,13 @@ replay_to_end (const char *log, const char *policy, const char *dir)
     fprintf (stderr, "%s\n", err);
     exit (EXIT_FAILURE);
   }
-  k = calloc (p.end, sizeof *k);
-  CHECK (k != NULL);
-  zn_replay_choose (&p, &keep, 0, k);
-  if (zn_replay_write (&p, k, dir, err, sizeof err) < 0) {
+  CHECK_EQ (zn_replay_state_init (&p, &st), 0);
+  zn_replay_choose (&p, &keep, 0, &st);
+  if (zn_replay_write (&p, &st, dir, err, sizeof err) < 0) {
     fprintf (stderr, "%s\n", err);
     exit (EXIT_FAILURE);
   }
-  free (k);
+  zn_replay_state_free (&st);
   zn_replay_plan_free (&p);
   zn_wlog_read_close (w);
 }
