@@ -76,9 +76,11 @@ zn_keep_parse (const char *text, bool allow_enumerate, struct zn_keep *keep,
     goto bad;
   return 0;
  bad:
-  snprintf (err, errlen, "'%s' is not a policy: none, all, random:SEED, "
-            "torn:SEED%s (SEED a number)", text,
-            allow_enumerate ? " or enumerate[:MAX] (MAX above 0)" : "");
+  snprintf (err, errlen, "'%s' is not a policy: none, all, random:SEED%s "
+            "(SEED a number%s)", text,
+            allow_enumerate ? ", torn:SEED or enumerate[:MAX]"
+                            : " or torn:SEED",
+            allow_enumerate ? ", MAX above 0" : "");
   return -EINVAL;
 }
 
