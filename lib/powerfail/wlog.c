@@ -131,7 +131,7 @@ struct zn_wlog {
   struct zn_wlog_hold *holds;
   struct held **zone_first, **zone_last;
   uint64_t held_bytes;
-  bool completing;               /* appending a completed request's */
+  bool completing;               /* appending held entries, no request's */
 };
 
 static uint32_t
@@ -203,7 +203,8 @@ stop_failed (struct zn_wlog *w, int err)
   fprintf (stderr, "zonednull: write log %s: writing entry %" PRIu64
            ": %s; the log stops here and %s\n", w->label,
            w->nr_entries, strerror (err), w->completing
-           ? "the write, which completed, is not in it" : "the request fails");
+           ? "a held write is not in it (its request's answer stands)"
+           : "the request fails");
   drop_held (w);
   atomic_store (&w->on, false);
   close (w->fd);
@@ -399,13 +400,14 @@ append_hold (struct zn_dev *dev, struct zn_wlog_hold *h)
 static int
 append_all_held (struct zn_dev *dev)
 {
-  for (struct zn_wlog_hold *h = dev->wlog->holds; h; h = h->next) {
-    int ret = append_hold (dev, h);
+  struct zn_wlog *w = dev->wlog;
+  int ret = 0;
 
-    if (ret)
-      return ret;
-  }
-  return 0;
+  w->completing = true;
+  for (struct zn_wlog_hold *h = w->holds; h && ret == 0; h = h->next)
+    ret = append_hold (dev, h);
+  w->completing = false;
+  return ret;
 }
 
 /* Holds an entry of the request the calling thread runs, if it deferred

@@ -12,8 +12,14 @@
  * write of its sequential zone, before a later write over its blocks in
  * a conventional zone but not before one beside them, before a zone
  * operation of its zone, a power cycle, the log's stop and the device's;
- * a mark its request made follows it; the log replays to the device.
+ * a mark its request made follows it.  A held write whose entry cannot
+ * be written when it completes stops the log, which its stop reports.
  */
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include "powerfail.h"
 #include "powerfail/replay.h"
 #include "powerfail/wlog.h"
@@ -315,6 +321,34 @@ main (void)
   CHECK_EQ (recs[n - 1].kind, ZN_WLOG_K_FLUSH);
   CHECK (write_no (recs, n, 0, 3 * ZS) < recs[n - 1].ref);
   free (recs);
+
+  /* The file cannot grow when the held write completes: the log stops
+   * there, whole up to the entry before, and its stop says EIO.
+   */
+  {
+    struct rlimit old, lim;
+    struct stat st;
+    char log3[512];
+
+    snprintf (log3, sizeof log3, "%s/full.log", tmp);
+    rm_tree (dir);
+    dev = device (log3, dir);
+    h1 = write_held (dev, 3 * ZS, 8, 0xd1);
+    signal (SIGXFSZ, SIG_IGN);
+    CHECK (stat (log3, &st) == 0);
+    CHECK (getrlimit (RLIMIT_FSIZE, &old) == 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t) st.st_size;
+    CHECK (setrlimit (RLIMIT_FSIZE, &lim) == 0);
+    zn_wlog_complete (h1);
+    CHECK (setrlimit (RLIMIT_FSIZE, &old) == 0);
+    CHECK (!zn_wlog_on (dev));
+    CHECK_EQ (zn_wlog_stop (dev), -EIO);
+    zn_dev_destroy (dev);
+    recs = entries (log3, &n);
+    CHECK_EQ (n, 1);                           /* the geometry */
+    free (recs);
+  }
 
   rm_tree (tmp);
   puts ("ok");
