@@ -9,5 +9,10 @@ examples_report_zones_LDFLAGS = $(AM_LDFLAGS) -no-install
 examples_append_read_SOURCES = examples/append-read.c
 examples_append_read_LDADD = client/libzonednull-client.la
 examples_append_read_LDFLAGS = $(AM_LDFLAGS) -no-install
+# zone-log flushes through the data export's libnbd handle.
+examples_zone_log_SOURCES = examples/zone-log.c
+examples_zone_log_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
+examples_zone_log_LDADD = client/libzonednull-client.la $(LIBNBD_LIBS)
+examples_zone_log_LDFLAGS = $(AM_LDFLAGS) -no-install
 
 EXTRA_DIST += examples/local.mk

@@ -235,9 +235,11 @@ EXTRA_DIST += $(FILES_TESTS)
 #----------------------------------------------------------------------
 # The power-fail check, zonednull-pfcheck (tests/pfcheck/), without a
 # mount: its options, the verification against a manifest, the plan of
-# states (the mounts are in the 7.3 kernel tier).
+# states, any workload with its checker (examples/zone-log) on
+# zonednull-server (the mounts are in the 7.3 kernel tier).
 
-PFCHECK_TESTS = tests/pfcheck/test-pfcheck.sh tests/pfcheck/test-pfcheck-log.sh
+PFCHECK_TESTS = tests/pfcheck/test-pfcheck.sh tests/pfcheck/test-pfcheck-log.sh \
+	tests/pfcheck/test-pfcheck-any.sh
 ZN_TESTS += $(PFCHECK_TESTS)
 EXTRA_DIST += $(PFCHECK_TESTS)
 
@@ -376,7 +378,7 @@ tests_client_test_control_snapshot_CFLAGS = $(AM_CFLAGS) $(LIBNBD_CFLAGS)
 tests_client_test_control_snapshot_LDADD = client/libzonednull-client.la $(LIBNBD_LIBS)
 tests_client_test_control_snapshot_LDFLAGS = $(AM_LDFLAGS) -no-install
 # The examples' programs (examples/local.mk), run by test-examples.sh.
-check_PROGRAMS += examples/report-zones examples/append-read
+check_PROGRAMS += examples/report-zones examples/append-read examples/zone-log
 CLIENT_TESTS = \
 	tests/client/test-cli.sh \
 	tests/client/test-cli-server.sh \

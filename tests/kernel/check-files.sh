@@ -39,6 +39,7 @@
 #   ZN_PFCHECK_STATES its random crash states per file system (default 12,
 #                     beside one state per mark)
 #   ZONEDNULL_CLI     the zonednull CLI (mark, replay), for it
+#   ZONEDNULL_ZONE_LOG  examples/zone-log, its example of any workload
 set -u
 
 srcdir=${ZONEDNULL_SRCDIR:?}
@@ -88,6 +89,12 @@ if [ -n "$pf_fs" ]; then
   copy_binary "$stage" "$cli" /usr/bin/zonednull || die "cannot copy $cli into the guest"
   cp "$srcdir/cli/zonednull-pfcheck" "$stage/usr/bin/" && chmod 755 "$stage/usr/bin/zonednull-pfcheck" ||
     die "cannot copy zonednull-pfcheck into the guest"
+  # Any workload with its checker: the example examples/zone-log.
+  if [ -n "${ZONEDNULL_ZONE_LOG:-}" ] && [ -e "$ZONEDNULL_ZONE_LOG" ]; then
+    copy_binary "$stage" "$ZONEDNULL_ZONE_LOG" /usr/bin/zone-log || die "cannot copy $ZONEDNULL_ZONE_LOG into the guest"
+  else
+    note "SKIP: zonednull-pfcheck on zone-log (ZONEDNULL_ZONE_LOG '${ZONEDNULL_ZONE_LOG:-}' is not built)"
+  fi
 fi
 mke2fs=$(which_bin mke2fs) || die "mke2fs is missing (Debian: e2fsprogs)"
 copy_binary "$stage" "$mke2fs" /usr/sbin/mkfs.ext4 || die "cannot copy $mke2fs into the guest"

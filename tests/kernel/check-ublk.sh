@@ -331,6 +331,10 @@ if [ -n "$consumers" ]; then
   if [ -n "$ublk" ]; then
     if [ -n "$guest_script" ]; then cp "$guest_script" "$stage/test/guest-extra.sh"
     else cp "$here/guest-ublk-consumers.sh" "$stage/test/"; fi
+    # The consumers' power-fail check: the script and the CLI it drives.
+    copy_binary "$stage" "$ZONEDNULL_CLI" /usr/bin/zonednull &&
+      cp "$srcdir/cli/zonednull-pfcheck" "$stage/usr/bin/" && chmod 755 "$stage/usr/bin/zonednull-pfcheck" ||
+      die "cannot copy zonednull and zonednull-pfcheck into the guest"
     if [ "${ZN_FIO_RECOVERY:-0}" != 0 ] && [ -z "${FIO_RECOVERY_SRCDIR:-}" ]; then
       if FIO_RECOVERY_SRCDIR=$(sh "$here/fetch-fio-source.sh" "$cache/fio-recovery" | tail -n 1); then
         export FIO_RECOVERY_SRCDIR

@@ -14,6 +14,12 @@
 #   rename-without-fsync) on each file system: its check of the marks'
 #   states must FAIL in some state.
 #
+#   any workload with its checker: zone-log (examples/zone-log.c, an
+#   append-only log on raw zones) through workload --cmd and check
+#   --checker, reading each state's ublk block device: every mark's state
+#   and 4 random ones pass;
+#   with its flushes left out (--plant=no-flush) a mark's state fails.
+#
 # A failing run's log and manifest go to $out/pfcheck-FS-*/ for the host.
 # Uses guest-files.sh's ublk_up, ublk_term, ok, fail, $MNTD, $out, $KTIER.
 PF=/usr/bin/zonednull-pfcheck
@@ -62,7 +68,7 @@ pf_workload () {
 # pf_keep NAME: the log and the manifest of a failed run, for the host.
 pf_keep () {
   mkdir -p "$out/pfcheck-$1" && cp "$W/log" "$W/manifest" "$out/pfcheck-$1/" 2>/dev/null
-  cp "$W"/states/*.fsck "$W"/states/*.mount "$out/pfcheck-$1/" 2>/dev/null
+  cp "$W"/states/*.fsck "$W"/states/*.mount "$W"/states/*.checker "$out/pfcheck-$1/" 2>/dev/null
 }
 # pf_xfail FS TO CRASH: the state is on the expected-failure list.
 pf_xfail () {
@@ -135,6 +141,51 @@ pf_planted () {
   fi
   echo "pfcheck-counts: kernel=$KTIER fs=$fs plant=$bug states=$nall fail=$nfail"
 }
+
+# pf_any [--plant=no-flush]: zone-log's workload and checker.
+pf_any () {
+  pn=pf-zone-log${1:+-planted} t0=$(now)
+  W=$MNTD/$pn
+  rm -rf "$W"; mkdir -p "$W"
+  # shellcheck disable=SC2086
+  ublk_up "$pn" --control-socket="$W/ctl.sock" backing_dir="$W/live" log_writes="$W/log" $G_BTRFS || return
+  if ! timeout 600 "$PF" workload --cmd="zone-log append \"\$PFCHECK_URI\" 6 ${1:-}" --work="$W" \
+       --uri="nbd+unix:///nullb0?socket=$W/ctl.sock" "$DEV" >"$out/$pn.workload" 2>&1; then
+    fail "pfcheck $pn: the workload failed: $(tail -n 3 "$out/$pn.workload" | tr '\n' ' ')"
+    ublk_term "$pn"; return
+  fi
+  ublk_term "$pn"
+  timeout 1800 "$PF" check --checker='zone-log check' --log="$W/log" --work="$W" --states=4 \
+    --seed="$PF_SEED" --params="$G_BTRFS" >"$out/$pn.check" 2>&1
+  rc=$?
+  npass=$(grep -c '^PASS state' "$out/$pn.check")
+  nfail=$(grep -c '^FAIL state' "$out/$pn.check")
+  sed -n 's/^\(PASS\|FAIL\) state/   pfcheck: &/p' "$out/$pn.check"
+  if [ -z "${1:-}" ]; then
+    # Every mark's state holds its records (commit-6: all of them).
+    if [ "$rc" = 0 ] && [ "$nfail" = 0 ] && [ "$npass" = 11 ] &&
+       grep -q '^PASS state 7: .*(mark commit-6) .*: zone-log: 6 records whole, 6 committed$' "$out/$pn.check"; then
+      ok "pfcheck zone-log: $npass states PASS, read from the block device (seed $PF_SEED)"
+    else
+      fail "pfcheck zone-log: status $rc, $npass PASS, $nfail FAIL: $(grep -m 1 '^FAIL' "$out/$pn.check" || tail -n 2 "$out/$pn.check")"
+      pf_keep "$pn"
+    fi
+  elif [ "$rc" = 1 ] && grep -q '^FAIL state 3: .*(mark commit-2) .*record 2 is missing' "$out/$pn.check"; then
+    ok "pfcheck zone-log: the planted no-flush is caught: $nfail of $((npass + nfail)) states FAIL"
+  else
+    fail "pfcheck zone-log: the planted no-flush is not caught (status $rc): $(tail -n 2 "$out/$pn.check" | tr '\n' ' ')"
+    pf_keep "$pn"
+  fi
+  echo "pfcheck-counts: kernel=$KTIER workload=zone-log${1:+ plant=no-flush} states=$((npass + nfail)) pass=$npass fail=$nfail ($(( $(now) - t0 )) s)"
+}
+
+if [ -x /usr/bin/zone-log ]; then
+  echo "== files: zonednull-pfcheck on zone-log, any workload with its checker"
+  pf_any
+  pf_any --plant=no-flush
+else
+  skip "pfcheck zone-log: no /usr/bin/zone-log"
+fi
 
 for fs in $PF_FS; do
   echo "== files: zonednull-pfcheck on $fs"

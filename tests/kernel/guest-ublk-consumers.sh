@@ -15,6 +15,10 @@
 #   btrfs   mkfs.btrfs -O zoned, files, btrfs check, remount, checksums
 #   f2fscap, btrfscap  the same with zone capacity below the zone size and
 #           512-byte blocks
+#   pfcheck zonednull-pfcheck on btrfs: its workload on a zonednull-ublk
+#           that logs its writes, then every mark's state and two random
+#           crash states, each replayed, served, checked and mounted; all
+#           must pass (the 7.3 tier has the full check, guest-pfcheck.sh)
 # Prints "ok   - ..." / "FAIL - ..." lines, writes its files into
 # /out/consumers/, exits non-zero on any failure.
 #
@@ -27,7 +31,7 @@ out=/out/consumers
 mkdir -p "$out"
 ZNU=${ZONEDNULL_UBLK:-/usr/bin/zonednull-ublk}
 TARGET=${ZN_CONS_TARGET:-ublk}
-STEPS=${ZN_CONS_STEPS:-fio dm sigterm zbd f2fs btrfs f2fscap btrfscap}
+STEPS=${ZN_CONS_STEPS:-fio dm sigterm zbd f2fs btrfs f2fscap btrfscap pfcheck}
 FIO=/opt/fio/fio
 ZBD=/opt/fio/t/zbd/test-zbd-support
 GNUPATH=/opt/gnu/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -424,6 +428,36 @@ step_f2fs () { fs_step f2fs f2fs "$G_F2FS"; }
 step_btrfs () { fs_step btrfs btrfs "$G_BTRFS"; }
 step_f2fscap () { fs_step f2fscap f2fs "$G_F2FS_CAP"; }
 step_btrfscap () { fs_step btrfscap btrfs "$G_BTRFS_CAP"; }
+step_pfcheck () {
+  pf=/usr/bin/zonednull-pfcheck
+  if [ ! -x "$pf" ] || [ ! -x /usr/bin/zonednull ]; then
+    fail "pfcheck: zonednull-pfcheck or the zonednull CLI is not in the guest"; return
+  fi
+  [ "$TARGET" = ublk ] || { skip "pfcheck: on zonednull-ublk only"; return; }
+  w=/tmp/pfcheck geom="size=256 zone_size=4 zone_nr_conv=0 zone_max_active=8 zone_max_open=8 blocksize=4096"
+  rm -rf "$w"; mkdir -p "$w"
+  # shellcheck disable=SC2086
+  dev_up ublk pfcheck --control-socket="$w/ctl.sock" backing_dir="$w/live" log_writes="$w/log" $geom || return
+  if ! timeout 600 "$pf" workload --fs=btrfs --ops=2 --work="$w" \
+       --uri="nbd+unix:///nullb0?socket=$w/ctl.sock" "$DEV" >"$out/pfcheck.workload" 2>&1; then
+    fail "pfcheck: the workload failed: $(tail -n 3 "$out/pfcheck.workload" | tr '\n' ' ')"
+    dev_down; return
+  fi
+  dev_down
+  timeout 1200 "$pf" check --fs=btrfs --log="$w/log" --work="$w" --states=2 --seed=1 \
+    --params="$geom" >"$out/pfcheck.check" 2>&1
+  rc=$?
+  npass=$(grep -c '^PASS state' "$out/pfcheck.check")
+  nfail=$(grep -c '^FAIL state' "$out/pfcheck.check")
+  sed -n 's/^\(PASS\|FAIL\) state/   pfcheck: &/p; s/^  reproduce: /   pfcheck:   reproduce: /p' "$out/pfcheck.check"
+  if [ "$rc" = 0 ] && [ "$npass" -ge 5 ] && [ "$nfail" = 0 ]; then
+    ok "pfcheck: btrfs keeps what fsync made durable in $npass states (every mark, 2 random)"
+  else
+    fail "pfcheck: status $rc, $npass PASS, $nfail FAIL: $(grep -m 1 '^FAIL' "$out/pfcheck.check" || tail -n 2 "$out/pfcheck.check")"
+    cp "$w/log" "$w/manifest" "$out/" 2>/dev/null
+  fi
+  rm -rf "$w"
+}
 
 # ---- run ------------------------------------------------------------------
 for s in $STEPS; do

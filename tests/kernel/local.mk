@@ -46,7 +46,7 @@ tests/kernel/zntrace$(EXEEXT): $(srcdir)/tests/kernel/zntrace.c $(srcdir)/tests/
 	@$(MKDIR_P) tests/kernel
 	$(AM_V_CC)$(CC) -static -O2 $(WARN_CFLAGS) -o $@ $(srcdir)/tests/kernel/zntrace.c
 
-check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT)
+check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT) examples/zone-log$(EXEEXT)
 	@seed='$(ZN_KERNEL_SEED)'; \
 	[ -n "$$seed" ] || seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
 	rc=0; \
@@ -65,6 +65,7 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT)
 	  ZONEDNULL_UBLK='$(ZONEDNULL_UBLK)' \
 	  ZONEDNULL_PRELOAD='$(SANITIZER_PRELOAD)' \
 	  ZONEDNULL_CLI='$(abs_builddir)/cli/zonednull' \
+	  ZONEDNULL_ZONE_LOG='$(abs_builddir)/examples/zone-log' \
 	  ZONEDNULL_SRCDIR='$(abs_srcdir)' \
 	  REPLAY='$(abs_builddir)/tests/replay$(EXEEXT)' \
 	  ZNTRACE='$(abs_builddir)/tests/kernel/zntrace$(EXEEXT)' \

@@ -33,6 +33,19 @@ expect 2 "\-\-plant: 'typo' is not" "an unknown --plant is refused" sh "$pf" wor
 expect 2 "\-\-crash: 'some' is not none, all or random:SEED" "a bad --crash is refused" sh "$pf" check --crash=some
 expect 2 "\-\-to: 'a/b' is not a mark name" "--to with a slash is refused" sh "$pf" check --to=a/b
 expect 2 "check needs \-\-work" "check without --work names it" sh "$pf" check --fs=btrfs
+expect 2 "check needs \-\-fs (a file system's check) or \-\-checker" "check without --fs or --checker names both" \
+  sh "$pf" check --work="$tmp/w" --log=/dev/null
+expect 2 "check needs \-\-fs (a file system's check) or \-\-checker" "check with --fs and --checker is refused" \
+  sh "$pf" check --fs=btrfs --checker=true --work="$tmp/w" --log=/dev/null
+expect 2 "\-\-checker: the checker command is empty" "an empty --checker is refused" sh "$pf" check --checker=
+expect 2 "\-\-cmd and \-\-fs are two workloads" "workload with --cmd and --fs is refused" \
+  sh "$pf" workload --cmd=true --fs=btrfs --uri=nbd://x --work="$tmp/w"
+expect 2 "workload needs \-\-uri" "workload --cmd without --uri names it" sh "$pf" workload --cmd=true --work="$tmp/w"
+expect 2 "the workload failed (status 3): exit 3" "a failing --cmd workload gives its status" \
+  sh "$pf" workload --cmd="exit 3" --uri=nbd://x --work="$tmp/w"
+expect 0 "workload done: test" "a --cmd workload sees the URI and the work directory" \
+  sh "$pf" workload --cmd='test "$PFCHECK_URI" = nbd://x && test -d "$PFCHECK_WORK" && test -z "$PFCHECK_DEV"' \
+  --uri=nbd://x --work="$tmp/w"
 expect 2 "plan needs \-\-log" "plan without --log names it" sh "$pf" plan --work="$tmp/w"
 expect 2 "workload: '$tmp' is not a block device" "workload on a directory is refused" \
   sh "$pf" workload --fs=f2fs --uri=nbd://x --work="$tmp/w" "$tmp"
@@ -86,8 +99,10 @@ cat >"$tmp/zonednull" <<'Z'
 [ "$3" = --list ] || { echo "stand-in: only --list" >&2; exit 1; }
 i=0
 while [ $i -le 40 ]; do
-  case $i in 10) m=" fsync-0" ;; 20) m=" fsync-1" ;; 30) m=" fsync-2" ;; *) m= ;; esac
-  echo "$i write zone=1 sector=$i len=8 fua=0$m"
+  case $i in
+    10|20|30) echo "$i mark - - - - fsync-$((i / 10 - 1))" ;;
+    *) echo "$i write 1 $i 8 -" ;;
+  esac
   i=$((i + 1))
 done
 Z
@@ -117,7 +132,32 @@ expect 2 "no mark 'fsync-9'" "plan --to an unknown mark names it" plan --to=fsyn
 expect 0 "state 1: to 25 (after mark fsync-1) crash=random seed=3" "plan --to an entry: the mark before it" \
   plan --to=25 --crash=random:3
 rm "$w/manifest"
-expect 2 "no manifest $w/manifest" "plan without the workload's manifest says so" plan
+expect 2 "no manifest $w/manifest" "check --fs without the workload's manifest says so" \
+  sh "$pf" check --fs=btrfs --params=x --log="$tmp/log" --work="$w"
+
+# Marks of any name (a workload of --cmd): each mark a state, named by its
+# entry when --to could not name it (all digits, a quote, a second mark of
+# the same name); the random states from the first mark on.
+cat >"$tmp/zonednull" <<'Z'
+#!/bin/sh
+printf '%s\n' "0 geometry - - - - -" "1 write 1 0 8 -" "2 mark - - - - start" "3 write 1 8 8 -" \
+  "4 mark - - - - 12" "5 flush - - - - ref=4" "6 mark - - - - x'y" "7 mark - - - - start" "8 write 1 16 8 -"
+Z
+expect 0 "state 1: to 2 (mark start) crash=none" "plan: a mark of any name is a state" plan --states=4 --seed=2
+plan --states=4 --seed=2 >"$tmp/plan-any" 2>&1
+if grep -q -- "--to start --crash=none -o $w/states/1\$" "$tmp/plan-any" &&
+   grep -q -- "--to 4 --crash=none -o $w/states/2\$" "$tmp/plan-any" &&
+   grep -q "^state 3: to 6 (mark x'y) crash=none" "$tmp/plan-any" &&
+   grep -q -- "--to 6 --crash=none" "$tmp/plan-any" &&
+   grep -q -- "--to 7 --crash=none -o $w/states/4\$" "$tmp/plan-any"; then
+  ok "plan: marks named by name, or by entry where a name cannot reach them"
+else fail "plan: the marks' states: $(head -n 10 "$tmp/plan-any" | tr '\n' ' ')"; fi
+bad=$(sed -n 's/^state [5-8]: to \([0-9]*\) .*/\1/p' "$tmp/plan-any" | awk '$1 <= 2 || $1 > 8 { print } END { if (NR != 4) print "count", NR }')
+[ -z "$bad" ] && ok "plan: random states after the first mark" || fail "plan: random states out of place: $bad"
+expect 0 "state 1: to 8 (after mark start) crash=random seed=9" "plan --to an entry after a repeated mark names the later one" \
+  plan --to=8 --crash=random:9
+printf '#!/bin/sh\necho "0 geometry - - - - -"; echo "1 write 1 0 8 -"\n' >"$tmp/zonednull"
+expect 2 "has no mark: a workload marks its consistency points" "plan of a log without a mark says how to mark" plan
 
 echo "test-pfcheck: $nfail failure(s)"
 [ "$nfail" = 0 ]
