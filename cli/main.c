@@ -84,7 +84,7 @@ usage (FILE *out)
            "     --pattern <byte>    append: data of this byte, -l sectors of it\n"
            "     --fua               append: write with FUA\n"
            "     --keep <policy>     power-cycle: unflushed writes kept: none\n"
-           "                         (default), all or random:SEED\n"
+           "                         (default), all, random:SEED or torn:SEED\n"
            "     --timeout <seconds> wait at most this long for the server\n"
            "                         (default 30; 0: forever)\n"
            " -v, --verbose           display more details\n"
@@ -696,8 +696,9 @@ cmd_power_cycle (struct zn_client *c, const struct options *o)
   else
     printf ("%s: powered off and on, keeping of the writes neither flushed "
             "nor written with FUA what seed %" PRIu64 " draws: a prefix in "
-            "each sequential zone, each conventional write whole or not\n",
-            o->uri, o->keep.seed);
+            "each sequential zone, each conventional write whole or not%s\n",
+            o->uri, o->keep.seed, keep == ZN_POWER_KEEP_TORN
+            ? ", and writes torn at logical blocks" : "");
 }
 
 /* The data of an append: the first len bytes of the file, or all of it

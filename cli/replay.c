@@ -55,7 +55,7 @@ usage (FILE *out)
            " after the\n"
            "                          entry of that number (default: the"
            " log's end)\n"
-           "     --crash <policy>     none, all, random:SEED or"
+           "     --crash <policy>     none, all, random:SEED, torn:SEED or"
            " enumerate[:MAX]\n"
            "                          (default: no crash, the state reads"
            " saw)\n"
@@ -187,7 +187,8 @@ list (const struct ropts *o, struct zn_wlog_reader *log)
 /* What makes this state again: the point and the policy. */
 static void
 say_state (const struct zn_replay_plan *p, const struct zn_keep *keep,
-           const char *policy, uint64_t s, uint64_t n, const bool *k)
+           const char *policy, uint64_t s, uint64_t n,
+           const struct zn_replay_state *st)
 {
   const struct zn_wlog_rec *last = &p->last;
   struct zn_keep every = *keep;
@@ -203,7 +204,7 @@ say_state (const struct zn_replay_plan *p, const struct zn_keep *keep,
   if (last->kind == ZN_WLOG_K_MARK)
     printf (" (mark %s)", last->mark);
   printf (", --crash=%s: ", policy);
-  zn_replay_describe (p, k, stdout);
+  zn_replay_describe (p, st, stdout);
 }
 
 /* Whether the state of plan is work in proportion to the log, or the
@@ -263,7 +264,8 @@ write_states (const struct ropts *o, const struct zn_replay_plan *p,
 {
   uint64_t n = zn_replay_nr_states (p, keep);
   bool enumerate = keep->kind == ZN_KEEP_ENUMERATE;
-  bool *k = malloc (p->end * sizeof *k);
+  struct zn_replay_state st;
+  bool have_st = zn_replay_state_init (p, &st) == 0;
   size_t dlen = strlen (o->out) + 16;
   char *dir = malloc (dlen), err[1024];
   struct stat sb;
@@ -271,7 +273,7 @@ write_states (const struct ropts *o, const struct zn_replay_plan *p,
   bool checked = false;
   int ret = EXIT_SUCCESS;
 
-  if (k == NULL || dir == NULL)
+  if (!have_st || dir == NULL)
     ret = EXIT_FAILURE;
   else if (zn_replay_target_dir (o->out, err, sizeof err) < 0) {
     fprintf (stderr, "%s: %s\n", PROG, err);
@@ -284,18 +286,19 @@ write_states (const struct ropts *o, const struct zn_replay_plan *p,
       snprintf (dir, dlen, "%s/state-%06" PRIu64, o->out, s);
     else
       snprintf (dir, dlen, "%s", o->out);
-    zn_replay_choose (p, keep, s, k);
-    if (zn_replay_write (p, k, dir, err, sizeof err) < 0) {
+    zn_replay_choose (p, keep, s, &st);
+    if (zn_replay_write (p, &st, dir, err, sizeof err) < 0) {
       fprintf (stderr, "%s: %s\n", PROG, err);
       ret = EXIT_FAILURE;
     }
     else
-      say_state (p, keep, policy, s, n, k);
+      say_state (p, keep, policy, s, n, &st);
   }
   if (ret != EXIT_SUCCESS && checked)
     remove_state (o->out, made);
   free (dir);
-  free (k);
+  if (have_st)
+    zn_replay_state_free (&st);
   return ret;
 }
 

@@ -29,6 +29,13 @@ zn_client_power_cycle_keep (struct zn_client *c, unsigned keep,
                "writes (its control header lacks ZN_CONTROL_F_POWER_KEEP)");
     return -EOPNOTSUPP;
   }
+  /* One that keeps some would refuse torn:SEED with a bare EINVAL. */
+  if (keep == ZN_POWER_KEEP_TORN
+      && !(c->geo.flags & ZN_CONTROL_F_POWER_TORN)) {
+    set_error (c, "the server predates the torn:SEED policy of power "
+               "cycles (its control header lacks ZN_CONTROL_F_POWER_TORN)");
+    return -EOPNOTSUPP;
+  }
   return client_device_command (c, ZN_CMD_POWER_CYCLE, seed, keep);
 }
 

@@ -143,9 +143,9 @@ tests_powerfail_wlog_make_LDADD = $(zn_libs)
 ZN_TESTS += tests/powerfail/test-replay-rules tests/powerfail/test-replay-bad \
 	tests/powerfail/test-replay-live tests/powerfail/test-replay-inflight \
 	tests/powerfail/test-replay-cli.sh tests/powerfail/test-fuzz-wlog.sh \
-	tests/powerfail/test-inflight-flush.sh
+	tests/powerfail/test-inflight-flush.sh tests/powerfail/test-replay-torn.sh
 EXTRA_DIST += tests/powerfail/test-replay-cli.sh tests/powerfail/test-fuzz-wlog.sh \
-	tests/powerfail/test-inflight-flush.sh
+	tests/powerfail/test-inflight-flush.sh tests/powerfail/test-replay-torn.sh
 
 #----------------------------------------------------------------------
 # The golden traces (tests/traces/): what Linux's null_blk did, one

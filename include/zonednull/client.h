@@ -147,10 +147,11 @@ int zn_client_badblocks (struct zn_client *c, bool bad,
  */
 int zn_client_power_cycle (struct zn_client *c);
 /* The same, keeping of the writes neither flushed nor written with FUA
- * what keep says (ZN_POWER_KEEP_NONE, _ALL, or _RANDOM with a seed,
- * control.h): a prefix of each sequential zone's and each conventional
- * write whole or not.  -EINVAL for another keep or a seed without
- * _RANDOM, -EOPNOTSUPP from a server that predates policies.
+ * what keep says (ZN_POWER_KEEP_NONE, _ALL, or _RANDOM or _TORN with a
+ * seed, control.h): a prefix of each sequential zone's and each
+ * conventional write whole or not, and with _TORN writes torn at logical
+ * blocks besides.  -EINVAL for another keep or a seed without _RANDOM or
+ * _TORN, -EOPNOTSUPP from a server that predates policies (or _TORN).
  */
 int zn_client_power_cycle_keep (struct zn_client *c, unsigned keep,
                                 uint64_t seed);

@@ -98,10 +98,12 @@
  * it keeps of the writes neither flushed nor written with FUA
  * (ZN_POWER_KEEP_*; the rules are zonednull(1)'s, power-cycle --keep):
  * 0 none of them, as null_blk; 1 all; 2 what a draw from the seed in
- * sector keeps, the same for the same seed and writes.  sector is 0
- * otherwise.  Another nr_sectors, or a seed with 0 or 1, fails the write
- * with EINVAL.  Servers that take a policy set ZN_CONTROL_F_POWER_KEEP;
- * older ones ignore both fields and keep none.
+ * sector keeps, the same for the same seed and writes; 3 the same with
+ * writes torn at logical blocks (torn:SEED).  sector is 0 otherwise.
+ * Another nr_sectors, or a seed with 0 or 1, fails the write with
+ * EINVAL.  Servers that take a policy set ZN_CONTROL_F_POWER_KEEP;
+ * older ones ignore both fields and keep none.  Servers that take 3 set
+ * ZN_CONTROL_F_POWER_TORN too; older ones fail it with EINVAL.
  *
  * ZN_CMD_ERRLOG_ERRNO asks an error log: sector and nr_sectors carry the
  * request's byte offset and length as for DATA_ERRNO, the argument is 0,
@@ -206,6 +208,8 @@
  */
 /* FAULT_ADD, FAULT_CLEAR and the fault table. */
 #define ZN_CONTROL_F_FAULTS (1u << 16)
+/* POWER_CYCLE takes ZN_POWER_KEEP_TORN. */
+#define ZN_CONTROL_F_POWER_TORN (1u << 17)
 #define ZN_CONTROL_KERNEL_SHIFT 8
 #define ZN_CONTROL_KERNEL_MASK (0xffu << ZN_CONTROL_KERNEL_SHIFT)
 
@@ -270,6 +274,7 @@ enum zn_command {
 #define ZN_POWER_KEEP_NONE 0
 #define ZN_POWER_KEEP_ALL 1
 #define ZN_POWER_KEEP_RANDOM 2        /* drawn from the seed in sector */
+#define ZN_POWER_KEEP_TORN 3          /* the same, writes torn at blocks */
 
 struct zn_control_info {
   uint32_t version;

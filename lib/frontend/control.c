@@ -368,7 +368,7 @@ render_header (struct zn_control *ctl, const struct zn_control_conn *conn,
       | (geo->append_emulated ? ZN_CONTROL_F_APPEND_EMULATED : 0)
       | (ctl->faults ? ZN_CONTROL_F_FAULTS : 0)
       | (zn_dev_backing_dir (ctl->dev) ? ZN_CONTROL_F_BACKING_DIR : 0)
-      | ZN_CONTROL_F_POWER_KEEP
+      | ZN_CONTROL_F_POWER_KEEP | ZN_CONTROL_F_POWER_TORN
       | (uint32_t) geo->kernel << ZN_CONTROL_KERNEL_SHIFT,
     .imp_open = c->imp_open,
     .exp_open = c->exp_open,

@@ -57,6 +57,11 @@ zn_keep_parse (const char *text, bool allow_enumerate, struct zn_keep *keep,
     if (parse_u64 (text + 7, &keep->seed) < 0)
       goto bad;
   }
+  else if (strncmp (text, "torn:", 5) == 0) {
+    keep->kind = ZN_KEEP_TORN;
+    if (parse_u64 (text + 5, &keep->seed) < 0)
+      goto bad;
+  }
   else if (allow_enumerate && strncmp (text, "enumerate", 9) == 0) {
     keep->kind = ZN_KEEP_ENUMERATE;
     keep->max = 64;
@@ -72,8 +77,10 @@ zn_keep_parse (const char *text, bool allow_enumerate, struct zn_keep *keep,
   return 0;
  bad:
   snprintf (err, errlen, "'%s' is not a policy: none, all, random:SEED%s "
-            "(SEED a number)", text,
-            allow_enumerate ? " or enumerate[:MAX] (MAX above 0)" : "");
+            "(SEED a number%s)", text,
+            allow_enumerate ? ", torn:SEED or enumerate[:MAX]"
+                            : " or torn:SEED",
+            allow_enumerate ? ", MAX above 0" : "");
   return -EINVAL;
 }
 
@@ -101,4 +108,26 @@ zn_keep_write (const struct zn_keep *keep, uint32_t zone, uint64_t i)
   default:
     return draw (keep->seed, zone, 2, i) & 1;
   }
+}
+
+uint64_t
+zn_keep_torn_prefix (const struct zn_keep *keep, uint32_t zone, uint64_t i,
+                     uint64_t nblocks)
+{
+  if (keep->kind != ZN_KEEP_TORN || nblocks < 2)
+    return 0;
+  return draw (keep->seed, zone, 3, i) % nblocks;
+}
+
+bool
+zn_keep_torn (const struct zn_keep *keep, uint32_t zone, uint64_t i)
+{
+  return keep->kind == ZN_KEEP_TORN && (draw (keep->seed, zone, 4, i) & 1);
+}
+
+bool
+zn_keep_block (const struct zn_keep *keep, uint32_t zone, uint64_t i,
+               uint64_t block)
+{
+  return zn_mix (draw (keep->seed, zone, 5, i) ^ block) & 1;
 }

@@ -35,12 +35,18 @@ is_number (const char *s)
 static void
 note_entry (struct zn_replay_plan *p, const struct zn_wlog_rec *r)
 {
-  uint64_t zs = zn_wlog_read_geometry (p->log)->zone_sectors;
+  const struct zn_geometry *g = zn_wlog_read_geometry (p->log);
+  uint64_t zs = g->zone_sectors, spb = g->block_size >> ZN_SECTOR_SHIFT;
 
   p->ents[p->end] = (struct zn_replay_entry) {
     .ref = r->ref, .zone = r->zone, .kind = (uint8_t) r->kind,
     .fua = (r->flags & ZN_WLOG_FUA) != 0,
   };
+  if (zn_wlog_has_data (r->kind)) {
+    p->ents[p->end].block = (uint32_t) ((r->sector - (uint64_t) r->zone * zs)
+                                        / spb);
+    p->ents[p->end].nblocks = (uint32_t) (r->nr_sectors / spb);
+  }
   if (r->kind == ZN_WLOG_K_WP)
     p->rewrite += (r->sector - (uint64_t) r->zone * zs) << ZN_SECTOR_SHIFT;
   else if (r->kind == ZN_WLOG_K_WRITE || r->kind == ZN_WLOG_K_APPEND
@@ -308,12 +314,91 @@ zn_replay_nr_states (const struct zn_replay_plan *p,
   return total < keep->max ? total : keep->max;
 }
 
+int
+zn_replay_state_init (const struct zn_replay_plan *p,
+                      struct zn_replay_state *st)
+{
+  memset (st, 0, sizeof *st);
+  st->k = calloc (p->end ? p->end : 1, sizeof *st->k);
+  st->torn = calloc (p->end ? p->end : 1, sizeof *st->torn);
+  if (st->k == NULL || st->torn == NULL) {
+    zn_replay_state_free (st);
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+void
+zn_replay_state_free (struct zn_replay_state *st)
+{
+  free (st->k);
+  free (st->torn);
+  memset (st, 0, sizeof *st);
+}
+
+/* Of torn write e, at place pos among its zone's pending writes, how
+ * many blocks torn:SEED keeps.
+ */
+static uint64_t
+torn_kept (const struct zn_keep *keep, const struct zn_replay_entry *e,
+           bool seq, uint64_t pos)
+{
+  uint64_t kept = 0;
+
+  if (seq)
+    return zn_keep_torn_prefix (keep, e->zone, pos, e->nblocks);
+  for (uint64_t b = 0; b < e->nblocks; b++)
+    kept += zn_keep_block (keep, e->zone, pos, e->block + b);
+  return kept;
+}
+
+/* Sequential: the write after the kept prefix, a block-aligned prefix
+ * of which the power loss may have left.
+ */
+static void
+choose_seq (const struct zn_replay_plan *p, const struct zn_replay_group *g,
+            uint64_t n, struct zn_replay_state *st)
+{
+  uint64_t cut;
+
+  for (uint64_t i = 0; i < n; i++)
+    st->k[g->entries[i]] = true;
+  if (st->keep.kind != ZN_KEEP_TORN || n == g->n)
+    return;
+  cut = g->entries[n];
+  if (torn_kept (&st->keep, &p->ents[cut], true, n)) {
+    st->k[cut] = true;
+    st->torn[cut] = n + 1;
+  }
+}
+
+/* Conventional: torn or whole, each write on its own. */
+static void
+choose_conv (const struct zn_replay_plan *p, const struct zn_replay_group *g,
+             struct zn_replay_state *st)
+{
+  for (uint64_t i = 0; i < g->n; i++) {
+    uint64_t e = g->entries[i], kept;
+
+    if (!zn_keep_torn (&st->keep, g->zone, i)) {
+      st->k[e] = zn_keep_write (&st->keep, g->zone, i);
+      continue;
+    }
+    kept = torn_kept (&st->keep, &p->ents[e], false, i);
+    st->k[e] = kept > 0;
+    st->torn[e] = kept > 0 && kept < p->ents[e].nblocks ? i + 1 : 0;
+  }
+}
+
 void
 zn_replay_choose (const struct zn_replay_plan *p, const struct zn_keep *keep,
-                  uint64_t state, bool *k)
+                  uint64_t state, struct zn_replay_state *st)
 {
-  for (uint64_t i = 0; i < p->end; i++)
-    k[i] = p->fate[i] == ZN_FATE_OP || p->fate[i] == ZN_FATE_DURABLE;
+  st->keep = *keep;
+  for (uint64_t i = 0; i < p->end; i++) {
+    st->k[i] = p->fate[i] == ZN_FATE_OP || p->fate[i] == ZN_FATE_DURABLE;
+    st->torn[i] = 0;
+  }
   for (size_t gi = 0; gi < p->nr_groups; gi++) {
     const struct zn_replay_group *g = &p->groups[gi];
     uint64_t digit = 0, r = radix (g);
@@ -322,23 +407,20 @@ zn_replay_choose (const struct zn_replay_plan *p, const struct zn_keep *keep,
       digit = r ? state % r : state;
       state = r ? state / r : 0;
     }
-    if (g->seq) {
-      uint64_t n = keep->kind == ZN_KEEP_ENUMERATE ? digit
-                   : zn_keep_prefix (keep, g->zone, g->n);
-
-      for (uint64_t i = 0; i < n; i++)
-        k[g->entries[i]] = true;
-    }
-    else
+    if (g->seq)
+      choose_seq (p, g, keep->kind == ZN_KEEP_ENUMERATE ? digit
+                        : zn_keep_prefix (keep, g->zone, g->n), st);
+    else if (keep->kind == ZN_KEEP_ENUMERATE)
       for (uint64_t i = 0; i < g->n; i++)
-        k[g->entries[i]] = keep->kind == ZN_KEEP_ENUMERATE
-                           ? i < 64 && (digit >> i & 1)
-                           : zn_keep_write (keep, g->zone, i);
+        st->k[g->entries[i]] = i < 64 && (digit >> i & 1);
+    else
+      choose_conv (p, g, st);
   }
 }
 
 void
-zn_replay_describe (const struct zn_replay_plan *p, const bool *k, FILE *fp)
+zn_replay_describe (const struct zn_replay_plan *p,
+                    const struct zn_replay_state *st, FILE *fp)
 {
   if (p->nr_groups == 0)
     fprintf (fp, "no pending writes");
@@ -347,15 +429,22 @@ zn_replay_describe (const struct zn_replay_plan *p, const bool *k, FILE *fp)
     uint64_t kept = 0;
 
     for (uint64_t i = 0; i < g->n; i++)
-      kept += k[g->entries[i]];
+      kept += st->k[g->entries[i]];
     fprintf (fp, "%szone %" PRIu32 " (%s): kept %" PRIu64 " of %" PRIu64
              " pending", gi ? "; " : "", g->zone,
              g->seq ? "sequential" : "conventional", kept, g->n);
-    for (uint64_t i = 0, first = 1; i < g->n; i++)
-      if (k[g->entries[i]]) {
-        fprintf (fp, "%s%" PRIu64, first ? " (entries " : " ", g->entries[i]);
-        first = 0;
-      }
+    for (uint64_t i = 0, first = 1; i < g->n; i++) {
+      uint64_t e = g->entries[i];
+
+      if (!st->k[e])
+        continue;
+      fprintf (fp, "%s%" PRIu64, first ? " (entries " : " ", e);
+      if (st->torn[e])
+        fprintf (fp, " torn: %" PRIu64 " of its %" PRIu32 " blocks%s",
+                 torn_kept (&st->keep, &p->ents[e], g->seq, st->torn[e] - 1),
+                 p->ents[e].nblocks, g->seq ? ", the first" : "");
+      first = 0;
+    }
     if (kept)
       fputc (')', fp);
   }
@@ -428,6 +517,7 @@ zn_replay_target_dir (const char *dir, char *err, size_t errlen)
 
 struct applier {
   const struct zn_replay_plan *p;
+  const struct zn_replay_state *st;
   /* A POWER's run: its entry, and the COND entries in it, which are
    * applied again once the run ends (end_power).
    */
@@ -483,30 +573,69 @@ room (struct applier *a, uint64_t bytes)
   return 0;
 }
 
+/* Sectors from..from+n of data entry r, whose data is in a->buf. */
 static int
-apply_data (struct applier *a, const struct zn_wlog_rec *r)
+write_part (struct applier *a, const struct zn_wlog_rec *r, uint64_t from,
+            uint64_t n)
 {
   bool fua = r->flags & ZN_WLOG_FUA;
+  const char *buf = a->buf + (from << ZN_SECTOR_SHIFT);
   enum zn_reason why = ZN_REASON_NONE;
   uint64_t at;
   int e;
+
+  if (r->kind != ZN_WLOG_K_APPEND)
+    e = zn_write_why (a->dev, buf, r->sector + from, n, fua, &why);
+  else {
+    uint64_t zs = zn_wlog_read_geometry (a->p->log)->zone_sectors;
+
+    e = zn_zone_append_why (a->dev, buf, r->sector / zs * zs, n, fua, &at,
+                            &why);
+    if (e == 0 && at != r->sector + from)
+      return refused (a, r, "the append landed at sector %" PRIu64 ", the "
+                      "log says %" PRIu64, at, r->sector + from);
+  }
+  return e ? model_error (a, r, e, why) : 0;
+}
+
+/* A torn write: its first blocks in a sequential zone, the runs of
+ * blocks torn:SEED keeps in a conventional one.
+ */
+static int
+write_torn (struct applier *a, const struct zn_wlog_rec *r, uint64_t pos)
+{
+  const struct zn_replay_entry *e = &a->p->ents[r->no];
+  const struct zn_keep *keep = &a->st->keep;
+  uint64_t spb = zn_wlog_read_geometry (a->p->log)->block_size
+                 >> ZN_SECTOR_SHIFT;
+  int ret = 0;
+
+  if (seq_zone (a->p, r->zone))
+    return write_part (a, r, 0, spb * zn_keep_torn_prefix (keep, r->zone, pos,
+                                                           e->nblocks));
+  for (uint64_t b = 0, end; b < e->nblocks && ret == 0; b = end) {
+    for (end = b; end < e->nblocks
+         && zn_keep_block (keep, r->zone, pos, e->block + end); end++)
+      ;
+    if (end > b)
+      ret = write_part (a, r, b * spb, (end - b) * spb);
+    else
+      end = b + 1;
+  }
+  return ret;
+}
+
+static int
+apply_data (struct applier *a, const struct zn_wlog_rec *r)
+{
+  uint64_t torn = a->st->torn[r->no];
 
   if (room (a, r->nr_sectors << ZN_SECTOR_SHIFT) < 0)
     return refused (a, r, "%s", strerror (ENOMEM));
   if (zn_wlog_read_data (a->p->log, r, a->buf, a->err, a->errlen) < 0)
     return -ENOMEM;
-  if (r->kind != ZN_WLOG_K_APPEND)
-    e = zn_write_why (a->dev, a->buf, r->sector, r->nr_sectors, fua, &why);
-  else {
-    uint64_t zs = zn_wlog_read_geometry (a->p->log)->zone_sectors;
-
-    e = zn_zone_append_why (a->dev, a->buf, r->sector / zs * zs,
-                            r->nr_sectors, fua, &at, &why);
-    if (e == 0 && at != r->sector)
-      return refused (a, r, "the append landed at sector %" PRIu64 ", the "
-                      "log says %" PRIu64, at, r->sector);
-  }
-  return e ? model_error (a, r, e, why) : 0;
+  return torn ? write_torn (a, r, torn - 1) : write_part (a, r, 0,
+                                                          r->nr_sectors);
 }
 
 static int
@@ -730,11 +859,13 @@ read_again (struct applier *a, uint64_t i, struct zn_wlog_rec *r)
 }
 
 int
-zn_replay_write (const struct zn_replay_plan *p, const bool *k,
-                 const char *dir, char *err, size_t errlen)
+zn_replay_write (const struct zn_replay_plan *p,
+                 const struct zn_replay_state *st, const char *dir,
+                 char *err, size_t errlen)
 {
   struct zn_config cfg = *zn_wlog_read_config (p->log);
-  struct applier a = { .p = p, .err = err, .errlen = errlen };
+  struct applier a = { .p = p, .st = st, .err = err, .errlen = errlen };
+  const bool *k = st->k;
   uint64_t run = 0;             /* a POWER's run of entries: from run */
   int ret = 0;
 

@@ -32,13 +32,15 @@ struct zn_replay_group {
   uint64_t *entries;            /* their entry numbers */
 };
 
-/* What the rules need of an entry: 16 bytes where the entry read is
- * 136, so that a long log's plan stays small.  The entries themselves
- * are read again, one at a time, as the state is written.
+/* What the rules and torn:SEED need of an entry: 24 bytes where the
+ * entry read is 136, so that a long log's plan stays small.  The entries
+ * themselves are read again, one at a time, as the state is written.
  */
 struct zn_replay_entry {
   uint64_t ref;                 /* FLUSH: entries covered; COND: cond */
   uint32_t zone;
+  uint32_t block, nblocks;      /* data: its first logical block's index
+                                   in the zone, and how many */
   uint8_t kind;                 /* enum zn_wlog_kind */
   bool fua;
 };
@@ -88,26 +90,41 @@ void zn_replay_plan_free (struct zn_replay_plan *plan);
  */
 uint64_t zn_replay_nr_states (const struct zn_replay_plan *plan,
                               const struct zn_keep *keep);
-/* State number state of keep (0 unless enumerate): keep[i] for each
- * entry i < plan->end whether it is applied.  Durable writes and zone
- * operations always are; wiped writes never.
+/* One crash state: what it keeps of each entry i < plan->end. */
+struct zn_replay_state {
+  struct zn_keep keep;          /* the policy that chose it */
+  bool *k;                      /* [end]: applied, whole or torn */
+  uint64_t *torn;               /* [end]: 0, whole; else 1 + its place
+                                   among its zone's pending writes, whose
+                                   blocks torn:SEED draws (crash.h) */
+};
+/* Arrays for plan's entries; -ENOMEM. */
+int zn_replay_state_init (const struct zn_replay_plan *plan,
+                          struct zn_replay_state *st);
+void zn_replay_state_free (struct zn_replay_state *st);
+
+/* State number state of keep (0 unless enumerate) into st.  Durable
+ * writes and zone operations are always applied whole; wiped writes
+ * never; only torn:SEED tears a write.
  */
 void zn_replay_choose (const struct zn_replay_plan *plan,
                        const struct zn_keep *keep, uint64_t state,
-                       bool *keep_entry);
+                       struct zn_replay_state *st);
 /* One line for a state: "zone Z: kept K of N (entries ...)" for each
- * zone with pending writes, or "no pending writes".
+ * zone with pending writes, with the blocks a torn one kept, or "no
+ * pending writes".
  */
 void zn_replay_describe (const struct zn_replay_plan *plan,
-                         const bool *keep_entry, FILE *fp);
+                         const struct zn_replay_state *st, FILE *fp);
 
-/* Applies the kept entries in log order through the model, to a new device of
- * the log's geometry with backing_dir=dir (not followed if a symbolic link),
- * which must be empty or absent.  A negative errno with a message naming the
- * entry the model refused.
+/* Applies the kept entries (of a torn one its kept blocks) in log order
+ * through the model, to a new device of the log's geometry with
+ * backing_dir=dir (not followed if a symbolic link), which must be empty
+ * or absent.  A negative errno with a message naming the entry the model
+ * refused.
  */
 int zn_replay_write (const struct zn_replay_plan *plan,
-                     const bool *keep_entry, const char *dir,
+                     const struct zn_replay_state *st, const char *dir,
                      char *err, size_t errlen);
 
 /* Whether dir may receive a state: absent (then made, mode 0700), or an empty

@@ -248,10 +248,65 @@ same_write (const struct zn_undo *u)
   return u->prev && u->prev->write == u->write;
 }
 
+/* Cuts u in two at byte at of its zone, u->off < at < u->off + u->len:
+ * u keeps the head, a record after it of the same write the tail.
+ */
+static int
+cut_record (struct zn_dev *dev, struct zn_undo *u, uint64_t at)
+{
+  uint64_t end = u->off + u->len;
+
+  if (split_undo (dev, u, at, end) < 0)
+    return -ENOMEM;
+  dev->cache->dirty -= end - at;
+  u->len = at - u->off;
+  return 0;
+}
+
+/* torn:SEED (doc/power-fail.md, section 2): record u of pending write i
+ * of its zone, cut where the blocks the power loss kept of it end: in a
+ * sequential zone, of the write after the kept prefix, its first blocks;
+ * in a conventional zone, of a torn write, each run of blocks kept or
+ * lost alike.  The last piece, to go on from.  Without memory for a cut
+ * the rest of the record goes as its piece before goes: still a state
+ * the rules allow, if not the seed's.
+ */
+static struct zn_undo *
+tear (struct zn_dev *dev, const struct zn_keep *keep, struct zn_undo *u,
+      uint64_t i, uint64_t prefix)
+{
+  uint64_t bs = dev->geo.block_size;
+
+  if (dev->zones[u->zone].type != ZN_ZONE_CONVENTIONAL) {
+    uint64_t t = i == prefix && !same_write (u)
+      ? zn_keep_torn_prefix (keep, u->zone, i, u->len / bs) : 0;
+
+    if (t == 0 || t * bs >= u->len || cut_record (dev, u, u->off + t * bs) < 0)
+      return u;
+    u->keep = true;
+    u->next->keep = false;
+    return u->next;
+  }
+  if (!zn_keep_torn (keep, u->zone, i))
+    return u;
+  for (;;) {
+    uint64_t b = u->off / bs, last = (u->off + u->len) / bs, end = b + 1;
+
+    u->keep = zn_keep_block (keep, u->zone, i, b);
+    while (end < last && zn_keep_block (keep, u->zone, i, end) == u->keep)
+      end++;
+    if (end == last || cut_record (dev, u, end * bs) < 0)
+      return u;
+    u->next->keep = !u->keep;
+    u = u->next;
+  }
+}
+
 /* Whether each record survives a power cycle under keep: of each
  * sequential zone's pending writes a prefix, of each conventional zone's
- * each write or not, all the records of a write together.  A write's
- * place is among the writes the cache still holds for its zone.
+ * each write or not, all the records of a write together; torn:SEED cuts
+ * records where a write tears (tear).  A write's place is among the
+ * writes the cache still holds for its zone.
  */
 static void
 keep_records (struct zn_dev *dev, const struct zn_keep *keep)
@@ -263,16 +318,20 @@ keep_records (struct zn_dev *dev, const struct zn_keep *keep)
     if (!same_write (u))
       n[u->zone]++;
   for (struct zn_undo *u = dev->cache->head; u; u = u->next) {
-    uint64_t i;
+    bool conv = dev->zones[u->zone].type == ZN_ZONE_CONVENTIONAL;
+    uint64_t i, prefix = conv ? 0 : zn_keep_prefix (keep, u->zone,
+                                                    n[u->zone]);
 
     if (same_write (u)) {
       u->keep = u->prev->keep;
-      continue;
+      i = at[u->zone] - 1;
     }
-    i = at[u->zone]++;
-    u->keep = dev->zones[u->zone].type == ZN_ZONE_CONVENTIONAL
-      ? zn_keep_write (keep, u->zone, i)
-      : i < zn_keep_prefix (keep, u->zone, n[u->zone]);
+    else {
+      i = at[u->zone]++;
+      u->keep = conv ? zn_keep_write (keep, u->zone, i) : i < prefix;
+    }
+    if (keep->kind == ZN_KEEP_TORN)
+      u = tear (dev, keep, u, i, prefix);
   }
 }
 

@@ -348,15 +348,17 @@ int
 zn_control_keep_check (uint64_t keep, uint64_t seed, char *why,
                        size_t whylen)
 {
-  if (keep > ZN_POWER_KEEP_RANDOM) {
+  if (keep > ZN_POWER_KEEP_TORN) {
     snprintf (why, whylen, "keep policy %" PRIu64 " is none of %d none, "
-              "%d all, %d random", keep, ZN_POWER_KEEP_NONE,
-              ZN_POWER_KEEP_ALL, ZN_POWER_KEEP_RANDOM);
+              "%d all, %d random, %d torn", keep, ZN_POWER_KEEP_NONE,
+              ZN_POWER_KEEP_ALL, ZN_POWER_KEEP_RANDOM, ZN_POWER_KEEP_TORN);
     return -EINVAL;
   }
-  if (keep != ZN_POWER_KEEP_RANDOM && seed != 0) {
+  if (keep != ZN_POWER_KEEP_RANDOM && keep != ZN_POWER_KEEP_TORN
+      && seed != 0) {
     snprintf (why, whylen, "the seed (%" PRIu64 ") must be 0 unless the "
-              "keep policy is %d, random", seed, ZN_POWER_KEEP_RANDOM);
+              "keep policy is %d, random, or %d, torn", seed,
+              ZN_POWER_KEEP_RANDOM, ZN_POWER_KEEP_TORN);
     return -EINVAL;
   }
   return 0;

@@ -62,7 +62,7 @@ bool zn_control_mark_name_ok (const char *name, size_t len);
 bool zn_control_log_name_ok (const char *name, size_t len);
 
 /* POWER_CYCLE's policy, which both ends check: keep is ZN_POWER_KEEP_NONE,
- * _ALL or _RANDOM, and only _RANDOM takes a seed.  0, or -EINVAL with a
+ * _ALL, _RANDOM or _TORN, and only _RANDOM and _TORN take a seed.  0, or -EINVAL with a
  * message in why.
  */
 int zn_control_keep_check (uint64_t keep, uint64_t seed, char *why,

@@ -7,8 +7,11 @@
  * alone: the durable writes (FUA, flushed, and in a sequential zone with
  * backing_dir those before a FUA of the zone) and, of the pending ones,
  * a prefix of each sequential zone's and each conventional write whole
- * or not, as the policy draws them, applied in order.  Without
- * backing_dir the sequential zones start over EMPTY whatever is kept.
+ * or not, as the policy draws them, applied in order; under torn:SEED
+ * also the first blocks of the write after a sequential zone's prefix,
+ * and a conventional write's blocks each on its own when the draw tears
+ * it (512-byte blocks: a write's sectors).  Without backing_dir the
+ * sequential zones start over EMPTY whatever is kept.
  */
 #include "files-model.h"
 #include "model/crash.h"
@@ -119,10 +122,43 @@ gone (const struct workload *w, size_t i)
   return true;
 }
 
-/* The reference: which writes the state holds (applied[i]). */
+/* Writes the reference found torn: some of their blocks kept. */
+static unsigned nr_torn;
+
+static uint32_t
+whole (const struct op *o)
+{
+  return (UINT32_C (1) << o->n) - 1;
+}
+
+/* Of pending write o, at place pos among its zone's n pending writes,
+ * which sectors (a mask) keep keeps.
+ */
+static uint32_t
+kept_of (const struct zn_keep *keep, const struct op *o, uint64_t pos,
+         uint64_t n)
+{
+  uint64_t prefix, first = o->sector - o->zone * ZS;
+  uint32_t m = 0;
+
+  if (o->zone >= NR_CONV) {
+    prefix = zn_keep_prefix (keep, o->zone, n);
+    return pos < prefix ? whole (o) : pos > prefix ? 0
+      : (UINT32_C (1) << zn_keep_torn_prefix (keep, o->zone, pos, o->n)) - 1;
+  }
+  if (!zn_keep_torn (keep, o->zone, pos))
+    return zn_keep_write (keep, o->zone, pos) ? whole (o) : 0;
+  for (uint64_t b = 0; b < o->n; b++)
+    m |= (uint32_t) zn_keep_block (keep, o->zone, pos, first + b) << b;
+  return m;
+}
+
+/* The reference: which sectors of each write the state holds (a mask,
+ * applied[i]).
+ */
 static void
 reference (const struct workload *w, const struct zn_keep *keep, bool files,
-           bool *applied)
+           uint32_t *applied)
 {
   uint64_t n[NR_ZONES] = { 0 }, at[NR_ZONES] = { 0 };
   bool pending[NR_OPS];
@@ -130,12 +166,12 @@ reference (const struct workload *w, const struct zn_keep *keep, bool files,
   for (size_t i = 0; i < w->nr; i++) {
     const struct op *o = &w->ops[i];
 
-    applied[i] = false;
+    applied[i] = 0;
     pending[i] = !o->flush && !durable (w, i, files) && !gone (w, i);
     if (pending[i])
       n[o->zone]++;
     else if (!o->flush && durable (w, i, files))
-      applied[i] = true;
+      applied[i] = whole (o);
   }
   for (size_t i = 0; i < w->nr; i++) {
     const struct op *o = &w->ops[i];
@@ -144,8 +180,8 @@ reference (const struct workload *w, const struct zn_keep *keep, bool files,
     if (!pending[i])
       continue;
     pos = at[o->zone]++;
-    applied[i] = o->zone < NR_CONV ? zn_keep_write (keep, o->zone, pos)
-      : pos < zn_keep_prefix (keep, o->zone, n[o->zone]);
+    applied[i] = kept_of (keep, o, pos, n[o->zone]);
+    nr_torn += applied[i] != 0 && applied[i] != whole (o);
   }
 }
 
@@ -153,7 +189,7 @@ reference (const struct workload *w, const struct zn_keep *keep, bool files,
  * write over it, or ZEROS; and the wp a sequential zone has.
  */
 static uint64_t
-expected_zone (const struct workload *w, const bool *applied, uint32_t z,
+expected_zone (const struct workload *w, const uint32_t *applied, uint32_t z,
                struct zn_dev *d, int *tags)
 {
   uint64_t wp = 0;
@@ -163,12 +199,14 @@ expected_zone (const struct workload *w, const bool *applied, uint32_t z,
   for (size_t i = 0; i < w->nr; i++) {
     const struct op *o = &w->ops[i];
 
-    if (!applied[i] || o->zone != z)
+    if (o->zone != z)
       continue;
     for (uint64_t s = o->sector; s < o->sector + o->n; s++)
-      tags[s - zstart (d, z)] = (int) o->tag;
-    if (o->sector + o->n - zstart (d, z) > wp)
-      wp = o->sector + o->n - zstart (d, z);
+      if (applied[i] >> (s - o->sector) & 1) {
+        tags[s - zstart (d, z)] = (int) o->tag;
+        if (s + 1 - zstart (d, z) > wp)
+          wp = s + 1 - zstart (d, z);
+      }
   }
   return wp;
 }
@@ -188,7 +226,7 @@ static void
 expect_state (struct zn_dev *d, const struct workload *w,
               const struct zn_keep *keep, bool files)
 {
-  bool applied[NR_OPS];
+  uint32_t applied[NR_OPS];
   int tags[ZS];
 
   reference (w, keep, files, applied);
@@ -317,6 +355,43 @@ test_policies (bool files)
     }
 }
 
+/* torn:SEED: every state the reference's, torn writes among them; a seed
+ * the same state again, seeds different ones.
+ */
+static void
+test_torn (bool files)
+{
+  uint64_t hs[NR_SEEDS];
+  unsigned distinct = 0;
+  char policy[32];
+
+  nr_torn = 0;
+  for (unsigned i = 0; i < NR_SEEDS; i++) {
+    snprintf (policy, sizeof policy, "torn:%u", i + 1);
+    hs[i] = cycle (files, 1, policy, NULL);
+    distinct++;
+    for (unsigned j = 0; j < i; j++)
+      if (hs[j] == hs[i]) {
+        distinct--;
+        break;
+      }
+  }
+  fprintf (stderr, "%s: torn: %u distinct states of %d seeds, %u torn "
+           "writes\n", files ? "backing_dir" : "page cache", distinct,
+           NR_SEEDS, nr_torn);
+  CHECK (nr_torn > 0);
+  CHECK (distinct >= NR_SEEDS / 2);
+  for (unsigned i = 0; i < 4; i++) {
+    snprintf (policy, sizeof policy, "torn:%u", i + 1);
+    CHECK_EQ (cycle (files, 1, policy, NULL), hs[i]);
+  }
+  for (uint64_t wseed = 2; wseed < 10; wseed++)
+    for (unsigned i = 0; i < 8; i++) {
+      snprintf (policy, sizeof policy, "torn:%u", i + 100);
+      cycle (files, wseed, policy, NULL);
+    }
+}
+
 /* A FUA write in the middle of a pending one splits its record; the
  * power cycle keeps both parts or neither.
  */
@@ -382,5 +457,7 @@ main (void)
   test_split_write (true);
   test_policies (false);
   test_policies (true);
+  test_torn (false);
+  test_torn (true);
   return 0;
 }

@@ -30,7 +30,8 @@ expect 2 "\-\-fs: 'ext4' is not btrfs or f2fs" "--fs=ext4 is refused, naming --f
 expect 2 "\-\-states: 'x1' is not a decimal number" "--states=x1 is refused" sh "$pf" plan --states=x1
 expect 2 "\-\-seed: '1234567890123456789' is too large" "a 19-digit --seed is refused" sh "$pf" plan --seed=1234567890123456789
 expect 2 "\-\-plant: 'typo' is not" "an unknown --plant is refused" sh "$pf" workload --plant=typo
-expect 2 "\-\-crash: 'some' is not none, all or random:SEED" "a bad --crash is refused" sh "$pf" check --crash=some
+expect 2 "\-\-crash: 'some' is not none, all, random:SEED or torn:SEED" "a bad --crash is refused" sh "$pf" check --crash=some
+expect 2 "check needs \-\-work" "--crash=torn:SEED passes the option check" sh "$pf" check --fs=btrfs --crash=torn:5
 expect 2 "\-\-to: 'a/b' is not a mark name" "--to with a slash is refused" sh "$pf" check --to=a/b
 expect 2 "check needs \-\-work" "check without --work names it" sh "$pf" check --fs=btrfs
 expect 2 "check needs \-\-fs (a file system's check) or \-\-checker" "check without --fs or --checker names both" \

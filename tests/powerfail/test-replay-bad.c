@@ -233,6 +233,8 @@ refused (void)
   struct zn_wlog_reader *log;
   char err[1024], dir[600];
   bool k[8];
+  uint64_t whole[8] = { 0 };
+  struct zn_replay_state st = { .k = k, .torn = whole };
 
   start (512, NULL);
   prelude ();
@@ -245,7 +247,7 @@ refused (void)
   for (uint64_t i = 0; i < p.end; i++)
     k[i] = true;
   snprintf (dir, sizeof dir, "%s.state", path);
-  CHECK (zn_replay_write (&p, k, dir, err, sizeof err) < 0);
+  CHECK (zn_replay_write (&p, &st, dir, err, sizeof err) < 0);
   printf ("%-22s %s\n", "refused by the model", err);
   CHECK (strstr (err, "entry 4 (byte 10752): the model refused the write of "
                  "sectors 8200+8 (zone 4): EIO") != NULL);

@@ -149,7 +149,7 @@ check_flush (const char *log, const char *tmp)
   uint64_t n, w0, w1, w2, flush, nr_states;
   struct zn_wlog_rec *recs = entries (log, &n);
   unsigned char *data = malloc (8 << 9);
-  bool *keep;
+  struct zn_replay_state st;
   struct zn_dev *state;
   struct zn_zone zone;
   struct wg g = {
@@ -188,13 +188,12 @@ check_flush (const char *log, const char *tmp)
   nr_states = zn_replay_nr_states (&p, &enumerate);
   printf ("states after the flush: %" PRIu64 "\n", nr_states);
   CHECK_EQ (nr_states, 4);
-  keep = calloc (p.end, sizeof *keep);
-  CHECK (keep != NULL);
+  CHECK_EQ (zn_replay_state_init (&p, &st), 0);
   /* State 0: both writes in flight lost, the flush done. */
-  zn_replay_choose (&p, &enumerate, 0, keep);
-  CHECK (keep[w0] && !keep[w1] && !keep[w2]);
+  zn_replay_choose (&p, &enumerate, 0, &st);
+  CHECK (st.k[w0] && !st.k[w1] && !st.k[w2]);
   snprintf (dir, sizeof dir, "%s/state0", tmp);
-  if (zn_replay_write (&p, keep, dir, err, sizeof err) < 0) {
+  if (zn_replay_write (&p, &st, dir, err, sizeof err) < 0) {
     fprintf (stderr, "%s\n", err);
     exit (EXIT_FAILURE);
   }
@@ -207,7 +206,7 @@ check_flush (const char *log, const char *tmp)
   CHECK (all_bytes (data, 8 << 9, 0));
   zn_dev_destroy (state);
   rm_tree (dir);
-  free (keep);
+  zn_replay_state_free (&st);
   zn_replay_plan_free (&p);
   zn_wlog_read_close (r);
   free (recs);

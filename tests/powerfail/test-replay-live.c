@@ -190,17 +190,16 @@ replayed (const char *log, const char *to, enum zn_keep_kind keep,
   struct wg g = { 0 };
   char err[1024];
   struct zn_dev *state;
-  bool *k;
+  struct zn_replay_state st;
 
   r = zn_wlog_read_open (log, err, sizeof err);
   if (r == NULL || zn_replay_plan (r, to, &p, err, sizeof err) < 0) {
     fprintf (stderr, "seed %" PRIu64 ": %s\n", seed, err);
     exit (EXIT_FAILURE);
   }
-  k = calloc (p.end ? p.end : 1, sizeof *k);
-  CHECK (k != NULL);
-  zn_replay_choose (&p, &(struct zn_keep) { .kind = keep }, 0, k);
-  if (zn_replay_write (&p, k, dir, err, sizeof err) < 0) {
+  CHECK_EQ (zn_replay_state_init (&p, &st), 0);
+  zn_replay_choose (&p, &(struct zn_keep) { .kind = keep }, 0, &st);
+  if (zn_replay_write (&p, &st, dir, err, sizeof err) < 0) {
     fprintf (stderr, "seed %" PRIu64 ": %s\n", seed, err);
     exit (EXIT_FAILURE);
   }
@@ -209,7 +208,7 @@ replayed (const char *log, const char *to, enum zn_keep_kind keep,
   g.nr_zones = 8;
   g.nr_conv = 2;
   state = open_state (&g, dir);
-  free (k);
+  zn_replay_state_free (&st);
   zn_replay_plan_free (&p);
   zn_wlog_read_close (r);
   return state;
