@@ -24,6 +24,7 @@
 #include "model/fault.h"
 #include "model/queue.h"
 #include "model/zoned.h"
+#include "powerfail/wlog.h"
 #include "util/clock.h"
 #include "util/escape.h"
 #include "frontend/nbd-zones.h"
@@ -489,6 +490,11 @@ request_begin (struct handle *h, enum zn_fault_op op, uint64_t offset,
       zn_queue_complete (d->qs, &rq->rq);
       return -1;
     }
+    /* Answered later than it runs: its writes go in the write log when
+     * it is (request_end).
+     */
+    if (zn_queue_timed (&params.queue) || rq->fault.delay_ns)
+      zn_wlog_defer ();
     return 0;
   }
 }
@@ -536,8 +542,11 @@ control_hold (struct handle *h, uint64_t start)
 static void
 request_end (struct handle *h, struct request *rq)
 {
+  struct zn_wlog_hold *hold = zn_wlog_deferred ();
+
   sleep_until (rq->start, rq->fault.delay_ns);
   zn_queue_end (h->d->qs, &rq->rq);
+  zn_wlog_complete (hold);
 }
 
 static int
@@ -602,7 +611,9 @@ zonednull_pwrite (void *handle, const void *buf, uint32_t count,
       nbdkit_set_error (-r);
       return -1;
     }
-    return control_hold (h, rq.start);
+    r = control_hold (h, rq.start);
+    zn_control_complete (&h->conn);
+    return r;
   }
   if (count == 0)                      /* a no-op, as in zonednull_pread */
     return 0;

@@ -64,6 +64,7 @@ park_hold_reply_add (struct held_replies *q, size_t end, const void *data,
   h->end = end;
   h->len = len;
   h->arrival = 0;
+  h->hold = NULL;
   if (len > 0)
     memcpy (h->data, data, len);
   ZN_FIFO_PUSH (q->head, q->tail, h, next);

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct zn_wlog_hold;
+
 /* A parked request: the session's id for it, its data (a write's), and
  * the protocol's request as the session decoded it (req_len bytes at
  * req).
@@ -56,6 +58,10 @@ struct held {
   size_t end;
   size_t len;
   uint64_t arrival;             /* --stats: the request's (served.h) */
+  /* A control command's write, for the write log when the reply goes
+   * (zn_control_complete); NULL for the rest.
+   */
+  struct zn_wlog_hold *hold;
   unsigned char data[];
 };
 

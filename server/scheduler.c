@@ -12,6 +12,11 @@
  * reply keeps its tag until it is due, a request that timed out keeps
  * its tag until its connection ends, and a requeued one is run again
  * after blk-mq's resource delay, with its tag.
+ *
+ * A request answered later than it runs holds its writes' entries of the
+ * write log until its answer goes (lib/powerfail/wlog.h): the scheduler
+ * brackets the run from admission (or resume) to finish, and completes
+ * the hold where it frees the tag.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -26,8 +31,10 @@
 #include <ev.h>
 
 #include "util/clock.h"
+#include "model/fault.h"
 #include "model/queue.h"
 #include "model/zoned.h"
+#include "powerfail/wlog.h"
 #include "util/fifo.h"
 #include "scheduler.h"
 
@@ -100,6 +107,7 @@ struct completion {
   struct sconn *c;              /* NULL once the connection closed */
   struct zn_queues *qs;
   struct zn_request rq;
+  struct zn_wlog_hold *hold;
 };
 static struct completion *ring;
 static unsigned ring_head, ring_count, ring_cap;
@@ -117,6 +125,7 @@ struct delayed {
   uint64_t id;
   struct zn_queues *qs;
   struct zn_request rq;
+  struct zn_wlog_hold *hold;
   struct delayed *next;
 };
 static struct delayed *delayed_head;
@@ -145,7 +154,7 @@ arm_timer (void)
  */
 static void
 ring_push (struct sconn *c, struct served_device *d,
-           const struct zn_request *rq)
+           const struct zn_request *rq, struct zn_wlog_hold *hold)
 {
   uint64_t due = zn_ns_of (zn_request_due (d->qs, rq));
 
@@ -165,7 +174,7 @@ ring_push (struct sconn *c, struct served_device *d,
   if (ring_count > 0 && ring[(ring_head + ring_count - 1) % ring_cap].due > due)
     due = ring[(ring_head + ring_count - 1) % ring_cap].due;
   ring[(ring_head + ring_count++) % ring_cap] = (struct completion) {
-    .due = due, .c = c, .qs = d->qs, .rq = *rq,
+    .due = due, .c = c, .qs = d->qs, .rq = *rq, .hold = hold,
   };
   c->held++;
   if (ring_count == 1)
@@ -173,13 +182,14 @@ ring_push (struct sconn *c, struct served_device *d,
 }
 
 static void
-delayed_add (struct sconn *c, uint64_t id, uint64_t due, const struct tag *t)
+delayed_add (struct sconn *c, uint64_t id, uint64_t due, const struct tag *t,
+             struct zn_wlog_hold *hold)
 {
   struct delayed *e = malloc (sizeof *e), **pp;
 
   if (e == NULL)
     out_of_memory ();
-  *e = (struct delayed) { .due = due, .c = c, .id = id };
+  *e = (struct delayed) { .due = due, .c = c, .id = id, .hold = hold };
   if (t) {
     e->qs = t->d->qs;
     e->rq = t->rq;
@@ -201,6 +211,7 @@ delayed_release (uint64_t now)
     struct delayed *e = delayed_head;
 
     delayed_head = e->next;
+    zn_wlog_complete (e->hold);
     if (e->c) {
       e->c->ops->release (net_conn_session (e->c->conn), e->id);
       e->c->delayed--;
@@ -283,6 +294,13 @@ throttle_remove (struct sconn *c)
   c->throttled = false;
 }
 
+/* Whether d's requests may be answered later than they run. */
+static bool
+completes_later (const struct served_device *d)
+{
+  return served->delayed || zn_fault_armed (d->dev);
+}
+
 /* ---- parked writes ---------------------------------------------------------
  *
  * pipeline_zoned_writes: a write ahead of its zone's write pointer is
@@ -353,7 +371,11 @@ pipeline_resume (struct sconn *c, uint64_t now)
      * it again (at the head of c->pending, due later).
      */
     c->running = p->tag;
+    if (completes_later (p->tag.d))
+      zn_wlog_defer ();
     c->ops->resume (s, p->id, err);
+    /* finish took the hold, unless the session had no such request. */
+    zn_wlog_complete (zn_wlog_deferred ());
     free (p);
     resumed = true;
   }
@@ -456,6 +478,8 @@ sched_admit (void *owner, void *s, const struct data_request *drq)
     return (struct admission) { ADMIT_PARK, 0 };
   }
   c->running = t;
+  if (completes_later (d))
+    zn_wlog_defer ();
   return (struct admission) { ADMIT_NOW, v };
 }
 
@@ -466,14 +490,20 @@ sched_finish (void *owner, uint64_t id, bool tagged,
 {
   struct sconn *c = net_conn_sched (owner);
   struct tag *t = &c->running;
+  struct zn_wlog_hold *hold;
   uint64_t due;
 
+  /* A control command's own write (an APPEND) is the session's to hold. */
   if (!tagged) {
     if (outcome != FINISH_ANSWERED || delay_ns == 0)
       return REPLY_NOW;
-    delayed_add (c, id, zn_now_ns () + delay_ns, NULL);
+    delayed_add (c, id, zn_now_ns () + delay_ns, NULL, NULL);
     return REPLY_DELAYED;
   }
+  hold = zn_wlog_deferred ();
+  /* A request timed out or requeued did not run. */
+  if (outcome != FINISH_ANSWERED)
+    zn_wlog_complete (hold);
   switch (outcome) {
   case FINISH_TIMED_OUT: {
     struct stuck *st = malloc (sizeof *st);
@@ -494,13 +524,14 @@ sched_finish (void *owner, uint64_t id, bool tagged,
     due = t->start + delay_ns;
     if (served->delayed && zn_ns_of (zn_request_due (t->d->qs, &t->rq)) > due)
       due = zn_ns_of (zn_request_due (t->d->qs, &t->rq));
-    delayed_add (c, id, due, t);
+    delayed_add (c, id, due, t, hold);
     return REPLY_DELAYED;
   }
   if (served->delayed) {
-    ring_push (c, t->d, &t->rq);
+    ring_push (c, t->d, &t->rq, hold);
     return REPLY_HELD;
   }
+  zn_wlog_complete (hold);
   zn_queue_complete (t->d->qs, &t->rq);
   return REPLY_NOW;
 }
@@ -526,6 +557,7 @@ timer_cb (struct ev_loop *l, ev_io *w, int revents)
 
     ring_head = (ring_head + 1) % ring_cap;
     ring_count--;
+    zn_wlog_complete (e.hold);
     if (e.c) {
       e.c->ops->complete_one (net_conn_session (e.c->conn));
       e.c->held--;
@@ -761,12 +793,19 @@ sched_stop (void)
   }
   free (waits);
   waits = NULL;
+  /* The devices stop next: the writes of replies never sent go in the
+   * write log before their stop's flush.
+   */
+  for (unsigned i = 0; i < ring_count; i++)
+    zn_wlog_complete (ring[(ring_head + i) % ring_cap].hold);
+  ring_count = 0;
   free (ring);
   ring = NULL;
   while (delayed_head) {
     struct delayed *e = delayed_head;
 
     delayed_head = e->next;
+    zn_wlog_complete (e->hold);
     free (e);
   }
 }

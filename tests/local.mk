@@ -123,7 +123,7 @@ wlog_gen_sources = tests/common/wlog-gen.c tests/common/wlog-gen.h \
 	tests/common/check.h tests/powerfail/powerfail.h
 check_PROGRAMS += tests/powerfail/test-replay-rules \
 	tests/powerfail/test-replay-bad tests/powerfail/test-replay-live \
-	tests/powerfail/wlog-make
+	tests/powerfail/test-replay-inflight tests/powerfail/wlog-make
 tests_powerfail_test_replay_rules_SOURCES = \
 	tests/powerfail/test-replay-rules.c $(wlog_gen_sources)
 tests_powerfail_test_replay_rules_LDADD = $(zn_libs)
@@ -133,15 +133,19 @@ tests_powerfail_test_replay_bad_LDADD = $(zn_libs)
 tests_powerfail_test_replay_live_SOURCES = \
 	tests/powerfail/test-replay-live.c $(wlog_gen_sources)
 tests_powerfail_test_replay_live_LDADD = $(zn_libs)
+tests_powerfail_test_replay_inflight_SOURCES = \
+	tests/powerfail/test-replay-inflight.c $(wlog_gen_sources)
+tests_powerfail_test_replay_inflight_LDADD = $(zn_libs)
 tests_powerfail_wlog_make_SOURCES = tests/powerfail/wlog-make.c \
 	$(wlog_gen_sources)
 tests_powerfail_wlog_make_LDADD = $(zn_libs)
 
 ZN_TESTS += tests/powerfail/test-replay-rules tests/powerfail/test-replay-bad \
-	tests/powerfail/test-replay-live tests/powerfail/test-replay-cli.sh \
-	tests/powerfail/test-fuzz-wlog.sh tests/powerfail/test-replay-torn.sh
+	tests/powerfail/test-replay-live tests/powerfail/test-replay-inflight \
+	tests/powerfail/test-replay-cli.sh tests/powerfail/test-fuzz-wlog.sh \
+	tests/powerfail/test-inflight-flush.sh tests/powerfail/test-replay-torn.sh
 EXTRA_DIST += tests/powerfail/test-replay-cli.sh tests/powerfail/test-fuzz-wlog.sh \
-	tests/powerfail/test-replay-torn.sh
+	tests/powerfail/test-inflight-flush.sh tests/powerfail/test-replay-torn.sh
 
 #----------------------------------------------------------------------
 # The golden traces (tests/traces/): what Linux's null_blk did, one

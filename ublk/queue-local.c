@@ -20,6 +20,7 @@
 #include <linux/blkzoned.h>
 
 #include "model/fault.h"
+#include "powerfail/wlog.h"
 #include "util/clock.h"
 #include "util/fifo.h"
 #include "queue-local.h"
@@ -42,6 +43,7 @@ struct slot {
   int result;
   uint64_t lba;                 /* where a zone append landed */
   struct __kernel_timespec due; /* read by the kernel at submission */
+  struct zn_wlog_hold *hold;    /* its writes, for the log at the commit */
   struct slot *next;            /* in the throttled FIFO */
 };
 
@@ -176,6 +178,8 @@ commit (struct zu_queue *q, unsigned tag)
   if (s->tagged)
     zn_queue_complete (q->r.d->qs, &s->rq);
   s->tagged = false;
+  zn_wlog_complete (s->hold);
+  s->hold = NULL;
   zu_ring_commit (&q->r, tag, s->result, s->lba);
 }
 
@@ -190,6 +194,7 @@ start_request (struct zu_queue *q, unsigned tag)
   struct zn_fault f = { .action = ZN_FAULT_PASS };
   /* When the request came in, for the fault settings' delays alone. */
   uint64_t now = zn_fault_armed (d->dev) ? zn_now_ns () : 0, due = 0;
+  bool later;
 
   /* The kernel never has more than depth requests of this queue out,
    * and its tags are the model's pool, so a tag is always free; the
@@ -221,6 +226,10 @@ start_request (struct zu_queue *q, unsigned tag)
     return;
   }
   s->lba = 0;
+  /* Committed later: its writes go in the write log at the commit. */
+  later = (d->timed && s->tagged) || f.delay_ns;
+  if (later)
+    zn_wlog_defer ();
   s->result = f.action == ZN_FAULT_FAIL ? 0 : serve (q, tag, &iod, &s->lba);
   if (op != ZN_FOP_NR && s->result >= 0) {
     int e = zn_fault_outcome (d->dev, &f, op, iod.start_sector, 0, NULL);
@@ -228,6 +237,8 @@ start_request (struct zu_queue *q, unsigned tag)
     if (e < 0)
       s->result = zu_block_errno (e);
   }
+  if (later)
+    s->hold = zn_wlog_deferred ();
   if (d->timed && s->tagged)
     due = zn_ns_of (zn_request_due (d->qs, &s->rq));
   if (f.delay_ns && !now)
@@ -355,6 +366,11 @@ static void
 queue_free (struct zu_queue *q)
 {
   zu_ring_close (&q->r);
+  /* Requests never committed: the device stops next, and its log takes
+   * their writes before the stop's flush.
+   */
+  for (unsigned tag = 0; q->slots && tag < q->r.d->depth; tag++)
+    zn_wlog_complete (q->slots[tag].hold);
   free (q->slots);
   free (q->buf);
   free (q->zones);

@@ -653,6 +653,13 @@ zone_command (struct zn_control *ctl, struct zn_control_conn *conn,
   return zn_fault_outcome (ctl->dev, &f, fops[op], sector, r, NULL);
 }
 
+void
+zn_control_complete (struct zn_control_conn *conn)
+{
+  zn_wlog_complete (conn->hold);
+  conn->hold = NULL;
+}
+
 /* An APPEND's data follows its command in the same write, so the append
  * is one NBD request: no other command of the connection can come
  * between the data and its result.
@@ -681,12 +688,21 @@ append (struct zn_control *ctl, struct zn_control_conn *conn,
   }
   {
     struct zn_fault f;
+    bool later;
 
     fault_begin (ctl, conn, ZN_FOP_APPEND, sector, nr_sectors, &f);
+    /* Answered later: the write log takes the append when it is. */
+    later = conn->hold_ns != 0 && conn->hold_ns != ZN_CONTROL_HOLD_FOREVER;
+    if (later) {
+      zn_control_complete (conn);
+      zn_wlog_defer ();
+    }
     r = f.action == ZN_FAULT_FAIL || f.action == ZN_FAULT_TIMEOUT ? 0
         : zn_zone_append (ctl->dev, data + ZN_COMMAND_SIZE, sector,
                           nr_sectors, arg & ZN_APPEND_F_FUA, &landed);
     r = zn_fault_outcome (ctl->dev, &f, ZN_FOP_APPEND, landed, r, NULL);
+    if (later)
+      conn->hold = zn_wlog_deferred ();
   }
   conn->err = (uint32_t) -r;
   conn->seq++;

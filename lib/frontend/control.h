@@ -27,8 +27,18 @@ struct zn_control_conn {
    * ZN_CONTROL_HOLD_FOREVER for a timeout, never answered.
    */
   uint64_t hold_ns;
+  /* An APPEND held hold_ns: its write's entry, for the write log when
+   * the front end answers it (zn_control_complete).
+   */
+  struct zn_wlog_hold *hold;
 };
 #define ZN_CONTROL_HOLD_FOREVER UINT64_MAX
+
+/* The front end answers the connection's command it held (hold_ns): its
+ * write goes in the write log (lib/powerfail/wlog.h).  Does nothing for
+ * a command answered at once.
+ */
+void zn_control_complete (struct zn_control_conn *conn);
 
 struct zn_control *zn_control_create (struct zn_dev *dev);
 

@@ -3,7 +3,10 @@
  * (lib/powerfail/wlog.c) is one, attached by zn_dev_create.  The model
  * calls these where a request has succeeded and before it completes, so
  * that a log never misses a request a host saw completed; it knows
- * nothing of logs, and a device without a recorder skips them all.
+ * nothing of logs, and a device without a recorder skips them all.  The
+ * write log may hold a write until its front end completes the request
+ * (lib/powerfail/wlog.h), so that a flush_ref counts completed writes
+ * only.
  *
  * A hook that returns int returns 0, or -EIO when the recording failed:
  * the request then fails.  Each is called with the locks its comment

@@ -16,6 +16,18 @@
  * zone's SNAPSHOT entries come before any entry of a change to it, and
  * the device, and the event loop of a server, wait for one zone's copy
  * at most, never for the whole device's.
+ *
+ * A write goes in the log when its request completes to the host, as
+ * dm-log-writes logs it, so that a flush's ref counts only writes
+ * completed before it came.  A front end whose request completes after it
+ * ran (irqmode=2, a delayed reply) brackets running it (zn_wlog_defer,
+ * zn_wlog_deferred): the write entries it makes are held, with their
+ * data, until zn_wlog_complete.  Replay applies a zone's entries in log
+ * order, so a held entry goes in before any later entry of its zone that
+ * must follow it: in a sequential zone every later entry, in a
+ * conventional zone a later write over its blocks, and a zone operation
+ * or condition; a power cycle, a stop of the log and the device's end
+ * append them all.
  */
 #include <endian.h>
 #include <errno.h>
@@ -54,6 +66,35 @@ struct dropped {
   uint64_t off, len;             /* bytes within the zone */
 };
 
+#define NO_ZONE UINT32_MAX
+
+/* An entry held until its request completes: a write, or a mark its
+ * request made (a failure after the write, fault-after:).
+ */
+struct held {
+  struct held *zone_prev, *zone_next;   /* its zone's, as they ran */
+  struct held *req_prev, *req_next;     /* its request's */
+  struct zn_wlog_hold *hold;
+  uint32_t zone;                 /* NO_ZONE: a mark */
+  bool must;                     /* must precede the entry being appended */
+  uint64_t flags, sector, n;
+  size_t len;                    /* bytes at data: a write's, a mark's name */
+  unsigned char data[];
+};
+
+/* The entries of one request that completes later. */
+struct zn_wlog_hold {
+  struct zn_dev *dev;
+  struct held *first, *last;
+  struct zn_wlog_hold *prev, *next;     /* the log's holds */
+};
+
+/* The calling thread runs a request that completes later (zn_wlog_defer),
+ * and the hold its entries went to so far.
+ */
+static _Thread_local bool deferring;
+static _Thread_local struct zn_wlog_hold *deferred;
+
 struct zn_wlog {
   pthread_mutex_t lock;          /* the file, its tail, its count */
   atomic_bool on;                /* read without the lock by the hooks */
@@ -83,6 +124,14 @@ struct zn_wlog {
   uint8_t *old_cond;
   struct dropped *dropped;
   size_t nr_dropped, dropped_cap;
+  /* Entries held until their requests complete, under the lock: every
+   * hold not yet completed, each zone's held entries as they ran, and
+   * the bytes held (at most ZN_WLOG_HOLD_MAX).
+   */
+  struct zn_wlog_hold *holds;
+  struct held **zone_first, **zone_last;
+  uint64_t held_bytes;
+  bool completing;               /* appending held entries, no request's */
 };
 
 static uint32_t
@@ -142,13 +191,21 @@ write_count (struct zn_wlog *w, uint64_t nr)
                       offsetof (struct zn_wlog_super, nr_entries));
 }
 
-/* Once, naming the file: the log has a hole from here on, so it stops. */
+static void drop_held (struct zn_wlog *w);
+
+/* Once, naming the file: the log has a hole from here on, so it stops.
+ * A request that completed already keeps its success: the log's stop
+ * says EIO.
+ */
 static int
 stop_failed (struct zn_wlog *w, int err)
 {
   fprintf (stderr, "zonednull: write log %s: writing entry %" PRIu64
-           ": %s; the log stops here and the request fails\n", w->label,
-           w->nr_entries, strerror (err));
+           ": %s; the log stops here and %s\n", w->label,
+           w->nr_entries, strerror (err), w->completing
+           ? "a held write is not in it (its request's answer stands)"
+           : "the request fails");
+  drop_held (w);
   atomic_store (&w->on, false);
   close (w->fd);
   w->fd = -1;
@@ -228,16 +285,275 @@ fail_log (struct zn_dev *dev, int err)
   return ret;
 }
 
+/* ---- entries held until their requests complete ------------------------- */
+
+static void
+unlink_held (struct zn_wlog *w, struct held *e)
+{
+  struct zn_wlog_hold *h = e->hold;
+
+  if (e->zone != NO_ZONE) {
+    if (e->zone_prev)
+      e->zone_prev->zone_next = e->zone_next;
+    else
+      w->zone_first[e->zone] = e->zone_next;
+    if (e->zone_next)
+      e->zone_next->zone_prev = e->zone_prev;
+    else
+      w->zone_last[e->zone] = e->zone_prev;
+  }
+  if (e->req_prev)
+    e->req_prev->req_next = e->req_next;
+  else
+    h->first = e->req_next;
+  if (e->req_next)
+    e->req_next->req_prev = e->req_prev;
+  else
+    h->last = e->req_prev;
+  w->held_bytes -= sizeof *e + e->len;
+  free (e);
+}
+
+/* The log stopped with a hole: what it held will never go in. */
+static void
+drop_held (struct zn_wlog *w)
+{
+  for (struct zn_wlog_hold *h = w->holds; h; h = h->next)
+    while (h->first)
+      unlink_held (w, h->first);
+}
+
+/* Held entry e appended, the lock held.  On failure the log has stopped
+ * and every held entry is gone, e too.
+ */
+static int
+append_held (struct zn_dev *dev, struct held *e)
+{
+  int ret = e->zone == NO_ZONE
+    ? append (dev, e->flags, 0, 0, 0, e->data, e->len, NULL)
+    : append (dev, e->flags, e->sector, e->n, 0, NULL, 0,
+              e->len ? e->data : NULL);
+
+  if (ret == 0)
+    unlink_held (dev->wlog, e);
+  return ret;
+}
+
+static bool
+overlaps (uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
+{
+  return a < b + bn && b < a + an;
+}
+
+/* Before an entry of zone over [sector, sector + n) that ran after end
+ * (NULL: after every held entry of the zone), the held ones it must
+ * follow, appended in the order they ran: with all, or in a sequential
+ * zone, every one (replay applies a sequential zone's writes in order,
+ * and what lies before a write the device wrote is written too); in a
+ * conventional zone those whose blocks it overwrites, and those theirs
+ * overwrite.  The lock held.
+ */
+static int
+append_before (struct zn_dev *dev, uint32_t zone, struct held *end,
+               uint64_t sector, uint64_t n, bool all)
+{
+  struct zn_wlog *w = dev->wlog;
+  struct held *e, *next;
+
+  if (w->zone_first == NULL || w->zone_first[zone] == end)
+    return 0;
+  all = all || dev->zones[zone].type != ZN_ZONE_CONVENTIONAL;
+  for (e = end ? end->zone_prev : w->zone_last[zone]; e; e = e->zone_prev) {
+    e->must = all || overlaps (e->sector, e->n, sector, n);
+    for (struct held *m = e->zone_next; !e->must && m != end;
+         m = m->zone_next)
+      e->must = m->must && overlaps (e->sector, e->n, m->sector, m->n);
+  }
+  for (e = w->zone_first[zone]; e != end; e = next) {
+    int ret;
+
+    next = e->zone_next;
+    if (e->must && (ret = append_held (dev, e)) != 0)
+      return ret;
+  }
+  return 0;
+}
+
+/* Hold h's entries appended, each after those of its zone it follows. */
+static int
+append_hold (struct zn_dev *dev, struct zn_wlog_hold *h)
+{
+  while (h->first) {
+    struct held *e = h->first;
+    int ret = e->zone == NO_ZONE ? 0
+      : append_before (dev, e->zone, e, e->sector, e->n, false);
+
+    if (ret == 0)
+      ret = append_held (dev, e);
+    if (ret)
+      return ret;
+  }
+  return 0;
+}
+
+/* Every held entry appended: a power cycle, the log's stop, the device's. */
+static int
+append_all_held (struct zn_dev *dev)
+{
+  struct zn_wlog *w = dev->wlog;
+  int ret = 0;
+
+  w->completing = true;
+  for (struct zn_wlog_hold *h = w->holds; h && ret == 0; h = h->next)
+    ret = append_hold (dev, h);
+  w->completing = false;
+  return ret;
+}
+
+/* Holds an entry of the request the calling thread runs, if it deferred
+ * its completion (zn_wlog_defer), the lock held.  False when the entry
+ * is not held and goes in now: a request completed at once, data over
+ * ZN_WLOG_HOLD_MAX held already, or no memory.
+ */
+static bool
+hold_entry (struct zn_dev *dev, uint32_t zone, uint64_t flags,
+            uint64_t sector, uint64_t n, const void *data, size_t len)
+{
+  struct zn_wlog *w = dev->wlog;
+  struct zn_wlog_hold *h = deferred;
+  struct held *e;
+
+  if (!deferring || (h && h->dev != dev)
+      || w->held_bytes + sizeof *e + len > ZN_WLOG_HOLD_MAX)
+    return false;
+  if (w->zone_first == NULL) {
+    w->zone_first = calloc (dev->geo.nr_zones, sizeof *w->zone_first);
+    w->zone_last = calloc (dev->geo.nr_zones, sizeof *w->zone_last);
+    if (!w->zone_first || !w->zone_last) {
+      free (w->zone_first);
+      free (w->zone_last);
+      w->zone_first = w->zone_last = NULL;
+      return false;
+    }
+  }
+  if (h == NULL) {
+    if ((h = calloc (1, sizeof *h)) == NULL)
+      return false;
+    h->dev = dev;
+    h->next = w->holds;
+    if (w->holds)
+      w->holds->prev = h;
+    w->holds = deferred = h;
+  }
+  if ((e = malloc (sizeof *e + len)) == NULL)
+    return false;
+  memset (e, 0, sizeof *e);
+  e->hold = h;
+  e->zone = zone;
+  e->flags = flags;
+  e->sector = sector;
+  e->n = n;
+  e->len = len;
+  if (len)
+    memcpy (e->data, data, len);
+  e->req_prev = h->last;
+  *(h->last ? &h->last->req_next : &h->first) = e;
+  h->last = e;
+  if (zone != NO_ZONE) {
+    e->zone_prev = w->zone_last[zone];
+    *(e->zone_prev ? &e->zone_prev->zone_next : &w->zone_first[zone]) = e;
+    w->zone_last[zone] = e;
+  }
+  w->held_bytes += sizeof *e + len;
+  return true;
+}
+
+void
+zn_wlog_defer (void)
+{
+  deferring = true;
+}
+
+struct zn_wlog_hold *
+zn_wlog_deferred (void)
+{
+  struct zn_wlog_hold *h = deferred;
+
+  deferring = false;
+  deferred = NULL;
+  return h;
+}
+
+void
+zn_wlog_complete (struct zn_wlog_hold *h)
+{
+  struct zn_wlog *w;
+
+  if (h == NULL)
+    return;
+  w = h->dev->wlog;
+  pthread_mutex_lock (&w->lock);
+  w->completing = true;
+  if (atomic_load (&w->on))
+    append_hold (h->dev, h);
+  w->completing = false;
+  while (h->first)
+    unlink_held (w, h->first);
+  if (h->prev)
+    h->prev->next = h->next;
+  else
+    w->holds = h->next;
+  if (h->next)
+    h->next->prev = h->prev;
+  pthread_mutex_unlock (&w->lock);
+  free (h);
+}
+
 /* ---- hooks -------------------------------------------------------------- */
 
 static int
 wlog_write (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n,
-            const void *buf, bool fua, bool append)
+            const void *buf, bool fua, bool append_)
 {
-  (void) z;
+  struct zn_wlog *w = dev->wlog;
+  uint32_t zone = (uint32_t) (z - dev->zones);
+  uint64_t flags = (fua ? ZN_WLOG_FUA : 0) | (append_ ? ZN_WLOG_APPEND : 0);
+  int ret = 0;
+
   ZONE_ASSERT_HELD (z);
-  return log_entry (dev, 0, (fua ? ZN_WLOG_FUA : 0)
-                    | (append ? ZN_WLOG_APPEND : 0), sector, n, 0, buf);
+  if (!atomic_load (&w->on))
+    return 0;
+  pthread_mutex_lock (&w->lock);
+  if (atomic_load (&w->on)
+      && !hold_entry (dev, zone, flags, sector, n, buf,
+                      buf ? n << ZN_SECTOR_SHIFT : 0)) {
+    ret = append_before (dev, zone, NULL, sector, n, false);
+    if (ret == 0)
+      ret = append (dev, flags, sector, n, 0, NULL, 0, buf);
+  }
+  pthread_mutex_unlock (&w->lock);
+  return ret;
+}
+
+/* An entry of zone z that every held one of the zone comes before. */
+static int
+zone_entry (struct zn_dev *dev, struct zone *z, uint64_t flags,
+            uint64_t sector, uint64_t n, uint64_t ref)
+{
+  struct zn_wlog *w = dev->wlog;
+  int ret = 0;
+
+  ZONE_ASSERT_HELD (z);
+  if (!atomic_load (&w->on))
+    return 0;
+  pthread_mutex_lock (&w->lock);
+  if (atomic_load (&w->on)) {
+    ret = append_before (dev, (uint32_t) (z - dev->zones), NULL, 0, 0, true);
+    if (ret == 0)
+      ret = append (dev, flags, sector, n, ref, NULL, 0, NULL);
+  }
+  pthread_mutex_unlock (&w->lock);
+  return ret;
 }
 
 static int
@@ -248,19 +564,17 @@ wlog_zone_op (struct zn_dev *dev, struct zone *z, enum zn_zone_op op)
     [ZN_OP_FINISH] = ZN_WLOG_FINISH,
   };
 
-  ZONE_ASSERT_HELD (z);
   /* A reset is a discard of the zone to dm-log-writes' readers. */
   if (op == ZN_OP_RESET)
-    return log_entry (dev, 0, ZN_WLOG_DISCARD | ZN_WLOG_RESET, z->start,
-                      z->len, 0, NULL);
-  return log_entry (dev, 0, flags[op], z->start, 0, 0, NULL);
+    return zone_entry (dev, z, ZN_WLOG_DISCARD | ZN_WLOG_RESET, z->start,
+                       z->len, 0);
+  return zone_entry (dev, z, flags[op], z->start, 0, 0);
 }
 
 static int
 wlog_cond (struct zn_dev *dev, struct zone *z, uint8_t cond)
 {
-  ZONE_ASSERT_HELD (z);
-  return log_entry (dev, 0, ZN_WLOG_COND, z->start, 0, cond, NULL);
+  return zone_entry (dev, z, ZN_WLOG_COND, z->start, 0, cond);
 }
 
 static struct zn_flush_ref
@@ -383,7 +697,11 @@ wlog_power_end (struct zn_dev *dev)
   if (!w->powering)
     return 0;
   w->powering = false;
-  ret = log_entry (dev, 0, ZN_WLOG_POWER, 0, 0, 0, NULL);
+  pthread_mutex_lock (&w->lock);
+  ret = atomic_load (&w->on) ? append_all_held (dev) : 0;
+  pthread_mutex_unlock (&w->lock);
+  if (ret == 0)
+    ret = log_entry (dev, 0, ZN_WLOG_POWER, 0, 0, 0, NULL);
   for (uint32_t i = dev->geo.nr_conv; i < dev->geo.nr_zones && !ret; i++)
     ret = power_zone (dev, i);
   if (!ret && w->nr_dropped && (buf = malloc (CHUNK)) == NULL)
@@ -601,11 +919,21 @@ wlog_touch (struct zn_dev *dev, struct zone *z)
   free (buf);
 }
 
+/* The device stops: its copier ends, and what is held goes in, before
+ * the stop's flush.
+ */
 static void
-wlog_snapshot_wait (struct zn_dev *dev)
+wlog_quiesce (struct zn_dev *dev)
 {
-  if (dev->wlog)
-    join_copier (dev->wlog);
+  struct zn_wlog *w = dev->wlog;
+
+  if (!w)
+    return;
+  join_copier (w);
+  pthread_mutex_lock (&w->lock);
+  if (atomic_load (&w->on))
+    append_all_held (dev);
+  pthread_mutex_unlock (&w->lock);
 }
 
 static bool
@@ -799,6 +1127,16 @@ wlog_free (struct zn_dev *dev)
   join_copier (w);
   if (w->fd >= 0)
     close (w->fd);
+  /* A hold no front end completed: its entries went in at quiesce. */
+  drop_held (w);
+  while (w->holds) {
+    struct zn_wlog_hold *h = w->holds;
+
+    w->holds = h->next;
+    free (h);
+  }
+  free (w->zone_first);
+  free (w->zone_last);
   pthread_mutex_destroy (&w->lock);
   free (w->dir);
   free (w->block);
@@ -865,6 +1203,8 @@ zn_wlog_stop (struct zn_dev *dev)
     return -EAGAIN;
   join_copier (w);
   pthread_mutex_lock (&w->lock);
+  if (atomic_load (&w->on))
+    append_all_held (dev);
   if (w->failed)
     ret = -w->failed;
   else if (!atomic_load (&w->on))
@@ -889,8 +1229,10 @@ zn_wlog_mark (struct zn_dev *dev, const char *name, size_t len)
   if (!zn_control_mark_name_ok (name, len))
     return -EINVAL;
   pthread_mutex_lock (&w->lock);
+  /* A mark a request makes (fault-after:) follows its write. */
   if (atomic_load (&w->on))
-    ret = append (dev, ZN_WLOG_MARK, 0, 0, 0, name, len, NULL);
+    ret = hold_entry (dev, NO_ZONE, ZN_WLOG_MARK, 0, 0, name, len) ? 0
+      : append (dev, ZN_WLOG_MARK, 0, 0, 0, name, len, NULL);
   pthread_mutex_unlock (&w->lock);
   return ret;
 }
@@ -922,6 +1264,6 @@ static const struct zn_recorder wlog_recorder = {
   .power_begin = wlog_power_begin,
   .dropped = wlog_dropped,
   .power_end = wlog_power_end,
-  .quiesce = wlog_snapshot_wait,
+  .quiesce = wlog_quiesce,
   .free = wlog_free,
 };

@@ -15,6 +15,7 @@
 
 #include "frontend/control.h"
 #include "model/zoned.h"
+#include "powerfail/wlog.h"
 #include "internal.h"
 
 /* An empty output buffer larger than this is freed. */
@@ -175,6 +176,13 @@ nbd_session_free (struct nbd_session *s)
   if (s->errlog)
     zn_control_errlog_detach (s->d->ctl, s->errlog);
   free (s->out.data);
+  /* Delayed control commands whose replies will not go: done all the
+   * same for the write log, which would hold their writes until the
+   * device stops.
+   */
+  for (struct held *h = s->delayed.head; h; h = h->next)
+    zn_wlog_complete (h->hold);
+  zn_control_complete (&s->conn);
   park_hold_reply_clear (&s->held);
   park_hold_reply_clear (&s->delayed);
   park_clear (&s->parked);

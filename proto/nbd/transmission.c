@@ -14,6 +14,7 @@
 #include "frontend/control.h"
 #include "model/fault.h"
 #include "model/zoned.h"
+#include "powerfail/wlog.h"
 #include "internal.h"
 #include "frontend/nbd-zones.h"
 
@@ -451,6 +452,9 @@ delay_reply (struct nbd_session *s, uint64_t id, size_t mark)
     nbd_session_out_of_memory (s);
   s->delayed.tail->id = id;
   s->delayed.tail->arrival = s->arrival;
+  /* A control command's write goes in the write log with its reply. */
+  s->delayed.tail->hold = s->conn.hold;
+  s->conn.hold = NULL;
   s->out.len = mark;
 }
 
@@ -540,6 +544,7 @@ run_request (struct nbd_session *s, uint64_t id, const struct nbd_request *rq,
   if (outcome != FINISH_ANSWERED) {
     s->out.len = mark;
     finish (s, id, tagged, outcome, 0);
+    zn_control_complete (&s->conn);
     return;
   }
   switch (finish (s, id, tagged, outcome, delay_ns)) {
@@ -551,6 +556,7 @@ run_request (struct nbd_session *s, uint64_t id, const struct nbd_request *rq,
     hold_reply (s);
     return;
   default:
+    zn_control_complete (&s->conn);
     replied (s);
     if (s->held.count == 0)
       s->ready = s->out.len;
@@ -691,6 +697,7 @@ nbd_session_release (struct nbd_session *s, uint64_t id)
 
   if (h == NULL)
     return;
+  zn_wlog_complete (h->hold);
   memcpy (out_reserve (s, h->len), h->data, h->len);
   if (s->sv->stats)
     s->sv->stats->reply (s->owner, h->arrival, s->out.len);

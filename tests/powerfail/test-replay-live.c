@@ -23,6 +23,12 @@
  * --crash=none must be that device too.  A finish writes a zone's cache
  * back on the device, so the replay must count it as making the zone's
  * writes durable (doc/power-fail.md, section 2).
+ *
+ * In the run to the end, one request in three is answered later, as
+ * irqmode=2 answers them (zn_wlog_defer ... zn_wlog_complete), up to 8
+ * at once, completed in random order, some only after the log's stop:
+ * its writes go in the log when it completes, and the replay must still
+ * be the device, so each zone's entries must be in the order they ran.
  */
 #include "powerfail.h"
 #include "powerfail/replay.h"
@@ -90,6 +96,40 @@ one_op (struct zn_dev *dev, uint32_t spb, bool power,
     zn_write_why (dev, buf, zone.wp, nr < start + zone.capacity - zone.wp
                   ? nr : start + zone.capacity - zone.wp, fua,
                   &(enum zn_reason) { 0 });
+}
+
+/* Requests answered later, not yet completed. */
+#define MAX_HELD 8
+static struct zn_wlog_hold *held[MAX_HELD];
+static unsigned nr_held;
+
+/* Completes some of them, in random order, or all. */
+static void
+complete_held (bool all)
+{
+  while (nr_held > 0 && (all || rnd (4) == 0)) {
+    unsigned i = (unsigned) rnd (nr_held);
+
+    zn_wlog_complete (held[i]);
+    held[i] = held[--nr_held];
+  }
+}
+
+/* One request; without crash, answered later one time in three. */
+static void
+one_request (struct zn_dev *dev, uint32_t spb, bool power, bool crash,
+             unsigned *marks)
+{
+  bool later = !crash && nr_held < MAX_HELD && rnd (3) == 0;
+  struct zn_wlog_hold *h;
+
+  if (later)
+    zn_wlog_defer ();
+  one_op (dev, spb, power, marks);
+  if (later && (h = zn_wlog_deferred ()) != NULL)
+    held[nr_held++] = h;
+  if (!crash)
+    complete_held (false);
 }
 
 /* What a power-on makes of a zone: none is open. */
@@ -208,12 +248,18 @@ one_device (const char *tmp, uint64_t seed, bool crash)
     fprintf (stderr, "%s\n", err);
   CHECK (live != NULL);
   for (unsigned i = 0; i < 400; i++)
-    one_op (live, cfg.blocksize >> 9, files && !crash, &marks);
+    one_request (live, cfg.blocksize >> 9, files && !crash, crash, &marks);
   if (crash) {
     CHECK_EQ (zn_wlog_mark (live, "crash", 5), 0);
     CHECK_EQ (zn_power_cycle (live), 0);
   }
+  /* Half the requests still held complete before the stop, the rest go
+   * in with it.
+   */
+  for (unsigned i = nr_held / 2; i > 0; i--)
+    zn_wlog_complete (held[--nr_held]);
   CHECK_EQ (zn_wlog_stop (live), 0);
+  complete_held (true);
   state = replayed (log, crash ? "crash" : NULL,
                     crash ? ZN_KEEP_NONE : ZN_KEEP_ALL, dir, cfg.blocksize,
                     seed);
