@@ -132,6 +132,8 @@ else fail "plan: seeds 7, 7 and 8 give: $(diff "$tmp/plan7" "$tmp/plan7b" | head
 expect 2 "no mark 'fsync-9'" "plan --to an unknown mark names it" plan --to=fsync-9
 expect 0 "state 1: to 25 (after mark fsync-1) crash=random seed=3" "plan --to an entry: the mark before it" \
   plan --to=25 --crash=random:3
+expect 0 "state 1: to 25 (after mark fsync-1) crash=torn seed=4" "plan --to an entry with torn: its seed" \
+  plan --to=25 --crash=torn:4
 rm "$w/manifest"
 expect 2 "no manifest $w/manifest" "check --fs without the workload's manifest says so" \
   sh "$pf" check --fs=btrfs --params=x --log="$tmp/log" --work="$w"
