@@ -315,12 +315,45 @@ cycle (bool files, uint64_t wseed, const char *policy, uint64_t *before)
   return h;
 }
 
+/* KIND:1 to KIND:NR_SEEDS on one workload, each state the reference's:
+ * seeds draw different states, and a seed the same one again; then other
+ * workloads, checked against the reference only.
+ */
+static void
+draw_seeds (bool files, const char *kind)
+{
+  uint64_t hs[NR_SEEDS];
+  unsigned distinct = 0;
+  char policy[32];
+
+  for (unsigned i = 0; i < NR_SEEDS; i++) {
+    snprintf (policy, sizeof policy, "%s:%u", kind, i + 1);
+    hs[i] = cycle (files, 1, policy, NULL);
+    distinct++;
+    for (unsigned j = 0; j < i; j++)
+      if (hs[j] == hs[i]) {
+        distinct--;
+        break;
+      }
+  }
+  fprintf (stderr, "%s: %s: %u distinct states of %d seeds\n",
+           files ? "backing_dir" : "page cache", kind, distinct, NR_SEEDS);
+  CHECK (distinct >= NR_SEEDS / 2);
+  for (unsigned i = 0; i < 4; i++) {
+    snprintf (policy, sizeof policy, "%s:%u", kind, i + 1);
+    CHECK_EQ (cycle (files, 1, policy, NULL), hs[i]);
+  }
+  for (uint64_t wseed = 2; wseed < 10; wseed++)
+    for (unsigned i = 0; i < 8; i++) {
+      snprintf (policy, sizeof policy, "%s:%u", kind, i + 100);
+      cycle (files, wseed, policy, NULL);
+    }
+}
+
 static void
 test_policies (bool files)
 {
-  uint64_t hs[NR_SEEDS], before, none, all;
-  unsigned distinct = 0;
-  char policy[32];
+  uint64_t before, none, all;
 
   none = cycle (files, 1, "none", &before);
   all = cycle (files, 1, "all", NULL);
@@ -329,67 +362,18 @@ test_policies (bool files)
    * cache start over whatever is kept, and are not in the fingerprint).
    */
   CHECK_EQ (all, before);
-  for (unsigned i = 0; i < NR_SEEDS; i++) {
-    snprintf (policy, sizeof policy, "random:%u", i + 1);
-    hs[i] = cycle (files, 1, policy, NULL);
-    distinct++;
-    for (unsigned j = 0; j < i; j++)
-      if (hs[j] == hs[i]) {
-        distinct--;
-        break;
-      }
-  }
-  fprintf (stderr, "%s: %u distinct states of %d seeds\n", files ? "backing_dir" : "page cache", distinct, NR_SEEDS);
-  /* Seeds draw different states... */
-  CHECK (distinct >= NR_SEEDS / 2);
-  /* ... and a seed the same one. */
-  for (unsigned i = 0; i < 4; i++) {
-    snprintf (policy, sizeof policy, "random:%u", i + 1);
-    CHECK_EQ (cycle (files, 1, policy, NULL), hs[i]);
-  }
-  /* Other workloads, checked against the reference only. */
-  for (uint64_t wseed = 2; wseed < 10; wseed++)
-    for (unsigned i = 0; i < 8; i++) {
-      snprintf (policy, sizeof policy, "random:%u", i + 100);
-      cycle (files, wseed, policy, NULL);
-    }
+  draw_seeds (files, "random");
 }
 
-/* torn:SEED: every state the reference's, torn writes among them; a seed
- * the same state again, seeds different ones.
- */
+/* torn:SEED: every state the reference's, torn writes among them. */
 static void
 test_torn (bool files)
 {
-  uint64_t hs[NR_SEEDS];
-  unsigned distinct = 0;
-  char policy[32];
-
   nr_torn = 0;
-  for (unsigned i = 0; i < NR_SEEDS; i++) {
-    snprintf (policy, sizeof policy, "torn:%u", i + 1);
-    hs[i] = cycle (files, 1, policy, NULL);
-    distinct++;
-    for (unsigned j = 0; j < i; j++)
-      if (hs[j] == hs[i]) {
-        distinct--;
-        break;
-      }
-  }
-  fprintf (stderr, "%s: torn: %u distinct states of %d seeds, %u torn "
-           "writes\n", files ? "backing_dir" : "page cache", distinct,
-           NR_SEEDS, nr_torn);
+  draw_seeds (files, "torn");
+  fprintf (stderr, "%s: %u torn writes\n", files ? "backing_dir" : "page cache",
+           nr_torn);
   CHECK (nr_torn > 0);
-  CHECK (distinct >= NR_SEEDS / 2);
-  for (unsigned i = 0; i < 4; i++) {
-    snprintf (policy, sizeof policy, "torn:%u", i + 1);
-    CHECK_EQ (cycle (files, 1, policy, NULL), hs[i]);
-  }
-  for (uint64_t wseed = 2; wseed < 10; wseed++)
-    for (unsigned i = 0; i < 8; i++) {
-      snprintf (policy, sizeof policy, "torn:%u", i + 100);
-      cycle (files, wseed, policy, NULL);
-    }
 }
 
 /* A FUA write in the middle of a pending one splits its record; the

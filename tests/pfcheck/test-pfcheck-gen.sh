@@ -6,21 +6,7 @@
 # the one-step workloads), every one holds on the tree at the last mark for
 # many workloads, and verify fails when the tree is tampered with (a file
 # removed, its data changed, a removed name back, a directory gone).
-set -u
-: "${ZONEDNULL_SRCDIR:?run through make check}"
-pf=$ZONEDNULL_SRCDIR/cli/zonednull-pfcheck
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/zonednull-pfcheck-gen.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' HUP INT TERM
-nfail=0
-ok () { echo "ok   - $*"; }
-fail () { echo "FAIL - $*"; nfail=$((nfail + 1)); }
-expect () {
-  es=$1 ep=$2 el=$3; shift 3
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" = "$es" ] && printf '%s\n' "$out" | grep -q -- "$ep"; then ok "$el"
-  else fail "$el: status $rc (want $es), output: $(printf '%s' "$out" | head -n 3 | tr '\n' ' ') (want /$ep/)"; fi
-}
+. "${ZONEDNULL_SRCDIR:?run through make check}/tests/common/pfcheck-lib.sh"
 w=$tmp/w root=$tmp/root
 mkdir -p "$root"
 # run INDEX OPS: the workload in a fresh $root.

@@ -4,22 +4,7 @@
 # errors, the verification of a tree against a manifest (what it checks in
 # each state after the mount), and the plan of states it draws from a log's
 # listing (a stand-in zonednull prints the listing).
-set -u
-: "${ZONEDNULL_SRCDIR:?run through make check}"
-pf=$ZONEDNULL_SRCDIR/cli/zonednull-pfcheck
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/zonednull-pfcheck.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' HUP INT TERM
-nfail=0
-ok () { echo "ok   - $*"; }
-fail () { echo "FAIL - $*"; nfail=$((nfail + 1)); }
-# expect STATUS PATTERN LABEL CMD...: CMD's status and its output match.
-expect () {
-  es=$1 ep=$2 el=$3; shift 3
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" = "$es" ] && printf '%s\n' "$out" | grep -q -- "$ep"; then ok "$el"
-  else fail "$el: status $rc (want $es), output: $(printf '%s' "$out" | head -n 3 | tr '\n' ' ') (want /$ep/)"; fi
-}
+. "${ZONEDNULL_SRCDIR:?run through make check}/tests/common/pfcheck-lib.sh"
 
 # ---- options ---------------------------------------------------------------
 expect 0 'workload --fs=FS' "--help prints the usage" sh "$pf" --help
