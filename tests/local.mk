@@ -200,7 +200,8 @@ FILES_MODEL_TESTS = \
 	tests/files/test-files-model-layout \
 	tests/files/test-files-model-cache \
 	tests/files/test-files-model-keep \
-	tests/files/test-files-model-hostile
+	tests/files/test-files-model-hostile \
+	tests/files/test-files-model-flush
 check_PROGRAMS += $(FILES_MODEL_TESTS)
 tests_files_test_files_model_restart_SOURCES = \
 	tests/files/test-files-model-restart.c tests/files/files-model.h \
@@ -222,6 +223,12 @@ tests_files_test_files_model_hostile_SOURCES = \
 	tests/files/test-files-model-hostile.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
 tests_files_test_files_model_hostile_LDADD = $(zn_libs)
+tests_files_test_files_model_flush_SOURCES = \
+	tests/files/test-files-model-flush.c tests/files/files-model.h \
+	tests/common/check.h tests/common/dev.h
+tests_files_test_files_model_flush_LDADD = $(zn_libs)
+# It holds the model's fdatasync where it wants.
+tests_files_test_files_model_flush_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=fdatasync
 FILES_TESTS = \
 	tests/files/test-files-restart.sh \
 	tests/files/test-files-crash.sh \

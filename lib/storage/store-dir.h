@@ -57,6 +57,10 @@ struct zn_store {
   int32_t *zone_slot;            /* per zone: its slot or -1 */
   /* Zones written since the last flush, for fdatasync. */
   pthread_mutex_t sync_lock;
+  /* One flush at a time: a flush that finds the zones taken by one still
+   * syncing them must wait for it, since it covers those writes too.
+   */
+  pthread_mutex_t flush_lock;
   uint32_t *touched;
   size_t nr_touched;
   uint8_t *is_touched;

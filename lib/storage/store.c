@@ -266,11 +266,13 @@ store_flush (struct zn_dev *dev)
   size_t n;
   int ret = 0;
 
+  pthread_mutex_lock (&st->flush_lock);
   pthread_mutex_lock (&st->sync_lock);
   n = st->nr_touched;
   zones = malloc ((n ? n : 1) * sizeof *zones);
   if (zones == NULL) {
     pthread_mutex_unlock (&st->sync_lock);
+    pthread_mutex_unlock (&st->flush_lock);
     return -ENOMEM;
   }
   memcpy (zones, st->touched, n * sizeof *zones);
@@ -292,6 +294,7 @@ store_flush (struct zn_dev *dev)
       ret = io_error (dev, "syncing", zones[i], -r);
     }
   }
+  pthread_mutex_unlock (&st->flush_lock);
   free (zones);
   return ret;
 }
@@ -514,6 +517,7 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
   st->lru_head = st->lru_tail = -1;
   pthread_mutex_init (&st->fd_lock, NULL);
   pthread_mutex_init (&st->sync_lock, NULL);
+  pthread_mutex_init (&st->flush_lock, NULL);
   pthread_mutex_init (&st->meta_lock, NULL);
   st->dir = strdup (dir);
   st->zone_slot = malloc (nr_zones * sizeof *st->zone_slot);
@@ -635,6 +639,7 @@ store_close (struct zn_dev *dev)
     close (st->dirfd);                 /* and with it the lock */
   pthread_mutex_destroy (&st->fd_lock);
   pthread_mutex_destroy (&st->sync_lock);
+  pthread_mutex_destroy (&st->flush_lock);
   pthread_mutex_destroy (&st->meta_lock);
   free (st->dir);
   free (st->zone_slot);

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Two flushes of a file-backed device at once, as the plugin's threads
+ * run them: a flush covers the writes completed before it, even while an
+ * earlier flush is still syncing the zones it took.  fdatasync is wrapped (-Wl,--wrap=fdatasync): the first one
+ * after the test arms it is held until the test lets it go.  Flush A
+ * takes the zone written and is held in its fdatasync; flush B, started
+ * then, must not return while A's sync of that write is held.  The test
+ * knows B is waiting, not late, by its thread's state in /proc: asleep.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+
+#include "files-model.h"
+
+int __real_fdatasync (int fd);
+int __wrap_fdatasync (int fd);
+
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static bool armed, held, released;
+
+/* The first fdatasync after arming waits for the release. */
+int
+__wrap_fdatasync (int fd)
+{
+  pthread_mutex_lock (&gate_lock);
+  if (armed) {
+    armed = false;
+    held = true;
+    pthread_cond_broadcast (&gate_cond);
+    while (!released)
+      pthread_cond_wait (&gate_cond, &gate_lock);
+    held = false;
+  }
+  pthread_mutex_unlock (&gate_lock);
+  return __real_fdatasync (fd);
+}
+
+struct flusher {
+  struct zn_dev *d;
+  pthread_t thread;
+  atomic_int tid;
+  atomic_bool returned;
+  bool sync_done_before;        /* A's sync was let go when it returned */
+  int ret;
+};
+
+static void *
+flush_thread (void *arg)
+{
+  struct flusher *f = arg;
+
+  atomic_store (&f->tid, (int) syscall (SYS_gettid));
+  f->ret = zn_flush (f->d);
+  pthread_mutex_lock (&gate_lock);
+  f->sync_done_before = released && !held;
+  pthread_mutex_unlock (&gate_lock);
+  atomic_store (&f->returned, true);
+  return NULL;
+}
+
+/* The thread's state letter in /proc (R, S, D...), or 0. */
+static char
+thread_state (int tid)
+{
+  char path[64], buf[512], *p;
+  FILE *fp;
+
+  snprintf (path, sizeof path, "/proc/self/task/%d/stat", tid);
+  fp = fopen (path, "r");
+  if (fp == NULL)
+    return 0;
+  p = fgets (buf, sizeof buf, fp);
+  fclose (fp);
+  if (p == NULL || (p = strrchr (buf, ')')) == NULL || p[1] != ' ')
+    return 0;
+  return p[2];
+}
+
+static void
+test_concurrent_flushes (void)
+{
+  char dir[1024];
+  struct zn_config c = store_cfg (16, 2, 2, 2, 512,
+                                  path_in_top (dir, sizeof dir, "flush"));
+  struct zn_dev *d = create (&c);
+  struct flusher a = { .d = d }, b = { .d = d };
+  const struct timespec tick = { 0, 1000 * 1000 };
+
+  /* Every zone file is there before anything is held. */
+  CHECK_EQ (zn_dev_sync_files (d, NULL, 0), 0);
+  CHECK_EQ (write_tag (d, 0, 8, 1, false), 0);
+  pthread_mutex_lock (&gate_lock);
+  armed = true;
+  pthread_mutex_unlock (&gate_lock);
+  CHECK_EQ (pthread_create (&a.thread, NULL, flush_thread, &a), 0);
+  pthread_mutex_lock (&gate_lock);
+  while (!held)
+    pthread_cond_wait (&gate_cond, &gate_lock);
+  pthread_mutex_unlock (&gate_lock);
+
+  /* The write completed before B: B covers it, and it is in A's hands. */
+  CHECK_EQ (pthread_create (&b.thread, NULL, flush_thread, &b), 0);
+  for (;;) {
+    int tid = atomic_load (&b.tid);
+
+    if (atomic_load (&b.returned)) {
+      fprintf (stderr, "flush B returned (%d) while the earlier flush's "
+               "fdatasync of the write completed before B was held\n", b.ret);
+      CHECK (!"B waits for A's sync");
+    }
+    if (tid && thread_state (tid) == 'S')
+      break;                    /* B waits, as it must */
+    nanosleep (&tick, NULL);
+  }
+  pthread_mutex_lock (&gate_lock);
+  released = true;
+  pthread_cond_broadcast (&gate_cond);
+  pthread_mutex_unlock (&gate_lock);
+  CHECK_EQ (pthread_join (a.thread, NULL), 0);
+  CHECK_EQ (pthread_join (b.thread, NULL), 0);
+  CHECK_EQ (a.ret, 0);
+  CHECK_EQ (b.ret, 0);
+  CHECK (b.sync_done_before);
+  zn_dev_destroy (d);
+  rm_tree (dir);
+}
+
+int
+main (void)
+{
+  make_top ();
+  test_concurrent_flushes ();
+  printf ("test-files-model-flush: all tests passed\n");
+  return EXIT_SUCCESS;
+}
