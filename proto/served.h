@@ -86,6 +86,28 @@ typedef enum reply_hold finish_fn (void *owner, uint64_t id, bool tagged,
                                    enum finish_outcome outcome,
                                    uint64_t delay_ns);
 
+/* A request's storage work, which the program may run off its event
+ * loop (offload_fn): run touches only the job and its device, never the
+ * session, which may be gone by then; done then answers on the loop's
+ * thread, with the session, or with NULL when its connection closed,
+ * when it only frees the job.  Jobs of the same nonzero key run one at a
+ * time, in the order they were offloaded (a zone's writes and resets);
+ * key 0 in any order (reads, flushes).
+ */
+struct served_job {
+  const struct served_device *dev;
+  uint64_t key;
+  void (*run) (struct served_job *job);
+  void (*done) (void *session, struct served_job *job);
+};
+
+/* Asked, for a request just admitted or resumed (the one finish would be
+ * told of), instead of running job->run at once: true when the program
+ * took it, and will call job->done and, through it, finish later; false:
+ * the session runs it now.
+ */
+typedef bool offload_fn (void *owner, struct served_job *job);
+
 /* The session's side of the scheduler, one per protocol: the scheduler
  * calls these for a connection's session.
  */

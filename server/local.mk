@@ -10,6 +10,8 @@ server_zonednull_server_SOURCES = \
 	server/main.c \
 	server/nvme-hosts.c \
 	server/nvme-hosts.h \
+	server/io-pool.c \
+	server/io-pool.h \
 	server/scheduler.c \
 	server/scheduler.h
 server_zonednull_server_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/lib \

@@ -47,6 +47,7 @@ static bool foreground;                 /* -f: do not daemonize */
 static bool verbose;                    /* -v: log connections */
 static bool exit_with_parent;           /* stop when the parent exits */
 static uint64_t busy_poll_ns = 20000;   /* --busy-poll: awake after input */
+static unsigned io_threads = 8;        /* --io-threads: storage workers */
 static double handshake_timeout = 60.;  /* --timeout: seconds, 0 for none */
 static struct tls_settings tls_settings; /* --tls, --tls-psk, ... */
 static const char *nvme_port;           /* --nvme: NVMe/TCP on this port */
@@ -191,6 +192,10 @@ usage (FILE *fp)
          "     --nvme-tls-keys=FILE  such lines, from a file of mode 0600\n"
          "     --nvme-tls-compat  derive the TLS PSKs as nvme-cli before 2.15\n"
          "                      (and its --compat) does\n"
+         "     --io-threads N   storage workers that run the reads, writes,\n"
+         "                      flushes and zone resets of backing_dir devices\n"
+         "                      off the event loop (default 8; 0: the loop\n"
+         "                      runs them)\n"
          "     --stats          count requests, system calls and loop wake-ups,\n"
          "                      time each request from its arrival to its\n"
          "                      reply; print them as one line on stderr at\n"
@@ -222,6 +227,26 @@ parse_busy_poll (const char *arg)
     return -1;
   }
   busy_poll_ns = (uint64_t) us * 1000u;
+  return 0;
+}
+
+/* --io-threads N: more than a few hundred would only cost memory; a
+ * disk is kept busy by far fewer.
+ */
+static int
+parse_io_threads (const char *arg)
+{
+  char *end;
+  unsigned long n;
+
+  errno = 0;
+  n = strtoul (arg, &end, 10);
+  if (errno || end == arg || *end || arg[0] == '-' || n > 256) {
+    fprintf (stderr, "zonednull-server: --io-threads '%s': must be a whole "
+             "number from 0 (the event loop runs storage I/O) to 256\n", arg);
+    return -1;
+  }
+  io_threads = (unsigned) n;
   return 0;
 }
 
@@ -269,7 +294,7 @@ parse_port (const char *arg)
 enum {
   OPT_TLS = 256, OPT_TLS_PSK, OPT_TLS_CERTIFICATES, OPT_TLS_VERIFY_PEER,
   OPT_NVME, OPT_NVME_ALLOW_HOST, OPT_NVME_HOST, OPT_NVME_TLS_KEY,
-  OPT_NVME_TLS_KEYS, OPT_NVME_TLS_COMPAT, OPT_STATS,
+  OPT_NVME_TLS_KEYS, OPT_NVME_TLS_COMPAT, OPT_STATS, OPT_IO_THREADS,
 };
 
 /* --nvme[=PORT]: a port number from 1 to 65535. */
@@ -438,6 +463,7 @@ parse_options (int argc, char **argv)
     { "nvme-tls-keys", required_argument, NULL, OPT_NVME_TLS_KEYS },
     { "nvme-tls-compat", no_argument, NULL, OPT_NVME_TLS_COMPAT },
     { "stats", no_argument, NULL, OPT_STATS },
+    { "io-threads", required_argument, NULL, OPT_IO_THREADS },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -465,6 +491,10 @@ parse_options (int argc, char **argv)
       break;
     case 'T':
       if (parse_timeout (optarg) == -1)
+        return 2;
+      break;
+    case OPT_IO_THREADS:
+      if (parse_io_threads (optarg) == -1)
         return 2;
       break;
     case OPT_TLS:
@@ -686,6 +716,7 @@ prepare (struct zn_params *params)
                                  : ZN_PIPELINE_WAIT_MS) * 1000000u;
   served.admit = sched_admit;
   served.finish = sched_finish;
+  served.offload = sched_offload;
   served.room = net_room;
   served.stats = stats ? &stats_hooks : NULL;
   if (devices_create (params, err, sizeof err) == -1) {
@@ -755,7 +786,7 @@ serve (void)
   }
   if (sched_start (loop, served.devices, served.nr_devices,
                    zn_queue_timed (&qcfg),
-                   &qcfg, pipeline_wait_ns) == -1)
+                   &qcfg, pipeline_wait_ns, io_threads) == -1)
     return EXIT_FAILURE;
   for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++) {
     ev_signal_init (&stoppers[i], stop_cb, stop_signals[i]);

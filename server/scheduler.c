@@ -36,6 +36,7 @@
 #include "model/zoned.h"
 #include "powerfail/wlog.h"
 #include "util/fifo.h"
+#include "io-pool.h"
 #include "scheduler.h"
 
 /* A tag taken. */
@@ -65,6 +66,11 @@ struct sconn {
   bool throttled;               /* waiting for the mbps budget */
   struct sconn *throttle_next;
   struct pending *pending;      /* its parked writes */
+  unsigned offloaded;           /* its requests on the storage workers */
+  bool closed;                  /* its connection is gone: freed with the
+                                   last of them */
+  bool to_flush;                /* replies came from the workers */
+  struct sconn *flush_next;
   struct sconn *next, *prev;
   /* Its hardware queue of each device, from the device's first request
    * (an NVMe/TCP queue carries every namespace's); -1 before.
@@ -81,6 +87,11 @@ static struct {
 } served_, *served = &served_;
 static struct zn_queue_config qcfg;
 static struct sconn *sconns;    /* every connection */
+/* While a request the storage workers ran is answered: the write log's
+ * hold of its run, for sched_finish.
+ */
+static bool completing;
+static struct zn_wlog_hold *completing_hold;
 
 static _Noreturn void
 out_of_memory (void)
@@ -500,7 +511,7 @@ sched_finish (void *owner, uint64_t id, bool tagged,
     delayed_add (c, id, zn_now_ns () + delay_ns, NULL, NULL);
     return REPLY_DELAYED;
   }
-  hold = zn_wlog_deferred ();
+  hold = completing ? completing_hold : zn_wlog_deferred ();
   /* A request timed out or requeued did not run. */
   if (outcome != FINISH_ANSWERED)
     zn_wlog_complete (hold);
@@ -534,6 +545,110 @@ sched_finish (void *owner, uint64_t id, bool tagged,
   zn_wlog_complete (hold);
   zn_queue_complete (t->d->qs, &t->rq);
   return REPLY_NOW;
+}
+
+/* ---- storage off the loop ------------------------------------------------------
+ *
+ * A request of a device with backing_dir runs on the storage workers
+ * (io-pool.h) and keeps its tag until it is answered back on the loop.
+ * Its run on a worker is bracketed there for the write log: it is
+ * answered later than it runs, whatever the fault settings say.
+ */
+struct offload {
+  struct io_work work;
+  struct served_job *job;
+  struct sconn *c;
+  struct tag tag;
+  struct zn_wlog_hold *hold;
+};
+
+static bool pool_started;
+static struct sconn *to_flush;
+
+static void
+offload_run (struct io_work *w)
+{
+  struct offload *o = (struct offload *) w;
+
+  zn_wlog_defer ();
+  o->job->run (o->job);
+  o->hold = zn_wlog_deferred ();
+}
+
+bool
+sched_offload (void *owner, struct served_job *job)
+{
+  struct sconn *c = net_conn_sched (owner);
+  const struct served_device *d = job->dev;
+  struct offload *o;
+
+  if (!pool_started || zn_dev_backing_dir (d->dev) == NULL)
+    return false;
+  o = malloc (sizeof *o);
+  if (o == NULL)
+    return false;
+  *o = (struct offload) {
+    .work = { .run = offload_run, .key = job->key },
+    .job = job, .c = c, .tag = c->running,
+  };
+  /* The bracket admission opened on the loop held nothing: the request
+   * runs on the worker.
+   */
+  if (completes_later (d))
+    zn_wlog_complete (zn_wlog_deferred ());
+  c->offloaded++;
+  io_pool_submit (&o->work);
+  return true;
+}
+
+static void wake_waiters (void);
+
+/* A worker ran o: its session answers it, or, its connection gone, its
+ * tag and write-log hold are freed.  The replies go out, one send per
+ * connection, once the batch is answered (sched_offload_flush).
+ */
+static void
+offload_complete (struct io_work *w)
+{
+  struct offload *o = (struct offload *) w;
+  struct sconn *c = o->c;
+
+  c->offloaded--;
+  if (c->closed) {
+    zn_wlog_complete (o->hold);
+    zn_queue_complete (o->tag.d->qs, &o->tag.rq);
+    o->job->done (NULL, o->job);
+    if (c->offloaded == 0)
+      free (c);
+  }
+  else {
+    c->running = o->tag;
+    completing = true;
+    completing_hold = o->hold;
+    o->job->done (net_conn_session (c->conn), o->job);
+    completing = false;
+    if (!c->to_flush) {
+      c->to_flush = true;
+      c->flush_next = to_flush;
+      to_flush = c;
+    }
+  }
+  free (o);
+}
+
+/* After a batch of completions from the workers. */
+static void
+offload_batch_end (void)
+{
+  while (to_flush) {
+    struct sconn *c = to_flush;
+
+    to_flush = c->flush_next;
+    c->to_flush = false;
+    net_conn_flush (c->conn);
+  }
+  wake_waiters ();
+  pipeline_retry ();
 }
 
 /* ---- events ------------------------------------------------------------------ */
@@ -573,6 +688,19 @@ timer_cb (struct ev_loop *l, ev_io *w, int revents)
       net_conn_flush (c->conn);
     c = next;
   }
+  wake_waiters ();
+  arm_timer ();
+  pipeline_retry ();
+}
+
+/* Tags were freed: the connections waiting for one go on, longest
+ * waiter first.
+ */
+static void
+wake_waiters (void)
+{
+  struct sconn *c;
+
   for (unsigned i = 0; i < nr_fifos; i++)
     while ((c = waits[i].head) != NULL) {
       net_conn_take_input (c->conn);
@@ -580,8 +708,6 @@ timer_cb (struct ev_loop *l, ev_io *w, int revents)
       if (waits[i].head == c)
         break;                  /* still no tag for it */
     }
-  arm_timer ();
-  pipeline_retry ();
 }
 
 static void
@@ -684,7 +810,11 @@ sconn_close (void *st)
   for (unsigned i = 0; i < served->nr_devices; i++)
     if (c->queue[i] >= 0)
       zn_queues_detach (served->devices[i].qs, (unsigned) c->queue[i]);
-  free (c);
+  /* Its requests on the workers free it with the last of them. */
+  c->conn = NULL;
+  c->closed = true;
+  if (c->offloaded == 0)
+    free (c);
 }
 
 static void
@@ -722,7 +852,7 @@ sconn_in_flight (const void *st, bool input_left)
 {
   const struct sconn *c = st;
 
-  return c->pending || c->held > 0 || c->delayed > 0
+  return c->pending || c->held > 0 || c->delayed > 0 || c->offloaded > 0
     || (input_left && c->ops->serving (net_conn_session (c->conn)));
 }
 
@@ -747,7 +877,8 @@ sched_hooks (const struct sched_session_ops *ops)
 int
 sched_start (struct ev_loop *l, struct served_device *devices,
              unsigned nr_devices, bool delayed,
-             const struct zn_queue_config *q, uint64_t wait_ns)
+             const struct zn_queue_config *q, uint64_t wait_ns,
+             unsigned io_threads)
 {
   unsigned nr_tagsets = q->shared_tags ? 1 : nr_devices;
 
@@ -778,12 +909,26 @@ sched_start (struct ev_loop *l, struct served_device *devices,
   ev_io_start (loop, &timer_watcher);
   ev_init (&throttle_timer, throttle_cb);
   ev_init (&pipeline_timer, pipeline_cb);
+  if (io_threads > 0) {
+    if (io_pool_start (loop, io_threads, offload_complete,
+                       offload_batch_end) == -1)
+      return -1;
+    pool_started = true;
+  }
   return 0;
 }
 
 void
 sched_stop (void)
 {
+  /* The connections are closed: what the workers still run is answered
+   * to no one, and its writes go in the write log before the devices
+   * stop.
+   */
+  if (pool_started) {
+    io_pool_stop ();
+    pool_started = false;
+  }
   if (timer_fd != -1) {
     ev_io_stop (loop, &timer_watcher);
     ev_timer_stop (loop, &throttle_timer);

@@ -69,6 +69,16 @@ struct nbd_session {
    * struct nbd_request.
    */
   struct parked_requests parked;
+  /* The request run_request runs, for offload (transmission.c). */
+  struct {
+    uint64_t id;
+    const struct nbd_request *rq;
+    const unsigned char *payload;
+    bool tagged;
+    bool offloaded;             /* the program's workers took it */
+  } run;
+  unsigned offloaded;           /* requests on the program's workers */
+  size_t offloaded_bytes;       /* the data they hold */
   bool disc;                    /* NBD_CMD_DISC came */
   uint64_t arrival;             /* --stats: the request's being handled */
 };

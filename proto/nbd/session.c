@@ -213,7 +213,7 @@ nbd_session_ready (const struct nbd_session *s)
 size_t
 nbd_session_holds (const struct nbd_session *s)
 {
-  return s->out.len + s->delayed.bytes;
+  return s->out.len + s->delayed.bytes + s->offloaded_bytes;
 }
 
 void

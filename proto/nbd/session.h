@@ -32,6 +32,10 @@ struct served {
    */
   admit_fn *admit;
   finish_fn *finish;
+  /* Offered each data request of a device that runs (served.h); NULL:
+   * every request runs in nbd_session_input.
+   */
+  offload_fn *offload;
   /* Asked before each request of the transmission phase, with the bytes
    * of output the session holds and a bound on the request's reply: true
    * to take it, false to stop nbd_session_input there (the request is offered

@@ -141,43 +141,109 @@ all_zero (const unsigned char *p, size_t n)
   return p[0] == 0 && memcmp (p, p + 1, n - 1) == 0;
 }
 
+/* ---- requests run off the loop --------------------------------------------
+ *
+ * A data request of the device whose fault verdict lets it run may go to
+ * the program's workers (served.h's offload_fn): its model call runs
+ * there, on a copy of a write's data or into a buffer of a read's, and
+ * job_done answers it on the loop, as the request would have been
+ * answered had it run at once.
+ */
+struct nbd_job {
+  struct served_job job;
+  struct nbd_request rq;
+  uint64_t id;
+  bool tagged;
+  uint64_t arrival;
+  struct zn_fault fault;
+  unsigned char *data;          /* a read's buffer, a write's copy */
+  int r;                        /* the model's result */
+  enum zn_reason why;
+};
+
 static void
-cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
-          uint32_t count)
+job_run (struct served_job *job)
 {
-  size_t header = s->structured ? NBD_CHUNK_SIZE + 8 : NBD_SIMPLE_REPLY_SIZE;
-  size_t mark = s->out.len;
-  unsigned char *buf;
-  enum zn_reason why = ZN_REASON_NONE;
-  int r;
+  struct nbd_job *j = (struct nbd_job *) job;
+  struct zn_dev *dev = job->dev->dev;
+  uint64_t sector = j->rq.offset >> ZN_SECTOR_SHIFT;
+  uint32_t sectors = j->rq.count >> ZN_SECTOR_SHIFT;
 
-  /* Read straight into the output buffer, behind the reply header. */
-  buf = out_reserve (s, header + count) + header;
-  if (s->control)
-    r = zn_control_pread (s->d->ctl, &s->conn, s->sv->readonly, buf, count, offset);
-  else {
-    struct zn_fault f;
-
-    r = fault_skips (s, ZN_FOP_READ, offset, count, count, &f) ? 0
-        : zn_read_why (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
-                       count >> ZN_SECTOR_SHIFT, &why);
-    if (withheld (s)) {
-      s->out.len = mark;
-      return;
-    }
-    r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_READ,
-                          offset >> ZN_SECTOR_SHIFT, r, &why);
+  switch (j->rq.type) {
+  case CMD_READ:
+    j->r = zn_read_why (dev, j->data, sector, sectors, &j->why);
+    break;
+  case CMD_WRITE:
+    j->r = zn_write_why (dev, j->data, sector, sectors,
+                         j->rq.flags & CMD_FLAG_FUA, &j->why);
+    break;
+  case CMD_FLUSH:
+    j->r = zn_flush (dev);
+    break;
+  default:
+    j->r = zn_zone_mgmt_why (dev, ZN_OP_RESET, sector, sectors, &j->why);
+    break;
   }
+}
+
+static void job_done (void *session, struct served_job *job);
+
+/* The request being run (s->run), with the fault verdict f, goes to the
+ * program's workers if it takes it.  A write's and a zone reset's key
+ * is their zone's, so that a zone's writes run in the order they came.
+ */
+static bool
+offload (struct nbd_session *s, const struct zn_fault *f)
+{
+  const struct nbd_request *rq = s->run.rq;
+  const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
+  struct nbd_job *j;
+  size_t bytes = rq->type == CMD_READ || rq->type == CMD_WRITE ? rq->count : 0;
+
+  if (s->sv->offload == NULL)
+    return false;
+  j = calloc (1, sizeof *j);
+  if (j == NULL || (bytes && (j->data = malloc (bytes)) == NULL)) {
+    free (j);
+    return false;               /* run at once, which needs no memory */
+  }
+  j->job = (struct served_job) {
+    .dev = s->d, .run = job_run, .done = job_done,
+  };
+  if (rq->type == CMD_WRITE || rq->type == CMD_TRIM)
+    j->job.key = 1 + (uint64_t) (s->d - s->sv->devices)
+                 + (rq->offset >> ZN_SECTOR_SHIFT) / geo->zone_sectors
+                   * s->sv->nr_devices;
+  j->rq = *rq;
+  j->id = s->run.id;
+  j->tagged = s->run.tagged;
+  j->arrival = s->arrival;
+  j->fault = *f;
+  if (rq->type == CMD_WRITE)
+    memcpy (j->data, s->run.payload, bytes);
+  if (!s->sv->offload (s->owner, &j->job)) {
+    free (j->data);
+    free (j);
+    return false;
+  }
+  s->run.offloaded = true;
+  s->offloaded++;
+  s->offloaded_bytes += bytes;
+  return true;
+}
+
+/* ---- the commands ---- */
+
+/* A read of the device ran: r (its verdict applied), its data at buf. */
+static void
+read_reply (struct nbd_session *s, uint64_t cookie, uint64_t offset,
+            uint32_t count, int r, enum zn_reason why,
+            const unsigned char *buf)
+{
   if (r < 0) {
-    s->out.len = mark;
-    if (s->control)
-      reply_error (s, cookie, -r, "read: offset %" PRIu64 " length %" PRIu32
-                   ": %s", offset, count, zn_errno_name (-r));
-    else
-      reply_failure (s, cookie, CMD_READ, "read", offset, count, -r, why);
+    reply_failure (s, cookie, CMD_READ, "read", offset, count, -r, why);
     return;
   }
-  s->out.len = mark;
   /* A read of zeros, as every read of an unwritten or memoryless device
    * is, goes as a hole: 32 bytes instead of the data, and one receive
    * and one copy less for the client (qemu-nbd does the same).  A single
@@ -195,7 +261,72 @@ cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
   }
   else
     reply_simple (s, cookie, 0);
-  s->out.len += count;
+  /* cmd_read read in place, behind the header. */
+  if (s->out.data + s->out.len != buf)
+    memcpy (out_reserve (s, count), buf, count);
+  else
+    s->out.len += count;
+}
+
+static void
+cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
+          uint32_t count)
+{
+  size_t header = s->structured ? NBD_CHUNK_SIZE + 8 : NBD_SIMPLE_REPLY_SIZE;
+  size_t mark = s->out.len;
+  unsigned char *buf;
+  enum zn_reason why = ZN_REASON_NONE;
+  struct zn_fault f;
+  int r;
+
+  if (s->control) {
+    buf = out_reserve (s, header + count) + header;
+    r = zn_control_pread (s->d->ctl, &s->conn, s->sv->readonly, buf, count,
+                          offset);
+    s->out.len = mark;
+    if (r < 0) {
+      reply_error (s, cookie, -r, "read: offset %" PRIu64 " length %" PRIu32
+                   ": %s", offset, count, zn_errno_name (-r));
+      return;
+    }
+    if (s->structured) {
+      chunk_header (s, REPLY_FLAG_DONE, REPLY_OFFSET_DATA, cookie, 8 + count);
+      out_be64 (s, offset);
+    }
+    else
+      reply_simple (s, cookie, 0);
+    s->out.len += count;
+    return;
+  }
+  if (fault_skips (s, ZN_FOP_READ, offset, count, count, &f)) {
+    if (!withheld (s))
+      read_reply (s, cookie, offset, count,
+                  zn_fault_outcome (s->d->dev, &f, ZN_FOP_READ,
+                                    offset >> ZN_SECTOR_SHIFT, 0, &why),
+                  why, NULL);
+    return;
+  }
+  if (offload (s, &f))
+    return;
+  /* Read straight into the output buffer, behind the reply header. */
+  buf = out_reserve (s, header + count) + header;
+  r = zn_read_why (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
+                   count >> ZN_SECTOR_SHIFT, &why);
+  r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_READ,
+                        offset >> ZN_SECTOR_SHIFT, r, &why);
+  s->out.len = mark;
+  read_reply (s, cookie, offset, count, r, why, buf);
+}
+
+/* A write of the device ran: r, its verdict applied. */
+static void
+write_reply (struct nbd_session *s, uint64_t cookie, uint64_t offset,
+             uint32_t count, int r, enum zn_reason reason)
+{
+  if (r < 0)
+    reply_failure (s, cookie, CMD_WRITE, "write", offset, count, -r, reason);
+  else
+    reply_ok (s, cookie);
 }
 
 static void
@@ -204,30 +335,60 @@ cmd_write (struct nbd_session *s, uint64_t cookie, uint64_t offset,
 {
   char why[256] = "";
   enum zn_reason reason = ZN_REASON_NONE;
+  struct zn_fault f;
   int r;
 
-  if (s->control)
+  if (s->control) {
     r = zn_control_pwrite (s->d->ctl, &s->conn, data, count, offset,
                            why, sizeof why);
-  else if (s->forced_error) {
+    if (r < 0)
+      reply_error (s, cookie, -r, "control: %s", why);
+    else
+      reply_ok (s, cookie);
+    return;
+  }
+  if (s->forced_error) {
     /* The scheduler failed its pipelined wait. */
     r = s->forced_error;
     reason = zn_pipeline_reason (-s->forced_error);
   }
-  else {
-    struct zn_fault f;
-
-    r = fault_skips (s, ZN_FOP_WRITE, offset, count, count, &f) ? 0
-        : zn_write_why (s->d->dev, data, offset >> ZN_SECTOR_SHIFT,
-                        count >> ZN_SECTOR_SHIFT, fua, &reason);
+  else if (fault_skips (s, ZN_FOP_WRITE, offset, count, count, &f))
+    r = 0;
+  else if (offload (s, &f))
+    return;
+  else
+    r = zn_write_why (s->d->dev, data, offset >> ZN_SECTOR_SHIFT,
+                      count >> ZN_SECTOR_SHIFT, fua, &reason);
+  if (!s->forced_error)
     r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_WRITE,
                           offset >> ZN_SECTOR_SHIFT, r, &reason);
-  }
   s->forced_error = 0;
-  if (r < 0 && s->control)
-    reply_error (s, cookie, -r, "control: %s", why);
+  write_reply (s, cookie, offset, count, r, reason);
+}
+
+/* TRIM is the one NBD command that can carry a zone reset
+ * (lib/frontend/nbd-zones.h).
+ */
+/* A zone reset or a flush of the device ran: r, its verdict applied. */
+static void
+trim_reply (struct nbd_session *s, uint64_t cookie, uint64_t offset,
+            uint32_t count, int r, enum zn_reason reason)
+{
+  if (r < 0)
+    reply_failure (s, cookie, CMD_TRIM, "trim", offset, count, -r, reason);
+  else
+    reply_ok (s, cookie);
+}
+
+static void
+flush_reply (struct nbd_session *s, uint64_t cookie, int r,
+             enum zn_reason why)
+{
+  /* With backing_dir a flush reaches the disk, and can fail. */
+  if (r < 0 && why == ZN_REASON_INJECTED)
+    reply_failure (s, cookie, CMD_FLUSH, "flush", 0, 0, -r, why);
   else if (r < 0)
-    reply_failure (s, cookie, CMD_WRITE, "write", offset, count, -r, reason);
+    reply_error (s, cookie, EIO, "flush: %s", strerror (-r));
   else
     reply_ok (s, cookie);
 }
@@ -240,7 +401,8 @@ cmd_trim (struct nbd_session *s, uint64_t cookie, uint64_t offset,
           uint32_t count)
 {
   char why[200];
-  enum zn_reason reason;
+  enum zn_reason reason = ZN_REASON_NONE;
+  struct zn_fault f;
   int r;
 
   if ((r = zn_nbd_trim_check (zn_dev_geometry (s->d->dev), offset, count,
@@ -248,39 +410,37 @@ cmd_trim (struct nbd_session *s, uint64_t cookie, uint64_t offset,
     reply_error (s, cookie, r, "trim: %s", why);
     return;
   }
-  {
-    struct zn_fault f;
-
-    reason = ZN_REASON_NONE;
-    r = fault_skips (s, ZN_FOP_RESET, offset, count, 0, &f) ? 0
-        : zn_zone_mgmt_why (s->d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
-                            (uint64_t) count >> ZN_SECTOR_SHIFT, &reason);
-    r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_RESET,
-                          offset >> ZN_SECTOR_SHIFT, r, &reason);
-  }
-  if (r < 0)
-    reply_failure (s, cookie, CMD_TRIM, "trim", offset, count, -r, reason);
+  if (fault_skips (s, ZN_FOP_RESET, offset, count, 0, &f))
+    r = 0;
+  else if (offload (s, &f))
+    return;
   else
-    reply_ok (s, cookie);
+    r = zn_zone_mgmt_why (s->d->dev, ZN_OP_RESET, offset >> ZN_SECTOR_SHIFT,
+                          (uint64_t) count >> ZN_SECTOR_SHIFT, &reason);
+  r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_RESET,
+                        offset >> ZN_SECTOR_SHIFT, r, &reason);
+  trim_reply (s, cookie, offset, count, r, reason);
 }
 
 static void
 cmd_flush (struct nbd_session *s, uint64_t cookie)
 {
-  /* With backing_dir a flush reaches the disk, and can fail. */
   struct zn_fault f = { .action = ZN_FAULT_PASS };
   enum zn_reason why = ZN_REASON_NONE;
-  int r = s->control || fault_skips (s, ZN_FOP_FLUSH, 0, 0, 0, &f) ? 0
-          : zn_flush (s->d->dev);
+  int r;
 
-  if (!s->control)
-    r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_FLUSH, 0, r, &why);
-  if (r < 0 && why == ZN_REASON_INJECTED)
-    reply_failure (s, cookie, CMD_FLUSH, "flush", 0, 0, -r, why);
-  else if (r < 0)
-    reply_error (s, cookie, EIO, "flush: %s", strerror (-r));
-  else
+  if (s->control) {
     reply_ok (s, cookie);
+    return;
+  }
+  if (fault_skips (s, ZN_FOP_FLUSH, 0, 0, 0, &f))
+    r = 0;
+  else if (offload (s, &f))
+    return;
+  else
+    r = zn_flush (s->d->dev);
+  r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_FLUSH, 0, r, &why);
+  flush_reply (s, cookie, r, why);
 }
 
 struct extents {
@@ -498,40 +658,17 @@ finish (struct nbd_session *s, uint64_t id, bool tagged,
                        : REPLY_NOW;
 }
 
-/* Runs rq, admitted as id if tagged (payload: a write's data), and
- * queues its reply, or keeps it back: a control command's as the control
- * channel says (conn.hold_ns), a data request's as the fault settings
- * do.
+/* What comes of a request whose reply, if any, is queued from mark on:
+ * the program is told, and the reply goes, or is kept back as the
+ * control channel (conn.hold_ns) or the fault settings say.
  */
 static void
-run_request (struct nbd_session *s, uint64_t id, const struct nbd_request *rq,
-             const unsigned char *payload, bool tagged)
+conclude (struct nbd_session *s, uint64_t id, const struct nbd_request *rq,
+          const unsigned char *payload, bool tagged, size_t mark)
 {
   enum finish_outcome outcome = FINISH_ANSWERED;
-  size_t mark = s->out.len;
   uint64_t delay_ns;
 
-  s->fault = (struct zn_fault) { .action = ZN_FAULT_PASS };
-  s->conn.hold_ns = 0;
-  switch (rq->type) {
-  case CMD_READ:
-    cmd_read (s, rq->cookie, rq->offset, rq->count);
-    break;
-  case CMD_WRITE:
-    /* With cache_size, FUA writes around the volatile cache. */
-    cmd_write (s, rq->cookie, rq->offset, rq->count,
-               rq->flags & CMD_FLAG_FUA, payload);
-    break;
-  case CMD_FLUSH:
-    cmd_flush (s, rq->cookie);
-    break;
-  case CMD_TRIM:
-    cmd_trim (s, rq->cookie, rq->offset, rq->count);
-    break;
-  default:
-    cmd_block_status (s, rq->cookie, rq->offset, rq->count, rq->flags);
-    break;
-  }
   s->forced_error = 0;
   delay_ns = s->control ? s->conn.hold_ns : s->fault.delay_ns;
   if (s->control ? delay_ns == ZN_CONTROL_HOLD_FOREVER
@@ -562,6 +699,94 @@ run_request (struct nbd_session *s, uint64_t id, const struct nbd_request *rq,
       s->ready = s->out.len;
     return;
   }
+}
+
+/* Runs rq, admitted as id if tagged (payload: a write's data), and
+ * queues its reply (conclude), unless the program's workers took it.
+ */
+static void
+run_request (struct nbd_session *s, uint64_t id, const struct nbd_request *rq,
+             const unsigned char *payload, bool tagged)
+{
+  size_t mark = s->out.len;
+
+  s->fault = (struct zn_fault) { .action = ZN_FAULT_PASS };
+  s->conn.hold_ns = 0;
+  s->run.id = id;
+  s->run.rq = rq;
+  s->run.payload = payload;
+  s->run.tagged = tagged;
+  s->run.offloaded = false;
+  switch (rq->type) {
+  case CMD_READ:
+    cmd_read (s, rq->cookie, rq->offset, rq->count);
+    break;
+  case CMD_WRITE:
+    /* With cache_size, FUA writes around the volatile cache. */
+    cmd_write (s, rq->cookie, rq->offset, rq->count,
+               rq->flags & CMD_FLAG_FUA, payload);
+    break;
+  case CMD_FLUSH:
+    cmd_flush (s, rq->cookie);
+    break;
+  case CMD_TRIM:
+    cmd_trim (s, rq->cookie, rq->offset, rq->count);
+    break;
+  default:
+    cmd_block_status (s, rq->cookie, rq->offset, rq->count, rq->flags);
+    break;
+  }
+  if (s->run.offloaded) {
+    s->forced_error = 0;
+    return;
+  }
+  conclude (s, id, rq, payload, tagged, mark);
+}
+
+/* A request run by the program's workers is answered, on the loop. */
+static void
+job_done (void *session, struct served_job *job)
+{
+  struct nbd_job *j = (struct nbd_job *) job;
+  struct nbd_session *s = session;
+  const struct nbd_request *rq = &j->rq;
+  size_t mark;
+  int r;
+
+  if (s) {
+    mark = s->out.len;
+    s->offloaded--;
+    s->offloaded_bytes -= rq->type == CMD_READ || rq->type == CMD_WRITE
+                          ? rq->count : 0;
+    s->fault = j->fault;
+    s->conn.hold_ns = 0;
+    s->arrival = j->arrival;
+    switch (rq->type) {
+    case CMD_READ:
+      r = zn_fault_outcome (s->d->dev, &j->fault, ZN_FOP_READ,
+                            rq->offset >> ZN_SECTOR_SHIFT, j->r, &j->why);
+      read_reply (s, rq->cookie, rq->offset, rq->count, r, j->why, j->data);
+      break;
+    case CMD_WRITE:
+      r = zn_fault_outcome (s->d->dev, &j->fault, ZN_FOP_WRITE,
+                            rq->offset >> ZN_SECTOR_SHIFT, j->r, &j->why);
+      write_reply (s, rq->cookie, rq->offset, rq->count, r, j->why);
+      break;
+    case CMD_FLUSH:
+      r = zn_fault_outcome (s->d->dev, &j->fault, ZN_FOP_FLUSH, 0, j->r,
+                            &j->why);
+      flush_reply (s, rq->cookie, r, j->why);
+      break;
+    default:
+      r = zn_fault_outcome (s->d->dev, &j->fault, ZN_FOP_RESET,
+                            rq->offset >> ZN_SECTOR_SHIFT, j->r, &j->why);
+      trim_reply (s, rq->cookie, rq->offset, rq->count, r, j->why);
+      break;
+    }
+    conclude (s, j->id, rq, NULL, j->tagged, mark);
+  }
+  free (j->data);
+  free (j);
 }
 
 /* At most how many bytes of output a request's reply takes: a read's
