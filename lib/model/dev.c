@@ -9,6 +9,8 @@
 
 #include "model/dev.h"
 
+_Thread_local bool zn_nowait;
+
 void
 zn_mutex_init (pthread_mutex_t *m)
 {

@@ -118,6 +118,22 @@ void zn_assert_held (pthread_mutex_t *m, const char *what,
 
 void zn_mutex_init (pthread_mutex_t *m);
 
+/* A read by zn_read_nowait: on this thread, a lock held by another
+ * thread or data not in memory make the read fail with -EAGAIN instead
+ * of waiting (the back ends check it too).
+ */
+extern _Thread_local bool zn_nowait;
+
+/* Takes m, or with zn_nowait and m held elsewhere, nothing: false. */
+static inline bool
+lock_or_again (pthread_mutex_t *m)
+{
+  if (zn_nowait)
+    return pthread_mutex_trylock (m) == 0;
+  pthread_mutex_lock (m);
+  return true;
+}
+
 /* null_blk: null_lock_zone (), null_unlock_zone () */
 static inline void
 zone_lock (struct zone *z)

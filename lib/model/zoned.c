@@ -300,7 +300,8 @@ read_zone (struct zn_dev *dev, struct zone *z, void *buf,
   uint8_t cond;
   int ret;
 
-  zone_lock (z);
+  if (!lock_or_again (z->mutex))
+    return -EAGAIN;
   res_lock (dev);
   cond = z->cond;
   wp = z->wp;
@@ -893,6 +894,8 @@ for_each_part (struct zn_dev *dev, part_fn fn, void *buf,
     if (n > nr_sectors)
       n = nr_sectors;
     part_ret = fn (dev, z, buf, sector, n, &part_why);
+    if (part_ret == -EAGAIN && zn_nowait)
+      return part_ret;          /* tried again whole, waiting */
     if (part_ret) {
       if (part_ret != ret)
         *why = part_why == ZN_REASON_NONE ? zn_reason_of (-part_ret)
@@ -912,6 +915,18 @@ zn_read_why (struct zn_dev *dev, void *buf, uint64_t sector,
              uint64_t nr_sectors, enum zn_reason *why)
 {
   return for_each_part (dev, read_zone, buf, sector, nr_sectors, why);
+}
+
+int
+zn_read_nowait (struct zn_dev *dev, void *buf, uint64_t sector,
+                uint64_t nr_sectors, enum zn_reason *why)
+{
+  int ret;
+
+  zn_nowait = true;
+  ret = for_each_part (dev, read_zone, buf, sector, nr_sectors, why);
+  zn_nowait = false;
+  return ret;
 }
 
 int

@@ -249,6 +249,13 @@ int zn_read_why (struct zn_dev *dev, void *buf, uint64_t sector,
                  uint64_t nr_sectors, enum zn_reason *why);
 int zn_write_why (struct zn_dev *dev, const void *buf, uint64_t sector,
                   uint64_t nr_sectors, bool fua, enum zn_reason *why);
+/* zn_read_why, or -EAGAIN, having changed nothing, when it would wait: a
+ * zone's lock is held by another thread, or its data is not in memory
+ * (backing_dir's pages not cached).  For an event loop that hands the
+ * reads that would wait to threads.
+ */
+int zn_read_nowait (struct zn_dev *dev, void *buf, uint64_t sector,
+                    uint64_t nr_sectors, enum zn_reason *why);
 
 /* Zone append (REQ_OP_ZONE_APPEND): writes nr_sectors at the write
  * pointer of the sequential zone that starts at sector and sets *written

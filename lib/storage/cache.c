@@ -507,7 +507,9 @@ wb_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
     fill_past_wp (buf, len, 0);
     return 0;
   }
-  pthread_mutex_lock (&dev->cache->lock);
+  /* A write-back holds the lock while it writes the files. */
+  if (!lock_or_again (&dev->cache->lock))
+    return -EAGAIN;
   /* With the zone lock held no record of z can be added; one can only be
    * written back, so with none now the file alone is the data.
    */

@@ -45,6 +45,8 @@ struct fd_slot {
   int prev, next;                /* LRU order; -1 ends */
 };
 
+struct store_sync;
+
 struct zn_store {
   char *dir;
   int dirfd;                     /* held with flock (LOCK_EX) */
@@ -57,10 +59,13 @@ struct zn_store {
   int32_t *zone_slot;            /* per zone: its slot or -1 */
   /* Zones written since the last flush, for fdatasync. */
   pthread_mutex_t sync_lock;
-  /* One flush at a time: a flush that finds the zones taken by one still
-   * syncing them must wait for it, since it covers those writes too.
+  /* The flushes in progress, oldest first (store_flush): each syncs the
+   * zones written since the one before it took its own, at the same time
+   * as the others, and returns once those before it have returned.
    */
   pthread_mutex_t flush_lock;
+  pthread_cond_t flush_done;
+  struct store_sync *syncs_head, *syncs_tail;
   uint32_t *touched;
   size_t nr_touched;
   uint8_t *is_touched;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/uio.h>
 
 #include "storage/store-dir.h"
+#include "util/fifo.h"
 
 /* ---- messages ----------------------------------------------------------- */
 
@@ -156,9 +158,10 @@ transfer (int fd, unsigned char *buf, uint64_t len, uint64_t off, bool write)
   uint64_t done = 0;
 
   while (done < len) {
+    struct iovec v = { buf + done, len - done };
     ssize_t n = write
       ? pwrite (fd, buf + done, len - done, (off_t) (off + done))
-      : pread (fd, buf + done, len - done, (off_t) (off + done));
+      : preadv2 (fd, &v, 1, (off_t) (off + done), zn_nowait ? RWF_NOWAIT : 0);
 
     if (n < 0 && errno == EINTR)
       continue;
@@ -189,6 +192,9 @@ store_read (struct zn_dev *dev, struct zone *z, uint64_t off, void *buf,
     return io_error (dev, "opening", zno, -r);
   done = transfer (f.fd, buf, len, off, false);
   file_put (dev, &f);
+  /* Not cached (EAGAIN), or a file system that cannot tell. */
+  if (zn_nowait && (done == -EAGAIN || done == -EOPNOTSUPP))
+    return -EAGAIN;
   if (done < 0)
     return io_error (dev, "reading", zno, (int) -done);
   memset ((unsigned char *) buf + done, 0, len - (uint64_t) done);
@@ -257,14 +263,48 @@ store_truncate (struct zn_dev *dev, struct zone *z, uint64_t size)
   return 0;
 }
 
-/* fdatasync of every zone file written since the last one. */
+/* A flush in progress. */
+struct store_sync {
+  int ret;                      /* its own, or an earlier one's failure */
+  struct store_sync *next;
+};
+
+/* fdatasync of the zones, each still to be made durable if it fails. */
+static int
+sync_zones (struct zn_dev *dev, const uint32_t *zones, size_t n)
+{
+  int ret = 0;
+
+  for (size_t i = 0; i < n; i++) {
+    struct zone_file f;
+    int r = file_get (dev, zones[i], &f);
+
+    if (r == 0) {
+      r = fdatasync (f.fd) ? -errno : 0;
+      file_put (dev, &f);
+    }
+    if (r < 0) {
+      touch (dev->store, zones[i]);
+      ret = io_error (dev, "syncing", zones[i], -r);
+    }
+  }
+  return ret;
+}
+
+/* A flush covers the writes completed before it arrived: the zones they
+ * touched were either taken by it, which syncs them, or by a flush still
+ * syncing, which it waits for (and whose failure it reports).  Flushes
+ * from several threads so sync their zones side by side, as a disk
+ * serves several fdatasyncs at once.
+ */
 static int
 store_flush (struct zn_dev *dev)
 {
   struct zn_store *st = dev->store;
+  struct store_sync me = { 0, NULL };
   uint32_t *zones;
   size_t n;
-  int ret = 0;
+  int ret;
 
   pthread_mutex_lock (&st->flush_lock);
   pthread_mutex_lock (&st->sync_lock);
@@ -280,22 +320,27 @@ store_flush (struct zn_dev *dev)
     st->is_touched[zones[i]] = 0;
   st->nr_touched = 0;
   pthread_mutex_unlock (&st->sync_lock);
-
-  for (size_t i = 0; i < n; i++) {
-    struct zone_file f;
-    int r = file_get (dev, zones[i], &f);
-
-    if (r == 0) {
-      r = fdatasync (f.fd) ? -errno : 0;
-      file_put (dev, &f);
-    }
-    if (r < 0) {
-      touch (st, zones[i]);     /* still to be made durable */
-      ret = io_error (dev, "syncing", zones[i], -r);
-    }
-  }
+  ZN_FIFO_PUSH (st->syncs_head, st->syncs_tail, &me, next);
   pthread_mutex_unlock (&st->flush_lock);
+
+  ret = sync_zones (dev, zones, n);
   free (zones);
+
+  pthread_mutex_lock (&st->flush_lock);
+  /* The flushes after this one cover its zones too. */
+  if (ret < 0)
+    for (struct store_sync *s = me.next; s; s = s->next)
+      if (s->ret == 0)
+        s->ret = ret;
+  while (st->syncs_head != &me)
+    pthread_cond_wait (&st->flush_done, &st->flush_lock);
+  st->syncs_head = me.next;
+  if (st->syncs_head == NULL)
+    st->syncs_tail = NULL;
+  pthread_cond_broadcast (&st->flush_done);
+  if (me.ret < 0)
+    ret = me.ret;
+  pthread_mutex_unlock (&st->flush_lock);
   return ret;
 }
 
@@ -518,6 +563,7 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
   pthread_mutex_init (&st->fd_lock, NULL);
   pthread_mutex_init (&st->sync_lock, NULL);
   pthread_mutex_init (&st->flush_lock, NULL);
+  pthread_cond_init (&st->flush_done, NULL);
   pthread_mutex_init (&st->meta_lock, NULL);
   st->dir = strdup (dir);
   st->zone_slot = malloc (nr_zones * sizeof *st->zone_slot);
@@ -640,6 +686,7 @@ store_close (struct zn_dev *dev)
   pthread_mutex_destroy (&st->fd_lock);
   pthread_mutex_destroy (&st->sync_lock);
   pthread_mutex_destroy (&st->flush_lock);
+  pthread_cond_destroy (&st->flush_done);
   pthread_mutex_destroy (&st->meta_lock);
   free (st->dir);
   free (st->zone_slot);

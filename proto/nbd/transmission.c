@@ -306,12 +306,22 @@ cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
                   why, NULL);
     return;
   }
-  if (offload (s, &f))
-    return;
-  /* Read straight into the output buffer, behind the reply header. */
+  /* Read straight into the output buffer, behind the reply header; with
+   * workers to wait for it, only if the data is at hand.
+   */
   buf = out_reserve (s, header + count) + header;
-  r = zn_read_why (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
-                   count >> ZN_SECTOR_SHIFT, &why);
+  r = s->sv->offload ? zn_read_nowait (s->d->dev, buf,
+                                       offset >> ZN_SECTOR_SHIFT,
+                                       count >> ZN_SECTOR_SHIFT, &why)
+                     : -EAGAIN;
+  if (r == -EAGAIN) {
+    s->out.len = mark;
+    if (offload (s, &f))
+      return;
+    buf = out_reserve (s, header + count) + header;
+    r = zn_read_why (s->d->dev, buf, offset >> ZN_SECTOR_SHIFT,
+                     count >> ZN_SECTOR_SHIFT, &why);
+  }
   r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_READ,
                         offset >> ZN_SECTOR_SHIFT, r, &why);
   s->out.len = mark;
