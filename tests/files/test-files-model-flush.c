@@ -6,6 +6,11 @@
  * takes the zone written and is held in its fdatasync; flush B, started
  * then, must not return while A's sync of that write is held.  The test
  * knows B is waiting, not late, by its thread's state in /proc: asleep.
+ *
+ * Flushes sync side by side: with A held syncing zone 0, flush B of a
+ * write to zone 1 made after A took its zones syncs zone 1 at once (its
+ * fdatasync is called while A's is held), and still returns only after
+ * A.  When A's fdatasync fails, B, which covers A's write, fails too.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,22 +24,62 @@ int __wrap_fdatasync (int fd);
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
 static bool armed, held, released;
+static bool fail_held;          /* the held fdatasync fails with EIO */
+static unsigned calls;          /* fdatasyncs begun since arming */
 
 /* The first fdatasync after arming waits for the release. */
 int
 __wrap_fdatasync (int fd)
 {
+  bool was_held = false;
+
   pthread_mutex_lock (&gate_lock);
+  calls++;
+  pthread_cond_broadcast (&gate_cond);
   if (armed) {
     armed = false;
-    held = true;
+    held = was_held = true;
     pthread_cond_broadcast (&gate_cond);
     while (!released)
       pthread_cond_wait (&gate_cond, &gate_lock);
     held = false;
   }
   pthread_mutex_unlock (&gate_lock);
+  if (was_held && fail_held) {
+    errno = EIO;
+    return -1;
+  }
   return __real_fdatasync (fd);
+}
+
+/* Arms the gate: the next fdatasync is held. */
+static void
+arm (bool fail)
+{
+  pthread_mutex_lock (&gate_lock);
+  armed = true;
+  released = false;
+  fail_held = fail;
+  calls = 0;
+  pthread_mutex_unlock (&gate_lock);
+}
+
+static void
+wait_held (void)
+{
+  pthread_mutex_lock (&gate_lock);
+  while (!held)
+    pthread_cond_wait (&gate_cond, &gate_lock);
+  pthread_mutex_unlock (&gate_lock);
+}
+
+static void
+release (void)
+{
+  pthread_mutex_lock (&gate_lock);
+  released = true;
+  pthread_cond_broadcast (&gate_cond);
+  pthread_mutex_unlock (&gate_lock);
 }
 
 struct flusher {
@@ -127,11 +172,87 @@ test_concurrent_flushes (void)
   rm_tree (dir);
 }
 
+/* Flush A held syncing zone 0; flush B of zone 1 written after A took
+ * its zones.  fail: A's fdatasync fails.
+ */
+static void
+test_side_by_side (bool fail)
+{
+  char dir[1024];
+  struct zn_config c = store_cfg (16, 2, 2, 2, 512,
+                                  path_in_top (dir, sizeof dir, "side"));
+  struct zn_dev *d = create (&c);
+  struct flusher a = { .d = d }, b = { .d = d };
+  const struct timespec tick = { 0, 1000 * 1000 };
+  unsigned n;
+
+  CHECK_EQ (zn_dev_sync_files (d, NULL, 0), 0);
+  CHECK_EQ (write_tag (d, 0, 8, 1, false), 0);
+  arm (fail);
+  CHECK_EQ (pthread_create (&a.thread, NULL, flush_thread, &a), 0);
+  wait_held ();
+  CHECK_EQ (write_tag (d, 4096, 8, 2, false), 0);
+  CHECK_EQ (pthread_create (&b.thread, NULL, flush_thread, &b), 0);
+  /* B's own fdatasync comes while A's is held: side by side.  Then B
+   * waits for A.
+   */
+  for (;;) {
+    int tid = atomic_load (&b.tid);
+
+    pthread_mutex_lock (&gate_lock);
+    n = calls;
+    pthread_mutex_unlock (&gate_lock);
+    if (n >= 2)
+      break;
+    /* Asleep before its fdatasync: B waits for A instead of syncing. */
+    if (atomic_load (&b.returned) || (tid && thread_state (tid) == 'S')) {
+      fprintf (stderr, "flush B %s without syncing zone 1 while flush A's "
+               "fdatasync was held\n",
+               atomic_load (&b.returned) ? "returned" : "waits");
+      release ();
+      CHECK (!"B syncs its zone beside A");
+    }
+    nanosleep (&tick, NULL);
+  }
+  for (;;) {
+    int tid = atomic_load (&b.tid);
+
+    if (atomic_load (&b.returned)) {
+      fprintf (stderr, "flush B returned (%d) before flush A, whose sync "
+               "covers a write completed before B\n", b.ret);
+      CHECK (!"B waits for A");
+    }
+    if (tid && thread_state (tid) == 'S')
+      break;
+    nanosleep (&tick, NULL);
+  }
+  release ();
+  CHECK_EQ (pthread_join (a.thread, NULL), 0);
+  CHECK_EQ (pthread_join (b.thread, NULL), 0);
+  if (fail) {
+    CHECK_EQ (a.ret, -EIO);
+    if (b.ret != -EIO)
+      fprintf (stderr, "flush B returned %d although flush A's sync of a "
+               "write completed before B failed\n", b.ret);
+    CHECK_EQ (b.ret, -EIO);
+    /* The zone A failed to sync is synced by the next flush. */
+    CHECK_EQ (zn_flush (d), 0);
+  }
+  else {
+    CHECK_EQ (a.ret, 0);
+    CHECK_EQ (b.ret, 0);
+  }
+  zn_dev_destroy (d);
+  rm_tree (dir);
+}
+
 int
 main (void)
 {
   make_top ();
   test_concurrent_flushes ();
+  test_side_by_side (false);
+  test_side_by_side (true);
   printf ("test-files-model-flush: all tests passed\n");
   return EXIT_SUCCESS;
 }
