@@ -2,6 +2,9 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/uio.h>
+#ifdef ZN_WITH_LIBURING
+#include <liburing.h>
+#endif
 
 #include "storage/store-dir.h"
 #include "util/fifo.h"
@@ -269,9 +272,19 @@ struct store_sync {
   struct store_sync *next;
 };
 
-/* fdatasync of the zones, each still to be made durable if it fails. */
+/* A zone whose sync failed is still to be made durable: the next flush
+ * takes it again.
+ */
 static int
-sync_zones (struct zn_dev *dev, const uint32_t *zones, size_t n)
+sync_failed (struct zn_dev *dev, uint32_t zno, int errnum)
+{
+  touch (dev->store, zno);
+  return io_error (dev, "syncing", zno, errnum);
+}
+
+/* fdatasync of the zones, one after another. */
+static int
+sync_zones_serial (struct zn_dev *dev, const uint32_t *zones, size_t n)
 {
   int ret = 0;
 
@@ -283,12 +296,136 @@ sync_zones (struct zn_dev *dev, const uint32_t *zones, size_t n)
       r = fdatasync (f.fd) ? -errno : 0;
       file_put (dev, &f);
     }
-    if (r < 0) {
-      touch (dev->store, zones[i]);
-      ret = io_error (dev, "syncing", zones[i], -r);
-    }
+    if (r < 0)
+      ret = sync_failed (dev, zones[i], -r);
   }
   return ret;
+}
+
+#ifdef ZN_WITH_LIBURING
+/* The zone files a flush holds at once: half the descriptor cache, so
+ * that the reads and writes of other threads still find slots (past
+ * FD_SLOTS each file_get would open a descriptor of its own).
+ */
+#define SYNC_BATCH (FD_SLOTS / 2)
+#define NOT_DONE 1              /* a result no fsync gives */
+
+/* io_uring refused for good (ENOSYS, EPERM): its message is given once. */
+static atomic_bool ring_refused;
+static atomic_flag ring_told = ATOMIC_FLAG_INIT;
+
+/* The fdatasyncs of up to SYNC_BATCH zones, all submitted at once: the
+ * file system commits them together (the block layer merges the cache
+ * flushes), where one after another each waits for the disk.  A zone
+ * the ring did not sync (not submitted, or an fsync the kernel does not
+ * take: EINVAL, EOPNOTSUPP) gets an fdatasync of its own.
+ */
+static int
+sync_batch (struct zn_dev *dev, struct io_uring *ring, const uint32_t *zones,
+            size_t n, bool *broken)
+{
+  struct zone_file f[SYNC_BATCH];
+  int res[SYNC_BATCH];
+  bool opened[SYNC_BATCH];
+  unsigned queued = 0, done = 0;
+  int submitted, ret = 0;
+
+  for (size_t i = 0; i < n; i++) {
+    struct io_uring_sqe *sqe;
+
+    res[i] = file_get (dev, zones[i], &f[i]);
+    opened[i] = res[i] == 0;
+    if (!opened[i])
+      continue;
+    res[i] = NOT_DONE;
+    sqe = io_uring_get_sqe (ring);
+    if (sqe == NULL)            /* the ring has n entries: not expected */
+      continue;
+    io_uring_prep_fsync (sqe, f[i].fd, IORING_FSYNC_DATASYNC);
+    io_uring_sqe_set_data64 (sqe, i);
+    queued++;
+  }
+  submitted = queued ? io_uring_submit (ring) : 0;
+  /* The kernel fails a submission only when it took none of it. */
+  while (submitted > 0 && done < (unsigned) submitted) {
+    struct io_uring_cqe *cqe;
+    int r = io_uring_wait_cqe (ring, &cqe);
+
+    if (r == -EINTR)
+      continue;
+    if (r < 0) {                /* those left get an fdatasync each */
+      *broken = true;           /* and the ring, with fsyncs in it, no more */
+      break;
+    }
+    if (cqe->user_data < n && res[cqe->user_data] == NOT_DONE
+        && cqe->res != -EINVAL && cqe->res != -EOPNOTSUPP)
+      res[cqe->user_data] = cqe->res > 0 ? -EIO : cqe->res;
+    io_uring_cqe_seen (ring, cqe);
+    done++;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int r = res[i];
+
+    if (opened[i]) {
+      if (r == NOT_DONE)
+        r = fdatasync (f[i].fd) ? -errno : 0;
+      file_put (dev, &f[i]);
+    }
+    if (r < 0)
+      ret = sync_failed (dev, zones[i], -r);
+  }
+  return ret;
+}
+
+/* The ring a flush of n zones syncs with, or false: io_uring is off
+ * (kernel.io_uring_disabled, a seccomp filter, an old kernel) or short
+ * of memory, and the flush makes do with one fdatasync after another.
+ */
+static bool
+ring_open (struct zn_dev *dev, struct io_uring *ring, unsigned entries)
+{
+  int r;
+
+  if (atomic_load (&ring_refused))
+    return false;
+  r = io_uring_queue_init (entries, ring, 0);
+  if (r == 0)
+    return true;
+  if (r == -ENOSYS || r == -EPERM)
+    atomic_store (&ring_refused, true);
+  if (!atomic_flag_test_and_set (&ring_told))
+    fprintf (stderr, "zonednull: backing_dir %s: no io_uring (%s): a flush "
+             "syncs its zone files one after another\n", dev->store->dir,
+             strerror (-r));
+  return false;
+}
+#endif
+
+/* fdatasync of the zones, each still to be made durable if it fails. */
+static int
+sync_zones (struct zn_dev *dev, const uint32_t *zones, size_t n)
+{
+#ifdef ZN_WITH_LIBURING
+  struct io_uring ring;
+  bool broken = false;
+  int ret = 0;
+
+  if (n < 2 || !ring_open (dev, &ring, n < SYNC_BATCH ? (unsigned) n
+                                                      : SYNC_BATCH))
+    return sync_zones_serial (dev, zones, n);
+  for (size_t i = 0; i < n; i += SYNC_BATCH) {
+    size_t m = n - i < SYNC_BATCH ? n - i : SYNC_BATCH;
+    int r = broken ? sync_zones_serial (dev, zones + i, m)
+                   : sync_batch (dev, &ring, zones + i, m, &broken);
+
+    if (r < 0)
+      ret = r;
+  }
+  io_uring_queue_exit (&ring);
+  return ret;
+#else
+  return sync_zones_serial (dev, zones, n);
+#endif
 }
 
 /* A flush covers the writes completed before it arrived: the zones they
