@@ -28,7 +28,9 @@
 #           (NEW's plugin, the same parameters, its own backing_dir) and
 #           `nbdkit file` on a file of the device's size in the same
 #           directory.  Targets after issue 45: NEW >= 1.5x nbdkit
-#           zonednull, >= 1x nbdkit file.
+#           zonednull, >= 1x nbdkit file.  With two builds, `nbdkit
+#           zonednull` of OLD's plugin too: the plugin shares the storage
+#           code, and issue 45 asks that it not be slowed.
 # pagecache The same devices and jobs without flushes: random reads, then
 #           random writes.  Target: NEW >= 0.95x OLD.
 # memory    memory_backed=1, 64 MiB written, random reads over it at
@@ -64,7 +66,8 @@ OUT=${OUT:-$top/bench/results/server-threads.txt}
 old_srv=$old/server/zonednull-server
 new_srv=$new/server/zonednull-server
 plugin=$new/plugin/.libs/nbdkit-zonednull-plugin.so
-for f in "$old_srv" "$new_srv" "$plugin"; do
+old_plugin=$old/plugin/.libs/nbdkit-zonednull-plugin.so
+for f in "$old_srv" "$new_srv" "$plugin" "$old_plugin"; do
   [ -e "$f" ] || { echo "server-threads: no $f (build first)" >&2; exit 2; }
 done
 for c in fio nbdkit; do
@@ -167,21 +170,26 @@ case " $cases " in *" flush "*|*" pagecache "*)
   srv fold "$old_srv" -f -U "$tmp/fold.sock" $fdev backing_dir="$tmp/fold.dir"
   srv fnew "$new_srv" $new_opts -f -U "$tmp/fnew.sock" $fdev backing_dir="$tmp/fnew.dir"
   srv fzn nbdkit -f -t 16 -U "$tmp/fzn.sock" "$plugin" $fdev backing_dir="$tmp/fzn.dir"
+  fpeers="fold fnew fzn ffile"
+  if [ "$old" != "$new" ]; then
+    srv fzo nbdkit -f -t 16 -U "$tmp/fzo.sock" "$old_plugin" $fdev backing_dir="$tmp/fzo.dir"
+    fpeers="$fpeers fzo"
+  fi
   truncate -s "$((65 * zmib))M" "$tmp/ffile.img"
   srv ffile nbdkit -f -t 16 -U "$tmp/ffile.sock" file "$tmp/ffile.img"
   # Every block written once and on disk: the jobs overwrite allocated
   # blocks, and the first flush does not write the fill back.
-  for n in fold fnew fzn ffile; do fill $n "$conv"; done
+  for n in $fpeers; do fill $n "$conv"; done
   sync
   job="--size=${conv}M --iodepth=8 --numjobs=4 --time_based --runtime=$secs"
   case " $cases " in *" flush "*)
-    cells flush "fold fnew fzn ffile" --rw=randwrite --fsync=1 $job
+    cells flush "$fpeers" --rw=randwrite --fsync=1 $job
   esac
   case " $cases " in *" pagecache "*)
-    cells pc-randread "fold fnew fzn ffile" --rw=randread $job
-    cells pc-randwrite "fold fnew fzn ffile" --rw=randwrite $job
+    cells pc-randread "$fpeers" --rw=randread $job
+    cells pc-randwrite "$fpeers" --rw=randwrite $job
   esac
-  halt fold; halt fnew; halt fzn; halt ffile
+  for n in $fpeers; do halt $n; done
   rm -rf "$tmp"/f*.dir "$tmp/ffile.img"
 esac
 
@@ -227,7 +235,7 @@ iops () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $4 }' "$tmp/raw" |
 cpu () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $5 }' "$tmp/raw" | bench_median; }
 cell () { echo "$(iops "$1" "$2") ($(cpu "$1" "$2"))"; }
 ratio () { bench_ratio "$(iops "$1" "$2")" "$(iops "$1" "$3")" x; }
-has () { grep -q "^$1 " "$tmp/raw"; }
+has () { grep -q "^$1 " "$tmp/raw"; }   # has CASE or has "CASE NAME"
 
 table () {
   echo "# zonednull-server: storage I/O off the loop, a loop per core (issue 45)"
@@ -254,6 +262,17 @@ table () {
       esac
       echo "| $j | $(cell $c fold) | $(cell $c fnew) | $(cell $c fzn) | $(cell $c ffile) | $(ratio $c fnew fzn)$t1 | $(ratio $c fnew ffile)$t2 | $(ratio $c fnew fold)$t3 |"
     done
+    if has 'flush fzo' || has 'pc-randread fzo'; then
+      echo
+      echo "nbdkit zonednull, NEW's plugin against OLD's (the plugin shares the storage code):"
+      echo
+      echo "| job | OLD plugin | NEW plugin | NEW/OLD |"
+      echo "|---|---|---|---|"
+      for c in flush pc-randread pc-randwrite; do
+        has "$c fzo" || continue
+        echo "| $c | $(cell $c fzo) | $(cell $c fzn) | $(ratio $c fzn fzo) |"
+      done
+    fi
   fi
   if has mem-qd16; then
     echo
