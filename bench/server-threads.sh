@@ -109,9 +109,11 @@ run () {
   shift 2
   eval "p=\$${n}_pid"
   c0=$(cpu_ticks "$p") t0=$(date +%s%N)
+  # Terse field 5 is the job's error: a failed write ends fio's job early
+  # (with its IOPS so far), which must not pass for a result.
   io=$(fio --name=bench --ioengine=nbd --uri="$(uri "$n")" --bs=4k \
          --group_reporting --output-format=terse --terse-version=3 "$@" 2>>"$tmp/fio.log" |
-       awk -F';' '/^3;/ { print $8 + $49 }')
+       awk -F';' '/^3;/ { print ($5 == 0) ? $8 + $49 : "" }')
   c1=$(cpu_ticks "$p") t1=$(date +%s%N)
   [ -n "$io" ] || { echo "server-threads: fio failed on $n ($c):" >&2; tail -n 5 "$tmp/fio.log" >&2; exit 1; }
   echo "$c $n $r $io $(awk -v c="$((c1 - c0))" -v hz="$ticks" -v ns="$((t1 - t0))" \
@@ -231,8 +233,8 @@ case " $cases " in *" memory "*|*" scaling "*) halt mold ;; esac
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # iops CASE NAME, cpu CASE NAME: medians; cell CASE NAME: "IOPS (CPU)".
-iops () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $4 }' "$tmp/raw" | bench_median; }
-cpu () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $5 }' "$tmp/raw" | bench_median; }
+iops () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $4 }' "$tmp/raw" | bench_median | xargs printf '%.0f'; }
+cpu () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $5 }' "$tmp/raw" | bench_median | xargs printf '%.2f'; }
 cell () { echo "$(iops "$1" "$2") ($(cpu "$1" "$2"))"; }
 ratio () { bench_ratio "$(iops "$1" "$2")" "$(iops "$1" "$3")" x; }
 has () { grep -q "^$1 " "$tmp/raw"; }   # has CASE or has "CASE NAME"
