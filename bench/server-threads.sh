@@ -237,6 +237,7 @@ iops () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $4 }' "$tmp/raw" |
 cpu () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $5 }' "$tmp/raw" | bench_median | xargs printf '%.2f'; }
 cell () { echo "$(iops "$1" "$2") ($(cpu "$1" "$2"))"; }
 ratio () { bench_ratio "$(iops "$1" "$2")" "$(iops "$1" "$3")" x; }
+runs () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { printf "%s%s", s, $4; s = "/" }' "$tmp/raw"; }
 has () { grep -q "^$1 " "$tmp/raw"; }   # has CASE or has "CASE NAME"
 
 table () {
@@ -264,6 +265,14 @@ table () {
       esac
       echo "| $j | $(cell $c fold) | $(cell $c fnew) | $(cell $c fzn) | $(cell $c ffile) | $(ratio $c fnew fzn)$t1 | $(ratio $c fnew ffile)$t2 | $(ratio $c fnew fold)$t3 |"
     done
+    if has flush; then
+      # A flush's cost is the disk's, which other work on a shared host
+      # moves by several times from one run to the next.
+      echo
+      printf 'Flush-heavy IOPS run by run: OLD %s; NEW %s; nbdkit zonednull %s; nbdkit file %s%s.\n' \
+        "$(runs flush fold)" "$(runs flush fnew)" "$(runs flush fzn)" "$(runs flush ffile)" \
+        "$(has 'flush fzo' && echo "; OLD's plugin $(runs flush fzo)")"
+    fi
     if has 'flush fzo' || has 'pc-randread fzo'; then
       echo
       echo "nbdkit zonednull, NEW's plugin against OLD's (the plugin shares the storage code):"
