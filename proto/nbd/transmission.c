@@ -328,13 +328,16 @@ cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
   read_reply (s, cookie, offset, count, r, why, buf);
 }
 
-/* A write of the device ran: r, its verdict applied. */
+/* A write or a zone reset (nbd_cmd) of the device ran: r, its verdict
+ * applied.
+ */
 static void
-write_reply (struct nbd_session *s, uint64_t cookie, uint64_t offset,
-             uint32_t count, int r, enum zn_reason reason)
+reply_result (struct nbd_session *s, uint64_t cookie, uint32_t nbd_cmd,
+              uint64_t offset, uint32_t count, int r, enum zn_reason reason)
 {
   if (r < 0)
-    reply_failure (s, cookie, CMD_WRITE, "write", offset, count, -r, reason);
+    reply_failure (s, cookie, nbd_cmd, nbd_cmd == CMD_WRITE ? "write" : "trim",
+                   offset, count, -r, reason);
   else
     reply_ok (s, cookie);
 }
@@ -373,23 +376,10 @@ cmd_write (struct nbd_session *s, uint64_t cookie, uint64_t offset,
     r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_WRITE,
                           offset >> ZN_SECTOR_SHIFT, r, &reason);
   s->forced_error = 0;
-  write_reply (s, cookie, offset, count, r, reason);
+  reply_result (s, cookie, CMD_WRITE, offset, count, r, reason);
 }
 
-/* TRIM is the one NBD command that can carry a zone reset
- * (lib/frontend/nbd-zones.h).
- */
-/* A zone reset or a flush of the device ran: r, its verdict applied. */
-static void
-trim_reply (struct nbd_session *s, uint64_t cookie, uint64_t offset,
-            uint32_t count, int r, enum zn_reason reason)
-{
-  if (r < 0)
-    reply_failure (s, cookie, CMD_TRIM, "trim", offset, count, -r, reason);
-  else
-    reply_ok (s, cookie);
-}
-
+/* A flush of the device ran: r, its verdict applied. */
 static void
 flush_reply (struct nbd_session *s, uint64_t cookie, int r,
              enum zn_reason why)
@@ -429,7 +419,7 @@ cmd_trim (struct nbd_session *s, uint64_t cookie, uint64_t offset,
                           (uint64_t) count >> ZN_SECTOR_SHIFT, &reason);
   r = zn_fault_outcome (s->d->dev, &f, ZN_FOP_RESET,
                         offset >> ZN_SECTOR_SHIFT, r, &reason);
-  trim_reply (s, cookie, offset, count, r, reason);
+  reply_result (s, cookie, CMD_TRIM, offset, count, r, reason);
 }
 
 static void
@@ -780,7 +770,8 @@ job_done (void *session, struct served_job *job)
     case CMD_WRITE:
       r = zn_fault_outcome (s->d->dev, &j->fault, ZN_FOP_WRITE,
                             rq->offset >> ZN_SECTOR_SHIFT, j->r, &j->why);
-      write_reply (s, rq->cookie, rq->offset, rq->count, r, j->why);
+      reply_result (s, rq->cookie, CMD_WRITE, rq->offset, rq->count, r,
+                    j->why);
       break;
     case CMD_FLUSH:
       r = zn_fault_outcome (s->d->dev, &j->fault, ZN_FOP_FLUSH, 0, j->r,
@@ -790,7 +781,8 @@ job_done (void *session, struct served_job *job)
     default:
       r = zn_fault_outcome (s->d->dev, &j->fault, ZN_FOP_RESET,
                             rq->offset >> ZN_SECTOR_SHIFT, j->r, &j->why);
-      trim_reply (s, rq->cookie, rq->offset, rq->count, r, j->why);
+      reply_result (s, rq->cookie, CMD_TRIM, rq->offset, rq->count, r,
+                    j->why);
       break;
     }
     conclude (s, j->id, rq, NULL, j->tagged, mark);

@@ -110,6 +110,13 @@ for bad in 5x -1 1000001 ''; do
   grep -qF -- "--busy-poll '$bad': must be a whole number of microseconds" "$tmpdir/err" ||
     fail "--busy-poll='$bad': $(cat "$tmpdir/err")"
 done
+for bad in 4x -1 257 ''; do
+  if "$srv" -f -U "$tmpdir/bad.sock" --io-threads="$bad" 2>"$tmpdir/err"; then
+    fail "zonednull-server --io-threads='$bad' started"
+  fi
+  grep -qF -- "--io-threads '$bad': must be a whole number from 0" "$tmpdir/err" ||
+    fail "--io-threads='$bad': $(cat "$tmpdir/err")"
+done
 for bad in 0 99999 12x; do
   # getaddrinfo alone would listen on 99999 mod 65536.
   if "$srv" -f -p "$bad" size=8 zone_size=1 2>"$tmpdir/err"; then

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* An LD_PRELOAD shim that makes one directory's storage slow on demand,
+ * for tests/server/test-server-offload.sh: while the file $ZN_STALL_FLAG
+ * exists, fdatasync and reads that may wait (preadv2 without RWF_NOWAIT)
+ * of files under $ZN_STALL_DIR wait for it to go, at most 60 s; a read
+ * that may not wait fails with EAGAIN, as one of pages not cached does.
+ * The first stalled call of each kind creates $ZN_STALL_FLAG.fdatasync
+ * or $ZN_STALL_FLAG.preadv2, so that the test knows it is held.
+ */
+#ifndef _GNU_SOURCE
+# define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+static bool
+stalled (int fd)
+{
+  const char *dir = getenv ("ZN_STALL_DIR");
+  const char *flag = getenv ("ZN_STALL_FLAG");
+  char link[64], path[PATH_MAX];
+  ssize_t n;
+  size_t len;
+
+  if (dir == NULL || flag == NULL || access (flag, F_OK) != 0)
+    return false;
+  snprintf (link, sizeof link, "/proc/self/fd/%d", fd);
+  n = readlink (link, path, sizeof path - 1);
+  if (n < 0)
+    return false;
+  path[n] = '\0';
+  len = strlen (dir);
+  return strncmp (path, dir, len) == 0 && path[len] == '/';
+}
+
+/* Marks that a call of kind is held, then waits for the flag to go. */
+static void
+stall (const char *kind)
+{
+  const char *flag = getenv ("ZN_STALL_FLAG");
+  const struct timespec tick = { 0, 10 * 1000 * 1000 };
+  char mark[PATH_MAX];
+  int fd;
+
+  snprintf (mark, sizeof mark, "%s.%s", flag, kind);
+  fd = open (mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0)
+    close (fd);
+  for (int i = 0; i < 6000 && access (flag, F_OK) == 0; i++)
+    nanosleep (&tick, NULL);
+}
+
+int
+fdatasync (int fd)
+{
+  static int (*real) (int);
+
+  if (real == NULL)
+    real = (int (*) (int)) dlsym (RTLD_NEXT, "fdatasync");
+  if (stalled (fd))
+    stall ("fdatasync");
+  return real (fd);
+}
+
+ssize_t
+preadv2 (int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags)
+{
+  static ssize_t (*real) (int, const struct iovec *, int, off_t, int);
+
+  if (real == NULL)
+    real = (ssize_t (*) (int, const struct iovec *, int, off_t, int))
+           dlsym (RTLD_NEXT, "preadv2");
+  if (stalled (fd)) {
+    if (flags & RWF_NOWAIT) {
+      errno = EAGAIN;
+      return -1;
+    }
+    stall ("preadv2");
+  }
+  return real (fd, iov, iovcnt, offset, flags);
+}
