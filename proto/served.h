@@ -99,6 +99,12 @@ struct served_job {
   uint64_t key;
   void (*run) (struct served_job *job);
   void (*done) (void *session, struct served_job *job);
+  /* May be NULL.  Runs the job at once, on the loop, when it waits for
+   * no disk (a write into the page cache): true; or false, having
+   * changed nothing.  The program tries it only when no job of the same
+   * key is in flight, and then calls done at once.
+   */
+  bool (*try_run) (struct served_job *job);
 };
 
 /* Asked, for a request just admitted or resumed (the one finish would be

@@ -185,6 +185,17 @@ io_pool_submit (struct io_work *w)
   pthread_mutex_unlock (&pool.lock);
 }
 
+bool
+io_pool_busy (uint64_t key)
+{
+  bool busy;
+
+  pthread_mutex_lock (&pool.lock);
+  busy = key_head (key) != NULL;
+  pthread_mutex_unlock (&pool.lock);
+  return busy;
+}
+
 void
 io_pool_stop (void)
 {

@@ -11,6 +11,7 @@
 #ifndef ZONEDNULL_SERVER_IO_POOL_H
 #define ZONEDNULL_SERVER_IO_POOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <ev.h>
@@ -34,6 +35,12 @@ int io_pool_start (struct ev_loop *loop, unsigned workers,
 
 /* From the loop's thread. */
 void io_pool_submit (struct io_work *w);
+
+/* Whether work of key (not 0) is in flight: run or queued.  From the
+ * loop's thread, which alone submits, so a false stays true until it
+ * submits again.
+ */
+bool io_pool_busy (uint64_t key);
 
 /* Runs what was submitted to its end, stops the workers, and completes
  * every work (on the calling thread, the loop's).  Does nothing when the

@@ -584,6 +584,14 @@ sched_offload (void *owner, struct served_job *job)
 
   if (!pool_started || zn_dev_backing_dir (d->dev) == NULL)
     return false;
+  /* What waits for no disk runs here, unless it must follow work of its
+   * zone still on the workers.
+   */
+  if (job->try_run && !(job->key && io_pool_busy (job->key))
+      && job->try_run (job)) {
+    job->done (net_conn_session (c->conn), job);
+    return true;
+  }
   o = malloc (sizeof *o);
   if (o == NULL)
     return false;

@@ -302,7 +302,11 @@ read_zone (struct zn_dev *dev, struct zone *z, void *buf,
 
   if (!lock_or_again (z->mutex))
     return -EAGAIN;
-  res_lock (dev);
+  /* A sequential zone's writer holds it over its back end's write. */
+  if (dev->need_res_mgmt && !lock_or_again (&dev->res_lock)) {
+    zone_unlock (z);
+    return -EAGAIN;
+  }
   cond = z->cond;
   wp = z->wp;
   res_unlock (dev);
@@ -513,7 +517,8 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
   bool plugged = false;
   int ret = 0, bb_ret = 0;
 
-  zone_lock (z);
+  if (!lock_or_again (z->mutex))
+    return -EAGAIN;
   rec_touch (dev, z);
   /* The block layer's zone write plug comes first.  An emulated append
    * is a write at the plug's wp by the time null_blk sees it.
@@ -949,6 +954,30 @@ write_part_fua (struct zn_dev *dev, struct zone *z, void *buf,
                 uint64_t sector, uint64_t n, enum zn_reason *why)
 {
   return write_zone (dev, z, buf, &sector, n, true, false, why);
+}
+
+/* Only a write that is one part, with no cache or zone write plug to
+ * wait for, and that could only wait for its zone's lock: a write that
+ * fails with -EAGAIN must have changed nothing.
+ */
+int
+zn_write_nowait (struct zn_dev *dev, const void *buf, uint64_t sector,
+                 uint64_t nr_sectors, enum zn_reason *why)
+{
+  struct zone *z;
+  int ret;
+
+  if (dev->cache || dev->wplugs || nr_sectors == 0
+      || nr_sectors > dev->geo.max_sectors
+      || check_request (dev, sector, nr_sectors, why))
+    return -EAGAIN;
+  z = zone_of (dev, sector);
+  if (sector + nr_sectors > z->start + z->len)
+    return -EAGAIN;
+  zn_nowait = true;
+  ret = for_each_part (dev, write_part, (void *) buf, sector, nr_sectors, why);
+  zn_nowait = false;
+  return ret;
 }
 
 /* null_blk: null_process_zoned_cmd (), REQ_OP_WRITE */

@@ -256,6 +256,14 @@ int zn_write_why (struct zn_dev *dev, const void *buf, uint64_t sector,
  */
 int zn_read_nowait (struct zn_dev *dev, void *buf, uint64_t sector,
                     uint64_t nr_sectors, enum zn_reason *why);
+/* zn_write_why without FUA, or -EAGAIN, having changed nothing, unless
+ * it can only wait for its zone's lock, briefly: one part (within a zone
+ * and max_sectors), no volatile cache (cache_size) and no zone write
+ * plug (kernel=6.12, 7.3).  A write into the page cache does not wait
+ * for the disk; the event loop runs it at once.
+ */
+int zn_write_nowait (struct zn_dev *dev, const void *buf, uint64_t sector,
+                     uint64_t nr_sectors, enum zn_reason *why);
 
 /* Zone append (REQ_OP_ZONE_APPEND): writes nr_sectors at the write
  * pointer of the sequential zone that starts at sector and sets *written

@@ -186,6 +186,18 @@ job_run (struct served_job *job)
   }
 }
 
+/* A write without FUA may go into the page cache from the loop. */
+static bool
+job_try_write (struct served_job *job)
+{
+  struct nbd_job *j = (struct nbd_job *) job;
+
+  j->r = zn_write_nowait (job->dev->dev, j->data,
+                          j->rq.offset >> ZN_SECTOR_SHIFT,
+                          j->rq.count >> ZN_SECTOR_SHIFT, &j->why);
+  return j->r != -EAGAIN;
+}
+
 static void job_done (void *session, struct served_job *job);
 
 /* The request being run (s->run), with the fault verdict f, goes to the
@@ -219,16 +231,22 @@ offload (struct nbd_session *s, const struct zn_fault *f)
   j->tagged = s->run.tagged;
   j->arrival = s->arrival;
   j->fault = *f;
-  if (rq->type == CMD_WRITE)
+  if (rq->type == CMD_WRITE) {
     memcpy (j->data, s->run.payload, bytes);
+    if (!(rq->flags & CMD_FLAG_FUA))
+      j->job.try_run = job_try_write;
+  }
+  /* Counted first: job_done may come before offload returns. */
+  s->offloaded++;
+  s->offloaded_bytes += bytes;
   if (!s->sv->offload (s->owner, &j->job)) {
+    s->offloaded--;
+    s->offloaded_bytes -= bytes;
     free (j->data);
     free (j);
     return false;
   }
   s->run.offloaded = true;
-  s->offloaded++;
-  s->offloaded_bytes += bytes;
   return true;
 }
 

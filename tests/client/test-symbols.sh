@@ -130,7 +130,7 @@ fi
 # live (HACKING.md, "Prefixes"); plugin_init and ioengine are the names
 # nbdkit and fio look up.  An unprefixed global (a "fail" or a "reply")
 # collides with a namesake elsewhere the day two layers meet in a link.
-prefixes='zn_|ZN_|zu_|zf_|params_|nbd_|park_|nvme_|net_|tls_|sched_|badblocks_|wplug_|cache_|pages_|store_|wlog_|dev_|pipeline_|fault_|cli_|client_'
+prefixes='zn_|ZN_|zu_|zf_|params_|nbd_|park_|nvme_|net_|tls_|sched_|io_pool_|badblocks_|wplug_|cache_|pages_|store_|wlog_|dev_|pipeline_|fault_|cli_|client_'
 for prog in server/zonednull-server ublk/zonednull-ublk cli/zonednull \
             plugin/.libs/nbdkit-zonednull-plugin.so \
             client/.libs/libzonednull-client.so \
