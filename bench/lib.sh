@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # bench/lib.sh: what the benchmark scripts share (sourced by run.sh,
 # server-vs-nbdkit.sh, tls-vs-nbdkit.sh, backing-dir.sh, nvme-vs-nvmet.sh,
-# old-vs-new.sh and ublk-vs-nullblk.sh).  POSIX sh.
+# old-vs-new.sh, server-threads.sh and ublk-vs-nullblk.sh).  POSIX sh.
 #
 #   bench_start READY COMMAND...  a server in the background, ready once
 #                                 READY exists: its socket, or its PID file

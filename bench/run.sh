@@ -9,6 +9,10 @@
 #   ONLY="pipelining server" bench/run.sh
 #   ONLY=backing bench/run.sh     bench/backing-dir.sh (not run by default)
 #   ONLY=nvme bench/run.sh        bench/nvme-vs-nvmet.sh (not run by default)
+#   ONLY=threads bench/run.sh     bench/server-threads.sh (not run by default),
+#                                 OLD_BUILD=DIR the server before a change
+#   SCALE=N bench/run.sh          host_tags and zone_locking at N times the
+#                                 2-core load (default: nproc / 2, 1 to 24)
 #
 # Needs nbdkit (null and memory plugins), fio with its nbd engine, and
 # optionally qemu-nbd.  Where zones matter this script drives the device
@@ -109,48 +113,91 @@ pipelining () {
   record pipelining "server pipelined (pipeline_zoned_writes=1)" "${inorder[@]}"
 }
 
-# ---- 2. Host tags: 4 devices sharing one tag set of 16 tags -----------------
-# One queue of 16 tags against two queues (connections) per device sharing
-# 16 host tags; random 4 KiB reads, 4 in flight per device.
-host_tags () {
-  local one=() two=() urls r
-  for _ in $(seq "$REPEATS"); do
-    nbdkit_srv 16 "$plugin" size=1024 zone_size=64 nr_devices=4 shared_tags=1 \
-      hw_queue_depth=16 submit_queues=1
-    urls=()
-    for d in 0 1 2 3; do urls+=("nbd+unix:///nullb$d?socket=$sock"); done
-    r=$("$znbench" --mode randread --depth 4 --seconds "$RUNTIME" "${urls[@]}")
-    one+=("$(echo "$r" | field iops)")
-    stop
-    nbdkit_srv 16 "$plugin" size=1024 zone_size=64 nr_devices=4 shared_tags=1 \
-      hw_queue_depth=16 submit_queues=2 shared_tag_bitmap=1
-    urls=()
-    for d in 0 1 2 3; do
-      urls+=("nbd+unix:///nullb$d?socket=$sock" "nbd+unix:///nullb$d?socket=$sock")
+# The host-tags and zone-lock experiments grow with the machine, so that
+# the same script shows the seeds' many-core shape where there are many
+# cores: SCALE = nproc / 2 (at least 1, at most 24, the seed's 48 cores;
+# SCALE=N sets it), and each unit of scale is one zn-bench process (one
+# thread) with the load a 2-core machine gets in all: 4 devices for host
+# tags, 4 connections x depth 16 over their own 4 GiB for zone locking.
+# SCALE=1 is exactly the 2-core experiment.
+scale=${SCALE:-$(n=$(($(nproc) / 2)); [ $n -ge 1 ] || n=1; [ $n -le 24 ] || n=24; echo $n)}
+
+# znb_par FIELD...: runs the zn-bench command lines on stdin at once (one
+# process each) and prints the sum of each FIELD over them, on one line;
+# errors go to stderr.
+znb_par () {
+  local i=0 line pids=() f p k sums=()
+  while IFS= read -r line; do
+    # shellcheck disable=SC2086 # one command line, split on purpose
+    $line >"$tmp/znb.$i" &
+    pids+=($!)
+    i=$((i + 1))
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  for f in "$tmp"/znb.*; do
+    [ "$(field errors <"$f")" = 0 ] || echo "bench: zn-bench errors: $(cat "$f")" >&2
+  done
+  for k in "$@"; do
+    sums+=("$(cat "$tmp"/znb.* | field "$k" | awk '{ s += $1 } END { printf "%.0f\n", s }')")
+  done
+  rm -f "$tmp"/znb.*
+  echo "${sums[*]}"
+}
+
+# ---- 2. Host tags: devices sharing one tag set ------------------------------
+# One queue per device against two queues (connections) per device sharing
+# the host's tags; random 4 KiB reads, 4 in flight per device.  4 x SCALE
+# devices, 16 x SCALE tags (as many as in flight), one zn-bench per 4.
+ht_devs=$((4 * scale)) ht_tags=$((16 * scale))
+ht_one="1 queue x $ht_tags tags, $ht_devs devices"
+ht_two="2 queues sharing $ht_tags host tags, $ht_devs devices"
+# ht_cmds DEPTH CONNS: the zn-bench command lines, CONNS connections per
+# device at DEPTH each.
+ht_cmds () {
+  local p d line
+  for p in $(seq 0 $((scale - 1))); do
+    line="$znbench --mode randread --depth $1 --seconds $RUNTIME"
+    for d in $(seq $((4 * p)) $((4 * p + 3))); do
+      for _ in $(seq "$2"); do line="$line nbd+unix:///nullb$d?socket=$sock"; done
     done
-    r=$("$znbench" --mode randread --depth 2 --seconds "$RUNTIME" "${urls[@]}")
-    two+=("$(echo "$r" | field iops)")
+    echo "$line"
+  done
+}
+host_tags () {
+  local one=() two=()
+  for _ in $(seq "$REPEATS"); do
+    nbdkit_srv 16 "$plugin" size=1024 zone_size=64 nr_devices=$ht_devs shared_tags=1 \
+      hw_queue_depth=$ht_tags submit_queues=1
+    one+=("$(ht_cmds 4 1 | znb_par iops)")
+    stop
+    nbdkit_srv 16 "$plugin" size=1024 zone_size=64 nr_devices=$ht_devs shared_tags=1 \
+      hw_queue_depth=$ht_tags submit_queues=2 shared_tag_bitmap=1
+    two+=("$(ht_cmds 2 2 | znb_par iops)")
     stop
   done
-  record host_tags "1 queue x 16 tags, 4 devices" "${one[@]}"
-  record host_tags "2 queues sharing 16 host tags, 4 devices" "${two[@]}"
+  record host_tags "$ht_one" "${one[@]}"
+  record host_tags "$ht_two" "${two[@]}"
 }
 
 # ---- 3. Zone locking: per-zone locks against one device lock ---------------
+# 70 % random reads, writes at the wp of each connection's own zones;
+# SCALE zn-bench processes of 4 connections x depth 16, each over its own
+# 4 GiB (1024 zones of 4 MiB) of a 4 x SCALE GiB device.
 zone_locking () {
-  local zr=() dr=() zw=() dw=() urls r
-  urls=()
-  for _ in 1 2 3 4; do urls+=("$uri0"); done
+  local zr=() dr=() zw=() dw=() uris="$uri0 $uri0 $uri0 $uri0" lock p zl
   for _ in $(seq "$REPEATS"); do
     for lock in 0 1; do
-      nbdkit_srv 16 "$plugin" size=4096 zone_size=4 memory_backed=1 \
+      nbdkit_srv 16 "$plugin" size=$((4096 * scale)) zone_size=4 memory_backed=1 \
         device_lock=$lock irqmode=0
-      r=$("$znbench" --mode mixed --read-pct 70 --zone 4194304 --depth 16 \
-            --seconds "$RUNTIME" "${urls[@]}")
+      for p in $(seq 0 $((scale - 1))); do
+        echo "$znbench --mode mixed --read-pct 70 --zone 4194304 --depth 16" \
+          "--offset $((p << 32)) --span $((1 << 32)) --seconds $RUNTIME $uris"
+      done >"$tmp/zl.cmds"
+      read -r -a zl <<<"$(znb_par read_iops write_iops <"$tmp/zl.cmds")"
       if [ $lock = 0 ]; then
-        zr+=("$(echo "$r" | field read_iops)"); zw+=("$(echo "$r" | field write_iops)")
+        zr+=("${zl[0]}"); zw+=("${zl[1]}")
       else
-        dr+=("$(echo "$r" | field read_iops)"); dw+=("$(echo "$r" | field write_iops)")
+        dr+=("${zl[0]}"); dw+=("${zl[1]}")
       fi
       stop
     done
@@ -260,6 +307,7 @@ report () {
     echo
     echo "$(date -u +%Y-%m-%d) on $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg);"
     echo "medians of $REPEATS runs of ${RUNTIME} s. IOPS are 4 KiB requests."
+    echo "SCALE $scale (host_tags: $ht_devs devices; zone_locking: $((4 * scale)) connections x depth 16; $scale zn-bench process(es) each)."
     echo
     echo "| Experiment | Case | IOPS (median) |"
     echo "|---|---|---|"
@@ -269,8 +317,8 @@ report () {
     echo "|---|---|---|"
     echo "| pipelined / zone-locked, nbdkit | $(bench_ratio "$(get pipelining "pipelined (pipeline_zoned_writes=1)")" "$(get pipelining "zone-locked (1 write/zone in flight)")") | >= 10 (seed: 123K/6K = 20) |"
     echo "| pipelined / zone-locked, zonednull-server | $(bench_ratio "$(get pipelining "server pipelined (pipeline_zoned_writes=1)")" "$(get pipelining "server zone-locked (1 write/zone in flight)")") | >= 10 (seed: 123K/6K = 20) |"
-    echo "| 2 queues host tags / 1 queue | $(bench_ratio "$(get host_tags "2 queues sharing 16 host tags, 4 devices")" "$(get host_tags "1 queue x 16 tags, 4 devices")") | seed: 1.5 |"
-    echo "| reads, per-zone / device lock | $(bench_ratio "$(get zone_locking "reads, per-zone locks")" "$(get zone_locking "reads, one device lock")") | seed: 3 |"
+    echo "| 2 queues host tags / 1 queue | $(bench_ratio "$(get host_tags "$ht_two")" "$(get host_tags "$ht_one")") | seed: 1.5 (16 cores) |"
+    echo "| reads, per-zone / device lock | $(bench_ratio "$(get zone_locking "reads, per-zone locks")" "$(get zone_locking "reads, one device lock")") | seed: 3 (48 cores) |"
     for job in $peer_jobs; do
       IFS=: read -r rw depth jobs <<<"$job"
       k="$rw qd$depth jobs$jobs"
@@ -324,8 +372,15 @@ nvme () {
   REPEATS=$REPEATS RUNTIME=$RUNTIME OUT=$OUT/nvme-vs-nvmet.txt sh bench/nvme-vs-nvmet.sh "$build"
 }
 
+# ---- 9. zonednull-server before and after issue 45 (its own script and table)
+threads () {
+  REPEATS=$REPEATS SECONDS_PER_RUN=$RUNTIME OUT=$OUT/server-threads.txt \
+    sh bench/server-threads.sh "${OLD_BUILD:-$build}" "$build"
+}
+
 # Not in the default list: backing's 20 TiB part makes 81,920 files; nvme
-# boots a VM (the 6.12 tier's kernel and tools, downloaded once).
+# boots a VM (the 6.12 tier's kernel and tools, downloaded once); threads
+# takes 4 minutes at RUNTIME=3 and needs a second build to say much.
 only=${ONLY:-"inflight pipelining host_tags zone_locking peers server tls"}
 for e in $only; do $e; done
 report

@@ -19,7 +19,10 @@
  *   --depth N  requests in flight per connection (default 16)
  *   --bs N     request size (default 4096)
  *   --zone N   zone size in bytes (default 1 MiB)
- *   --span N   bytes of the device used (default: its size)
+ *   --span N   bytes of the device used (default: its size from --offset)
+ *   --offset N where the bytes used start (default 0; a multiple of
+ *              --zone), so that several zn-bench processes, each one
+ *              thread, can share a device without sharing zones
  *   --seconds S  run time (default 3)
  *
  * Output: mode=... iops=... read_iops=... write_iops=... errors=...
@@ -57,7 +60,7 @@ struct conn {
 
 static enum mode mode = RANDREAD;
 static unsigned depth = 16, zone_inflight = 1, read_pct = 70;
-static uint64_t bs = 4096, zone_bytes = 1 << 20, span;
+static uint64_t bs = 4096, zone_bytes = 1 << 20, span, offset;
 static double seconds = 3;
 static struct conn conns[MAX_CONNS];
 static unsigned nr_conns;
@@ -100,7 +103,7 @@ done_cb (void *user_data, int *error)
 static void
 issue_read (struct conn *c, struct slot *s)
 {
-  uint64_t off = xorshift () % (span / bs) * bs;
+  uint64_t off = offset + xorshift () % (span / bs) * bs;
 
   *s = (struct slot) { .busy = true };
   if (nbd_aio_pread (c->h, buf, bs, off,
@@ -114,7 +117,7 @@ issue_read (struct conn *c, struct slot *s)
 static bool
 issue_write (struct conn *c, struct slot *s, uint64_t zone)
 {
-  uint64_t off = zone * zone_bytes + zone_wp[zone];
+  uint64_t off = offset + zone * zone_bytes + zone_wp[zone];
 
   *s = (struct slot) { .busy = true, .write = true, .zone = zone };
   zone_wp[zone] += bs;
@@ -199,6 +202,7 @@ usage (void)
 {
   fprintf (stderr, "usage: zn-bench [--mode randread|zonewrite|mixed] "
            "[--depth N] [--bs N] [--zone N] [--zone-inflight N] [--span N] "
+           "[--offset N] "
            "[--read-pct P] [--seconds S] URI...\n");
   exit (2);
 }
@@ -213,6 +217,7 @@ main (int argc, char **argv)
     { "zone", required_argument, NULL, 'z' },
     { "zone-inflight", required_argument, NULL, 'i' },
     { "span", required_argument, NULL, 's' },
+    { "offset", required_argument, NULL, 'o' },
     { "read-pct", required_argument, NULL, 'r' },
     { "seconds", required_argument, NULL, 't' },
     { NULL, 0, NULL, 0 },
@@ -233,13 +238,14 @@ main (int argc, char **argv)
     case 'z': zone_bytes = strtoull (optarg, NULL, 0); break;
     case 'i': zone_inflight = atoi (optarg); break;
     case 's': span = strtoull (optarg, NULL, 0); break;
+    case 'o': offset = strtoull (optarg, NULL, 0); break;
     case 'r': read_pct = atoi (optarg); break;
     case 't': seconds = atof (optarg); break;
     default: usage ();
     }
   }
   if (optind >= argc || argc - optind > MAX_CONNS || depth == 0
-      || depth > MAX_DEPTH)
+      || depth > MAX_DEPTH || zone_bytes == 0 || offset % zone_bytes)
     usage ();
   buf = calloc (1, bs);
   for (int i = optind; i < argc; i++) {
@@ -252,8 +258,16 @@ main (int argc, char **argv)
       fprintf (stderr, "zn-bench: %s: %s\n", argv[i], nbd_get_error ());
       return 1;
     }
-    if (span == 0)
-      span = nbd_get_size (c->h);
+    if (span == 0) {
+      int64_t size = nbd_get_size (c->h);
+
+      if (size < 0 || (uint64_t) size <= offset) {
+        fprintf (stderr, "zn-bench: --offset %" PRIu64 " is not below the "
+                 "size of %s\n", offset, argv[i]);
+        return 1;
+      }
+      span = size - offset;
+    }
   }
   nr_zones = span / zone_bytes;
   zone_wp = calloc (nr_zones + 1, sizeof *zone_wp);
