@@ -7,8 +7,10 @@
  * write, all every one, random:SEED the draws of lib/model/crash.c, and
  * enumerate distinct states, as many as the zones' choices allow up to
  * MAX.  The rules are read here again from the entries, not from
- * lib/powerfail/replay.c.  ZN_SEEDS sets how many logs (default 40).
- * The device's own writer is test-replay-live's.
+ * lib/powerfail/replay.c.  ZN_SEEDS sets how many logs (default 20,
+ * about 400 states, enough for torn writes of both kinds and seeds that
+ * differ; ZN_SEEDS=200 for a long run).  The device's own writer is
+ * test-replay-live's.
  */
 #include "powerfail.h"
 #include "powerfail/replay.h"
@@ -508,7 +510,7 @@ int
 main (void)
 {
   const char *env = getenv ("ZN_SEEDS");
-  uint64_t seeds = env ? strtoull (env, NULL, 10) : 40;
+  uint64_t seeds = env ? strtoull (env, NULL, 10) : 20;
   char *tmp = scratch ();
 
   power_entries (tmp);
