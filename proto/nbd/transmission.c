@@ -302,18 +302,11 @@ cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
     r = zn_control_pread (s->d->ctl, &s->conn, s->sv->readonly, buf, count,
                           offset);
     s->out.len = mark;
-    if (r < 0) {
+    if (r < 0)
       reply_error (s, cookie, -r, "read: offset %" PRIu64 " length %" PRIu32
                    ": %s", offset, count, zn_errno_name (-r));
-      return;
-    }
-    if (s->structured) {
-      chunk_header (s, REPLY_FLAG_DONE, REPLY_OFFSET_DATA, cookie, 8 + count);
-      out_be64 (s, offset);
-    }
     else
-      reply_simple (s, cookie, 0);
-    s->out.len += count;
+      read_reply (s, cookie, offset, count, 0, ZN_REASON_NONE, buf);
     return;
   }
   if (fault_skips (s, ZN_FOP_READ, offset, count, count, &f)) {
