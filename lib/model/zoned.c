@@ -562,9 +562,12 @@ write_zone (struct zn_dev *dev, struct zone *z, const void *buf,
     at_wp = sector == z->wp;
     /* The data goes in and the wp moves under the resource lock, so an
      * implicit close of this zone by another writer meanwhile sees a
-     * consistent zone.
+     * consistent zone.  A FUA write holds it over its fdatasync.
      */
-    res_lock (dev);
+    if (dev->need_res_mgmt && !lock_or_again (&dev->res_lock)) {
+      zone_unlock (z);
+      return -EAGAIN;
+    }
     ret = write_open_zone (dev, z, sector, n, why);
     /* Step 6 of zone-rules 4 (null_process_cmd, called by null_zone_write
      * after the zone is opened): the zone stays open when a bad block

@@ -11,6 +11,12 @@
  * write to zone 1 made after A took its zones syncs zone 1 at once (its
  * fdatasync is called while A's is held), and still returns only after
  * A.  When A's fdatasync fails, B, which covers A's write, fails too.
+ *
+ * An event loop's reads and writes never wait for a disk: while a FUA
+ * write to a sequential zone is held in its fdatasync (with its zone's
+ * lock and the resource lock), zn_write_nowait to another sequential zone
+ * and zn_read_nowait fail with -EAGAIN at once, having changed nothing,
+ * and a write to a conventional zone, which needs neither lock, goes in.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -246,6 +252,103 @@ test_side_by_side (bool fail)
   rm_tree (dir);
 }
 
+struct nowait_writer {
+  struct zn_dev *d;
+  uint64_t sector;
+  unsigned tag;
+  atomic_int tid;
+  atomic_bool returned;
+  int ret;
+};
+
+static void *
+nowait_thread (void *arg)
+{
+  struct nowait_writer *w = arg;
+  unsigned char buf[8 * ZN_SECTOR_SIZE];
+  enum zn_reason why;
+
+  atomic_store (&w->tid, (int) syscall (SYS_gettid));
+  fill_pattern (buf, w->sector, 8, w->tag);
+  w->ret = zn_write_nowait (w->d, buf, w->sector, 8, &why);
+  atomic_store (&w->returned, true);
+  return NULL;
+}
+
+/* zn_write_nowait of 8 sectors at sector, on its own thread: its result,
+ * or the test fails if the thread falls asleep instead of returning.
+ */
+static int
+write_nowait (struct zn_dev *d, uint64_t sector, unsigned tag)
+{
+  struct nowait_writer w = { .d = d, .sector = sector, .tag = tag };
+  const struct timespec tick = { 0, 1000 * 1000 };
+  pthread_t t;
+
+  CHECK_EQ (pthread_create (&t, NULL, nowait_thread, &w), 0);
+  while (!atomic_load (&w.returned)) {
+    int tid = atomic_load (&w.tid);
+
+    if (tid && thread_state (tid) == 'S') {
+      fprintf (stderr, "zn_write_nowait at sector %" PRIu64 " waits for a "
+               "lock held by a FUA write's fdatasync\n", sector);
+      release ();
+      CHECK (!"zn_write_nowait returns at once");
+    }
+    nanosleep (&tick, NULL);
+  }
+  CHECK_EQ (pthread_join (t, NULL), 0);
+  return w.ret;
+}
+
+static void *
+fua_thread (void *arg)
+{
+  struct flusher *f = arg;
+
+  f->ret = write_tag (f->d, zstart (f->d, 2), 8, 1, true);
+  atomic_store (&f->returned, true);
+  return NULL;
+}
+
+static void
+test_nowait_beside_fua (void)
+{
+  char dir[1024];
+  struct zn_config c = store_cfg (16, 2, 2, 2, 512,
+                                  path_in_top (dir, sizeof dir, "nowait"));
+  struct zn_dev *d;
+  struct flusher fua = { 0 };
+  unsigned char buf[8 * ZN_SECTOR_SIZE];
+  enum zn_reason why;
+
+  c.zone_max_open = 4;          /* the resource lock is taken */
+  d = create (&c);
+  fua.d = d;
+  CHECK_EQ (zn_dev_sync_files (d, NULL, 0), 0);
+  arm (false);
+  CHECK_EQ (pthread_create (&fua.thread, NULL, fua_thread, &fua), 0);
+  wait_held ();
+
+  CHECK_EQ (write_nowait (d, zstart (d, 3), 2), -EAGAIN);
+  CHECK_EQ (zn_read_nowait (d, buf, zstart (d, 2), 8, &why), -EAGAIN);
+  CHECK_EQ (write_nowait (d, zstart (d, 1), 3), 0);
+
+  release ();
+  CHECK_EQ (pthread_join (fua.thread, NULL), 0);
+  CHECK_EQ (fua.ret, 0);
+  /* (A zone report takes the resource lock: only now.) */
+  CHECK_EQ (zone_at (d, 3).wp, zstart (d, 3));
+  CHECK_EQ (zone_at (d, 3).cond, ZN_COND_EMPTY);
+  CHECK_EQ (write_nowait (d, zstart (d, 3), 2), 0);
+  CHECK_EQ (zone_at (d, 3).wp, zstart (d, 3) + 8);
+  CHECK_EQ (zn_read_nowait (d, buf, zstart (d, 1), 8, &why), 0);
+  expect_data (d, zstart (d, 1), 8, 3);
+  expect_data (d, zstart (d, 3), 8, 2);
+  zn_dev_destroy (d);
+  rm_tree (dir);
+}
+
 int
 main (void)
 {
@@ -253,6 +356,7 @@ main (void)
   test_concurrent_flushes ();
   test_side_by_side (false);
   test_side_by_side (true);
+  test_nowait_beside_fua ();
   printf ("test-files-model-flush: all tests passed\n");
   return EXIT_SUCCESS;
 }
