@@ -22,6 +22,8 @@ struct served_device {
   struct zn_dev *dev;
   struct zn_control *ctl;
   struct zn_queues *qs;         /* the transport's, for its tags */
+  bool offload;                 /* its requests may wait for a disk: the
+                                   program's offload_fn takes them */
 };
 
 /* A data request (read, write, flush or trim of a device) about to start.
@@ -107,10 +109,10 @@ struct served_job {
   bool (*try_run) (struct served_job *job);
 };
 
-/* Asked, for a request just admitted or resumed (the one finish would be
- * told of), instead of running job->run at once: true when the program
- * took it, and will call job->done and, through it, finish later; false:
- * the session runs it now.
+/* Asked, for a request of a device marked offload just admitted or
+ * resumed (the one finish would be told of), instead of running job->run
+ * at once: true when the program took it, and will call job->done and,
+ * through it, finish later; false: the session runs it now.
  */
 typedef bool offload_fn (void *owner, struct served_job *job);
 

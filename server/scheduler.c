@@ -582,8 +582,6 @@ sched_offload (void *owner, struct served_job *job)
   const struct served_device *d = job->dev;
   struct offload *o;
 
-  if (!pool_started || zn_dev_backing_dir (d->dev) == NULL)
-    return false;
   /* What waits for no disk runs here, unless it must follow work of its
    * zone still on the workers.
    */
@@ -922,6 +920,8 @@ sched_start (struct ev_loop *l, struct served_device *devices,
                        offload_batch_end) == -1)
       return -1;
     pool_started = true;
+    for (unsigned i = 0; i < nr_devices; i++)
+      devices[i].offload = zn_dev_backing_dir (devices[i].dev) != NULL;
   }
   return 0;
 }

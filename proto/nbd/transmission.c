@@ -212,7 +212,7 @@ offload (struct nbd_session *s, const struct zn_fault *f)
   struct nbd_job *j;
   size_t bytes = rq->type == CMD_READ || rq->type == CMD_WRITE ? rq->count : 0;
 
-  if (s->sv->offload == NULL)
+  if (!s->d->offload || s->sv->offload == NULL)
     return false;
   j = calloc (1, sizeof *j);
   if (j == NULL || (bytes && (j->data = malloc (bytes)) == NULL)) {
@@ -321,7 +321,7 @@ cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
    * workers to wait for it, only if the data is at hand.
    */
   buf = out_reserve (s, header + count) + header;
-  r = s->sv->offload ? zn_read_nowait (s->d->dev, buf,
+  r = s->d->offload ? zn_read_nowait (s->d->dev, buf,
                                        offset >> ZN_SECTOR_SHIFT,
                                        count >> ZN_SECTOR_SHIFT, &why)
                      : -EAGAIN;
