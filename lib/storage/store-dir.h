@@ -61,10 +61,9 @@ struct zn_store {
   pthread_mutex_t sync_lock;
   /* The flushes in progress, oldest first (store_flush): each syncs the
    * zones written since the one before it took its own, at the same time
-   * as the others, and returns once those before it have returned.
+   * as the others, and returns once those before it have synced theirs.
    */
   pthread_mutex_t flush_lock;
-  pthread_cond_t flush_done;
   struct store_sync *syncs_head, *syncs_tail;
   uint32_t *touched;
   size_t nr_touched;

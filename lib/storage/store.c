@@ -269,6 +269,9 @@ store_truncate (struct zn_dev *dev, struct zone *z, uint64_t size)
 /* A flush in progress. */
 struct store_sync {
   int ret;                      /* its own, or an earlier one's failure */
+  bool synced;                  /* its own zones are */
+  bool released;                /* and every earlier flush's: it returns */
+  pthread_cond_t released_cond;
   struct store_sync *next;
 };
 
@@ -433,51 +436,76 @@ sync_zones (struct zn_dev *dev, const uint32_t *zones, size_t n)
  * syncing, which it waits for (and whose failure it reports).  Flushes
  * from several threads so sync their zones side by side, as a disk
  * serves several fdatasyncs at once.
+ *
+ * A flush that took no zone has only to wait, and one whose syncs end
+ * before an earlier flush's waits too.  The flush that finishes at the
+ * head of the list releases every one behind it that is done, each by its
+ * own condition: one wake-up each, all at once.  Were the flushes to leave
+ * one by one, each woken by the one before and all by every departure,
+ * a busy host would wake dozens of threads per flush, and a flush's
+ * reply would wait for each of those before it to be scheduled in turn.
  */
 static int
 store_flush (struct zn_dev *dev)
 {
   struct zn_store *st = dev->store;
-  struct store_sync me = { 0, NULL };
-  uint32_t *zones;
+  struct store_sync me = { 0 };
+  uint32_t *zones = NULL;
   size_t n;
-  int ret;
+  int ret = 0;
 
   pthread_mutex_lock (&st->flush_lock);
   pthread_mutex_lock (&st->sync_lock);
   n = st->nr_touched;
-  zones = malloc ((n ? n : 1) * sizeof *zones);
-  if (zones == NULL) {
+  if (n == 0 && st->syncs_head == NULL) {
+    /* Nothing written since the last flush took it, which has returned. */
     pthread_mutex_unlock (&st->sync_lock);
     pthread_mutex_unlock (&st->flush_lock);
-    return -ENOMEM;
+    return 0;
   }
-  memcpy (zones, st->touched, n * sizeof *zones);
-  for (size_t i = 0; i < n; i++)
-    st->is_touched[zones[i]] = 0;
-  st->nr_touched = 0;
+  if (n) {
+    zones = malloc (n * sizeof *zones);
+    if (zones == NULL) {
+      pthread_mutex_unlock (&st->sync_lock);
+      pthread_mutex_unlock (&st->flush_lock);
+      return -ENOMEM;
+    }
+    memcpy (zones, st->touched, n * sizeof *zones);
+    for (size_t i = 0; i < n; i++)
+      st->is_touched[zones[i]] = 0;
+    st->nr_touched = 0;
+  }
   pthread_mutex_unlock (&st->sync_lock);
+  me.synced = n == 0;
+  pthread_cond_init (&me.released_cond, NULL);
   ZN_FIFO_PUSH (st->syncs_head, st->syncs_tail, &me, next);
-  pthread_mutex_unlock (&st->flush_lock);
+  if (n) {
+    pthread_mutex_unlock (&st->flush_lock);
+    ret = sync_zones (dev, zones, n);
+    free (zones);
+    pthread_mutex_lock (&st->flush_lock);
+    me.synced = true;
+    /* The flushes after this one cover its zones too. */
+    if (ret < 0)
+      for (struct store_sync *s = me.next; s; s = s->next)
+        if (s->ret == 0)
+          s->ret = ret;
+  }
+  if (st->syncs_head == &me)
+    while (st->syncs_head && st->syncs_head->synced) {
+      struct store_sync *s;
 
-  ret = sync_zones (dev, zones, n);
-  free (zones);
-
-  pthread_mutex_lock (&st->flush_lock);
-  /* The flushes after this one cover its zones too. */
-  if (ret < 0)
-    for (struct store_sync *s = me.next; s; s = s->next)
-      if (s->ret == 0)
-        s->ret = ret;
-  while (st->syncs_head != &me)
-    pthread_cond_wait (&st->flush_done, &st->flush_lock);
-  st->syncs_head = me.next;
-  if (st->syncs_head == NULL)
-    st->syncs_tail = NULL;
-  pthread_cond_broadcast (&st->flush_done);
+      ZN_FIFO_POP (st->syncs_head, st->syncs_tail, s, next);
+      s->released = true;
+      if (s != &me)
+        pthread_cond_signal (&s->released_cond);
+    }
+  while (!me.released)
+    pthread_cond_wait (&me.released_cond, &st->flush_lock);
   if (me.ret < 0)
     ret = me.ret;
   pthread_mutex_unlock (&st->flush_lock);
+  pthread_cond_destroy (&me.released_cond);
   return ret;
 }
 
@@ -700,7 +728,6 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
   pthread_mutex_init (&st->fd_lock, NULL);
   pthread_mutex_init (&st->sync_lock, NULL);
   pthread_mutex_init (&st->flush_lock, NULL);
-  pthread_cond_init (&st->flush_done, NULL);
   pthread_mutex_init (&st->meta_lock, NULL);
   st->dir = strdup (dir);
   st->zone_slot = malloc (nr_zones * sizeof *st->zone_slot);
@@ -823,7 +850,6 @@ store_close (struct zn_dev *dev)
   pthread_mutex_destroy (&st->fd_lock);
   pthread_mutex_destroy (&st->sync_lock);
   pthread_mutex_destroy (&st->flush_lock);
-  pthread_cond_destroy (&st->flush_done);
   pthread_mutex_destroy (&st->meta_lock);
   free (st->dir);
   free (st->zone_slot);
