@@ -46,6 +46,7 @@ struct fd_slot {
 };
 
 struct store_sync;
+struct store_ring;
 
 struct zn_store {
   char *dir;
@@ -64,6 +65,9 @@ struct zn_store {
    * as the others, and returns once those before it have synced theirs.
    */
   pthread_mutex_t flush_lock;
+  /* The io_uring rings of flushes done, for the next (store.c). */
+  struct store_ring *rings;
+  unsigned nr_rings;
   struct store_sync *syncs_head, *syncs_tail;
   uint32_t *touched;
   size_t nr_touched;

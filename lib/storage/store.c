@@ -316,6 +316,8 @@ sync_zones_serial (struct zn_dev *dev, const uint32_t *zones, size_t n)
 /* io_uring refused for good (ENOSYS, EPERM): its message is given once. */
 static atomic_bool ring_refused;
 static atomic_flag ring_told = ATOMIC_FLAG_INIT;
+/* This thread's io-wq runs a whole batch's fsyncs at once (below). */
+static _Thread_local bool iowq_raised;
 
 /* The fdatasyncs of up to SYNC_BATCH zones, all submitted at once: the
  * file system commits them together (the block layer merges the cache
@@ -352,7 +354,10 @@ sync_batch (struct zn_dev *dev, struct io_uring *ring, const uint32_t *zones,
   /* The kernel fails a submission only when it took none of it. */
   while (submitted > 0 && done < (unsigned) submitted) {
     struct io_uring_cqe *cqe;
-    int r = io_uring_wait_cqe (ring, &cqe);
+    /* The flush needs them all: one wake-up when the last is done, not
+     * one per file.
+     */
+    int r = io_uring_wait_cqe_nr (ring, &cqe, (unsigned) submitted - done);
 
     if (r == -EINTR)
       continue;
@@ -360,11 +365,13 @@ sync_batch (struct zn_dev *dev, struct io_uring *ring, const uint32_t *zones,
       *broken = true;           /* and the ring, with fsyncs in it, no more */
       break;
     }
-    if (cqe->user_data < n && res[cqe->user_data] == NOT_DONE
-        && cqe->res != -EINVAL && cqe->res != -EOPNOTSUPP)
-      res[cqe->user_data] = cqe->res > 0 ? -EIO : cqe->res;
-    io_uring_cqe_seen (ring, cqe);
-    done++;
+    while (done < (unsigned) submitted && io_uring_peek_cqe (ring, &cqe) == 0) {
+      if (cqe->user_data < n && res[cqe->user_data] == NOT_DONE
+          && cqe->res != -EINVAL && cqe->res != -EOPNOTSUPP)
+        res[cqe->user_data] = cqe->res > 0 ? -EIO : cqe->res;
+      io_uring_cqe_seen (ring, cqe);
+      done++;
+    }
   }
   for (size_t i = 0; i < n; i++) {
     int r = res[i];
@@ -402,6 +409,86 @@ ring_open (struct zn_dev *dev, struct io_uring *ring, unsigned entries)
              strerror (-r));
   return false;
 }
+
+/* A flush's ring, kept for the next flush: making and tearing down a
+ * ring costs some 150 us of system time, as much as a flush's own CPU.
+ */
+struct store_ring {
+  struct io_uring ring;
+  struct store_ring *next;
+};
+
+/* Rings kept per device: as many as flushes sync at once, within reason. */
+#define RINGS_KEPT 64
+
+static struct store_ring *
+ring_get (struct zn_dev *dev)
+{
+  struct zn_store *st = dev->store;
+  struct store_ring *r;
+
+  pthread_mutex_lock (&st->flush_lock);
+  r = st->rings;
+  if (r) {
+    st->rings = r->next;
+    st->nr_rings--;
+  }
+  pthread_mutex_unlock (&st->flush_lock);
+  if (r == NULL) {
+    r = malloc (sizeof *r);
+    if (r == NULL)
+      return NULL;
+    if (!ring_open (dev, &r->ring, SYNC_BATCH)) {
+      free (r);
+      return NULL;
+    }
+  }
+  /* The kernel runs a thread's fsyncs on its io-wq workers, no more of
+   * them at once than the entries of the first ring the thread used (and
+   * 4 per CPU): a thread whose first flush synced 2 zones would otherwise
+   * sync every later batch 2 at a time.  A failure leaves the kernel's
+   * limit, which only makes a batch slower.
+   */
+  if (!iowq_raised) {
+    unsigned limits[2] = { SYNC_BATCH, 0 };
+
+    iowq_raised = io_uring_register_iowq_max_workers (&r->ring, limits) == 0;
+  }
+  return r;
+}
+
+/* broken: the ring may hold fsyncs still, and is not used again. */
+static void
+ring_put (struct zn_dev *dev, struct store_ring *r, bool broken)
+{
+  struct zn_store *st = dev->store;
+
+  pthread_mutex_lock (&st->flush_lock);
+  if (!broken && st->nr_rings < RINGS_KEPT) {
+    r->next = st->rings;
+    st->rings = r;
+    st->nr_rings++;
+    r = NULL;
+  }
+  pthread_mutex_unlock (&st->flush_lock);
+  if (r) {
+    io_uring_queue_exit (&r->ring);
+    free (r);
+  }
+}
+
+static void
+rings_free (struct zn_store *st)
+{
+  while (st->rings) {
+    struct store_ring *r = st->rings;
+
+    st->rings = r->next;
+    io_uring_queue_exit (&r->ring);
+    free (r);
+  }
+  st->nr_rings = 0;
+}
 #endif
 
 /* fdatasync of the zones, each still to be made durable if it fails. */
@@ -409,22 +496,21 @@ static int
 sync_zones (struct zn_dev *dev, const uint32_t *zones, size_t n)
 {
 #ifdef ZN_WITH_LIBURING
-  struct io_uring ring;
+  struct store_ring *ring;
   bool broken = false;
   int ret = 0;
 
-  if (n < 2 || !ring_open (dev, &ring, n < SYNC_BATCH ? (unsigned) n
-                                                      : SYNC_BATCH))
+  if (n < 2 || (ring = ring_get (dev)) == NULL)
     return sync_zones_serial (dev, zones, n);
   for (size_t i = 0; i < n; i += SYNC_BATCH) {
     size_t m = n - i < SYNC_BATCH ? n - i : SYNC_BATCH;
     int r = broken ? sync_zones_serial (dev, zones + i, m)
-                   : sync_batch (dev, &ring, zones + i, m, &broken);
+                   : sync_batch (dev, &ring->ring, zones + i, m, &broken);
 
     if (r < 0)
       ret = r;
   }
-  io_uring_queue_exit (&ring);
+  ring_put (dev, ring, broken);
   return ret;
 #else
   return sync_zones_serial (dev, zones, n);
@@ -843,6 +929,9 @@ store_close (struct zn_dev *dev)
     atomic_store (&st->stopping, true);
     pthread_join (st->filler, NULL);
   }
+#ifdef ZN_WITH_LIBURING
+  rings_free (st);
+#endif
   for (int s = 0; s < st->nr_slots; s++)
     close (st->slots[s].fd);
   if (st->dirfd >= 0)
