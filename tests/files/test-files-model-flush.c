@@ -12,6 +12,10 @@
  * fdatasync is called while A's is held), and still returns only after
  * A.  When A's fdatasync fails, B, which covers A's write, fails too.
  *
+ * When A's sync ends, every later flush that is done waiting returns:
+ * B, whose own sync ended first, and C, which had nothing of its own to
+ * sync, are let go together, and when A's fdatasync failed both fail.
+ *
  * An event loop's reads and writes never wait for a disk: while a FUA
  * write to a sequential zone is held in its fdatasync (with its zone's
  * lock and the resource lock), zn_write_nowait to another sequential zone
@@ -86,6 +90,21 @@ release (void)
   released = true;
   pthread_cond_broadcast (&gate_cond);
   pthread_mutex_unlock (&gate_lock);
+}
+
+/* A flush never let go hangs its join: the test fails instead of the
+ * suite stalling.
+ */
+static void
+on_alarm (int sig)
+{
+  static const char msg[] = "a flush did not return within 60 s of the "
+    "release of the fdatasync held before it\n";
+
+  (void) sig;
+  if (write (2, msg, sizeof msg - 1) < 0)
+    _exit (1);
+  _exit (1);
 }
 
 struct flusher {
@@ -165,12 +184,14 @@ test_concurrent_flushes (void)
       break;                    /* B waits, as it must */
     nanosleep (&tick, NULL);
   }
+  alarm (60);
   pthread_mutex_lock (&gate_lock);
   released = true;
   pthread_cond_broadcast (&gate_cond);
   pthread_mutex_unlock (&gate_lock);
   CHECK_EQ (pthread_join (a.thread, NULL), 0);
   CHECK_EQ (pthread_join (b.thread, NULL), 0);
+  alarm (0);
   CHECK_EQ (a.ret, 0);
   CHECK_EQ (b.ret, 0);
   CHECK (b.sync_done_before);
@@ -232,9 +253,11 @@ test_side_by_side (bool fail)
       break;
     nanosleep (&tick, NULL);
   }
+  alarm (60);
   release ();
   CHECK_EQ (pthread_join (a.thread, NULL), 0);
   CHECK_EQ (pthread_join (b.thread, NULL), 0);
+  alarm (0);
   if (fail) {
     CHECK_EQ (a.ret, -EIO);
     if (b.ret != -EIO)
@@ -248,6 +271,87 @@ test_side_by_side (bool fail)
     CHECK_EQ (a.ret, 0);
     CHECK_EQ (b.ret, 0);
   }
+  zn_dev_destroy (d);
+  rm_tree (dir);
+}
+
+/* Waits until f's thread sleeps (waiting for A), failing if it returns. */
+static void
+expect_waiting (struct flusher *f, const char *name)
+{
+  const struct timespec tick = { 0, 1000 * 1000 };
+
+  for (;;) {
+    int tid = atomic_load (&f->tid);
+
+    if (atomic_load (&f->returned)) {
+      fprintf (stderr, "flush %s returned (%d) while flush A's fdatasync of "
+               "a write completed before it was held\n", name, f->ret);
+      release ();
+      CHECK (!"a later flush waits for A");
+    }
+    if (tid && thread_state (tid) == 'S')
+      return;
+    nanosleep (&tick, NULL);
+  }
+}
+
+/* Flush A held syncing zone 0; flush B of zone 1, written after A took its
+ * zones, syncs it beside A; flush C, with nothing written since B, has no
+ * sync of its own.  Both wait for A, then return.  fail: A's fdatasync
+ * fails, and so do B and C, which cover A's write.
+ */
+static void
+test_release_together (bool fail)
+{
+  char dir[1024];
+  struct zn_config c = store_cfg (16, 2, 2, 2, 512,
+                                  path_in_top (dir, sizeof dir, "together"));
+  struct zn_dev *d = create (&c);
+  struct flusher a = { .d = d }, b = { .d = d }, cf = { .d = d };
+  const struct timespec tick = { 0, 1000 * 1000 };
+  int want = fail ? -EIO : 0;
+
+  CHECK_EQ (zn_dev_sync_files (d, NULL, 0), 0);
+  CHECK_EQ (write_tag (d, 0, 8, 1, false), 0);
+  arm (fail);
+  CHECK_EQ (pthread_create (&a.thread, NULL, flush_thread, &a), 0);
+  wait_held ();
+  CHECK_EQ (write_tag (d, 4096, 8, 2, false), 0);
+  CHECK_EQ (pthread_create (&b.thread, NULL, flush_thread, &b), 0);
+  /* B's fdatasync of zone 1 (the second since arming) is done before C. */
+  for (;;) {
+    unsigned n;
+
+    pthread_mutex_lock (&gate_lock);
+    n = calls;
+    pthread_mutex_unlock (&gate_lock);
+    if (n >= 2)
+      break;
+    if (atomic_load (&b.returned)) {
+      release ();
+      CHECK (!"B syncs zone 1 and waits");
+    }
+    nanosleep (&tick, NULL);
+  }
+  expect_waiting (&b, "B");
+  CHECK_EQ (pthread_create (&cf.thread, NULL, flush_thread, &cf), 0);
+  expect_waiting (&cf, "C");
+  alarm (60);
+  release ();
+  CHECK_EQ (pthread_join (a.thread, NULL), 0);
+  CHECK_EQ (pthread_join (b.thread, NULL), 0);
+  CHECK_EQ (pthread_join (cf.thread, NULL), 0);
+  alarm (0);
+  CHECK_EQ (a.ret, want);
+  if (b.ret != want || cf.ret != want)
+    fprintf (stderr, "flushes B and C returned %d and %d after flush A's "
+                     "sync %s\n", b.ret, cf.ret, fail ? "failed" : "ended");
+  CHECK_EQ (b.ret, want);
+  CHECK_EQ (cf.ret, want);
+  CHECK (b.sync_done_before && cf.sync_done_before);
+  if (fail)                     /* the zone A failed to sync, again */
+    CHECK_EQ (zn_flush (d), 0);
   zn_dev_destroy (d);
   rm_tree (dir);
 }
@@ -353,9 +457,12 @@ int
 main (void)
 {
   make_top ();
+  signal (SIGALRM, on_alarm);
   test_concurrent_flushes ();
   test_side_by_side (false);
   test_side_by_side (true);
+  test_release_together (false);
+  test_release_together (true);
   test_nowait_beside_fua ();
   printf ("test-files-model-flush: all tests passed\n");
   return EXIT_SUCCESS;
