@@ -617,6 +617,7 @@ nvme_prepare (char *err, size_t errlen)
   nv->readonly = served.readonly;
   nv->admit = sched_admit;
   nv->finish = sched_finish;
+  nv->offload = sched_offload;
   nv->room = net_room;
   nv->fits = net_fits;
   nv->abort = conn_abort;

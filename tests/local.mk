@@ -375,11 +375,12 @@ SERVER_TESTS = \
 	tests/server/test-server-stats.sh \
 	tests/server/test-server-stop.sh \
 	tests/server/test-server-offload.sh \
+	tests/server/test-server-offload-nvme.sh \
 	tests/server/test-units.sh \
 	tests/server/test-fuzz.sh
 ZN_TESTS += $(SERVER_TESTS)
 EXTRA_DIST += $(SERVER_TESTS)
-# test-server-offload.sh's LD_PRELOAD shim: one directory's storage slow.
+# test-server-offload*.sh's LD_PRELOAD shim: one directory's storage slow.
 check_LTLIBRARIES = tests/server/stall-io.la
 tests_server_stall_io_la_SOURCES = tests/server/stall-io.c
 tests_server_stall_io_la_LDFLAGS = -module -avoid-version -shared \
