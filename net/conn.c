@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,20 @@ struct listener {
    */
   ev_timer pause;
   bool failing;                 /* said once until an accept succeeds */
+  /* net_serve_spread: the listeners, one per server, whose servers take
+   * the connections this one accepts in turn; NULL: it keeps them.  A
+   * peer's listener (fd -1) accepts nothing itself.
+   */
+  struct listener **peers;
+  unsigned nr_peers, turn;
   struct listener *next;
+};
+
+/* A connection another server's listener accepted for this one. */
+struct handoff {
+  struct listener *l;
+  int fd;
+  struct handoff *next;
 };
 
 struct net_conn {
@@ -123,6 +137,11 @@ struct net_server {
   uint64_t requests, sleeps, busy_polls, busy_poll_ns, busy_poll_start;
   uint64_t timed, reply_ns_sum, reply_ns_max;
   uint64_t reply_hist[HIST_BUCKETS];  /* the timed replies, hist_bucket */
+  size_t output_limit;          /* its share of OUTPUT_TOTAL_LIMIT */
+  /* Connections handed to this server's loop from another's. */
+  pthread_mutex_t handoff_lock;
+  struct handoff *handoff_head, *handoff_tail;
+  ev_async handoff_wake;
 };
 
 /* Counts what the connection's session holds now. */
@@ -163,12 +182,12 @@ net_fits (void *owner, size_t queued, size_t more)
 
   if (mine <= OUTPUT_GUARANTEED)
     return true;
-  if (others + mine > OUTPUT_TOTAL_LIMIT)
+  if (others + mine > srv->output_limit)
     return false;
   if (queued == 0)
     return true;                /* one request of any size at a time */
   return mine <= NET_OUTPUT_LIMIT
-         && mine <= OUTPUT_TOTAL_LIMIT / srv->nr_conns;
+         && mine <= srv->output_limit / srv->nr_conns;
 }
 
 bool
@@ -367,16 +386,21 @@ reply_p50 (const struct net_server *srv)
 void
 net_server_print_stats (const struct net_server *srv)
 {
+  char loop[32] = "";
+
+  /* With several loops, each prints its own line. */
+  if (srv->set.loops > 1)
+    snprintf (loop, sizeof loop, " loop=%u", srv->set.loop_id);
   fprintf (stderr, "%s: stats: requests=%" PRIu64 " loop_iterations=%u "
            "sleeps=%" PRIu64 " busy_polls=%" PRIu64 " busy_poll_ns=%" PRIu64
            " recv_calls=%" PRIu64 " recv_bytes=%" PRIu64 " send_calls=%"
            PRIu64 " send_bytes=%" PRIu64 " reply_ns_sum=%" PRIu64
-           " reply_ns_max=%" PRIu64 " reply_ns_p50=%" PRIu64 "\n",
+           " reply_ns_max=%" PRIu64 " reply_ns_p50=%" PRIu64 "%s\n",
            srv->set.program, srv->requests, ev_iteration (srv->loop),
            srv->sleeps, srv->busy_polls, srv->busy_poll_ns,
            srv->io.recv_calls, srv->io.recv_bytes, srv->io.send_calls,
            srv->io.send_bytes, srv->reply_ns_sum, srv->reply_ns_max,
-           reply_p50 (srv));
+           reply_p50 (srv), loop);
 }
 
 /* ---- connections ----------------------------------------------------------- */
@@ -642,7 +666,7 @@ budget_retry (struct ev_loop *loop, ev_prepare *w, int revents)
 
   (void) loop;
   (void) revents;
-  if (!srv->output_freed || srv->output_total >= OUTPUT_TOTAL_LIMIT)
+  if (!srv->output_freed || srv->output_total >= srv->output_limit)
     return;
   srv->output_freed = false;
   for (struct net_conn *c = srv->blocked_head, *end = srv->blocked_tail, *next;
@@ -889,12 +913,52 @@ conn_new (struct listener *l, int fd)
   return c;
 }
 
+static void conn_start (struct listener *l, int fd);
+
+/* Gives fd to the loop of l's server, which starts it (handoff_cb). */
+static void
+handoff (struct listener *l, int fd)
+{
+  struct net_server *srv = l->srv;
+  struct handoff *h = malloc (sizeof *h);
+
+  if (h == NULL) {
+    close (fd);
+    return;
+  }
+  *h = (struct handoff) { .l = l, .fd = fd };
+  pthread_mutex_lock (&srv->handoff_lock);
+  ZN_FIFO_PUSH (srv->handoff_head, srv->handoff_tail, h, next);
+  pthread_mutex_unlock (&srv->handoff_lock);
+  ev_async_send (srv->loop, &srv->handoff_wake);
+}
+
+static void
+handoff_cb (struct ev_loop *loop, ev_async *w, int revents)
+{
+  struct net_server *srv = w->data;
+  struct handoff *h;
+
+  (void) loop;
+  (void) revents;
+  pthread_mutex_lock (&srv->handoff_lock);
+  h = srv->handoff_head;
+  srv->handoff_head = srv->handoff_tail = NULL;
+  pthread_mutex_unlock (&srv->handoff_lock);
+  while (h) {
+    struct handoff *next = h->next;
+
+    conn_start (h->l, h->fd);
+    free (h);
+    h = next;
+  }
+}
+
 static void
 accept_cb (struct ev_loop *loop, ev_io *w, int revents)
 {
   struct listener *l = w->data;
   struct net_server *srv = l->srv;
-  struct net_conn *c;
   int fd, one = 1;
 
   (void) revents;
@@ -915,6 +979,25 @@ accept_cb (struct ev_loop *loop, ev_io *w, int revents)
   l->failing = false;
   if (l->tcp)
     setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (l->peers) {
+    struct listener *to = l->peers[l->turn++ % l->nr_peers];
+
+    if (to != l) {
+      handoff (to, fd);
+      return;
+    }
+  }
+  conn_start (l, fd);
+}
+
+/* Starts serving fd, accepted for l, on l's server's loop. */
+static void
+conn_start (struct listener *l, int fd)
+{
+  struct net_server *srv = l->srv;
+  struct ev_loop *loop = srv->loop;
+  struct net_conn *c;
+
   if ((c = conn_new (l, fd)) == NULL) {
     close (fd);
     return;
@@ -953,6 +1036,11 @@ net_server_new (struct ev_loop *loop, const struct net_settings *set)
     return NULL;
   srv->loop = loop;
   srv->set = *set;
+  srv->output_limit = OUTPUT_TOTAL_LIMIT / (set->loops > 1 ? set->loops : 1);
+  pthread_mutex_init (&srv->handoff_lock, NULL);
+  ev_async_init (&srv->handoff_wake, handoff_cb);
+  srv->handoff_wake.data = srv;
+  ev_async_start (loop, &srv->handoff_wake);
   ev_idle_init (&srv->busy_poll_watcher, busy_poll_cb);
   srv->busy_poll_watcher.data = srv;
   ev_prepare_init (&srv->budget_watcher, budget_retry);
@@ -983,7 +1071,31 @@ net_serve (struct net_server *srv, int fd, bool tcp,
   l->watcher.data = l;
   ev_init (&l->pause, accept_resume_cb);
   l->pause.data = l;
-  ev_io_start (srv->loop, &l->watcher);
+  if (fd != -1)
+    ev_io_start (srv->loop, &l->watcher);
+  return 0;
+}
+
+int
+net_serve_spread (struct net_server **srvs, unsigned n, int fd, bool tcp,
+                  const struct net_protocol *proto, void *arg,
+                  const struct net_sched *sched)
+{
+  struct listener **peers;
+
+  if (n == 1)
+    return net_serve (srvs[0], fd, tcp, proto, arg, sched);
+  if ((peers = calloc (n, sizeof *peers)) == NULL)
+    return -1;
+  for (unsigned i = n; i-- > 0; ) {
+    if (net_serve (srvs[i], i ? -1 : fd, tcp, proto, arg, sched) == -1) {
+      free (peers);
+      return -1;
+    }
+    peers[i] = srvs[i]->listeners;
+  }
+  peers[0]->peers = peers;
+  peers[0]->nr_peers = n;
   return 0;
 }
 
@@ -992,6 +1104,18 @@ net_server_free (struct net_server *srv)
 {
   if (srv == NULL)
     return;
+  ev_async_stop (srv->loop, &srv->handoff_wake);
+  /* Handed over but not started: the loop that accepted them is
+   * stopped.
+   */
+  while (srv->handoff_head) {
+    struct handoff *h = srv->handoff_head;
+
+    srv->handoff_head = h->next;
+    close (h->fd);
+    free (h);
+  }
+  pthread_mutex_destroy (&srv->handoff_lock);
   ev_idle_stop (srv->loop, &srv->busy_poll_watcher);
   ev_prepare_stop (srv->loop, &srv->budget_watcher);
   ev_prepare_stop (srv->loop, &srv->stats_watcher);
@@ -1004,7 +1128,9 @@ net_server_free (struct net_server *srv)
     srv->listeners = l->next;
     ev_io_stop (srv->loop, &l->watcher);
     ev_timer_stop (srv->loop, &l->pause);
-    close (l->fd);
+    if (l->fd != -1)
+      close (l->fd);
+    free (l->peers);
     free (l);
   }
   free (srv);

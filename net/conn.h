@@ -93,6 +93,9 @@ struct net_settings {
   double handshake_timeout;     /* seconds to get established; 0: none */
   uint64_t busy_poll_ns;        /* poll without sleeping after input */
   bool stats;                   /* count (net_server_print_stats) */
+  unsigned loops;               /* servers whose loops share the output
+                                   budget; 0 counts as 1 */
+  unsigned loop_id;             /* this one's number, in its stats line */
 };
 
 struct net_server *net_server_new (struct ev_loop *loop,
@@ -107,6 +110,15 @@ int net_serve (struct net_server *srv, int fd, bool tcp,
                const struct net_sched *sched);
 
 /* Closes every connection and listening socket. */
+/* Serves proto on fd as net_serve does, the connections spread over the
+ * n servers in turn, each on its own loop: srvs[0] accepts them and owns
+ * fd, and gives every other to the next server's loop.  -1 when out of
+ * memory.
+ */
+int net_serve_spread (struct net_server **srvs, unsigned n, int fd, bool tcp,
+                      const struct net_protocol *proto, void *arg,
+                      const struct net_sched *sched);
+
 void net_server_free (struct net_server *srv);
 
 /* Connections accepted so far. */

@@ -2,9 +2,9 @@
 /* zonednull-server's storage workers (see io-pool.h).
  *
  * One lock guards the queues: a worker holds it twice per work, which
- * is little beside the system calls the work makes.  The loop learns of
- * finished work through an ev_async, so a burst of completions costs it
- * one wake-up.
+ * is little beside the system calls the work makes.  A loop learns of
+ * its finished work through its sink's ev_async, so a burst of
+ * completions costs it one wake-up.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -22,21 +22,27 @@
  */
 #define BUCKETS 256
 
+struct io_sink {
+  struct ev_loop *loop;
+  ev_async wake;
+  struct io_work *done_head, *done_tail;        /* under pool.lock */
+  unsigned in_flight;                           /* under pool.lock */
+  void (*complete) (struct io_work *w);
+  void (*batch_end) (void);
+};
+
 static struct {
   pthread_mutex_t lock;
   pthread_cond_t work;
+  pthread_cond_t ran;           /* a sink being stopped lost a work */
   struct io_work *ready_head, *ready_tail;
-  struct io_work *done_head, *done_tail;
   struct io_work *keys[BUCKETS];
   bool stopping;
   pthread_t *threads;
   unsigned nr_threads;
-  struct ev_loop *loop;
-  ev_async wake;
-  void (*complete) (struct io_work *w);
-  void (*batch_end) (void);
 } pool = {
   .lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER,
+  .ran = PTHREAD_COND_INITIALIZER,
 };
 
 static struct io_work **
@@ -93,57 +99,82 @@ worker (void *arg)
       if (pool.ready_head)
         pthread_cond_signal (&pool.work);
     }
-    ZN_FIFO_PUSH (pool.done_head, pool.done_tail, w, next);
-    ev_async_send (pool.loop, &pool.wake);
+    ZN_FIFO_PUSH (w->sink->done_head, w->sink->done_tail, w, next);
+    if (--w->sink->in_flight == 0)
+      pthread_cond_broadcast (&pool.ran);
+    ev_async_send (w->sink->loop, &w->sink->wake);
   }
   pthread_mutex_unlock (&pool.lock);
   return NULL;
 }
 
-/* Completes the work done so far, in the order it ended. */
+/* Completes the sink's work done so far, in the order it ended. */
 static void
-drain (void)
+drain (struct io_sink *sink)
 {
   struct io_work *w;
 
   pthread_mutex_lock (&pool.lock);
-  w = pool.done_head;
-  pool.done_head = pool.done_tail = NULL;
+  w = sink->done_head;
+  sink->done_head = sink->done_tail = NULL;
   pthread_mutex_unlock (&pool.lock);
   while (w) {
     struct io_work *next = w->next;
 
-    pool.complete (w);
+    sink->complete (w);
     w = next;
   }
-  pool.batch_end ();
+  sink->batch_end ();
 }
 
 static void
 wake_cb (struct ev_loop *loop, ev_async *a, int revents)
 {
   (void) loop;
-  (void) a;
   (void) revents;
-  drain ();
+  drain (a->data);
+}
+
+struct io_sink *
+io_pool_sink (struct ev_loop *loop, void (*complete) (struct io_work *w),
+              void (*batch_end) (void))
+{
+  struct io_sink *sink = calloc (1, sizeof *sink);
+
+  if (sink == NULL)
+    return NULL;
+  sink->loop = loop;
+  sink->complete = complete;
+  sink->batch_end = batch_end;
+  ev_async_init (&sink->wake, wake_cb);
+  sink->wake.data = sink;
+  ev_async_start (loop, &sink->wake);
+  return sink;
+}
+
+void
+io_pool_sink_stop (struct io_sink *sink)
+{
+  if (sink == NULL)
+    return;
+  pthread_mutex_lock (&pool.lock);
+  while (sink->in_flight > 0)
+    pthread_cond_wait (&pool.ran, &pool.lock);
+  pthread_mutex_unlock (&pool.lock);
+  ev_async_stop (sink->loop, &sink->wake);
+  drain (sink);
+  free (sink);
 }
 
 int
-io_pool_start (struct ev_loop *loop, unsigned workers,
-               void (*complete) (struct io_work *w),
-               void (*batch_end) (void))
+io_pool_start (unsigned workers)
 {
   pool.threads = calloc (workers, sizeof *pool.threads);
   if (pool.threads == NULL) {
     fputs ("zonednull-server: out of memory\n", stderr);
     return -1;
   }
-  pool.loop = loop;
-  pool.complete = complete;
-  pool.batch_end = batch_end;
   pool.stopping = false;
-  ev_async_init (&pool.wake, wake_cb);
-  ev_async_start (loop, &pool.wake);
   for (unsigned i = 0; i < workers; i++) {
     int err = pthread_create (&pool.threads[i], NULL, worker, NULL);
 
@@ -160,13 +191,15 @@ io_pool_start (struct ev_loop *loop, unsigned workers,
 }
 
 void
-io_pool_submit (struct io_work *w)
+io_pool_submit (struct io_sink *sink, struct io_work *w)
 {
   struct io_work *head;
 
   w->after = NULL;
   w->bucket_next = NULL;
+  w->sink = sink;
   pthread_mutex_lock (&pool.lock);
+  sink->in_flight++;
   if (w->key == 0)
     ZN_FIFO_PUSH (pool.ready_head, pool.ready_tail, w, next);
   else if ((head = key_head (w->key)) != NULL) {
@@ -207,8 +240,6 @@ io_pool_stop (void)
   pthread_mutex_unlock (&pool.lock);
   for (unsigned i = 0; i < pool.nr_threads; i++)
     pthread_join (pool.threads[i], NULL);
-  ev_async_stop (pool.loop, &pool.wake);
-  drain ();
   free (pool.threads);
   pool.threads = NULL;
   pool.nr_threads = 0;

@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
@@ -48,6 +50,8 @@ static bool verbose;                    /* -v: log connections */
 static bool exit_with_parent;           /* stop when the parent exits */
 static uint64_t busy_poll_ns = 20000;   /* --busy-poll: awake after input */
 static unsigned io_threads = 8;        /* --io-threads: storage workers */
+static unsigned threads;                /* --threads: event loops; 0 until
+                                           set, then the CPUs' count */
 static double handshake_timeout = 60.;  /* --timeout: seconds, 0 for none */
 static struct tls_settings tls_settings; /* --tls, --tls-psk, ... */
 static const char *nvme_port;           /* --nvme: NVMe/TCP on this port */
@@ -192,6 +196,9 @@ usage (FILE *fp)
          "     --nvme-tls-keys=FILE  such lines, from a file of mode 0600\n"
          "     --nvme-tls-compat  derive the TLS PSKs as nvme-cli before 2.15\n"
          "                      (and its --compat) does\n"
+         "     --threads N      event loops, each serving its share of the\n"
+         "                      NBD connections (default: one per CPU, at\n"
+         "                      most 8)\n"
          "     --io-threads N   storage workers that run the reads, writes,\n"
          "                      flushes and zone resets of backing_dir devices\n"
          "                      off the event loop (default 8; 0: the loop\n"
@@ -250,6 +257,41 @@ parse_io_threads (const char *arg)
   return 0;
 }
 
+/* --threads N: a loop per core is the point; past 64 they would only
+ * share cores.
+ */
+static int
+parse_threads (const char *arg)
+{
+  char *end;
+  unsigned long n;
+
+  errno = 0;
+  n = strtoul (arg, &end, 10);
+  if (errno || end == arg || *end || arg[0] == '-' || n < 1 || n > 64) {
+    fprintf (stderr, "zonednull-server: --threads '%s': must be a whole "
+             "number of event loops from 1 to 64\n", arg);
+    return -1;
+  }
+  threads = (unsigned) n;
+  return 0;
+}
+
+/* The default --threads: the CPUs this process may run on, at most 8
+ * (a test farm's server should not take a big machine's every core).
+ */
+static unsigned
+default_threads (void)
+{
+  cpu_set_t set;
+  int n;
+
+  if (sched_getaffinity (0, sizeof set, &set) == -1
+      || (n = CPU_COUNT (&set)) < 1)
+    return 1;
+  return n > 8 ? 8 : (unsigned) n;
+}
+
 /* --timeout S: seconds, fractions allowed, at most a day. */
 static int
 parse_timeout (const char *arg)
@@ -295,6 +337,7 @@ enum {
   OPT_TLS = 256, OPT_TLS_PSK, OPT_TLS_CERTIFICATES, OPT_TLS_VERIFY_PEER,
   OPT_NVME, OPT_NVME_ALLOW_HOST, OPT_NVME_HOST, OPT_NVME_TLS_KEY,
   OPT_NVME_TLS_KEYS, OPT_NVME_TLS_COMPAT, OPT_STATS, OPT_IO_THREADS,
+  OPT_THREADS,
 };
 
 /* --nvme[=PORT]: a port number from 1 to 65535. */
@@ -365,17 +408,6 @@ stop_cb (struct ev_loop *loop, ev_signal *w, int revents)
   (void) w;
   (void) revents;
   ev_break (loop, EVBREAK_ALL);
-}
-
-/* SIGUSR1: the counters so far, so that a benchmark reads a run's as
- * the difference of two lines.
- */
-static void
-stats_cb (struct ev_loop *loop, ev_signal *w, int revents)
-{
-  (void) loop;
-  (void) revents;
-  net_server_print_stats (w->data);
 }
 
 static void
@@ -464,6 +496,7 @@ parse_options (int argc, char **argv)
     { "nvme-tls-compat", no_argument, NULL, OPT_NVME_TLS_COMPAT },
     { "stats", no_argument, NULL, OPT_STATS },
     { "io-threads", required_argument, NULL, OPT_IO_THREADS },
+    { "threads", required_argument, NULL, OPT_THREADS },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'V' },
     { NULL, 0, NULL, 0 },
@@ -495,6 +528,10 @@ parse_options (int argc, char **argv)
       break;
     case OPT_IO_THREADS:
       if (parse_io_threads (optarg) == -1)
+        return 2;
+      break;
+    case OPT_THREADS:
+      if (parse_threads (optarg) == -1)
         return 2;
       break;
     case OPT_TLS:
@@ -580,6 +617,7 @@ nvme_prepare (char *err, size_t errlen)
   nv->readonly = served.readonly;
   nv->admit = sched_admit;
   nv->finish = sched_finish;
+  nv->offload = sched_offload;
   nv->room = net_room;
   nv->fits = net_fits;
   nv->abort = conn_abort;
@@ -753,7 +791,197 @@ prepare (struct zn_params *params)
   return 0;
 }
 
-/* The event loop, until a stop signal. */
+/* An event loop past the first (--threads), on its own thread: loop 0,
+ * main's, takes the signals and accepts the NBD connections, handing
+ * every other one to the next loop in turn, and serves NVMe/TCP.
+ */
+struct loop_thread {
+  pthread_t thread;
+  struct ev_loop *loop;
+  struct net_server *srv;
+  ev_async stop;                /* from loop 0: end ev_run */
+  ev_async print;               /* --stats: print its line */
+  int started;                  /* sched_loop_start's result; 1: not yet */
+  unsigned long accepted;       /* connections it served, once stopped */
+};
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t start_cond = PTHREAD_COND_INITIALIZER;
+
+static void
+loop_stop_cb (struct ev_loop *loop, ev_async *w, int revents)
+{
+  (void) w;
+  (void) revents;
+  ev_break (loop, EVBREAK_ALL);
+}
+
+static void
+loop_print_cb (struct ev_loop *loop, ev_async *w, int revents)
+{
+  (void) loop;
+  (void) revents;
+  net_server_print_stats (w->data);
+}
+
+static void *
+loop_main (void *arg)
+{
+  struct loop_thread *t = arg;
+  int r = sched_loop_start (t->loop);
+
+  pthread_mutex_lock (&start_lock);
+  t->started = r;
+  pthread_cond_broadcast (&start_cond);
+  pthread_mutex_unlock (&start_lock);
+  if (r == 0)
+    ev_run (t->loop, 0);
+  ev_async_stop (t->loop, &t->stop);
+  ev_async_stop (t->loop, &t->print);
+  if (stats && r == 0)
+    net_server_print_stats (t->srv);
+  t->accepted = net_server_accepted (t->srv);
+  /* Its connections close here: their scheduling is this thread's. */
+  net_server_free (t->srv);
+  t->srv = NULL;
+  sched_loop_stop ();
+  return NULL;
+}
+
+static struct loop_thread *loops;       /* loops[0] is main's */
+static unsigned nr_loops;
+static unsigned nr_running;             /* of loops[1..]: threads made */
+
+/* SIGUSR1 on loop 0: every loop prints its own counters. */
+static void
+stats_all_cb (struct ev_loop *loop, ev_signal *w, int revents)
+{
+  (void) loop;
+  (void) w;
+  (void) revents;
+  net_server_print_stats (loops[0].srv);
+  for (unsigned i = 1; i <= nr_running; i++)
+    ev_async_send (loops[i].loop, &loops[i].print);
+}
+
+/* Makes the loops and their servers, all listening; the threads of
+ * loops[1..] are started by start_loops.
+ */
+static int
+make_loops (const struct net_settings *set)
+{
+  static struct net_sched nbd_sched, nvme_sched;
+  struct net_server **srvs;
+
+  nr_loops = threads ? threads : default_threads ();
+  loops = calloc (nr_loops, sizeof *loops);
+  srvs = calloc (nr_loops, sizeof *srvs);
+  if (loops == NULL || srvs == NULL) {
+    free (srvs);
+    return -1;
+  }
+  nbd_sched = sched_hooks (&nbd_sched_ops);
+  nvme_sched = sched_hooks (&nvme_sched_ops);
+  for (unsigned i = 0; i < nr_loops; i++) {
+    struct net_settings s = *set;
+
+    s.loops = nr_loops;
+    s.loop_id = i;
+    loops[i].loop = i ? ev_loop_new (EVFLAG_AUTO) : ev_default_loop (EVFLAG_AUTO);
+    if (loops[i].loop == NULL
+        || (srvs[i] = loops[i].srv = net_server_new (loops[i].loop, &s)) == NULL) {
+      free (srvs);
+      return -1;
+    }
+    ev_async_init (&loops[i].stop, loop_stop_cb);
+    ev_async_init (&loops[i].print, loop_print_cb);
+    loops[i].print.data = loops[i].srv;
+    if (i > 0) {
+      ev_async_start (loops[i].loop, &loops[i].stop);
+      ev_async_start (loops[i].loop, &loops[i].print);
+    }
+  }
+  /* NVMe/TCP's controllers are shared by their queues' connections:
+   * all of them stay on loop 0.
+   */
+  if (net_serve_spread (srvs, nr_loops, listen_fd, listen_tcp, &nbd_protocol,
+                        &served, &nbd_sched) == -1) {
+    free (srvs);
+    return -1;
+  }
+  listen_fd = -1;               /* the server's now */
+  free (srvs);
+  if (nvme_fd != -1) {
+    if (net_serve (loops[0].srv, nvme_fd, true, &nvme_protocol, &nvme_served,
+                   &nvme_sched) == -1)
+      return -1;
+    nvme_fd = -1;
+  }
+  return 0;
+}
+
+/* Starts the threads of loops[1..], the signals left to loop 0; -1 when
+ * one failed to start, with a message.
+ */
+static int
+start_loops (void)
+{
+  sigset_t all, old;
+  int r = 0;
+
+  sigfillset (&all);
+  pthread_sigmask (SIG_BLOCK, &all, &old);
+  for (unsigned i = 1; i < nr_loops; i++) {
+    int err;
+
+    loops[i].started = 1;
+    if ((err = pthread_create (&loops[i].thread, NULL, loop_main,
+                               &loops[i])) != 0) {
+      fprintf (stderr, "zonednull-server: starting event loop %u: %s\n", i,
+               strerror (err));
+      r = -1;
+      break;
+    }
+    nr_running = i;
+  }
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
+  pthread_mutex_lock (&start_lock);
+  for (unsigned i = 1; i <= nr_running; i++) {
+    while (loops[i].started == 1)
+      pthread_cond_wait (&start_cond, &start_lock);
+    if (loops[i].started != 0)
+      r = -1;
+  }
+  pthread_mutex_unlock (&start_lock);
+  return r;
+}
+
+/* Stops the threads of loops[1..] and frees every loop's server; the
+ * number of connections accepted.
+ */
+static unsigned long
+stop_loops (void)
+{
+  unsigned long accepted = 0;
+
+  for (unsigned i = 1; i <= nr_running; i++)
+    ev_async_send (loops[i].loop, &loops[i].stop);
+  for (unsigned i = 1; i <= nr_running; i++)
+    pthread_join (loops[i].thread, NULL);
+  if (loops[0].srv) {
+    if (stats)
+      net_server_print_stats (loops[0].srv);
+    accepted = net_server_accepted (loops[0].srv);
+  }
+  for (unsigned i = 0; i < nr_loops; i++) {
+    accepted += loops[i].accepted;
+    net_server_free (loops[i].srv);
+    if (i > 0 && loops[i].loop)
+      ev_loop_destroy (loops[i].loop);
+  }
+  return accepted;
+}
+
+/* The event loops, until a stop signal. */
 static int
 serve (void)
 {
@@ -766,34 +994,28 @@ serve (void)
     .handshake_timeout = handshake_timeout, .busy_poll_ns = busy_poll_ns,
     .stats = stats,
   };
-  struct ev_loop *loop = ev_default_loop (EVFLAG_AUTO);
-  static struct net_sched nbd_sched, nvme_sched;
-  struct net_server *srv;
+  struct ev_loop *loop;
   unsigned long accepted;
+  int status = EXIT_SUCCESS;
 
   signal (SIGPIPE, SIG_IGN);
-  nbd_sched = sched_hooks (&nbd_sched_ops);
-  nvme_sched = sched_hooks (&nvme_sched_ops);
-  srv = net_server_new (loop, &set);
-  if (srv == NULL
-      || net_serve (srv, listen_fd, listen_tcp, &nbd_protocol, &served,
-                    &nbd_sched) == -1
-      || (nvme_fd != -1
-          && net_serve (srv, nvme_fd, true, &nvme_protocol, &nvme_served,
-                        &nvme_sched) == -1)) {
+  if (make_loops (&set) == -1) {
     fputs ("zonednull-server: out of memory\n", stderr);
-    return EXIT_FAILURE;
+    status = EXIT_FAILURE;
+    goto out;
   }
-  if (sched_start (loop, served.devices, served.nr_devices,
-                   zn_queue_timed (&qcfg),
-                   &qcfg, pipeline_wait_ns, io_threads) == -1)
-    return EXIT_FAILURE;
+  loop = loops[0].loop;
+  if (sched_init (served.devices, served.nr_devices, zn_queue_timed (&qcfg),
+                  &qcfg, pipeline_wait_ns, io_threads) == -1
+      || sched_loop_start (loop) == -1 || start_loops () == -1) {
+    status = EXIT_FAILURE;
+    goto out;
+  }
   for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++) {
     ev_signal_init (&stoppers[i], stop_cb, stop_signals[i]);
     ev_signal_start (loop, &stoppers[i]);
   }
-  ev_signal_init (&usr1, stats_cb, SIGUSR1);
-  usr1.data = srv;
+  ev_signal_init (&usr1, stats_all_cb, SIGUSR1);
   if (stats)
     ev_signal_start (loop, &usr1);
 
@@ -802,22 +1024,27 @@ serve (void)
   for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++)
     ev_signal_stop (loop, &stoppers[i]);
   ev_signal_stop (loop, &usr1);
-  if (stats)
-    net_server_print_stats (srv);
-  accepted = net_server_accepted (srv);
-  net_server_free (srv);
+out:
+  accepted = loops ? stop_loops () : 0;
+  sched_loop_stop ();
   sched_stop ();
   remove_files ();
-  ev_loop_destroy (loop);
+  if (loops && loops[0].loop)
+    ev_loop_destroy (loops[0].loop);
+  free (loops);
+  if (listen_fd != -1)
+    close (listen_fd);
+  if (nvme_fd != -1)
+    close (nvme_fd);
   devices_destroy ();
   tls_deinit ();
   nvme_tls_keys_free ();
   free (allowed_hosts);
   nvme_hosts_free ();
-  if (verbose)
+  if (verbose && status == EXIT_SUCCESS)
     fprintf (stderr, "zonednull-server: stopped after %lu connections\n",
              accepted);
-  return EXIT_SUCCESS;
+  return status;
 }
 
 int

@@ -17,8 +17,16 @@
  * write log until its answer goes (lib/powerfail/wlog.h): the scheduler
  * brackets the run from admission (or resume) to finish, and completes
  * the hold where it frees the tag.
+ *
+ * Each event loop (--threads) schedules its own connections: what is
+ * per loop is thread-local here, and the devices' tags and write
+ * pointers are the model's, shared under its locks.  A loop that frees
+ * tags or moves write pointers kicks the loops with connections waiting
+ * for a tag or writes parked for a write pointer (kick_others).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,20 +86,43 @@ struct sconn {
   int queue[];
 };
 
-static struct ev_loop *loop;
-/* What the server serves. */
+/* What the server serves, the same for every loop. */
 static struct {
   struct served_device *devices;
   unsigned nr_devices;
   bool delayed;                 /* replies wait for complete_one */
 } served_, *served = &served_;
 static struct zn_queue_config qcfg;
-static struct sconn *sconns;    /* every connection */
+static uint64_t pipeline_wait_ns;
+
+/* ---- the loops -------------------------------------------------------------- */
+
+#define MAX_LOOPS 256
+
+struct shard {
+  struct ev_loop *loop;
+  ev_async kick;
+  /* Its connections waiting for a tag and its parked requests: what
+   * another loop's freed tag or applied write may let go on.
+   */
+  atomic_uint sleepers;
+};
+static struct shard *shards[MAX_LOOPS];       /* added under shards_lock */
+static atomic_uint nr_shards;
+static pthread_mutex_t shards_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static _Thread_local struct shard *me;
+static _Thread_local struct ev_loop *loop;
+static _Thread_local struct sconn *sconns;      /* the loop's connections */
+/* A request ran or a tag was freed since the loop last kicked the
+ * others.
+ */
+static _Thread_local bool changed;
 /* While a request the storage workers ran is answered: the write log's
  * hold of its run, for sched_finish.
  */
-static bool completing;
-static struct zn_wlog_hold *completing_hold;
+static _Thread_local bool completing;
+static _Thread_local struct zn_wlog_hold *completing_hold;
 
 static _Noreturn void
 out_of_memory (void)
@@ -110,7 +141,8 @@ out_of_memory (void)
 struct wait_fifo {
   struct sconn *head, *tail;
 };
-static struct wait_fifo *waits;  /* tagset t, pool p: waits[t * pools + p] */
+/* tagset t, pool p: waits[t * pools + p] */
+static _Thread_local struct wait_fifo *waits;
 static unsigned nr_fifos;
 
 struct completion {
@@ -120,10 +152,10 @@ struct completion {
   struct zn_request rq;
   struct zn_wlog_hold *hold;
 };
-static struct completion *ring;
-static unsigned ring_head, ring_count, ring_cap;
-static int timer_fd = -1;
-static ev_io timer_watcher;
+static _Thread_local struct completion *ring;
+static _Thread_local unsigned ring_head, ring_count, ring_cap;
+static _Thread_local int timer_fd = -1;
+static _Thread_local ev_io timer_watcher;
 
 /* Replies the fault settings delay, by when they are due: each holds
  * its request's tag (qs NULL: a control command's, which took none).
@@ -139,7 +171,7 @@ struct delayed {
   struct zn_wlog_hold *hold;
   struct delayed *next;
 };
-static struct delayed *delayed_head;
+static _Thread_local struct delayed *delayed_head;
 
 static void
 arm_timer (void)
@@ -229,6 +261,7 @@ delayed_release (uint64_t now)
     }
     if (e->qs)
       zn_queue_complete (e->qs, &e->rq);
+    changed = true;
     free (e);
   }
 }
@@ -252,6 +285,7 @@ wait_add (struct sconn *c, struct served_device *d)
   w = fifo_of (c);
   c->waiting = true;
   ZN_FIFO_PUSH (w->head, w->tail, c, wait_next);
+  atomic_fetch_add (&me->sleepers, 1);
 }
 
 static void
@@ -264,6 +298,7 @@ wait_remove (struct sconn *c)
   w = fifo_of (c);
   ZN_FIFO_REMOVE (struct sconn, w->head, w->tail, c, wait_next);
   c->waiting = false;
+  atomic_fetch_sub (&me->sleepers, 1);
 }
 
 /* ---- the mbps budget -------------------------------------------------------
@@ -271,9 +306,9 @@ wait_remove (struct sconn *c)
  * Connections over their device's budget retry at its next tick (null_blk's
  * 20 ms ticks: libev's timer resolution is enough).
  */
-static struct sconn *throttled;
-static ev_timer throttle_timer;
-static uint64_t throttle_due;   /* when throttle_timer fires, ns */
+static _Thread_local struct sconn *throttled;
+static _Thread_local ev_timer throttle_timer;
+static _Thread_local uint64_t throttle_due;     /* when it fires, ns */
 
 static void
 throttle_add (struct sconn *c, uint64_t until)
@@ -328,9 +363,8 @@ struct pending {
   struct tag tag;
   struct pending *next;
 };
-static unsigned nr_pending;
-static uint64_t pipeline_wait_ns;
-static ev_timer pipeline_timer;
+static _Thread_local unsigned nr_pending;
+static _Thread_local ev_timer pipeline_timer;
 
 /* blk-mq's delay before it asks a driver again for a request the driver
  * had no resources for (BLK_MQ_RESOURCE_DELAY).
@@ -353,6 +387,7 @@ pending_add (struct sconn *c, uint64_t id, const struct zn_pipeline_wait *w,
     p->wait = *w;
   c->pending = p;
   nr_pending++;
+  atomic_fetch_add (&me->sleepers, 1);
 }
 
 /* Applies or fails c's parked writes whose wait is over; true when any
@@ -376,6 +411,7 @@ pipeline_resume (struct sconn *c, uint64_t now)
       err = -ETIMEDOUT;
     *pp = p->next;
     nr_pending--;
+    atomic_fetch_sub (&me->sleepers, 1);
     if (!p->requeued)
       zn_pipeline_end (p->tag.d->dev, &p->wait, err);
     /* The session tells sched_finish what came of it, which may park
@@ -393,6 +429,25 @@ pipeline_resume (struct sconn *c, uint64_t now)
   return resumed;
 }
 
+/* After an event on this loop that ran requests or freed tags: the
+ * other loops' connections waiting for a tag, and their writes parked
+ * for a write pointer, try again.  A loop counts its sleepers before it
+ * tries once more itself, and this one looks at the count after its
+ * change, so one of the two sees the other's.
+ */
+static void
+kick_others (void)
+{
+  unsigned n = atomic_load (&nr_shards);
+
+  if (!changed)
+    return;
+  changed = false;
+  for (unsigned i = 0; i < n; i++)
+    if (shards[i] != me && atomic_load (&shards[i]->sleepers) > 0)
+      ev_async_send (shards[i]->loop, &shards[i]->kick);
+}
+
 /* Applies or fails the parked writes whose wait is over; each applied
  * write can end the wait of others, so until nothing changes.  Then the
  * timer is armed for the earliest deadline left.  Called after every
@@ -405,6 +460,7 @@ pipeline_retry (void)
   uint64_t first = UINT64_MAX;
   bool progress = true;
 
+  kick_others ();
   if (nr_pending == 0)
     return;
   while (progress) {
@@ -419,6 +475,7 @@ pipeline_retry (void)
       }
     }
   }
+  kick_others ();
   for (struct sconn *c = sconns; c && nr_pending > 0; c = c->next)
     for (struct pending *p = c->pending; p; p = p->next)
       if (p->deadline < first)
@@ -474,9 +531,14 @@ sched_admit (void *owner, void *s, const struct data_request *drq)
   if (c->waiting && c->wd != d)
     wait_remove (c);
   if (!zn_queue_try_begin (d->qs, queue, !c->waiting, &t.rq)) {
-    if (!c->waiting)
-      wait_add (c, d);
-    return later;
+    if (c->waiting)
+      return later;
+    /* Counted as waiting first: a tag another loop frees from now on
+     * kicks this one, and one freed before is found here.
+     */
+    wait_add (c, d);
+    if (!zn_queue_try_begin (d->qs, queue, false, &t.rq))
+      return later;
   }
   wait_remove (c);
   zn_queue_charge (d->qs, drq->bytes);
@@ -511,6 +573,7 @@ sched_finish (void *owner, uint64_t id, bool tagged,
     delayed_add (c, id, zn_now_ns () + delay_ns, NULL, NULL);
     return REPLY_DELAYED;
   }
+  changed = true;
   hold = completing ? completing_hold : zn_wlog_deferred ();
   /* A request timed out or requeued did not run. */
   if (outcome != FINISH_ANSWERED)
@@ -563,7 +626,8 @@ struct offload {
 };
 
 static bool pool_started;
-static struct sconn *to_flush;
+static _Thread_local struct io_sink *sink;
+static _Thread_local struct sconn *to_flush;
 
 static void
 offload_run (struct io_work *w)
@@ -603,7 +667,7 @@ sched_offload (void *owner, struct served_job *job)
   if (completes_later (d))
     zn_wlog_complete (zn_wlog_deferred ());
   c->offloaded++;
-  io_pool_submit (&o->work);
+  io_pool_submit (sink, &o->work);
   return true;
 }
 
@@ -620,6 +684,7 @@ offload_complete (struct io_work *w)
   struct sconn *c = o->c;
 
   c->offloaded--;
+  changed = true;
   if (c->closed) {
     zn_wlog_complete (o->hold);
     zn_queue_complete (o->tag.d->qs, &o->tag.rq);
@@ -684,6 +749,7 @@ timer_cb (struct ev_loop *l, ev_io *w, int revents)
       e.c->held--;
     }
     zn_queue_complete (e.qs, &e.rq);
+    changed = true;
   }
   delayed_release (now);
   /* One send per connection for all its completed replies. */
@@ -714,6 +780,17 @@ wake_waiters (void)
       if (waits[i].head == c)
         break;                  /* still no tag for it */
     }
+}
+
+/* Another loop freed tags or moved write pointers. */
+static void
+kick_cb (struct ev_loop *l, ev_async *w, int revents)
+{
+  (void) l;
+  (void) w;
+  (void) revents;
+  wake_waiters ();
+  pipeline_retry ();
 }
 
 static void
@@ -799,6 +876,7 @@ sconn_close (void *st)
     c->stuck = st->next;
     zn_queue_complete (st->tag.d->qs, &st->tag.rq);
     free (st);
+    changed = true;
   }
   wait_remove (c);
   throttle_remove (c);
@@ -812,6 +890,8 @@ sconn_close (void *st)
     zn_queue_complete (p->tag.d->qs, &p->tag.rq);
     free (p);
     nr_pending--;
+    atomic_fetch_sub (&me->sleepers, 1);
+    changed = true;
   }
   for (unsigned i = 0; i < served->nr_devices; i++)
     if (c->queue[i] >= 0)
@@ -881,29 +961,44 @@ sched_hooks (const struct sched_session_ops *ops)
 }
 
 int
-sched_start (struct ev_loop *l, struct served_device *devices,
-             unsigned nr_devices, bool delayed,
-             const struct zn_queue_config *q, uint64_t wait_ns,
-             unsigned io_threads)
+sched_init (struct served_device *devices, unsigned nr_devices, bool delayed,
+            const struct zn_queue_config *q, uint64_t wait_ns,
+            unsigned io_threads)
 {
   unsigned nr_tagsets = q->shared_tags ? 1 : nr_devices;
 
-  loop = l;
   served_.devices = devices;
   served_.nr_devices = nr_devices;
   served_.delayed = delayed;
   qcfg = *q;
   pipeline_wait_ns = wait_ns;
   nr_fifos = nr_tagsets * (qcfg.shared_tag_bitmap ? 1 : qcfg.submit_queues);
-  waits = calloc (nr_fifos, sizeof *waits);
-  if (waits == NULL) {
+  if (io_threads > 0) {
+    if (io_pool_start (io_threads) == -1)
+      return -1;
+    pool_started = true;
+    for (unsigned i = 0; i < nr_devices; i++)
+      devices[i].offload = zn_dev_backing_dir (devices[i].dev) != NULL;
+  }
+  return 0;
+}
+
+int
+sched_loop_start (struct ev_loop *l)
+{
+  unsigned n;
+
+  if ((me = calloc (1, sizeof *me)) == NULL
+      || (waits = calloc (nr_fifos, sizeof *waits)) == NULL) {
     fputs ("zonednull-server: out of memory\n", stderr);
     return -1;
   }
+  loop = l;
+  me->loop = l;
   /* The default 50 us of timer slack would be half a typical
-   * completion_nsec.
+   * completion_nsec; it is each thread's own.
    */
-  if (delayed)
+  if (served->delayed)
     prctl (PR_SET_TIMERSLACK, 1UL);
   timer_fd = timerfd_create (CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   if (timer_fd == -1) {
@@ -915,28 +1010,38 @@ sched_start (struct ev_loop *l, struct served_device *devices,
   ev_io_start (loop, &timer_watcher);
   ev_init (&throttle_timer, throttle_cb);
   ev_init (&pipeline_timer, pipeline_cb);
-  if (io_threads > 0) {
-    if (io_pool_start (loop, io_threads, offload_complete,
-                       offload_batch_end) == -1)
-      return -1;
-    pool_started = true;
-    for (unsigned i = 0; i < nr_devices; i++)
-      devices[i].offload = zn_dev_backing_dir (devices[i].dev) != NULL;
+  ev_async_init (&me->kick, kick_cb);
+  ev_async_start (loop, &me->kick);
+  if (pool_started
+      && (sink = io_pool_sink (loop, offload_complete,
+                               offload_batch_end)) == NULL) {
+    fputs ("zonednull-server: out of memory\n", stderr);
+    return -1;
+  }
+  /* Published last: another loop may kick this one from now on. */
+  pthread_mutex_lock (&shards_lock);
+  n = atomic_load (&nr_shards);
+  if (n < MAX_LOOPS) {
+    shards[n] = me;
+    atomic_store (&nr_shards, n + 1);
+  }
+  pthread_mutex_unlock (&shards_lock);
+  if (n == MAX_LOOPS) {
+    fputs ("zonednull-server: too many loops\n", stderr);
+    return -1;
   }
   return 0;
 }
 
 void
-sched_stop (void)
+sched_loop_stop (void)
 {
-  /* The connections are closed: what the workers still run is answered
-   * to no one, and its writes go in the write log before the devices
-   * stop.
+  /* The loop's connections are closed: what the workers still run for
+   * them is answered to no one, and its writes go in the write log
+   * before the devices stop.
    */
-  if (pool_started) {
-    io_pool_stop ();
-    pool_started = false;
-  }
+  io_pool_sink_stop (sink);
+  sink = NULL;
   if (timer_fd != -1) {
     ev_io_stop (loop, &timer_watcher);
     ev_timer_stop (loop, &throttle_timer);
@@ -944,6 +1049,8 @@ sched_stop (void)
     close (timer_fd);
     timer_fd = -1;
   }
+  if (me)
+    ev_async_stop (loop, &me->kick);
   free (waits);
   waits = NULL;
   /* The devices stop next: the writes of replies never sent go in the
@@ -961,4 +1068,21 @@ sched_stop (void)
     zn_wlog_complete (e->hold);
     free (e);
   }
+}
+
+void
+sched_stop (void)
+{
+  unsigned n = atomic_load (&nr_shards);
+
+  /* Every loop stopped. */
+  if (pool_started) {
+    io_pool_stop ();
+    pool_started = false;
+  }
+  for (unsigned i = 0; i < n; i++) {
+    free (shards[i]);
+    shards[i] = NULL;
+  }
+  atomic_store (&nr_shards, 0);
 }

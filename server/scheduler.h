@@ -16,18 +16,25 @@
 #include "conn.h"
 #include "served.h"
 
-/* Schedules the requests to the devices (their queues made with qcfg)
- * from loop; delayed: irqmode=2, replies are held until they complete.
- * io_threads: the storage workers that run the requests of devices with
- * backing_dir (sched_offload); 0: the loop runs them.  -1 with a message
- * on stderr.
+/* Schedules the requests to the devices (their queues made with qcfg);
+ * delayed: irqmode=2, replies are held until they complete.  io_threads:
+ * the storage workers that run the requests of devices with backing_dir
+ * (sched_offload), shared by every loop; 0: the loops run them.  Once,
+ * before any loop starts; -1 with a message on stderr.
  */
-int sched_start (struct ev_loop *loop, struct served_device *devices,
-                 unsigned nr_devices, bool delayed,
-                 const struct zn_queue_config *qcfg, uint64_t pipeline_wait_ns,
-                 unsigned io_threads);
+int sched_init (struct served_device *devices, unsigned nr_devices,
+                bool delayed, const struct zn_queue_config *qcfg,
+                uint64_t pipeline_wait_ns, unsigned io_threads);
 
-/* After every connection closed. */
+/* On the thread of each event loop (--threads), before it serves: its
+ * connections are scheduled from it.  -1 with a message on stderr.
+ */
+int sched_loop_start (struct ev_loop *loop);
+
+/* On the loop's thread, after its connections closed. */
+void sched_loop_stop (void);
+
+/* After every loop stopped. */
 void sched_stop (void);
 
 /* The admission hook of every protocol's sessions. */

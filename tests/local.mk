@@ -15,6 +15,9 @@ VALGRIND_FLAGS = --quiet --leak-check=full --show-leak-kinds=definite,indirect \
 	--errors-for-leak-kinds=definite,indirect --error-exitcode=99
 VALGRIND_WRAP = $(if $(VALGRIND_CHECK),$(VALGRIND) $(VALGRIND_FLAGS))
 
+# ZONEDNULL_SERVER_THREADS: the event loops of the zonednull-server that
+# tests/common starts (--threads), 2 whatever the machine's CPUs, so that
+# the suite crosses loops everywhere.
 AM_TESTS_ENVIRONMENT = \
 	ZONEDNULL_PLUGIN='$(abs_builddir)/plugin/.libs/nbdkit-zonednull-plugin.so'; \
 	ZONEDNULL_PRELOAD='$(SANITIZER_PRELOAD)'; \
@@ -25,9 +28,10 @@ AM_TESTS_ENVIRONMENT = \
 	ZONEDNULL_HEADERS='$(pkginclude_HEADERS)'; ZONEDNULL_CC='$(CC)'; \
 	ZONEDNULL_FIO_ENGINE='$(ZONEDNULL_FIO_ENGINE_SO)'; FIO='$(FIO)'; \
 	NBDKIT='$(NBDKIT)'; NBDINFO='$(NBDINFO)'; ZONEDNULL_TESTS='$(ZN_TESTS)'; \
+	ZONEDNULL_SERVER_THREADS=$${ZONEDNULL_SERVER_THREADS-2}; \
 	export ZONEDNULL_TESTS ZONEDNULL_CLI ZONEDNULL_SERVER ZONEDNULL_HEADERS ZONEDNULL_CC \
 	  ZONEDNULL_PLUGIN ZONEDNULL_PRELOAD ZONEDNULL_BUILDDIR ZONEDNULL_SRCDIR \
-	  ZONEDNULL_FIO_ENGINE FIO NBDKIT NBDINFO;
+	  ZONEDNULL_FIO_ENGINE FIO NBDKIT NBDINFO ZONEDNULL_SERVER_THREADS;
 
 check_PROGRAMS =
 # The registered tests accumulate in ZN_TESTS rather than TESTS, so that
@@ -362,6 +366,7 @@ EXTRA_DIST += $(NVME_TESTS)
 SERVER_TESTS = \
 	tests/server/test-server.sh \
 	tests/server/test-server-queue.sh \
+	tests/server/test-server-loops.sh \
 	tests/server/test-server-faults.sh \
 	tests/server/test-server-output.sh \
 	tests/server/test-server-timeout.sh \
@@ -370,11 +375,12 @@ SERVER_TESTS = \
 	tests/server/test-server-stats.sh \
 	tests/server/test-server-stop.sh \
 	tests/server/test-server-offload.sh \
+	tests/server/test-server-offload-nvme.sh \
 	tests/server/test-units.sh \
 	tests/server/test-fuzz.sh
 ZN_TESTS += $(SERVER_TESTS)
 EXTRA_DIST += $(SERVER_TESTS)
-# test-server-offload.sh's LD_PRELOAD shim: one directory's storage slow.
+# test-server-offload*.sh's LD_PRELOAD shim: one directory's storage slow.
 check_LTLIBRARIES = tests/server/stall-io.la
 tests_server_stall_io_la_SOURCES = tests/server/stall-io.c
 tests_server_stall_io_la_LDFLAGS = -module -avoid-version -shared \

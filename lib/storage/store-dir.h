@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,10 @@ struct zn_store {
   pthread_mutex_t meta_lock;
   uint8_t *special;              /* per zone: 0, READONLY or OFFLINE */
   struct zn_bb_list *bb;         /* the model's bad blocks, last told */
-  /* The last I/O error logged, so that a full disk logs once. */
-  int last_errno;
+  /* The last I/O error logged, so that a full disk logs once; atomic,
+   * as writes to different zones run at once.
+   */
+  atomic_int last_errno;
   /* Makes the zone files a new directory lacks, behind the device. */
   pthread_t filler;
   bool fill_pending;             /* files to make, no filler yet */

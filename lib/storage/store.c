@@ -19,10 +19,10 @@ static int
 file_error (struct zn_store *st, const char *what, const char *file,
             int errnum)
 {
-  if (errnum != st->last_errno)
+  if (atomic_exchange_explicit (&st->last_errno, errnum,
+                               memory_order_relaxed) != errnum)
     fprintf (stderr, "zonednull: backing_dir %s: %s %s: %s\n", st->dir, what,
              file, cause (errnum));
-  st->last_errno = errnum;
   return -EIO;
 }
 
@@ -228,7 +228,8 @@ store_write (struct zn_dev *dev, struct zone *z, uint64_t off,
   file_put (dev, &f);
   if (done < 0)
     return io_error (dev, "writing", zno, (int) -done);
-  dev->store->last_errno = 0;
+  if (atomic_load_explicit (&dev->store->last_errno, memory_order_relaxed))
+    atomic_store_explicit (&dev->store->last_errno, 0, memory_order_relaxed);
   touch (dev->store, zno);
   return 0;
 }

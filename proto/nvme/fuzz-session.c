@@ -12,7 +12,9 @@
  *
  * Invariants checked: a session consumes no more than it was given,
  * keeps its output under the bound it asked room for plus its R2Ts, and
- * every write pointer stays inside its zone; sanitizers do the rest
+ * every write pointer stays inside its zone; namespace 2's commands run
+ * as jobs of the program's workers (offload), some answered only once
+ * their session is gone; sanitizers do the rest
  * (leaks included: every session is freed, admin queue first, as a
  * host that vanishes would leave them).
  */
@@ -64,6 +66,49 @@ room (void *owner, size_t queued, size_t reply)
   return queued == 0 || queued + reply <= budget;
 }
 
+/* The program's workers, played in order on this thread: namespace 2's
+ * commands that may wait for a disk queue here, and drain runs them and
+ * answers them, but for the newest one after every other offload, which
+ * may be left for the end, to be answered once its session is gone (as
+ * when its connection closed), with done (NULL, job).  A job that the
+ * scheduler would try at once (try_run) is tried when none is queued.
+ */
+static struct served_job *jobs[64];
+static unsigned nr_jobs, nr_offloads;
+static struct nvme_session *job_session;
+
+static bool
+offload (void *owner, struct served_job *job)
+{
+  (void) owner;
+  if (job->try_run && nr_jobs == 0 && job->try_run (job)) {
+    job->done (job_session, job);
+    return true;
+  }
+  if (nr_jobs == 64)
+    return false;
+  jobs[nr_jobs++] = job;
+  return true;
+}
+
+/* Runs and answers the jobs queued, but the newest after every other
+ * offload; with session NULL, all of them, answered to no one.
+ */
+static void
+complete_jobs (struct nvme_session *session)
+{
+  unsigned n = nr_jobs;
+
+  if (session && n > 0 && ++nr_offloads % 2 == 0)
+    n--;
+  for (unsigned i = 0; i < n; i++) {
+    jobs[i]->run (jobs[i]);
+    jobs[i]->done (session, jobs[i]);
+  }
+  memmove (jobs, jobs + n, (nr_jobs - n) * sizeof jobs[0]);
+  nr_jobs -= n;
+}
+
 static void
 ignore_abort (void *owner)
 {
@@ -96,8 +141,13 @@ setup (void)
       abort ();
     }
   }
+  /* Namespace 2 as a device with backing_dir: its commands go to the
+   * workers.
+   */
+  devices[1].offload = true;
   sv.admit = admit;
   sv.finish = fuzz_finish;
+  sv.offload = offload;
   sv.room = room;
   sv.fits = room;
   sv.abort = ignore_abort;
@@ -133,6 +183,8 @@ check_zones (struct zn_dev *dev)
 static void
 drain (struct nvme_session *s)
 {
+  if (s == job_session)
+    complete_jobs (s);
   for (unsigned i = 0; i < nr_parked; i++)
     nvme_session_resume (s, parked_ids[i], i % 2 ? -5 /* EIO */ : 0);
   nr_parked = 0;
@@ -235,6 +287,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     cntlid = prelude (admin, 0, 0xffff);
     enable (admin);
     s = io = nvme_session_new (served, NULL);
+    job_session = io;
     prelude (io, 1, cntlid);
     break;
   }
@@ -273,5 +326,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   free (pending);
   nvme_session_free (admin);
   nvme_session_free (io);
+  job_session = NULL;
+  complete_jobs (NULL);
+  check_zones (devices[1].dev);
   return 0;
 }

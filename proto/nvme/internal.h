@@ -103,6 +103,8 @@ struct nvme_session {
   uint16_t next_ttag;
   uint64_t next_id;             /* of the next data request */
   struct parked_requests parked;   /* each a struct nvme_cmd */
+  unsigned offloaded;           /* commands on the program's workers */
+  size_t offloaded_bytes;       /* the data they hold (io.c) */
   bool dead;                    /* TermReq sent or received */
   /* In-band authentication: the exchange under way (auth.c), and its
    * outcome, which a queue of a controller with a secret needs.
@@ -242,8 +244,10 @@ uint16_t nvme_admin_data_status (const struct nvme_cmd *cmd);
 
 /* ---- io.c ---- */
 
-/* Carries out an I/O command whose data (a write's) is at data: 1 when
- * done (its reply queued), 0 when it must wait (ADMIT_LATER).
+/* Carries out an I/O command whose data (a write's) is at *data: 1 when
+ * done (its reply queued, or the command parked or on the program's
+ * workers, which took *data, setting it to NULL), 0 when it must wait
+ * (ADMIT_LATER).
  */
 int nvme_io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
                 unsigned char **data, uint32_t len);
@@ -252,9 +256,11 @@ int nvme_io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
  */
 uint16_t nvme_io_data_status (const struct nvme_session *s,
                          const struct nvme_cmd *cmd);
-/* Applies the parked write id. */
+/* Applies the parked write id, whose data (*data) it may take, setting
+ * it to NULL.
+ */
 void nvme_io_resume (struct nvme_session *s, uint64_t id,
-                     const struct nvme_cmd *cmd, const unsigned char *data,
+                     const struct nvme_cmd *cmd, unsigned char **data,
                      int err);
 
 /* MDTS, a power of two of 4 KiB, and the bytes it allows. */

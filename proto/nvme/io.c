@@ -136,91 +136,58 @@ namespace_loc (const struct nvme_cmd *cmd, const struct io *io, uint16_t st)
   }
 }
 
-/* Runs the decoded command and queues its reply, unless the fault
- * settings' verdict (*f) is that it times out.
+/* The command as zns.h's steps, for the commands that may reach the
+ * disk: false for a zone report, which reads only the zone table.
  */
-static void
-run (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
-     const unsigned char *data, int err, struct zn_fault *f)
+static bool
+to_op (const struct nvme_cmd *cmd, const struct io *io,
+       struct nvme_zns_op *op)
 {
-  struct zn_dev *dev = io->d->dev;
-  uint64_t result = 0;
-  uint16_t st;
-  unsigned char *buf;
-
-  if (err) {
-    /* The scheduler failed a pipelined write's wait. */
-    nvme_fail (s, cmd, nvme_zns_status (-err, zn_pipeline_reason (-err)), LOC_SLBA);
-    return;
-  }
+  *op = (struct nvme_zns_op) {
+    .slba = io->slba, .nlb = io->nlb, .fua = io->fua,
+  };
   switch (cmd->opcode) {
-  case nvme_cmd_read:
-    buf = nvme_c2h_begin (s, cmd, io->bytes);
-    st = nvme_zns_read (dev, io->slba, io->nlb, buf, f);
-    if (st || f->action == ZN_FAULT_TIMEOUT)
-      nvme_c2h_cancel (s, io->bytes);
-    else
-      nvme_c2h_end (s, io->bytes);
-    break;
-  case nvme_zns_cmd_mgmt_recv: {
-    /* The report is built through its structures: aligned, then copied
-     * behind the C2HData header.
-     */
-    void *report = malloc (io->bytes ? io->bytes : 1);
+  case nvme_cmd_read: op->kind = NVME_ZNS_OP_READ; return true;
+  case nvme_cmd_write: op->kind = NVME_ZNS_OP_WRITE; return true;
+  case nvme_zns_cmd_append: op->kind = NVME_ZNS_OP_APPEND; return true;
+  case nvme_cmd_write_zeroes: op->kind = NVME_ZNS_OP_WRITE_ZEROES; return true;
+  case nvme_cmd_flush: op->kind = NVME_ZNS_OP_FLUSH; return true;
+  case nvme_zns_cmd_mgmt_send:
+    op->kind = NVME_ZNS_OP_MGMT_SEND;
+    op->zsa = cmd->u.zms.zsa;
+    op->select_all = cmd->u.zms.select_all;
+    return true;
+  default:
+    return false;
+  }
+}
 
-    if (report == NULL)
-      nvme_out_of_memory (s);
-    st = nvme_zns_mgmt_recv (dev, io->slba, cmd->u.zmr.zra, cmd->u.zmr.zrasf,
-                             cmd->u.zmr.partial, report, io->bytes);
-    if (st == 0) {
-      memcpy (nvme_c2h_begin (s, cmd, io->bytes), report, io->bytes);
-      nvme_c2h_end (s, io->bytes);
-    }
-    free (report);
-    break;
-  }
-  case nvme_cmd_write:
-    st = nvme_zns_write (dev, io->slba, io->nlb, io->fua, data, f);
-    break;
-  case nvme_zns_cmd_append:
-    st = nvme_zns_append (dev, io->slba, io->nlb, io->fua, data, &result, f);
-    break;
-  case nvme_cmd_write_zeroes:
-    st = nvme_zns_write_zeroes (dev, io->slba, io->nlb, io->fua, f);
-    break;
-  case nvme_cmd_flush:
-    st = nvme_zns_flush (dev, f);
-    break;
-  default:                      /* zone management send */
-    st = nvme_zns_mgmt_send (dev, io->slba, cmd->u.zms.zsa,
-                             cmd->u.zms.select_all, f);
-    break;
-  }
+/* The reply of a command whose status is st, unless it timed out. */
+static void
+op_reply (struct nvme_session *s, const struct nvme_cmd *cmd,
+          const struct io *io, uint16_t st, uint64_t result,
+          const struct zn_fault *f)
+{
   if (f->action == ZN_FAULT_TIMEOUT)
     return;
   nvme_reply_at (s, cmd, st, st ? 0 : result, st ? namespace_loc (cmd, io, st)
                                             : LOC_NONE);
 }
 
-/* Runs the command admitted as id and queues its reply as the program
- * says (served.h): at once, held for complete_one, or delayed by the
+/* What finish makes of a command that ran, its reply (if any) queued
+ * from mark on: out at once, held for complete_one, or delayed by the
  * fault settings until its release; or never, if it timed out.
  */
 static void
-run_tagged (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
-            const struct io *io, const unsigned char *data, int err)
+conclude (struct nvme_session *s, uint64_t id, const struct zn_fault *f,
+          size_t mark)
 {
-  struct zn_fault f = { .action = ZN_FAULT_PASS };
-  size_t mark = s->out_len;
   enum finish_outcome outcome;
   enum reply_hold hold = REPLY_NOW;
 
-  s->holding = true;
-  run (s, cmd, io, data, err, &f);
-  s->holding = false;
-  outcome = f.action == ZN_FAULT_TIMEOUT ? FINISH_TIMED_OUT : FINISH_ANSWERED;
+  outcome = f->action == ZN_FAULT_TIMEOUT ? FINISH_TIMED_OUT : FINISH_ANSWERED;
   if (s->sv->finish)
-    hold = s->sv->finish (s->owner, id, true, outcome, f.delay_ns);
+    hold = s->sv->finish (s->owner, id, true, outcome, f->delay_ns);
   if (outcome == FINISH_TIMED_OUT)
     return;
   switch (hold) {
@@ -235,6 +202,243 @@ run_tagged (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
       s->sv->stats->reply (s->owner, s->arrival, s->out_len - s->out_start);
     break;
   }
+}
+
+/* ---- commands run off the loop ----------------------------------------------
+ *
+ * A command of a namespace whose device may wait for a disk (its
+ * served_device's offload), once its fault verdict lets it run, goes to
+ * the program's workers (served.h's offload_fn): nvme_zns_run there, on
+ * the write's data (the job takes the request's buffer) or into a
+ * buffer of the read's, and job_done answers it on the loop as it
+ * would have been answered had it run at once.
+ */
+struct nvme_job {
+  struct served_job job;
+  struct nvme_cmd cmd;
+  struct io io;
+  uint64_t id;
+  uint64_t arrival;
+  struct nvme_zns_op op;
+  unsigned char *data;          /* a read's buffer, a write's data */
+  size_t bytes;                 /* counted in the session's holds */
+};
+
+static void
+job_run (struct served_job *job)
+{
+  struct nvme_job *j = (struct nvme_job *) job;
+
+  nvme_zns_run (job->dev->dev, &j->op);
+}
+
+/* A write without FUA may go into the page cache from the loop. */
+static bool
+job_try_write (struct served_job *job)
+{
+  struct nvme_job *j = (struct nvme_job *) job;
+
+  j->op.r = zn_write_nowait (job->dev->dev, j->data, j->op.sector,
+                             j->op.nr_sectors, &j->op.why);
+  if (j->op.r != -EAGAIN)
+    return true;
+  j->op.r = 0;
+  j->op.why = ZN_REASON_NONE;
+  return false;
+}
+
+/* A command run by the program's workers is answered, on the loop; its
+ * connection gone (session NULL), the job is only freed.
+ */
+static void
+job_done (void *session, struct served_job *job)
+{
+  struct nvme_job *j = (struct nvme_job *) job;
+  struct nvme_session *s = session;
+  uint64_t result = 0;
+  size_t mark;
+  uint16_t st;
+
+  if (s) {
+    uint64_t arrival = s->arrival;
+
+    s->offloaded--;
+    s->offloaded_bytes -= j->bytes;
+    s->arrival = j->arrival;
+    mark = s->out_len;
+    st = nvme_zns_end (j->io.d->dev, &j->op, &result);
+    s->holding = true;
+    if (st == 0 && j->op.f.action != ZN_FAULT_TIMEOUT
+        && j->op.kind == NVME_ZNS_OP_READ) {
+      memcpy (nvme_c2h_begin (s, &j->cmd, j->io.bytes), j->data,
+              j->io.bytes);
+      nvme_c2h_end (s, j->io.bytes);
+    }
+    op_reply (s, &j->cmd, &j->io, st, result, &j->op.f);
+    s->holding = false;
+    conclude (s, j->id, &j->op.f, mark);
+    s->arrival = arrival;
+  }
+  free (j->data);
+  free (j);
+}
+
+/* The command admitted as id, op begun with a verdict that lets it
+ * run, goes to the program's workers if they take it; a write's buffer
+ * (*data) then goes with it.  A zone's writes, appends and zone actions
+ * have their zone's key, so that they run in the order they came; a
+ * select-all action, reads and flushes key 0.
+ */
+static bool
+offload (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
+         const struct io *io, const struct nvme_zns_op *op,
+         unsigned char **data)
+{
+  const struct nvme_served *sv = s->sv;
+  const struct zn_geometry *g = zn_dev_geometry (io->d->dev);
+  bool reads = op->kind == NVME_ZNS_OP_READ;
+  bool writes = op->kind == NVME_ZNS_OP_WRITE || op->kind == NVME_ZNS_OP_APPEND;
+  struct nvme_job *j;
+
+  if (!io->d->offload || sv->offload == NULL)
+    return false;
+  j = calloc (1, sizeof *j);
+  if (j == NULL || (reads && (j->data = malloc (io->bytes ? io->bytes : 1))
+                             == NULL)) {
+    free (j);
+    return false;               /* run at once, which needs no memory */
+  }
+  j->job = (struct served_job) {
+    .dev = io->d, .run = job_run, .done = job_done,
+  };
+  if (op->kind != NVME_ZNS_OP_READ && op->kind != NVME_ZNS_OP_FLUSH
+      && !(op->kind == NVME_ZNS_OP_MGMT_SEND && op->select_all))
+    j->job.key = 1 + (uint64_t) (io->d - sv->devices)
+                 + op->sector / g->zone_sectors * sv->nr_devices;
+  j->cmd = *cmd;
+  j->io = *io;
+  j->id = id;
+  j->arrival = s->arrival;
+  j->op = *op;
+  if (writes) {
+    j->data = *data;
+    j->op.data = j->data;
+    if (op->kind == NVME_ZNS_OP_WRITE && !op->fua)
+      j->job.try_run = job_try_write;
+  }
+  else
+    j->op.buf = j->data;
+  j->bytes = reads || writes ? io->bytes : 0;
+  /* Counted first: job_done may come before offload returns. */
+  s->offloaded++;
+  s->offloaded_bytes += j->bytes;
+  if (!sv->offload (s->owner, &j->job)) {
+    s->offloaded--;
+    s->offloaded_bytes -= j->bytes;
+    if (!writes)
+      free (j->data);
+    free (j);
+    return false;
+  }
+  if (writes)
+    *data = NULL;
+  return true;
+}
+
+/* Runs the decoded command and queues its reply, unless the fault
+ * settings' verdict (*f) is that it times out, or the program's workers
+ * took it (true; id: its admission's).
+ */
+static bool
+run (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
+     const struct io *io, unsigned char **data, int err, struct zn_fault *f)
+{
+  struct zn_dev *dev = io->d->dev;
+  struct nvme_zns_op op;
+  uint64_t result = 0;
+  uint16_t st;
+  unsigned char *buf = NULL;
+
+  if (err) {
+    /* The scheduler failed a pipelined write's wait. */
+    nvme_fail (s, cmd, nvme_zns_status (-err, zn_pipeline_reason (-err)), LOC_SLBA);
+    return false;
+  }
+  if (!to_op (cmd, io, &op)) {
+    /* A zone report is built through its structures: aligned, then
+     * copied behind the C2HData header.
+     */
+    void *report = malloc (io->bytes ? io->bytes : 1);
+
+    if (report == NULL)
+      nvme_out_of_memory (s);
+    st = nvme_zns_mgmt_recv (dev, io->slba, cmd->u.zmr.zra, cmd->u.zmr.zrasf,
+                             cmd->u.zmr.partial, report, io->bytes);
+    if (st == 0) {
+      memcpy (nvme_c2h_begin (s, cmd, io->bytes), report, io->bytes);
+      nvme_c2h_end (s, io->bytes);
+    }
+    free (report);
+    op_reply (s, cmd, io, st, 0, f);
+    return false;
+  }
+  op.data = *data;
+  st = nvme_zns_begin (dev, &op);
+  *f = op.f;
+  if (st == 0) {
+    bool ran = false;
+
+    if (op.kind == NVME_ZNS_OP_READ) {
+      buf = op.buf = nvme_c2h_begin (s, cmd, io->bytes);
+      /* With workers to wait for the disk, only data at hand is read
+       * here.
+       */
+      if (op.runs && io->d->offload && s->sv->offload) {
+        op.r = zn_read_nowait (dev, buf, op.sector, op.nr_sectors, &op.why);
+        ran = op.r != -EAGAIN;
+        if (!ran) {
+          op.r = 0;
+          op.why = ZN_REASON_NONE;
+          nvme_c2h_cancel (s, io->bytes);
+          buf = NULL;
+        }
+      }
+    }
+    if (op.runs && !ran && offload (s, id, cmd, io, &op, data))
+      return true;
+    if (op.kind == NVME_ZNS_OP_READ && buf == NULL)
+      buf = op.buf = nvme_c2h_begin (s, cmd, io->bytes);
+    if (!ran)
+      nvme_zns_run (dev, &op);
+    st = nvme_zns_end (dev, &op, &result);
+  }
+  if (buf) {
+    if (st || f->action == ZN_FAULT_TIMEOUT)
+      nvme_c2h_cancel (s, io->bytes);
+    else
+      nvme_c2h_end (s, io->bytes);
+  }
+  op_reply (s, cmd, io, st, result, f);
+  return false;
+}
+
+/* Runs the command admitted as id and queues its reply as the program
+ * says (served.h), now or, if the program's workers took it, once they
+ * ran it (job_done).
+ */
+static void
+run_tagged (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
+            const struct io *io, unsigned char **data, int err)
+{
+  struct zn_fault f = { .action = ZN_FAULT_PASS };
+  size_t mark = s->out_len;
+  bool offloaded;
+
+  s->holding = true;
+  offloaded = run (s, id, cmd, io, data, err, &f);
+  s->holding = false;
+  if (!offloaded)
+    conclude (s, id, &f, mark);
 }
 
 /* Keeps an admitted write aside until resume; it owns the data now. */
@@ -289,18 +493,18 @@ nvme_io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
     err = a.err;
   }
   if (io.tagged)
-    run_tagged (s, id, cmd, &io, *data, err);
+    run_tagged (s, id, cmd, &io, data, err);
   else {
     struct zn_fault f = { .action = ZN_FAULT_PASS };
 
-    run (s, cmd, &io, *data, err, &f);
+    run (s, id, cmd, &io, data, err, &f);
   }
   return 1;
 }
 
 void
 nvme_io_resume (struct nvme_session *s, uint64_t id,
-                const struct nvme_cmd *cmd, const unsigned char *data, int err)
+                const struct nvme_cmd *cmd, unsigned char **data, int err)
 {
   struct io io;
   uint16_t loc;

@@ -273,7 +273,7 @@ size_t
 nvme_session_holds (const struct nvme_session *s)
 {
   return s->out_len - s->out_start + s->held.bytes + s->delayed.bytes
-         + s->r2t_bytes
+         + s->r2t_bytes + s->offloaded_bytes
          + nvme_auth_holds (s);
 }
 
@@ -908,7 +908,7 @@ nvme_session_resume (struct nvme_session *s, uint64_t id, int err)
   if (p == NULL)
     return;
   s->arrival = p->arrival;
-  nvme_io_resume (s, id, (const struct nvme_cmd *) p->req, p->data, err);
+  nvme_io_resume (s, id, (const struct nvme_cmd *) p->req, &p->data, err);
   s->arrival = 0;
   park_free (p);
 }

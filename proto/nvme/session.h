@@ -45,6 +45,10 @@ struct nvme_served {
    */
   admit_fn *admit;
   finish_fn *finish;
+  /* Takes the commands of a namespace whose device is marked offload
+   * that may wait for its disk (served.h); NULL: each runs at once.
+   */
+  offload_fn *offload;
   bool (*room) (void *owner, size_t queued, size_t reply);
   /* As room, but without stopping the input (net_fits): asked for an
    * R2T while others are in flight, whose data must still be read.
@@ -122,8 +126,9 @@ const unsigned char *nvme_session_output (struct nvme_session *s,
                                           size_t *len);
 size_t nvme_session_ready (const struct nvme_session *s);
 /* What the session holds for its host, as the output budget counts it:
- * the output, the replies held for complete_one or delayed, and the
- * buffers of the writes granted an R2T.
+ * the output, the replies held for complete_one or delayed, the
+ * buffers of the writes granted an R2T, and the data of the commands on
+ * the program's workers.
  */
 size_t nvme_session_holds (const struct nvme_session *s);
 void nvme_session_sent (struct nvme_session *s, size_t n);

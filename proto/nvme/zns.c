@@ -361,6 +361,8 @@ fault_status (struct zn_dev *dev, const struct zn_fault *f,
   return errno_status (r, ZN_REASON_NONE, mgmt);
 }
 
+static uint16_t send_all (struct zn_dev *dev, enum zn_zone_op op);
+
 /* ---- I/O commands ------------------------------------------------------- */
 
 /* The checks before the model: the range (LBA Out of Range, as nvmet),
@@ -385,23 +387,98 @@ check_io (const struct zn_geometry *g, uint64_t slba, uint32_t nlb)
   return 0;
 }
 
-uint16_t
-nvme_zns_read (struct zn_dev *dev, uint64_t slba, uint32_t nlb, void *data,
-               struct zn_fault *f)
+/* The checks each kind makes before it asks the fault settings, and
+ * what it asks them about: 0, or the status the command fails with
+ * without asking.
+ */
+static uint16_t
+begin_checks (const struct zn_geometry *g, struct nvme_zns_op *op)
 {
-  const struct zn_geometry *g = zn_dev_geometry (dev);
-  uint16_t status = check_io (g, slba, nlb);
+  static const enum zn_fault_op fops[] = {
+    [ZN_OP_OPEN] = ZN_FOP_OPEN, [ZN_OP_CLOSE] = ZN_FOP_CLOSE,
+    [ZN_OP_FINISH] = ZN_FOP_FINISH, [ZN_OP_RESET] = ZN_FOP_RESET,
+  };
+  uint16_t status;
 
-  uint64_t sector = slba * lba_sectors (g);
-  uint64_t n = (uint64_t) nlb * lba_sectors (g);
-  enum zn_reason why = ZN_REASON_NONE;
-  int r;
+  op->sector = op->slba * lba_sectors (g);
+  op->nr_sectors = (uint64_t) op->nlb * lba_sectors (g);
+  switch (op->kind) {
+  case NVME_ZNS_OP_READ:
+    op->fop = ZN_FOP_READ;
+    return check_io (g, op->slba, op->nlb);
+  case NVME_ZNS_OP_WRITE:
+  case NVME_ZNS_OP_WRITE_ZEROES:
+    op->fop = ZN_FOP_WRITE;
+    return check_io (g, op->slba, op->nlb);
+  case NVME_ZNS_OP_APPEND:
+    /* nvmet's checks and the ZNS command set's: ZSLBA must start a zone
+     * (Invalid Field in Command), and the data must fit the append
+     * limit, which the model enforces with an EIO that names no zone
+     * reason.
+     */
+    op->fop = ZN_FOP_APPEND;
+    if ((status = check_io (g, op->slba, op->nlb)) != 0)
+      return status;
+    if (op->sector & (g->zone_sectors - 1))
+      return generic_status (NVME_SC_INVALID_FIELD);
+    if (op->nr_sectors > g->max_append_sectors)
+      return generic_status (NVME_SC_INVALID_FIELD);
+    return 0;
+  case NVME_ZNS_OP_FLUSH:
+    op->fop = ZN_FOP_FLUSH;
+    op->sector = op->nr_sectors = 0;
+    return 0;
+  default:
+    break;
+  }
+  op->mgmt = true;
+  switch (op->zsa) {
+  case NVME_ZNS_ZSA_OPEN: op->zop = ZN_OP_OPEN; break;
+  case NVME_ZNS_ZSA_CLOSE: op->zop = ZN_OP_CLOSE; break;
+  case NVME_ZNS_ZSA_FINISH: op->zop = ZN_OP_FINISH; break;
+  case NVME_ZNS_ZSA_RESET: op->zop = ZN_OP_RESET; break;
+  default:                      /* Offline, descriptor extensions, ZRWA */
+    return generic_status (NVME_SC_INVALID_FIELD);
+  }
+  op->fop = fops[op->zop];
+  /* With select all, SLBA is ignored.  The host sends reset-all for a
+   * reset of the whole device (QUEUE_FLAG_ZONE_RESETALL), and the
+   * model's reset of the whole range is null_blk's reset-all, which
+   * skips READONLY and OFFLINE zones as ZNS does.  The other actions
+   * with select all go zone by zone (send_all), and their fault verdict
+   * names no sector.
+   */
+  if (op->select_all) {
+    op->sector = 0;
+    op->nr_sectors = g->capacity;
+    return 0;
+  }
+  if (op->slba >= ns_blocks (g))
+    return generic_status (NVME_SC_LBA_RANGE);
+  if (op->sector & (g->zone_sectors - 1))
+    return generic_status (NVME_SC_INVALID_FIELD);
+  op->nr_sectors = g->zone_sectors;
+  return 0;
+}
 
+uint16_t
+nvme_zns_begin (struct zn_dev *dev, struct nvme_zns_op *op)
+{
+  uint16_t status;
+
+  op->f = (struct zn_fault) { .action = ZN_FAULT_PASS };
+  op->r = 0;
+  op->why = ZN_REASON_NONE;
+  op->landed = 0;
+  op->status = 0;
+  op->mgmt = false;
+  op->runs = false;
+  status = begin_checks (zn_dev_geometry (dev), op);
   if (status)
     return status;
-  r = fault_skips (dev, ZN_FOP_READ, sector, n, f) ? 0
-      : zn_read_why (dev, data, sector, n, &why);
-  return fault_status (dev, f, ZN_FOP_READ, sector, r, why, false);
+  /* One command, one question, whatever its chunks. */
+  op->runs = !fault_skips (dev, op->fop, op->sector, op->nr_sectors, &op->f);
+  return 0;
 }
 
 static int
@@ -414,101 +491,155 @@ model_write (struct zn_dev *dev, const void *data, uint64_t slba,
                        (uint64_t) nlb * lba_sectors (g), fua, why);
 }
 
-uint16_t
-nvme_zns_write (struct zn_dev *dev, uint64_t slba, uint32_t nlb, bool fua,
-                const void *data, struct zn_fault *f)
-{
-  const struct zn_geometry *g = zn_dev_geometry (dev);
-  uint16_t status = check_io (g, slba, nlb);
-  uint64_t sector = slba * lba_sectors (g);
-  enum zn_reason why = ZN_REASON_NONE;
-  int r;
-
-  if (status)
-    return status;
-  r = fault_skips (dev, ZN_FOP_WRITE, sector,
-                   (uint64_t) nlb * lba_sectors (g), f) ? 0
-      : model_write (dev, data, slba, nlb, fua, &why);
-  return fault_status (dev, f, ZN_FOP_WRITE, sector, r, why, false);
-}
-
 /* Writes of a static zero chunk, so that 65536 blocks of 4 KiB need no
  * allocation.  The first chunk that fails ends the command, with the
  * status of that chunk: the ones after it would only fail off the
  * write pointer and hide why.
  */
+static int
+write_zeroes (struct zn_dev *dev, uint64_t slba, uint32_t nlb, bool fua,
+              enum zn_reason *why)
+{
+  uint32_t chunk = ZEROES_BYTES / zn_dev_geometry (dev)->block_size;
+  int r = 0;
+
+  while (r == 0 && nlb) {
+    uint32_t n = nlb < chunk ? nlb : chunk;
+
+    r = model_write (dev, zeroes, slba, n, fua, why);
+    slba += n;
+    nlb -= n;
+  }
+  return r;
+}
+
+void
+nvme_zns_run (struct zn_dev *dev, struct nvme_zns_op *op)
+{
+  if (!op->runs)
+    return;
+  switch (op->kind) {
+  case NVME_ZNS_OP_READ:
+    op->r = zn_read_why (dev, op->buf, op->sector, op->nr_sectors, &op->why);
+    break;
+  case NVME_ZNS_OP_WRITE:
+    op->r = model_write (dev, op->data, op->slba, op->nlb, op->fua, &op->why);
+    break;
+  case NVME_ZNS_OP_WRITE_ZEROES:
+    op->r = write_zeroes (dev, op->slba, op->nlb, op->fua, &op->why);
+    break;
+  case NVME_ZNS_OP_APPEND:
+    op->r = zn_zone_append_why (dev, op->data, op->sector, op->nr_sectors,
+                                op->fua, &op->landed, &op->why);
+    break;
+  case NVME_ZNS_OP_FLUSH:
+    op->r = zn_flush (dev);
+    break;
+  default:
+    if (op->select_all && op->zop != ZN_OP_RESET)
+      op->status = send_all (dev, op->zop);
+    else
+      op->r = zn_zone_mgmt_why (dev, op->zop, op->sector, op->nr_sectors,
+                                &op->why);
+    break;
+  }
+}
+
+uint16_t
+nvme_zns_end (struct zn_dev *dev, struct nvme_zns_op *op, uint64_t *result)
+{
+  uint16_t status;
+
+  switch (op->kind) {
+  case NVME_ZNS_OP_FLUSH:
+    if (op->r < 0)              /* the flush's own failure */
+      return generic_status (op->r == -ENOSPC ? NVME_SC_CAP_EXCEEDED
+                                              : NVME_SC_INTERNAL);
+    return fault_status (dev, &op->f, ZN_FOP_FLUSH, 0, 0, ZN_REASON_NONE,
+                         false);
+  case NVME_ZNS_OP_MGMT_SEND:
+    if (op->select_all && op->zop != ZN_OP_RESET)
+      return op->status ? op->status
+                        : fault_status (dev, &op->f, op->fop, 0, 0,
+                                        ZN_REASON_NONE, true);
+    break;
+  default:
+    break;
+  }
+  status = fault_status (dev, &op->f, op->fop, op->sector, op->r, op->why,
+                         op->mgmt);
+  if (status == 0 && op->kind == NVME_ZNS_OP_APPEND && result)
+    *result = op->landed / lba_sectors (zn_dev_geometry (dev));
+  return status;
+}
+
+/* A command on the loop: the three steps in a row, the verdict in *f. */
+static uint16_t
+run_op (struct zn_dev *dev, struct nvme_zns_op *op, struct zn_fault *f,
+        uint64_t *result)
+{
+  uint16_t status = nvme_zns_begin (dev, op);
+
+  if (status == 0) {
+    nvme_zns_run (dev, op);
+    status = nvme_zns_end (dev, op, result);
+  }
+  *f = op->f;
+  return status;
+}
+
+uint16_t
+nvme_zns_read (struct zn_dev *dev, uint64_t slba, uint32_t nlb, void *data,
+               struct zn_fault *f)
+{
+  struct nvme_zns_op op = {
+    .kind = NVME_ZNS_OP_READ, .slba = slba, .nlb = nlb, .buf = data,
+  };
+
+  return run_op (dev, &op, f, NULL);
+}
+
+uint16_t
+nvme_zns_write (struct zn_dev *dev, uint64_t slba, uint32_t nlb, bool fua,
+                const void *data, struct zn_fault *f)
+{
+  struct nvme_zns_op op = {
+    .kind = NVME_ZNS_OP_WRITE, .slba = slba, .nlb = nlb, .fua = fua,
+    .data = data,
+  };
+
+  return run_op (dev, &op, f, NULL);
+}
+
 uint16_t
 nvme_zns_write_zeroes (struct zn_dev *dev, uint64_t slba, uint32_t nlb,
                        bool fua, struct zn_fault *f)
 {
-  const struct zn_geometry *g = zn_dev_geometry (dev);
-  uint32_t chunk = ZEROES_BYTES / g->block_size;
-  uint16_t status = check_io (g, slba, nlb);
-  uint64_t sector = slba * lba_sectors (g);
-  enum zn_reason why = ZN_REASON_NONE;
-  int r = 0;
+  struct nvme_zns_op op = {
+    .kind = NVME_ZNS_OP_WRITE_ZEROES, .slba = slba, .nlb = nlb, .fua = fua,
+  };
 
-  if (status)
-    return status;
-  /* One command, one question, whatever its chunks. */
-  if (fault_skips (dev, ZN_FOP_WRITE, sector,
-                   (uint64_t) nlb * lba_sectors (g), f))
-    nlb = 0;
-  while (r == 0 && nlb) {
-    uint32_t n = nlb < chunk ? nlb : chunk;
-
-    r = model_write (dev, zeroes, slba, n, fua, &why);
-    slba += n;
-    nlb -= n;
-  }
-  return fault_status (dev, f, ZN_FOP_WRITE, sector, r, why, false);
+  return run_op (dev, &op, f, NULL);
 }
 
-/* nvmet's checks and the ZNS command set's: ZSLBA must start a zone
- * (Invalid Field in Command), and the data must fit the append limit,
- * which the model enforces with an EIO that names no zone reason.
- */
 uint16_t
 nvme_zns_append (struct zn_dev *dev, uint64_t zslba, uint32_t nlb, bool fua,
                  const void *data, uint64_t *result, struct zn_fault *f)
 {
-  const struct zn_geometry *g = zn_dev_geometry (dev);
-  uint64_t sector = zslba * lba_sectors (g);
-  uint64_t nr_sectors = (uint64_t) nlb * lba_sectors (g);
-  uint64_t landed = 0;
-  uint16_t status = check_io (g, zslba, nlb);
-  enum zn_reason why;
-  int r;
+  struct nvme_zns_op op = {
+    .kind = NVME_ZNS_OP_APPEND, .slba = zslba, .nlb = nlb, .fua = fua,
+    .data = data,
+  };
 
-  if (status)
-    return status;
-  if (sector & (g->zone_sectors - 1))
-    return generic_status (NVME_SC_INVALID_FIELD);
-  if (nr_sectors > g->max_append_sectors)
-    return generic_status (NVME_SC_INVALID_FIELD);
-  {
-
-    why = ZN_REASON_NONE;
-    r = fault_skips (dev, ZN_FOP_APPEND, sector, nr_sectors, f) ? 0
-        : zn_zone_append_why (dev, data, sector, nr_sectors, fua, &landed,
-                              &why);
-    status = fault_status (dev, f, ZN_FOP_APPEND, sector, r, why, false);
-  }
-  if (status)
-    return status;
-  *result = landed / lba_sectors (g);
-  return 0;
+  return run_op (dev, &op, f, result);
 }
 
 uint16_t
 nvme_zns_flush (struct zn_dev *dev, struct zn_fault *f)
 {
-  int r = fault_skips (dev, ZN_FOP_FLUSH, 0, 0, f) ? 0 : zn_flush (dev);
+  struct nvme_zns_op op = { .kind = NVME_ZNS_OP_FLUSH };
 
-  if (r < 0)                    /* the flush's own failure */
-    return generic_status (r == -ENOSPC ? NVME_SC_CAP_EXCEEDED
-                                        : NVME_SC_INTERNAL);
-  return fault_status (dev, f, ZN_FOP_FLUSH, 0, 0, ZN_REASON_NONE, false);
+  return run_op (dev, &op, f, NULL);
 }
 
 /* ---- zone management ---------------------------------------------------- */
@@ -588,52 +719,12 @@ uint16_t
 nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
                     bool select_all, struct zn_fault *f)
 {
-  static const enum zn_fault_op fops[] = {
-    [ZN_OP_OPEN] = ZN_FOP_OPEN, [ZN_OP_CLOSE] = ZN_FOP_CLOSE,
-    [ZN_OP_FINISH] = ZN_FOP_FINISH, [ZN_OP_RESET] = ZN_FOP_RESET,
+  struct nvme_zns_op op = {
+    .kind = NVME_ZNS_OP_MGMT_SEND, .slba = slba, .zsa = zsa,
+    .select_all = select_all,
   };
-  const struct zn_geometry *g = zn_dev_geometry (dev);
-  uint64_t sector = slba * lba_sectors (g);
-  enum zn_zone_op op;
-  enum zn_reason why;
-  int r;
 
-  switch (zsa) {
-  case NVME_ZNS_ZSA_OPEN: op = ZN_OP_OPEN; break;
-  case NVME_ZNS_ZSA_CLOSE: op = ZN_OP_CLOSE; break;
-  case NVME_ZNS_ZSA_FINISH: op = ZN_OP_FINISH; break;
-  case NVME_ZNS_ZSA_RESET: op = ZN_OP_RESET; break;
-  default:                      /* Offline, descriptor extensions, ZRWA */
-    return generic_status (NVME_SC_INVALID_FIELD);
-  }
-  /* With select all, SLBA is ignored.  The host sends reset-all for a
-   * reset of the whole device (QUEUE_FLAG_ZONE_RESETALL), and the
-   * model's reset of the whole range is null_blk's reset-all, which
-   * skips READONLY and OFFLINE zones as ZNS does.
-   */
-  if (select_all && op != ZN_OP_RESET) {
-    uint16_t status;
-
-    if (fault_skips (dev, fops[op], 0, g->capacity, f))
-      return fault_status (dev, f, fops[op], 0, 0, ZN_REASON_NONE, true);
-    status = send_all (dev, op);
-    return status ? status : fault_status (dev, f, fops[op], 0, 0,
-                                           ZN_REASON_NONE, true);
-  }
-  if (select_all)
-    sector = 0;
-  else if (slba >= ns_blocks (g))
-    return generic_status (NVME_SC_LBA_RANGE);
-  else if (sector & (g->zone_sectors - 1))
-    return generic_status (NVME_SC_INVALID_FIELD);
-  {
-    uint64_t n = select_all ? g->capacity : g->zone_sectors;
-
-    why = ZN_REASON_NONE;
-    r = fault_skips (dev, fops[op], sector, n, f) ? 0
-        : zn_zone_mgmt_why (dev, op, sector, n, &why);
-    return fault_status (dev, f, fops[op], sector, r, why, true);
-  }
+  return run_op (dev, &op, f, NULL);
 }
 
 /* ZRASF's state filters as zone conditions; -1 for all, -2 for none. */

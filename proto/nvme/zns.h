@@ -19,8 +19,8 @@
 #include <nvme/types.h>
 
 #include "model/errors.h"
-
-struct zn_fault;
+#include "model/fault.h"
+#include "zonednull/zone.h"
 
 struct zn_dev;
 struct zn_geometry;
@@ -81,6 +81,56 @@ uint16_t nvme_zns_flush (struct zn_dev *dev, struct zn_fault *f);
  */
 uint16_t nvme_zns_mgmt_send (struct zn_dev *dev, uint64_t slba, uint8_t zsa,
                              bool select_all, struct zn_fault *f);
+
+/* An I/O command (the ones above, and Zone Management Send) in three
+ * steps, so that its model call, which may wait for a disk, can run on
+ * another thread: nvme_zns_begin (the checks, and the fault settings'
+ * verdict, op->f) and nvme_zns_end (the status, the fault's outcome
+ * applied) on the thread that serves the namespace, nvme_zns_run
+ * anywhere, since it touches only op and dev.  The functions above are
+ * the three in a row.
+ */
+enum nvme_zns_kind {
+  NVME_ZNS_OP_READ,
+  NVME_ZNS_OP_WRITE,
+  NVME_ZNS_OP_WRITE_ZEROES,
+  NVME_ZNS_OP_APPEND,
+  NVME_ZNS_OP_FLUSH,
+  NVME_ZNS_OP_MGMT_SEND,
+};
+
+struct nvme_zns_op {
+  /* The command, filled in by the caller. */
+  enum nvme_zns_kind kind;
+  uint64_t slba;
+  uint32_t nlb;                 /* 1-based */
+  bool fua;
+  uint8_t zsa;                  /* Zone Management Send's */
+  bool select_all;
+  void *buf;                    /* a read's */
+  const void *data;             /* a write's or an append's */
+  /* Set by nvme_zns_begin. */
+  struct zn_fault f;
+  bool runs;                    /* the fault settings let the model run */
+  bool mgmt;
+  enum zn_fault_op fop;
+  enum zn_zone_op zop;
+  uint64_t sector, nr_sectors;
+  /* Set by nvme_zns_run. */
+  int r;
+  enum zn_reason why;
+  uint64_t landed;
+  uint16_t status;              /* a select-all action's (send_all) */
+};
+
+/* 0, or the status op fails with before the fault settings are asked
+ * (then neither run nor end is called).
+ */
+uint16_t nvme_zns_begin (struct zn_dev *dev, struct nvme_zns_op *op);
+void nvme_zns_run (struct zn_dev *dev, struct nvme_zns_op *op);
+/* The status; a successful append's LBA in *result. */
+uint16_t nvme_zns_end (struct zn_dev *dev, struct nvme_zns_op *op,
+                       uint64_t *result);
 
 /* Zone Management Receive: a zone report (zra NVME_ZNS_ZRA_REPORT_ZONES)
  * of the zones from the one holding slba, filtered by zrasf (enum

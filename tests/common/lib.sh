@@ -80,7 +80,8 @@ nbdinfo_of () {
 # start_server NAME [-r] KEY=VALUE...: serves the device on
 # $tmpdir/NAME.sock and sets $uri and $pid.  Its log is $tmpdir/NAME.log.
 # The server is nbdkit with the plugin, or zonednull-server when
-# ZONEDNULL_TARGET=server: tests written for one run against both.
+# ZONEDNULL_TARGET=server: tests written for one run against both; its
+# event loops are $ZONEDNULL_SERVER_THREADS when set (tests/local.mk).
 start_server () {
   name=$1
   shift
@@ -90,8 +91,9 @@ start_server () {
   # would pass for ours, or stop ours from listening.
   rm -f "$pidfile" "$sock"
   if [ "${ZONEDNULL_TARGET:-nbdkit}" = server ]; then
-    "$ZONEDNULL_SERVER" -f --exit-with-parent -U "$sock" -P "$pidfile" "$@" \
-      </dev/null 2>"$tmpdir/$name.log" &
+    "$ZONEDNULL_SERVER" -f --exit-with-parent -U "$sock" -P "$pidfile" \
+      ${ZONEDNULL_SERVER_THREADS:+--threads="$ZONEDNULL_SERVER_THREADS"} \
+      "$@" </dev/null 2>"$tmpdir/$name.log" &
     pid=$!
     await_server "zonednull-server $*"
     return

@@ -42,6 +42,14 @@ Usage: nvme-host.py HOST PORT COMMAND...
   qd1 NQN WRITES READS    an admin and an I/O queue, a reset of every
                           zone, then WRITES writes and READS reads of 4 KiB
                           one at a time; prints the commands sent
+  ops NAME NQN NSID OP... an admin and an I/O queue, then OPs in order on
+                          namespace NSID, each waited for as long as it
+                          takes: w:LBA:TAG (4 KiB of the byte TAG), W:LBA:TAG
+                          (the same with FUA), a:ZSLBA:TAG (a zone append
+                          of 4 KiB, which must land at the zone's start),
+                          r:LBA:TAG (4 KiB that must be TAG), f (flush),
+                          z:LBA (the zone's reset); prints "NAME done", or
+                          the first failure
   gen-secret HEX [XX]     (alone) a DHHC-1 secret for the key HEX
 
 As a module, for tests that watch the server's memory: hostile(), a
@@ -328,6 +336,48 @@ def qd1(addr, port, nqn, writes, reads):
     for i in range(reads):
         assert io.read(1, 0, 8, 512)[0] == 0
     print("commands", a.cid + io.cid)
+
+
+def ops(addr, port, name, nqn, nsid, todo):
+    a = admin_queue(addr, port, nqn)
+    io = Host(addr, port)
+    io.ic()
+    st, _ = io.connect(1, nqn, HOSTNQN, cntlid=a.cntlid)
+    assert st == 0, "%s: I/O Connect: %#x" % (name, st)
+    # A command held by the server is waited for, however long.
+    io.sock.settimeout(None)
+    st, _, ns = a.identify(0, nsid)
+    assert st == 0, "%s: Identify: %#x" % (name, st)
+    bs = 1 << ns[128 + 2]
+    for op in todo:
+        kind, *arg = op.split(":")
+        lba = int(arg[0]) if arg else 0
+        data = bytes([int(arg[1])]) * 4096 if len(arg) > 1 else b""
+        result = 0
+        if kind in ("w", "W"):
+            nlb = len(data) // bs
+            io.pending = data
+            sqe = io.sqe(1, nsid, cdw=(lba, lba >> 32,
+                                       (nlb - 1) | (1 << 30 if kind == "W" else 0)),
+                         sgl_len=len(data), sgl_type=0x01)
+            st, _, _ = io.command(sqe, data)
+        elif kind == "a":
+            st, result, _ = io.write(nsid, lba, data, bs, opcode=0x7D)
+            if st == 0 and result != lba:
+                sys.exit("%s: %s landed at LBA %d" % (name, op, result))
+        elif kind == "r":
+            st, _, got = io.read(nsid, lba, len(data) // bs, bs)
+            if st == 0 and got != data:
+                sys.exit("%s: LBA %d holds %r..., not tag %s" %
+                         (name, lba, got[:4], arg[1]))
+        elif kind == "f":
+            st, _, _ = io.command(io.sqe(0, nsid))
+        else:
+            st, _, _ = io.command(io.sqe(0x79, nsid, cdw=(lba, lba >> 32, 0,
+                                                          0x04)))
+        if st != 0:
+            sys.exit("%s: %s: status %#x" % (name, op, st))
+    print(name, "done")
 
 
 def capsule(sqe):
@@ -880,6 +930,9 @@ def main():
         error_log(addr, port, sys.argv[4])
     elif cmd == "qd1":
         qd1(addr, port, sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
+    elif cmd == "ops":
+        ops(addr, port, sys.argv[4], sys.argv[5], int(sys.argv[6]),
+            sys.argv[7:])
     elif cmd == "auth":
         auth(addr, port, *sys.argv[4:11])
     else:

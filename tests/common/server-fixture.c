@@ -96,6 +96,9 @@ server_start (struct spawned *s, const char *name, const char *const *args,
   static const struct server_opts none;
   const char *nbdkit = getenv ("NBDKIT");
   const char *preload = getenv ("ZONEDNULL_PRELOAD");
+  /* The event loops (tests/local.mk). */
+  const char *threads = getenv ("ZONEDNULL_SERVER_THREADS");
+  char threads_arg[64];
   const char *argv[MAX_ARGS];
   size_t n = 0;
   int i = 0, status, r;
@@ -106,6 +109,10 @@ server_start (struct spawned *s, const char *name, const char *const *args,
   if (fixture_native) {
     argv[n++] = getenv ("ZONEDNULL_SERVER");
     preload = NULL;             /* linked with the sanitizers itself */
+    if (threads && *threads) {
+      snprintf (threads_arg, sizeof threads_arg, "--threads=%s", threads);
+      argv[n++] = threads_arg;
+    }
   }
   else
     argv[n++] = nbdkit && *nbdkit ? nbdkit : "nbdkit";

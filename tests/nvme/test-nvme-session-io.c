@@ -524,6 +524,158 @@ test_faults (void)
   nvme_session_free (a.s);
 }
 
+/* The program's workers, as the scheduler offers them (served.h's
+ * offload_fn): the jobs are kept here for the test to run and answer.
+ */
+static struct served_job *jobs[8];
+static unsigned nr_jobs;
+
+static bool
+take_job (void *owner, struct served_job *job)
+{
+  (void) owner;
+  CHECK (nr_jobs < 8);
+  jobs[nr_jobs++] = job;
+  return true;
+}
+
+/* The oldest job runs, as a worker would, and is answered to session
+ * (NULL: its connection closed).
+ */
+static void
+run_job (void *session)
+{
+  struct served_job *job = jobs[0];
+
+  CHECK (nr_jobs > 0);
+  memmove (jobs, jobs + 1, --nr_jobs * sizeof jobs[0]);
+  job->run (job);
+  job->done (session, job);
+}
+
+/* Sends a Zone Management Send (zsa) of the zone at slba. */
+static bool
+zone_action_answered (struct host *h, uint64_t slba, uint8_t zsa)
+{
+  uint32_t cdw[4] = { (uint32_t) slba, (uint32_t) (slba >> 32), 0, zsa };
+  unsigned char q[SQE_LEN];
+  size_t plen;
+
+  sqe (h, q, nvme_zns_cmd_mgmt_send, 1, cdw, 4, 0, SGL_TRANSPORT);
+  plen = build (h, pdu_buf, PDU_CAPSULE_CMD, 0, PDU_CMD_LEN, q, NULL, 0);
+  h->status = 0xffff;
+  CHECK_EQ (feed (h, pdu_buf, plen), (long) plen);
+  return drain (h);
+}
+
+/* A namespace whose device is marked offload: a write, a FUA write, an
+ * append, a flush and a zone reset are answered only once their job ran
+ * (the zone's key on the writes and the reset, 0 on the flush), each
+ * with the status it has when run at once, a write's data counted in
+ * what the session holds meanwhile; a read of data at hand is answered
+ * at once; and a job whose session is gone is answered to no one
+ * (sanitizers check that nothing touches the session then).
+ */
+static void
+test_offload (void)
+{
+  struct host a, io;
+  size_t held;
+
+  devices[0].offload = true;
+  sv.offload = take_job;
+  host_open (&a, 0, &sv);
+  ic (&a, false, false);
+  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  enable (&a);
+  io_queue (&io, &a);
+  CHECK_EQ (nr_jobs, 0u);       /* io_queue's read: data at hand */
+  memset (wbuf, 0x3c, 4096);
+
+  held = nvme_session_holds (io.s);
+  CHECK (!rw_answered (&io, nvme_cmd_write, 3 * ZONE_LBAS, 8, wbuf));
+  CHECK_EQ (nr_jobs, 1u);
+  CHECK_EQ (jobs[0]->key, 1u + 3);
+  CHECK (jobs[0]->try_run != NULL);
+  CHECK_EQ (nvme_session_holds (io.s), held + 4096);
+  CHECK_EQ (wp_of (3), 3u * ZONE_LBAS);
+  run_job (io.s);
+  CHECK (drain (&io));
+  CHECK_EQ (io.status, 0);
+  CHECK_EQ (wp_of (3), 3u * ZONE_LBAS + 8);
+  CHECK_EQ (nvme_session_holds (io.s), held);
+
+  /* Off the write pointer: the model's status, from the job. */
+  CHECK (!rw_answered (&io, nvme_cmd_write, 3 * ZONE_LBAS + 64, 8, wbuf));
+  run_job (io.s);
+  CHECK (drain (&io));
+  CHECK_EQ (io.status, ERR (1, NVME_SC_ZNS_INVALID_WRITE));
+
+  CHECK (rw_answered (&io, nvme_cmd_read, 3 * ZONE_LBAS, 8, NULL));
+  CHECK_EQ (nr_jobs, 0u);
+  CHECK_EQ (io.status, 0);
+  CHECK (memcmp (io.data, wbuf, 4096) == 0);
+
+  {
+    uint32_t cdw[3] = { 4 * ZONE_LBAS, 0, 7 | NVME_IO_FUA << 16 };
+    unsigned char q[SQE_LEN];
+    size_t plen;
+
+    sqe (&io, q, nvme_cmd_write, 1, cdw, 3, 4096, SGL_DATA_OFFSET);
+    plen = build (&io, pdu_buf, PDU_CAPSULE_CMD, 0, PDU_CMD_LEN, q, wbuf,
+                  4096);
+    CHECK_EQ (feed (&io, pdu_buf, plen), (long) plen);
+    CHECK (!drain (&io));
+    CHECK_EQ (nr_jobs, 1u);
+    CHECK (jobs[0]->try_run == NULL);
+    run_job (io.s);
+    CHECK (drain (&io));
+    CHECK_EQ (io.status, 0);
+  }
+
+  CHECK (!rw_answered (&io, nvme_zns_cmd_append, 5 * ZONE_LBAS, 8, wbuf));
+  CHECK_EQ (jobs[0]->key, 1u + 5);
+  run_job (io.s);
+  CHECK (drain (&io));
+  CHECK_EQ (io.status, 0);
+  CHECK_EQ (io.result, 5u * ZONE_LBAS);
+
+  io.status = 0xffff;
+  {
+    unsigned char q[SQE_LEN];
+    size_t plen;
+
+    sqe (&io, q, nvme_cmd_flush, 1, NULL, 0, 0, SGL_TRANSPORT);
+    plen = build (&io, pdu_buf, PDU_CAPSULE_CMD, 0, PDU_CMD_LEN, q, NULL, 0);
+    CHECK_EQ (feed (&io, pdu_buf, plen), (long) plen);
+    CHECK (!drain (&io));
+    CHECK_EQ (jobs[0]->key, 0u);
+    run_job (io.s);
+    CHECK (drain (&io));
+    CHECK_EQ (io.status, 0);
+  }
+
+  CHECK (!zone_action_answered (&io, 3 * ZONE_LBAS, NVME_ZNS_ZSA_RESET));
+  CHECK_EQ (jobs[0]->key, 1u + 3);
+  CHECK_EQ (wp_of (3), 3u * ZONE_LBAS + 8);
+  run_job (io.s);
+  CHECK (drain (&io));
+  CHECK_EQ (io.status, 0);
+  CHECK_EQ (wp_of (3), 3u * ZONE_LBAS);
+
+  /* The connection closes with a write on the workers: it still goes
+   * in, and its answer goes to no one.
+   */
+  CHECK (!rw_answered (&io, nvme_cmd_write, 3 * ZONE_LBAS, 8, wbuf));
+  nvme_session_free (io.s);
+  run_job (NULL);
+  CHECK_EQ (wp_of (3), 3u * ZONE_LBAS + 8);
+
+  nvme_session_free (a.s);
+  sv.offload = NULL;
+  devices[0].offload = false;
+}
+
 int
 main (void)
 {
@@ -540,6 +692,7 @@ main (void)
   test_enable ();
   test_error_log ();
   test_faults ();
+  test_offload ();
   zn_dev_destroy (devices[0].dev);
   return 0;
 }

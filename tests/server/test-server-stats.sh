@@ -12,7 +12,9 @@
 # least that per request: replies are timed when they go, not when they
 # are queued.  SIGUSR1 leaves the server serving; the exit line after
 # SIGTERM counts the one request after it and no other.  Without --stats
-# there is no line.
+# there is no line.  With --threads=2 each loop prints its own line,
+# loop=K, and counts the requests of the connections it served: loop 0
+# accepts and keeps the first connection, loop 1 gets the second.
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
@@ -94,7 +96,7 @@ nbd_client () {
 nbd_run () {
   run=$1 min=$2
   shift 2
-  start_server "$run" --stats "$@"
+  start_server "$run" --stats --threads=1 "$@"
   t0=$(now_ns)
   nbd_client "
 for i in range($writes):
@@ -141,7 +143,7 @@ nvme_run () {
   run=$1 min=$2
   shift 2
   port=$(free_port)
-  start_server "$run" --stats --nvme="$port" -i 127.0.0.1 "$@"
+  start_server "$run" --stats --threads=1 --nvme="$port" -i 127.0.0.1 "$@"
   nqn=$(sed -n 's/.*: subsystem \([^,]*\), namespaces.*/\1/p' \
           "$tmpdir/$run.log")
   [ -n "$nqn" ] || fail "$run: no NQN: $(cat "$tmpdir/$run.log")"
@@ -166,6 +168,21 @@ nvme_run () {
 nvme_run nvme 1 size=64 zone_size=8 memory_backed=1
 nvme_run nvme-held $(((1 + writes + reads) * 2000000)) size=64 zone_size=8 \
   memory_backed=1 irqmode=2 completion_nsec=2000000
+
+# Two loops: a line each, the connections handed out in turn.
+start_server loops --stats --threads=2 size=64 zone_size=8 memory_backed=1
+nbdsh -u "$uri" -c 'for i in range(3): h.pread(512, 0)' || fail "loops: nbdsh 1"
+nbdsh -u "$uri" -c 'for i in range(5): h.pread(512, 0)' || fail "loops: nbdsh 2"
+kill -USR1 "$pid"
+stats_lines "$tmpdir/loops.log" 2
+for want in "0 3" "1 5"; do
+  set -- $want
+  line=$(grep ": stats: .* loop=$1\$" "$tmpdir/loops.log") ||
+    fail "loops: no line of loop $1: $(cat "$tmpdir/loops.log")"
+  [ "$(key "$line" requests)" = "$2" ] ||
+    fail "loops: loop $1 did not serve its connection's $2 requests: $line"
+done
+stop_server "$pid"
 
 # Without --stats, no line.
 start_server plain size=8 zone_size=1

@@ -117,6 +117,13 @@ for bad in 4x -1 257 ''; do
   grep -qF -- "--io-threads '$bad': must be a whole number from 0" "$tmpdir/err" ||
     fail "--io-threads='$bad': $(cat "$tmpdir/err")"
 done
+for bad in 0 65 2x -1 ''; do
+  if "$srv" -f -U "$tmpdir/bad.sock" --threads="$bad" 2>"$tmpdir/err"; then
+    fail "zonednull-server --threads='$bad' started"
+  fi
+  grep -qF -- "--threads '$bad': must be a whole number of event loops from 1 to 64" "$tmpdir/err" ||
+    fail "--threads='$bad': $(cat "$tmpdir/err")"
+done
 for bad in 0 99999 12x; do
   # getaddrinfo alone would listen on 99999 mod 65536.
   if "$srv" -f -p "$bad" size=8 zone_size=1 2>"$tmpdir/err"; then

@@ -1,0 +1,121 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# zonednull-server's storage workers over NVMe/TCP, as
+# test-server-offload.sh over NBD: an LD_PRELOAD shim (stall-io.c) holds
+# the fdatasync and the reads of nullb0's zone files.  With a flush and a
+# read of namespace 1 (nullb0) held, writes, a FUA write, a zone append,
+# a flush, a zone reset (its zone then reads as 0xFF, past the write
+# pointer) and reads of namespace 2 (nullb1) must be
+# answered; then SIGTERM with both still held must stop the server with
+# status 0 and no memory error, and a restart on the same directory must
+# find every write that was acknowledged.  No timing: the held commands
+# are held until the test lets them go, so nullb1's must come first.
+# Then, with irqmode=2, the host's smoke run (digests, an R2T write, a
+# reset of every zone) has its replies held and released as usual.
+# tests/common/nvme-host.py is the host.
+. "$(dirname "$0")/../common/lib.sh"
+
+: "${ZONEDNULL_SERVER:=${ZONEDNULL_BUILDDIR:-.}/server/zonednull-server}"
+[ -x "$ZONEDNULL_SERVER" ] || fail "no server at $ZONEDNULL_SERVER"
+shim=${ZONEDNULL_BUILDDIR:-.}/tests/server/.libs/stall-io.so
+[ -f "$shim" ] || fail "no shim at $shim"
+host_py="/usr/bin/python3 $(dirname "$0")/../common/nvme-host.py"
+
+d=$tmpdir/dir
+flag=$tmpdir/stall
+real_server=$ZONEDNULL_SERVER
+cat >"$tmpdir/server" <<EOF2
+#!/bin/sh
+LD_PRELOAD="${ZONEDNULL_PRELOAD:+$ZONEDNULL_PRELOAD }$shim" \
+ZN_STALL_DIR="$d/nullb0" ZN_STALL_FLAG="$flag" exec "$real_server" "\$@"
+EOF2
+chmod +x "$tmpdir/server"
+ZONEDNULL_SERVER=$tmpdir/server
+ZONEDNULL_TARGET=server
+
+# A port nobody listens on now (a race with other programs is harmless:
+# the server then fails to start and says so).
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+# await_file FILE WHAT: waits for the shim's mark that WHAT is held.
+await_file () {
+  tries=0
+  until [ -e "$1" ]; do
+    tries=$((tries + 1))
+    [ "$tries" -le 600 ] || fail "$2 was never held: $(cat "$tmpdir/srv.log")"
+    sleep 0.1
+  done
+}
+
+# serve NAME [KEY=VALUE...]: the server on the directory, NVMe/TCP on
+# $port.
+serve () {
+  name=$1
+  shift
+  start_server "$name" --nvme="$port" -i 127.0.0.1 nr_devices=2 size=64 \
+    zone_size=4 backing_dir="$d" "$@"
+  nqn=$(sed -n 's/.*NVMe\/TCP on 127.0.0.1 port [0-9]*: subsystem \([^,]*\),.*/\1/p' \
+    "$tmpdir/$name.log")
+  [ -n "$nqn" ] || fail "no subsystem NQN: $(cat "$tmpdir/$name.log")"
+}
+
+# 512-byte blocks: a zone of 4 MiB is 8192 LBAs.
+zone=8192
+serve srv
+$host_py 127.0.0.1 "$port" ops seed "$nqn" 1 w:0:7 f >"$tmpdir/seed.out" 2>&1 ||
+  fail "seeding nullb0: $(cat "$tmpdir/seed.out")"
+
+: >"$flag"
+$host_py 127.0.0.1 "$port" ops flusher "$nqn" 1 "w:$zone:8" f \
+  >"$tmpdir/flusher.out" 2>&1 &
+flusher=$!
+await_file "$flag.fdatasync" "nullb0's flush"
+$host_py 127.0.0.1 "$port" ops reader "$nqn" 1 r:0:7 >"$tmpdir/reader.out" 2>&1 &
+reader=$!
+await_file "$flag.preadv2" "nullb0's read"
+
+# nullb1 goes on while nullb0's flush and read are held.
+$host_py 127.0.0.1 "$port" ops other "$nqn" 2 w:0:9 f r:0:9 "w:$zone:10" r:0:9 \
+  "a:$((2 * zone)):11" "r:$((2 * zone)):11" "W:$((3 * zone)):12" \
+  "r:$((3 * zone)):12" "z:$((3 * zone))" "r:$((3 * zone)):255" \
+  >"$tmpdir/other.out" 2>&1 || fail "nullb1: $(cat "$tmpdir/other.out")"
+grep -qx "other done" "$tmpdir/other.out" || fail "nullb1: $(cat "$tmpdir/other.out")"
+for p in $flusher $reader; do
+  kill -0 "$p" 2>/dev/null ||
+    fail "nullb1's commands were answered only once nullb0's held flush and read were let go: $(cat "$tmpdir/flusher.out" "$tmpdir/reader.out")"
+done
+[ -e "$flag" ] || fail "the stall ended before nullb1 was answered"
+
+# A stop with the flush and the read still on the workers.
+kill -TERM "$pid" || fail "server $pid is not running"
+rm -f "$flag"
+rc=0
+wait "$pid" || rc=$?
+forget_server "$pid"
+[ "$rc" -eq 0 ] ||
+  fail "SIGTERM with storage I/O in flight ended the server with status $rc: $(cat "$tmpdir/srv.log")"
+if grep -qE 'AddressSanitizer|runtime error|LeakSanitizer' "$tmpdir/srv.log"; then
+  fail "memory error at a stop with storage I/O in flight: $(cat "$tmpdir/srv.log")"
+fi
+wait "$flusher" 2>/dev/null
+wait "$reader" 2>/dev/null
+
+# Every acknowledged write is there after the restart.
+serve again
+$host_py 127.0.0.1 "$port" ops check0 "$nqn" 1 r:0:7 "r:$zone:8" \
+  >"$tmpdir/check0.out" 2>&1 || fail "after the restart: $(cat "$tmpdir/check0.out")"
+$host_py 127.0.0.1 "$port" ops check1 "$nqn" 2 r:0:9 "r:$zone:10" \
+  "r:$((2 * zone)):11" "r:$((3 * zone)):255" \
+  >"$tmpdir/check1.out" 2>&1 || fail "after the restart: $(cat "$tmpdir/check1.out")"
+stop_server "$pid"
+
+# With irqmode=2 the replies of the commands the workers ran are held
+# for their completion, as the others are: nvme-host.py's smoke (digests,
+# a reset of every zone, an R2T write, its read, an append).
+serve held irqmode=2 completion_nsec=1000000
+$host_py 127.0.0.1 "$port" smoke "$nqn" >"$tmpdir/smoke.out" 2>&1 ||
+  fail "irqmode=2: $(cat "$tmpdir/smoke.out")"
+grep -q "^append status 0x0 lba 128$" "$tmpdir/smoke.out" ||
+  fail "irqmode=2: zone append: $(cat "$tmpdir/smoke.out")"
+stop_server "$pid"
+echo "test-server-offload-nvme: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; irqmode=2"
