@@ -8,7 +8,8 @@ EXTRA_DIST += bench/lib.sh bench/run.sh bench/README.md bench/server-vs-nbdkit.s
 	bench/ublk-vs-nullblk.sh bench/ublk-vs-nullblk-guest.sh bench/backing-dir.sh \
 	bench/nvme-vs-nvmet.sh bench/nvme-vs-nvmet-guest.sh bench/ublk-stats.awk \
 	bench/wlog.sh bench/old-vs-new.sh bench/nvme-tls-vs-clear.sh bench/qd1-host.sh \
-	bench/server-threads.sh bench/fdatasync-fanout.py
+	bench/server-threads.sh bench/fdatasync-fanout.py bench/server-loops.sh \
+	bench/flush-io-threads.sh
 # The anchors of bench/ublk-vs-nullblk.sh: the cheapest ublk server, plain
 # or (with ZONE_MIB) host-managed zoned.
 if HAVE_LIBURING

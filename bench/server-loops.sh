@@ -1,0 +1,175 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# bench/server-loops.sh [BUILDDIR]: zonednull-server with one event loop
+# (--threads=1) against two (--threads=2), the same build side by side in
+# one run (issue 45, item 2).  A benchmark, not a test: nothing passes or
+# fails on speed.
+#
+#   REPEATS=5 SECONDS_PER_RUN=3 JOBS=4 CASES="mem pc zone"
+#   TMPDIR=/var/tmp (the page-cache backing_dir), LOOPS="1 2",
+#   OUT=bench/results/server-loops.txt (its .raw beside it)
+#
+# fio 3.33's stock nbd engine, 4 KiB, one connection per job, JOBS (4)
+# jobs: enough connections that both loops have work.  Each cell is the
+# median of REPEATS runs; in each repeat the servers take turns, who goes
+# first rotating.
+#
+# mem   memory_backed=1, size=256 zone_size=16 zone_nr_conv=15 (the
+#       conventional zones), 192 MiB written; random reads over it at
+#       iodepth 16 per job.
+# pc    the same geometry in a backing_dir on TMPDIR, written and read
+#       once so that it is in the page cache; random reads at iodepth 16.
+# zone  zone writes over many zones: size=16384 zone_size=16, no
+#       conventional zone, memory_backed=0 (the model, no data), a fresh
+#       server per run; each job writes sequentially from the start of
+#       its own 256 zones (offset_increment), iodepth 16.
+#
+# The table (Markdown) goes to stdout and OUT with the load average at
+# the start and the end; 2 loops / 1 loop is the issue's ratio (target
+# >= 1.6x on 2 cores).  CPU is the server's user + system time over the
+# run, in cores: where fio and the server share 2 cores, it says whether
+# the server or the machine was the limit.
+set -eu
+. "$(dirname "$0")/lib.sh"
+b=$(cd "${1:-build}" && pwd) || exit 2
+top=$(cd "$(dirname "$0")/.." && pwd)
+repeats=${REPEATS:-5}
+secs=${SECONDS_PER_RUN:-3}
+jobs=${JOBS:-4}
+cases=${CASES:-mem pc zone}
+loops=${LOOPS:-1 2}
+OUT=${OUT:-$top/bench/results/server-loops.txt}
+srv_bin=$b/server/zonednull-server
+[ -x "$srv_bin" ] || { echo "server-loops: no $srv_bin (build first)" >&2; exit 2; }
+command -v fio >/dev/null || { echo "server-loops: fio is not installed" >&2; exit 2; }
+"$srv_bin" --help 2>&1 | grep -q -- '--threads' ||
+  { echo "server-loops: $srv_bin has no --threads option" >&2; exit 2; }
+
+tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/zn-loops.XXXXXX")
+trap 'bench_stop; rm -rf "$tmp"' EXIT
+ticks=$(getconf CLK_TCK)
+cpu_ticks () { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+uri () { echo "nbd+unix:///?socket=$tmp/$1.sock"; }
+
+# srv NAME LOOPS PARAMS...: a server on $tmp/NAME.sock; its PID in NAME_pid.
+srv () {
+  n=$1 t=$2
+  shift 2
+  bench_start "$tmp/$n.sock" "$srv_bin" --threads="$t" -f -U "$tmp/$n.sock" "$@" \
+    >>"$tmp/$n.log" 2>&1 ||
+    { echo "server-loops: $n did not start" >&2; tail -n 5 "$tmp/$n.log" >&2; exit 1; }
+  eval "${n}_pid=\$bench_pid"
+}
+halt () { eval "bench_stop \$${1}_pid"; }
+
+# run CASE NAME FIO-OPTION...: appends "CASE NAME REPEAT IOPS CPU".
+run () {
+  c=$1 n=$2 p=
+  shift 2
+  eval "p=\$${n}_pid"
+  c0=$(cpu_ticks "$p") t0=$(date +%s%N)
+  io=$(fio --name=bench --ioengine=nbd --uri="$(uri "$n")" --bs=4k --numjobs="$jobs" \
+         --group_reporting --output-format=terse --terse-version=3 "$@" 2>>"$tmp/fio.log" |
+       awk -F';' '/^3;/ { print ($5 == 0) ? $8 + $49 : "" }')
+  c1=$(cpu_ticks "$p") t1=$(date +%s%N)
+  [ -n "$io" ] || { echo "server-loops: fio failed on $n ($c):" >&2; tail -n 5 "$tmp/fio.log" >&2; exit 1; }
+  echo "$c $n $r $io $(awk -v c="$((c1 - c0))" -v hz="$ticks" -v ns="$((t1 - t0))" \
+                         'BEGIN { printf "%.2f", c / hz / (ns / 1e9) }')" >>"$tmp/raw"
+  echo "server-loops: $c $n run $r: $io IOPS" >&2
+}
+
+# order R NAMES...: NAMES rotated by R - 1.
+order () { r_=$1; shift; echo "$*" | awk -v k=$((r_ - 1)) '{ for (i = 0; i < NF; i++) print $((i + k) % NF + 1) }'; }
+
+fill () {
+  fio --name=fill --ioengine=nbd --uri="$(uri "$1")" --rw=write --bs=1m \
+      --size="$2M" --iodepth=4 >>"$tmp/fio.log" 2>&1 ||
+    { echo "server-loops: filling $1 failed" >&2; exit 1; }
+}
+
+names=
+for t in $loops; do names="$names t$t"; done
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+: >"$tmp/raw"
+geo="size=256 zone_size=16 zone_nr_conv=15"
+read_job="--rw=randread --size=192M --iodepth=16 --time_based --runtime=$secs"
+
+for c in mem pc; do
+  case " $cases " in *" $c "*) ;; *) continue ;; esac
+  for t in $loops; do
+    if [ $c = mem ]; then
+      srv t$t "$t" $geo memory_backed=1
+    else
+      srv t$t "$t" $geo backing_dir="$tmp/t$t.dir"
+    fi
+    fill t$t 192
+    # The first read brings a backing_dir into the page cache.
+    [ $c = mem ] || fio --name=warm --ioengine=nbd --uri="$(uri t$t)" --rw=read --bs=1m \
+                        --size=192M >>"$tmp/fio.log" 2>&1
+  done
+  r=1
+  while [ $r -le "$repeats" ]; do
+    # shellcheck disable=SC2046,SC2086 # names and options, split on purpose
+    for n in $(order $r $names); do run $c $n $read_job; done
+    r=$((r + 1))
+  done
+  for n in $names; do halt $n; done
+  rm -rf "$tmp"/t*.dir
+done
+
+case " $cases " in *" zone "*)
+  zgeo="size=16384 zone_size=16 zone_nr_conv=0 memory_backed=0"
+  r=1
+  while [ $r -le "$repeats" ]; do
+    for n in $(order $r $names); do
+      # shellcheck disable=SC2086
+      srv $n "${n#t}" $zgeo
+      run zone $n --rw=write --iodepth=16 --size=4g --offset_increment=4g \
+        --time_based --runtime="$secs"
+      halt $n
+    done
+    r=$((r + 1))
+  done
+esac
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+iops () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $4 }' "$tmp/raw" | bench_median | xargs printf '%.0f'; }
+cpu () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $5 }' "$tmp/raw" | bench_median | xargs printf '%.2f'; }
+runs () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { printf "%s%s", s, $4; s = "/" }' "$tmp/raw"; }
+has () { grep -q "^$1 " "$tmp/raw"; }
+
+table () {
+  set -- $loops
+  first=$1 last=$(echo "$loops" | awk '{ print $NF }')
+  echo "# zonednull-server: one event loop against several (issue 45)"
+  echo
+  echo "$b ($(git -C "$top" describe --always --dirty 2>/dev/null || echo '?')), $(nproc) CPUs, $(date -u '+%Y-%m-%d %H:%M') UTC,"
+  echo "load average $load0 at the start, $load1 at the end.  fio 3.33's nbd engine, 4 KiB,"
+  echo "$jobs jobs of one connection each; medians of $repeats runs of ${secs} s, the servers taking turns;"
+  echo "each cell: IOPS (the server's CPU over the run, in cores)."
+  echo
+  printf '| job |'; for t in $loops; do printf ' --threads=%s |' "$t"; done; echo " $last loops / $first loop |"
+  printf '|---|'; for t in $loops; do printf -- '---|'; done; echo '---|'
+  for c in mem pc zone; do
+    has $c || continue
+    case $c in
+      mem) j="randread, memory_backed=1, iodepth 16 per job" ;;
+      pc) j="randread, backing_dir in the page cache, iodepth 16 per job" ;;
+      zone) j="sequential writes, each job its own 256 zones of 16 MiB, iodepth 16 (memory_backed=0)" ;;
+    esac
+    printf '| %s |' "$j"
+    for t in $loops; do printf ' %s (%s) |' "$(iops $c t$t)" "$(cpu $c t$t)"; done
+    echo " $(bench_ratio "$(iops $c t$last)" "$(iops $c t$first)" x) |"
+  done
+  echo
+  for c in mem pc zone; do
+    has $c || continue
+    printf 'Run by run, %s:' "$c"
+    for t in $loops; do printf ' --threads=%s %s;' "$t" "$(runs $c t$t)"; done
+    echo
+  done
+}
+table | tee "$tmp/table"
+mkdir -p "$(dirname "$OUT")"
+cp "$tmp/table" "$OUT"
+cp "$tmp/raw" "${OUT%.txt}.raw"
