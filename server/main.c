@@ -886,7 +886,7 @@ make_loops (const struct net_settings *set)
 
     s.loops = nr_loops;
     s.loop_id = i;
-    loops[i].loop = i ? ev_loop_new (EVFLAG_AUTO) : ev_default_loop (EVFLAG_AUTO);
+    loops[i].loop = i ? ev_loop_new (EVFLAG_AUTO) : ev_default_loop (0);
     if (loops[i].loop == NULL
         || (srvs[i] = loops[i].srv = net_server_new (loops[i].loop, &s)) == NULL) {
       free (srvs);
@@ -994,20 +994,19 @@ serve (void)
     .handshake_timeout = handshake_timeout, .busy_poll_ns = busy_poll_ns,
     .stats = stats,
   };
-  struct ev_loop *loop;
+  struct ev_loop *loop = ev_default_loop (EVFLAG_AUTO);
+  /* Written once the stop signals are ours: a shell's background job
+   * starts with SIGINT and SIGQUIT ignored, and a client that stops the
+   * server as soon as the pidfile appears must not have its signal lost.
+   */
+  const char *pid_path = pidfile;
   unsigned long accepted;
-  int status = EXIT_SUCCESS;
+  int status = EXIT_SUCCESS, r;
 
+  pidfile = NULL;               /* not ours to remove until written */
   signal (SIGPIPE, SIG_IGN);
-  if (make_loops (&set) == -1) {
-    fputs ("zonednull-server: out of memory\n", stderr);
-    status = EXIT_FAILURE;
-    goto out;
-  }
-  loop = loops[0].loop;
-  if (sched_init (served.devices, served.nr_devices, zn_queue_timed (&qcfg),
-                  &qcfg, pipeline_wait_ns, io_threads) == -1
-      || sched_loop_start (loop) == -1 || start_loops () == -1) {
+  if (loop == NULL) {
+    fputs ("zonednull-server: no event loop\n", stderr);
     status = EXIT_FAILURE;
     goto out;
   }
@@ -1016,21 +1015,41 @@ serve (void)
     ev_signal_start (loop, &stoppers[i]);
   }
   ev_signal_init (&usr1, stats_all_cb, SIGUSR1);
+  if (make_loops (&set) == -1) {
+    fputs ("zonednull-server: out of memory\n", stderr);
+    status = EXIT_FAILURE;
+    goto out;
+  }
+  if (sched_init (served.devices, served.nr_devices, zn_queue_timed (&qcfg),
+                  &qcfg, pipeline_wait_ns, io_threads) == -1
+      || sched_loop_start (loop) == -1 || start_loops () == -1) {
+    status = EXIT_FAILURE;
+    goto out;
+  }
   if (stats)
     ev_signal_start (loop, &usr1);
+  if (pid_path && (r = zn_write_pidfile (pid_path)) < 0) {
+    fprintf (stderr, "zonednull-server: -P %s: %s\n", pid_path,
+             strerror (-r));
+    status = EXIT_FAILURE;
+    goto out;
+  }
+  pidfile = pid_path;
 
   ev_run (loop, 0);
 
-  for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++)
-    ev_signal_stop (loop, &stoppers[i]);
-  ev_signal_stop (loop, &usr1);
 out:
+  if (loop) {
+    for (size_t i = 0; i < sizeof stoppers / sizeof stoppers[0]; i++)
+      ev_signal_stop (loop, &stoppers[i]);
+    ev_signal_stop (loop, &usr1);
+  }
   accepted = loops ? stop_loops () : 0;
   sched_loop_stop ();
   sched_stop ();
   remove_files ();
-  if (loops && loops[0].loop)
-    ev_loop_destroy (loops[0].loop);
+  if (loop)
+    ev_loop_destroy (loop);
   free (loops);
   if (listen_fd != -1)
     close (listen_fd);
@@ -1081,11 +1100,6 @@ main (int argc, char **argv)
   }
   if (!foreground && daemon (1, 0) == -1) {
     fprintf (stderr, "zonednull-server: daemon: %s\n", strerror (errno));
-    return stop_before_serving (EXIT_FAILURE);
-  }
-  if (pidfile && (r = zn_write_pidfile (pidfile)) < 0) {
-    fprintf (stderr, "zonednull-server: -P %s: %s\n", pidfile,
-             strerror (-r));
     return stop_before_serving (EXIT_FAILURE);
   }
   return serve ();
