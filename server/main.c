@@ -49,7 +49,7 @@ static bool foreground;                 /* -f: do not daemonize */
 static bool verbose;                    /* -v: log connections */
 static bool exit_with_parent;           /* stop when the parent exits */
 static uint64_t busy_poll_ns = 20000;   /* --busy-poll: awake after input */
-static unsigned io_threads = 8;        /* --io-threads: storage workers */
+static unsigned io_threads = 16;       /* --io-threads: storage workers */
 static unsigned threads;                /* --threads: event loops; 0 until
                                            set, then the CPUs' count */
 static double handshake_timeout = 60.;  /* --timeout: seconds, 0 for none */
@@ -201,8 +201,8 @@ usage (FILE *fp)
          "                      most 8)\n"
          "     --io-threads N   storage workers that run the reads, writes,\n"
          "                      flushes and zone resets of backing_dir devices\n"
-         "                      off the event loop (default 8; 0: the loop\n"
-         "                      runs them)\n"
+         "                      off the event loops (default 16; 0: the loops\n"
+         "                      run them)\n"
          "     --stats          count requests, system calls and loop wake-ups,\n"
          "                      time each request from its arrival to its\n"
          "                      reply; print them as one line on stderr at\n"
