@@ -379,8 +379,9 @@ SERVER_TESTS = \
 	tests/server/test-units.sh \
 	tests/server/test-fuzz.sh
 ZN_TESTS += $(SERVER_TESTS)
-EXTRA_DIST += $(SERVER_TESTS)
-# test-server-offload*.sh's LD_PRELOAD shim: one directory's storage slow.
+EXTRA_DIST += $(SERVER_TESTS) tests/server/stall-lib.sh
+# test-server-offload*.sh's LD_PRELOAD shim: one directory's storage slow
+# (stall-lib.sh: what the two tests share).
 check_LTLIBRARIES = tests/server/stall-io.la
 tests_server_stall_io_la_SOURCES = tests/server/stall-io.c
 tests_server_stall_io_la_LDFLAGS = -module -avoid-version -shared \

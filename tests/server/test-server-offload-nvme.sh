@@ -15,37 +15,13 @@
 # tests/common/nvme-host.py is the host.
 . "$(dirname "$0")/../common/lib.sh"
 
-: "${ZONEDNULL_SERVER:=${ZONEDNULL_BUILDDIR:-.}/server/zonednull-server}"
-[ -x "$ZONEDNULL_SERVER" ] || fail "no server at $ZONEDNULL_SERVER"
-shim=${ZONEDNULL_BUILDDIR:-.}/tests/server/.libs/stall-io.so
-[ -f "$shim" ] || fail "no shim at $shim"
+. "$(dirname "$0")/stall-lib.sh"
 host_py="/usr/bin/python3 $(dirname "$0")/../common/nvme-host.py"
-
-d=$tmpdir/dir
-flag=$tmpdir/stall
-real_server=$ZONEDNULL_SERVER
-cat >"$tmpdir/server" <<EOF2
-#!/bin/sh
-LD_PRELOAD="${ZONEDNULL_PRELOAD:+$ZONEDNULL_PRELOAD }$shim" \
-ZN_STALL_DIR="$d/nullb0" ZN_STALL_FLAG="$flag" exec "$real_server" "\$@"
-EOF2
-chmod +x "$tmpdir/server"
-ZONEDNULL_SERVER=$tmpdir/server
-ZONEDNULL_TARGET=server
 
 # A port nobody listens on now (a race with other programs is harmless:
 # the server then fails to start and says so).
 port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
-# await_file FILE WHAT: waits for the shim's mark that WHAT is held.
-await_file () {
-  tries=0
-  until [ -e "$1" ]; do
-    tries=$((tries + 1))
-    [ "$tries" -le 600 ] || fail "$2 was never held: $(cat "$tmpdir/srv.log")"
-    sleep 0.1
-  done
-}
 
 # serve NAME [KEY=VALUE...]: the server on the directory, NVMe/TCP on
 # $port.
@@ -80,25 +56,10 @@ $host_py 127.0.0.1 "$port" ops other "$nqn" 2 w:0:9 f r:0:9 "w:$zone:10" r:0:9 \
   "r:$((3 * zone)):12" "z:$((3 * zone))" "r:$((3 * zone)):255" \
   >"$tmpdir/other.out" 2>&1 || fail "nullb1: $(cat "$tmpdir/other.out")"
 grep -qx "other done" "$tmpdir/other.out" || fail "nullb1: $(cat "$tmpdir/other.out")"
-for p in $flusher $reader; do
-  kill -0 "$p" 2>/dev/null ||
-    fail "nullb1's commands were answered only once nullb0's held flush and read were let go: $(cat "$tmpdir/flusher.out" "$tmpdir/reader.out")"
-done
-[ -e "$flag" ] || fail "the stall ended before nullb1 was answered"
+still_held "nullb1's commands" $flusher $reader
 
 # A stop with the flush and the read still on the workers.
-kill -TERM "$pid" || fail "server $pid is not running"
-rm -f "$flag"
-rc=0
-wait "$pid" || rc=$?
-forget_server "$pid"
-[ "$rc" -eq 0 ] ||
-  fail "SIGTERM with storage I/O in flight ended the server with status $rc: $(cat "$tmpdir/srv.log")"
-if grep -qE 'AddressSanitizer|runtime error|LeakSanitizer' "$tmpdir/srv.log"; then
-  fail "memory error at a stop with storage I/O in flight: $(cat "$tmpdir/srv.log")"
-fi
-wait "$flusher" 2>/dev/null
-wait "$reader" 2>/dev/null
+stop_held $flusher $reader
 
 # Every acknowledged write is there after the restart.
 serve again

@@ -12,22 +12,7 @@
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
-: "${ZONEDNULL_SERVER:=${ZONEDNULL_BUILDDIR:-.}/server/zonednull-server}"
-[ -x "$ZONEDNULL_SERVER" ] || fail "no server at $ZONEDNULL_SERVER"
-shim=${ZONEDNULL_BUILDDIR:-.}/tests/server/.libs/stall-io.so
-[ -f "$shim" ] || fail "no shim at $shim"
-
-d=$tmpdir/dir
-flag=$tmpdir/stall
-real_server=$ZONEDNULL_SERVER
-cat >"$tmpdir/server" <<EOF
-#!/bin/sh
-LD_PRELOAD="${ZONEDNULL_PRELOAD:+$ZONEDNULL_PRELOAD }$shim" \
-ZN_STALL_DIR="$d/nullb0" ZN_STALL_FLAG="$flag" exec "$real_server" "\$@"
-EOF
-chmod +x "$tmpdir/server"
-ZONEDNULL_SERVER=$tmpdir/server
-ZONEDNULL_TARGET=server
+. "$(dirname "$0")/stall-lib.sh"
 
 # client NAME URI OPS...: an NBD client on URI running OPS in order, each
 # w:OFFSET:TAG (4 KiB of TAG), f (flush) or r:OFFSET:TAG (4 KiB that
@@ -53,15 +38,6 @@ print(name, "done")
 EOF
 }
 
-# await_file FILE WHAT: waits for the shim's mark that WHAT is held.
-await_file () {
-  tries=0
-  until [ -e "$1" ]; do
-    tries=$((tries + 1))
-    [ "$tries" -le 600 ] || fail "$2 was never held: $(cat "$tmpdir/srv.log")"
-    sleep 0.1
-  done
-}
 
 zone=$((4 * 1024 * 1024))
 start_server srv nr_devices=2 size=64 zone_size=4 zone_nr_conv=4 \
@@ -82,25 +58,10 @@ await_file "$flag.preadv2" "nullb0's read"
 # nullb1 goes on while nullb0's flush and read are held.
 client other "$u1" w:0:9 f r:0:9 "w:$zone:10" r:0:9 >"$tmpdir/other.out" 2>&1 ||
   fail "nullb1: $(cat "$tmpdir/other.out")"
-for p in $flusher $reader; do
-  kill -0 "$p" 2>/dev/null ||
-    fail "nullb1's requests were answered only once nullb0's held flush and read were let go: $(cat "$tmpdir/flusher.out" "$tmpdir/reader.out")"
-done
-[ -e "$flag" ] || fail "the stall ended before nullb1 was answered"
+still_held "nullb1's requests" $flusher $reader
 
 # A stop with the flush and the read still on the workers.
-kill -TERM "$pid" || fail "server $pid is not running"
-rm -f "$flag"
-rc=0
-wait "$pid" || rc=$?
-forget_server "$pid"
-[ "$rc" -eq 0 ] ||
-  fail "SIGTERM with storage I/O in flight ended the server with status $rc: $(cat "$tmpdir/srv.log")"
-if grep -qE 'AddressSanitizer|runtime error|LeakSanitizer' "$tmpdir/srv.log"; then
-  fail "memory error at a stop with storage I/O in flight: $(cat "$tmpdir/srv.log")"
-fi
-wait "$flusher" 2>/dev/null
-wait "$reader" 2>/dev/null
+stop_held $flusher $reader
 
 # Every acknowledged write is there after the restart.
 start_server again nr_devices=2 size=64 zone_size=4 zone_nr_conv=4 \
