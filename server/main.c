@@ -955,8 +955,8 @@ start_loops (void)
   return r;
 }
 
-/* Stops the threads of loops[1..] and frees every loop's server; the
- * number of connections accepted.
+/* Stops the threads of loops[1..] and frees every loop's server (not
+ * the loops); the number of connections accepted.
  */
 static unsigned long
 stop_loops (void)
@@ -975,8 +975,6 @@ stop_loops (void)
   for (unsigned i = 0; i < nr_loops; i++) {
     accepted += loops[i].accepted;
     net_server_free (loops[i].srv);
-    if (i > 0 && loops[i].loop)
-      ev_loop_destroy (loops[i].loop);
   }
   return accepted;
 }
@@ -1048,6 +1046,10 @@ out:
   sched_loop_stop ();
   sched_stop ();
   remove_files ();
+  /* Only now: until loop 0's scheduler stopped, it could kick them. */
+  for (unsigned i = 1; loops && i < nr_loops; i++)
+    if (loops[i].loop)
+      ev_loop_destroy (loops[i].loop);
   if (loop)
     ev_loop_destroy (loop);
   free (loops);
