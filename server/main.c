@@ -219,16 +219,26 @@ usage (FILE *fp)
          "nqn.2026-12.org.zonednull:HOSTNAME:PORT.  See zonednull-server(8).\n", fp);
 }
 
+/* Whether arg is a whole number from min to max, in *n. */
+static bool
+whole_number (const char *arg, unsigned long min, unsigned long max,
+              unsigned long *n)
+{
+  char *end;
+
+  errno = 0;
+  *n = strtoul (arg, &end, 10);
+  return !errno && end != arg && !*end && arg[0] != '-' && *n >= min
+         && *n <= max;
+}
+
 /* --busy-poll US: whole microseconds, at most one second. */
 static int
 parse_busy_poll (const char *arg)
 {
-  char *end;
   unsigned long us;
 
-  errno = 0;
-  us = strtoul (arg, &end, 10);
-  if (errno || end == arg || *end || arg[0] == '-' || us > 1000000) {
+  if (!whole_number (arg, 0, 1000000, &us)) {
     fprintf (stderr, "zonednull-server: --busy-poll '%s': must be a whole "
              "number of microseconds from 0 to 1000000\n", arg);
     return -1;
@@ -243,12 +253,9 @@ parse_busy_poll (const char *arg)
 static int
 parse_io_threads (const char *arg)
 {
-  char *end;
   unsigned long n;
 
-  errno = 0;
-  n = strtoul (arg, &end, 10);
-  if (errno || end == arg || *end || arg[0] == '-' || n > 256) {
+  if (!whole_number (arg, 0, 256, &n)) {
     fprintf (stderr, "zonednull-server: --io-threads '%s': must be a whole "
              "number from 0 (the event loop runs storage I/O) to 256\n", arg);
     return -1;
@@ -263,12 +270,9 @@ parse_io_threads (const char *arg)
 static int
 parse_threads (const char *arg)
 {
-  char *end;
   unsigned long n;
 
-  errno = 0;
-  n = strtoul (arg, &end, 10);
-  if (errno || end == arg || *end || arg[0] == '-' || n < 1 || n > 64) {
+  if (!whole_number (arg, 1, 64, &n)) {
     fprintf (stderr, "zonednull-server: --threads '%s': must be a whole "
              "number of event loops from 1 to 64\n", arg);
     return -1;
