@@ -77,6 +77,9 @@ struct net_conn {
   ev_timer handshake;           /* the handshake timeout */
   ev_timer idle;                /* net_conn_idle_timeout's, repeat: ms */
   ev_timer abort;               /* net_conn_abort's, due at once */
+  /* net_conn_abort_async's: on its server's aborts list (handoff_lock). */
+  bool abort_posted;
+  struct net_conn *abort_next;
   size_t queued;                /* its output, as last counted */
   bool out_blocked;             /* a request waits for room for its reply */
   struct net_conn *blocked_next;
@@ -138,9 +141,12 @@ struct net_server {
   uint64_t timed, reply_ns_sum, reply_ns_max;
   uint64_t reply_hist[HIST_BUCKETS];  /* the timed replies, hist_bucket */
   size_t output_limit;          /* its share of OUTPUT_TOTAL_LIMIT */
-  /* Connections handed to this server's loop from another's. */
+  /* Connections handed to this server's loop from another's, and its
+   * connections other loops asked to close (net_conn_abort_async).
+   */
   pthread_mutex_t handoff_lock;
   struct handoff *handoff_head, *handoff_tail;
+  struct net_conn *aborts;
   ev_async handoff_wake;
 };
 
@@ -416,6 +422,16 @@ conn_free (struct net_conn *c)
   ev_timer_stop (srv->loop, &c->idle);
   ev_timer_stop (srv->loop, &c->abort);
   c->l->proto->close (c->session, c);
+  /* After the close: until then another loop may still post c. */
+  pthread_mutex_lock (&srv->handoff_lock);
+  if (c->abort_posted) {
+    struct net_conn **pp = &srv->aborts;
+
+    while (*pp != c)
+      pp = &(*pp)->abort_next;
+    *pp = c->abort_next;
+  }
+  pthread_mutex_unlock (&srv->handoff_lock);
   tls_conn_free (c->tls);
   close (c->fd);
   if (c->prev)
@@ -872,6 +888,21 @@ net_conn_abort (struct net_conn *c)
 }
 
 void
+net_conn_abort_async (struct net_conn *c)
+{
+  struct net_server *srv = c->srv;
+
+  pthread_mutex_lock (&srv->handoff_lock);
+  if (!c->abort_posted) {
+    c->abort_posted = true;
+    c->abort_next = srv->aborts;
+    srv->aborts = c;
+  }
+  pthread_mutex_unlock (&srv->handoff_lock);
+  ev_async_send (srv->loop, &srv->handoff_wake);
+}
+
+void
 net_conn_idle_timeout (struct net_conn *c, unsigned ms)
 {
   ev_timer_stop (c->srv->loop, &c->idle);
@@ -938,12 +969,19 @@ handoff_cb (struct ev_loop *loop, ev_async *w, int revents)
 {
   struct net_server *srv = w->data;
   struct handoff *h;
+  struct net_conn *c;
 
   (void) loop;
   (void) revents;
   pthread_mutex_lock (&srv->handoff_lock);
   h = srv->handoff_head;
   srv->handoff_head = srv->handoff_tail = NULL;
+  /* net_conn_abort frees nothing at once: the list stays valid. */
+  while ((c = srv->aborts) != NULL) {
+    srv->aborts = c->abort_next;
+    c->abort_posted = false;
+    net_conn_abort (c);
+  }
   pthread_mutex_unlock (&srv->handoff_lock);
   while (h) {
     struct handoff *next = h->next;
@@ -1115,13 +1153,13 @@ net_server_free (struct net_server *srv)
     close (h->fd);
     free (h);
   }
-  pthread_mutex_destroy (&srv->handoff_lock);
   ev_idle_stop (srv->loop, &srv->busy_poll_watcher);
   ev_prepare_stop (srv->loop, &srv->budget_watcher);
   ev_prepare_stop (srv->loop, &srv->stats_watcher);
   /* Connections first: each closes through its listener's protocol. */
   while (srv->conns)
     conn_free (srv->conns);
+  pthread_mutex_destroy (&srv->handoff_lock);
   while (srv->listeners) {
     struct listener *l = srv->listeners;
 

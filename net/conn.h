@@ -161,6 +161,11 @@ void net_conn_flush (struct net_conn *c);
  * dropped.
  */
 void net_conn_abort (struct net_conn *c);
+/* As net_conn_abort, from any thread, c's loop's or another's: c's own
+ * loop closes it.  The caller must know c open until the call returns
+ * (its session's close, which runs first when c closes, not over).
+ */
+void net_conn_abort_async (struct net_conn *c);
 
 /* Closes connection c, as net_conn_abort, after ms milliseconds without
  * input from its client (a protocol's keep-alive timeout); 0: never.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* zonednull-server: the null_blk zoned device over NBD, and over
- * NVMe/TCP with --nvme, from one libev event loop: options, devices and
- * main.
+ * NVMe/TCP with --nvme, from libev event loops, one per thread
+ * (--threads): options, devices, the loops and main.
  *
  * The connections are the connection layer's (net/conn.c), each an NBD
  * session (proto/nbd/) or an NVMe/TCP one (proto/nvme/); the requests of
@@ -593,10 +593,13 @@ parse_options (int argc, char **argv)
   return check_nvme_tls ();
 }
 
+/* A controller's admin queue closes its I/O queues, which other loops
+ * may serve.
+ */
 static void
 conn_abort (void *conn)
 {
-  net_conn_abort (conn);
+  net_conn_abort_async (conn);
 }
 
 static void
@@ -796,8 +799,8 @@ prepare (struct zn_params *params)
 }
 
 /* An event loop past the first (--threads), on its own thread: loop 0,
- * main's, takes the signals and accepts the NBD connections, handing
- * every other one to the next loop in turn, and serves NVMe/TCP.
+ * main's, takes the signals and accepts the connections, NBD's and
+ * NVMe/TCP's, handing every other one to the next loop in turn.
  */
 struct loop_thread {
   pthread_t thread;
@@ -904,22 +907,24 @@ make_loops (const struct net_settings *set)
       ev_async_start (loops[i].loop, &loops[i].print);
     }
   }
-  /* NVMe/TCP's controllers are shared by their queues' connections:
-   * all of them stay on loop 0.
-   */
   if (net_serve_spread (srvs, nr_loops, listen_fd, listen_tcp, &nbd_protocol,
                         &served, &nbd_sched) == -1) {
     free (srvs);
     return -1;
   }
   listen_fd = -1;               /* the server's now */
-  free (srvs);
+  /* A host's queues, each a connection, land on the loops in turn: a
+   * controller's queues share it under its lock (proto/nvme/fabrics.c).
+   */
   if (nvme_fd != -1) {
-    if (net_serve (loops[0].srv, nvme_fd, true, &nvme_protocol, &nvme_served,
-                   &nvme_sched) == -1)
+    if (net_serve_spread (srvs, nr_loops, nvme_fd, true, &nvme_protocol,
+                          &nvme_served, &nvme_sched) == -1) {
+      free (srvs);
       return -1;
+    }
     nvme_fd = -1;
   }
+  free (srvs);
   return 0;
 }
 

@@ -250,6 +250,16 @@ void
 nvme_ctrl_log_error (struct nvme_ctrl *c, uint16_t sqid, const struct nvme_cmd *cmd,
                 uint16_t status, uint16_t loc)
 {
+  nvme_ctrl_lock ();
+  nvme_ctrl_log_error_locked (c, sqid, cmd, status, loc);
+  nvme_ctrl_unlock ();
+}
+
+void
+nvme_ctrl_log_error_locked (struct nvme_ctrl *c, uint16_t sqid,
+                            const struct nvme_cmd *cmd, uint16_t status,
+                            uint16_t loc)
+{
   struct nvme_error_log_page *e;
 
   c->nr_errors++;
@@ -270,13 +280,16 @@ error_log (const struct nvme_session *s, unsigned char **buf)
 {
   const struct nvme_ctrl *c = s->ctrl;
   struct nvme_error_log_page *e = calloc (ERROR_LOG_SLOTS, sizeof *e);
-  uint64_t n = c->nr_errors < ERROR_LOG_SLOTS ? c->nr_errors
-                                              : ERROR_LOG_SLOTS;
+  uint64_t n;
 
   if (e == NULL)
     nvme_out_of_memory (s);
+  /* The I/O queues' loops enter their errors meanwhile. */
+  nvme_ctrl_lock ();
+  n = c->nr_errors < ERROR_LOG_SLOTS ? c->nr_errors : ERROR_LOG_SLOTS;
   for (uint64_t i = 0; i < n; i++)
     e[i] = c->errors[(c->nr_errors - i) % ERROR_LOG_SLOTS];
+  nvme_ctrl_unlock ();
   *buf = (unsigned char *) e;
   return ERROR_LOG_SLOTS * sizeof *e;
 }
@@ -422,8 +435,12 @@ features (struct nvme_session *s, const struct nvme_cmd *cmd, bool set)
       unsigned ncq = NVME_GET (v, FEAT_NRQS_NCQR) + 1u;
       unsigned n = nsq < ncq ? nsq : ncq;
 
-      /* The host asks once, before its I/O queues. */
+      /* The host asks once, before its I/O queues (whose Connect
+       * reads it, on any loop).
+       */
+      nvme_ctrl_lock ();
       c->nr_queues = n < s->sv->max_queues ? n : s->sv->max_queues;
+      nvme_ctrl_unlock ();
     }
     nvme_reply (s, cmd, 0, NVME_SET (c->nr_queues - 1u, FEAT_NRQS_NSQR)
                       | NVME_SET (c->nr_queues - 1u, FEAT_NRQS_NCQR));

@@ -421,9 +421,9 @@ response (const struct auth_state *a, const struct auth_key *key,
  * milliseconds, and a host need not hold a secret to ask for one: a
  * Negotiate with a public host NQN is enough.  So the exchanges of a
  * queue are bounded (one at a time, as nvmet's, and a few
- * re-authentications), and the loop's time in Diffie-Hellman is a
- * budget, per host NQN and for the whole server, of which an exchange
- * must find some left or fail.  A budget is a bucket of nanoseconds
+ * re-authentications), and each loop's time in Diffie-Hellman is a
+ * budget, per host NQN and for all hosts, of which an exchange must
+ * find some left or fail.  A budget is a bucket of nanoseconds
  * that refills at rate per second, up to twice that.
  */
 #define AUTH_EXCHANGES_MAX 4
@@ -436,7 +436,9 @@ struct dh_budget {
   int64_t left;                 /* ns */
 };
 
-static struct dh_budget server_budget, host_budget[DH_HOST_BUCKETS];
+/* Each event loop's time is its own (zonednull-server --threads). */
+static _Thread_local struct dh_budget server_budget,
+                                      host_budget[DH_HOST_BUCKETS];
 
 static void
 refill (struct dh_budget *b, uint64_t now, uint32_t rate)

@@ -6,8 +6,17 @@
  * A controller lives as long as its admin queue's connection: when that
  * goes (the host disconnected, or its keep-alive timed out), its I/O
  * queues' connections are closed too, as nvmet tears down a controller.
+ *
+ * The queues of one controller may be served by different event loops
+ * (zonednull-server --threads), so what they share is under ctrl_lock:
+ * the registry, the bindings of the I/O queues and the Error Information
+ * log.  A queue dropped by another loop learns it from its live flag and
+ * is closed by its own loop (nvme_served.abort); the controller's memory
+ * stays until its last queue has gone (refs), so a dropped queue never
+ * reads freed memory.
  */
 #include <endian.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +27,24 @@
 #include "util/escape.h"
 #include "internal.h"
 
-/* The server is one event loop: the controllers of all its sessions. */
+/* The controllers of all the sessions of the process, whichever loop
+ * serves them.
+ */
+static pthread_mutex_t ctrl_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nvme_ctrl *controllers;
 static uint16_t next_cntlid = 1;
+
+void
+nvme_ctrl_lock (void)
+{
+  pthread_mutex_lock (&ctrl_lock);
+}
+
+void
+nvme_ctrl_unlock (void)
+{
+  pthread_mutex_unlock (&ctrl_lock);
+}
 
 /* Connect's data: where its fields are. */
 #define DATA_CNTLID 16
@@ -144,12 +168,15 @@ refuse_sc (struct nvme_session *s, const struct nvme_cmd *cmd,
            const unsigned char *data, uint32_t len, uint16_t status,
            bool in_data, unsigned offset, const char *why)
 {
-  struct nvme_ctrl *c = connect_target (s, cmd, data, len);
+  struct nvme_ctrl *c;
 
   nvme_log (s, "Connect refused: %s", why);
+  nvme_ctrl_lock ();
+  c = connect_target (s, cmd, data, len);
   if (c)
-    nvme_ctrl_log_error (c, cmd->u.connect.qid, cmd, status,
-                    in_data ? LOC_NONE : (uint16_t) offset);
+    nvme_ctrl_log_error_locked (c, cmd->u.connect.qid, cmd, status,
+                           in_data ? LOC_NONE : (uint16_t) offset);
+  nvme_ctrl_unlock ();
   /* IPO goes with the command specific statuses only. */
   nvme_reply (s, cmd, status, (status >> 8 & 7) != NVME_SCT_CMD_SPECIFIC ? 0
                          : (in_data ? 1u << 16 : 0) | offset);
@@ -176,16 +203,18 @@ connect_admin (struct nvme_session *s, const struct nvme_cmd *cmd,
   if (c == NULL || (c->ioq = calloc (sv->max_queues + 1u, sizeof *c->ioq)) == NULL)
     nvme_out_of_memory (s);
   c->sv = sv;
-  c->cntlid = alloc_cntlid (sv);
   c->discovery = discovery;
   strcpy (c->hostnqn, hostnqn);
   /* The discovery controller needs no authentication (nvmet's). */
   c->secret = discovery ? NULL : nvme_auth_host_secret (sv, hostnqn);
   c->nr_queues = discovery ? 0 : sv->max_queues;
-  c->admin = s;
+  c->refs = 1;
+  s->ctrl = c;
+  nvme_ctrl_lock ();
+  c->cntlid = alloc_cntlid (sv);
   c->next = controllers;
   controllers = c;
-  s->ctrl = c;
+  nvme_ctrl_unlock ();
   s->qid = 0;
   nvme_ctrl_set_kato (s, c, kato == 0 && discovery ? DISCOVERY_KATO_MS : kato);
   nvme_log (s, "controller %u: %s for %s, keep-alive %u ms",
@@ -194,46 +223,84 @@ connect_admin (struct nvme_session *s, const struct nvme_cmd *cmd,
   nvme_reply (s, cmd, 0, c->cntlid | authreq (c));
 }
 
+/* Why an I/O queue's Connect is refused: its status and the field at
+ * fault, as refuse_sc takes them.
+ */
+struct refusal {
+  uint16_t status;
+  bool in_data;
+  unsigned offset;
+  const char *why;
+};
+
+#define INVALID_PARAM ERR (NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_INVALID_PARAM)
+#define SEQ_ERROR ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR)
+
+/* Binds I/O queue s to c, under ctrl_lock; NULL, or why it may not. */
+static const struct refusal *
+bind_io (struct nvme_session *s, struct nvme_ctrl *c, uint16_t qid,
+         bool discovery, const char *hostnqn)
+{
+  static const struct refusal
+    no_ctrl = { INVALID_PARAM, true, DATA_CNTLID,
+                "no controller has this CNTLID" },
+    disc = { INVALID_PARAM, true, DATA_SUBNQN,
+             "a discovery controller has no I/O queues" },
+    other_host = { INVALID_PARAM, true, DATA_HOSTNQN,
+                   "the controller belongs to another host NQN" },
+    not_ready = { SEQ_ERROR, false, LOC_NONE,
+                  "the controller is not enabled" },
+    qid_high = { INVALID_PARAM, false, LOC_QID,
+                 "QID exceeds the number of queues granted" },
+    qid_taken = { SEQ_ERROR, false, LOC_QID,
+                  "the queue is connected already" };
+
+  if (c == NULL)
+    return &no_ctrl;
+  if (c->discovery || discovery)
+    return &disc;
+  if (strcmp (c->hostnqn, hostnqn) != 0)
+    return &other_host;
+  if (!(c->csts & NVME_CSTS_RDY_MASK))
+    return &not_ready;
+  if (qid > c->nr_queues)
+    return &qid_high;
+  if (c->ioq[qid] != NULL)
+    return &qid_taken;
+  s->ctrl = c;
+  s->qid = qid;
+  c->refs++;
+  atomic_store (&s->live, true);
+  /* A queue that must authenticate takes its QID only once it has:
+   * bound at Connect, anyone who knows the host NQN and CNTLID could
+   * hold the host's queue until the handshake timeout.
+   */
+  if (c->secret) {
+    s->pending_next = c->pending;
+    c->pending = s;
+  } else
+    c->ioq[qid] = s;
+  return NULL;
+}
+
 static void
 connect_io (struct nvme_session *s, const struct nvme_cmd *cmd,
             const unsigned char *data, bool discovery, const char *hostnqn)
 {
-  uint16_t qid = cmd->u.connect.qid;
-  struct nvme_ctrl *c = find_ctrl (s->sv, get_le16 (data + DATA_CNTLID));
-  uint16_t seq = ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
+  const struct refusal *no;
+  uint32_t result = 0;
 
-  if (c == NULL)
-    connect_refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
-            true, DATA_CNTLID, "no controller has this CNTLID");
-  else if (c->discovery || discovery)
-    connect_refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
-            true, DATA_SUBNQN, "a discovery controller has no I/O queues");
-  else if (strcmp (c->hostnqn, hostnqn) != 0)
-    connect_refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
-            true, DATA_HOSTNQN, "the controller belongs to another host NQN");
-  else if (!(c->csts & NVME_CSTS_RDY_MASK))
-    refuse_sc (s, cmd, data, CONNECT_DATA_LEN, seq, false, LOC_NONE,
-               "the controller is not enabled");
-  else if (qid > c->nr_queues)
-    connect_refuse (s, cmd, data, CONNECT_DATA_LEN, NVME_SC_CONNECT_INVALID_PARAM,
-            false, LOC_QID, "QID exceeds the number of queues granted");
-  else if (c->ioq[qid] != NULL)
-    refuse_sc (s, cmd, data, CONNECT_DATA_LEN, seq, false, LOC_QID,
-               "the queue is connected already");
-  else {
-    s->ctrl = c;
-    s->qid = qid;
-    /* A queue that must authenticate takes its QID only once it has:
-     * bound at Connect, anyone who knows the host NQN and CNTLID could
-     * hold the host's queue until the handshake timeout.
-     */
-    if (c->secret) {
-      s->pending_next = c->pending;
-      c->pending = s;
-    } else
-      c->ioq[qid] = s;
-    nvme_reply (s, cmd, 0, authreq (c));
-  }
+  nvme_ctrl_lock ();
+  no = bind_io (s, find_ctrl (s->sv, get_le16 (data + DATA_CNTLID)),
+                cmd->u.connect.qid, discovery, hostnqn);
+  if (no == NULL)
+    result = authreq (s->ctrl);
+  nvme_ctrl_unlock ();
+  if (no)
+    refuse_sc (s, cmd, data, CONNECT_DATA_LEN, no->status, no->in_data,
+               no->offset, no->why);
+  else
+    nvme_reply (s, cmd, 0, result);
 }
 
 static void
@@ -253,14 +320,22 @@ bool
 nvme_fabrics_bind (struct nvme_session *s)
 {
   struct nvme_ctrl *c = s->ctrl;
+  bool bound;
 
-  if (c == NULL || s->qid == 0 || c->ioq[s->qid] == s)
+  if (c == NULL || s->qid == 0)
     return c != NULL;
-  unlink_pending (c, s);
-  if (c->ioq[s->qid] != NULL)
-    return false;
-  c->ioq[s->qid] = s;
-  return true;
+  nvme_ctrl_lock ();
+  if (c->ioq[s->qid] == s)
+    bound = true;
+  else {
+    unlink_pending (c, s);
+    /* Dropped meanwhile by a reset on the admin queue's loop. */
+    bound = atomic_load (&s->live) && c->ioq[s->qid] == NULL;
+    if (bound)
+      c->ioq[s->qid] = s;
+  }
+  nvme_ctrl_unlock ();
+  return bound;
 }
 
 void
@@ -405,27 +480,36 @@ cc_valid (uint32_t cc)
          && NVME_CC_IOSQES (cc) == 6 && NVME_CC_IOCQES (cc) == 4;
 }
 
-/* Closes c's I/O queues: their commands go with them. */
+/* io is no queue of its controller's any more, and its connection
+ * closes: on its own loop, which may be another than the caller's.
+ * Under ctrl_lock, so that io's session is still there (its detach
+ * takes the lock).
+ */
 static void
-drop_io_queues (struct nvme_session *s, struct nvme_ctrl *c)
+drop_queue (struct nvme_session *io)
+{
+  atomic_store (&io->live, false);
+  if (io->sv->abort)
+    io->sv->abort (io->owner);
+}
+
+/* Closes c's I/O queues, under ctrl_lock: their commands go with them. */
+static void
+drop_io_queues (struct nvme_ctrl *c)
 {
   struct nvme_session *io;
 
-  for (unsigned q = 1; q <= s->sv->max_queues; q++) {
+  for (unsigned q = 1; q <= c->sv->max_queues; q++) {
     io = c->ioq[q];
     if (io) {
       c->ioq[q] = NULL;
-      io->ctrl = NULL;
-      if (s->sv->abort)
-        s->sv->abort (io->owner);
+      drop_queue (io);
     }
   }
   while ((io = c->pending) != NULL) {
     c->pending = io->pending_next;
     io->pending_next = NULL;
-    io->ctrl = NULL;
-    if (s->sv->abort)
-      s->sv->abort (io->owner);
+    drop_queue (io);
   }
 }
 
@@ -435,11 +519,25 @@ drop_io_queues (struct nvme_session *s, struct nvme_ctrl *c)
  * again (CC.EN 0 to 1) and connects new I/O queues.
  */
 static void
-clear_ctrl (struct nvme_session *s, struct nvme_ctrl *c)
+clear_ctrl (struct nvme_ctrl *c)
 {
+  nvme_ctrl_lock ();
   c->csts &= ~NVME_CSTS_RDY_MASK;
+  drop_io_queues (c);
+  nvme_ctrl_unlock ();
   c->nr_aer = 0;
-  drop_io_queues (s, c);
+}
+
+/* CSTS changes under ctrl_lock: the Connect of an I/O queue, on any
+ * loop, reads CSTS.RDY.  The admin queue's loop alone writes it and CC,
+ * and reads them without the lock.
+ */
+static void
+set_csts (struct nvme_ctrl *c, uint32_t csts)
+{
+  nvme_ctrl_lock ();
+  c->csts = csts;
+  nvme_ctrl_unlock ();
 }
 
 static void
@@ -450,34 +548,47 @@ set_cc (struct nvme_session *s, struct nvme_ctrl *c, uint32_t cc)
   c->cc = cc;
   if (NVME_CC_EN (cc) && !NVME_CC_EN (old)) {
     if (cc_valid (cc))
-      c->csts |= NVME_CSTS_RDY_MASK;
+      set_csts (c, c->csts | NVME_CSTS_RDY_MASK);
     else {
       nvme_log (s, "controller %u: CC 0x%x is not one it supports",
                 c->cntlid, cc);
-      c->csts |= NVME_CSTS_CFS_MASK << NVME_CSTS_CFS_SHIFT;
+      set_csts (c, c->csts | NVME_CSTS_CFS_MASK << NVME_CSTS_CFS_SHIFT);
     }
   }
   else if (!NVME_CC_EN (cc) && NVME_CC_EN (old)) {
     nvme_log (s, "controller %u: reset (CC.EN 0)", c->cntlid);
-    clear_ctrl (s, c);
-    c->csts = 0;
+    clear_ctrl (c);
+    set_csts (c, 0);
   }
   if (NVME_CC_SHN (cc) && !NVME_CC_SHN (old)) {
     nvme_log (s, "controller %u: shut down (CC.SHN %u)", c->cntlid,
               NVME_CC_SHN (cc));
-    clear_ctrl (s, c);
+    clear_ctrl (c);
     /* Nothing to write back: the shutdown is complete at once. */
-    c->csts &= ~(NVME_CSTS_SHST_MASK << NVME_CSTS_SHST_SHIFT);
-    c->csts |= NVME_CSTS_SHST_CMPLT << NVME_CSTS_SHST_SHIFT;
+    set_csts (c, (c->csts & ~(NVME_CSTS_SHST_MASK << NVME_CSTS_SHST_SHIFT))
+                 | NVME_CSTS_SHST_CMPLT << NVME_CSTS_SHST_SHIFT);
   }
   else if (!NVME_CC_SHN (cc))
-    c->csts &= ~(NVME_CSTS_SHST_MASK << NVME_CSTS_SHST_SHIFT);
+    set_csts (c, c->csts & ~(NVME_CSTS_SHST_MASK << NVME_CSTS_SHST_SHIFT));
 }
 
 bool
-nvme_ctrl_ready (const struct nvme_ctrl *c)
+nvme_queue_ready (const struct nvme_session *s)
 {
+  const struct nvme_ctrl *c = s->ctrl;
+
+  /* An I/O queue connects to a ready controller only, and is dropped
+   * when it stops being ready (clear_ctrl).
+   */
+  if (s->qid > 0)
+    return atomic_load (&s->live);
   return NVME_CC_EN (c->cc) && (c->csts & NVME_CSTS_RDY_MASK);
+}
+
+struct nvme_ctrl *
+nvme_queue_ctrl (const struct nvme_session *s)
+{
+  return s->qid == 0 || atomic_load (&s->live) ? s->ctrl : NULL;
 }
 
 /* 0, or the status a property command fails with (*loc: the field). */
@@ -537,25 +648,34 @@ nvme_fabrics_detach (struct nvme_session *s)
 {
   struct nvme_ctrl *c = s->ctrl, **pp;
   char host[LOGGED_NQN];
+  bool last;
 
   if (c == NULL)
     return;
+  if (s->qid == 0)
+    nvme_log (s, "controller %u of %s removed", c->cntlid,
+              logged (host, c->hostnqn));
+  nvme_ctrl_lock ();
   s->ctrl = NULL;
   if (s->qid > 0) {
     if (c->ioq[s->qid] == s)
       c->ioq[s->qid] = NULL;
     else
       unlink_pending (c, s);
-    return;
   }
-  drop_io_queues (s, c);
-  for (pp = &controllers; *pp != c; pp = &(*pp)->next)
-    ;
-  *pp = c->next;
-  nvme_log (s, "controller %u of %s removed", c->cntlid,
-            logged (host, c->hostnqn));
-  free (c->ioq);
-  free (c);
+  else {
+    /* Out of the registry first: no queue connects to it any more. */
+    for (pp = &controllers; *pp != c; pp = &(*pp)->next)
+      ;
+    *pp = c->next;
+    drop_io_queues (c);
+  }
+  last = --c->refs == 0;
+  nvme_ctrl_unlock ();
+  if (last) {
+    free (c->ioq);
+    free (c);
+  }
 }
 
 /* ---- the discovery log page ------------------------------------------------ */

@@ -7,6 +7,7 @@
 #ifndef ZONEDNULL_PROTO_NVME_INTERNAL_H
 #define ZONEDNULL_PROTO_NVME_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -80,8 +81,12 @@ struct nvme_session {
   char tls_subnqn[NVME_NQN_MAX + 1];
   bool hdgst, ddgst;            /* negotiated in ICReq */
   uint32_t hpda;                /* host PDU data alignment, bytes */
-  /* The queue, once connected. */
+  /* The queue, once connected.  An I/O queue keeps ctrl until it goes,
+   * live until its controller drops it (fabrics.c), perhaps from
+   * another loop: nvme_queue_ctrl is the controller it may use.
+   */
   struct nvme_ctrl *ctrl;
+  atomic_bool live;
   uint16_t qid;
   uint16_t sqsize;              /* 0-based */
   uint16_t sqhd;
@@ -126,7 +131,11 @@ struct nvme_session {
   bool holding;
 };
 
-/* A controller: the admin queue's session and its I/O queues'. */
+/* A controller: the admin queue's session and its I/O queues'.  Its
+ * admin queue's loop alone changes it, but for what ctrl_lock guards
+ * (fabrics.c): the registry, cntlid, csts, nr_queues, ioq, pending, the
+ * errors and refs.
+ */
 struct nvme_ctrl {
   const struct nvme_served *sv;
   uint16_t cntlid;
@@ -140,7 +149,7 @@ struct nvme_ctrl {
   uint32_t kato;                /* ms */
   uint32_t aec;                 /* async event configuration */
   unsigned nr_queues;           /* I/O queues granted */
-  struct nvme_session *admin;
+  unsigned refs;                /* its queues' sessions */
   struct nvme_session **ioq;    /* by qid, sv->max_queues + 1 */
   struct nvme_session *pending; /* I/O queues not authenticated yet */
   uint16_t aer_cid[AER_LIMIT];
@@ -217,10 +226,16 @@ bool nvme_fabrics_bind (struct nvme_session *s);
  */
 void nvme_ctrl_set_kato (struct nvme_session *s, struct nvme_ctrl *c,
                     uint32_t kato);
-/* Enabled and ready (CC.EN, CSTS.RDY): commands other than the fabrics
- * ones (properties) run only then.
+/* s's controller is enabled and ready (CC.EN, CSTS.RDY), and s one of
+ * its queues: commands other than the fabrics ones (properties) run
+ * only then.
  */
-bool nvme_ctrl_ready (const struct nvme_ctrl *c);
+bool nvme_queue_ready (const struct nvme_session *s);
+/* s's controller, NULL when none or when it dropped s. */
+struct nvme_ctrl *nvme_queue_ctrl (const struct nvme_session *s);
+/* What the queues of a controller share across loops (fabrics.c). */
+void nvme_ctrl_lock (void);
+void nvme_ctrl_unlock (void);
 /* CAP.MQES. */
 uint16_t nvme_mqes (const struct nvme_served *sv);
 /* The discovery log page. */
@@ -228,10 +243,15 @@ size_t nvme_discovery_log (const struct nvme_session *s, unsigned char **buf);
 
 /* ---- admin.c ---- */
 
-/* Enters cmd's failure in c's Error Information log (sqid: the queue's). */
+/* Enters cmd's failure in c's Error Information log (sqid: the queue's);
+ * _locked: under nvme_ctrl_lock already.
+ */
 void nvme_ctrl_log_error (struct nvme_ctrl *c, uint16_t sqid,
                      const struct nvme_cmd *cmd, uint16_t status,
                      uint16_t loc);
+void nvme_ctrl_log_error_locked (struct nvme_ctrl *c, uint16_t sqid,
+                            const struct nvme_cmd *cmd, uint16_t status,
+                            uint16_t loc);
 
 void nvme_admin_command (struct nvme_session *s, const struct nvme_cmd *cmd,
                     const unsigned char *data, uint32_t len);

@@ -129,7 +129,7 @@ nvme_reply_at (struct nvme_session *s, const struct nvme_cmd *cmd, uint16_t stat
   put_le16 (cqe + 12, cmd->cid);
   put_le16 (cqe + 14, (uint16_t) (status << 1));
   pdu_end_header (s, h);
-  if (status && s->ctrl)
+  if (status && nvme_queue_ctrl (s))
     nvme_ctrl_log_error (s->ctrl, s->qid, cmd, status, loc);
   if (s->sv->stats && !s->holding)
     s->sv->stats->reply (s->owner, s->arrival, s->out_len - s->out_start);
@@ -373,8 +373,8 @@ r2t_status (const struct nvme_session *s, const struct nvme_cmd *cmd,
     return cmd->sgl_len > ADMIN_INLINE_DATA
            ? ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) : 0;
   }
-  if (s->ctrl == NULL || nvme_cmd_is_connect (cmd)
-      || (cmd->opcode != nvme_admin_fabrics && !nvme_ctrl_ready (s->ctrl)))
+  if (nvme_queue_ctrl (s) == NULL || nvme_cmd_is_connect (cmd)
+      || (cmd->opcode != nvme_admin_fabrics && !nvme_queue_ready (s)))
     return ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
   if (nvme_cmd_is_auth (cmd)) {
     *loc = LOC_SGL_LEN;
@@ -611,7 +611,7 @@ execute (struct nvme_session *s, struct nvme_req *rq)
     nvme_fabrics_connect (s, cmd, rq->data, rq->len);
     return 1;
   }
-  if (s->ctrl == NULL) {
+  if (nvme_queue_ctrl (s) == NULL) {
     nvme_reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
     return 1;
   }
@@ -627,7 +627,7 @@ execute (struct nvme_session *s, struct nvme_req *rq)
     return 1;
   }
   /* Before CC.EN, and after a reset or a shutdown, as nvmet answers. */
-  if (cmd->opcode != nvme_admin_fabrics && !nvme_ctrl_ready (s->ctrl)) {
+  if (cmd->opcode != nvme_admin_fabrics && !nvme_queue_ready (s)) {
     nvme_reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
     return 1;
   }
@@ -891,13 +891,15 @@ nvme_session_tls_started (struct nvme_session *s, const char *psk_identity)
 bool
 nvme_session_connected (const struct nvme_session *s)
 {
-  return s->ctrl != NULL;
+  return nvme_queue_ctrl (s) != NULL;
 }
 
 bool
 nvme_session_established (const struct nvme_session *s)
 {
-  return s->ctrl != NULL && (s->ctrl->secret == NULL || s->authenticated);
+  const struct nvme_ctrl *c = nvme_queue_ctrl (s);
+
+  return c != NULL && (c->secret == NULL || s->authenticated);
 }
 
 void

@@ -11,7 +11,7 @@
  *
  * The subsystem has one namespace per served device: nullbN is
  * namespace N+1.  Its controllers live in a registry shared by every
- * session of the process (the server is one event loop).
+ * session of the process, whichever thread serves it.
  */
 #ifndef ZONEDNULL_PROTO_NVME_SESSION_H
 #define ZONEDNULL_PROTO_NVME_SESSION_H
@@ -56,6 +56,8 @@ struct nvme_served {
   bool (*fits) (void *owner, size_t queued, size_t more);
   /* Closes the connection owner (another session's), once the current
    * event is over: a controller's I/O queues go with its admin queue.
+   * Called from the admin queue's thread, which may be another than
+   * owner's, while owner's session is still open.
    */
   void (*abort) (void *owner);
   /* The connection owner is closed after ms without input (0: never):
