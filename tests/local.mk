@@ -352,7 +352,8 @@ NVME_TESTS = \
 	tests/nvme/test-server-nvme.sh \
 	tests/nvme/test-server-nvme-budget.sh \
 	tests/nvme/test-server-nvme-auth.sh \
-	tests/nvme/test-server-nvme-tls.sh
+	tests/nvme/test-server-nvme-tls.sh \
+	tests/nvme/test-server-nvme-loops.sh
 ZN_TESTS += tests/nvme/test-nvme-zns tests/nvme/test-nvme-session-io \
 	tests/nvme/test-nvme-session-checks tests/nvme/test-nvme-session-auth \
 	$(NVME_TESTS)

@@ -622,6 +622,88 @@ def enable(addr, port, nqn):
           "closed")
 
 
+def queues(addr, port, nqn, n):
+    """n I/O queues of one controller, used at once from a thread each:
+    each writes its own zone and reads it back, and fails one read, which
+    the admin queue's Error Information log must show under the queue's
+    SQID.  A reset closes them all, and so does the admin queue's close.
+    """
+    import threading
+    a = admin_queue(addr, port, nqn)
+    st, res = a.features(0x07, (n - 1) | (n - 1) << 16)
+    assert st == 0 and (res & 0xFFFF) + 1 >= n, \
+        "Set Features Number of Queues: %#x %#x" % (st, res)
+    st, _, idns = a.identify(0, 1)
+    assert st == 0, "Identify namespace 1: %#x" % st
+    nsze = struct.unpack_from("<Q", idns, 0)[0]
+    zone_blocks = nsze // 8
+    ios = []
+    for q in range(1, n + 1):
+        io = Host(addr, port)
+        io.ic()
+        st, _ = io.connect(q, nqn, HOSTNQN, cntlid=a.cntlid)
+        assert st == 0, "I/O queue %d Connect: %#x" % (q, st)
+        ios.append(io)
+    failed, errors = {}, []
+
+    def run(q, io):
+        try:
+            start = q * zone_blocks
+            for i in range(32):
+                data = bytes([q, i]) * 2048
+                st = io.write(1, start + i * 8, data, 512)[0]
+                assert st == 0, "queue %d write %d: %#x" % (q, i, st)
+            for i in range(32):
+                st, _, back = io.read(1, start + i * 8, 8, 512)
+                assert st == 0 and back == bytes([q, i]) * 2048, \
+                    "queue %d read %d: %#x" % (q, i, st)
+            st = io.read(1, nsze, 1, 512)[0]
+            assert st != 0, "queue %d: a read past the end succeeded" % q
+            failed[q] = io.cid
+        except Exception as e:      # reported by the main thread
+            errors.append(str(e))
+
+    threads = [threading.Thread(target=run, args=(q, io))
+               for q, io in enumerate(ios, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        sys.exit("; ".join(errors))
+    st, _, log = a.get_log(0x01, 64 * 64)
+    assert st == 0, "Error Information log: %#x" % st
+    logged = set()
+    for e in range(64):
+        _, sqid, cmdid = struct.unpack_from("<QHH", log, e * 64)
+        logged.add((sqid, cmdid))
+    for q, cid in failed.items():
+        if (q, cid) not in logged:
+            sys.exit("the admin queue's error log lacks queue %d's "
+                     "failed read (cid %d)" % (q, cid))
+    print("%d queues: writes read back, errors logged" % n)
+    # A reset closes every I/O queue, whichever loop serves it.
+    cc = a.prop_get(0x14)[1]
+    a.set_cc(cc & ~1)
+    for q, io in enumerate(ios, 1):
+        io_closed(io, "queue %d after CC.EN=0" % q)
+    a.enable()
+    ios = []
+    for q in range(1, n + 1):
+        io = Host(addr, port)
+        io.ic()
+        st, _ = io.connect(q, nqn, HOSTNQN, cntlid=a.cntlid)
+        assert st == 0, "I/O queue %d Connect after the reset: %#x" % (q, st)
+        assert io.read(1, q * zone_blocks, 1, 512)[0] == 0
+        ios.append(io)
+    print("reset: %d queues closed, connected again" % n)
+    # The controller goes with its admin queue's connection.
+    a.sock.close()
+    for q, io in enumerate(ios, 1):
+        await_close(io, "queue %d after the admin queue closed" % q)
+    print("admin queue closed: %d queues closed" % n)
+
+
 # ---- DH-HMAC-CHAP, the host's side ----------------------------------------
 
 AUTH_REQUIRED = 0x4091
@@ -926,6 +1008,8 @@ def main():
         enable(addr, port, sys.argv[4])
     elif cmd == "no-r2t":
         no_r2t(addr, port, sys.argv[4])
+    elif cmd == "queues":
+        queues(addr, port, sys.argv[4], int(sys.argv[5]))
     elif cmd == "error-log":
         error_log(addr, port, sys.argv[4])
     elif cmd == "qd1":
