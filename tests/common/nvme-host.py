@@ -637,13 +637,18 @@ def queues(addr, port, nqn, n):
     assert st == 0, "Identify namespace 1: %#x" % st
     nsze = struct.unpack_from("<Q", idns, 0)[0]
     zone_blocks = nsze // 8
-    ios = []
-    for q in range(1, n + 1):
-        io = Host(addr, port)
-        io.ic()
-        st, _ = io.connect(q, nqn, HOSTNQN, cntlid=a.cntlid)
-        assert st == 0, "I/O queue %d Connect: %#x" % (q, st)
-        ios.append(io)
+
+    def connect_all(when):
+        ios = []
+        for q in range(1, n + 1):
+            io = Host(addr, port)
+            io.ic()
+            st, _ = io.connect(q, nqn, HOSTNQN, cntlid=a.cntlid)
+            assert st == 0, "I/O queue %d Connect%s: %#x" % (q, when, st)
+            ios.append(io)
+        return ios
+
+    ios = connect_all("")
     failed, errors = {}, []
 
     def run(q, io):
@@ -688,14 +693,9 @@ def queues(addr, port, nqn, n):
     for q, io in enumerate(ios, 1):
         io_closed(io, "queue %d after CC.EN=0" % q)
     a.enable()
-    ios = []
-    for q in range(1, n + 1):
-        io = Host(addr, port)
-        io.ic()
-        st, _ = io.connect(q, nqn, HOSTNQN, cntlid=a.cntlid)
-        assert st == 0, "I/O queue %d Connect after the reset: %#x" % (q, st)
+    ios = connect_all(" after the reset")
+    for q, io in enumerate(ios, 1):
         assert io.read(1, q * zone_blocks, 1, 512)[0] == 0
-        ios.append(io)
     print("reset: %d queues closed, connected again" % n)
     # The controller goes with its admin queue's connection.
     a.sock.close()
