@@ -30,7 +30,10 @@
 #           directory.  Targets after issue 45: NEW >= 1.5x nbdkit
 #           zonednull, >= 1x nbdkit file.  With two builds, `nbdkit
 #           zonednull` of OLD's plugin too: the plugin shares the storage
-#           code, and issue 45 asks that it not be slowed.
+#           code, and issue 45 asks that it not be slowed.  And the
+#           same job run by fio's io_uring engine on one file of the
+#           same file system, without NBD: what the file system gives
+#           when no server and no NBD client share the CPUs.
 # pagecache The same devices and jobs without flushes: random reads, then
 #           random writes.  Target: NEW >= 0.95x OLD.
 # memory    memory_backed=1, 64 MiB written, random reads over it at
@@ -99,7 +102,7 @@ halt () { eval "bench_stop \$${1}_pid"; }
 uri () { echo "nbd+unix:///?socket=$tmp/$1.sock"; }
 
 ticks=$(getconf CLK_TCK)
-cpu_ticks () { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+cpu_ticks () { [ "$1" = self ] && echo 0 || awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # run CASE NAME FIO-OPTION...: one fio run against NAME; appends
 # "CASE NAME REPEAT IOPS CPU" to the raw file (IOPS: reads + writes, so
@@ -107,11 +110,19 @@ cpu_ticks () { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 run () {
   c=$1 n=$2 p=
   shift 2
-  eval "p=\$${n}_pid"
+  # local: fio's io_uring engine on a file of the same file system, no
+  # NBD and no server (its CPU shows as 0).
+  if [ "$n" = local ]; then
+    set -- --ioengine=io_uring --filename="$tmp/local.img" "$@"
+    p=self
+  else
+    set -- --ioengine=nbd --uri="$(uri "$n")" "$@"
+    eval "p=\$${n}_pid"
+  fi
   c0=$(cpu_ticks "$p") t0=$(date +%s%N)
   # Terse field 5 is the job's error: a failed write ends fio's job early
   # (with its IOPS so far), which must not pass for a result.
-  io=$(fio --name=bench --ioengine=nbd --uri="$(uri "$n")" --bs=4k \
+  io=$(fio --name=bench --bs=4k \
          --group_reporting --output-format=terse --terse-version=3 "$@" 2>>"$tmp/fio.log" |
        awk -F';' '/^3;/ { print ($5 == 0) ? $8 + $49 : "" }')
   c1=$(cpu_ticks "$p") t1=$(date +%s%N)
@@ -182,17 +193,20 @@ case " $cases " in *" flush "*|*" pagecache "*)
   # Every block written once and on disk: the jobs overwrite allocated
   # blocks, and the first flush does not write the fill back.
   for n in $fpeers; do fill $n "$conv"; done
+  fio --name=fill --filename="$tmp/local.img" --rw=write --bs=1m \
+      --size="${conv}M" >>"$tmp/fio.log" 2>&1 ||
+    { echo "server-threads: filling $tmp/local.img failed" >&2; exit 1; }
   sync
   job="--size=${conv}M --iodepth=8 --numjobs=4 --time_based --runtime=$secs"
   case " $cases " in *" flush "*)
-    cells flush "$fpeers" --rw=randwrite --fsync=1 $job
+    cells flush "$fpeers local" --rw=randwrite --fsync=1 $job
   esac
   case " $cases " in *" pagecache "*)
     cells pc-randread "$fpeers" --rw=randread $job
     cells pc-randwrite "$fpeers" --rw=randwrite $job
   esac
   for n in $fpeers; do halt $n; done
-  rm -rf "$tmp"/f*.dir "$tmp/ffile.img"
+  rm -rf "$tmp"/f*.dir "$tmp/ffile.img" "$tmp/local.img"
 esac
 
 # shellcheck disable=SC2086
@@ -272,6 +286,11 @@ table () {
       printf 'Flush-heavy IOPS run by run: OLD %s; NEW %s; nbdkit zonednull %s; nbdkit file %s%s.\n' \
         "$(runs flush fold)" "$(runs flush fnew)" "$(runs flush fzn)" "$(runs flush ffile)" \
         "$(has 'flush fzo' && echo "; OLD's plugin $(runs flush fzo)")"
+      # What the file system gives the same job without NBD: the ceiling
+      # that the servers share.
+      echo
+      echo "The same job by fio's io_uring engine on one file of the same file system, no NBD:"
+      echo "$(iops flush local) IOPS (runs $(runs flush local)); NEW at $(ratio flush fnew local) of it, nbdkit zonednull at $(ratio flush fzn local)."
     fi
     if has 'flush fzo' || has 'pc-randread fzo'; then
       echo
