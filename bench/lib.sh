@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # bench/lib.sh: what the benchmark scripts share (sourced by run.sh,
 # server-vs-nbdkit.sh, tls-vs-nbdkit.sh, backing-dir.sh, nvme-vs-nvmet.sh,
-# old-vs-new.sh, server-threads.sh and ublk-vs-nullblk.sh).  POSIX sh.
+# old-vs-new.sh, server-threads.sh, server-loops.sh and ublk-vs-nullblk.sh).
+# POSIX sh.
 #
 #   bench_start READY COMMAND...  a server in the background, ready once
 #                                 READY exists: its socket, or its PID file
 #                                 (non-empty); sets bench_pid
 #   bench_stop [PID...]           stops those servers (default: every one
 #                                 bench_start started), by PID
+#   bench_fio WHO DIR CASE NAME REPEAT PID FIO-OPTION...
+#                                 one fio run, its IOPS and PID's CPU
+#                                 appended to DIR/raw
 #   bench_median [COLUMN]         the median of the numbers on stdin
 #   bench_ratio A B [SUFFIX]      A / B as "%.2f" SUFFIX, "n/a" when B is 0
 #   $bench_awk_med                awk's med(a, k): the median of
@@ -70,4 +74,36 @@ bench_awk_med='
 
 bench_ratio () {
   awk -v a="$1" -v b="$2" -v s="${3:-}" 'BEGIN { if (b + 0 == 0) print "n/a"; else printf "%.2f%s\n", a / b, s }'
+}
+
+# bench_fio WHO DIR CASE NAME REPEAT PID FIO-OPTION...: one fio run (4 KiB,
+# terse) with the options given; appends "CASE NAME REPEAT IOPS CPU" to
+# DIR/raw, IOPS its reads and writes, CPU PID's user and system time over
+# the run in cores (PID "self": no process of its own, 0).  fio's
+# messages go to DIR/fio.log.  A failed job (terse field 5, its error:
+# a failed write ends it early, with its IOPS so far) ends the script,
+# its message naming WHO.
+bench_fio () {
+  bf_who=$1 bf_dir=$2 bf_case=$3 bf_name=$4 bf_repeat=$5 bf_pid=$6
+  shift 6
+  bf_c0=$(bench_cpu_ticks "$bf_pid") bf_t0=$(date +%s%N)
+  bf_io=$(fio --name=bench --bs=4k --group_reporting --output-format=terse \
+            --terse-version=3 "$@" 2>>"$bf_dir/fio.log" |
+          awk -F';' '/^3;/ { print ($5 == 0) ? $8 + $49 : "" }')
+  bf_c1=$(bench_cpu_ticks "$bf_pid") bf_t1=$(date +%s%N)
+  [ -n "$bf_io" ] || {
+    echo "$bf_who: fio failed on $bf_name ($bf_case):" >&2
+    tail -n 5 "$bf_dir/fio.log" >&2
+    exit 1
+  }
+  echo "$bf_case $bf_name $bf_repeat $bf_io $(awk -v c="$((bf_c1 - bf_c0))" \
+         -v hz="$(getconf CLK_TCK)" -v ns="$((bf_t1 - bf_t0))" \
+         'BEGIN { printf "%.2f", c / hz / (ns / 1e9) }')" >>"$bf_dir/raw"
+  echo "$bf_who: $bf_case $bf_name run $bf_repeat: $bf_io IOPS" >&2
+}
+
+# bench_cpu_ticks PID: its user and system time so far, in clock ticks
+# ("self": 0).
+bench_cpu_ticks () {
+  [ "$1" = self ] && echo 0 || awk '{ print $14 + $15 }' "/proc/$1/stat"
 }

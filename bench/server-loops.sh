@@ -47,8 +47,6 @@ command -v fio >/dev/null || { echo "server-loops: fio is not installed" >&2; ex
 
 tmp=$(mktemp -d "${TMPDIR:-/var/tmp}/zn-loops.XXXXXX")
 trap 'bench_stop; rm -rf "$tmp"' EXIT
-ticks=$(getconf CLK_TCK)
-cpu_ticks () { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 uri () { echo "nbd+unix:///?socket=$tmp/$1.sock"; }
 
 # srv NAME LOOPS PARAMS...: a server on $tmp/NAME.sock; its PID in NAME_pid.
@@ -62,20 +60,13 @@ srv () {
 }
 halt () { eval "bench_stop \$${1}_pid"; }
 
-# run CASE NAME FIO-OPTION...: appends "CASE NAME REPEAT IOPS CPU".
+# run CASE NAME FIO-OPTION...: one fio run against NAME (bench_fio).
 run () {
   c=$1 n=$2 p=
   shift 2
   eval "p=\$${n}_pid"
-  c0=$(cpu_ticks "$p") t0=$(date +%s%N)
-  io=$(fio --name=bench --ioengine=nbd --uri="$(uri "$n")" --bs=4k --numjobs="$jobs" \
-         --group_reporting --output-format=terse --terse-version=3 "$@" 2>>"$tmp/fio.log" |
-       awk -F';' '/^3;/ { print ($5 == 0) ? $8 + $49 : "" }')
-  c1=$(cpu_ticks "$p") t1=$(date +%s%N)
-  [ -n "$io" ] || { echo "server-loops: fio failed on $n ($c):" >&2; tail -n 5 "$tmp/fio.log" >&2; exit 1; }
-  echo "$c $n $r $io $(awk -v c="$((c1 - c0))" -v hz="$ticks" -v ns="$((t1 - t0))" \
-                         'BEGIN { printf "%.2f", c / hz / (ns / 1e9) }')" >>"$tmp/raw"
-  echo "server-loops: $c $n run $r: $io IOPS" >&2
+  bench_fio server-loops "$tmp" "$c" "$n" "$r" "$p" --ioengine=nbd \
+    --uri="$(uri "$n")" --numjobs="$jobs" "$@"
 }
 
 # order R NAMES...: NAMES rotated by R - 1.

@@ -101,35 +101,20 @@ srv () {
 halt () { eval "bench_stop \$${1}_pid"; }
 uri () { echo "nbd+unix:///?socket=$tmp/$1.sock"; }
 
-ticks=$(getconf CLK_TCK)
-cpu_ticks () { [ "$1" = self ] && echo 0 || awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-
-# run CASE NAME FIO-OPTION...: one fio run against NAME; appends
-# "CASE NAME REPEAT IOPS CPU" to the raw file (IOPS: reads + writes, so
-# a flush-heavy job counts its writes, not its flushes).
+# run CASE NAME FIO-OPTION...: one fio run against NAME (bench_fio; IOPS:
+# reads + writes, so a flush-heavy job counts its writes, not its
+# flushes).  local: fio's io_uring engine on a file of the same file
+# system, no NBD and no server (its CPU shows as 0).
 run () {
-  c=$1 n=$2 p=
+  c=$1 n=$2 p=self
   shift 2
-  # local: fio's io_uring engine on a file of the same file system, no
-  # NBD and no server (its CPU shows as 0).
   if [ "$n" = local ]; then
     set -- --ioengine=io_uring --filename="$tmp/local.img" "$@"
-    p=self
   else
     set -- --ioengine=nbd --uri="$(uri "$n")" "$@"
     eval "p=\$${n}_pid"
   fi
-  c0=$(cpu_ticks "$p") t0=$(date +%s%N)
-  # Terse field 5 is the job's error: a failed write ends fio's job early
-  # (with its IOPS so far), which must not pass for a result.
-  io=$(fio --name=bench --bs=4k \
-         --group_reporting --output-format=terse --terse-version=3 "$@" 2>>"$tmp/fio.log" |
-       awk -F';' '/^3;/ { print ($5 == 0) ? $8 + $49 : "" }')
-  c1=$(cpu_ticks "$p") t1=$(date +%s%N)
-  [ -n "$io" ] || { echo "server-threads: fio failed on $n ($c):" >&2; tail -n 5 "$tmp/fio.log" >&2; exit 1; }
-  echo "$c $n $r $io $(awk -v c="$((c1 - c0))" -v hz="$ticks" -v ns="$((t1 - t0))" \
-                         'BEGIN { printf "%.2f", c / hz / (ns / 1e9) }')" >>"$tmp/raw"
-  echo "server-threads: $c $n run $r: $io IOPS" >&2
+  bench_fio server-threads "$tmp" "$c" "$n" "$r" "$p" "$@"
 }
 
 # cells CASE "NAME..." FIO-OPTION...: REPEATS runs of each server in

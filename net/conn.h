@@ -109,7 +109,6 @@ int net_serve (struct net_server *srv, int fd, bool tcp,
                const struct net_protocol *proto, void *arg,
                const struct net_sched *sched);
 
-/* Closes every connection and listening socket. */
 /* Serves proto on fd as net_serve does, the connections spread over the
  * n servers in turn, each on its own loop: srvs[0] accepts them and owns
  * fd, and gives every other to the next server's loop.  -1 when out of
@@ -119,6 +118,7 @@ int net_serve_spread (struct net_server **srvs, unsigned n, int fd, bool tcp,
                       const struct net_protocol *proto, void *arg,
                       const struct net_sched *sched);
 
+/* Closes every connection and listening socket. */
 void net_server_free (struct net_server *srv);
 
 /* Connections accepted so far. */

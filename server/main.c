@@ -197,8 +197,7 @@ usage (FILE *fp)
          "     --nvme-tls-compat  derive the TLS PSKs as nvme-cli before 2.15\n"
          "                      (and its --compat) does\n"
          "     --threads N      event loops, each serving its share of the\n"
-         "                      NBD connections (default: one per CPU, at\n"
-         "                      most 8)\n"
+         "                      connections (default: one per CPU, at most 8)\n"
          "     --io-threads N   storage workers that run the reads, writes,\n"
          "                      flushes and zone resets of backing_dir devices\n"
          "                      off the event loops (default 16; 0: the loops\n"
@@ -219,66 +218,23 @@ usage (FILE *fp)
          "nqn.2026-12.org.zonednull:HOSTNAME:PORT.  See zonednull-server(8).\n", fp);
 }
 
-/* Whether arg is a whole number from min to max, in *n. */
+/* A whole number option's value, from min to max, in *n; false when
+ * not, told as OPT 'ARG': must be a whole number RULE.
+ */
 static bool
-whole_number (const char *arg, unsigned long min, unsigned long max,
-              unsigned long *n)
+whole_number (const char *opt, const char *arg, unsigned long min,
+              unsigned long max, const char *rule, unsigned long *n)
 {
   char *end;
 
   errno = 0;
   *n = strtoul (arg, &end, 10);
-  return !errno && end != arg && !*end && arg[0] != '-' && *n >= min
-         && *n <= max;
-}
-
-/* --busy-poll US: whole microseconds, at most one second. */
-static int
-parse_busy_poll (const char *arg)
-{
-  unsigned long us;
-
-  if (!whole_number (arg, 0, 1000000, &us)) {
-    fprintf (stderr, "zonednull-server: --busy-poll '%s': must be a whole "
-             "number of microseconds from 0 to 1000000\n", arg);
-    return -1;
-  }
-  busy_poll_ns = (uint64_t) us * 1000u;
-  return 0;
-}
-
-/* --io-threads N: more than a few hundred would only cost memory; a
- * disk is kept busy by far fewer.
- */
-static int
-parse_io_threads (const char *arg)
-{
-  unsigned long n;
-
-  if (!whole_number (arg, 0, 256, &n)) {
-    fprintf (stderr, "zonednull-server: --io-threads '%s': must be a whole "
-             "number from 0 (the event loop runs storage I/O) to 256\n", arg);
-    return -1;
-  }
-  io_threads = (unsigned) n;
-  return 0;
-}
-
-/* --threads N: a loop per core is the point; past 64 they would only
- * share cores.
- */
-static int
-parse_threads (const char *arg)
-{
-  unsigned long n;
-
-  if (!whole_number (arg, 1, 64, &n)) {
-    fprintf (stderr, "zonednull-server: --threads '%s': must be a whole "
-             "number of event loops from 1 to 64\n", arg);
-    return -1;
-  }
-  threads = (unsigned) n;
-  return 0;
+  if (!errno && end != arg && !*end && arg[0] != '-' && *n >= min
+      && *n <= max)
+    return true;
+  fprintf (stderr, "zonednull-server: %s '%s': must be a whole number %s\n",
+           opt, arg, rule);
+  return false;
 }
 
 /* The default --threads: the CPUs this process may run on, at most 8
@@ -477,6 +433,7 @@ static int
 parse_options (int argc, char **argv)
 {
   char err[512];
+  unsigned long n;
   static const struct option long_options[] = {
     { "unix", required_argument, NULL, 'U' },
     { "ipaddr", required_argument, NULL, 'i' },
@@ -523,20 +480,34 @@ parse_options (int argc, char **argv)
     case 'v': verbose = true; break;
     case 'E': exit_with_parent = true; break;
     case 'B':
-      if (parse_busy_poll (optarg) == -1)
+      /* Whole microseconds, at most one second. */
+      if (!whole_number ("--busy-poll", optarg, 0, 1000000,
+                         "of microseconds from 0 to 1000000", &n))
         return 2;
+      busy_poll_ns = (uint64_t) n * 1000u;
       break;
     case 'T':
       if (parse_timeout (optarg) == -1)
         return 2;
       break;
     case OPT_IO_THREADS:
-      if (parse_io_threads (optarg) == -1)
+      /* More than a few hundred would only cost memory; a disk is
+       * kept busy by far fewer.
+       */
+      if (!whole_number ("--io-threads", optarg, 0, 256,
+                         "from 0 (the event loop runs storage I/O) to 256",
+                         &n))
         return 2;
+      io_threads = (unsigned) n;
       break;
     case OPT_THREADS:
-      if (parse_threads (optarg) == -1)
+      /* A loop per core is the point; past 64 they would only share
+       * cores.
+       */
+      if (!whole_number ("--threads", optarg, 1, 64,
+                         "of event loops from 1 to 64", &n))
         return 2;
+      threads = (unsigned) n;
       break;
     case OPT_TLS:
       if (parse_tls (optarg) == -1)

@@ -202,6 +202,22 @@ test_concurrent_flushes (void)
 /* Flush A held syncing zone 0; flush B of zone 1 written after A took
  * its zones.  fail: A's fdatasync fails.
  */
+/* A flushes zone 0 and is held in its fdatasync (failing it with fail);
+ * meanwhile zone 1 is written and B flushes.
+ */
+static void
+held_then_second (struct zn_dev *d, bool fail, struct flusher *a,
+                  struct flusher *b)
+{
+  CHECK_EQ (zn_dev_sync_files (d, NULL, 0), 0);
+  CHECK_EQ (write_tag (d, 0, 8, 1, false), 0);
+  arm (fail);
+  CHECK_EQ (pthread_create (&a->thread, NULL, flush_thread, a), 0);
+  wait_held ();
+  CHECK_EQ (write_tag (d, 4096, 8, 2, false), 0);
+  CHECK_EQ (pthread_create (&b->thread, NULL, flush_thread, b), 0);
+}
+
 static void
 test_side_by_side (bool fail)
 {
@@ -213,13 +229,7 @@ test_side_by_side (bool fail)
   const struct timespec tick = { 0, 1000 * 1000 };
   unsigned n;
 
-  CHECK_EQ (zn_dev_sync_files (d, NULL, 0), 0);
-  CHECK_EQ (write_tag (d, 0, 8, 1, false), 0);
-  arm (fail);
-  CHECK_EQ (pthread_create (&a.thread, NULL, flush_thread, &a), 0);
-  wait_held ();
-  CHECK_EQ (write_tag (d, 4096, 8, 2, false), 0);
-  CHECK_EQ (pthread_create (&b.thread, NULL, flush_thread, &b), 0);
+  held_then_second (d, fail, &a, &b);
   /* B's own fdatasync comes while A's is held: side by side.  Then B
    * waits for A.
    */
@@ -312,13 +322,7 @@ test_release_together (bool fail)
   const struct timespec tick = { 0, 1000 * 1000 };
   int want = fail ? -EIO : 0;
 
-  CHECK_EQ (zn_dev_sync_files (d, NULL, 0), 0);
-  CHECK_EQ (write_tag (d, 0, 8, 1, false), 0);
-  arm (fail);
-  CHECK_EQ (pthread_create (&a.thread, NULL, flush_thread, &a), 0);
-  wait_held ();
-  CHECK_EQ (write_tag (d, 4096, 8, 2, false), 0);
-  CHECK_EQ (pthread_create (&b.thread, NULL, flush_thread, &b), 0);
+  held_then_second (d, fail, &a, &b);
   /* B's fdatasync of zone 1 (the second since arming) is done before C. */
   for (;;) {
     unsigned n;
