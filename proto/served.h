@@ -107,6 +107,12 @@ struct served_job {
    * key is in flight, and then calls done at once.
    */
   bool (*try_run) (struct served_job *job);
+  /* Set for a flush of the device.  A flush covers the writes completed
+   * before it begins, so flushes that wait to begin together may be run
+   * once: the program runs one of them and calls share for each of the
+   * others, with the one that ran, before it calls their done.
+   */
+  void (*share) (struct served_job *job, const struct served_job *ran);
 };
 
 /* Asked, for a request of a device marked offload just admitted or

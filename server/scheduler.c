@@ -623,11 +623,26 @@ struct offload {
   struct sconn *c;
   struct tag tag;
   struct zn_wlog_hold *hold;
+  struct offload *batch_next;   /* the flushes run with it, or waiting */
+};
+
+/* A device's flushes on this loop: one on the workers at a time, with
+ * those it answers for, and those that came since it was handed over,
+ * which the next run answers for.  Each flush took a storage thread of
+ * its own before, to wait in lib/storage for the same fdatasyncs as the
+ * others; now a burst of flushes costs one hand-off there and back.
+ */
+struct flush_queue {
+  struct offload *running;
+  struct offload *head, *tail;
 };
 
 static bool pool_started;
 static _Thread_local struct io_sink *sink;
 static _Thread_local struct sconn *to_flush;
+static _Thread_local struct flush_queue *flushes;       /* per device */
+/* The loop is stopping: a flush queued behind another runs here. */
+static _Thread_local bool sink_stopping;
 
 static void
 offload_run (struct io_work *w)
@@ -667,6 +682,15 @@ sched_offload (void *owner, struct served_job *job)
   if (completes_later (d))
     zn_wlog_complete (zn_wlog_deferred ());
   c->offloaded++;
+  if (job->share) {
+    struct flush_queue *q = &flushes[d - served->devices];
+
+    if (q->running) {
+      ZN_FIFO_PUSH (q->head, q->tail, o, batch_next);
+      return true;
+    }
+    q->running = o;
+  }
   io_pool_submit (sink, &o->work);
   return true;
 }
@@ -678,9 +702,8 @@ static void wake_waiters (void);
  * connection, once the batch is answered (sched_offload_flush).
  */
 static void
-offload_complete (struct io_work *w)
+offload_answer (struct offload *o)
 {
-  struct offload *o = (struct offload *) w;
   struct sconn *c = o->c;
 
   c->offloaded--;
@@ -705,6 +728,48 @@ offload_complete (struct io_work *w)
     }
   }
   free (o);
+}
+
+/* The flush o ran: it and those it ran for are answered, and the
+ * flushes that came meanwhile go to the workers as one.
+ */
+static void
+flush_complete (struct offload *o)
+{
+  struct flush_queue *q = &flushes[o->job->dev - served->devices];
+
+  while (o) {
+    struct offload *next = q->head;
+
+    q->head = q->tail = NULL;
+    for (struct offload *f = o->batch_next; f; f = f->batch_next)
+      f->job->share (f->job, o->job);
+    while (o) {
+      struct offload *f = o->batch_next;
+
+      offload_answer (o);
+      o = f;
+    }
+    q->running = next;
+    if (next && !sink_stopping) {
+      io_pool_submit (sink, &next->work);
+      break;
+    }
+    if (next)
+      offload_run (&next->work);
+    o = next;
+  }
+}
+
+static void
+offload_complete (struct io_work *w)
+{
+  struct offload *o = (struct offload *) w;
+
+  if (o->job->share)
+    flush_complete (o);
+  else
+    offload_answer (o);
 }
 
 /* After a batch of completions from the workers. */
@@ -1013,8 +1078,9 @@ sched_loop_start (struct ev_loop *l)
   ev_async_init (&me->kick, kick_cb);
   ev_async_start (loop, &me->kick);
   if (pool_started
-      && (sink = io_pool_sink (loop, offload_complete,
-                               offload_batch_end)) == NULL) {
+      && ((flushes = calloc (served->nr_devices, sizeof *flushes)) == NULL
+          || (sink = io_pool_sink (loop, offload_complete,
+                                   offload_batch_end)) == NULL)) {
     fputs ("zonednull-server: out of memory\n", stderr);
     return -1;
   }
@@ -1040,8 +1106,11 @@ sched_loop_stop (void)
    * them is answered to no one, and its writes go in the write log
    * before the devices stop.
    */
+  sink_stopping = true;
   io_pool_sink_stop (sink);
   sink = NULL;
+  free (flushes);
+  flushes = NULL;
   if (timer_fd != -1) {
     ev_io_stop (loop, &timer_watcher);
     ev_timer_stop (loop, &throttle_timer);

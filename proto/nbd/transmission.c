@@ -198,6 +198,16 @@ job_try_write (struct served_job *job)
   return j->r != -EAGAIN;
 }
 
+static void
+job_share (struct served_job *job, const struct served_job *ran)
+{
+  struct nbd_job *j = (struct nbd_job *) job;
+  const struct nbd_job *r = (const struct nbd_job *) ran;
+
+  j->r = r->r;
+  j->why = r->why;
+}
+
 static void job_done (void *session, struct served_job *job);
 
 /* The request being run (s->run), with the fault verdict f, goes to the
@@ -231,6 +241,8 @@ offload (struct nbd_session *s, const struct zn_fault *f)
   j->tagged = s->run.tagged;
   j->arrival = s->arrival;
   j->fault = *f;
+  if (rq->type == CMD_FLUSH)
+    j->job.share = job_share;
   if (rq->type == CMD_WRITE) {
     memcpy (j->data, s->run.payload, bytes);
     if (!(rq->flags & CMD_FLAG_FUA))

@@ -247,6 +247,16 @@ job_try_write (struct served_job *job)
   return false;
 }
 
+static void
+job_share (struct served_job *job, const struct served_job *ran)
+{
+  struct nvme_job *j = (struct nvme_job *) job;
+  const struct nvme_job *r = (const struct nvme_job *) ran;
+
+  j->op.r = r->op.r;
+  j->op.why = r->op.why;
+}
+
 /* A command run by the program's workers is answered, on the loop; its
  * connection gone (session NULL), the job is only freed.
  */
@@ -328,6 +338,8 @@ offload (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
   }
   else
     j->op.buf = j->data;
+  if (op->kind == NVME_ZNS_OP_FLUSH)
+    j->job.share = job_share;
   j->bytes = reads || writes ? io->bytes : 0;
   /* Counted first: job_done may come before offload returns. */
   s->offloaded++;

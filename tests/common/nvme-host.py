@@ -48,8 +48,10 @@ Usage: nvme-host.py HOST PORT COMMAND...
                           (the same with FUA), a:ZSLBA:TAG (a zone append
                           of 4 KiB, which must land at the zone's start),
                           r:LBA:TAG (4 KiB that must be TAG), f (flush),
-                          z:LBA (the zone's reset); prints "NAME done", or
-                          the first failure
+                          z:LBA (the zone's reset), F:N:FILE (N flushes
+                          sent at once, answered at the end, then FILE
+                          created), t:FILE (waits up to 60 s for FILE);
+                          prints "NAME done", or the first failure
   gen-secret HEX [XX]     (alone) a DHHC-1 secret for the key HEX
 
 As a module, for tests that watch the server's memory: hostile(), a
@@ -349,8 +351,24 @@ def ops(addr, port, name, nqn, nsid, todo):
     st, _, ns = a.identify(0, nsid)
     assert st == 0, "%s: Identify: %#x" % (name, st)
     bs = 1 << ns[128 + 2]
+    sent = 0
     for op in todo:
         kind, *arg = op.split(":")
+        if kind == "F":
+            # Flushes sent at once, answered at the end; then the file.
+            for _ in range(int(arg[0])):
+                io.sock.sendall(capsule(io.sqe(0, nsid)))
+            sent += int(arg[0])
+            open(arg[1], "w").close()
+            continue
+        if kind == "t":
+            for _ in range(600):
+                if os.path.exists(arg[0]):
+                    break
+                time.sleep(0.1)
+            else:
+                sys.exit("%s: %s never came" % (name, arg[0]))
+            continue
         lba = int(arg[0]) if arg else 0
         data = bytes([int(arg[1])]) * 4096 if len(arg) > 1 else b""
         result = 0
@@ -377,6 +395,12 @@ def ops(addr, port, name, nqn, nsid, todo):
                                                           0x04)))
         if st != 0:
             sys.exit("%s: %s: status %#x" % (name, op, st))
+    for _ in range(sent):
+        ptype, _, _, _, pdu = io.recv_pdu()
+        st = struct.unpack_from("<H", pdu, 22)[0] >> 1 if ptype == 5 else -1
+        if st != 0:
+            sys.exit("%s: a flush sent at once: PDU type %d, status %#x" %
+                     (name, ptype, st))
     print(name, "done")
 
 

@@ -5,7 +5,9 @@
  * of files under $ZN_STALL_DIR wait for it to go, at most 60 s; a read
  * that may not wait fails with EAGAIN, as one of pages not cached does.
  * The first stalled call of each kind creates $ZN_STALL_FLAG.fdatasync
- * or $ZN_STALL_FLAG.preadv2, so that the test knows it is held.
+ * or $ZN_STALL_FLAG.preadv2, so that the test knows it is held.  Every
+ * fdatasync of a file under $ZN_STALL_DIR, held or not, is added to
+ * $ZN_STALL_FLAG.log as a line with the file's name, when it returns.
  */
 #ifndef _GNU_SOURCE
 # define _GNU_SOURCE
@@ -22,24 +24,49 @@
 #include <time.h>
 #include <unistd.h>
 
+/* fd is a file under $ZN_STALL_DIR: its path at path. */
 static bool
-stalled (int fd)
+watched (int fd, char path[PATH_MAX])
 {
   const char *dir = getenv ("ZN_STALL_DIR");
-  const char *flag = getenv ("ZN_STALL_FLAG");
-  char link[64], path[PATH_MAX];
+  char link[64];
   ssize_t n;
   size_t len;
 
-  if (dir == NULL || flag == NULL || access (flag, F_OK) != 0)
+  if (dir == NULL || getenv ("ZN_STALL_FLAG") == NULL)
     return false;
   snprintf (link, sizeof link, "/proc/self/fd/%d", fd);
-  n = readlink (link, path, sizeof path - 1);
+  n = readlink (link, path, PATH_MAX - 1);
   if (n < 0)
     return false;
   path[n] = '\0';
   len = strlen (dir);
   return strncmp (path, dir, len) == 0 && path[len] == '/';
+}
+
+static bool
+stalled (int fd)
+{
+  char path[PATH_MAX];
+
+  return watched (fd, path) && access (getenv ("ZN_STALL_FLAG"), F_OK) == 0;
+}
+
+/* One line, in one write, so that threads' lines do not mix. */
+static void
+log_sync (const char *path)
+{
+  char name[PATH_MAX], line[PATH_MAX + 1];
+  int fd, len;
+
+  snprintf (name, sizeof name, "%s.log", getenv ("ZN_STALL_FLAG"));
+  len = snprintf (line, sizeof line, "%s\n", path);
+  fd = open (name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    if (write (fd, line, (size_t) len) < 0)
+      perror ("stall-io: log");
+    close (fd);
+  }
 }
 
 /* Marks that a call of kind is held, then waits for the flag to go. */
@@ -64,11 +91,20 @@ fdatasync (int fd)
 {
   static int (*real) (int);
 
+  char path[PATH_MAX];
+  int r, e;
+
   if (real == NULL)
     real = (int (*) (int)) dlsym (RTLD_NEXT, "fdatasync");
+  if (!watched (fd, path))
+    return real (fd);
   if (stalled (fd))
     stall ("fdatasync");
-  return real (fd);
+  r = real (fd);
+  e = errno;
+  log_sync (path);
+  errno = e;
+  return r;
 }
 
 ssize_t

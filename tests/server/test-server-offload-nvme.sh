@@ -79,4 +79,32 @@ $host_py 127.0.0.1 "$port" smoke "$nqn" >"$tmpdir/smoke.out" 2>&1 ||
 grep -q "^append status 0x0 lba 128$" "$tmpdir/smoke.out" ||
   fail "irqmode=2: zone append: $(cat "$tmpdir/smoke.out")"
 stop_server "$pid"
-echo "test-server-offload-nvme: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; irqmode=2"
+
+# Flushes behind a held flush of the same namespace, on one I/O queue
+# (one event loop), wait on the loop, not on the storage threads, and
+# are then run once for all: with two storage threads, nullb1's flush
+# must be answered while nullb0's first flush is held and three more
+# wait behind it, and zone 5, written before the three were sent, must
+# be synced before they are answered.
+serve few --io-threads=2
+rm -f "$flag".*
+: >"$flag"
+$host_py 127.0.0.1 "$port" ops held "$nqn" 1 "w:$((4 * zone)):11" "F:1:$tmpdir/first" \
+  t:"$flag.fdatasync" "w:$((5 * zone)):12" "F:3:$tmpdir/sent" \
+  >"$tmpdir/held.out" 2>&1 &
+held=$!
+await_file "$tmpdir/sent" "the three flushes behind nullb0's held flush"
+$host_py 127.0.0.1 "$port" ops other "$nqn" 2 "w:$((4 * zone)):13" f >"$tmpdir/other.out" 2>&1 ||
+  fail "nullb1: $(cat "$tmpdir/other.out")"
+# No zone file of nullb0 was synced yet: the shim logs an fdatasync
+# when it returns.
+! grep -q '/cnv-\|/seq-' "$flag.log" 2>/dev/null ||
+  fail "nullb1's flush found no storage thread until nullb0's held flush was let go: $(cat "$flag.log" "$tmpdir/held.out")"
+[ -e "$flag" ] || fail "the stall ended before nullb1's flush was answered"
+rm -f "$flag"
+wait $held || fail "nullb0's flushes: $(cat "$tmpdir/held.out")"
+grep -qx "held done" "$tmpdir/held.out" || fail "nullb0's flushes: $(cat "$tmpdir/held.out")"
+grep -qx "$d/nullb0/seq-000005" "$flag.log" ||
+  fail "the flushes behind the held one did not sync zone 5, written before them; synced: $(cat "$flag.log")"
+stop_server "$pid"
+echo "test-server-offload-nvme: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; irqmode=2; flushes behind a held one hold no storage thread and cover what came before them"

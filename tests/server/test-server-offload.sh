@@ -9,31 +9,55 @@
 # error, and a restart on the same directory must find every write that
 # was acknowledged.  No timing: the held requests are held until the
 # test lets them go, so nullb1's must come first.
+#
+# Then, with two storage threads: flushes that come while a flush of the
+# same device is held wait on the loop, not on a storage thread, and are
+# then run once for all.  With nullb0's flush held and three more behind
+# it, nullb1's flush must still find a thread; and a write answered
+# before the three were sent must be synced before they are answered.
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
 . "$(dirname "$0")/stall-lib.sh"
 
 # client NAME URI OPS...: an NBD client on URI running OPS in order, each
-# w:OFFSET:TAG (4 KiB of TAG), f (flush) or r:OFFSET:TAG (4 KiB that
-# must be TAG); prints "NAME done" at the end, or why it failed.
+# w:OFFSET:TAG (4 KiB of TAG), f (flush), F:N:FILE (N flushes sent at
+# once, not waited for, then FILE created), t:FILE (waits up to 60 s for
+# FILE) or r:OFFSET:TAG (4 KiB that must be TAG); waits for the flushes
+# sent at the end, and prints "NAME done", or why it failed.
 client () {
   /usr/bin/python3 - "$@" <<'EOF'
-import sys, nbd
+import os, sys, time, nbd
 name, uri, ops = sys.argv[1], sys.argv[2], sys.argv[3:]
 h = nbd.NBD()
 h.connect_uri(uri)
+sent = []
 for op in ops:
     kind, *arg = op.split(":")
     if kind == "w":
         h.pwrite(bytes([int(arg[1])]) * 4096, int(arg[0]))
     elif kind == "f":
         h.flush()
+    elif kind == "F":
+        sent += [h.aio_flush() for _ in range(int(arg[0]))]
+        while h.aio_get_direction() & nbd.AIO_DIRECTION_WRITE:
+            h.poll(-1)
+        open(arg[1], "w").close()
+    elif kind == "t":
+        for _ in range(600):
+            if os.path.exists(arg[0]):
+                break
+            time.sleep(0.1)
+        else:
+            sys.exit("%s: %s never came" % (name, arg[0]))
     else:
         got = h.pread(4096, int(arg[0]))
         if got != bytes([int(arg[1])]) * 4096:
             sys.exit("%s: offset %s holds %r..., not tag %s" %
                      (name, arg[0], got[:4], arg[1]))
+for c in sent:
+    while not h.aio_command_completed(c):
+        h.poll(-1)
 print(name, "done")
 EOF
 }
@@ -71,4 +95,29 @@ client check0 "nbd+unix:///nullb0?socket=$sock" r:0:7 "r:$zone:8" \
 client check1 "nbd+unix:///nullb1?socket=$sock" r:0:9 "r:$zone:10" \
   >"$tmpdir/check1.out" 2>&1 || fail "after the restart: $(cat "$tmpdir/check1.out")"
 stop_server "$pid"
-echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept"
+
+start_server few --io-threads=2 nr_devices=2 size=64 zone_size=4 \
+  zone_nr_conv=4 backing_dir="$d" "$@"
+u0="nbd+unix:///nullb0?socket=$sock"
+u1="nbd+unix:///nullb1?socket=$sock"
+rm -f "$flag".*
+: >"$flag"
+# One connection, so that its flushes are on one event loop: a loop's
+# flushes of a device wait for the one it is running.
+client held "$u0" "w:$zone:11" "F:1:$tmpdir/first" t:"$flag.fdatasync" \
+  "w:$((2 * zone)):12" "F:3:$tmpdir/sent" >"$tmpdir/held.out" 2>&1 &
+held=$!
+await_file "$tmpdir/sent" "the three flushes behind nullb0's held flush"
+client other "$u1" w:0:13 f >"$tmpdir/other.out" 2>&1 ||
+  fail "nullb1: $(cat "$tmpdir/other.out")"
+# No zone file of nullb0 was synced yet: the shim logs an fdatasync
+# when it returns.
+! grep -q '/cnv-\|/seq-' "$flag.log" 2>/dev/null ||
+  fail "nullb1's flush found no storage thread until nullb0's held flush was let go: $(cat "$flag.log" "$tmpdir/held.out")"
+[ -e "$flag" ] || fail "the stall ended before nullb1's flush was answered"
+rm -f "$flag"
+wait $held || fail "nullb0's flushes: $(cat "$tmpdir/held.out")"
+grep -qx "$d/nullb0/cnv-000002" "$flag.log" ||
+  fail "the flushes behind the held one did not sync zone 2, written before them; synced: $(cat "$flag.log")"
+stop_server "$pid"
+echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them"
