@@ -44,6 +44,18 @@ still_held () {
   [ -e "$flag" ] || fail "the stall ended before $what were answered"
 }
 
+# none_synced WHAT FILE...: after WHAT was answered, no zone file of
+# nullb0 was synced yet (the shim logs an fdatasync when it returns) and
+# the stall still holds; FILE... the held clients' output, for the
+# message.
+none_synced () {
+  what=$1
+  shift
+  ! grep -q '/cnv-\|/seq-' "$flag.log" 2>/dev/null ||
+    fail "$what found no storage thread until nullb0's held flush was let go: $(cat "$flag.log" "$@")"
+  [ -e "$flag" ] || fail "the stall ended before $what was answered"
+}
+
 # stop_held PID...: SIGTERM to the server $pid with the requests of the
 # clients PID... still held on its storage threads: status 0, and no
 # memory error.
