@@ -460,7 +460,9 @@ worker_main (void *arg)
       s->next = q->results;
       q->results = s;
     }
-    pthread_mutex_unlock (&q->lock);
+    /* Still under the lock: the loop's test of the job list and its wait
+     * must be one step, or a job posted between them waits for the next.
+     */
     eventfd_write (q->efd, 1);
   }
   pthread_mutex_unlock (&q->lock);
