@@ -49,6 +49,12 @@ timeout_s=${ZN_CONNECT_TIMEOUT:-5}
 diff_timeout_s=${ZN_DIFF_TIMEOUT:-300}
 work=/tmp/zn-connect
 mkdir -p $work
+# A daemon's messages after it goes to the background reach only syslog:
+# kept in /out/ublk/syslog.txt, with the failed runs' files.
+mkdir -p /out/ublk
+busybox syslogd -O /out/ublk/syslog.txt 2>/dev/null || true
+# daemon_said: its last lines there.
+daemon_said () { grep 'zonednull-ublk' /out/ublk/syslog.txt 2>/dev/null | tail -n 2 | tr '\n' ' '; }
 now () { cut -d' ' -f1 /proc/uptime; }
 # secs_since T0: whole seconds elapsed since uptime T0.
 secs_since () { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%d", b - a + 0.999 }'; }
@@ -554,7 +560,7 @@ diff_one () { # diff_one NAME KIND PORT SEED NOPS
   same=1
   if [ $trc -ne 0 ]; then
     fail "$dn: $kind: zntrace on $dev exited $trc: $(cat "$p.trace-err");" \
-      "zonednull-ublk said: $(tail -n 3 "$p.ublk-err" 2>/dev/null | tr '\n' ' ')"; same=
+      "zonednull-ublk said: $(tail -n 3 "$p.ublk-err" 2>/dev/null | tr '\n' ' ')$(daemon_said)"; same=
   fi
   for w in fresh:"fresh zone reports" trace:traces after:"zone reports after the trace"; do
     f=${w%%:*}
