@@ -9,7 +9,8 @@
 #   TMPDIR=/var/tmp (the page-cache backing_dir), LOOPS="1 2",
 #   OUT=bench/results/server-loops.txt (its .raw beside it)
 #
-# fio 3.33's stock nbd engine, 4 KiB (the reads: BS), one connection per job, JOBS (4)
+# fio 3.33's stock nbd engine, 4 KiB (the reads: BS; a zone job's 256 zones
+# last 3 s at 4 KiB only), one connection per job, JOBS (4)
 # jobs: enough connections that both loops have work.  Each cell is the
 # median of REPEATS runs; in each repeat the servers take turns, who goes
 # first rotating.
