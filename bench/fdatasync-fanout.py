@@ -4,15 +4,18 @@
 # backing_dir device costs the file system, without any server.  A flush
 # fdatasyncs every zone file written since the last one (lib/storage
 # store.c); after 32 random 4 KiB writes over 64 conventional zones that
-# is some 25 files.  Three ways, in turns, each for SECONDS (default 2),
+# is some 25 files.  Four ways, in turns, each for SECONDS (default 2),
 # three rounds:
-#   serial    the files' fdatasyncs one after another (zonednull today)
+#   serial    the files' fdatasyncs one after another
 #   parallel  the same fdatasyncs from 16 threads at once, which the file
 #             system can commit together
+#   syncfs    one syncfs(2) of the file system instead (zonednull since
+#             issue 45, as zloop)
 #   onefile   the same writes to one file of the same size, one fdatasync
 #             (nbdkit file)
 # Prints flushes per second.  DIR (default: a new directory under
 # /var/tmp) must be on the disk measured, not tmpfs.
+import ctypes
 import os
 import random
 import shutil
@@ -39,6 +42,11 @@ try:
     os.sync()  # the fill on disk first: the flushes below write only theirs
     buf = b"\2" * 4096
     pool = ThreadPoolExecutor(16)
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def syncfs(fd):
+        if libc.syncfs(fd) != 0:
+            raise OSError(ctypes.get_errno(), "syncfs")
 
     def write(to_one):
         touched = set()
@@ -53,7 +61,7 @@ try:
         return touched
 
     for rnd in range(1, 4):
-        for how in ("serial", "parallel", "onefile"):
+        for how in ("serial", "parallel", "syncfs", "onefile"):
             t0 = time.monotonic()
             n = files = 0
             while time.monotonic() - t0 < seconds:
@@ -64,6 +72,8 @@ try:
                         os.fdatasync(fds[z])
                 elif how == "parallel":
                     list(pool.map(lambda z: os.fdatasync(fds[z]), touched))
+                elif how == "syncfs":
+                    syncfs(fds[0])
                 else:
                     os.fdatasync(one)
                 n += 1

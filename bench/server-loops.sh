@@ -5,11 +5,12 @@
 # one run (issue 45, item 2).  A benchmark, not a test: nothing passes or
 # fails on speed.
 #
-#   REPEATS=5 SECONDS_PER_RUN=3 JOBS=4 CASES="mem pc zone"
+#   REPEATS=5 SECONDS_PER_RUN=3 JOBS=4 CASES="mem pc zone" BS=4k
 #   TMPDIR=/var/tmp (the page-cache backing_dir), LOOPS="1 2",
 #   OUT=bench/results/server-loops.txt (its .raw beside it)
 #
-# fio 3.33's stock nbd engine, 4 KiB, one connection per job, JOBS (4)
+# fio 3.33's stock nbd engine, 4 KiB (the reads: BS; a zone job's 256 zones
+# last 3 s at 4 KiB only), one connection per job, JOBS (4)
 # jobs: enough connections that both loops have work.  Each cell is the
 # median of REPEATS runs; in each repeat the servers take turns, who goes
 # first rotating.
@@ -38,6 +39,7 @@ secs=${SECONDS_PER_RUN:-3}
 jobs=${JOBS:-4}
 cases=${CASES:-mem pc zone}
 loops=${LOOPS:-1 2}
+bs=${BS:-4k}
 OUT=${OUT:-$top/bench/results/server-loops.txt}
 srv_bin=$b/server/zonednull-server
 [ -x "$srv_bin" ] || { echo "server-loops: no $srv_bin (build first)" >&2; exit 2; }
@@ -83,7 +85,7 @@ for t in $loops; do names="$names t$t"; done
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 : >"$tmp/raw"
 geo="size=256 zone_size=16 zone_nr_conv=15"
-read_job="--rw=randread --size=192M --iodepth=16 --time_based --runtime=$secs"
+read_job="--bs=$bs --rw=randread --size=192M --iodepth=16 --time_based --runtime=$secs"
 
 for c in mem pc; do
   case " $cases " in *" $c "*) ;; *) continue ;; esac
@@ -135,7 +137,7 @@ table () {
   echo "# zonednull-server: one event loop against several (issue 45)"
   echo
   echo "$b ($(git -C "$top" describe --always --dirty 2>/dev/null || echo '?')), $(nproc) CPUs, $(date -u '+%Y-%m-%d %H:%M') UTC,"
-  echo "load average $load0 at the start, $load1 at the end.  fio 3.33's nbd engine, 4 KiB,"
+  echo "load average $load0 at the start, $load1 at the end.  fio 3.33's nbd engine, reads of $bs, writes of 4 KiB,"
   echo "$jobs jobs of one connection each; medians of $repeats runs of ${secs} s, the servers taking turns;"
   echo "each cell: IOPS (the server's CPU over the run, in cores)."
   echo

@@ -79,13 +79,6 @@ lib_libzonednull_la_SOURCES = \
 	lib/frontend/device.c \
 	lib/frontend/nbd-zones.c \
 	lib/frontend/nbd-zones.h
-# With liburing, a flush of a backing_dir device submits its zone files'
-# fdatasyncs at once (lib/storage/store.c); without, one after another.
-# Every program and the plugin then link liburing.
-if HAVE_LIBURING
-lib_libzonednull_la_CPPFLAGS = $(AM_CPPFLAGS) -DZN_WITH_LIBURING $(LIBURING_CFLAGS)
-lib_libzonednull_la_LIBADD = $(LIBURING_LIBS)
-endif
 # The model for a program that does not also link the client library.
 zn_libs = lib/libzonednull.la lib/libzn-wire.la
 

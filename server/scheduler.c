@@ -629,7 +629,7 @@ struct offload {
 /* A device's flushes on this loop: one on the workers at a time, with
  * those it answers for, and those that came since it was handed over,
  * which the next run answers for.  Each flush took a storage thread of
- * its own before, to wait in lib/storage for the same fdatasyncs as the
+ * its own before, to wait in lib/storage for the same syncs as the
  * others; now a burst of flushes costs one hand-off there and back.
  */
 struct flush_queue {

@@ -206,7 +206,7 @@ FILES_MODEL_TESTS = \
 	tests/files/test-files-model-keep \
 	tests/files/test-files-model-hostile \
 	tests/files/test-files-model-flush \
-	tests/files/test-files-model-fanout
+	tests/files/test-files-model-syncfs
 check_PROGRAMS += $(FILES_MODEL_TESTS)
 tests_files_test_files_model_restart_SOURCES = \
 	tests/files/test-files-model-restart.c tests/files/files-model.h \
@@ -234,19 +234,13 @@ tests_files_test_files_model_flush_SOURCES = \
 tests_files_test_files_model_flush_LDADD = $(zn_libs)
 # It holds the model's fdatasync where it wants.
 tests_files_test_files_model_flush_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=fdatasync
-tests_files_test_files_model_fanout_SOURCES = \
-	tests/files/test-files-model-fanout.c tests/files/files-model.h \
+tests_files_test_files_model_syncfs_SOURCES = \
+	tests/files/test-files-model-syncfs.c tests/files/files-model.h \
 	tests/common/check.h tests/common/dev.h
-tests_files_test_files_model_fanout_LDADD = $(zn_libs)
-# It counts and fails the model's fdatasyncs and io_uring fsyncs; without
-# liburing it skips.
-tests_files_test_files_model_fanout_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=fdatasync
-if HAVE_LIBURING
-tests_files_test_files_model_fanout_CPPFLAGS = $(AM_CPPFLAGS) -DZN_WITH_LIBURING \
-	$(LIBURING_CFLAGS)
-tests_files_test_files_model_fanout_LDFLAGS += \
-	-Wl,--wrap=io_uring_queue_init -Wl,--wrap=io_uring_submit
-endif
+tests_files_test_files_model_syncfs_LDADD = $(zn_libs)
+# It counts and fails the model's syncs, and makes its file system FUSE.
+tests_files_test_files_model_syncfs_LDFLAGS = $(AM_LDFLAGS) \
+	-Wl,--wrap=fdatasync -Wl,--wrap=syncfs -Wl,--wrap=fstatfs
 FILES_TESTS = \
 	tests/files/test-files-restart.sh \
 	tests/files/test-files-crash.sh \

@@ -47,11 +47,11 @@ struct fd_slot {
 };
 
 struct store_sync;
-struct store_ring;
 
 struct zn_store {
   char *dir;
   int dirfd;                     /* held with flock (LOCK_EX) */
+  bool syncfs_is_durable;        /* its file system is not FUSE (store.c) */
   bool restored;
   bool ready;                    /* opened: changes go to the metadata */
   pthread_mutex_t fd_lock;
@@ -59,16 +59,13 @@ struct zn_store {
   int nr_slots;
   int lru_head, lru_tail;
   int32_t *zone_slot;            /* per zone: its slot or -1 */
-  /* Zones written since the last flush, for fdatasync. */
+  /* Zones written since the last flush, to sync. */
   pthread_mutex_t sync_lock;
   /* The flushes in progress, oldest first (store_flush): each syncs the
    * zones written since the one before it took its own, at the same time
    * as the others, and returns once those before it have synced theirs.
    */
   pthread_mutex_t flush_lock;
-  /* The io_uring rings of flushes done, for the next (store.c). */
-  struct store_ring *rings;
-  unsigned nr_rings;
   struct store_sync *syncs_head, *syncs_tail;
   uint32_t *touched;
   size_t nr_touched;

@@ -2,9 +2,8 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/uio.h>
-#ifdef ZN_WITH_LIBURING
-#include <liburing.h>
-#endif
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "storage/store-dir.h"
 #include "util/fifo.h"
@@ -306,216 +305,31 @@ sync_zones_serial (struct zn_dev *dev, const uint32_t *zones, size_t n)
   return ret;
 }
 
-#ifdef ZN_WITH_LIBURING
-/* The zone files a flush holds at once: half the descriptor cache, so
- * that the reads and writes of other threads still find slots (past
- * FD_SLOTS each file_get would open a descriptor of its own).
+/* Several zones: one syncfs(2) of the file system that holds them, as
+ * zloop does.  It commits the journal and flushes the disk's cache once,
+ * where an fdatasync per zone file costs a commit and a flush each (or,
+ * submitted at once, a kernel thread each to wait for them).  It also
+ * writes back whatever else is dirty there, which a backing_dir of its
+ * own keeps small.  Since Linux 5.8 it reports the write-back errors of
+ * the file system since the last syncfs of dirfd.
+ *
+ * FUSE is the exception: its syncfs reaches the server's disk only where
+ * both ends know FUSE_SYNCFS, so there each zone file gets its fdatasync.
  */
-#define SYNC_BATCH (FD_SLOTS / 2)
-#define NOT_DONE 1              /* a result no fsync gives */
-
-/* io_uring refused for good (ENOSYS, EPERM): its message is given once. */
-static atomic_bool ring_refused;
-static atomic_flag ring_told = ATOMIC_FLAG_INIT;
-/* This thread's io-wq runs a whole batch's fsyncs at once (below). */
-static _Thread_local bool iowq_raised;
-
-/* The fdatasyncs of up to SYNC_BATCH zones, all submitted at once: the
- * file system commits them together (the block layer merges the cache
- * flushes), where one after another each waits for the disk.  A zone
- * the ring did not sync (not submitted, or an fsync the kernel does not
- * take: EINVAL, EOPNOTSUPP) gets an fdatasync of its own.
- */
-static int
-sync_batch (struct zn_dev *dev, struct io_uring *ring, const uint32_t *zones,
-            size_t n, bool *broken)
-{
-  struct zone_file f[SYNC_BATCH];
-  int res[SYNC_BATCH];
-  bool opened[SYNC_BATCH];
-  unsigned queued = 0, done = 0;
-  int submitted, ret = 0;
-
-  for (size_t i = 0; i < n; i++) {
-    struct io_uring_sqe *sqe;
-
-    res[i] = file_get (dev, zones[i], &f[i]);
-    opened[i] = res[i] == 0;
-    if (!opened[i])
-      continue;
-    res[i] = NOT_DONE;
-    sqe = io_uring_get_sqe (ring);
-    if (sqe == NULL)            /* the ring has n entries: not expected */
-      continue;
-    io_uring_prep_fsync (sqe, f[i].fd, IORING_FSYNC_DATASYNC);
-    io_uring_sqe_set_data64 (sqe, i);
-    queued++;
-  }
-  submitted = queued ? io_uring_submit (ring) : 0;
-  /* The kernel fails a submission only when it took none of it. */
-  while (submitted > 0 && done < (unsigned) submitted) {
-    struct io_uring_cqe *cqe;
-    /* The flush needs them all: one wake-up when the last is done, not
-     * one per file.
-     */
-    int r = io_uring_wait_cqe_nr (ring, &cqe, (unsigned) submitted - done);
-
-    if (r == -EINTR)
-      continue;
-    if (r < 0) {                /* those left get an fdatasync each */
-      *broken = true;           /* and the ring, with fsyncs in it, no more */
-      break;
-    }
-    while (done < (unsigned) submitted && io_uring_peek_cqe (ring, &cqe) == 0) {
-      if (cqe->user_data < n && res[cqe->user_data] == NOT_DONE
-          && cqe->res != -EINVAL && cqe->res != -EOPNOTSUPP)
-        res[cqe->user_data] = cqe->res > 0 ? -EIO : cqe->res;
-      io_uring_cqe_seen (ring, cqe);
-      done++;
-    }
-  }
-  for (size_t i = 0; i < n; i++) {
-    int r = res[i];
-
-    if (opened[i]) {
-      if (r == NOT_DONE)
-        r = fdatasync (f[i].fd) ? -errno : 0;
-      file_put (dev, &f[i]);
-    }
-    if (r < 0)
-      ret = sync_failed (dev, zones[i], -r);
-  }
-  return ret;
-}
-
-/* The ring a flush of n zones syncs with, or false: io_uring is off
- * (kernel.io_uring_disabled, a seccomp filter, an old kernel) or short
- * of memory, and the flush makes do with one fdatasync after another.
- */
-static bool
-ring_open (struct zn_dev *dev, struct io_uring *ring, unsigned entries)
-{
-  int r;
-
-  if (atomic_load (&ring_refused))
-    return false;
-  r = io_uring_queue_init (entries, ring, 0);
-  if (r == 0)
-    return true;
-  if (r == -ENOSYS || r == -EPERM)
-    atomic_store (&ring_refused, true);
-  if (!atomic_flag_test_and_set (&ring_told))
-    fprintf (stderr, "zonednull: backing_dir %s: no io_uring (%s): a flush "
-             "syncs its zone files one after another\n", dev->store->dir,
-             strerror (-r));
-  return false;
-}
-
-/* A flush's ring, kept for the next flush: making and tearing down a
- * ring costs some 150 us of system time, as much as a flush's own CPU.
- */
-struct store_ring {
-  struct io_uring ring;
-  struct store_ring *next;
-};
-
-/* Rings kept per device: as many as flushes sync at once, within reason. */
-#define RINGS_KEPT 64
-
-static struct store_ring *
-ring_get (struct zn_dev *dev)
-{
-  struct zn_store *st = dev->store;
-  struct store_ring *r;
-
-  pthread_mutex_lock (&st->flush_lock);
-  r = st->rings;
-  if (r) {
-    st->rings = r->next;
-    st->nr_rings--;
-  }
-  pthread_mutex_unlock (&st->flush_lock);
-  if (r == NULL) {
-    r = malloc (sizeof *r);
-    if (r == NULL)
-      return NULL;
-    if (!ring_open (dev, &r->ring, SYNC_BATCH)) {
-      free (r);
-      return NULL;
-    }
-  }
-  /* The kernel runs a thread's fsyncs on its io-wq workers, no more of
-   * them at once than the entries of the first ring the thread used (and
-   * 4 per CPU): a thread whose first flush synced 2 zones would otherwise
-   * sync every later batch 2 at a time.  A failure leaves the kernel's
-   * limit, which only makes a batch slower.
-   */
-  if (!iowq_raised) {
-    unsigned limits[2] = { SYNC_BATCH, 0 };
-
-    iowq_raised = io_uring_register_iowq_max_workers (&r->ring, limits) == 0;
-  }
-  return r;
-}
-
-/* broken: the ring may hold fsyncs still, and is not used again. */
-static void
-ring_put (struct zn_dev *dev, struct store_ring *r, bool broken)
-{
-  struct zn_store *st = dev->store;
-
-  pthread_mutex_lock (&st->flush_lock);
-  if (!broken && st->nr_rings < RINGS_KEPT) {
-    r->next = st->rings;
-    st->rings = r;
-    st->nr_rings++;
-    r = NULL;
-  }
-  pthread_mutex_unlock (&st->flush_lock);
-  if (r) {
-    io_uring_queue_exit (&r->ring);
-    free (r);
-  }
-}
-
-static void
-rings_free (struct zn_store *st)
-{
-  while (st->rings) {
-    struct store_ring *r = st->rings;
-
-    st->rings = r->next;
-    io_uring_queue_exit (&r->ring);
-    free (r);
-  }
-  st->nr_rings = 0;
-}
-#endif
-
-/* fdatasync of the zones, each still to be made durable if it fails. */
 static int
 sync_zones (struct zn_dev *dev, const uint32_t *zones, size_t n)
 {
-#ifdef ZN_WITH_LIBURING
-  struct store_ring *ring;
-  bool broken = false;
-  int ret = 0;
+  struct zn_store *st = dev->store;
+  int err;
 
-  if (n < 2 || (ring = ring_get (dev)) == NULL)
+  if (n < 2 || !st->syncfs_is_durable)
     return sync_zones_serial (dev, zones, n);
-  for (size_t i = 0; i < n; i += SYNC_BATCH) {
-    size_t m = n - i < SYNC_BATCH ? n - i : SYNC_BATCH;
-    int r = broken ? sync_zones_serial (dev, zones + i, m)
-                   : sync_batch (dev, &ring->ring, zones + i, m, &broken);
-
-    if (r < 0)
-      ret = r;
-  }
-  ring_put (dev, ring, broken);
-  return ret;
-#else
-  return sync_zones_serial (dev, zones, n);
-#endif
+  if (syncfs (st->dirfd) == 0)
+    return 0;
+  err = errno;
+  for (size_t i = 0; i < n; i++)
+    touch (st, zones[i]);
+  return file_error (st, "syncing", "the file system that holds it", err);
 }
 
 /* A flush covers the writes completed before it arrived: the zones they
@@ -805,6 +619,7 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
   unsigned nr_closed = 0;
   bool made = false;
   long found;
+  struct statfs sfs;
   int has_meta, r;
 
   if (st == NULL)
@@ -836,6 +651,8 @@ store_open (struct zn_dev *dev, const char *dir, bool nofollow,
   st->dirfd = open_dir (dir, nofollow, &made, err, errlen);
   if (st->dirfd < 0)
     goto fail;
+  st->syncfs_is_durable = fstatfs (st->dirfd, &sfs) == 0
+    && sfs.f_type != FUSE_SUPER_MAGIC;
   has_meta = store_meta_read (dev, dir, &had, bb, &nr_bb, err, errlen);
   if (has_meta < 0 || (has_meta && store_geometry_check (dev, dir, &had, err,
                                                          errlen) < 0))
@@ -930,9 +747,6 @@ store_close (struct zn_dev *dev)
     atomic_store (&st->stopping, true);
     pthread_join (st->filler, NULL);
   }
-#ifdef ZN_WITH_LIBURING
-  rings_free (st);
-#endif
   for (int s = 0; s < st->nr_slots; s++)
     close (st->slots[s].fd);
   if (st->dirfd >= 0)

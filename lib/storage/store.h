@@ -14,8 +14,9 @@
  * the directory itself, so that refusing a start changes no file.
  *
  * Writes reach the files (the host's page cache) before they complete, so
- * a killed process loses nothing it acknowledged; FLUSH and FUA
- * fdatasync(2) the zone files written since the last flush.
+ * a killed process loses nothing it acknowledged; FUA fdatasync(2)s its
+ * zone's file, and FLUSH the zone files written since the last flush (a
+ * single one; several, by one syncfs(2) of their file system).
  */
 #ifndef ZONEDNULL_STORE_H
 #define ZONEDNULL_STORE_H

@@ -18,9 +18,6 @@
 #include "powerfail/wlog.h"
 #include "internal.h"
 
-/* An empty output buffer larger than this is freed. */
-#define OUTBUF_KEEP      (1024 * 1024)
-
 /* ---- output -------------------------------------------------------------- */
 
 _Noreturn void
@@ -226,7 +223,7 @@ nbd_session_sent (struct nbd_session *s, size_t n)
   /* A large buffer, once empty, goes back: what the server holds for
    * output is what is queued, not the most a connection ever queued.
    */
-  if (s->out.len == 0 && s->out.cap > OUTBUF_KEEP) {
+  if (s->out.len == 0 && s->out.cap > NET_OUTPUT_KEEP) {
     free (s->out.data);
     s->out.data = NULL;
     s->out.cap = 0;

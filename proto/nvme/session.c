@@ -18,6 +18,7 @@
 #include <nvme/types.h>
 
 #include "util/fifo.h"
+#include "conn.h"
 #include "internal.h"
 
 /* The content type of a TLS handshake record, a ClientHello's first byte. */
@@ -284,7 +285,7 @@ nvme_session_sent (struct nvme_session *s, size_t n)
   if (s->out_start == s->out_len) {
     s->out_start = s->out_len = 0;
     /* A large buffer, once empty, goes back to the system. */
-    if (s->out_cap > (1u << 20)) {
+    if (s->out_cap > NET_OUTPUT_KEEP) {
       free (s->out);
       s->out = NULL;
       s->out_cap = 0;

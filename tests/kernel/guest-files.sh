@@ -8,7 +8,8 @@
 #           zones in /mnt/disk/crash, then fio writes one zone after the
 #           other (crc32c verify headers, an fsync every 4 writes and at the
 #           end); once fio has returned, i.e. its last fsync (a FLUSH, which
-#           zonednull-ublk turns into fdatasync of the zone files) is done,
+#           zonednull-ublk turns into a syncfs of the zone files' ext4, or
+#           an fdatasync where one zone was written) is done,
 #           "ZNFLUSHED ZONE WP" goes to the console.  The host reads the
 #           console and kills qemu (SIGKILL) while the next zones are being
 #           written: what ext4 and zonednull-ublk had not flushed is lost with
