@@ -200,10 +200,9 @@ void net_stats_reply (void *c, uint64_t arrival, size_t end);
 /* A session's output buffer, once drained, is kept up to this size and
  * freed past it.  One freed at each drain costs a munmap, and its next
  * growth mremaps and faults the pages in again; with several loops each
- * munmap also interrupts the CPUs running the others (a TLB shootdown).
- * Two loops serving 4 connections of 128 KiB reads at depth 16, whose
- * buffers reach 4 MiB, fell to 2,534 IOPS against one loop's 19,829;
- * keeping them, 28,132.
+ * munmap also interrupts the CPUs running the others (a TLB shootdown):
+ * with 128 KiB reads, whose buffers reach 4 MiB, two loops were slower
+ * than one (bench/README.md, "Large reads, and output buffers kept").
  */
 #define NET_OUTPUT_KEEP (4 * 1024 * 1024)
 

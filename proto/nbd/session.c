@@ -220,8 +220,9 @@ nbd_session_sent (struct nbd_session *s, size_t n)
   s->ready -= n;
   for (struct held *h = s->held.head; h; h = h->next)
     h->end -= n;
-  /* A large buffer, once empty, goes back: what the server holds for
-   * output is what is queued, not the most a connection ever queued.
+  /* A buffer past NET_OUTPUT_KEEP, once empty, goes back: what the
+   * server holds for output is what is queued, not the most a connection
+   * ever queued.
    */
   if (s->out.len == 0 && s->out.cap > NET_OUTPUT_KEEP) {
     free (s->out.data);

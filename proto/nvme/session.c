@@ -284,7 +284,7 @@ nvme_session_sent (struct nvme_session *s, size_t n)
   s->out_start += n;
   if (s->out_start == s->out_len) {
     s->out_start = s->out_len = 0;
-    /* A large buffer, once empty, goes back to the system. */
+    /* A buffer past NET_OUTPUT_KEEP, once empty, goes back. */
     if (s->out_cap > NET_OUTPUT_KEEP) {
       free (s->out);
       s->out = NULL;
