@@ -15,6 +15,10 @@
 #
 #   make check-kernel [ZN_KERNEL_SEED=N] [ZN_KERNEL_TRACES=N] [ZN_KERNEL_OPS=N]
 #                     [ZN_KERNEL_TIERS="6.1 6.12 7.3"]
+#
+# Each part's output is also kept in tests/kernel/<work>.log; when a part
+# fails, its failure lines are printed again at the end, with the seed, so
+# that the last lines of a long run say what failed.
 
 # Downloads (the kernel packages) and the base initramfs, kept between runs.
 ZN_KERNEL_CACHE ?= $(abs_top_srcdir)/.cache/kernel
@@ -53,7 +57,7 @@ tests/kernel/zntrace$(EXEEXT): $(srcdir)/tests/kernel/zntrace.c $(srcdir)/tests/
 check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT) examples/zone-log$(EXEEXT)
 	@seed='$(ZN_KERNEL_SEED)'; \
 	[ -n "$$seed" ] || seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
-	rc=0; \
+	rc=0; failed=; \
 	for tier in $(ZN_KERNEL_TIERS); do \
 	  case $$tier in \
 	    6.1) script=check-kernel.sh work=run keep=failed ;; \
@@ -64,7 +68,8 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT) examples/z
 	  for part in $$script; do \
 	  echo "check-kernel: ---- tier $$tier ($$part)"; \
 	  case $$part in check-nvme.sh) pwork=$$work-nvme ;; *) pwork=$$work ;; esac; \
-	  ZONEDNULL_PLUGIN='$(abs_builddir)/plugin/.libs/nbdkit-zonednull-plugin.so' \
+	  log="$(abs_builddir)/tests/kernel/$$pwork.log"; rm -f "$$log.rc"; \
+	  { ZONEDNULL_PLUGIN='$(abs_builddir)/plugin/.libs/nbdkit-zonednull-plugin.so' \
 	  ZONEDNULL_SERVER='$(abs_builddir)/server/zonednull-server$(EXEEXT)' \
 	  ZONEDNULL_UBLK='$(ZONEDNULL_UBLK)' \
 	  ZONEDNULL_PRELOAD='$(SANITIZER_PRELOAD)' \
@@ -85,13 +90,20 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT) examples/z
 	  ZN_PFCHECK_STATES='$(ZN_PFCHECK_STATES)' \
 	  ZN_PFCHECK_FS='$(ZN_PFCHECK_FS)' \
 	  ZN_PFCHECK_CAMPAIGN='$(ZN_PFCHECK_CAMPAIGN)' \
-	  $(SHELL) $(srcdir)/tests/kernel/$$part || rc=1; \
+	  $(SHELL) $(srcdir)/tests/kernel/$$part; echo $$? > "$$log.rc"; } 2>&1 | tee "$$log"; \
+	  if [ "$$(cat "$$log.rc" 2>/dev/null)" != 0 ]; then rc=1; failed="$$failed $$tier:$$part:$$log"; fi; \
 	  done; \
 	done; \
+	for f in $$failed; do \
+	  echo "check-kernel: ---- what failed in tier $${f%%:*} ($$(echo "$$f" | cut -d: -f2)), from $${f#*:*:}:"; \
+	  grep -E 'FAIL|not ok|[Tt]imed out|[Ee]rror' "$${f#*:*:}" | grep -v -E ' 0 FAIL|fail=0|XFAIL|: PASS' | tail -n 12 | grep . \
+	    || tail -n 8 "$${f#*:*:}"; \
+	done; \
+	[ -z "$$failed" ] || echo "check-kernel: FAILED:$$(for f in $$failed; do printf ' %s' "$${f%:*}"; done) (seed $$seed)"; \
 	exit $$rc
 
 .PHONY: check-kernel
-CLEANFILES += tests/kernel/zntrace$(EXEEXT)
+CLEANFILES += tests/kernel/zntrace$(EXEEXT) tests/kernel/*.log tests/kernel/*.log.rc
 
 EXTRA_DIST += \
 	tests/kernel/local.mk \
