@@ -10,6 +10,7 @@
 #   bench/server-threads.sh /tmp/old/build build
 #   REPEATS=3 SECONDS_PER_RUN=3 CASES="flush pagecache memory scaling"
 #   NEW_OPTS="--threads=2" (more options for NEW's server), ZONE_MIB=4,
+#   MEM_BS=4k (the memory case's reads),
 #   TMPDIR=/var/tmp (the file system measured: a disk, not tmpfs),
 #   OUT=bench/results/server-threads.txt (its .raw beside it)
 #
@@ -36,8 +37,8 @@
 #           when no server and no NBD client share the CPUs.
 # pagecache The same devices and jobs without flushes: random reads, then
 #           random writes.  Target: NEW >= 0.95x OLD.
-# memory    memory_backed=1, 64 MiB written, random reads over it at
-#           depth 16 and 64, one connection.  NEW against OLD.
+# memory    memory_backed=1, 64 MiB written, random reads (MEM_BS) over it
+#           at depth 16 and 64, one connection.  NEW against OLD.
 # scaling   Only when NEW's server takes --threads (its --help says so):
 #           NEW with --threads=1 against --threads=2 (OLD for reference),
 #           two connections: random reads as in memory at depth 16, and
@@ -65,6 +66,7 @@ secs=${SECONDS_PER_RUN:-3}
 cases=${CASES:-flush pagecache memory scaling}
 zmib=${ZONE_MIB:-4}
 new_opts=${NEW_OPTS:-}
+mem_bs=${MEM_BS:-4k}
 OUT=${OUT:-$top/bench/results/server-threads.txt}
 old_srv=$old/server/zonednull-server
 new_srv=$new/server/zonednull-server
@@ -203,8 +205,8 @@ esac
 case " $cases " in *" memory "*)
   srv mnew "$new_srv" $new_opts -f -U "$tmp/mnew.sock" $mdev
   fill mnew 64
-  cells mem-qd16 "mold mnew" --rw=randread --size=64M --iodepth=16 --time_based --runtime=$secs
-  cells mem-qd64 "mold mnew" --rw=randread --size=64M --iodepth=64 --time_based --runtime=$secs
+  cells mem-qd16 "mold mnew" --rw=randread --bs="$mem_bs" --size=64M --iodepth=16 --time_based --runtime=$secs
+  cells mem-qd64 "mold mnew" --rw=randread --bs="$mem_bs" --size=64M --iodepth=64 --time_based --runtime=$secs
   halt mnew
 esac
 
@@ -291,7 +293,7 @@ table () {
   fi
   if has mem-qd16; then
     echo
-    echo "Memory-backed: $mdev, 64 MiB written; random reads over it, one connection."
+    echo "Memory-backed: $mdev, 64 MiB written; random reads of $mem_bs over it, one connection."
     echo
     echo "| job | OLD | NEW | NEW/OLD |"
     echo "|---|---|---|---|"

@@ -364,6 +364,7 @@ SERVER_TESTS = \
 	tests/server/test-server-loops.sh \
 	tests/server/test-server-faults.sh \
 	tests/server/test-server-output.sh \
+	tests/server/test-server-slow-reader.sh \
 	tests/server/test-server-timeout.sh \
 	tests/server/test-server-tls.sh \
 	tests/server/test-server-activation.sh \

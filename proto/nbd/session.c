@@ -31,30 +31,45 @@ void
 nbd_out_grow (struct nbd_session *s, size_t more)
 {
   struct outbuf *b = &s->out;
+  size_t sent = (size_t) (b->data - b->base);
   size_t cap;
   unsigned char *p;
 
   if (b->len + more <= b->cap)
     return;
-  cap = b->cap ? b->cap : 4096;
-  while (cap < b->len + more)
+  /* Moving the queue down costs its length: worth it once at least as
+   * much was sent before it, so that each byte queued is moved at most
+   * once on average.
+   */
+  if (sent >= b->len && b->len + more <= sent + b->cap) {
+    memmove (b->base, b->data, b->len);
+    b->data = b->base;
+    b->cap += sent;
+    return;
+  }
+  cap = sent + b->cap ? sent + b->cap : 4096;
+  while (cap < sent + b->len + more)
     cap *= 2;
-  p = realloc (b->data, cap);
+  p = realloc (b->base, cap);
   if (p == NULL)
     nbd_session_out_of_memory (s);
-  b->data = p;
-  b->cap = cap;
+  b->base = p;
+  b->data = p + sent;
+  b->cap = cap - sent;
 }
 
 static void
 outbuf_consume (struct outbuf *b, size_t n)
 {
   if (n >= b->len) {
+    b->cap += (size_t) (b->data - b->base);
+    b->data = b->base;
     b->len = 0;
     return;
   }
-  memmove (b->data, b->data + n, b->len - n);
+  b->data += n;
   b->len -= n;
+  b->cap -= n;
 }
 
 void
@@ -172,7 +187,7 @@ nbd_session_free (struct nbd_session *s)
     return;
   if (s->errlog)
     zn_control_errlog_detach (s->d->ctl, s->errlog);
-  free (s->out.data);
+  free (s->out.base);
   /* Delayed control commands whose replies will not go: done all the
    * same for the write log, which would hold their writes until the
    * device stops.
@@ -225,8 +240,8 @@ nbd_session_sent (struct nbd_session *s, size_t n)
    * ever queued.
    */
   if (s->out.len == 0 && s->out.cap > NET_OUTPUT_KEEP) {
-    free (s->out.data);
-    s->out.data = NULL;
+    free (s->out.base);
+    s->out.base = s->out.data = NULL;
     s->out.cap = 0;
   }
 }

@@ -49,10 +49,15 @@ struct served {
   const struct served_stats *stats;
 };
 
-/* Bytes waiting to be sent. */
+/* Bytes waiting to be sent: len from data on, with room for cap.  What
+ * was sent stays before data, in the allocation at base, until the room
+ * is wanted: moving the rest down after every partial send copied a
+ * multi-megabyte queue again and again.
+ */
 struct outbuf {
   unsigned char *data;
   size_t len, cap;
+  unsigned char *base;
 };
 
 /* owner is passed to sv->admit. */
