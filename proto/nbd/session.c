@@ -31,7 +31,7 @@ void
 nbd_out_grow (struct nbd_session *s, size_t more)
 {
   struct outbuf *b = &s->out;
-  size_t sent = (size_t) (b->data - b->base);
+  size_t sent = b->base ? (size_t) (b->data - b->base) : 0;
   size_t cap;
   unsigned char *p;
 
@@ -62,8 +62,10 @@ static void
 outbuf_consume (struct outbuf *b, size_t n)
 {
   if (n >= b->len) {
-    b->cap += (size_t) (b->data - b->base);
-    b->data = b->base;
+    if (b->base) {
+      b->cap += (size_t) (b->data - b->base);
+      b->data = b->base;
+    }
     b->len = 0;
     return;
   }
