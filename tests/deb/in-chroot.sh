@@ -21,8 +21,8 @@ snapshot () {
 }
 
 # mmdebstrap leaves no package lists behind.
-apt-get update -q >$tmp/update.log 2>&1 || { cat $tmp/update.log; fail "apt-get update"; }
-apt-get install -y -q /debs/*.deb >$tmp/install.log 2>&1 ||
+apt-get -o Acquire::Retries=3 update -q >$tmp/update.log 2>&1 || { cat $tmp/update.log; fail "apt-get update"; }
+apt-get -o Acquire::Retries=3 install -y -q /debs/*.deb >$tmp/install.log 2>&1 ||
   { cat $tmp/install.log; fail "apt-get install /debs/*.deb"; }
 pkgs=$(for f in /debs/*.deb; do dpkg-deb -f "$f" Package; done)
 echo "in-chroot: installed" $pkgs

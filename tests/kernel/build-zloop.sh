@@ -61,13 +61,13 @@ apt_in () {
 fetch () {
   dist=$1; shift
   [ -n "$(ls "$zdir/apt-$dist/lists" 2>/dev/null | grep _Packages || true)" ] ||
-    apt_in "$dist" apt-get update -qq >"$zdir/update-$dist.log" 2>&1 ||
+    apt_in "$dist" apt-get -o Acquire::Retries=3 update -qq >"$zdir/update-$dist.log" 2>&1 ||
     { cat "$zdir/update-$dist.log" >&2; die "apt-get update of $dist failed"; }
   for p in "$@"; do
     ls "$zdir/debs/${p}"_*.deb >/dev/null 2>&1 && continue
     note "downloading $p from $dist"
     mkdir -p "$zdir/debs"
-    (cd "$zdir/debs" && apt_in "$dist" apt-get download -q "$p" >"$zdir/download.log" 2>&1) ||
+    (cd "$zdir/debs" && apt_in "$dist" apt-get -o Acquire::Retries=3 download -q "$p" >"$zdir/download.log" 2>&1) ||
       { cat "$zdir/download.log" >&2; die "apt-get download $p failed"; }
   done
 }

@@ -29,7 +29,7 @@ for p in $pkgs; do
   ls "$ndir/${p}"_*.deb >/dev/null 2>&1 && continue
   note "downloading $p (apt-get download, not installed)"
   # apt warns when _apt cannot write the folder; only a failure matters.
-  (cd "$ndir" && apt-get download -q "$p" >"$ndir/download.log" 2>&1) ||
+  (cd "$ndir" && apt-get -o Acquire::Retries=3 download -q "$p" >"$ndir/download.log" 2>&1) ||
     { cat "$ndir/download.log" >&2; die "apt-get download $p failed (bookworm's nvme-cli, libnvme1, libjson-c5)"; }
 done
 

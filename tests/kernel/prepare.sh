@@ -75,7 +75,7 @@ else
   where="in the host's APT sources"
 fi
 apt_update () {
-  apt_q apt-get update -qq >"$cache/update.log" 2>&1 ||
+  apt_q apt-get -o Acquire::Retries=3 update -qq >"$cache/update.log" 2>&1 ||
     { [ -z "$suite" ] || { cat "$cache/update.log" >&2; die "apt-get update of $suite failed"; }; }
 }
 image_dep () {
@@ -108,9 +108,9 @@ deb_of () {
     note "downloading $1 $where (apt-get download, not installed)" >&2
     # apt warns when _apt cannot write the folder; only a failure matters.
     # Stale package lists may name a version the archive dropped: update once.
-    (cd "$cache" && apt_q apt-get download -q "$1" >"$cache/download.log" 2>&1) ||
+    (cd "$cache" && apt_q apt-get -o Acquire::Retries=3 download -q "$1" >"$cache/download.log" 2>&1) ||
       { apt_update >&2
-        (cd "$cache" && apt_q apt-get download -q "$1" >"$cache/download.log" 2>&1); } ||
+        (cd "$cache" && apt_q apt-get -o Acquire::Retries=3 download -q "$1" >"$cache/download.log" 2>&1); } ||
       { cat "$cache/download.log" >&2; die "apt-get download $1 failed"; }
     deb=$(ls "$cache/${1}"_*.deb | head -n 1)
   fi
