@@ -205,5 +205,13 @@ void net_stats_reply (void *c, uint64_t arrival, size_t end);
  * than one (bench/README.md, "Large reads, and output buffers kept").
  */
 #define NET_OUTPUT_KEEP (4 * 1024 * 1024)
+/* A drained buffer up to this size is always kept (part of the 1 MiB per
+ * connection zonednull-server(8) allows); past it, up to NET_OUTPUT_KEEP,
+ * only while all of a program's sessions together keep no more than
+ * NET_OUTPUT_KEPT_MAX beyond it: a peer can make us keep a buffer, so
+ * what is kept is bounded like what is queued (proto/park.h).
+ */
+#define NET_OUTPUT_KEEP_ALWAYS (1024 * 1024)
+#define NET_OUTPUT_KEPT_MAX (64 * 1024 * 1024)
 
 #endif

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Parked requests and held replies, shared by the sessions (see park.h). */
+/* Parked requests, held replies and kept output buffers, shared by the
+ * sessions (see park.h).
+ */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "util/fifo.h"
 #include "park.h"
 
@@ -108,4 +112,47 @@ park_hold_reply_clear (struct held_replies *q)
 
   while ((h = park_hold_reply_next (q)) != NULL)
     free (h);
+}
+
+/* ---- kept output buffers ------------------------------------------------- */
+
+/* The bytes past NET_OUTPUT_KEEP_ALWAYS of every kept buffer, all
+ * sessions of all loops together.
+ */
+static _Atomic size_t kept_beyond;
+
+bool
+park_output_keep (size_t *kept, size_t cap)
+{
+  size_t want = cap > NET_OUTPUT_KEEP_ALWAYS ? cap - NET_OUTPUT_KEEP_ALWAYS : 0;
+  size_t now;
+
+  if (cap > NET_OUTPUT_KEEP) {
+    park_output_unkeep (kept);
+    return false;
+  }
+  if (want <= *kept) {
+    if (want < *kept)
+      atomic_fetch_sub (&kept_beyond, *kept - want);
+    *kept = want;
+    return true;
+  }
+  now = atomic_load (&kept_beyond);
+  do {
+    if (now + (want - *kept) > NET_OUTPUT_KEPT_MAX) {
+      park_output_unkeep (kept);
+      return false;
+    }
+  } while (!atomic_compare_exchange_weak (&kept_beyond, &now,
+                                          now + (want - *kept)));
+  *kept = want;
+  return true;
+}
+
+void
+park_output_unkeep (size_t *kept)
+{
+  if (*kept)
+    atomic_fetch_sub (&kept_beyond, *kept);
+  *kept = 0;
 }

@@ -91,4 +91,14 @@ struct held *park_hold_reply_take (struct held_replies *q, uint64_t id);
 /* Frees every held reply. */
 void park_hold_reply_clear (struct held_replies *q);
 
+/* Whether a session may keep its drained output buffer of cap bytes for
+ * its next replies (net/conn.h, NET_OUTPUT_KEEP): false when it must
+ * free it.  *kept is the session's share of the program's kept bytes,
+ * updated; 0 for a new session.
+ */
+bool park_output_keep (size_t *kept, size_t cap);
+
+/* Gives the session's share back, when its buffer is freed. */
+void park_output_unkeep (size_t *kept);
+
 #endif

@@ -53,6 +53,7 @@ struct nbd_session {
    */
   struct zn_control_errlog *errlog;
   struct outbuf out;
+  size_t out_kept;              /* park_output_keep's share */
   size_t ready;                 /* out's bytes that may be sent */
   /* The replies held for completion: their ends in out. */
   struct held_replies held;

@@ -189,6 +189,7 @@ nbd_session_free (struct nbd_session *s)
     return;
   if (s->errlog)
     zn_control_errlog_detach (s->d->ctl, s->errlog);
+  park_output_unkeep (&s->out_kept);
   free (s->out.base);
   /* Delayed control commands whose replies will not go: done all the
    * same for the write log, which would hold their writes until the
@@ -237,11 +238,11 @@ nbd_session_sent (struct nbd_session *s, size_t n)
   s->ready -= n;
   for (struct held *h = s->held.head; h; h = h->next)
     h->end -= n;
-  /* A buffer past NET_OUTPUT_KEEP, once empty, goes back: what the
-   * server holds for output is what is queued, not the most a connection
-   * ever queued.
+  /* A drained buffer goes back unless park_output_keep lets it stay:
+   * what the server holds for output is what is queued, not the most a
+   * connection ever queued.
    */
-  if (s->out.len == 0 && s->out.cap > NET_OUTPUT_KEEP) {
+  if (s->out.len == 0 && !park_output_keep (&s->out_kept, s->out.cap)) {
     free (s->out.base);
     s->out.base = s->out.data = NULL;
     s->out.cap = 0;

@@ -97,6 +97,7 @@ struct nvme_session {
    */
   unsigned char *out;
   size_t out_start, out_len, out_cap;
+  size_t out_kept;              /* park_output_keep's share */
   struct held_replies held;
   struct held_replies delayed;  /* the fault settings': out of the output
                                    until their release */

@@ -284,8 +284,8 @@ nvme_session_sent (struct nvme_session *s, size_t n)
   s->out_start += n;
   if (s->out_start == s->out_len) {
     s->out_start = s->out_len = 0;
-    /* A buffer past NET_OUTPUT_KEEP, once empty, goes back. */
-    if (s->out_cap > NET_OUTPUT_KEEP) {
+    /* A drained buffer goes back unless park_output_keep lets it stay. */
+    if (!park_output_keep (&s->out_kept, s->out_cap)) {
       free (s->out);
       s->out = NULL;
       s->out_cap = 0;
@@ -865,6 +865,7 @@ nvme_session_free (struct nvme_session *s)
   park_hold_reply_clear (&s->held);
   park_hold_reply_clear (&s->delayed);
   nvme_auth_free (s);
+  park_output_unkeep (&s->out_kept);
   free (s->out);
   free (s);
 }

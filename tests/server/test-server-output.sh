@@ -4,8 +4,10 @@
 # reads of 32 MiB and never read a reply hold no more of the server's
 # memory than zonednull-server(8) says (256 MiB of replies for all
 # connections together, plus 1 MiB per connection), and a well-behaved
-# client beside them is served.  The pass criterion is memory (VmHWM of
-# the server), never speed.
+# client beside them is served; then 100 clients that read 3 MiB once and
+# stay idle leave no more than 64 MiB of kept buffers past 1 MiB each.
+# The pass criterion is memory (VmHWM and VmRSS of the server), never
+# speed.
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
@@ -108,4 +110,52 @@ h.shutdown()
 PY
   fail "$(cat "$tmpdir/py.out")"
 cat "$tmpdir/py.out"
+stop_server "$pid"
+
+# Buffers kept between bursts are bounded too: 100 clients that each read
+# 3 MiB once and stay connected leave the server keeping no more than
+# 64 MiB of buffers past 1 MiB each (NET_OUTPUT_KEEP_ALWAYS and
+# NET_OUTPUT_KEPT_MAX, net/conn.h); each kept its 4 MiB buffer before.
+start_server kept size=64 zone_size=4 zone_nr_conv=8 memory_backed=1
+/usr/bin/python3 - "$pid" "$uri" >"$tmpdir/kept.out" 2>&1 <<'PY' ||
+import sys
+import nbd
+
+pid, uri = sys.argv[1:]
+MiB = 1 << 20
+N = 100
+
+def rss():
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise SystemExit("no VmRSS for %s" % pid)
+
+# Data of its own in every block read, so that the device's memory is
+# in the base.
+h = nbd.NBD()
+h.connect_uri(uri)
+for off in range(0, 32 * MiB, MiB):
+    h.pwrite(bytes([off >> 20 | 1]) * MiB, off)
+assert h.pread(3 * MiB, 0)[:1] == b"\x01"
+h.shutdown()
+base = rss()
+idle = []
+for i in range(N):
+    c = nbd.NBD()
+    c.connect_uri(uri)
+    assert len(c.pread(3 * MiB, (i % 8) * 4 * MiB)) == 3 * MiB
+    idle.append(c)
+grown = rss() - base
+# 64 MiB kept past the first MiB of each, 1 MiB each, and 64 MiB of
+# slack for the allocator and the connections' input buffers.
+bound = 64 * MiB + N * MiB + 64 * MiB
+print("%d idle clients after a 3 MiB read each: the server grew by %d MiB "
+      "(bound %d MiB)" % (N, grown >> 20, bound >> 20))
+assert grown <= bound, "grew by %d MiB, over %d MiB" % (grown >> 20, bound >> 20)
+for c in idle:
+    c.shutdown()
+PY
+  fail "$(cat "$tmpdir/kept.out")"
+cat "$tmpdir/kept.out"
 stop_server "$pid"
