@@ -197,14 +197,17 @@ void net_stats_reply (void *c, uint64_t arrival, size_t end);
  */
 #define NET_OUTPUT_LIMIT (32 * 1024 * 1024)
 
-/* A session's output buffer, once drained, is kept up to this size and
- * freed past it.  One freed at each drain costs a munmap, and its next
- * growth mremaps and faults the pages in again; with several loops each
- * munmap also interrupts the CPUs running the others (a TLB shootdown):
- * with 128 KiB reads, whose buffers reach 4 MiB, two loops were slower
- * than one (bench/README.md, "Large reads, and output buffers kept").
+/* A session's output buffer, once drained, may be kept up to this size
+ * (a connection's whole queue) and is freed past it.  One freed at each
+ * drain costs a munmap, and its next growth mremaps and faults the pages
+ * in again; with several loops each munmap also interrupts the CPUs
+ * running the others (a TLB shootdown).  With 128 KiB reads two loops
+ * were slower than one while buffers past 1 MiB were freed, and one
+ * connection at depth 64 lost three quarters of its reads while those
+ * past 4 MiB were (bench/README.md, "Large reads, and output buffers
+ * kept").
  */
-#define NET_OUTPUT_KEEP (4 * 1024 * 1024)
+#define NET_OUTPUT_KEEP NET_OUTPUT_LIMIT
 /* A drained buffer up to this size is always kept (part of the 1 MiB per
  * connection zonednull-server(8) allows); past it, up to NET_OUTPUT_KEEP,
  * only while all of a program's sessions together keep no more than
