@@ -61,7 +61,7 @@ fixture_sources = tests/common/check.h tests/common/spawn.c \
 EXTRA_DIST += tests/common/lib.sh tests/common/cli-lib.sh tests/common/bad-values.sh \
 	tests/common/files-lib.sh tests/common/files.py \
 	tests/common/fio-lib.sh tests/common/fio-matrix.sh \
-	tests/common/hostile-server.py tests/common/nvme-host.py tests/common/pfcheck-lib.sh
+	tests/common/hostile-server.py tests/common/nbd-raw.py tests/common/nvme-host.py tests/common/pfcheck-lib.sh
 
 #----------------------------------------------------------------------
 # The device model (tests/model/), no transport: zone rules, what differs

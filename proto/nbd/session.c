@@ -47,7 +47,9 @@ nbd_out_grow (struct nbd_session *s, size_t more)
     b->cap += sent;
     return;
   }
-  cap = sent + b->cap ? sent + b->cap : 4096;
+  cap = sent + b->cap;
+  if (cap == 0)
+    cap = 4096;
   while (cap < sent + b->len + more)
     cap *= 2;
   p = realloc (b->base, cap);

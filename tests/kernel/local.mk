@@ -57,7 +57,7 @@ tests/kernel/zntrace$(EXEEXT): $(srcdir)/tests/kernel/zntrace.c $(srcdir)/tests/
 check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT) examples/zone-log$(EXEEXT)
 	@seed='$(ZN_KERNEL_SEED)'; \
 	[ -n "$$seed" ] || seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); \
-	rc=0; failed=; \
+	rc=0; failed=; report="$(abs_builddir)/tests/kernel/failed-parts.log"; rm -f "$$report"; \
 	for tier in $(ZN_KERNEL_TIERS); do \
 	  case $$tier in \
 	    6.1) script=check-kernel.sh work=run keep=failed ;; \
@@ -91,15 +91,15 @@ check-kernel: all tests/replay$(EXEEXT) tests/kernel/zntrace$(EXEEXT) examples/z
 	  ZN_PFCHECK_FS='$(ZN_PFCHECK_FS)' \
 	  ZN_PFCHECK_CAMPAIGN='$(ZN_PFCHECK_CAMPAIGN)' \
 	  $(SHELL) $(srcdir)/tests/kernel/$$part; echo $$? > "$$log.rc"; } 2>&1 | tee "$$log"; \
-	  if [ "$$(cat "$$log.rc" 2>/dev/null)" != 0 ]; then rc=1; failed="$$failed $$tier:$$part:$$log"; fi; \
+	  if [ "$$(cat "$$log.rc" 2>/dev/null)" != 0 ]; then \
+	    rc=1; failed="$$failed $$tier:$$part"; \
+	    { echo "check-kernel: ---- what failed in tier $$tier ($$part), from $$log:"; \
+	      grep -E 'FAIL|not ok|[Tt]imed out|[Ee]rror' "$$log" | grep -v -E ' 0 FAIL|fail=0|XFAIL|: PASS' | tail -n 12 | grep . \
+	        || tail -n 8 "$$log"; } >>"$$report"; \
+	  fi; \
 	  done; \
 	done; \
-	for f in $$failed; do \
-	  echo "check-kernel: ---- what failed in tier $${f%%:*} ($$(echo "$$f" | cut -d: -f2)), from $${f#*:*:}:"; \
-	  grep -E 'FAIL|not ok|[Tt]imed out|[Ee]rror' "$${f#*:*:}" | grep -v -E ' 0 FAIL|fail=0|XFAIL|: PASS' | tail -n 12 | grep . \
-	    || tail -n 8 "$${f#*:*:}"; \
-	done; \
-	[ -z "$$failed" ] || echo "check-kernel: FAILED:$$(for f in $$failed; do printf ' %s' "$${f%:*}"; done) (seed $$seed)"; \
+	[ -z "$$failed" ] || { cat "$$report"; echo "check-kernel: FAILED:$$failed (seed $$seed)"; }; \
 	exit $$rc
 
 .PHONY: check-kernel

@@ -13,11 +13,14 @@ need_nbdsh
 
 ZONEDNULL_TARGET=server
 start_server slow size=64 zone_size=4 zone_nr_conv=8 memory_backed=1
-/usr/bin/python3 - "$sock" "$uri" >"$tmpdir/py.out" 2>&1 <<'PY' ||
-import array, random, socket, struct, sys, threading
+cp "$(dirname "$0")/../common/nbd-raw.py" "$tmpdir/raw.py"
+/usr/bin/python3 - "$sock" "$uri" "$tmpdir" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+import array, random, struct, sys, threading
 import nbd
 
-path, uri = sys.argv[1:]
+path, uri, tmpdir = sys.argv[1:]
+sys.path.insert(0, tmpdir)
+from raw import connect, recv_exact, request
 KiB, MiB = 1 << 10, 1 << 20
 SPAN = 32 * MiB                 # the 8 conventional zones
 
@@ -33,35 +36,9 @@ for off in range(0, SPAN, MiB):
     h.pwrite(words(off, MiB), off)
 h.shutdown()
 
-# Fixed newstyle, no zeroes, NBD_OPT_GO to the default export, no
-# structured replies: each reply is a 16-byte header and the data.
-s = socket.socket(socket.AF_UNIX)
-# A small receive buffer makes the server's sends partial.
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 * KiB)
-s.connect(path)
-
-def recv_exact(n):
-    out = bytearray()
-    while len(out) < n:
-        # Small reads keep the server's output queue long.
-        b = s.recv(min(n - len(out), 3 * KiB + 17))
-        if not b:
-            raise SystemExit("the server closed the connection after %d of "
-                             "%d bytes" % (len(out), n))
-        out += b
-    return bytes(out)
-
-s.sendall(struct.pack(">I", 3))
-magic, opt = struct.unpack(">QQ", recv_exact(16))
-assert opt == 0x49484156454F5054, "no IHAVEOPT: %x" % opt
-recv_exact(2)
-s.sendall(struct.pack(">QII", 0x49484156454F5054, 7, 6) + struct.pack(">IH", 0, 0))
-while True:
-    _, _, rtype, rlen = struct.unpack(">QIII", recv_exact(20))
-    recv_exact(rlen)
-    if rtype == 1:              # NBD_REP_ACK
-        break
-    assert rtype == 3, "option reply type %#x" % rtype   # NBD_REP_INFO
+s = connect(path)
+# Small reads keep the server's output queue long, its sends partial.
+PIECE = 3 * KiB + 17
 
 rng = random.Random(45)
 reads = [(rng.randrange(0, SPAN // 4096) * 4096,
@@ -72,19 +49,19 @@ reads = [(off, min(length, SPAN - off)) for off, length in reads]
 def sender():
     # Requests keep coming while earlier replies are half sent.
     for k, (off, length) in enumerate(reads):
-        s.sendall(struct.pack(">IHHQQI", 0x25609513, 0, 0, k, off, length))
+        s.sendall(request(0, k, off, length))
 
 t = threading.Thread(target=sender, daemon=True)
 t.start()
 pending = set(range(len(reads)))
 for n in range(len(reads)):
-    magic, err, k = struct.unpack(">IIQ", recv_exact(16))
+    magic, err, k = struct.unpack(">IIQ", recv_exact(s, 16, PIECE))
     assert magic == 0x67446698, "reply %d: magic %#x" % (n, magic)
     assert k in pending, "reply %d: cookie %d, not one awaited" % (n, k)
     pending.discard(k)
     assert err == 0, "reply %d (cookie %d): error %d" % (n, k, err)
     off, length = reads[k]
-    data = recv_exact(length)
+    data = recv_exact(s, length, PIECE)
     if data != words(off, length):
         bad = next(i for i in range(0, length, 8)
                    if data[i:i + 8] != words(off + i, 8))
