@@ -112,6 +112,9 @@ struct nvme_session {
   unsigned offloaded;           /* commands on the program's workers */
   size_t offloaded_bytes;       /* the data they hold (io.c) */
   bool dead;                    /* TermReq sent or received */
+  bool cut;                     /* nothing after out_cut is sent: the
+                                   TermReq is the connection's last PDU */
+  size_t out_cut;
   /* In-band authentication: the exchange under way (auth.c), and its
    * outcome, which a queue of a controller with a secret needs.
    */

@@ -231,6 +231,10 @@ nvme_hold_reply (struct nvme_session *s, size_t mark, const uint64_t *id)
 static void
 release (struct nvme_session *s, struct held *h)
 {
+  if (s->cut) {
+    free (h);
+    return;
+  }
   memcpy (nvme_out_reserve (s, h->len), h->data, h->len);
   if (s->sv->stats)
     s->sv->stats->reply (s->owner, h->arrival, s->out_len - s->out_start);
@@ -257,17 +261,38 @@ nvme_session_complete_one (struct nvme_session *s)
   return true;
 }
 
+/* Where the output to send ends: the replies of commands that finish
+ * after a TermReq are built (their tags and data are accounted for as
+ * usual) but go nowhere.
+ */
+static size_t
+out_end (const struct nvme_session *s)
+{
+  return s->cut ? s->out_cut : s->out_len;
+}
+
+/* Nothing queued from now on is sent. */
+static void
+cut_output (struct nvme_session *s)
+{
+  s->dead = true;
+  if (!s->cut) {
+    s->cut = true;
+    s->out_cut = s->out_len;
+  }
+}
+
 const unsigned char *
 nvme_session_output (struct nvme_session *s, size_t *len)
 {
-  *len = s->out_len - s->out_start;
+  *len = out_end (s) - s->out_start;
   return s->out + s->out_start;
 }
 
 size_t
 nvme_session_ready (const struct nvme_session *s)
 {
-  return s->out_len - s->out_start;
+  return out_end (s) - s->out_start;
 }
 
 size_t
@@ -282,8 +307,8 @@ void
 nvme_session_sent (struct nvme_session *s, size_t n)
 {
   s->out_start += n;
-  if (s->out_start == s->out_len) {
-    s->out_start = s->out_len = 0;
+  if (s->out_start == out_end (s)) {
+    s->out_start = s->out_len = s->out_cut = 0;
     /* A drained buffer goes back unless park_output_keep lets it stay. */
     if (!park_output_keep (&s->out_kept, s->out_cap)) {
       free (s->out);
@@ -294,6 +319,8 @@ nvme_session_sent (struct nvme_session *s, size_t n)
   else if (s->out_start >= (1u << 20)) {
     memmove (s->out, s->out + s->out_start, s->out_len - s->out_start);
     s->out_len -= s->out_start;
+    if (s->cut)
+      s->out_cut -= s->out_start;
     s->out_start = 0;
   }
 }
@@ -337,7 +364,7 @@ terminate (struct nvme_session *s, const unsigned char *pdu,
   put_le16 (h + TERM_FES, fes);
   put_le32 (h + TERM_FEI, fei);
   memcpy (h + PDU_TERM_LEN, pdu, copy);
-  s->dead = true;
+  cut_output (s);
   return -1;
 }
 
@@ -766,7 +793,7 @@ handle_pdu (struct nvme_session *s, const unsigned char *pdu,
     fprintf (stderr, "%s: nvme: the host ended the connection "
              "(H2CTermReq, status %u)\n", s->sv->program,
              get_le16 (pdu + TERM_FES));
-    s->dead = true;
+    cut_output (s);
     return -1;
   }
   if (plen > hlen + hd) {

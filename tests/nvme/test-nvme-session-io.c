@@ -476,7 +476,8 @@ wp_of (uint64_t zone)
 
 /* The fault settings hold commands back: a write that times out is
  * neither applied nor answered while the queue goes on, and a delayed
- * read's reply waits for its release.
+ * read's reply waits for its release.  A C2HTermReq is the last PDU: a
+ * reply released after it is not sent.
  */
 static void
 test_faults (void)
@@ -485,10 +486,12 @@ test_faults (void)
   const struct zn_geometry *g = zn_dev_geometry (dev);
   static const char *const rules[] = {
     "op=write zone=2 timeout count=1", "op=read zone=2 delay=40 count=1",
+    "op=read zone=3 delay=40 count=1",
   };
   struct host a, io;
+  size_t len;
 
-  for (unsigned i = 0; i < 2; i++) {
+  for (unsigned i = 0; i < 3; i++) {
     struct zn_fault_rule r;
     char why[256];
 
@@ -518,6 +521,20 @@ test_faults (void)
   CHECK_EQ (io.status, 0);
   CHECK_EQ (io.data_len, 4096u);
   CHECK (memcmp (io.data, wbuf, 4096) == 0);
+
+  CHECK (!rw_answered (&io, nvme_cmd_read, 3 * ZONE_LBAS, 8, NULL));
+  CHECK_EQ (finish_outcome, FINISH_ANSWERED);
+  memset (pdu_buf, 0, 64);
+  pdu_buf[0] = PDU_CAPSULE_CMD;
+  pdu_buf[2] = 64;                      /* HLEN is 72 */
+  put_le32 (pdu_buf + 4, 64);
+  CHECK_EQ (feed (&io, pdu_buf, 64), -1);
+  CHECK (drain (&io));
+  CHECK_EQ (io.fes, FES_INVALID_HEADER);
+  nvme_session_release (io.s, finish_id);
+  nvme_session_output (io.s, &len);
+  CHECK_EQ (len, 0u);
+  CHECK_EQ (nvme_session_ready (io.s), 0u);
 
   zn_fault_clear (dev, 0);
   nvme_session_free (io.s);
