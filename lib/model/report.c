@@ -5,6 +5,8 @@
  * alone), and with zone write plugs (kernel=6.12, 7.3) a report brings the
  * plug's write pointer back to the driver's, as the block layer does.
  */
+#include <errno.h>
+
 #include "model/dev.h"
 
 /* Zone lock and resource lock held. */
@@ -41,6 +43,35 @@ zn_report_zones (struct zn_dev *dev, uint64_t sector,
     zone_unlock (z);
   }
   return n;
+}
+
+int
+zn_report_zones_nowait (struct zn_dev *dev, uint64_t sector,
+                        struct zn_zone *zones, unsigned max)
+{
+  unsigned n = 0;
+  bool busy = false;
+
+  if (sector >= dev->geo.capacity)
+    return 0;
+  zn_nowait = true;
+  for (uint64_t i = sector >> dev->zone_shift;
+       i < dev->geo.nr_zones && n < max && !busy; i++) {
+    struct zone *z = &dev->zones[i];
+
+    busy = !lock_or_again (z->mutex);
+    if (!busy && dev->need_res_mgmt && !lock_or_again (&dev->res_lock)) {
+      zone_unlock (z);
+      busy = true;
+    }
+    if (!busy) {
+      report_one (dev, z, &zones[n++]);
+      res_unlock (dev);
+      zone_unlock (z);
+    }
+  }
+  zn_nowait = false;
+  return busy ? -EAGAIN : (int) n;
 }
 
 /* Zones and counters at one instant: the control channel's snapshot. */

@@ -320,6 +320,13 @@ int zn_zone_set_offline (struct zn_dev *dev, uint64_t sector);
  */
 unsigned zn_report_zones (struct zn_dev *dev, uint64_t sector,
                           struct zn_zone *zones, unsigned max);
+/* zn_report_zones, or -EAGAIN when a zone's lock is held by another
+ * thread: a write of backing_dir on a storage thread holds it while the
+ * disk takes the data (and syncs it, with FUA), which an event loop must
+ * not wait for.
+ */
+int zn_report_zones_nowait (struct zn_dev *dev, uint64_t sector,
+                            struct zn_zone *zones, unsigned max);
 /* Zones first, first + 1, ... (up to max) and, unless counters is NULL,
  * the counters, all from one instant: the zones involved are locked at
  * once (every zone for the counters), where zn_report_zones locks one at

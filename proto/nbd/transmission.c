@@ -141,6 +141,47 @@ all_zero (const unsigned char *p, size_t n)
   return p[0] == 0 && memcmp (p, p + 1, n - 1) == 0;
 }
 
+/* How many zones BLOCK_STATUS rq describes: those over its range, or with
+ * REQ_ONE the first (its first extent ends within it: extents are not
+ * merged past the first).
+ */
+static unsigned
+status_zone_count (struct zn_dev *dev, const struct nbd_request *rq)
+{
+  uint64_t zone_bytes = zn_dev_geometry (dev)->zone_sectors << ZN_SECTOR_SHIFT;
+
+  if (rq->flags & CMD_FLAG_REQ_ONE)
+    return 1;
+  return (unsigned) ((rq->offset + rq->count - 1) / zone_bytes
+                     - rq->offset / zone_bytes + 1);
+}
+
+/* Reports up to nr zones from the one holding byte offset into zones:
+ * how many, or with nowait -EAGAIN when a storage thread holds one.
+ */
+static int
+status_zones (struct zn_dev *dev, uint64_t offset, struct zn_zone *zones,
+              unsigned nr, bool nowait)
+{
+  uint64_t sector = offset >> ZN_SECTOR_SHIFT;
+  unsigned got = 0;
+
+  while (got < nr) {
+    int n = nowait ? zn_report_zones_nowait (dev, sector, zones + got,
+                                             nr - got)
+                   : (int) zn_report_zones (dev, sector, zones + got,
+                                            nr - got);
+
+    if (n < 0)
+      return n;
+    if (n == 0)
+      break;
+    got += (unsigned) n;
+    sector = zones[got - 1].start + zones[got - 1].len;
+  }
+  return (int) got;
+}
+
 /* ---- requests run off the loop --------------------------------------------
  *
  * A data request of the device whose fault verdict lets it run may go to
@@ -180,6 +221,10 @@ job_run (struct served_job *job)
   case CMD_FLUSH:
     j->r = zn_flush (dev);
     break;
+  case CMD_BLOCK_STATUS:
+    j->r = status_zones (dev, j->rq.offset, (struct zn_zone *) j->data,
+                         status_zone_count (dev, &j->rq), false);
+    break;
   default:
     j->r = zn_zone_mgmt_why (dev, ZN_OP_RESET, sector, sectors, &j->why);
     break;
@@ -210,6 +255,19 @@ job_share (struct served_job *job, const struct served_job *ran)
 
 static void job_done (void *session, struct served_job *job);
 
+/* The memory a job of rq holds: a read's buffer, a write's copy, a block
+ * status's zones.
+ */
+static size_t
+job_bytes (const struct nbd_session *s, const struct nbd_request *rq)
+{
+  if (rq->type == CMD_READ || rq->type == CMD_WRITE)
+    return rq->count;
+  if (rq->type == CMD_BLOCK_STATUS)
+    return status_zone_count (s->d->dev, rq) * sizeof (struct zn_zone);
+  return 0;
+}
+
 /* The request being run (s->run), with the fault verdict f, goes to the
  * program's workers if it takes it.  A write's and a zone reset's key
  * is their zone's, so that a zone's writes run in the order they came.
@@ -220,7 +278,7 @@ offload (struct nbd_session *s, const struct zn_fault *f)
   const struct nbd_request *rq = s->run.rq;
   const struct zn_geometry *geo = zn_dev_geometry (s->d->dev);
   struct nbd_job *j;
-  size_t bytes = rq->type == CMD_READ || rq->type == CMD_WRITE ? rq->count : 0;
+  size_t bytes = job_bytes (s, rq);
 
   if (!s->d->offload || s->sv->offload == NULL)
     return false;
@@ -505,10 +563,13 @@ extent_add (struct extents *e, const struct zn_extent *x)
   e->next = to;
 }
 
-/* One BLOCK_STATUS chunk for context ctx over [offset, offset + count). */
+/* One BLOCK_STATUS chunk for context ctx over [offset, offset + count),
+ * from the zones over it.
+ */
 static void
 block_status_chunk (struct nbd_session *s, uint64_t cookie, int ctx, bool last,
-                    uint64_t offset, uint32_t count, bool one)
+                    uint64_t offset, uint32_t count, bool one,
+                    const struct zn_zone *zones, unsigned nr)
 {
   struct extents e = {
     .s = s, .next = offset, .end = offset + count, .one = one,
@@ -516,48 +577,74 @@ block_status_chunk (struct nbd_session *s, uint64_t cookie, int ctx, bool last,
   enum zn_extent_view view = ctx == CTX_ALLOCATION ? ZN_VIEW_ALLOCATION
                                                    : ZN_VIEW_ZONES;
   size_t mark = s->out.len;
-  uint64_t sector = offset >> ZN_SECTOR_SHIFT;
-  struct zn_zone zones[REPORT_BATCH];
-  unsigned n;
 
   chunk_header (s, last ? REPLY_FLAG_DONE : 0, REPLY_BLOCK_STATUS, cookie, 0);
   out_be32 (s, (uint32_t) ctx);
-  while (e.next < e.end && !(one && e.count == 1)
-         && (n = zn_report_zones (s->d->dev, sector, zones, REPORT_BATCH)) > 0) {
-    for (unsigned i = 0; i < n; i++) {
-      struct zn_extent x[3];
-      unsigned nx = zn_zone_extents (&zones[i], view, x);
+  for (unsigned i = 0; i < nr; i++) {
+    struct zn_extent x[3];
+    unsigned nx = zn_zone_extents (&zones[i], view, x);
 
-      for (unsigned j = 0; j < nx; j++)
-        extent_add (&e, &x[j]);
-      /* zonednull:zones keeps zones apart even when their states are
-       * equal.
-       */
-      if (view == ZN_VIEW_ZONES)
-        e.last_flags = UINT32_MAX;
-      sector = zones[i].start + zones[i].len;
-    }
+    for (unsigned j = 0; j < nx; j++)
+      extent_add (&e, &x[j]);
+    /* zonednull:zones keeps zones apart even when their states are
+     * equal.
+     */
+    if (view == ZN_VIEW_ZONES)
+      e.last_flags = UINT32_MAX;
   }
   /* Fill in the chunk length now that the extents are known. */
   put_be32 (s->out.data + mark + NBD_CHUNK_LEN_AT,
             (uint32_t) (s->out.len - mark - NBD_CHUNK_SIZE));
 }
 
+/* A chunk per context negotiated, from the zones over the range. */
+static void
+block_status_reply (struct nbd_session *s, uint64_t cookie, uint64_t offset,
+                    uint32_t count, uint16_t flags, const struct zn_zone *zones,
+                    unsigned nr)
+{
+  int last = s->meta[CTX_ZONES] ? CTX_ZONES : CTX_ALLOCATION;
+
+  for (int ctx = CTX_ALLOCATION; ctx <= CTX_ZONES; ctx++)
+    if (s->meta[ctx])
+      block_status_chunk (s, cookie, ctx, ctx == last, offset, count,
+                          flags & CMD_FLAG_REQ_ONE, zones, nr);
+}
+
+/* Both contexts describe one report of the zones, taken on the loop
+ * unless a storage thread holds one of them: then on the workers, as
+ * the loop must not wait for a disk.
+ */
 static void
 cmd_block_status (struct nbd_session *s, uint64_t cookie, uint64_t offset,
                   uint32_t count, uint16_t flags)
 {
-  int last = s->meta[CTX_ZONES] ? CTX_ZONES : CTX_ALLOCATION;
+  const struct zn_fault pass = { .action = ZN_FAULT_PASS };
+  struct zn_dev *dev;
+  struct zn_zone *zones;
+  unsigned nr;
+  int n;
 
   if (!s->structured || !s->meta_any || s->control) {
     reply_error (s, cookie, EINVAL, "block status: no metadata context was "
                  "negotiated for this export");
     return;
   }
-  for (int ctx = CTX_ALLOCATION; ctx <= CTX_ZONES; ctx++)
-    if (s->meta[ctx])
-      block_status_chunk (s, cookie, ctx, ctx == last, offset, count,
-                          flags & CMD_FLAG_REQ_ONE);
+  dev = s->d->dev;
+  nr = status_zone_count (dev, s->run.rq);
+  zones = malloc (nr * sizeof *zones);
+  if (zones == NULL)
+    nbd_session_out_of_memory (s);
+  n = s->d->offload ? status_zones (dev, offset, zones, nr, true) : -EAGAIN;
+  if (n == -EAGAIN) {
+    if (offload (s, &pass)) {
+      free (zones);
+      return;
+    }
+    n = status_zones (dev, offset, zones, nr, false);
+  }
+  block_status_reply (s, cookie, offset, count, flags, zones, (unsigned) n);
+  free (zones);
 }
 
 /* Checks a request's range; 0, or the errno to reply with (and a message). */
@@ -779,8 +866,7 @@ job_done (void *session, struct served_job *job)
   if (s) {
     mark = s->out.len;
     s->offloaded--;
-    s->offloaded_bytes -= rq->type == CMD_READ || rq->type == CMD_WRITE
-                          ? rq->count : 0;
+    s->offloaded_bytes -= job_bytes (s, rq);
     s->fault = j->fault;
     s->conn.hold_ns = 0;
     s->arrival = j->arrival;
@@ -800,6 +886,10 @@ job_done (void *session, struct served_job *job)
       r = zn_fault_outcome (s->d->dev, &j->fault, ZN_FOP_FLUSH, 0, j->r,
                             &j->why);
       flush_reply (s, rq->cookie, r, j->why);
+      break;
+    case CMD_BLOCK_STATUS:
+      block_status_reply (s, rq->cookie, rq->offset, rq->count, rq->flags,
+                          (const struct zn_zone *) j->data, (unsigned) j->r);
       break;
     default:
       r = zn_fault_outcome (s->d->dev, &j->fault, ZN_FOP_RESET,

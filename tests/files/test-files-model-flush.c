@@ -21,6 +21,8 @@
  * lock and the resource lock), zn_write_nowait to another sequential zone
  * and zn_read_nowait fail with -EAGAIN at once, having changed nothing,
  * and a write to a conventional zone, which needs neither lock, goes in.
+ * So does zn_report_zones_nowait of the zone (or of any zone, as the
+ * resource lock is held), which reports it once the sync is done.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -429,6 +431,7 @@ test_nowait_beside_fua (void)
   struct flusher fua = { 0 };
   unsigned char buf[8 * ZN_SECTOR_SIZE];
   enum zn_reason why;
+  struct zn_zone z, zones[16];
 
   c.zone_max_open = 4;          /* the resource lock is taken */
   d = create (&c);
@@ -441,10 +444,17 @@ test_nowait_beside_fua (void)
   CHECK_EQ (write_nowait (d, zstart (d, 3), 2), -EAGAIN);
   CHECK_EQ (zn_read_nowait (d, buf, zstart (d, 2), 8, &why), -EAGAIN);
   CHECK_EQ (write_nowait (d, zstart (d, 1), 3), 0);
+  CHECK_EQ (zn_report_zones_nowait (d, zstart (d, 2), &z, 1), -EAGAIN);
+  CHECK_EQ (zn_report_zones_nowait (d, 0, &z, 1), -EAGAIN);
 
   release ();
   CHECK_EQ (pthread_join (fua.thread, NULL), 0);
   CHECK_EQ (fua.ret, 0);
+  CHECK_EQ (zn_report_zones_nowait (d, zstart (d, 2), &z, 1), 1);
+  CHECK_EQ (z.wp, zstart (d, 2) + 8);
+  CHECK_EQ (z.cond, ZN_COND_IMP_OPEN);
+  CHECK_EQ (zn_report_zones_nowait (d, 0, zones, 16),
+            (int) zn_dev_geometry (d)->nr_zones);
   /* (A zone report takes the resource lock: only now.) */
   CHECK_EQ (zone_at (d, 3).wp, zstart (d, 3));
   CHECK_EQ (zone_at (d, 3).cond, ZN_COND_EMPTY);

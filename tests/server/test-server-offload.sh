@@ -15,27 +15,51 @@
 # then run once for all.  With nullb0's flush held and three more behind
 # it, nullb1's flush must still find a thread; and a write answered
 # before the three were sent must be synced before they are answered.
+#
+# Last, on one event loop: a block status of a zone whose FUA write is
+# held (the zone's lock with it) waits on a storage thread, not on the
+# loop, so nullb1's requests on the same loop are answered meanwhile.
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
 . "$(dirname "$0")/stall-lib.sh"
 
 # client NAME URI OPS...: an NBD client on URI running OPS in order, each
-# w:OFFSET:TAG (4 KiB of TAG), f (flush), F:N:FILE (N flushes sent at
-# once, not waited for, then FILE created), t:FILE (waits up to 60 s for
-# FILE) or r:OFFSET:TAG (4 KiB that must be TAG); waits for the flushes
-# sent at the end, and prints "NAME done", or why it failed.
+# w:OFFSET:TAG (4 KiB of TAG), W:OFFSET:TAG (the same with FUA), f
+# (flush), F:N:FILE (N flushes sent at once, not waited for, then FILE
+# created), b:OFFSET:FILE (a block status of 4 KiB sent, FILE created,
+# then its reply checked: an extent of 4 KiB in each context), t:FILE
+# (waits up to 60 s for FILE) or r:OFFSET:TAG (4 KiB that must be TAG);
+# waits for the flushes sent at the end, and prints "NAME done", or why
+# it failed.
 client () {
   /usr/bin/python3 - "$@" <<'EOF'
 import os, sys, time, nbd
 name, uri, ops = sys.argv[1], sys.argv[2], sys.argv[3:]
 h = nbd.NBD()
+h.add_meta_context("base:allocation")
+h.add_meta_context("zonednull:zones")
 h.connect_uri(uri)
 sent = []
 for op in ops:
     kind, *arg = op.split(":")
-    if kind == "w":
-        h.pwrite(bytes([int(arg[1])]) * 4096, int(arg[0]))
+    if kind in "wW":
+        h.pwrite(bytes([int(arg[1])]) * 4096, int(arg[0]),
+                 nbd.CMD_FLAG_FUA if kind == "W" else 0)
+    elif kind == "b":
+        got = {}
+        def extents(ctx, offset, entries, err):
+            got[ctx] = list(entries)
+            return 0
+        c = h.aio_block_status(4096, int(arg[0]), extents)
+        while h.aio_get_direction() & nbd.AIO_DIRECTION_WRITE:
+            h.poll(-1)
+        open(arg[1], "w").close()
+        while not h.aio_command_completed(c):
+            h.poll(-1)
+        for ctx in ("base:allocation", "zonednull:zones"):
+            if got.get(ctx, [0])[0] != 4096:
+                sys.exit("%s: block status at %s: %r" % (name, arg[0], got))
     elif kind == "f":
         h.flush()
     elif kind == "F":
@@ -116,4 +140,28 @@ wait $held || fail "nullb0's flushes: $(cat "$tmpdir/held.out")"
 grep -qx "$d/nullb0/cnv-000002" "$flag.log" ||
   fail "the flushes behind the held one did not sync zone 2, written before them; synced: $(cat "$flag.log")"
 stop_server "$pid"
-echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them"
+
+# One event loop: a block status of a zone whose FUA write is held on a
+# storage thread (with the zone's lock) goes to the workers too, and
+# nullb1, on the same loop, is answered meanwhile.
+start_server report --threads=1 nr_devices=2 size=64 zone_size=4 \
+  zone_nr_conv=4 backing_dir="$d" "$@"
+u0="nbd+unix:///nullb0?socket=$sock"
+u1="nbd+unix:///nullb1?socket=$sock"
+rm -f "$flag".*
+: >"$flag"
+client flusher "$u0" "W:$zone:15" >"$tmpdir/flusher.out" 2>&1 &
+flusher=$!
+await_file "$flag.fdatasync" "nullb0's FUA write"
+client reader "$u0" "b:$zone:$tmpdir/status-sent" >"$tmpdir/reader.out" 2>&1 &
+reader=$!
+await_file "$tmpdir/status-sent" "the block status of the zone being written"
+client other "$u1" w:0:16 r:0:16 >"$tmpdir/other.out" 2>&1 ||
+  fail "nullb1: $(cat "$tmpdir/other.out")"
+still_held "nullb1's requests, beside a block status of a zone held," \
+  $flusher $reader
+rm -f "$flag"
+wait $flusher || fail "nullb0's FUA write: $(cat "$tmpdir/flusher.out")"
+wait $reader || fail "nullb0's block status: $(cat "$tmpdir/reader.out")"
+stop_server "$pid"
+echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them; a block status does not hold the loop for a zone being synced"
