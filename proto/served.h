@@ -99,6 +99,8 @@ typedef enum reply_hold finish_fn (void *owner, uint64_t id, bool tagged,
 struct served_job {
   const struct served_device *dev;
   uint64_t key;
+  bool untagged;                /* not admitted (a zone report): it holds
+                                   no tag and no write-log entry */
   void (*run) (struct served_job *job);
   void (*done) (void *session, struct served_job *job);
   /* May be NULL.  Runs the job at once, on the loop, when it waits for

@@ -674,13 +674,16 @@ sched_offload (void *owner, struct served_job *job)
     return false;
   *o = (struct offload) {
     .work = { .run = offload_run, .key = job->key },
-    .job = job, .c = c, .tag = c->running,
+    .job = job, .c = c,
   };
   /* The bracket admission opened on the loop held nothing: the request
    * runs on the worker.
    */
-  if (completes_later (d))
-    zn_wlog_complete (zn_wlog_deferred ());
+  if (!job->untagged) {
+    o->tag = c->running;
+    if (completes_later (d))
+      zn_wlog_complete (zn_wlog_deferred ());
+  }
   c->offloaded++;
   if (job->share) {
     struct flush_queue *q = &flushes[d - served->devices];
@@ -710,13 +713,15 @@ offload_answer (struct offload *o)
   changed = true;
   if (c->closed) {
     zn_wlog_complete (o->hold);
-    zn_queue_complete (o->tag.d->qs, &o->tag.rq);
+    if (!o->job->untagged)
+      zn_queue_complete (o->tag.d->qs, &o->tag.rq);
     o->job->done (NULL, o->job);
     if (c->offloaded == 0)
       free (c);
   }
   else {
-    c->running = o->tag;
+    if (!o->job->untagged)
+      c->running = o->tag;
     completing = true;
     completing_hold = o->hold;
     o->job->done (net_conn_session (c->conn), o->job);

@@ -289,6 +289,7 @@ offload (struct nbd_session *s, const struct zn_fault *f)
   }
   j->job = (struct served_job) {
     .dev = s->d, .run = job_run, .done = job_done,
+    .untagged = !s->run.tagged,
   };
   if (rq->type == CMD_WRITE || rq->type == CMD_TRIM)
     j->job.key = 1 + (uint64_t) (s->d - s->sv->devices)

@@ -204,6 +204,20 @@ conclude (struct nvme_session *s, uint64_t id, const struct zn_fault *f,
   }
 }
 
+/* A zone report's reply: its data, then its CapsuleResp. */
+static void
+report_reply (struct nvme_session *s, const struct nvme_cmd *cmd,
+              const struct io *io, uint16_t st, const unsigned char *report)
+{
+  const struct zn_fault pass = { .action = ZN_FAULT_PASS };
+
+  if (st == 0) {
+    memcpy (nvme_c2h_begin (s, cmd, io->bytes), report, io->bytes);
+    nvme_c2h_end (s, io->bytes);
+  }
+  op_reply (s, cmd, io, st, 0, &pass);
+}
+
 /* ---- commands run off the loop ----------------------------------------------
  *
  * A command of a namespace whose device may wait for a disk (its
@@ -220,8 +234,10 @@ struct nvme_job {
   uint64_t id;
   uint64_t arrival;
   struct nvme_zns_op op;
-  unsigned char *data;          /* a read's buffer, a write's data */
+  unsigned char *data;          /* a read's buffer, a write's data, a
+                                   zone report */
   size_t bytes;                 /* counted in the session's holds */
+  uint16_t report_status;
 };
 
 static void
@@ -229,7 +245,14 @@ job_run (struct served_job *job)
 {
   struct nvme_job *j = (struct nvme_job *) job;
 
-  nvme_zns_run (job->dev->dev, &j->op);
+  if (job->untagged)
+    j->report_status = nvme_zns_mgmt_recv (job->dev->dev, j->io.slba,
+                                           j->cmd.u.zmr.zra,
+                                           j->cmd.u.zmr.zrasf,
+                                           j->cmd.u.zmr.partial, j->data,
+                                           j->io.bytes, NULL);
+  else
+    nvme_zns_run (job->dev->dev, &j->op);
 }
 
 /* A write without FUA may go into the page cache from the loop. */
@@ -269,7 +292,12 @@ job_done (void *session, struct served_job *job)
   size_t mark;
   uint16_t st;
 
-  if (s) {
+  if (s && job->untagged) {
+    s->offloaded--;
+    s->offloaded_bytes -= j->bytes;
+    report_reply (s, &j->cmd, &j->io, j->report_status, j->data);
+  }
+  else if (s) {
     uint64_t arrival = s->arrival;
 
     s->offloaded--;
@@ -357,6 +385,37 @@ offload (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
   return true;
 }
 
+/* A zone report (Zone Management Receive, which takes no tag) goes to
+ * the program's workers with its buffer, when a zone it reads is held by
+ * a storage thread: true if they took it.
+ */
+static bool
+offload_report (struct nvme_session *s, const struct nvme_cmd *cmd,
+                const struct io *io, void *report)
+{
+  struct nvme_job *j;
+
+  if (!io->d->offload || s->sv->offload == NULL
+      || (j = calloc (1, sizeof *j)) == NULL)
+    return false;
+  j->job = (struct served_job) {
+    .dev = io->d, .run = job_run, .done = job_done, .untagged = true,
+  };
+  j->cmd = *cmd;
+  j->io = *io;
+  j->data = report;
+  j->bytes = io->bytes;
+  s->offloaded++;
+  s->offloaded_bytes += j->bytes;
+  if (!s->sv->offload (s->owner, &j->job)) {
+    s->offloaded--;
+    s->offloaded_bytes -= j->bytes;
+    free (j);
+    return false;
+  }
+  return true;
+}
+
 /* Runs the decoded command and queues its reply, unless the fault
  * settings' verdict (*f) is that it times out, or the program's workers
  * took it (true; id: its admission's).
@@ -380,18 +439,22 @@ run (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
     /* A zone report is built through its structures: aligned, then
      * copied behind the C2HData header.
      */
-    void *report = malloc (io->bytes ? io->bytes : 1);
+    unsigned char *report = malloc (io->bytes ? io->bytes : 1);
+    bool busy = false;
 
     if (report == NULL)
       nvme_out_of_memory (s);
     st = nvme_zns_mgmt_recv (dev, io->slba, cmd->u.zmr.zra, cmd->u.zmr.zrasf,
-                             cmd->u.zmr.partial, report, io->bytes);
-    if (st == 0) {
-      memcpy (nvme_c2h_begin (s, cmd, io->bytes), report, io->bytes);
-      nvme_c2h_end (s, io->bytes);
-    }
+                             cmd->u.zmr.partial, report, io->bytes,
+                             io->d->offload ? &busy : NULL);
+    if (busy && offload_report (s, cmd, io, report))
+      return true;
+    if (busy)
+      st = nvme_zns_mgmt_recv (dev, io->slba, cmd->u.zmr.zra,
+                               cmd->u.zmr.zrasf, cmd->u.zmr.partial, report,
+                               io->bytes, NULL);
+    report_reply (s, cmd, io, st, report);
     free (report);
-    op_reply (s, cmd, io, st, 0, f);
     return false;
   }
   op.data = *data;

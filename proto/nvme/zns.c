@@ -769,7 +769,8 @@ fill_desc (const struct zn_geometry *g, const struct zn_zone *z,
 
 uint16_t
 nvme_zns_mgmt_recv (struct zn_dev *dev, uint64_t slba, uint8_t zra,
-                    uint8_t zrasf, bool partial, void *buf, size_t len)
+                    uint8_t zrasf, bool partial, void *buf, size_t len,
+                    bool *busy)
 {
   const struct zn_geometry *g = zn_dev_geometry (dev);
   struct nvme_zone_report *report = buf;
@@ -777,7 +778,7 @@ nvme_zns_mgmt_recv (struct zn_dev *dev, uint64_t slba, uint8_t zra,
   int want = zrasf_cond (zrasf);
   size_t room, count = 0;
   uint64_t sector;
-  unsigned n;
+  int n;
 
   if (len < sizeof *report || zra != NVME_ZNS_ZRA_REPORT_ZONES || want == -2)
     return generic_status (NVME_SC_INVALID_FIELD);
@@ -785,6 +786,8 @@ nvme_zns_mgmt_recv (struct zn_dev *dev, uint64_t slba, uint8_t zra,
     return generic_status (NVME_SC_LBA_RANGE);
   room = (len - sizeof *report) / sizeof report->entries[0];
   memset (buf, 0, len);
+  if (busy)
+    *busy = false;
 
   /* Without partial, every matching zone to the end is counted: one pass
    * over the zone table, in batches.  With it, the walk ends once the
@@ -792,8 +795,15 @@ nvme_zns_mgmt_recv (struct zn_dev *dev, uint64_t slba, uint8_t zra,
    */
   sector = slba * lba_sectors (g);
   while (!(partial && count >= room)
-         && (n = zn_report_zones (dev, sector, zones, REPORT_BATCH)) > 0) {
-    for (unsigned i = 0; i < n && !(partial && count >= room); i++) {
+         && (n = busy ? zn_report_zones_nowait (dev, sector, zones,
+                                                REPORT_BATCH)
+                      : (int) zn_report_zones (dev, sector, zones,
+                                               REPORT_BATCH)) != 0) {
+    if (n < 0) {
+      *busy = true;
+      return 0;
+    }
+    for (int i = 0; i < n && !(partial && count >= room); i++) {
       if (want >= 0 && zones[i].cond != want)
         continue;
       if (count < room)

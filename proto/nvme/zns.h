@@ -138,11 +138,13 @@ uint16_t nvme_zns_end (struct zn_dev *dev, struct nvme_zns_op *op,
  * header of 64 bytes then 64-byte descriptors, as many as fit).  With
  * partial, the header counts the descriptors returned; without, every
  * matching zone from slba to the end.  Extended reports are refused
- * (Invalid Field).
+ * (Invalid Field).  With busy, for an event loop: when a zone's lock is
+ * held by another thread (a storage thread's write), *busy is set and
+ * nothing else is meaningful; the report is to be made where it may wait.
  */
 uint16_t nvme_zns_mgmt_recv (struct zn_dev *dev, uint64_t slba, uint8_t zra,
                              uint8_t zrasf, bool partial, void *buf,
-                             size_t len);
+                             size_t len, bool *busy);
 
 /* The status of a model errno and the reason that came with it
  * (lib/model/errors.h): ETOOMANYREFS -> Too Many Open Zones, EOVERFLOW -> Too

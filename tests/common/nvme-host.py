@@ -361,6 +361,32 @@ def ops(addr, port, name, nqn, nsid, todo):
             sent += int(arg[0])
             open(arg[1], "w").close()
             continue
+        if kind == "R":
+            # A partial zone report of the zone at LBA sent, then the
+            # file; then its reply: that zone, its write pointer 8 blocks
+            # in (the FUA write of 4 KiB it waited for).
+            lba = int(arg[0])
+            io.sock.sendall(capsule(io.sqe(0x7A, nsid, cdw=(
+                lba, lba >> 32, 128 // 4 - 1, 1 << 16), sgl_len=128)))
+            open(arg[1], "w").close()
+            got = b""
+            while True:
+                ptype, _, _, pdo, pdu = io.recv_pdu()
+                if ptype == 7:
+                    datal = struct.unpack_from("<I", pdu, 16)[0]
+                    got += pdu[pdo:pdo + datal]
+                    continue
+                st = struct.unpack_from("<H", pdu, 22)[0] >> 1 \
+                    if ptype == 5 else -1
+                break
+            nr, zslba, wp = (struct.unpack_from("<Q", got, o)[0]
+                             for o in (0, 80, 88)) if len(got) == 128 \
+                else (0, 0, 0)
+            if st != 0 or (nr, zslba, wp) != (1, lba, lba + 4096 // bs):
+                sys.exit("%s: zone report at LBA %d: PDU type %d, status "
+                         "%#x, %d zones, zslba %d, wp %d" %
+                         (name, lba, ptype, st, nr, zslba, wp))
+            continue
         if kind == "t":
             for _ in range(600):
                 if os.path.exists(arg[0]):

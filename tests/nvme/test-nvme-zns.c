@@ -791,7 +791,7 @@ report (struct zn_dev *d, uint64_t slba, uint8_t zrasf, bool partial,
   memset (&r, 0, sizeof r);
   memset (buf, 0xAB, len + 64);
   r.status = nvme_zns_mgmt_recv (d, slba, NVME_ZNS_ZRA_REPORT_ZONES, zrasf,
-                                 partial, buf, len);
+                                 partial, buf, len, NULL);
   r.untouched = true;
   for (size_t i = len; i < len + 64; i++)
     r.untouched &= buf[i] == 0xAB;
@@ -929,7 +929,7 @@ test_report_sizes (void)
     unsigned char buf[4096];
     CHECK_STATUS (nvme_zns_mgmt_recv (d, 0,
                                       NVME_ZNS_ZRA_EXTENDED_REPORT_ZONES,
-                                      0, false, buf, sizeof buf),
+                                      0, false, buf, sizeof buf, NULL),
                   ST_INVALID_FIELD);
   }
   zn_dev_destroy (d);

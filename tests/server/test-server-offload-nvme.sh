@@ -11,7 +11,9 @@
 # find every write that was acknowledged.  No timing: the held commands
 # are held until the test lets them go, so nullb1's must come first.
 # Then, with irqmode=2, the host's smoke run (digests, an R2T write, a
-# reset of every zone) has its replies held and released as usual.
+# reset of every zone) has its replies held and released as usual.  And
+# on one event loop, a zone report of a zone whose FUA write is held
+# waits on a storage thread, not on the loop.
 # tests/common/nvme-host.py is the host.
 . "$(dirname "$0")/../common/lib.sh"
 
@@ -103,4 +105,31 @@ grep -qx "held done" "$tmpdir/held.out" || fail "nullb0's flushes: $(cat "$tmpdi
 grep -qx "$d/nullb0/seq-000005" "$flag.log" ||
   fail "the flushes behind the held one did not sync zone 5, written before them; synced: $(cat "$flag.log")"
 stop_server "$pid"
-echo "test-server-offload-nvme: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; irqmode=2; flushes behind a held one hold no storage thread and cover what came before them"
+
+# One event loop: a zone report of a zone whose FUA write is held on a
+# storage thread (with the zone's lock) is made there too, and nullb1,
+# on the same loop, is answered meanwhile; the report, once made, shows
+# the write.
+serve report --threads=1
+rm -f "$flag".*
+: >"$flag"
+$host_py 127.0.0.1 "$port" ops flusher "$nqn" 1 "W:$((6 * zone)):14" \
+  >"$tmpdir/flusher.out" 2>&1 &
+flusher=$!
+await_file "$flag.fdatasync" "nullb0's FUA write"
+$host_py 127.0.0.1 "$port" ops reader "$nqn" 1 "R:$((6 * zone)):$tmpdir/report-sent" \
+  >"$tmpdir/reader.out" 2>&1 &
+reader=$!
+await_file "$tmpdir/report-sent" "the zone report of the zone being written"
+$host_py 127.0.0.1 "$port" ops other "$nqn" 2 "w:$((6 * zone)):15" \
+  "r:$((6 * zone)):15" >"$tmpdir/other.out" 2>&1 ||
+  fail "nullb1: $(cat "$tmpdir/other.out")"
+still_held "nullb1's commands, beside a zone report of a zone held," \
+  $flusher $reader
+rm -f "$flag"
+wait $flusher || fail "nullb0's FUA write: $(cat "$tmpdir/flusher.out")"
+wait $reader || fail "nullb0's zone report: $(cat "$tmpdir/reader.out")"
+grep -qx "reader done" "$tmpdir/reader.out" ||
+  fail "nullb0's zone report: $(cat "$tmpdir/reader.out")"
+stop_server "$pid"
+echo "test-server-offload-nvme: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; irqmode=2; flushes behind a held one hold no storage thread and cover what came before them; a zone report does not hold the loop for a zone being synced"
