@@ -18,7 +18,9 @@
 #
 # Last, on one event loop: a block status of a zone whose FUA write is
 # held (the zone's lock with it) waits on a storage thread, not on the
-# loop, so nullb1's requests on the same loop are answered meanwhile.
+# loop, so nullb1's requests on the same loop are answered meanwhile;
+# one whose client is killed meanwhile is dropped when it is done, and a
+# stop with one still waiting is clean.
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
@@ -156,6 +158,13 @@ await_file "$flag.fdatasync" "nullb0's FUA write"
 client reader "$u0" "b:$zone:$tmpdir/status-sent" >"$tmpdir/reader.out" 2>&1 &
 reader=$!
 await_file "$tmpdir/status-sent" "the block status of the zone being written"
+# A block status whose connection is gone before the zone is let go:
+# answered to no one, and it took no tag to give back.
+client gone "$u0" "b:$zone:$tmpdir/gone-sent" >"$tmpdir/gone.out" 2>&1 &
+gone=$!
+await_file "$tmpdir/gone-sent" "the block status of a client then killed"
+kill -KILL $gone
+wait $gone 2>/dev/null || :
 client other "$u1" w:0:16 r:0:16 >"$tmpdir/other.out" 2>&1 ||
   fail "nullb1: $(cat "$tmpdir/other.out")"
 still_held "nullb1's requests, beside a block status of a zone held," \
@@ -163,5 +172,17 @@ still_held "nullb1's requests, beside a block status of a zone held," \
 rm -f "$flag"
 wait $flusher || fail "nullb0's FUA write: $(cat "$tmpdir/flusher.out")"
 wait $reader || fail "nullb0's block status: $(cat "$tmpdir/reader.out")"
-stop_server "$pid"
+client after "$u0" "b:$zone:$tmpdir/after-sent" "r:$zone:15" \
+  >"$tmpdir/after.out" 2>&1 || fail "after the block statuses: $(cat "$tmpdir/after.out" "$tmpdir/srv.log")"
+# A stop with a block status, its connection's first request, still
+# waiting on the workers.
+rm -f "$flag".*
+: >"$flag"
+client flusher "$u0" "W:$((zone + 4096)):17" >"$tmpdir/flusher.out" 2>&1 &
+flusher=$!
+await_file "$flag.fdatasync" "nullb0's second FUA write"
+client reader "$u0" "b:$zone:$tmpdir/stuck-sent" >"$tmpdir/reader.out" 2>&1 &
+reader=$!
+await_file "$tmpdir/stuck-sent" "the block status held at the stop"
+stop_held $flusher $reader
 echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them; a block status does not hold the loop for a zone being synced"
