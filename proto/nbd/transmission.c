@@ -200,6 +200,12 @@ struct nbd_job {
   unsigned char *data;          /* a read's buffer, a write's copy */
   int r;                        /* the model's result */
   enum zn_reason why;
+  /* A request of the control export: the connection's state, which the
+   * session takes back when it is answered.
+   */
+  bool control, readonly;
+  struct zn_control_conn conn;
+  char control_why[256];
 };
 
 static void
@@ -210,6 +216,15 @@ job_run (struct served_job *job)
   uint64_t sector = j->rq.offset >> ZN_SECTOR_SHIFT;
   uint32_t sectors = j->rq.count >> ZN_SECTOR_SHIFT;
 
+  if (j->control) {
+    j->r = j->rq.type == CMD_READ
+           ? zn_control_pread (job->dev->ctl, &j->conn, j->readonly, j->data,
+                               j->rq.count, j->rq.offset)
+           : zn_control_pwrite (job->dev->ctl, &j->conn, j->data, j->rq.count,
+                                j->rq.offset, j->control_why,
+                                sizeof j->control_why);
+    return;
+  }
   switch (j->rq.type) {
   case CMD_READ:
     j->r = zn_read_why (dev, j->data, sector, sectors, &j->why);
@@ -291,7 +306,10 @@ offload (struct nbd_session *s, const struct zn_fault *f)
     .dev = s->d, .run = job_run, .done = job_done,
     .untagged = !s->run.tagged,
   };
-  if (rq->type == CMD_WRITE || rq->type == CMD_TRIM)
+  j->control = s->control;
+  j->readonly = s->sv->readonly;
+  j->conn = s->conn;
+  if ((rq->type == CMD_WRITE || rq->type == CMD_TRIM) && !s->control)
     j->job.key = 1 + (uint64_t) (s->d - s->sv->devices)
                  + (rq->offset >> ZN_SECTOR_SHIFT) / geo->zone_sectors
                    * s->sv->nr_devices;
@@ -304,7 +322,7 @@ offload (struct nbd_session *s, const struct zn_fault *f)
     j->job.share = job_share;
   if (rq->type == CMD_WRITE) {
     memcpy (j->data, s->run.payload, bytes);
-    if (!(rq->flags & CMD_FLAG_FUA))
+    if (!(rq->flags & CMD_FLAG_FUA) && !s->control)
       j->job.try_run = job_try_write;
   }
   /* Counted first: job_done may come before offload returns. */
@@ -357,6 +375,24 @@ read_reply (struct nbd_session *s, uint64_t cookie, uint64_t offset,
     s->out.len += count;
 }
 
+/* The reply of control export request rq: r, a read's data at buf, a
+ * write's failure explained in why.
+ */
+static void
+control_reply (struct nbd_session *s, const struct nbd_request *rq, int r,
+               const unsigned char *buf, const char *why)
+{
+  if (r < 0 && rq->type == CMD_READ)
+    reply_error (s, rq->cookie, -r, "read: offset %" PRIu64 " length %"
+                 PRIu32 ": %s", rq->offset, rq->count, zn_errno_name (-r));
+  else if (r < 0)
+    reply_error (s, rq->cookie, -r, "control: %s", why);
+  else if (rq->type == CMD_READ)
+    read_reply (s, rq->cookie, rq->offset, rq->count, 0, ZN_REASON_NONE, buf);
+  else
+    reply_ok (s, rq->cookie);
+}
+
 static void
 cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
           uint32_t count)
@@ -369,15 +405,15 @@ cmd_read (struct nbd_session *s, uint64_t cookie, uint64_t offset,
   int r;
 
   if (s->control) {
+    const struct zn_fault pass = { .action = ZN_FAULT_PASS };
+
+    if (s->d->offload && offload (s, &pass))
+      return;
     buf = out_reserve (s, header + count) + header;
     r = zn_control_pread (s->d->ctl, &s->conn, s->sv->readonly, buf, count,
                           offset);
     s->out.len = mark;
-    if (r < 0)
-      reply_error (s, cookie, -r, "read: offset %" PRIu64 " length %" PRIu32
-                   ": %s", offset, count, zn_errno_name (-r));
-    else
-      read_reply (s, cookie, offset, count, 0, ZN_REASON_NONE, buf);
+    control_reply (s, s->run.rq, r, buf, NULL);
     return;
   }
   if (fault_skips (s, ZN_FOP_READ, offset, count, count, &f)) {
@@ -434,12 +470,13 @@ cmd_write (struct nbd_session *s, uint64_t cookie, uint64_t offset,
   int r;
 
   if (s->control) {
+    const struct zn_fault pass = { .action = ZN_FAULT_PASS };
+
+    if (s->d->offload && offload (s, &pass))
+      return;
     r = zn_control_pwrite (s->d->ctl, &s->conn, data, count, offset,
                            why, sizeof why);
-    if (r < 0)
-      reply_error (s, cookie, -r, "control: %s", why);
-    else
-      reply_ok (s, cookie);
+    control_reply (s, s->run.rq, r, NULL, why);
     return;
   }
   if (s->forced_error) {
@@ -871,7 +908,12 @@ job_done (void *session, struct served_job *job)
     s->fault = j->fault;
     s->conn.hold_ns = 0;
     s->arrival = j->arrival;
-    switch (rq->type) {
+    if (j->control) {
+      s->conn = j->conn;
+      j->conn.hold = NULL;
+      control_reply (s, rq, j->r, j->data, j->control_why);
+    }
+    else switch (rq->type) {
     case CMD_READ:
       r = zn_fault_outcome (s->d->dev, &j->fault, ZN_FOP_READ,
                             rq->offset >> ZN_SECTOR_SHIFT, j->r, &j->why);
@@ -901,6 +943,8 @@ job_done (void *session, struct served_job *job)
     }
     conclude (s, j->id, rq, NULL, j->tagged, mark);
   }
+  /* A control APPEND's write-log entry, with no one to answer. */
+  zn_control_complete (&j->conn);
   free (j->data);
   free (j);
 }
@@ -945,6 +989,11 @@ handle_request (struct nbd_session *s, const struct nbd_request *rq,
 
   if (rq->magic != REQUEST_MAGIC)
     return -1;
+  /* A control command's result is the next read's: the control export's
+   * requests run one after another, on the loop or on the workers.
+   */
+  if (s->control && s->offloaded)
+    return 0;
   if (type == CMD_WRITE) {
     /* The payload cannot be skipped safely if it is absurdly large. */
     if (count > MAX_REQUEST) {

@@ -18,9 +18,11 @@
 #
 # Last, on one event loop: a block status of a zone whose FUA write is
 # held (the zone's lock with it) waits on a storage thread, not on the
-# loop, so nullb1's requests on the same loop are answered meanwhile;
-# one whose client is killed meanwhile is dropped when it is done, and a
-# stop with one still waiting is clean.
+# loop, and so does a read of nullb0's control export, which holds every
+# zone still, so nullb1's requests on the same loop are answered
+# meanwhile; a block status whose client is killed meanwhile is dropped
+# when it is done, and a stop with one still waiting is clean.  The
+# control export's requests, on the workers, still run one at a time.
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
@@ -30,7 +32,9 @@ need_nbdsh
 # w:OFFSET:TAG (4 KiB of TAG), W:OFFSET:TAG (the same with FUA), f
 # (flush), F:N:FILE (N flushes sent at once, not waited for, then FILE
 # created), b:OFFSET:FILE (a block status of 4 KiB sent, FILE created,
-# then its reply checked: an extent of 4 KiB in each context), t:FILE
+# then its reply checked: an extent of 4 KiB in each context), c:FILE
+# (the same with a read of a control export's header and zones: 16),
+# t:FILE
 # (waits up to 60 s for FILE) or r:OFFSET:TAG (4 KiB that must be TAG);
 # waits for the flushes sent at the end, and prints "NAME done", or why
 # it failed.
@@ -62,6 +66,21 @@ for op in ops:
         for ctx in ("base:allocation", "zonednull:zones"):
             if got.get(ctx, [0])[0] != 4096:
                 sys.exit("%s: block status at %s: %r" % (name, arg[0], got))
+    elif kind == "c":
+        # On a control export: its header page and the zones' descriptors
+        # read (one snapshot: every zone held still), FILE created once
+        # the read is sent.
+        buf = nbd.Buffer(8192)
+        c = h.aio_pread(buf, 0)
+        while h.aio_get_direction() & nbd.AIO_DIRECTION_WRITE:
+            h.poll(-1)
+        open(arg[0], "w").close()
+        while not h.aio_command_completed(c):
+            h.poll(-1)
+        page = buf.to_bytearray()
+        if int.from_bytes(page[20:24], "big") != 16:
+            sys.exit("%s: the control header says %d zones" %
+                     (name, int.from_bytes(page[20:24], "big")))
     elif kind == "f":
         h.flush()
     elif kind == "F":
@@ -165,15 +184,48 @@ gone=$!
 await_file "$tmpdir/gone-sent" "the block status of a client then killed"
 kill -KILL $gone
 wait $gone 2>/dev/null || :
+# The control export's header holds every zone still: it waits there too.
+client control "nbd+unix:///nullb0/control?socket=$sock" \
+  "c:$tmpdir/control-sent" >"$tmpdir/control.out" 2>&1 &
+control=$!
+await_file "$tmpdir/control-sent" "the control read of nullb0"
+
 client other "$u1" w:0:16 r:0:16 >"$tmpdir/other.out" 2>&1 ||
   fail "nullb1: $(cat "$tmpdir/other.out")"
-still_held "nullb1's requests, beside a block status of a zone held," \
-  $flusher $reader
+still_held "nullb1's requests, beside a block status and a control read of a zone held," \
+  $flusher $reader $control
 rm -f "$flag"
 wait $flusher || fail "nullb0's FUA write: $(cat "$tmpdir/flusher.out")"
 wait $reader || fail "nullb0's block status: $(cat "$tmpdir/reader.out")"
+wait $control || fail "nullb0's control read: $(cat "$tmpdir/control.out")"
 client after "$u0" "b:$zone:$tmpdir/after-sent" "r:$zone:15" \
   >"$tmpdir/after.out" 2>&1 || fail "after the block statuses: $(cat "$tmpdir/after.out" "$tmpdir/srv.log")"
+# The control export's requests run one after another, on the workers
+# too: each of 50 commands sent at once with the read of its result
+# reads its own sequence number.
+/usr/bin/python3 - "nbd+unix:///nullb0/control?socket=$sock" \
+  >"$tmpdir/pipelined.out" 2>&1 <<'EOF' ||
+import nbd, struct, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+cmd = lambda op, sector, n: struct.pack(">IIQQQ", 0x5a4e434d, op, sector, n, 0)
+seq0 = struct.unpack(">Q", h.pread(8, 88))[0]
+reads = []
+for i in range(50):
+    h.aio_pwrite(nbd.Buffer.from_bytearray(cmd(8, (1 << 40) + 2 * i, 1)), 0)
+    buf = nbd.Buffer(8)
+    reads.append((buf, h.aio_pread(buf, 88)))
+for i, (buf, c) in enumerate(reads):
+    while not h.aio_command_completed(c):
+        h.poll(-1)
+    seq = struct.unpack(">Q", buf.to_bytearray())[0]
+    if seq != seq0 + i + 1:
+        sys.exit("the read after command %d says %d commands ran, not %d" %
+                 (i, seq - seq0, i + 1))
+h.pwrite(cmd(9, 1 << 40, 4000), 0)
+EOF
+  fail "pipelined control commands: $(cat "$tmpdir/pipelined.out")"
+
 # A stop with a block status, its connection's first request, still
 # waiting on the workers.
 rm -f "$flag".*
