@@ -169,14 +169,20 @@ start_server report --threads=1 nr_devices=2 size=64 zone_size=4 \
   zone_nr_conv=4 backing_dir="$d" "$@"
 u0="nbd+unix:///nullb0?socket=$sock"
 u1="nbd+unix:///nullb1?socket=$sock"
-rm -f "$flag".*
-: >"$flag"
-client flusher "$u0" "W:$zone:15" >"$tmpdir/flusher.out" 2>&1 &
-flusher=$!
-await_file "$flag.fdatasync" "nullb0's FUA write"
-client reader "$u0" "b:$zone:$tmpdir/status-sent" >"$tmpdir/reader.out" 2>&1 &
-reader=$!
-await_file "$tmpdir/status-sent" "the block status of the zone being written"
+# held_status OFFSET TAG: nullb0's FUA write of TAG at OFFSET, in zone
+# 1, held in its fdatasync (pid $flusher), then a block status of the
+# zone sent (pid $reader).
+held_status () {
+  rm -f "$flag".* "$tmpdir/status-sent"
+  : >"$flag"
+  client flusher "$u0" "W:$1:$2" >"$tmpdir/flusher.out" 2>&1 &
+  flusher=$!
+  await_file "$flag.fdatasync" "nullb0's FUA write"
+  client reader "$u0" "b:$zone:$tmpdir/status-sent" >"$tmpdir/reader.out" 2>&1 &
+  reader=$!
+  await_file "$tmpdir/status-sent" "the block status of the zone being written"
+}
+held_status "$zone" 15
 # A block status whose connection is gone before the zone is let go:
 # answered to no one, and it took no tag to give back.
 client gone "$u0" "b:$zone:$tmpdir/gone-sent" >"$tmpdir/gone.out" 2>&1 &
@@ -228,13 +234,6 @@ EOF
 
 # A stop with a block status, its connection's first request, still
 # waiting on the workers.
-rm -f "$flag".*
-: >"$flag"
-client flusher "$u0" "W:$((zone + 4096)):17" >"$tmpdir/flusher.out" 2>&1 &
-flusher=$!
-await_file "$flag.fdatasync" "nullb0's second FUA write"
-client reader "$u0" "b:$zone:$tmpdir/stuck-sent" >"$tmpdir/reader.out" 2>&1 &
-reader=$!
-await_file "$tmpdir/stuck-sent" "the block status held at the stop"
+held_status "$((zone + 4096))" 17
 stop_held $flusher $reader
-echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them; a block status does not hold the loop for a zone being synced"
+echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them; a block status and a control read do not hold the loop for a zone being synced; control requests one at a time"
