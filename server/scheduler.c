@@ -649,6 +649,13 @@ offload_run (struct io_work *w)
 {
   struct offload *o = (struct offload *) w;
 
+  /* A request that took no tag is not bracketed on the loop either: a
+   * control APPEND holds its own entry when it is answered later.
+   */
+  if (o->job->untagged) {
+    o->job->run (o->job);
+    return;
+  }
   zn_wlog_defer ();
   o->job->run (o->job);
   o->hold = zn_wlog_deferred ();

@@ -18,8 +18,6 @@
 #include "internal.h"
 #include "frontend/nbd-zones.h"
 
-#define REPORT_BATCH     64     /* zones per zn_report_zones call */
-
 /* A failed data request, for DATA_ERRNO or the error log's ERRLOG_ERRNO. */
 static void
 log_failure (struct nbd_session *s, uint32_t nbd_cmd, uint64_t offset,

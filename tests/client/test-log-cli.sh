@@ -3,8 +3,9 @@
 # The write log over the control channel, with the CLI and zonednull-server:
 # `zonednull log start`, writes, a flush and a zone append through NBD,
 # `zonednull mark`, `zonednull log stop`, and the file's entries counted
-# and named; then the refusals, each with its message: no log_dir, a bad
-# or existing name, a log on already, a mark without a log, a bad mark.
+# and named, with a memory-backed device and again with backing_dir;
+# then the refusals, each with its message: no log_dir, a bad or
+# existing name, a log on already, a mark without a log, a bad mark.
 #
 # Device: 8 zones of 1 MiB (2048 sectors), zone 0 conventional.
 ZONEDNULL_TARGET=server
@@ -78,6 +79,29 @@ want="9 20008 0 0 1 2 8 100 204 8"
 [ "$got" = "$want" ] || fail "log entries: '$got', expected '$want'"
 
 refused 1 "log_dir holds a file of that name" log start run1.log "$uri"
+stop_server "$pid"
+
+# The same with backing_dir, where the control export's commands run on
+# the storage threads: the append is logged when it runs, between the
+# marks around it.
+mkdir "$tmpdir/zones"
+start_server files size=8 zone_size=1 zone_nr_conv=1 \
+  backing_dir="$tmpdir/zones" log_dir="$logs"
+ok log start files.log "$uri"
+nbdsh -u "$uri" -c "
+h.pwrite(b'\\x11' * 4096, 0)
+h.pwrite(b'\\x22' * 4096, 2048 * 512)
+h.flush()
+h.pwrite(b'\\x33' * 512, 2048 * 512 + 4096, nbd.CMD_FLAG_FUA)
+" >"$tmpdir/nbdsh.out" 2>&1 || fail "writes failed: $(cat "$tmpdir/nbdsh.out")"
+ok mark after-writes "$uri"
+ok append -o 4096 --pattern 0x44 -l 8 "$uri"
+ok reset -o 2048 -c 1 "$uri"
+ok mark done "$uri"
+ok log stop "$uri"
+got=$(entries "$logs/files.log") || fail "reading the log failed"
+[ "$got" = "9 20008 0 0 1 2 8 100 204 8" ] ||
+  fail "backing_dir: log entries: '$got', expected '9 20008 0 0 1 2 8 100 204 8'"
 stop_server "$pid"
 
 start_server nodir $device
