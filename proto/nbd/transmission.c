@@ -304,9 +304,11 @@ offload (struct nbd_session *s, const struct zn_fault *f)
     .dev = s->d, .run = job_run, .done = job_done,
     .untagged = !s->run.tagged,
   };
-  j->control = s->control;
-  j->readonly = s->sv->readonly;
-  j->conn = s->conn;
+  if (s->control) {
+    j->control = true;
+    j->readonly = s->sv->readonly;
+    j->conn = s->conn;
+  }
   if ((rq->type == CMD_WRITE || rq->type == CMD_TRIM) && !s->control)
     j->job.key = 1 + (uint64_t) (s->d - s->sv->devices)
                  + (rq->offset >> ZN_SECTOR_SHIFT) / geo->zone_sectors

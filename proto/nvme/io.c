@@ -237,7 +237,8 @@ struct nvme_job {
   unsigned char *data;          /* a read's buffer, a write's data, a
                                    zone report */
   size_t bytes;                 /* counted in the session's holds */
-  uint16_t report_status;
+  uint16_t report_status;       /* a zone report's, the one job that
+                                   took no tag (job.untagged) */
 };
 
 static void
