@@ -43,6 +43,24 @@ PY
 logs=$tmpdir/logs
 mkdir "$logs"
 
+# logged_sequence: with a log started, 2 writes, a flush, a FUA write, a
+# mark, an append, a reset and a mark, then the log stopped; its entries
+# are then $sequence (the geometry first).
+logged_sequence () {
+  nbdsh -u "$uri" -c "
+h.pwrite(b'\\x11' * 4096, 0)
+h.pwrite(b'\\x22' * 4096, 2048 * 512)
+h.flush()
+h.pwrite(b'\\x33' * 512, 2048 * 512 + 4096, nbd.CMD_FLAG_FUA)
+" >"$tmpdir/nbdsh.out" 2>&1 || fail "writes failed: $(cat "$tmpdir/nbdsh.out")"
+  ok mark after-writes "$uri"
+  ok append -o 4096 --pattern 0x44 -l 8 "$uri"
+  ok reset -o 2048 -c 1 "$uri"
+  ok mark done "$uri"
+  ok log stop "$uri"
+}
+sequence="9 20008 0 0 1 2 8 100 204 8"
+
 start_server logs $device log_dir="$logs"
 refused 1 "no write log is on" mark m1 "$uri"
 refused 1 "no write log is on" log stop "$uri"
@@ -60,23 +78,11 @@ refused 1 "a write log is on already" log start run2.log "$uri"
 refused 1 "mark names are" mark "two words" "$uri"
 refused 1 "mark names are" mark "" "$uri"
 
-nbdsh -u "$uri" -c "
-h.pwrite(b'\\x11' * 4096, 0)
-h.pwrite(b'\\x22' * 4096, 2048 * 512)
-h.flush()
-h.pwrite(b'\\x33' * 512, 2048 * 512 + 4096, nbd.CMD_FLAG_FUA)
-" >"$tmpdir/nbdsh.out" 2>&1 || fail "writes failed: $(cat "$tmpdir/nbdsh.out")"
-ok mark after-writes "$uri"
-ok append -o 4096 --pattern 0x44 -l 8 "$uri"
-ok reset -o 2048 -c 1 "$uri"
-ok mark done "$uri"
-ok log stop "$uri"
+logged_sequence
 refused 1 "no write log is on" log stop "$uri"
 
-# geometry, 2 writes, flush, FUA write, mark, append, reset, mark
 got=$(entries "$logs/run1.log") || fail "reading the log failed"
-want="9 20008 0 0 1 2 8 100 204 8"
-[ "$got" = "$want" ] || fail "log entries: '$got', expected '$want'"
+[ "$got" = "$sequence" ] || fail "log entries: '$got', expected '$sequence'"
 
 refused 1 "log_dir holds a file of that name" log start run1.log "$uri"
 stop_server "$pid"
@@ -88,20 +94,10 @@ mkdir "$tmpdir/zones"
 start_server files size=8 zone_size=1 zone_nr_conv=1 \
   backing_dir="$tmpdir/zones" log_dir="$logs"
 ok log start files.log "$uri"
-nbdsh -u "$uri" -c "
-h.pwrite(b'\\x11' * 4096, 0)
-h.pwrite(b'\\x22' * 4096, 2048 * 512)
-h.flush()
-h.pwrite(b'\\x33' * 512, 2048 * 512 + 4096, nbd.CMD_FLAG_FUA)
-" >"$tmpdir/nbdsh.out" 2>&1 || fail "writes failed: $(cat "$tmpdir/nbdsh.out")"
-ok mark after-writes "$uri"
-ok append -o 4096 --pattern 0x44 -l 8 "$uri"
-ok reset -o 2048 -c 1 "$uri"
-ok mark done "$uri"
-ok log stop "$uri"
+logged_sequence
 got=$(entries "$logs/files.log") || fail "reading the log failed"
-[ "$got" = "9 20008 0 0 1 2 8 100 204 8" ] ||
-  fail "backing_dir: log entries: '$got', expected '9 20008 0 0 1 2 8 100 204 8'"
+[ "$got" = "$sequence" ] ||
+  fail "backing_dir: log entries: '$got', expected '$sequence'"
 stop_server "$pid"
 
 start_server nodir $device
