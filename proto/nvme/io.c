@@ -293,16 +293,15 @@ job_done (void *session, struct served_job *job)
   size_t mark;
   uint16_t st;
 
-  if (s && job->untagged) {
+  if (s) {
     s->offloaded--;
     s->offloaded_bytes -= j->bytes;
-    report_reply (s, &j->cmd, &j->io, j->report_status, j->data);
   }
+  if (s && job->untagged)
+    report_reply (s, &j->cmd, &j->io, j->report_status, j->data);
   else if (s) {
     uint64_t arrival = s->arrival;
 
-    s->offloaded--;
-    s->offloaded_bytes -= j->bytes;
     s->arrival = j->arrival;
     mark = s->out_len;
     st = nvme_zns_end (j->io.d->dev, &j->op, &result);
@@ -320,6 +319,21 @@ job_done (void *session, struct served_job *job)
   }
   free (j->data);
   free (j);
+}
+
+/* Hands j to the program's workers, counted in the session first (its
+ * job_done may come before this returns): false if they did not take it.
+ */
+static bool
+submit (struct nvme_session *s, struct nvme_job *j)
+{
+  s->offloaded++;
+  s->offloaded_bytes += j->bytes;
+  if (s->sv->offload (s->owner, &j->job))
+    return true;
+  s->offloaded--;
+  s->offloaded_bytes -= j->bytes;
+  return false;
 }
 
 /* The command admitted as id, op begun with a verdict that lets it
@@ -370,12 +384,7 @@ offload (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
   if (op->kind == NVME_ZNS_OP_FLUSH)
     j->job.share = job_share;
   j->bytes = reads || writes ? io->bytes : 0;
-  /* Counted first: job_done may come before offload returns. */
-  s->offloaded++;
-  s->offloaded_bytes += j->bytes;
-  if (!sv->offload (s->owner, &j->job)) {
-    s->offloaded--;
-    s->offloaded_bytes -= j->bytes;
+  if (!submit (s, j)) {
     if (!writes)
       free (j->data);
     free (j);
@@ -406,11 +415,7 @@ offload_report (struct nvme_session *s, const struct nvme_cmd *cmd,
   j->io = *io;
   j->data = report;
   j->bytes = io->bytes;
-  s->offloaded++;
-  s->offloaded_bytes += j->bytes;
-  if (!s->sv->offload (s->owner, &j->job)) {
-    s->offloaded--;
-    s->offloaded_bytes -= j->bytes;
+  if (!submit (s, j)) {
     free (j);
     return false;
   }
