@@ -353,13 +353,24 @@ completes_later (const struct served_device *d)
  * parked, holding its tag, while its connection goes on with the requests
  * behind it (NBD replies may come in any order); it is applied once the
  * write pointer reaches it, or failed when the wait fails or exceeds
- * pipeline_wait_ms.
+ * pipeline_wait_ms.  On a backing_dir device a storage thread holds a
+ * zone's lock while it writes the zone, through the fdatasync of a FUA
+ * write: a write whose zone is held so is parked too, undecided, and
+ * looks again after the next event or blk-mq's resource delay, never
+ * waiting for the disk on the loop.
  */
+enum parked_as {
+  PARKED_WAITING,               /* for the write pointer, until deadline */
+  PARKED_REQUEUED,              /* run again at deadline, no wait */
+  PARKED_UNDECIDED,             /* its zone held by a storage thread */
+};
 struct pending {
   uint64_t id;                  /* the session's */
-  bool requeued;                /* run again at deadline, no wait */
+  enum parked_as as;
+  uint64_t sector, nr_sectors;  /* the write, undecided */
   struct zn_pipeline_wait wait;
   uint64_t deadline;            /* CLOCK_MONOTONIC ns */
+  uint64_t due;                 /* when the timer looks again */
   struct tag tag;
   struct pending *next;
 };
@@ -371,23 +382,61 @@ static _Thread_local ev_timer pipeline_timer;
  */
 #define REQUEUE_DELAY_NS 3000000
 
-static void
-pending_add (struct sconn *c, uint64_t id, const struct zn_pipeline_wait *w,
-             const struct tag *t)
+static struct pending *
+pending_add (struct sconn *c, uint64_t id, enum parked_as as,
+             const struct zn_pipeline_wait *w, const struct tag *t)
 {
   struct pending *p = malloc (sizeof *p);
+  uint64_t now = zn_now_ns ();
 
   if (p == NULL)
     out_of_memory ();
   *p = (struct pending) {
-    .id = id, .requeued = w == NULL, .tag = *t, .next = c->pending,
-    .deadline = zn_now_ns () + (w ? pipeline_wait_ns : REQUEUE_DELAY_NS),
+    .id = id, .as = as, .tag = *t, .next = c->pending,
+    .deadline = as == PARKED_REQUEUED ? now + REQUEUE_DELAY_NS
+                                      : t->start + pipeline_wait_ns,
   };
+  p->due = as == PARKED_UNDECIDED ? now + REQUEUE_DELAY_NS : p->deadline;
   if (w)
     p->wait = *w;
   c->pending = p;
   nr_pending++;
   atomic_fetch_add (&me->sleepers, 1);
+  return p;
+}
+
+/* What came of parked write p by now: ZN_PIPELINE_WAIT while it must
+ * wait on, else the error it is run with (0: applied).
+ */
+static int
+pending_outcome (struct pending *p, uint64_t now)
+{
+  const struct served_device *d = p->tag.d;
+  int err;
+
+  if (p->as == PARKED_REQUEUED)
+    return now < p->deadline ? ZN_PIPELINE_WAIT : 0;
+  if (p->as == PARKED_UNDECIDED) {
+    err = zn_pipeline_begin (d->dev, p->sector, p->nr_sectors, d->offload,
+                             &p->wait);
+    if (err != ZN_PIPELINE_WAIT) {
+      if (err == -EAGAIN)
+        p->due = now + REQUEUE_DELAY_NS;
+      return err == -EAGAIN ? ZN_PIPELINE_WAIT : err;
+    }
+    p->as = PARKED_WAITING;
+  }
+  err = zn_pipeline_poll (d->dev, &p->wait, d->offload);
+  if (err == -EAGAIN) {
+    /* Past its bound it must still be judged once under the lock. */
+    p->due = now < p->deadline ? p->deadline : now + REQUEUE_DELAY_NS;
+    return ZN_PIPELINE_WAIT;
+  }
+  if (err == ZN_PIPELINE_WAIT && now >= p->deadline)
+    err = -ETIMEDOUT;
+  if (err != ZN_PIPELINE_WAIT)
+    zn_pipeline_end (d->dev, &p->wait, err);
+  return err;
 }
 
 /* Applies or fails c's parked writes whose wait is over; true when any
@@ -401,19 +450,15 @@ pipeline_resume (struct sconn *c, uint64_t now)
 
   for (struct pending **pp = &c->pending; *pp; ) {
     struct pending *p = *pp;
-    int err = p->requeued ? 0 : zn_pipeline_poll (p->tag.d->dev, &p->wait);
+    int err = pending_outcome (p, now);
 
-    if ((p->requeued || err == ZN_PIPELINE_WAIT) && now < p->deadline) {
+    if (err == ZN_PIPELINE_WAIT) {
       pp = &p->next;
       continue;
     }
-    if (err == ZN_PIPELINE_WAIT)
-      err = -ETIMEDOUT;
     *pp = p->next;
     nr_pending--;
     atomic_fetch_sub (&me->sleepers, 1);
-    if (!p->requeued)
-      zn_pipeline_end (p->tag.d->dev, &p->wait, err);
     /* The session tells sched_finish what came of it, which may park
      * it again (at the head of c->pending, due later).
      */
@@ -478,8 +523,8 @@ pipeline_retry (void)
   kick_others ();
   for (struct sconn *c = sconns; c && nr_pending > 0; c = c->next)
     for (struct pending *p = c->pending; p; p = p->next)
-      if (p->deadline < first)
-        first = p->deadline;
+      if (p->due < first)
+        first = p->due;
   ev_timer_stop (loop, &pipeline_timer);
   if (first != UINT64_MAX) {
     uint64_t now = zn_now_ns ();
@@ -544,10 +589,17 @@ sched_admit (void *owner, void *s, const struct data_request *drq)
   zn_queue_charge (d->qs, drq->bytes);
   if (drq->write)
     v = zn_pipeline_begin (d->dev, drq->offset >> ZN_SECTOR_SHIFT,
-                           drq->count >> ZN_SECTOR_SHIFT, &w);
+                           drq->count >> ZN_SECTOR_SHIFT, d->offload, &w);
   t.start = zn_now_ns ();
   if (v == ZN_PIPELINE_WAIT) {
-    pending_add (c, drq->id, &w, &t);
+    pending_add (c, drq->id, PARKED_WAITING, &w, &t);
+    return (struct admission) { ADMIT_PARK, 0 };
+  }
+  if (v == -EAGAIN) {
+    struct pending *p = pending_add (c, drq->id, PARKED_UNDECIDED, NULL, &t);
+
+    p->sector = drq->offset >> ZN_SECTOR_SHIFT;
+    p->nr_sectors = drq->count >> ZN_SECTOR_SHIFT;
     return (struct admission) { ADMIT_PARK, 0 };
   }
   c->running = t;
@@ -589,7 +641,7 @@ sched_finish (void *owner, uint64_t id, bool tagged,
     return REPLY_NOW;
   }
   case FINISH_REQUEUED:
-    pending_add (c, id, NULL, t);
+    pending_add (c, id, PARKED_REQUEUED, NULL, t);
     return REPLY_NOW;
   default:
     break;
@@ -962,7 +1014,7 @@ sconn_close (void *st)
     struct pending *p = c->pending;
 
     c->pending = p->next;
-    if (!p->requeued)
+    if (p->as == PARKED_WAITING)
       zn_pipeline_end (p->tag.d->dev, &p->wait, -EIO);
     zn_queue_complete (p->tag.d->qs, &p->tag.rq);
     free (p);

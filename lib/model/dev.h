@@ -48,7 +48,7 @@ struct zone {
    * fail_gen changes when they must all give up.
    */
   struct wp_waiter *waiters;
-  uint32_t nr_waiting;
+  atomic_uint nr_waiting;         /* read and ended without the lock */
   uint64_t fail_gen;
 };
 

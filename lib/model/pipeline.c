@@ -8,7 +8,8 @@
  * A thread that can block waits on a condition variable; an event loop
  * uses zn_pipeline_begin, zn_pipeline_poll and zn_pipeline_end instead.
  *
- * Everything here runs under the zone lock.
+ * Everything here runs under the zone lock, but the count of a zone's
+ * waiting writes, which an event loop's wait ends without it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -89,40 +90,40 @@ writable_cond (uint8_t cond)
     && cond != ZN_COND_OFFLINE;
 }
 
-/* Whether a write of n sectors at sector must wait for the wp (1, and it
- * is counted as waiting until wait_end), may go now (0), or may not wait
- * because pipeline_max_waiting writes already do (-EBUSY).  Writes that
- * can never succeed (behind the wp, past the capacity, to a FULL,
- * READONLY or OFFLINE zone) do not wait: the ordinary checks then fail
- * them at once.  Zone lock held.
+/* Whether a write of n sectors at sector, to zone z in condition cond,
+ * must wait for the wp (1, and it is counted as waiting until wait_end),
+ * may go now (0), or may not wait because pipeline_max_waiting writes
+ * already do (-EBUSY).  Writes that can never succeed (behind the wp,
+ * past the capacity, to a FULL, READONLY or OFFLINE zone) do not wait:
+ * the ordinary checks then fail them at once.  Zone lock held.
  */
 static int
-wait_begin (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
+wait_begin (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n,
+            uint8_t cond)
 {
   struct zn_pipeline *pl = dev->pipeline;
 
   ZONE_ASSERT_HELD (z);
   if (sector <= z->wp || sector + n > z->start + z->capacity
-      || !writable_cond (zone_cond (dev, z)))
+      || !writable_cond (cond))
     return 0;
-  if (z->nr_waiting >= pl->max_waiting) {
+  if (atomic_load (&z->nr_waiting) >= pl->max_waiting) {
     atomic_fetch_add (&pl->failed, 1);
     return -EBUSY;
   }
-  z->nr_waiting++;
+  atomic_fetch_add (&z->nr_waiting, 1);
   atomic_fetch_add (&pl->waiting, 1);
   atomic_fetch_add (&pl->waited, 1);
   return ZN_PIPELINE_WAIT;
 }
 
-/* A wait is over, with result 0, -ETIMEDOUT or -EIO.  Zone lock held. */
+/* A wait is over, with result 0, -ETIMEDOUT or -EIO. */
 static void
 wait_end (struct zn_dev *dev, struct zone *z, int result)
 {
   struct zn_pipeline *pl = dev->pipeline;
 
-  ZONE_ASSERT_HELD (z);
-  z->nr_waiting--;
+  atomic_fetch_sub (&z->nr_waiting, 1);
   atomic_fetch_sub (&pl->waiting, 1);
   if (result)
     atomic_fetch_add (result == -ETIMEDOUT ? &pl->timeouts : &pl->failed, 1);
@@ -137,7 +138,7 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
   struct timespec deadline;
   struct wp_waiter me;
   uint64_t gen = z->fail_gen;
-  int ret = wait_begin (dev, z, sector, n);
+  int ret = wait_begin (dev, z, sector, n, zone_cond (dev, z));
 
   if (ret != ZN_PIPELINE_WAIT)
     return ret;
@@ -173,13 +174,40 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
   return ret;
 }
 
+/* Takes z's lock and the resource lock, under which an open zone's cond
+ * is read; with nowait, when another thread holds either (a storage
+ * thread writing the zone, or syncing it for a FUA write), neither:
+ * false.
+ */
+static bool
+lock_for_loop (struct zn_dev *dev, struct zone *z, bool nowait)
+{
+  bool was = zn_nowait, locked;
+
+  zn_nowait = nowait;
+  locked = lock_or_again (z->mutex);
+  if (locked && dev->need_res_mgmt && !lock_or_again (&dev->res_lock)) {
+    zone_unlock (z);
+    locked = false;
+  }
+  zn_nowait = was;
+  return locked;
+}
+
+static void
+unlock_for_loop (struct zn_dev *dev, struct zone *z)
+{
+  res_unlock (dev);
+  zone_unlock (z);
+}
+
 /* The same wait for an event loop, which cannot block: see zoned.h.  Only
  * a request's first part can be ahead of a write pointer (its later parts
  * start where it left off, or at a zone start).
  */
 int
 zn_pipeline_begin (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors,
-                   struct zn_pipeline_wait *w)
+                   bool nowait, struct zn_pipeline_wait *w)
 {
   struct zone *z;
   uint64_t n;
@@ -192,27 +220,30 @@ zn_pipeline_begin (struct zn_dev *dev, uint64_t sector, uint64_t nr_sectors,
     return 0;
   n = z->start + z->len - sector < nr_sectors ? z->start + z->len - sector
                                               : nr_sectors;
-  zone_lock (z);
-  ret = wait_begin (dev, z, sector, n);
+  if (!lock_for_loop (dev, z, nowait))
+    return -EAGAIN;
+  ret = wait_begin (dev, z, sector, n, z->cond);
   if (ret == ZN_PIPELINE_WAIT)
     *w = (struct zn_pipeline_wait) { .sector = sector, .gen = z->fail_gen };
-  zone_unlock (z);
+  unlock_for_loop (dev, z);
   return ret;
 }
 
 int
-zn_pipeline_poll (struct zn_dev *dev, const struct zn_pipeline_wait *w)
+zn_pipeline_poll (struct zn_dev *dev, const struct zn_pipeline_wait *w,
+                  bool nowait)
 {
   struct zone *z = zone_of (dev, w->sector);
   int ret;
 
-  zone_lock (z);
+  if (!lock_for_loop (dev, z, nowait))
+    return -EAGAIN;
   if (w->gen != z->fail_gen)
     ret = -EIO;
   else
-    ret = w->sector > z->wp && writable_cond (zone_cond (dev, z))
-          ? ZN_PIPELINE_WAIT : 0;
-  zone_unlock (z);
+    ret = w->sector > z->wp && writable_cond (z->cond) ? ZN_PIPELINE_WAIT
+                                                       : 0;
+  unlock_for_loop (dev, z);
   return ret;
 }
 
@@ -220,11 +251,7 @@ void
 zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
                  int result)
 {
-  struct zone *z = zone_of (dev, w->sector);
-
-  zone_lock (z);
-  wait_end (dev, z, result);
-  zone_unlock (z);
+  wait_end (dev, zone_of (dev, w->sector), result);
 }
 
 void

@@ -356,10 +356,14 @@ void zn_get_pipeline_stats (struct zn_dev *dev, struct zn_pipeline_stats *s);
  * for its zone's write pointer (*w describes the wait), -EBUSY if
  * pipeline_max_waiting writes already wait on the zone.  While it waits,
  * zn_pipeline_poll is ZN_PIPELINE_WAIT, then 0 once zn_write may be
- * called (it will not block), or -EIO if
- * the wait failed as zn_write's would.  The caller bounds the wait with
- * pipeline_wait_ms, and calls zn_pipeline_end once with the outcome (0,
- * -EIO or -ETIMEDOUT) for the counters.
+ * called (it will not block), or -EIO if the wait failed as zn_write's
+ * would.  The caller bounds the wait with pipeline_wait_ms, and calls
+ * zn_pipeline_end once with the outcome (0, -EIO or -ETIMEDOUT) for the
+ * counters; zn_pipeline_end takes no lock.  With nowait, zn_pipeline_begin
+ * and zn_pipeline_poll do not wait for a lock that another thread holds
+ * (a storage thread writing the zone, or syncing it for a FUA write):
+ * they return -EAGAIN, having changed nothing, and the caller asks again
+ * later.
  */
 #define ZN_PIPELINE_WAIT 1
 struct zn_pipeline_wait {
@@ -367,8 +371,10 @@ struct zn_pipeline_wait {
   uint64_t gen;
 };
 int zn_pipeline_begin (struct zn_dev *dev, uint64_t sector,
-                       uint64_t nr_sectors, struct zn_pipeline_wait *w);
-int zn_pipeline_poll (struct zn_dev *dev, const struct zn_pipeline_wait *w);
+                       uint64_t nr_sectors, bool nowait,
+                       struct zn_pipeline_wait *w);
+int zn_pipeline_poll (struct zn_dev *dev, const struct zn_pipeline_wait *w,
+                      bool nowait);
 void zn_pipeline_end (struct zn_dev *dev, const struct zn_pipeline_wait *w,
                       int result);
 

@@ -16,13 +16,16 @@
 # it, nullb1's flush must still find a thread; and a write answered
 # before the three were sent must be synced before they are answered.
 #
-# Last, on one event loop: a block status of a zone whose FUA write is
+# Then, on one event loop: a block status of a zone whose FUA write is
 # held (the zone's lock with it) waits on a storage thread, not on the
 # loop, and so does a read of nullb0's control export, which holds every
 # zone still, so nullb1's requests on the same loop are answered
 # meanwhile; a block status whose client is killed meanwhile is dropped
 # when it is done, and a stop with one still waiting is clean.  The
 # control export's requests, on the workers, still run one at a time.
+# Last, with pipeline_zoned_writes, a write behind such a held zone's wp
+# is parked, not waited for on the loop, and lands once the zone is let
+# go.
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
@@ -34,7 +37,8 @@ need_nbdsh
 # created), b:OFFSET:FILE (a block status of 4 KiB sent, FILE created,
 # then its reply checked: an extent of 4 KiB in each context), c:FILE
 # (the same with a read of a control export's header and zones: 16),
-# t:FILE
+# p:OFFSET:TAG:FILE (4 KiB of TAG written, FILE created once the write is
+# sent, then its reply awaited), t:FILE
 # (waits up to 60 s for FILE) or r:OFFSET:TAG (4 KiB that must be TAG);
 # waits for the flushes sent at the end, and prints "NAME done", or why
 # it failed.
@@ -66,6 +70,14 @@ for op in ops:
         for ctx in ("base:allocation", "zonednull:zones"):
             if got.get(ctx, [0])[0] != 4096:
                 sys.exit("%s: block status at %s: %r" % (name, arg[0], got))
+    elif kind == "p":
+        c = h.aio_pwrite(nbd.Buffer.from_bytearray(bytes([int(arg[1])]) * 4096),
+                         int(arg[0]))
+        while h.aio_get_direction() & nbd.AIO_DIRECTION_WRITE:
+            h.poll(-1)
+        open(arg[2], "w").close()
+        while not h.aio_command_completed(c):
+            h.poll(-1)
     elif kind == "c":
         # On a control export: its header page and the zones' descriptors
         # read (one snapshot: every zone held still), FILE created once
@@ -236,4 +248,34 @@ EOF
 # waiting on the workers.
 held_status "$((zone + 4096))" 17
 stop_held $flusher $reader
-echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them; a block status and a control read do not hold the loop for a zone being synced; control requests one at a time"
+
+# Last, pipelined writes on one event loop: a write ahead of the write
+# pointer of a zone whose FUA write is held on a storage thread (with the
+# zone's lock) is parked, not waited for on the loop; nullb1 is answered
+# meanwhile, and the parked write lands once the FUA write is in.
+start_server pipelined --threads=1 nr_devices=2 size=64 zone_size=4 \
+  zone_nr_conv=4 pipeline_zoned_writes=1 pipeline_wait_ms=600000 \
+  backing_dir="$d" "$@"
+u0="nbd+unix:///nullb0?socket=$sock"
+u1="nbd+unix:///nullb1?socket=$sock"
+seq=$((4 * zone))
+rm -f "$flag".*
+: >"$flag"
+client flusher "$u0" "W:$seq:18" >"$tmpdir/flusher.out" 2>&1 &
+flusher=$!
+await_file "$flag.fdatasync" "nullb0's FUA write at the wp of zone 4"
+client piped "$u0" "p:$((seq + 4096)):19:$tmpdir/piped-sent" \
+  >"$tmpdir/piped.out" 2>&1 &
+piped=$!
+await_file "$tmpdir/piped-sent" "the write behind the held FUA write"
+client other "$u1" w:0:20 r:0:20 >"$tmpdir/other.out" 2>&1 ||
+  fail "nullb1: $(cat "$tmpdir/other.out")"
+still_held "nullb1's requests, beside a write pipelined behind a zone held," \
+  $flusher $piped
+rm -f "$flag"
+wait $flusher || fail "nullb0's FUA write: $(cat "$tmpdir/flusher.out")"
+wait $piped || fail "the pipelined write: $(cat "$tmpdir/piped.out")"
+client after "$u0" "r:$seq:18" "r:$((seq + 4096)):19" \
+  >"$tmpdir/after.out" 2>&1 || fail "after the pipelined write: $(cat "$tmpdir/after.out")"
+stop_server "$pid"
+echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them; a block status and a control read do not hold the loop for a zone being synced; control requests one at a time; a write pipelined behind a zone being synced is parked, not waited for on the loop"
