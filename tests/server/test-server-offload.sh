@@ -23,8 +23,8 @@
 # meanwhile; a block status whose client is killed meanwhile is dropped
 # when it is done, and a stop with one still waiting is clean.  The
 # control export's requests, on the workers, still run one at a time.
-# Last, with pipeline_zoned_writes, a write behind such a held zone's wp
-# is parked, not waited for on the loop, and lands once the zone is let
+# Last, with pipeline_zoned_writes, writes ahead of such a held zone's wp
+# are parked, not waited for on the loop, and land once the zone is let
 # go.
 . "$(dirname "$0")/../common/lib.sh"
 
@@ -249,10 +249,13 @@ EOF
 held_status "$((zone + 4096))" 17
 stop_held $flusher $reader
 
-# Last, pipelined writes on one event loop: a write ahead of the write
-# pointer of a zone whose FUA write is held on a storage thread (with the
-# zone's lock) is parked, not waited for on the loop; nullb1 is answered
-# meanwhile, and the parked write lands once the FUA write is in.
+# Last, pipelined writes on one event loop, in zone 4: a write 8 KiB
+# ahead of the write pointer waits for it; then a FUA write at the write
+# pointer is held on a storage thread with the zone's lock; then a write
+# 4 KiB ahead comes while the zone is held.  Neither the wait's next look
+# at the zone nor the new write's first waits for the lock on the loop:
+# nullb1, on the same loop, is answered meanwhile.  Once the FUA write is
+# in, the three land in order.
 start_server pipelined --threads=1 nr_devices=2 size=64 zone_size=4 \
   zone_nr_conv=4 pipeline_zoned_writes=1 pipeline_wait_ms=600000 \
   backing_dir="$d" "$@"
@@ -261,21 +264,26 @@ u1="nbd+unix:///nullb1?socket=$sock"
 seq=$((4 * zone))
 rm -f "$flag".*
 : >"$flag"
+client waiting "$u0" "p:$((seq + 8192)):21:$tmpdir/waiting-sent" \
+  >"$tmpdir/waiting.out" 2>&1 &
+waiting=$!
+await_file "$tmpdir/waiting-sent" "the write 8 KiB ahead of the write pointer"
 client flusher "$u0" "W:$seq:18" >"$tmpdir/flusher.out" 2>&1 &
 flusher=$!
 await_file "$flag.fdatasync" "nullb0's FUA write at the wp of zone 4"
 client piped "$u0" "p:$((seq + 4096)):19:$tmpdir/piped-sent" \
   >"$tmpdir/piped.out" 2>&1 &
 piped=$!
-await_file "$tmpdir/piped-sent" "the write behind the held FUA write"
+await_file "$tmpdir/piped-sent" "the write 4 KiB ahead, behind the held FUA write"
 client other "$u1" w:0:20 r:0:20 >"$tmpdir/other.out" 2>&1 ||
   fail "nullb1: $(cat "$tmpdir/other.out")"
-still_held "nullb1's requests, beside a write pipelined behind a zone held," \
-  $flusher $piped
+still_held "nullb1's requests, beside writes pipelined behind a zone held," \
+  $flusher $piped $waiting
 rm -f "$flag"
 wait $flusher || fail "nullb0's FUA write: $(cat "$tmpdir/flusher.out")"
-wait $piped || fail "the pipelined write: $(cat "$tmpdir/piped.out")"
-client after "$u0" "r:$seq:18" "r:$((seq + 4096)):19" \
-  >"$tmpdir/after.out" 2>&1 || fail "after the pipelined write: $(cat "$tmpdir/after.out")"
+wait $piped || fail "the write 4 KiB ahead: $(cat "$tmpdir/piped.out")"
+wait $waiting || fail "the write 8 KiB ahead: $(cat "$tmpdir/waiting.out")"
+client after "$u0" "r:$seq:18" "r:$((seq + 4096)):19" "r:$((seq + 8192)):21" \
+  >"$tmpdir/after.out" 2>&1 || fail "after the pipelined writes: $(cat "$tmpdir/after.out")"
 stop_server "$pid"
-echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them; a block status and a control read do not hold the loop for a zone being synced; control requests one at a time; a write pipelined behind a zone being synced is parked, not waited for on the loop"
+echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them; a block status and a control read do not hold the loop for a zone being synced; control requests one at a time; writes pipelined behind a zone being synced are parked, not waited for on the loop"
