@@ -119,6 +119,40 @@ print(name, "done")
 EOF
 }
 
+# spawn NAME URI OPS...: client NAME in the background, its output in
+# $tmpdir/NAME.out and its PID in $NAME.
+spawn () {
+  n_=$1
+  shift
+  client "$n_" "$@" >"$tmpdir/$n_.out" 2>&1 &
+  eval "$n_=\$!"
+}
+
+# let_go NAME...: the stall ends; then each spawned client NAME must end
+# well.
+let_go () {
+  rm -f "$flag"
+  for n_ in "$@"; do
+    eval "p_=\$$n_"
+    wait "$p_" || fail "$n_: $(cat "$tmpdir/$n_.out")"
+  done
+}
+
+# beside WHAT "OPS" NAME...: nullb1's client runs OPS (split at spaces),
+# WHAT, and is answered while the spawned clients NAME... stay held.
+beside () {
+  what_=$1 ops_=$2
+  shift 2
+  # shellcheck disable=SC2086 # OPS, split on purpose
+  client other "$u1" $ops_ >"$tmpdir/other.out" 2>&1 ||
+    fail "nullb1: $(cat "$tmpdir/other.out")"
+  pids_=
+  for n_ in "$@"; do
+    eval "pids_=\"\$pids_ \$$n_\""
+  done
+  # shellcheck disable=SC2086 # PIDs
+  still_held "$what_" $pids_
+}
 
 zone=$((4 * 1024 * 1024))
 start_server srv nr_devices=2 size=64 zone_size=4 zone_nr_conv=4 \
@@ -129,17 +163,13 @@ client seed "$u0" w:0:7 f >"$tmpdir/seed.out" 2>&1 ||
   fail "seeding nullb0: $(cat "$tmpdir/seed.out")"
 
 : >"$flag"
-client flusher "$u0" "w:$zone:8" f >"$tmpdir/flusher.out" 2>&1 &
-flusher=$!
+spawn flusher "$u0" "w:$zone:8" f
 await_file "$flag.fdatasync" "nullb0's flush"
-client reader "$u0" r:0:7 >"$tmpdir/reader.out" 2>&1 &
-reader=$!
+spawn reader "$u0" r:0:7
 await_file "$flag.preadv2" "nullb0's read"
 
 # nullb1 goes on while nullb0's flush and read are held.
-client other "$u1" w:0:9 f r:0:9 "w:$zone:10" r:0:9 >"$tmpdir/other.out" 2>&1 ||
-  fail "nullb1: $(cat "$tmpdir/other.out")"
-still_held "nullb1's requests" $flusher $reader
+beside "nullb1's requests" "w:0:9 f r:0:9 w:$zone:10 r:0:9" flusher reader
 
 # A stop with the flush and the read still on the workers.
 stop_held $flusher $reader
@@ -187,35 +217,25 @@ u1="nbd+unix:///nullb1?socket=$sock"
 held_status () {
   rm -f "$flag".* "$tmpdir/status-sent"
   : >"$flag"
-  client flusher "$u0" "W:$1:$2" >"$tmpdir/flusher.out" 2>&1 &
-  flusher=$!
+  spawn flusher "$u0" "W:$1:$2"
   await_file "$flag.fdatasync" "nullb0's FUA write"
-  client reader "$u0" "b:$zone:$tmpdir/status-sent" >"$tmpdir/reader.out" 2>&1 &
-  reader=$!
+  spawn reader "$u0" "b:$zone:$tmpdir/status-sent"
   await_file "$tmpdir/status-sent" "the block status of the zone being written"
 }
 held_status "$zone" 15
 # A block status whose connection is gone before the zone is let go:
 # answered to no one, and it took no tag to give back.
-client gone "$u0" "b:$zone:$tmpdir/gone-sent" >"$tmpdir/gone.out" 2>&1 &
-gone=$!
+spawn gone "$u0" "b:$zone:$tmpdir/gone-sent"
 await_file "$tmpdir/gone-sent" "the block status of a client then killed"
 kill -KILL $gone
 wait $gone 2>/dev/null || :
 # The control export's header holds every zone still: it waits there too.
-client control "nbd+unix:///nullb0/control?socket=$sock" \
-  "c:$tmpdir/control-sent" >"$tmpdir/control.out" 2>&1 &
-control=$!
+spawn control "nbd+unix:///nullb0/control?socket=$sock" "c:$tmpdir/control-sent"
 await_file "$tmpdir/control-sent" "the control read of nullb0"
 
-client other "$u1" w:0:16 r:0:16 >"$tmpdir/other.out" 2>&1 ||
-  fail "nullb1: $(cat "$tmpdir/other.out")"
-still_held "nullb1's requests, beside a block status and a control read of a zone held," \
-  $flusher $reader $control
-rm -f "$flag"
-wait $flusher || fail "nullb0's FUA write: $(cat "$tmpdir/flusher.out")"
-wait $reader || fail "nullb0's block status: $(cat "$tmpdir/reader.out")"
-wait $control || fail "nullb0's control read: $(cat "$tmpdir/control.out")"
+beside "nullb1's requests, beside a block status and a control read of a zone held," \
+  "w:0:16 r:0:16" flusher reader control
+let_go flusher reader control
 client after "$u0" "b:$zone:$tmpdir/after-sent" "r:$zone:15" \
   >"$tmpdir/after.out" 2>&1 || fail "after the block statuses: $(cat "$tmpdir/after.out" "$tmpdir/srv.log")"
 # The control export's requests run one after another, on the workers
@@ -264,25 +284,15 @@ u1="nbd+unix:///nullb1?socket=$sock"
 seq=$((4 * zone))
 rm -f "$flag".*
 : >"$flag"
-client waiting "$u0" "p:$((seq + 8192)):21:$tmpdir/waiting-sent" \
-  >"$tmpdir/waiting.out" 2>&1 &
-waiting=$!
+spawn waiting "$u0" "p:$((seq + 8192)):21:$tmpdir/waiting-sent"
 await_file "$tmpdir/waiting-sent" "the write 8 KiB ahead of the write pointer"
-client flusher "$u0" "W:$seq:18" >"$tmpdir/flusher.out" 2>&1 &
-flusher=$!
+spawn flusher "$u0" "W:$seq:18"
 await_file "$flag.fdatasync" "nullb0's FUA write at the wp of zone 4"
-client piped "$u0" "p:$((seq + 4096)):19:$tmpdir/piped-sent" \
-  >"$tmpdir/piped.out" 2>&1 &
-piped=$!
+spawn piped "$u0" "p:$((seq + 4096)):19:$tmpdir/piped-sent"
 await_file "$tmpdir/piped-sent" "the write 4 KiB ahead, behind the held FUA write"
-client other "$u1" w:0:20 r:0:20 >"$tmpdir/other.out" 2>&1 ||
-  fail "nullb1: $(cat "$tmpdir/other.out")"
-still_held "nullb1's requests, beside writes pipelined behind a zone held," \
-  $flusher $piped $waiting
-rm -f "$flag"
-wait $flusher || fail "nullb0's FUA write: $(cat "$tmpdir/flusher.out")"
-wait $piped || fail "the write 4 KiB ahead: $(cat "$tmpdir/piped.out")"
-wait $waiting || fail "the write 8 KiB ahead: $(cat "$tmpdir/waiting.out")"
+beside "nullb1's requests, beside writes pipelined behind a zone held," \
+  "w:0:20 r:0:20" flusher piped waiting
+let_go flusher piped waiting
 client after "$u0" "r:$seq:18" "r:$((seq + 4096)):19" "r:$((seq + 8192)):21" \
   >"$tmpdir/after.out" 2>&1 || fail "after the pipelined writes: $(cat "$tmpdir/after.out")"
 stop_server "$pid"
