@@ -620,10 +620,12 @@ net_conn_take_input (struct net_conn *c)
   c->in_len -= (size_t) used;
   conn_check_end (c);
   /* A full buffer the session cannot use, with room for output and a
-   * tag, is a framing error (no request is that large).
+   * tag, and nothing of its own still to answer (the control export takes
+   * no request while one runs on the storage threads), is a framing
+   * error (no request is that large).
    */
   if (c->in_len == c->in_cap && c->in_cap >= proto->max_input
-      && !sched_waiting (c) && !c->out_blocked
+      && !sched_waiting (c) && !c->out_blocked && !sched_in_flight (c, false)
       && (proto->output (c->session, &len), len < NET_OUTPUT_LIMIT))
     c->closing = true;
 }

@@ -8,6 +8,9 @@
  * or $ZN_STALL_FLAG.preadv2, so that the test knows it is held.  Every
  * fdatasync of a file under $ZN_STALL_DIR, held or not, is added to
  * $ZN_STALL_FLAG.log as a line with the file's name, when it returns.
+ * With $ZN_STALL_RECV set, the first socket to have received that many
+ * bytes since it was accepted creates $ZN_STALL_FLAG.recv: where the
+ * server takes none of a connection's input, its buffer is then full.
  */
 #ifndef _GNU_SOURCE
 # define _GNU_SOURCE
@@ -16,10 +19,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,19 +74,27 @@ log_sync (const char *path)
   }
 }
 
+/* Creates $ZN_STALL_FLAG.KIND. */
+static void
+mark (const char *kind)
+{
+  char name[PATH_MAX];
+  int fd;
+
+  snprintf (name, sizeof name, "%s.%s", getenv ("ZN_STALL_FLAG"), kind);
+  fd = open (name, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0)
+    close (fd);
+}
+
 /* Marks that a call of kind is held, then waits for the flag to go. */
 static void
 stall (const char *kind)
 {
   const char *flag = getenv ("ZN_STALL_FLAG");
   const struct timespec tick = { 0, 10 * 1000 * 1000 };
-  char mark[PATH_MAX];
-  int fd;
 
-  snprintf (mark, sizeof mark, "%s.%s", flag, kind);
-  fd = open (mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-  if (fd >= 0)
-    close (fd);
+  mark (kind);
   for (int i = 0; i < 6000 && access (flag, F_OK) == 0; i++)
     nanosleep (&tick, NULL);
 }
@@ -123,4 +136,43 @@ preadv2 (int fd, const struct iovec *iov, int iovcnt, off_t offset, int flags)
     stall ("preadv2");
   }
   return real (fd, iov, iovcnt, offset, flags);
+}
+
+/* Bytes received on each socket since it was accepted. */
+static atomic_ullong received[4096];
+
+int
+accept4 (int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+  static int (*real) (int, struct sockaddr *, socklen_t *, int);
+  int c;
+
+  if (real == NULL)
+    real = (int (*) (int, struct sockaddr *, socklen_t *, int))
+           dlsym (RTLD_NEXT, "accept4");
+  c = real (fd, addr, len, flags);
+  if (c >= 0 && c < 4096)
+    atomic_store (&received[c], 0);
+  return c;
+}
+
+ssize_t
+recv (int fd, void *buf, size_t n, int flags)
+{
+  static ssize_t (*real) (int, void *, size_t, int);
+  const char *want = getenv ("ZN_STALL_RECV");
+  ssize_t r;
+
+  if (real == NULL)
+    real = (ssize_t (*) (int, void *, size_t, int)) dlsym (RTLD_NEXT, "recv");
+  r = real (fd, buf, n, flags);
+  if (r > 0 && want && getenv ("ZN_STALL_FLAG") && fd >= 0 && fd < 4096) {
+    unsigned long long w = strtoull (want, NULL, 10);
+    unsigned long long before = atomic_fetch_add (&received[fd],
+                                                  (unsigned long long) r);
+
+    if (before < w && before + (unsigned long long) r >= w)
+      mark ("recv");
+  }
+  return r;
 }

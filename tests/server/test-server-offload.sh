@@ -37,6 +37,9 @@ need_nbdsh
 # created), b:OFFSET:FILE (a block status of 4 KiB sent, FILE created,
 # then its reply checked: an extent of 4 KiB in each context), c:FILE
 # (the same with a read of a control export's header and zones: 16),
+# C (that read, then behind it 33 MiB and 64 KiB of writes past the
+# control export's end, each of which must fail with ENOSPC, and the
+# read again),
 # p:OFFSET:TAG:FILE (4 KiB of TAG written, FILE created once the write is
 # sent, then its reply awaited), t:FILE
 # (waits up to 60 s for FILE) or r:OFFSET:TAG (4 KiB that must be TAG);
@@ -44,7 +47,7 @@ need_nbdsh
 # it failed.
 client () {
   /usr/bin/python3 - "$@" <<'EOF'
-import os, sys, time, nbd
+import errno, os, sys, time, nbd
 name, uri, ops = sys.argv[1], sys.argv[2], sys.argv[3:]
 h = nbd.NBD()
 h.add_meta_context("base:allocation")
@@ -93,6 +96,26 @@ for op in ops:
         if int.from_bytes(page[20:24], "big") != 16:
             sys.exit("%s: the control header says %d zones" %
                      (name, int.from_bytes(page[20:24], "big")))
+    elif kind == "C":
+        # Behind a control read held on the workers, the server takes no
+        # more of the connection's requests: more than its input buffer
+        # (33 MiB) of them waits there and in the socket.
+        h.set_strict_mode(0)
+        buf = nbd.Buffer(8192)
+        c = h.aio_pread(buf, 0)
+        sizes = [16 << 20, 16 << 20, 1 << 20, 64 << 10]
+        writes = [h.aio_pwrite(nbd.Buffer(n), 1 << 30) for n in sizes]
+        for i, w in enumerate([c] + writes):
+            try:
+                while not h.aio_command_completed(w):
+                    h.poll(-1)
+                if i:
+                    sys.exit("%s: write %d past the end succeeded" % (name, i))
+            except nbd.Error as e:
+                if i == 0 or e.errnum != errno.ENOSPC:
+                    sys.exit("%s: request %d: %s" % (name, i, e))
+        if int.from_bytes(h.pread(8192, 0)[20:24], "big") != 16:
+            sys.exit("%s: the control header after the writes is wrong" % name)
     elif kind == "f":
         h.flush()
     elif kind == "F":
@@ -207,6 +230,10 @@ stop_server "$pid"
 # One event loop: a block status of a zone whose FUA write is held on a
 # storage thread (with the zone's lock) goes to the workers too, and
 # nullb1, on the same loop, is answered meanwhile.
+# The shim marks the first connection that has sent 33 MiB after its
+# first 28 bytes (the NBD input buffer's size, and a read request).
+ZN_STALL_RECV=$((33 * 1024 * 1024 + 28))
+export ZN_STALL_RECV
 start_server report --threads=1 nr_devices=2 size=64 zone_size=4 \
   zone_nr_conv=4 backing_dir="$d" "$@"
 u0="nbd+unix:///nullb0?socket=$sock"
@@ -263,6 +290,14 @@ for i, (buf, c) in enumerate(reads):
 h.pwrite(cmd(9, 1 << 40, 4000), 0)
 EOF
   fail "pipelined control commands: $(cat "$tmpdir/pipelined.out")"
+
+# A control connection whose requests wait behind its read, held on the
+# workers, fills its input buffer (33 MiB): it waits for the read, and
+# is not closed as though one request were too large to frame.
+held_status "$((zone + 8192))" 22
+spawn filler "nbd+unix:///nullb0/control?socket=$sock" C
+await_file "$flag.recv" "the control connection's full input buffer"
+let_go flusher reader filler
 
 # A stop with a block status, its connection's first request, still
 # waiting on the workers.
