@@ -76,30 +76,45 @@ bench_ratio () {
   awk -v a="$1" -v b="$2" -v s="${3:-}" 'BEGIN { if (b + 0 == 0) print "n/a"; else printf "%.2f%s\n", a / b, s }'
 }
 
-# bench_fio WHO DIR CASE NAME REPEAT PID FIO-OPTION...: one fio run (4 KiB,
-# terse) with the options given; appends "CASE NAME REPEAT IOPS CPU" to
-# DIR/raw, IOPS its reads and writes, CPU PID's user and system time over
-# the run in cores (PID "self": no process of its own, 0).  fio's
-# messages go to DIR/fio.log.  A failed job (terse field 5, its error:
-# a failed write ends it early, with its IOPS so far) ends the script,
-# its message naming WHO.
+# bench_run WHO DIR CASE NAME REPEAT PID CMD...: CMD, which prints its
+# IOPS (nothing if it failed: then the script ends, its message naming
+# WHO, with the tail of DIR/fio.log); appends "CASE NAME REPEAT IOPS CPU"
+# to DIR/raw, CPU PID's user and system time over the run in cores (PID
+# "self": no process of its own, 0).
+bench_run () {
+  br_who=$1 br_dir=$2 br_case=$3 br_name=$4 br_repeat=$5 br_pid=$6
+  shift 6
+  br_c0=$(bench_cpu_ticks "$br_pid") br_t0=$(date +%s%N)
+  br_io=$("$@")
+  br_c1=$(bench_cpu_ticks "$br_pid") br_t1=$(date +%s%N)
+  [ -n "$br_io" ] || {
+    echo "$br_who: the client failed on $br_name ($br_case):" >&2
+    tail -n 5 "$br_dir/fio.log" >&2
+    exit 1
+  }
+  echo "$br_case $br_name $br_repeat $br_io $(awk -v c="$((br_c1 - br_c0))" \
+         -v hz="$(getconf CLK_TCK)" -v ns="$((br_t1 - br_t0))" \
+         'BEGIN { printf "%.2f", c / hz / (ns / 1e9) }')" >>"$br_dir/raw"
+  echo "$br_who: $br_case $br_name run $br_repeat: $br_io IOPS" >&2
+}
+
+# bench_fio WHO DIR CASE NAME REPEAT PID FIO-OPTION...: bench_run of one
+# fio run (4 KiB, terse) with the options given, IOPS its reads and
+# writes.  fio's messages go to DIR/fio.log.  A failed job (terse field
+# 5, its error: a failed write ends it early, with its IOPS so far) ends
+# the script.
 bench_fio () {
   bf_who=$1 bf_dir=$2 bf_case=$3 bf_name=$4 bf_repeat=$5 bf_pid=$6
   shift 6
-  bf_c0=$(bench_cpu_ticks "$bf_pid") bf_t0=$(date +%s%N)
-  bf_io=$(fio --name=bench --bs=4k --group_reporting --output-format=terse \
-            --terse-version=3 "$@" 2>>"$bf_dir/fio.log" |
-          awk -F';' '/^3;/ { print ($5 == 0) ? $8 + $49 : "" }')
-  bf_c1=$(bench_cpu_ticks "$bf_pid") bf_t1=$(date +%s%N)
-  [ -n "$bf_io" ] || {
-    echo "$bf_who: fio failed on $bf_name ($bf_case):" >&2
-    tail -n 5 "$bf_dir/fio.log" >&2
-    exit 1
-  }
-  echo "$bf_case $bf_name $bf_repeat $bf_io $(awk -v c="$((bf_c1 - bf_c0))" \
-         -v hz="$(getconf CLK_TCK)" -v ns="$((bf_t1 - bf_t0))" \
-         'BEGIN { printf "%.2f", c / hz / (ns / 1e9) }')" >>"$bf_dir/raw"
-  echo "$bf_who: $bf_case $bf_name run $bf_repeat: $bf_io IOPS" >&2
+  bench_run "$bf_who" "$bf_dir" "$bf_case" "$bf_name" "$bf_repeat" "$bf_pid" \
+    bench_fio_iops "$@"
+}
+
+# bench_fio_iops FIO-OPTION...: the IOPS of bench_fio's fio run.
+bench_fio_iops () {
+  fio --name=bench --bs=4k --group_reporting --output-format=terse \
+      --terse-version=3 "$@" 2>>"$bf_dir/fio.log" |
+    awk -F';' '/^3;/ { print ($5 == 0) ? $8 + $49 : "" }'
 }
 
 # bench_cpu_ticks PID: its user and system time so far, in clock ticks

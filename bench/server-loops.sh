@@ -7,7 +7,10 @@
 #
 #   REPEATS=5 SECONDS_PER_RUN=3 JOBS=4 CASES="mem pc zone" BS=4k
 #   TMPDIR=/var/tmp (the page-cache backing_dir), LOOPS="1 2",
-#   OUT=bench/results/server-loops.txt (its .raw beside it)
+#   OUT=bench/results/server-loops.txt (its .raw beside it),
+#   CLIENT=fio (or zn-bench: the reads by bench/zn-bench, one thread
+#   driving the JOBS connections with libnbd aio, far less CPU per
+#   request than fio; the zone job stays fio's)
 #
 # fio 3.33's stock nbd engine, 4 KiB (the reads: BS; a zone job's 256 zones
 # last 3 s at 4 KiB only), one connection per job, JOBS (4)
@@ -40,10 +43,17 @@ jobs=${JOBS:-4}
 cases=${CASES:-mem pc zone}
 loops=${LOOPS:-1 2}
 bs=${BS:-4k}
+client=${CLIENT:-fio}
+zn_bench=$b/bench/zn-bench
 OUT=${OUT:-$top/bench/results/server-loops.txt}
 srv_bin=$b/server/zonednull-server
 [ -x "$srv_bin" ] || { echo "server-loops: no $srv_bin (build first)" >&2; exit 2; }
 command -v fio >/dev/null || { echo "server-loops: fio is not installed" >&2; exit 2; }
+case $client in
+  fio) ;;
+  zn-bench) [ -x "$zn_bench" ] || { echo "server-loops: no $zn_bench (build first)" >&2; exit 2; } ;;
+  *) echo "server-loops: CLIENT is fio or zn-bench, not $client" >&2; exit 2 ;;
+esac
 "$srv_bin" --help 2>&1 | grep -q -- '--threads' ||
   { echo "server-loops: $srv_bin has no --threads option" >&2; exit 2; }
 
@@ -69,6 +79,31 @@ run () {
   eval "p=\$${n}_pid"
   bench_fio server-loops "$tmp" "$c" "$n" "$r" "$p" --ioengine=nbd \
     --uri="$(uri "$n")" --numjobs="$jobs" "$@"
+}
+
+# zb_iops URI: the IOPS of zn-bench's random reads of BS over the 192 MiB
+# written, JOBS connections to URI at depth 16 each; nothing if a read
+# failed.
+zb_iops () {
+  u_=$1
+  set --
+  while [ $# -lt "$jobs" ]; do set -- "$@" "$u_"; done
+  "$zn_bench" --mode randread --depth 16 \
+    --bs "$(echo "$bs" | tr 'a-z' 'A-Z' | numfmt --from=iec)" \
+    --span $((192 << 20)) --seconds "$secs" "$@" 2>>"$tmp/fio.log" |
+    awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+         END { if (v["errors"] == 0 && v["iops"] != "") print v["iops"] }'
+}
+
+# reads CASE NAME: one run of the random reads against NAME.
+reads () {
+  if [ "$client" = fio ]; then
+    # shellcheck disable=SC2086 # options, split on purpose
+    run "$1" "$2" $read_job
+  else
+    eval "p_=\$${2}_pid"
+    bench_run server-loops "$tmp" "$1" "$2" "$r" "$p_" zb_iops "$(uri "$2")"
+  fi
 }
 
 # order R NAMES...: NAMES rotated by R - 1.
@@ -103,7 +138,7 @@ for c in mem pc; do
   r=1
   while [ $r -le "$repeats" ]; do
     # shellcheck disable=SC2046,SC2086 # names and options, split on purpose
-    for n in $(order $r $names); do run $c $n $read_job; done
+    for n in $(order $r $names); do reads $c $n; done
     r=$((r + 1))
   done
   for n in $names; do halt $n; done
@@ -137,8 +172,13 @@ table () {
   echo "# zonednull-server: one event loop against several (issue 45)"
   echo
   echo "$b ($(git -C "$top" describe --always --dirty 2>/dev/null || echo '?')), $(nproc) CPUs, $(date -u '+%Y-%m-%d %H:%M') UTC,"
-  echo "load average $load0 at the start, $load1 at the end.  fio 3.33's nbd engine, reads of $bs, writes of 4 KiB,"
-  echo "$jobs jobs of one connection each; medians of $repeats runs of ${secs} s, the servers taking turns;"
+  if [ "$client" = fio ]; then
+    echo "load average $load0 at the start, $load1 at the end.  fio 3.33's nbd engine, reads of $bs, writes of 4 KiB,"
+    echo "$jobs jobs of one connection each; medians of $repeats runs of ${secs} s, the servers taking turns;"
+  else
+    echo "load average $load0 at the start, $load1 at the end.  Reads of $bs by zn-bench, one thread driving $jobs"
+    echo "connections; writes of 4 KiB by fio 3.33's nbd engine, $jobs jobs; medians of $repeats runs of ${secs} s, the servers taking turns;"
+  fi
   echo "each cell: IOPS (the server's CPU over the run, in cores)."
   echo
   printf '| job |'; for t in $loops; do printf ' --threads=%s |' "$t"; done; echo " $last loops / $first loop |"
