@@ -419,13 +419,15 @@ pending_outcome (struct pending *p, uint64_t now)
   if (p->as == PARKED_UNDECIDED) {
     err = zn_pipeline_begin (d->dev, p->sector, p->nr_sectors, d->offload,
                              &p->wait);
-    if (err != ZN_PIPELINE_WAIT) {
-      if (err == -EAGAIN)
-        p->due = now + REQUEUE_DELAY_NS;
-      return err == -EAGAIN ? ZN_PIPELINE_WAIT : err;
+    if (err == -EAGAIN) {
+      p->due = now + REQUEUE_DELAY_NS;
+      return ZN_PIPELINE_WAIT;
     }
+    if (err != ZN_PIPELINE_WAIT)
+      return err;
     p->as = PARKED_WAITING;
   }
+  p->due = p->deadline;
   err = zn_pipeline_poll (d->dev, &p->wait, d->offload);
   if (err == -EAGAIN) {
     /* Past its bound it must still be judged once under the lock. */

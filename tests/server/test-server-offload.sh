@@ -306,11 +306,12 @@ stop_held $flusher $reader
 
 # Last, pipelined writes on one event loop, in zone 4: a write 8 KiB
 # ahead of the write pointer waits for it; then a FUA write at the write
-# pointer is held on a storage thread with the zone's lock; then a write
-# 4 KiB ahead comes while the zone is held.  Neither the wait's next look
-# at the zone nor the new write's first waits for the lock on the loop:
-# nullb1, on the same loop, is answered meanwhile.  Once the FUA write is
-# in, the three land in order.
+# pointer is held on a storage thread with the zone's lock; then writes
+# 4 and 12 KiB ahead come while the zone is held.  Neither the wait's
+# next look at the zone nor the new writes' first waits for the lock on
+# the loop: nullb1, on the same loop, is answered meanwhile.  Once the
+# FUA write is in, the four land in order (the one 12 KiB ahead first
+# undecided, then waiting for the write pointer).
 start_server pipelined --threads=1 nr_devices=2 size=64 zone_size=4 \
   zone_nr_conv=4 pipeline_zoned_writes=1 pipeline_wait_ms=600000 \
   backing_dir="$d" "$@"
@@ -325,10 +326,20 @@ spawn flusher "$u0" "W:$seq:18"
 await_file "$flag.fdatasync" "nullb0's FUA write at the wp of zone 4"
 spawn piped "$u0" "p:$((seq + 4096)):19:$tmpdir/piped-sent"
 await_file "$tmpdir/piped-sent" "the write 4 KiB ahead, behind the held FUA write"
+spawn later "$u0" "p:$((seq + 12288)):23:$tmpdir/later-sent"
+await_file "$tmpdir/later-sent" "the write 12 KiB ahead, behind the held FUA write"
 beside "nullb1's requests, beside writes pipelined behind a zone held," \
-  "w:0:20 r:0:20" flusher piped waiting
-let_go flusher piped waiting
+  "w:0:20 r:0:20" flusher piped later waiting
+let_go flusher piped later waiting
 client after "$u0" "r:$seq:18" "r:$((seq + 4096)):19" "r:$((seq + 8192)):21" \
+  "r:$((seq + 12288)):23" \
   >"$tmpdir/after.out" 2>&1 || fail "after the pipelined writes: $(cat "$tmpdir/after.out")"
+# The writes 8 and 12 KiB ahead waited for the write pointer, none timed
+# out or failed; the one 4 KiB ahead was at it once the zone was free.
+pl=$("${ZONEDNULL_CLI:-${ZONEDNULL_BUILDDIR:-.}/cli/zonednull}" info --json "$u0" |
+  /usr/bin/python3 -c 'import json, sys; p = json.load(sys.stdin)["pipeline"]; print(p["waiting"], p["waited"], p["timeouts"], p["failed"])') ||
+  fail "zonednull info of nullb0"
+[ "$pl" = "0 2 0 0" ] ||
+  fail "pipelined writes waiting, waited, timed out and failed: $pl, expected 0 2 0 0"
 stop_server "$pid"
 echo "test-server-offload: nullb1 answered beside nullb0's held flush and read; clean stop; writes kept; flushes behind a held one hold no storage thread and cover what came before them; a block status and a control read do not hold the loop for a zone being synced; control requests one at a time; writes pipelined behind a zone being synced are parked, not waited for on the loop"
