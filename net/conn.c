@@ -8,7 +8,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +129,10 @@ struct net_server {
   struct listener *listeners;
   struct net_conn *conns;       /* every open connection, for shutdown */
   unsigned nr_conns;
+  /* Its connections, and those handed to it not started yet: what the
+   * loop that accepts weighs when it hands one over (next_peer).
+   */
+  atomic_uint load;
   unsigned long nr_accepted;
   size_t output_total;          /* sum of the connections' queued */
   bool output_freed;            /* output_total went down since the retry */
@@ -401,12 +407,13 @@ net_server_print_stats (const struct net_server *srv)
            "sleeps=%" PRIu64 " busy_polls=%" PRIu64 " busy_poll_ns=%" PRIu64
            " recv_calls=%" PRIu64 " recv_bytes=%" PRIu64 " send_calls=%"
            PRIu64 " send_bytes=%" PRIu64 " reply_ns_sum=%" PRIu64
-           " reply_ns_max=%" PRIu64 " reply_ns_p50=%" PRIu64 "%s\n",
+           " reply_ns_max=%" PRIu64 " reply_ns_p50=%" PRIu64
+           " connections=%u%s\n",
            srv->set.program, srv->requests, ev_iteration (srv->loop),
            srv->sleeps, srv->busy_polls, srv->busy_poll_ns,
            srv->io.recv_calls, srv->io.recv_bytes, srv->io.send_calls,
            srv->io.send_bytes, srv->reply_ns_sum, srv->reply_ns_max,
-           reply_p50 (srv), loop);
+           reply_p50 (srv), srv->nr_conns, loop);
 }
 
 /* ---- connections ----------------------------------------------------------- */
@@ -444,6 +451,7 @@ conn_free (struct net_conn *c)
   srv->output_total -= c->queued;
   srv->output_freed = true;
   srv->nr_conns--;
+  atomic_fetch_sub (&srv->load, 1);
   /* Requests in flight complete without it (the scheduler's business). */
   if (c->sched)
     c->l->sched->close (c->sched);
@@ -956,6 +964,7 @@ handoff (struct listener *l, int fd)
   struct handoff *h = malloc (sizeof *h);
 
   if (h == NULL) {
+    atomic_fetch_sub (&srv->load, 1);
     close (fd);
     return;
   }
@@ -994,6 +1003,28 @@ handoff_cb (struct ev_loop *loop, ev_async *w, int revents)
   }
 }
 
+/* The listener, of l's peers, whose server has the fewest connections;
+ * among equals the next in turn, so that connections that all stay open
+ * go to the loops in turn.
+ */
+static struct listener *
+next_peer (struct listener *l)
+{
+  unsigned best = l->turn % l->nr_peers, least = UINT_MAX;
+
+  for (unsigned i = 0; i < l->nr_peers; i++) {
+    unsigned k = (l->turn + i) % l->nr_peers;
+    unsigned load = atomic_load (&l->peers[k]->srv->load);
+
+    if (load < least) {
+      least = load;
+      best = k;
+    }
+  }
+  l->turn = best + 1;
+  return l->peers[best];
+}
+
 static void
 accept_cb (struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -1020,13 +1051,16 @@ accept_cb (struct ev_loop *loop, ev_io *w, int revents)
   if (l->tcp)
     setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (l->peers) {
-    struct listener *to = l->peers[l->turn++ % l->nr_peers];
+    struct listener *to = next_peer (l);
 
+    atomic_fetch_add (&to->srv->load, 1);
     if (to != l) {
       handoff (to, fd);
       return;
     }
   }
+  else
+    atomic_fetch_add (&srv->load, 1);
   conn_start (l, fd);
 }
 
@@ -1039,6 +1073,7 @@ conn_start (struct listener *l, int fd)
   struct net_conn *c;
 
   if ((c = conn_new (l, fd)) == NULL) {
+    atomic_fetch_sub (&srv->load, 1);
     close (fd);
     return;
   }

@@ -362,6 +362,7 @@ SERVER_TESTS = \
 	tests/server/test-server.sh \
 	tests/server/test-server-queue.sh \
 	tests/server/test-server-loops.sh \
+	tests/server/test-server-handoff.sh \
 	tests/server/test-server-faults.sh \
 	tests/server/test-server-output.sh \
 	tests/server/test-server-slow-reader.sh \
