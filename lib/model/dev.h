@@ -162,6 +162,22 @@ res_unlock (struct zn_dev *dev)
     pthread_mutex_unlock (&dev->res_lock);
 }
 
+/* The zone's lock and the resource lock, under which a zone's cond and
+ * wp are read (a sequential zone's writer holds both over its back end's
+ * write); with zn_nowait and either held elsewhere, neither: false.
+ */
+static inline bool
+zone_res_lock_or_again (struct zn_dev *dev, struct zone *z)
+{
+  if (!lock_or_again (z->mutex))
+    return false;
+  if (dev->need_res_mgmt && !lock_or_again (&dev->res_lock)) {
+    zone_unlock (z);
+    return false;
+  }
+  return true;
+}
+
 #define ZONE_ASSERT_HELD(z) ZN_ASSERT_HELD_AS ((z)->mutex, "the zone lock")
 /* The resource lock is only taken while limits are enforced. */
 #define RES_ASSERT_HELD(dev) \

@@ -174,10 +174,9 @@ pipeline_wait (struct zn_dev *dev, struct zone *z, uint64_t sector, uint64_t n)
   return ret;
 }
 
-/* Takes z's lock and the resource lock, under which an open zone's cond
- * is read; with nowait, when another thread holds either (a storage
- * thread writing the zone, or syncing it for a FUA write), neither:
- * false.
+/* zone_res_lock_or_again, waiting for the locks unless nowait (a
+ * storage thread may hold them while it writes the zone, or syncs it for
+ * a FUA write).
  */
 static bool
 lock_for_loop (struct zn_dev *dev, struct zone *z, bool nowait)
@@ -185,11 +184,7 @@ lock_for_loop (struct zn_dev *dev, struct zone *z, bool nowait)
   bool was = zn_nowait, locked;
 
   zn_nowait = nowait;
-  locked = lock_or_again (z->mutex);
-  if (locked && dev->need_res_mgmt && !lock_or_again (&dev->res_lock)) {
-    zone_unlock (z);
-    locked = false;
-  }
+  locked = zone_res_lock_or_again (dev, z);
   zn_nowait = was;
   return locked;
 }

@@ -59,11 +59,7 @@ zn_report_zones_nowait (struct zn_dev *dev, uint64_t sector,
        i < dev->geo.nr_zones && n < max && !busy; i++) {
     struct zone *z = &dev->zones[i];
 
-    busy = !lock_or_again (z->mutex);
-    if (!busy && dev->need_res_mgmt && !lock_or_again (&dev->res_lock)) {
-      zone_unlock (z);
-      busy = true;
-    }
+    busy = !zone_res_lock_or_again (dev, z);
     if (!busy) {
       report_one (dev, z, &zones[n++]);
       res_unlock (dev);

@@ -300,13 +300,8 @@ read_zone (struct zn_dev *dev, struct zone *z, void *buf,
   uint8_t cond;
   int ret;
 
-  if (!lock_or_again (z->mutex))
+  if (!zone_res_lock_or_again (dev, z))
     return -EAGAIN;
-  /* A sequential zone's writer holds it over its back end's write. */
-  if (dev->need_res_mgmt && !lock_or_again (&dev->res_lock)) {
-    zone_unlock (z);
-    return -EAGAIN;
-  }
   cond = z->cond;
   wp = z->wp;
   res_unlock (dev);
