@@ -76,6 +76,23 @@ outbuf_consume (struct outbuf *b, size_t n)
   b->cap -= n;
 }
 
+/* The bytes sent before the queue go back once they are at least as many
+ * as those queued: each byte sent pays for at most one byte moved, and
+ * what nbd_session_holds counts falls as the client reads, so that a
+ * connection at its budget takes requests again before it drains.
+ */
+static void
+outbuf_reclaim (struct outbuf *b)
+{
+  size_t sent = b->base ? (size_t) (b->data - b->base) : 0;
+
+  if (sent == 0 || sent < b->len)
+    return;
+  memmove (b->base, b->data, b->len);
+  b->data = b->base;
+  b->cap += sent;
+}
+
 void
 nbd_format_message (struct message *m, const char *fmt, va_list ap)
 {
@@ -227,16 +244,23 @@ nbd_session_ready (const struct nbd_session *s)
   return s->ready;
 }
 
+/* The output counts from the start of its buffer: the bytes sent before
+ * the queue are memory the client made us touch until they are
+ * reclaimed.
+ */
 size_t
 nbd_session_holds (const struct nbd_session *s)
 {
-  return s->out.len + s->delayed.bytes + s->offloaded_bytes;
+  size_t sent = s->out.base ? (size_t) (s->out.data - s->out.base) : 0;
+
+  return sent + s->out.len + s->delayed.bytes + s->offloaded_bytes;
 }
 
 void
 nbd_session_sent (struct nbd_session *s, size_t n)
 {
   outbuf_consume (&s->out, n);
+  outbuf_reclaim (&s->out);
   s->ready -= n;
   for (struct held *h = s->held.head; h; h = h->next)
     h->end -= n;

@@ -295,10 +295,13 @@ nvme_session_ready (const struct nvme_session *s)
   return out_end (s) - s->out_start;
 }
 
+/* The output counts from the start of its buffer: the bytes sent before
+ * out_start are memory the host made us touch until they are reclaimed.
+ */
 size_t
 nvme_session_holds (const struct nvme_session *s)
 {
-  return s->out_len - s->out_start + s->held.bytes + s->delayed.bytes
+  return s->out_len + s->held.bytes + s->delayed.bytes
          + s->r2t_bytes + s->offloaded_bytes
          + nvme_auth_holds (s);
 }
@@ -316,7 +319,11 @@ nvme_session_sent (struct nvme_session *s, size_t n)
       s->out_cap = 0;
     }
   }
-  else if (s->out_start >= (1u << 20)) {
+  /* The bytes sent go back once they are at least as many as those
+   * queued: each byte sent pays for at most one byte moved, where a
+   * fixed step would move a long queue again at every step.
+   */
+  else if (s->out_start >= s->out_len - s->out_start) {
     memmove (s->out, s->out + s->out_start, s->out_len - s->out_start);
     s->out_len -= s->out_start;
     if (s->cut)

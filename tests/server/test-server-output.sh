@@ -159,3 +159,90 @@ PY
   fail "$(cat "$tmpdir/kept.out")"
 cat "$tmpdir/kept.out"
 stop_server "$pid"
+
+# What a connection has sent but not yet reclaimed from its buffer counts
+# too: 8 clients that keep 64 reads of 1 MiB outstanding and read their
+# replies as they come keep their queues full (32 MiB each), and the
+# server's peak stays within the same bound as for clients that never
+# read.  Each such connection touched 64 MiB of buffer before: 32 MiB of
+# replies waiting behind up to 33 MiB already sent.
+start_server steady size=64 zone_size=4 memory_backed=1
+/usr/bin/python3 - "$sock" "$pid" >"$tmpdir/steady.out" 2>&1 <<'PY' ||
+import socket, struct, sys, threading
+
+path, pid = sys.argv[1:]
+MiB = 1 << 20
+TOTAL, PER_CONN, N, DEPTH, REPLIES = 256 * MiB, MiB + 4096, 8, 64, 192
+REPLY = 16 + MiB
+
+def status(field):
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise SystemExit("no %s for %s" % (field, pid))
+
+base = status("VmRSS")
+bound = base + TOTAL + (N + 2) * PER_CONN + 64 * MiB
+hello = struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 7, 6) \
+        + struct.pack(">IH", 0, 0)
+
+def read_req(k):
+    return struct.pack(">IHHQQI", 0x25609513, 0, 0, k, (k % 32) * MiB, MiB)
+
+errors = []
+def client():
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.sendall(hello)
+        def recv_exact(n):
+            got = b""
+            while len(got) < n:
+                b = s.recv(n - len(got))
+                if not b:
+                    raise SystemExit("the server closed a steady reader")
+                got += b
+            return got
+        # The server's greeting, then GO's replies up to its ACK (1).
+        recv_exact(18)
+        while True:
+            magic, opt, rtype, length = struct.unpack(">QIII", recv_exact(20))
+            assert magic == 0x3e889045565a9 and opt == 7, "bad option reply"
+            recv_exact(length)
+            if rtype == 1:
+                break
+        sent = DEPTH
+        s.sendall(b"".join(read_req(k) for k in range(DEPTH)))
+        head = recv_exact(16)
+        assert head[:8] == struct.pack(">II", 0x67446698, 0), "bad first reply"
+        buf = bytearray(4 * MiB)
+        received = 16
+        while received < REPLIES * REPLY:
+            n = s.recv_into(buf)
+            if n == 0:
+                raise SystemExit("the server closed a steady reader")
+            received += n
+            done = received // REPLY
+            more = min(done + DEPTH, REPLIES) - sent
+            if more > 0:
+                s.sendall(b"".join(read_req(sent + k) for k in range(more)))
+                sent += more
+        s.close()
+    except BaseException as e:
+        errors.append(repr(e))
+
+threads = [threading.Thread(target=client, daemon=True) for _ in range(N)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(300)
+assert not errors, "steady readers failed: %s" % errors
+assert not any(t.is_alive() for t in threads), "a steady reader hung"
+hwm = status("VmHWM")
+print("%d steady readers of %d MiB each: base %d MiB, peak %d MiB, bound %d MiB"
+      % (N, REPLIES, base >> 20, hwm >> 20, bound >> 20))
+assert hwm <= bound, "peak %d MiB over the bound of %d MiB" % (hwm >> 20, bound >> 20)
+PY
+  fail "$(cat "$tmpdir/steady.out")"
+cat "$tmpdir/steady.out"
+stop_server "$pid"
