@@ -115,8 +115,9 @@ struct pending_reply {
  * client that reads its replies is served whatever the others hold.  The
  * output held is thus at most OUTPUT_TOTAL_LIMIT plus OUTPUT_GUARANTEED
  * per connection.  A protocol that holds more for its client than its
- * output (NVMe/TCP's R2T buffers) counts that too (proto->holds), and
- * asks net_fits before taking more of it.
+ * output (NVMe/TCP's R2T buffers, and the room of output already sent
+ * that its buffer has not taken back) counts that too (proto->holds),
+ * and asks net_fits before taking more of it.
  */
 #define OUTPUT_TOTAL_LIMIT ((size_t) 256 << 20)
 /* --stats's histogram of reply times: four buckets per power of two. */
@@ -1030,6 +1031,7 @@ accept_cb (struct ev_loop *loop, ev_io *w, int revents)
 {
   struct listener *l = w->data;
   struct net_server *srv = l->srv;
+  struct listener *to;
   int fd, one = 1;
 
   (void) revents;
@@ -1050,18 +1052,12 @@ accept_cb (struct ev_loop *loop, ev_io *w, int revents)
   l->failing = false;
   if (l->tcp)
     setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (l->peers) {
-    struct listener *to = next_peer (l);
-
-    atomic_fetch_add (&to->srv->load, 1);
-    if (to != l) {
-      handoff (to, fd);
-      return;
-    }
-  }
+  to = l->peers ? next_peer (l) : l;
+  atomic_fetch_add (&to->srv->load, 1);
+  if (to != l)
+    handoff (to, fd);
   else
-    atomic_fetch_add (&srv->load, 1);
-  conn_start (l, fd);
+    conn_start (l, fd);
 }
 
 /* Starts serving fd, accepted for l, on l's server's loop. */

@@ -5,9 +5,10 @@
 # memory than zonednull-server(8) says (256 MiB of replies for all
 # connections together, plus 1 MiB per connection), and a well-behaved
 # client beside them is served; then 100 clients that read 3 MiB once and
-# stay idle leave no more than 64 MiB of kept buffers past 1 MiB each.
-# The pass criterion is memory (VmHWM and VmRSS of the server), never
-# speed.
+# stay idle leave no more than 64 MiB of kept buffers past 1 MiB each;
+# then 8 clients that keep their queues full and read steadily stay in
+# the first bound too.  The pass criterion is memory (VmHWM and VmRSS of
+# the server), never speed.
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
@@ -22,49 +23,62 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 256 ]; then
   ulimit -n 256 2>/dev/null || skip "cannot raise the descriptor limit to 256"
 fi
 
-ZONEDNULL_TARGET=server
-start_server out size=64 zone_size=4 memory_backed=1
-/usr/bin/python3 - "$sock" "$uri" "$pid" "$zn" >"$tmpdir/py.out" 2>&1 <<'PY' ||
-import json, socket, struct, subprocess, sys, threading, time
-import nbd
-
-path, uri, pid, zn = sys.argv[1:]
+# What the hostile clients' scripts share.
+cat >"$tmpdir/budget.py" <<'PY'
+import struct
 MiB = 1 << 20
-TOTAL, PER_CONN, N = 256 * MiB, MiB + 4096, 100
 
-def status(field):
+def status(pid, field):
     for line in open("/proc/%s/status" % pid):
         if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
     raise SystemExit("no %s for %s" % (field, pid))
 
-# What the documented limit allows on top of the server's size now, with
-# room for the input buffers and the allocator (64 MiB); the old server
-# held 64 MiB per such client.
-base = status("VmRSS")
-bound = base + TOTAL + (N + 2) * PER_CONN + 64 * MiB
+def bound(base, n):
+    """What zonednull-server(8) allows n clients (256 MiB of replies for
+    all, 1 MiB per connection, two more connections) on top of the
+    server's size base, with room for the input buffers and the
+    allocator (64 MiB)."""
+    return base + 256 * MiB + (n + 2) * (MiB + 4096) + 64 * MiB
+
+# Fixed newstyle, no zeroes, NBD_OPT_GO to the default export without
+# structured replies, so that each read's reply carries its data.
+HELLO = struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 7, 6) \
+        + struct.pack(">IH", 0, 0)
+PY
+export PYTHONPATH="$tmpdir"
+
+ZONEDNULL_TARGET=server
+start_server out size=64 zone_size=4 memory_backed=1
+/usr/bin/python3 - "$sock" "$uri" "$pid" "$zn" >"$tmpdir/py.out" 2>&1 <<'PY' ||
+import json, socket, struct, subprocess, sys, threading, time
+import nbd
+from budget import MiB, HELLO, bound, status
+
+path, uri, pid, zn = sys.argv[1:]
+N = 100
+
+# The old server held 64 MiB per such client.
+base = status(pid, "VmRSS")
+bound = bound(base, N)
 
 def completed():
     out = subprocess.run([zn, "info", "--json", uri], check=True,
                          capture_output=True).stdout
     return json.loads(out)["tags"]["completed"]
 
-# Fixed newstyle, no zeroes, NBD_OPT_GO to the default export without
-# structured replies (so each read's reply carries its 32 MiB), then 64
-# reads; nothing is ever read back.
-hello = struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 7, 6) \
-        + struct.pack(">IH", 0, 0)
+# The handshake, then 64 reads of 32 MiB; nothing is ever read back.
 reads = b"".join(struct.pack(">IHHQQI", 0x25609513, 0, 0, k, 0, 32 * MiB)
                  for k in range(64))
 hostile = []
 for i in range(N):
     s = socket.socket(socket.AF_UNIX)
     s.connect(path)
-    s.sendall(hello + reads)
+    s.sendall(HELLO + reads)
     hostile.append(s)
-    if status("VmRSS") > bound:
+    if status(pid, "VmRSS") > bound:
         raise SystemExit("after %d clients the server holds %d MiB, more "
-                         "than the %d MiB allowed" % (i + 1, status("VmRSS")
+                         "than the %d MiB allowed" % (i + 1, status(pid, "VmRSS")
                                                       >> 20, bound >> 20))
 
 # Wait until the server has taken what it will of their requests.
@@ -96,7 +110,7 @@ t.start()
 t.join(300)
 assert result == ["ok"], "the well-behaved client was not served"
 
-hwm = status("VmHWM")
+hwm = status(pid, "VmHWM")
 print("base %d MiB, peak %d MiB, bound %d MiB, hostile reads taken %d"
       % (base >> 20, hwm >> 20, bound >> 20, last))
 assert hwm <= bound, "peak %d MiB over the bound of %d MiB" % (hwm >> 20, bound >> 20)
@@ -120,16 +134,13 @@ start_server kept size=64 zone_size=4 zone_nr_conv=8 memory_backed=1
 /usr/bin/python3 - "$pid" "$uri" >"$tmpdir/kept.out" 2>&1 <<'PY' ||
 import sys
 import nbd
+from budget import MiB, status
 
 pid, uri = sys.argv[1:]
-MiB = 1 << 20
 N = 100
 
 def rss():
-    for line in open("/proc/%s/status" % pid):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise SystemExit("no VmRSS for %s" % pid)
+    return status(pid, "VmRSS")
 
 # Data of its own in every block read, so that the device's memory is
 # in the base.
@@ -169,22 +180,14 @@ stop_server "$pid"
 start_server steady size=64 zone_size=4 memory_backed=1
 /usr/bin/python3 - "$sock" "$pid" >"$tmpdir/steady.out" 2>&1 <<'PY' ||
 import socket, struct, sys, threading
+from budget import MiB, HELLO, bound, status
 
 path, pid = sys.argv[1:]
-MiB = 1 << 20
-TOTAL, PER_CONN, N, DEPTH, REPLIES = 256 * MiB, MiB + 4096, 8, 64, 192
+N, DEPTH, REPLIES = 8, 64, 192
 REPLY = 16 + MiB
 
-def status(field):
-    for line in open("/proc/%s/status" % pid):
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise SystemExit("no %s for %s" % (field, pid))
-
-base = status("VmRSS")
-bound = base + TOTAL + (N + 2) * PER_CONN + 64 * MiB
-hello = struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 7, 6) \
-        + struct.pack(">IH", 0, 0)
+base = status(pid, "VmRSS")
+bound = bound(base, N)
 
 def read_req(k):
     return struct.pack(">IHHQQI", 0x25609513, 0, 0, k, (k % 32) * MiB, MiB)
@@ -194,7 +197,7 @@ def client():
     try:
         s = socket.socket(socket.AF_UNIX)
         s.connect(path)
-        s.sendall(hello)
+        s.sendall(HELLO)
         def recv_exact(n):
             got = b""
             while len(got) < n:
@@ -238,7 +241,7 @@ for t in threads:
     t.join(300)
 assert not errors, "steady readers failed: %s" % errors
 assert not any(t.is_alive() for t in threads), "a steady reader hung"
-hwm = status("VmHWM")
+hwm = status(pid, "VmHWM")
 print("%d steady readers of %d MiB each: base %d MiB, peak %d MiB, bound %d MiB"
       % (N, REPLIES, base >> 20, hwm >> 20, bound >> 20))
 assert hwm <= bound, "peak %d MiB over the bound of %d MiB" % (hwm >> 20, bound >> 20)
