@@ -693,6 +693,61 @@ test_offload (void)
   devices[0].offload = false;
 }
 
+/* The output budget counts the output from the start of its buffer: the
+ * bytes sent before the queue count until they are taken back, which
+ * happens once they are as many as those still queued, and the rest then
+ * moves down whole.
+ */
+static void
+test_output_room (void)
+{
+  uint32_t cdw[3] = { 0, 0, 7 };
+  unsigned char q[SQE_LEN];
+  unsigned char *copy;
+  const unsigned char *p;
+  size_t len, rest, held, half;
+  struct host a, io;
+
+  host_open (&a, 0, &sv);
+  ic (&a, false, false);
+  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  enable (&a);
+  io_queue (&io, &a);
+  for (int i = 0; i < 4; i++) {
+    size_t plen;
+
+    sqe (&io, q, nvme_cmd_read, 1, cdw, 3, 4096, SGL_TRANSPORT);
+    plen = build (&io, pdu_buf, PDU_CAPSULE_CMD, 0, PDU_CMD_LEN, q, NULL, 0);
+    CHECK_EQ (feed (&io, pdu_buf, plen), (long) plen);
+  }
+  p = nvme_session_output (io.s, &len);
+  CHECK (len > 4 * 4096);
+  held = nvme_session_holds (io.s);
+  CHECK_EQ (held, len);
+  copy = malloc (len);
+  CHECK (copy != NULL);
+  memcpy (copy, p, len);
+
+  nvme_session_sent (io.s, len / 4);
+  CHECK_EQ (nvme_session_holds (io.s), held);
+  p = nvme_session_output (io.s, &rest);
+  CHECK_EQ (rest, len - len / 4);
+  CHECK (memcmp (p, copy + len / 4, rest) == 0);
+
+  half = len / 2 + 1;
+  nvme_session_sent (io.s, half - len / 4);
+  p = nvme_session_output (io.s, &rest);
+  CHECK_EQ (rest, len - half);
+  CHECK_EQ (nvme_session_holds (io.s), rest);
+  CHECK (memcmp (p, copy + half, rest) == 0);
+
+  nvme_session_sent (io.s, rest);
+  CHECK_EQ (nvme_session_holds (io.s), 0u);
+  free (copy);
+  nvme_session_free (io.s);
+  nvme_session_free (a.s);
+}
+
 int
 main (void)
 {
@@ -710,6 +765,7 @@ main (void)
   test_error_log ();
   test_faults ();
   test_offload ();
+  test_output_room ();
   zn_dev_destroy (devices[0].dev);
   return 0;
 }
