@@ -1011,7 +1011,7 @@ handoff_cb (struct ev_loop *loop, ev_async *w, int revents)
 static struct listener *
 next_peer (struct listener *l)
 {
-  unsigned best = l->turn % l->nr_peers, least = UINT_MAX;
+  unsigned best = 0, least = UINT_MAX;
 
   for (unsigned i = 0; i < l->nr_peers; i++) {
     unsigned k = (l->turn + i) % l->nr_peers;

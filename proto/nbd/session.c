@@ -27,26 +27,43 @@ nbd_session_out_of_memory (const struct nbd_session *s)
   abort ();
 }
 
+/* The bytes sent before the queue, whose room the buffer still holds. */
+static size_t
+outbuf_sent (const struct outbuf *b)
+{
+  return b->base ? (size_t) (b->data - b->base) : 0;
+}
+
+/* The bytes sent before the queue go back once they are at least as many
+ * as those queued: each byte sent pays for at most one byte moved, and
+ * what nbd_session_holds counts falls as the client reads, so that a
+ * connection at its budget takes requests again before it drains.
+ */
+static void
+outbuf_reclaim (struct outbuf *b)
+{
+  size_t sent = outbuf_sent (b);
+
+  if (sent == 0 || sent < b->len)
+    return;
+  memmove (b->base, b->data, b->len);
+  b->data = b->base;
+  b->cap += sent;
+}
+
 void
 nbd_out_grow (struct nbd_session *s, size_t more)
 {
   struct outbuf *b = &s->out;
-  size_t sent = b->base ? (size_t) (b->data - b->base) : 0;
-  size_t cap;
+  size_t sent, cap;
   unsigned char *p;
 
   if (b->len + more <= b->cap)
     return;
-  /* Moving the queue down costs its length: worth it once at least as
-   * much was sent before it, so that each byte queued is moved at most
-   * once on average.
-   */
-  if (sent >= b->len && b->len + more <= sent + b->cap) {
-    memmove (b->base, b->data, b->len);
-    b->data = b->base;
-    b->cap += sent;
+  outbuf_reclaim (b);
+  if (b->len + more <= b->cap)
     return;
-  }
+  sent = outbuf_sent (b);
   cap = sent + b->cap;
   if (cap == 0)
     cap = 4096;
@@ -64,33 +81,14 @@ static void
 outbuf_consume (struct outbuf *b, size_t n)
 {
   if (n >= b->len) {
-    if (b->base) {
-      b->cap += (size_t) (b->data - b->base);
-      b->data = b->base;
-    }
+    b->cap += outbuf_sent (b);
+    b->data = b->base;
     b->len = 0;
     return;
   }
   b->data += n;
   b->len -= n;
   b->cap -= n;
-}
-
-/* The bytes sent before the queue go back once they are at least as many
- * as those queued: each byte sent pays for at most one byte moved, and
- * what nbd_session_holds counts falls as the client reads, so that a
- * connection at its budget takes requests again before it drains.
- */
-static void
-outbuf_reclaim (struct outbuf *b)
-{
-  size_t sent = b->base ? (size_t) (b->data - b->base) : 0;
-
-  if (sent == 0 || sent < b->len)
-    return;
-  memmove (b->base, b->data, b->len);
-  b->data = b->base;
-  b->cap += sent;
 }
 
 void
@@ -251,9 +249,8 @@ nbd_session_ready (const struct nbd_session *s)
 size_t
 nbd_session_holds (const struct nbd_session *s)
 {
-  size_t sent = s->out.base ? (size_t) (s->out.data - s->out.base) : 0;
-
-  return sent + s->out.len + s->delayed.bytes + s->offloaded_bytes;
+  return outbuf_sent (&s->out) + s->out.len + s->delayed.bytes
+         + s->offloaded_bytes;
 }
 
 void

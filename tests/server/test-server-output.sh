@@ -23,9 +23,8 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt 256 ]; then
   ulimit -n 256 2>/dev/null || skip "cannot raise the descriptor limit to 256"
 fi
 
-# What the hostile clients' scripts share.
+# What the three cases' scripts share, beside tests/common/nbd-raw.py.
 cat >"$tmpdir/budget.py" <<'PY'
-import struct
 MiB = 1 << 20
 
 def status(pid, field):
@@ -40,12 +39,8 @@ def bound(base, n):
     server's size base, with room for the input buffers and the
     allocator (64 MiB)."""
     return base + 256 * MiB + (n + 2) * (MiB + 4096) + 64 * MiB
-
-# Fixed newstyle, no zeroes, NBD_OPT_GO to the default export without
-# structured replies, so that each read's reply carries its data.
-HELLO = struct.pack(">I", 3) + struct.pack(">QII", 0x49484156454F5054, 7, 6) \
-        + struct.pack(">IH", 0, 0)
 PY
+cp "$(dirname "$0")/../common/nbd-raw.py" "$tmpdir/raw.py"
 export PYTHONPATH="$tmpdir"
 
 ZONEDNULL_TARGET=server
@@ -53,7 +48,8 @@ start_server out size=64 zone_size=4 memory_backed=1
 /usr/bin/python3 - "$sock" "$uri" "$pid" "$zn" >"$tmpdir/py.out" 2>&1 <<'PY' ||
 import json, socket, struct, subprocess, sys, threading, time
 import nbd
-from budget import MiB, HELLO, bound, status
+import raw
+from budget import MiB, bound, status
 
 path, uri, pid, zn = sys.argv[1:]
 N = 100
@@ -67,14 +63,17 @@ def completed():
                          capture_output=True).stdout
     return json.loads(out)["tags"]["completed"]
 
-# The handshake, then 64 reads of 32 MiB; nothing is ever read back.
-reads = b"".join(struct.pack(">IHHQQI", 0x25609513, 0, 0, k, 0, 32 * MiB)
-                 for k in range(64))
+# Fixed newstyle, no zeroes, NBD_OPT_GO to the default export without
+# structured replies (so each read's reply carries its 32 MiB), then 64
+# reads; nothing is ever read back, not even the handshake's replies.
+hello = struct.pack(">I", 3) + struct.pack(">QII", raw.IHAVEOPT, 7, 6) \
+        + struct.pack(">IH", 0, 0)
+reads = b"".join(raw.request(0, k, 0, 32 * MiB) for k in range(64))
 hostile = []
 for i in range(N):
     s = socket.socket(socket.AF_UNIX)
     s.connect(path)
-    s.sendall(HELLO + reads)
+    s.sendall(hello + reads)
     hostile.append(s)
     if status(pid, "VmRSS") > bound:
         raise SystemExit("after %d clients the server holds %d MiB, more "
@@ -179,8 +178,9 @@ stop_server "$pid"
 # replies waiting behind up to 33 MiB already sent.
 start_server steady size=64 zone_size=4 memory_backed=1
 /usr/bin/python3 - "$sock" "$pid" >"$tmpdir/steady.out" 2>&1 <<'PY' ||
-import socket, struct, sys, threading
-from budget import MiB, HELLO, bound, status
+import struct, sys, threading
+import raw
+from budget import MiB, bound, status
 
 path, pid = sys.argv[1:]
 N, DEPTH, REPLIES = 8, 64, 192
@@ -189,34 +189,17 @@ REPLY = 16 + MiB
 base = status(pid, "VmRSS")
 bound = bound(base, N)
 
-def read_req(k):
-    return struct.pack(">IHHQQI", 0x25609513, 0, 0, k, (k % 32) * MiB, MiB)
+def reads(first, n):
+    return b"".join(raw.request(0, k, (k % 32) * MiB, MiB)
+                    for k in range(first, first + n))
 
 errors = []
 def client():
     try:
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(path)
-        s.sendall(HELLO)
-        def recv_exact(n):
-            got = b""
-            while len(got) < n:
-                b = s.recv(n - len(got))
-                if not b:
-                    raise SystemExit("the server closed a steady reader")
-                got += b
-            return got
-        # The server's greeting, then GO's replies up to its ACK (1).
-        recv_exact(18)
-        while True:
-            magic, opt, rtype, length = struct.unpack(">QIII", recv_exact(20))
-            assert magic == 0x3e889045565a9 and opt == 7, "bad option reply"
-            recv_exact(length)
-            if rtype == 1:
-                break
+        s = raw.connect(path)
         sent = DEPTH
-        s.sendall(b"".join(read_req(k) for k in range(DEPTH)))
-        head = recv_exact(16)
+        s.sendall(reads(0, DEPTH))
+        head = raw.recv_exact(s, 16)
         assert head[:8] == struct.pack(">II", 0x67446698, 0), "bad first reply"
         buf = bytearray(4 * MiB)
         received = 16
@@ -228,7 +211,7 @@ def client():
             done = received // REPLY
             more = min(done + DEPTH, REPLIES) - sent
             if more > 0:
-                s.sendall(b"".join(read_req(sent + k) for k in range(more)))
+                s.sendall(reads(sent, more))
                 sent += more
         s.close()
     except BaseException as e:
