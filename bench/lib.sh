@@ -10,8 +10,8 @@
 #   bench_stop [PID...]           stops those servers (default: every one
 #                                 bench_start started), by PID
 #   bench_fio WHO DIR CASE NAME REPEAT PID FIO-OPTION...
-#                                 one fio run, its IOPS and PID's CPU
-#                                 appended to DIR/raw
+#                                 one fio run, its IOPS, PID's CPU and
+#                                 fio's appended to DIR/raw
 #   bench_median [COLUMN]         the median of the numbers on stdin
 #   bench_ratio A B [SUFFIX]      A / B as "%.2f" SUFFIX, "n/a" when B is 0
 #   $bench_awk_med                awk's med(a, k): the median of
@@ -78,23 +78,24 @@ bench_ratio () {
 
 # bench_run WHO DIR CASE NAME REPEAT PID CMD...: CMD, which prints its
 # IOPS (nothing if it failed: then the script ends, its message naming
-# WHO, with the tail of DIR/fio.log); appends "CASE NAME REPEAT IOPS CPU"
-# to DIR/raw, CPU PID's user and system time over the run in cores (PID
-# "self": no process of its own, 0).
+# WHO, with the tail of DIR/fio.log); appends "CASE NAME REPEAT IOPS CPU
+# CLIENT" to DIR/raw: CPU is PID's user and system time over the run in
+# cores (PID "self": no process of its own, 0), CLIENT that of CMD and
+# every process it waited for (the client, on the same cores).
 bench_run () {
   br_who=$1 br_dir=$2 br_case=$3 br_name=$4 br_repeat=$5 br_pid=$6
   shift 6
-  br_c0=$(bench_cpu_ticks "$br_pid") br_t0=$(date +%s%N)
+  br_c0=$(bench_cpu_ticks "$br_pid") br_k0=$(bench_child_ticks) br_t0=$(date +%s%N)
   br_io=$("$@")
-  br_c1=$(bench_cpu_ticks "$br_pid") br_t1=$(date +%s%N)
+  br_c1=$(bench_cpu_ticks "$br_pid") br_k1=$(bench_child_ticks) br_t1=$(date +%s%N)
   [ -n "$br_io" ] || {
     echo "$br_who: the client failed on $br_name ($br_case):" >&2
     tail -n 5 "$br_dir/fio.log" >&2
     exit 1
   }
   echo "$br_case $br_name $br_repeat $br_io $(awk -v c="$((br_c1 - br_c0))" \
-         -v hz="$(getconf CLK_TCK)" -v ns="$((br_t1 - br_t0))" \
-         'BEGIN { printf "%.2f", c / hz / (ns / 1e9) }')" >>"$br_dir/raw"
+         -v k="$((br_k1 - br_k0))" -v hz="$(getconf CLK_TCK)" -v ns="$((br_t1 - br_t0))" \
+         'BEGIN { printf "%.2f %.2f", c / hz / (ns / 1e9), k / hz / (ns / 1e9) }')" >>"$br_dir/raw"
   echo "$br_who: $br_case $br_name run $br_repeat: $br_io IOPS" >&2
 }
 
@@ -121,4 +122,13 @@ bench_fio_iops () {
 # ("self": 0).
 bench_cpu_ticks () {
   [ "$1" = self ] && echo 0 || awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+# bench_child_ticks: the user and system time, in clock ticks, of the
+# children this shell has waited for, theirs included (the kernel adds a
+# reaped child's own waited-for children to it): a command substitution's
+# client once it has returned.  The command name in /proc's stat is this
+# shell's, without spaces.
+bench_child_ticks () {
+  awk '{ print $16 + $17 }' "/proc/$$/stat"
 }

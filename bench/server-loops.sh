@@ -30,9 +30,14 @@
 #
 # The table (Markdown) goes to stdout and OUT with the load average at
 # the start and the end; 2 loops / 1 loop is the issue's ratio (target
-# >= 1.6x on 2 cores).  CPU is the server's user + system time over the
-# run, in cores: where fio and the server share 2 cores, it says whether
-# the server or the machine was the limit.
+# >= 1.6x on 2 cores).  Each cell gives the CPU over the run, user +
+# system time in cores, of the server and of the client: where they
+# share the machine's cores it says whether the server or the machine
+# was the limit.  "All cores" is what the last column's run would reach
+# with every core of the machine busy at its CPU per request, server's
+# and client's, against the first column: IOPS x nproc / (server +
+# client), over the first column's IOPS.  An estimate, not a bound: a
+# busier client may finish more requests per wake-up.
 set -eu
 . "$(dirname "$0")/lib.sh"
 b=$(cd "${1:-build}" && pwd) || exit 2
@@ -163,6 +168,14 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 iops () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $4 }' "$tmp/raw" | bench_median | xargs printf '%.0f'; }
 cpu () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $5 }' "$tmp/raw" | bench_median | xargs printf '%.2f'; }
+client_cpu () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $6 }' "$tmp/raw" | bench_median | xargs printf '%.2f'; }
+# allow CASE FIRST LAST: LAST's IOPS at every core busy (its medians of
+# IOPS and of server + client CPU), over FIRST's IOPS.
+allow () {
+  awk -v c="$1" -v n="$3" '$1 == c && $2 == n { print $5 + $6 }' "$tmp/raw" | bench_median |
+    xargs -I{} awk -v u={} -v p="$(nproc)" -v a="$(iops "$1" "$3")" -v b="$(iops "$1" "$2")" \
+      'BEGIN { if (u > 0 && b > 0) printf "%.2fx\n", a * p / u / b; else print "n/a" }'
+}
 runs () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { printf "%s%s", s, $4; s = "/" }' "$tmp/raw"; }
 has () { grep -q "^$1 " "$tmp/raw"; }
 
@@ -179,10 +192,11 @@ table () {
     echo "load average $load0 at the start, $load1 at the end.  Reads of $bs by zn-bench, one thread driving $jobs"
     echo "connections; writes of 4 KiB by fio 3.33's nbd engine, $jobs jobs; medians of $repeats runs of ${secs} s, the servers taking turns;"
   fi
-  echo "each cell: IOPS (the server's CPU over the run, in cores)."
+  echo "each cell: IOPS (the server's CPU + the client's over the run, in cores)."
   echo
-  printf '| job |'; for t in $loops; do printf ' --threads=%s |' "$t"; done; echo " $last loops / $first loop |"
-  printf '|---|'; for t in $loops; do printf -- '---|'; done; echo '---|'
+  printf '| job |'; for t in $loops; do printf ' --threads=%s |' "$t"; done
+  echo " $last loops / $first loop | all cores |"
+  printf '|---|'; for t in $loops; do printf -- '---|'; done; echo '---|---|'
   for c in mem pc zone; do
     has $c || continue
     case $c in
@@ -191,8 +205,8 @@ table () {
       zone) j="sequential writes, each job its own 256 zones of 16 MiB, iodepth 16 (memory_backed=0)" ;;
     esac
     printf '| %s |' "$j"
-    for t in $loops; do printf ' %s (%s) |' "$(iops $c t$t)" "$(cpu $c t$t)"; done
-    echo " $(bench_ratio "$(iops $c t$last)" "$(iops $c t$first)" x) |"
+    for t in $loops; do printf ' %s (%s + %s) |' "$(iops $c t$t)" "$(cpu $c t$t)" "$(client_cpu $c t$t)"; done
+    echo " $(bench_ratio "$(iops $c t$last)" "$(iops $c t$first)" x) | $(allow $c t$first t$last) |"
   done
   echo
   for c in mem pc zone; do
