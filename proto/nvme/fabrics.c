@@ -77,17 +77,27 @@ find_ctrl (const struct nvme_served *sv, uint16_t cntlid)
   return NULL;
 }
 
-static uint16_t
-alloc_cntlid (const struct nvme_served *sv)
+uint16_t
+nvme_cntlid_pick (uint16_t *next, bool (*taken) (const void *arg, uint16_t id),
+                  const void *arg)
 {
-  /* 0xfff0 and above are reserved; wrap round skipping live ones. */
-  for (;;) {
-    uint16_t id = next_cntlid;
+  /* One lap and no more: with every ID in use, searching on would hold
+   * ctrl_lock, and the loop with it, for ever.
+   */
+  for (unsigned n = 0; n < NVME_CNTLID_MAX; n++) {
+    uint16_t id = *next >= 1 && *next <= NVME_CNTLID_MAX ? *next : 1;
 
-    next_cntlid = next_cntlid >= 0xffef ? 1 : next_cntlid + 1;
-    if (find_ctrl (sv, id) == NULL)
+    *next = id == NVME_CNTLID_MAX ? 1 : id + 1;
+    if (!taken (arg, id))
       return id;
   }
+  return 0;
+}
+
+static bool
+cntlid_taken (const void *sv, uint16_t id)
+{
+  return find_ctrl (sv, id) != NULL;
 }
 
 /* An NQN of the connect data: NUL-terminated within its 256 bytes and
@@ -209,12 +219,24 @@ connect_admin (struct nvme_session *s, const struct nvme_cmd *cmd,
   c->secret = discovery ? NULL : nvme_auth_host_secret (sv, hostnqn);
   c->nr_queues = discovery ? 0 : sv->max_queues;
   c->refs = 1;
-  s->ctrl = c;
   nvme_ctrl_lock ();
-  c->cntlid = alloc_cntlid (sv);
-  c->next = controllers;
-  controllers = c;
+  c->cntlid = nvme_cntlid_pick (&next_cntlid, cntlid_taken, sv);
+  if (c->cntlid != 0) {
+    c->next = controllers;
+    controllers = c;
+  }
   nvme_ctrl_unlock ();
+  if (c->cntlid == 0) {
+    free (c->ioq);
+    free (c);
+    fprintf (stderr, "%s: nvme: every controller ID is in use; the admin "
+             "Connect of host %s refused\n", sv->program,
+             logged (host, hostnqn));
+    nvme_reply (s, cmd, ERR (NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_CTRL_BUSY),
+                0);
+    return;
+  }
+  s->ctrl = c;
   s->qid = 0;
   nvme_ctrl_set_kato (s, c, kato == 0 && discovery ? DISCOVERY_KATO_MS : kato);
   nvme_log (s, "controller %u: %s for %s, keep-alive %u ms",

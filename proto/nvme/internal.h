@@ -240,6 +240,15 @@ struct nvme_ctrl *nvme_queue_ctrl (const struct nvme_session *s);
 /* What the queues of a controller share across loops (fabrics.c). */
 void nvme_ctrl_lock (void);
 void nvme_ctrl_unlock (void);
+/* The highest controller ID: 0xfff0 and above are reserved. */
+#define NVME_CNTLID_MAX 0xffef
+/* A controller ID from *next on that taken (with arg) does not claim,
+ * wrapping round within 1..NVME_CNTLID_MAX; *next moves past it.  0
+ * when every ID is taken.
+ */
+uint16_t nvme_cntlid_pick (uint16_t *next,
+                           bool (*taken) (const void *arg, uint16_t id),
+                           const void *arg);
 /* CAP.MQES. */
 uint16_t nvme_mqes (const struct nvme_served *sv);
 /* The discovery log page. */

@@ -463,7 +463,10 @@ zone_send (struct host *h, uint64_t slba, uint8_t zsa, bool all)
   return command (h, nvme_zns_cmd_mgmt_send, 1, cdw, 4, 0, NULL, 0);
 }
 
+/* internal.h's, for a test that includes it first. */
+#ifndef ERR
 #define ERR(sct, sc) ((sct) << 8 | (sc) | NVME_SC_DNR)
+#endif
 
 
 static unsigned char wbuf[256 * 1024];

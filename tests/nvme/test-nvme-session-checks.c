@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The NVMe/TCP session without a network, refusing what it must: the
- * checks of every PDU field (TermReq), Connect refusals, keep-alive (KATO
+ * checks of every PDU field (TermReq), Connect refusals, the search of a
+ * free controller ID (one lap, then Controller Busy), keep-alive (KATO
  * near 2^32 ms too), teardown, commands refused before an R2T, and the
  * output budget over every reply and R2T buffer.
  */
+#include "internal.h"
 #include "nvme-session.h"
 
 /* ---- the cases ------------------------------------------------------------ */
@@ -427,10 +429,68 @@ test_budget (void)
   nvme_session_free (io.s);
 }
 
+/* Controller IDs: the IDs a table marks as in use. */
+static bool cntlid_used[0x10000];
+
+static bool
+cntlid_in_table (const void *arg, uint16_t id)
+{
+  (void) arg;
+  return cntlid_used[id];
+}
+
+/* The search of a free controller ID wraps round within 1..0xffef and
+ * gives up after one lap (it looped for ever under the registry's lock
+ * once every ID was in use, and the server hung).
+ */
+static void
+test_cntlid (void)
+{
+  uint16_t next = 1;
+
+  CHECK_EQ (nvme_cntlid_pick (&next, cntlid_in_table, NULL), 1);
+  CHECK_EQ (next, 2);
+  cntlid_used[2] = cntlid_used[3] = true;
+  CHECK_EQ (nvme_cntlid_pick (&next, cntlid_in_table, NULL), 4);
+  CHECK_EQ (next, 5);
+  /* The last ID, then round to the first free one. */
+  next = NVME_CNTLID_MAX;
+  CHECK_EQ (nvme_cntlid_pick (&next, cntlid_in_table, NULL), 0xffef);
+  CHECK_EQ (next, 1);
+  cntlid_used[1] = true;
+  CHECK_EQ (nvme_cntlid_pick (&next, cntlid_in_table, NULL), 4);
+  /* A cursor out of range starts at 1. */
+  next = 0xfff5;
+  CHECK_EQ (nvme_cntlid_pick (&next, cntlid_in_table, NULL), 4);
+  /* One free ID, found from anywhere. */
+  for (unsigned id = 1; id <= NVME_CNTLID_MAX; id++)
+    cntlid_used[id] = id != 0x8000;
+  next = 0x8001;
+  CHECK_EQ (nvme_cntlid_pick (&next, cntlid_in_table, NULL), 0x8000);
+  CHECK_EQ (next, 0x8001);
+  /* None: 0 after one lap, the cursor where it was. */
+  cntlid_used[0x8000] = true;
+  next = 77;
+  CHECK_EQ (nvme_cntlid_pick (&next, cntlid_in_table, NULL), 0);
+  CHECK_EQ (next, 77);
+  /* The IDs 0xfff0 and above are never offered. */
+  for (unsigned id = 1; id <= NVME_CNTLID_MAX; id++)
+    cntlid_used[id] = false;
+  for (unsigned n = 0; n < NVME_CNTLID_MAX; n++) {
+    uint16_t id = nvme_cntlid_pick (&next, cntlid_in_table, NULL);
+
+    CHECK (id >= 1 && id <= NVME_CNTLID_MAX && !cntlid_used[id]);
+    cntlid_used[id] = true;
+  }
+  CHECK_EQ (nvme_cntlid_pick (&next, cntlid_in_table, NULL), 0);
+}
+
 int
 main (void)
 {
   serve_init ();
+
+  test_cntlid ();
 
   test_bad_pdus ();
   test_refusals ();
