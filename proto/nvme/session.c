@@ -393,9 +393,11 @@ ready_push (struct nvme_session *s, struct nvme_req *rq)
 }
 
 /* Whether cmd may have its data sent after an R2T: 0, or the status it
- * fails with before any buffer is granted (execute's own, before CC.EN).
- * Only Connect, on a queue not connected yet, and Write and Zone Append
- * of an I/O queue, within MDTS, take data from the host.
+ * fails with before any buffer is granted (execute's own, in execute's
+ * order: a queue that has not authenticated gets no write buffer for a
+ * command execute would refuse).  Only Connect, on a queue not connected
+ * yet, and Write and Zone Append of an I/O queue, within MDTS, take data
+ * from the host.
  */
 static uint16_t
 r2t_status (const struct nvme_session *s, const struct nvme_cmd *cmd,
@@ -408,14 +410,17 @@ r2t_status (const struct nvme_session *s, const struct nvme_cmd *cmd,
     return cmd->sgl_len > ADMIN_INLINE_DATA
            ? ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) : 0;
   }
-  if (nvme_queue_ctrl (s) == NULL || nvme_cmd_is_connect (cmd)
-      || (cmd->opcode != nvme_admin_fabrics && !nvme_queue_ready (s)))
+  if (nvme_queue_ctrl (s) == NULL || nvme_cmd_is_connect (cmd))
     return ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
   if (nvme_cmd_is_auth (cmd)) {
     *loc = LOC_SGL_LEN;
     return cmd->sgl_len > AUTH_SEND_MAX
            ? ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD) : 0;
   }
+  if (cmd->opcode != nvme_admin_fabrics && !nvme_session_established (s))
+    return ERR (NVME_SCT_GENERIC, NVME_SC_AUTH_REQUIRED);
+  if (cmd->opcode != nvme_admin_fabrics && !nvme_queue_ready (s))
+    return ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
   st = s->qid > 0 ? nvme_io_data_status (s, cmd) : nvme_admin_data_status (cmd);
   *loc = st == ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE) ? LOC_OPCODE
                                                                : LOC_SGL_LEN;

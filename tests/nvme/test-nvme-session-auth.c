@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* DH-HMAC-CHAP in the NVMe/TCP session, without a network: the secrets'
  * format, the Authentication Send and Receive fields, a queue that has
- * not authenticated (Authentication Required), an exchange with the
+ * not authenticated (Authentication Required, a write refused before
+ * any R2T or buffer), an exchange with the
  * NULL group (the host's response computed here with Nettle), a wrong
  * response and a message out of turn (Failure1, the queue closed), and
  * what an exchange holds.  tests/nvme/test-server-nvme-auth.sh runs the
@@ -176,6 +177,31 @@ test_fields (void)
   nvme_session_free (a.s);
 }
 
+/* A write with its data to come after an R2T, on queue h that has not
+ * authenticated: refused at once, no R2T, no buffer held for its data
+ * (it was granted an R2T and up to MDTS of buffer, then refused).
+ */
+static void
+write_before_auth (struct host *h)
+{
+  uint32_t cdw[3] = { 0, 0, 15 };
+  unsigned char q[SQE_LEN];
+  size_t plen, len;
+
+  sqe (h, q, nvme_cmd_write, 1, cdw, 3, 16 * 512, SGL_TRANSPORT);
+  plen = build (h, pdu_buf, PDU_CAPSULE_CMD, 0, PDU_CMD_LEN, q, NULL, 0);
+  CHECK_EQ (feed (h, pdu_buf, plen), (long) plen);
+  nvme_session_output (h->s, &len);
+  CHECK_EQ (len, PDU_RESP_LEN);
+  CHECK_EQ (nvme_session_holds (h->s), PDU_RESP_LEN);
+  h->pending = wbuf;
+  h->r2ts = 0;
+  CHECK (drain (h));
+  CHECK_EQ (h->r2ts, 0);
+  CHECK_EQ (h->status, ERR (0, NVME_SC_AUTH_REQUIRED));
+  CHECK_EQ (nvme_session_holds (h->s), 0);
+}
+
 static void
 test_exchange (void)
 {
@@ -221,6 +247,7 @@ test_exchange (void)
   CHECK (io.result & 1u << 17);
   CHECK_EQ (command (&io, nvme_cmd_flush, 1, NULL, 0, 0, NULL, 0),
             ERR (0, NVME_SC_AUTH_REQUIRED));
+  write_before_auth (&io);
   /* A Reply before Negotiate: out of turn. */
   CHECK_EQ (auth_send (&io, m, 16 + 64, AUTH_SPSP, 16 + 64), 0);
   CHECK_EQ (auth_receive (&io, 4096, &closed), 0);
