@@ -16,6 +16,12 @@
 
 /* Keep Alive Support: the granularity of KATO, 100 ms units. */
 #define KAS_100MS 10
+/* No optional NVM command: no Write Zeroes (null_blk has none, so the
+ * host's zeroout writes zero pages on both; the command is served all
+ * the same), and no saved feature values (Save and Select, bit 4: Get
+ * Features' SEL and Set Features' SV are refused).
+ */
+#define ONCS 0
 
 static void
 pad_text (char *dst, size_t size, const char *src)
@@ -85,10 +91,7 @@ id_ctrl (const struct nvme_session *s, struct nvme_id_ctrl *id)
   id->cqes = 0x44;
   id->maxcmd = htole16 ((uint16_t) (nvme_mqes (sv) + 1u));
   id->nn = htole32 (disc ? 0 : sv->nr_devices);
-  /* No Write Zeroes in ONCS: null_blk has none, so the host's zeroout
-   * writes zero pages on both.  The command is served all the same.
-   */
-  id->oncs = 0;
+  id->oncs = htole16 (ONCS);
   if (!disc && has_volatile_cache (sv))
     id->vwc = NVME_CTRL_VWC_PRESENT;
   /* SGLs without alignment, in-capsule data at an offset. */
@@ -396,8 +399,13 @@ check_features (const struct nvme_session *s, const struct nvme_cmd *cmd,
   const struct cmd_features *a = &cmd->u.features;
   uint32_t v = a->value;
 
-  *loc = LOC_SEL;
-  if (!set && a->sel > NVME_GET_FEATURES_SEL_SUPPORTED)
+  /* Without Save and Select in ONCS, a feature has its current value
+   * only: no other to select, none to save.
+   */
+  _Static_assert (!(ONCS & NVME_CTRL_ONCS_SAVE_FEATURES),
+                  "SEL and SV would have to be served");
+  *loc = set ? LOC_SV : LOC_SEL;
+  if (set ? a->save : a->sel != NVME_GET_FEATURES_SEL_CURRENT)
     return INVALID_FIELD;
   *loc = LOC_FID;
   switch (a->fid) {

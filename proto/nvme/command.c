@@ -111,6 +111,7 @@ decode_admin (const unsigned char *sqe, struct nvme_cmd *cmd)
     cmd->u.features = (struct cmd_features) {
       .fid = sqe[LOC_FID],
       .sel = sqe[LOC_SEL] & 7,
+      .save = sqe[LOC_SV] >> 7,
       .value = get_le32 (sqe + LOC_FEAT_VALUE),
     };
     break;

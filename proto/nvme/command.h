@@ -34,7 +34,7 @@ enum sqe_loc {
   LOC_LID = 40, LOC_LSP = 41, LOC_NUMDL = 42, LOC_NUMDU = 44, LOC_LPO = 48,
   LOC_LOG_CSI = 59,
   /* Get and Set Features */
-  LOC_FID = 40, LOC_SEL = 41, LOC_FEAT_VALUE = 44,
+  LOC_FID = 40, LOC_SEL = 41, LOC_SV = 43, LOC_FEAT_VALUE = 44,
   /* Read, Write, Write Zeroes, Zone Append, Zone Management */
   LOC_SLBA = 40, LOC_NLB = 48, LOC_CONTROL = 50,
   LOC_ZM_NUMD = 48, LOC_ZSA = 52, LOC_ZRA = 52, LOC_SELECT_ALL = 53,
@@ -79,7 +79,8 @@ struct cmd_log {
 };
 
 struct cmd_features {
-  uint8_t fid, sel;
+  uint8_t fid, sel;             /* sel: Get's */
+  bool save;                    /* Set's SV */
   uint32_t value;               /* dword 11 */
 };
 

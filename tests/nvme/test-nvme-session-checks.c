@@ -211,6 +211,59 @@ test_kato (void)
   nvme_session_free (a.s);
 }
 
+/* Get Features (sel: SEL) or Set Features (value; save: SV) of fid. */
+static uint16_t
+feature (struct host *h, bool set, uint8_t fid, uint8_t sel, bool save,
+         uint32_t value)
+{
+  uint32_t cdw[2] = { fid | (uint32_t) sel << 8 | (save ? 1u << 31 : 0),
+                      value };
+
+  return command (h, set ? nvme_admin_set_features : nvme_admin_get_features,
+                  0, cdw, set ? 2 : 1, 0, NULL, 0);
+}
+
+/* The field the newest entry of h's Error Information log names. */
+static uint16_t
+last_error_loc (struct host *h)
+{
+  CHECK_EQ (get_log (h, NVME_LOG_LID_ERROR, 64 * 64, 0), 0);
+  return get_le16 (h->data + 14);
+}
+
+/* ONCS has no Save and Select: Get Features with a SEL other than
+ * current, and Set Features with SV, fail with Invalid Field (both were
+ * served as though the field were 0).
+ */
+static void
+test_save_select (void)
+{
+  struct host a;
+
+  host_open (&a, 5, &sv);
+  ic (&a, false, false);
+  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  enable (&a);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0), 0);
+  CHECK_EQ (le16toh (((struct nvme_id_ctrl *) a.data)->oncs)
+            & NVME_CTRL_ONCS_SAVE_FEATURES, 0);
+  CHECK_EQ (feature (&a, false, NVME_FEAT_FID_KATO, 0, false, 0), 0);
+  for (uint8_t sel = 1; sel < 8; sel++) {
+    CHECK_EQ (feature (&a, false, NVME_FEAT_FID_KATO, sel, false, 0),
+              ERR (0, NVME_SC_INVALID_FIELD));
+    CHECK_EQ (last_error_loc (&a), 41);
+  }
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_KATO, 0, true, 3000),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  CHECK_EQ (last_error_loc (&a), 43);
+  CHECK_EQ (feature (&a, false, NVME_FEAT_FID_KATO, 0, false, 0), 0);
+  CHECK_EQ (a.result, 0);               /* not set */
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_KATO, 0, false, 3000), 0);
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_ASYNC_EVENT, 0, true, 0),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  nvme_session_free (a.s);
+}
+
 /* An I/O queue of admin queue a's controller, connected. */
 
 static void
@@ -495,6 +548,7 @@ main (void)
   test_bad_pdus ();
   test_refusals ();
   test_kato ();
+  test_save_select ();
   test_no_r2t ();
   test_budget ();
   zn_dev_destroy (devices[0].dev);
