@@ -59,6 +59,13 @@ has_volatile_cache (const struct nvme_served *sv)
   return false;
 }
 
+/* Identify Controller's VWC: a volatile write cache, which is on. */
+static bool
+vwc_present (const struct nvme_session *s)
+{
+  return !s->ctrl->discovery && has_volatile_cache (s->sv);
+}
+
 static void
 id_ctrl (const struct nvme_session *s, struct nvme_id_ctrl *id)
 {
@@ -92,7 +99,7 @@ id_ctrl (const struct nvme_session *s, struct nvme_id_ctrl *id)
   id->maxcmd = htole16 ((uint16_t) (nvme_mqes (sv) + 1u));
   id->nn = htole32 (disc ? 0 : sv->nr_devices);
   id->oncs = htole16 (ONCS);
-  if (!disc && has_volatile_cache (sv))
+  if (vwc_present (s))
     id->vwc = NVME_CTRL_VWC_PRESENT;
   /* SGLs without alignment, in-capsule data at an offset. */
   id->sgls = htole32 (1u | NVME_CTRL_SGLS_OFFSET);
@@ -419,7 +426,16 @@ check_features (const struct nvme_session *s, const struct nvme_cmd *cmd,
   case NVME_FEAT_FID_KATO: case NVME_FEAT_FID_ASYNC_EVENT:
     return 0;
   case NVME_FEAT_FID_VOLATILE_WC:
-    return set ? INVALID_FIELD : 0;
+    /* A cache there is stays on (a flush is what makes data durable,
+     * the model has no write-through mode), so WCE may only be set to
+     * what it is; none there, nothing to set.
+     */
+    if (!set)
+      return 0;
+    if (!vwc_present (s))
+      return INVALID_FIELD;
+    *loc = LOC_FEAT_VALUE;
+    return NVME_GET (v, FEAT_VWC_WCE) ? 0 : INVALID_FIELD;
   default:
     return INVALID_FIELD;
   }
@@ -463,8 +479,8 @@ features (struct nvme_session *s, const struct nvme_cmd *cmd, bool set)
       c->aec = v;
     nvme_reply (s, cmd, 0, c->aec);
     return;
-  default:                      /* VOLATILE_WC, Get */
-    nvme_reply (s, cmd, 0, 0);
+  default:                      /* VOLATILE_WC: WCE as it is */
+    nvme_reply (s, cmd, 0, NVME_SET (vwc_present (s), FEAT_VWC_WCE));
     return;
   }
 }

@@ -2,7 +2,8 @@
 /* The NVMe/TCP session without a network, refusing what it must: the
  * checks of every PDU field (TermReq), Connect refusals, the search of a
  * free controller ID (one lap, then Controller Busy), keep-alive (KATO
- * near 2^32 ms too), teardown, commands refused before an R2T, and the
+ * near 2^32 ms too), the features (no Save and Select; the volatile
+ * write cache on), teardown, commands refused before an R2T, and the
  * output budget over every reply and R2T buffer.
  */
 #include "internal.h"
@@ -262,6 +263,70 @@ test_save_select (void)
   CHECK_EQ (feature (&a, true, NVME_FEAT_FID_ASYNC_EVENT, 0, true, 0),
             ERR (0, NVME_SC_INVALID_FIELD));
   nvme_session_free (a.s);
+}
+
+/* An admin queue of served, connected to subnqn and enabled. */
+static void
+admin_enabled (struct host *a, const struct nvme_served *served,
+               const char *subnqn)
+{
+  host_open (a, 5, served);
+  ic (a, false, false);
+  CHECK_EQ (connect (a, 0, subnqn, HOSTNQN, 0xffff, 0), 0);
+  enable (a);
+}
+
+/* Volatile Write Cache: with VWC present in Identify, WCE reads 1 (it
+ * read 0, the cache seemingly off) and may be set to 1 only, the cache
+ * staying on; without, WCE reads 0 and Set Features is refused.
+ */
+static void
+test_vwc (void)
+{
+  struct served_device cached[1];
+  struct nvme_served c = sv;
+  struct zn_config cfg = geometry_config (64, 8, 0, 0, 512);
+  struct host a;
+
+  admin_enabled (&a, &sv, SUBNQN);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0), 0);
+  CHECK_EQ (((struct nvme_id_ctrl *) a.data)->vwc & NVME_CTRL_VWC_PRESENT, 0);
+  CHECK_EQ (feature (&a, false, NVME_FEAT_FID_VOLATILE_WC, 0, false, 0), 0);
+  CHECK_EQ (a.result, 0);
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_VOLATILE_WC, 0, false, 1),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  CHECK_EQ (last_error_loc (&a), 40);
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_VOLATILE_WC, 0, false, 0),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  nvme_session_free (a.s);
+
+  memset (cached, 0, sizeof cached);
+  cfg.memory_backed = true;
+  cfg.cache_size = 1;
+  cached[0].dev = create (&cfg);
+  strcpy (cached[0].name, "nullb0");
+  c.devices = cached;
+  admin_enabled (&a, &c, SUBNQN);
+  CHECK_EQ (identify (&a, NVME_IDENTIFY_CNS_CTRL, 0, 0), 0);
+  CHECK (((struct nvme_id_ctrl *) a.data)->vwc & NVME_CTRL_VWC_PRESENT);
+  CHECK_EQ (feature (&a, false, NVME_FEAT_FID_VOLATILE_WC, 0, false, 0), 0);
+  CHECK_EQ (a.result, 1);
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_VOLATILE_WC, 0, false, 1), 0);
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_VOLATILE_WC, 0, false, 0),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  CHECK_EQ (last_error_loc (&a), 44);
+  CHECK_EQ (feature (&a, false, NVME_FEAT_FID_VOLATILE_WC, 0, false, 0), 0);
+  CHECK_EQ (a.result, 1);
+  nvme_session_free (a.s);
+
+  /* A discovery controller has no cache, whatever the devices have. */
+  admin_enabled (&a, &c, DISCOVERY);
+  CHECK_EQ (feature (&a, false, NVME_FEAT_FID_VOLATILE_WC, 0, false, 0), 0);
+  CHECK_EQ (a.result, 0);
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_VOLATILE_WC, 0, false, 1),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  nvme_session_free (a.s);
+  zn_dev_destroy (cached[0].dev);
 }
 
 /* An I/O queue of admin queue a's controller, connected. */
@@ -549,6 +614,7 @@ main (void)
   test_refusals ();
   test_kato ();
   test_save_select ();
+  test_vwc ();
   test_no_r2t ();
   test_budget ();
   zn_dev_destroy (devices[0].dev);
