@@ -441,6 +441,39 @@ check_features (const struct nvme_session *s, const struct nvme_cmd *cmd,
   }
 }
 
+/* Whether c has an I/O queue, bound or authenticating, under
+ * ctrl_lock.
+ */
+static bool
+has_io_queues (const struct nvme_ctrl *c)
+{
+  if (c->pending)
+    return true;
+  for (unsigned q = 1; q <= c->sv->max_queues; q++)
+    if (c->ioq[q])
+      return true;
+  return false;
+}
+
+/* Set Features Number of Queues: false, c unchanged, once c has an I/O
+ * queue (their Connect read nr_queues, on any loop).
+ */
+static bool
+set_nr_queues (struct nvme_session *s, struct nvme_ctrl *c, uint32_t v)
+{
+  unsigned nsq = NVME_GET (v, FEAT_NRQS_NSQR) + 1u;
+  unsigned ncq = NVME_GET (v, FEAT_NRQS_NCQR) + 1u;
+  unsigned n = nsq < ncq ? nsq : ncq;
+  bool busy;
+
+  nvme_ctrl_lock ();
+  busy = has_io_queues (c);
+  if (!busy)
+    c->nr_queues = n < s->sv->max_queues ? n : s->sv->max_queues;
+  nvme_ctrl_unlock ();
+  return !busy;
+}
+
 static void
 features (struct nvme_session *s, const struct nvme_cmd *cmd, bool set)
 {
@@ -454,17 +487,12 @@ features (struct nvme_session *s, const struct nvme_cmd *cmd, bool set)
   }
   switch (cmd->u.features.fid) {
   case NVME_FEAT_FID_NUM_QUEUES:
-    if (set) {
-      unsigned nsq = NVME_GET (v, FEAT_NRQS_NSQR) + 1u;
-      unsigned ncq = NVME_GET (v, FEAT_NRQS_NCQR) + 1u;
-      unsigned n = nsq < ncq ? nsq : ncq;
-
-      /* The host asks once, before its I/O queues (whose Connect
-       * reads it, on any loop).
-       */
-      nvme_ctrl_lock ();
-      c->nr_queues = n < s->sv->max_queues ? n : s->sv->max_queues;
-      nvme_ctrl_unlock ();
+    /* The host asks before its I/O queues; after, the base spec
+     * requires Command Sequence Error.
+     */
+    if (set && !set_nr_queues (s, c, v)) {
+      nvme_reply (s, cmd, ERR (NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR), 0);
+      return;
     }
     nvme_reply (s, cmd, 0, NVME_SET (c->nr_queues - 1u, FEAT_NRQS_NSQR)
                       | NVME_SET (c->nr_queues - 1u, FEAT_NRQS_NCQR));

@@ -3,7 +3,7 @@
  * checks of every PDU field (TermReq), Connect refusals, the search of a
  * free controller ID (one lap, then Controller Busy), keep-alive (KATO
  * near 2^32 ms too), the features (no Save and Select; the volatile
- * write cache on), teardown, commands refused before an R2T, and the
+ * write cache on; Number of Queues not once I/O queues exist), teardown, commands refused before an R2T, and the
  * output budget over every reply and R2T buffer.
  */
 #include "internal.h"
@@ -329,6 +329,42 @@ test_vwc (void)
   zn_dev_destroy (cached[0].dev);
 }
 
+/* Set Features Number of Queues once an I/O queue is connected fails
+ * with Command Sequence Error (it changed the number granted under the
+ * queues' feet); before, and once they have gone, it is served.
+ */
+static void
+test_nr_queues_late (void)
+{
+  struct host a, io;
+
+  admin_enabled (&a, &sv, SUBNQN);
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_NUM_QUEUES, 0, false, 0), 0);
+  CHECK_EQ (a.result, 0);               /* one queue, 0-based */
+  host_open (&io, 6, &sv);
+  ic (&io, false, false);
+  CHECK_EQ (connect (&io, 1, SUBNQN, HOSTNQN, a.cntlid, 0), 0);
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_NUM_QUEUES, 0, false,
+                     1u << 16 | 1u), ERR (0, NVME_SC_CMD_SEQ_ERROR));
+  CHECK_EQ (feature (&a, false, NVME_FEAT_FID_NUM_QUEUES, 0, false, 0), 0);
+  CHECK_EQ (a.result, 0);
+  /* Its QID is still the only one granted. */
+  {
+    struct host io2;
+
+    host_open (&io2, 7, &sv);
+    ic (&io2, false, false);
+    CHECK_EQ (connect (&io2, 2, SUBNQN, HOSTNQN, a.cntlid, 0),
+              ERR (1, NVME_SC_CONNECT_INVALID_PARAM));
+    nvme_session_free (io2.s);
+  }
+  nvme_session_free (io.s);
+  CHECK_EQ (feature (&a, true, NVME_FEAT_FID_NUM_QUEUES, 0, false,
+                     1u << 16 | 1u), 0);
+  CHECK_EQ (a.result, 1u << 16 | 1u);
+  nvme_session_free (a.s);
+}
+
 /* An I/O queue of admin queue a's controller, connected. */
 
 static void
@@ -615,6 +651,7 @@ main (void)
   test_kato ();
   test_save_select ();
   test_vwc ();
+  test_nr_queues_late ();
   test_no_r2t ();
   test_budget ();
   zn_dev_destroy (devices[0].dev);
