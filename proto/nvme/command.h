@@ -57,7 +57,8 @@ struct cmd_connect {
 };
 
 struct cmd_prop {
-  uint8_t attrib;               /* size: 0 four bytes, 1 eight */
+  uint8_t attrib;               /* size: 0 four bytes, 1 eight, 2-7
+                                   reserved */
   uint32_t offset;
   uint64_t value;               /* Set's */
 };

@@ -613,29 +613,43 @@ nvme_queue_ctrl (const struct nvme_session *s)
   return s->qid == 0 || atomic_load (&s->live) ? s->ctrl : NULL;
 }
 
-/* 0, or the status a property command fails with (*loc: the field). */
+/* The ATTRIB (size) a property is accessed with: 1, eight bytes, for
+ * CAP, 0, four bytes, for the others; -1 for no property of ours.
+ */
+static int
+prop_attrib (uint32_t offset)
+{
+  switch (offset) {
+  case PROP_CAP: return 1;
+  case PROP_VS: case PROP_CC: case PROP_CSTS: return 0;
+  default: return -1;
+  }
+}
+
+/* 0, or the status a property command fails with (*loc: the field).
+ * A property is read or written whole, with its own size, as nvmet
+ * takes it (the Linux host reads CAP in eight bytes, VS, CC and CSTS in
+ * four): half a CAP, or CC with the four bytes after it, is refused.
+ */
 static uint16_t
 check_property (const struct nvme_session *s, const struct nvme_cmd *cmd,
                 uint16_t *loc)
 {
   const struct cmd_prop *p = &cmd->u.prop;
+  int attrib = prop_attrib (p->offset);
 
   *loc = LOC_FCTYPE;
   if (s->qid > 0 || cmd->family != CF_PROP)
     return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE);
-  *loc = LOC_PROP_OFFSET;
-  if (cmd->fctype == nvme_fabrics_type_property_set) {
-    if (p->offset != PROP_CC)
-      return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-    *loc = LOC_ATTRIB;
-    return p->attrib == 0 ? 0 : ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-  }
-  switch (p->offset) {
-  case PROP_CAP: case PROP_VS: case PROP_CC: case PROP_CSTS:
-    return 0;
-  default:
+  *loc = LOC_ATTRIB;
+  if (p->attrib > 1)            /* sizes 2 to 7 are reserved */
     return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
-  }
+  *loc = LOC_PROP_OFFSET;
+  if (attrib < 0 || (cmd->fctype == nvme_fabrics_type_property_set
+                     && p->offset != PROP_CC))
+    return ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
+  *loc = LOC_ATTRIB;
+  return p->attrib == attrib ? 0 : ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD);
 }
 
 void
@@ -655,10 +669,7 @@ nvme_fabrics_command (struct nvme_session *s, const struct nvme_cmd *cmd)
     return;
   }
   switch (p->offset) {
-  case PROP_CAP:
-    nvme_reply (s, cmd, 0, p->attrib == 1 ? prop_cap (s->sv)
-                                     : (uint32_t) prop_cap (s->sv));
-    break;
+  case PROP_CAP: nvme_reply (s, cmd, 0, prop_cap (s->sv)); break;
   case PROP_VS: nvme_reply (s, cmd, 0, NVME_VERSION); break;
   case PROP_CC: nvme_reply (s, cmd, 0, c->cc); break;
   default: nvme_reply (s, cmd, 0, c->csts); break;

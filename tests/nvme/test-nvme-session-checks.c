@@ -3,7 +3,8 @@
  * checks of every PDU field (TermReq), Connect refusals, the search of a
  * free controller ID (one lap, then Controller Busy), keep-alive (KATO
  * near 2^32 ms too), the features (no Save and Select; the volatile
- * write cache on; Number of Queues not once I/O queues exist), teardown, commands refused before an R2T, and the
+ * write cache on; Number of Queues not once I/O queues exist), the
+ * properties each with its own size, teardown, commands refused before an R2T, and the
  * output budget over every reply and R2T buffer.
  */
 #include "internal.h"
@@ -365,6 +366,69 @@ test_nr_queues_late (void)
   nvme_session_free (a.s);
 }
 
+/* Property Get (set: Set) with this ATTRIB byte: the status. */
+static uint16_t
+property (struct host *h, bool set, uint8_t attrib, uint32_t offset,
+          uint32_t value)
+{
+  uint32_t cdw[3] = { attrib, offset, value };
+  unsigned char q[SQE_LEN];
+
+  sqe (h, q, nvme_admin_fabrics, 0, cdw, 3, 0, SGL_TRANSPORT);
+  q[4] = set ? nvme_fabrics_type_property_set
+             : nvme_fabrics_type_property_get;
+  CHECK (exchange (h, q, NULL, 0));
+  return h->status;
+}
+
+/* A property is accessed with its own size, as nvmet has it: CAP in
+ * eight bytes, VS, CC and CSTS in four (half a CAP, and eight bytes of
+ * the others, were served); the reserved sizes 2 to 7 are refused (they
+ * were taken as four bytes).  Each refusal names ATTRIB in the Error
+ * Information log.
+ */
+static void
+test_property_sizes (void)
+{
+  static const uint32_t four[] = { 0x08, 0x14, 0x1c };
+  struct host a;
+
+  admin_enabled (&a, &sv, SUBNQN);
+  /* The Linux host's accesses. */
+  CHECK_EQ (property (&a, false, 1, 0x00, 0), 0);
+  CHECK (a.result >> 32 != 0);          /* CAP.CSS */
+  for (unsigned i = 0; i < 3; i++)
+    CHECK_EQ (property (&a, false, 0, four[i], 0), 0);
+  CHECK_EQ (property (&a, true, 0, 0x14, CC_ENABLED), 0);
+
+  CHECK_EQ (property (&a, false, 0, 0x00, 0), ERR (0, NVME_SC_INVALID_FIELD));
+  CHECK_EQ (last_error_loc (&a), 40);
+  for (unsigned i = 0; i < 3; i++) {
+    CHECK_EQ (property (&a, false, 1, four[i], 0),
+              ERR (0, NVME_SC_INVALID_FIELD));
+    CHECK_EQ (last_error_loc (&a), 40);
+  }
+  for (uint8_t attrib = 2; attrib < 8; attrib++) {
+    CHECK_EQ (property (&a, false, attrib, 0x08, 0),
+              ERR (0, NVME_SC_INVALID_FIELD));
+    CHECK_EQ (last_error_loc (&a), 40);
+    CHECK_EQ (property (&a, true, attrib, 0x14, CC_ENABLED),
+              ERR (0, NVME_SC_INVALID_FIELD));
+    CHECK_EQ (last_error_loc (&a), 40);
+  }
+  CHECK_EQ (property (&a, true, 1, 0x14, CC_ENABLED),
+            ERR (0, NVME_SC_INVALID_FIELD));
+  CHECK_EQ (last_error_loc (&a), 40);
+  /* No property there, or not one that may be set: the offset. */
+  CHECK_EQ (property (&a, false, 0, 0x04, 0), ERR (0, NVME_SC_INVALID_FIELD));
+  CHECK_EQ (last_error_loc (&a), 44);
+  CHECK_EQ (property (&a, true, 0, 0x1c, 0), ERR (0, NVME_SC_INVALID_FIELD));
+  CHECK_EQ (last_error_loc (&a), 44);
+  /* Still enabled: no refused Set reached CC. */
+  CHECK_EQ (prop_get (&a, 0x14, false), CC_ENABLED);
+  nvme_session_free (a.s);
+}
+
 /* An I/O queue of admin queue a's controller, connected. */
 
 static void
@@ -652,6 +716,7 @@ main (void)
   test_save_select ();
   test_vwc ();
   test_nr_queues_late ();
+  test_property_sizes ();
   test_no_r2t ();
   test_budget ();
   zn_dev_destroy (devices[0].dev);
