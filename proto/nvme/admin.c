@@ -147,6 +147,18 @@ ns_descs (const struct nvme_session *s, uint32_t nsid, unsigned char *buf)
 
 #define INVALID_FIELD ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD)
 #define INVALID_NS ERR (NVME_SCT_GENERIC, NVME_SC_INVALID_NS)
+#define SGL_LENGTH ERR (NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA)
+
+/* Whether cmd's SGL asks for len bytes exactly, as nvmet requires of a
+ * command whose data length its fields fix (nvmet_check_transfer_len):
+ * more or fewer is a host out of step with its own command, and its
+ * data would be cut short or padded without a word.
+ */
+static bool
+sgl_fits (const struct nvme_cmd *cmd, uint64_t len)
+{
+  return cmd->sgl_len == len;
+}
 
 static bool
 known_csi (uint8_t csi)
@@ -162,6 +174,9 @@ check_identify (const struct nvme_session *s, const struct nvme_cmd *cmd,
   const struct cmd_identify *a = &cmd->u.identify;
   bool has_ns = nvme_namespace_of (s->sv, cmd->nsid) != NULL;
 
+  *loc = LOC_SGL_LEN;
+  if (!sgl_fits (cmd, NVME_IDENTIFY_DATA_SIZE))
+    return SGL_LENGTH;
   *loc = LOC_CNS;
   /* A discovery controller has no namespaces, and no limits beyond
    * MDTS (the host asks CNS 6 of any controller).
@@ -313,6 +328,9 @@ check_log (const struct nvme_session *s, const struct nvme_cmd *cmd,
 {
   const struct cmd_log *a = &cmd->u.log;
 
+  *loc = LOC_SGL_LEN;
+  if (!sgl_fits (cmd, a->numd * 4))
+    return SGL_LENGTH;
   *loc = LOC_NUMDL;
   if (a->numd * 4 > MAX_ADMIN_DATA)
     return INVALID_FIELD;

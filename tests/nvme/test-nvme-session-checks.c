@@ -4,7 +4,8 @@
  * free controller ID (one lap, then Controller Busy), keep-alive (KATO
  * near 2^32 ms too), the features (no Save and Select; the volatile
  * write cache on; Number of Queues not once I/O queues exist), the
- * properties each with its own size, teardown, commands refused before an R2T, and the
+ * properties each with its own size, the SGL length of Identify and Get
+ * Log Page, teardown, commands refused before an R2T, and the
  * output budget over every reply and R2T buffer.
  */
 #include "internal.h"
@@ -429,6 +430,43 @@ test_property_sizes (void)
   nvme_session_free (a.s);
 }
 
+/* Identify and Get Log Page whose SGL asks for another length than
+ * the command's data: Data SGL Length Invalid, no data (they were cut
+ * short, or fewer bytes sent, and succeeded).
+ */
+static void
+test_data_lengths (void)
+{
+  static const uint32_t id_len[] = { 0, 512, 4092, 4100, 8192 };
+  uint32_t id_cdw[2] = { NVME_IDENTIFY_CNS_CTRL, 0 };
+  /* The Error Information log, 4096 bytes: NUMD 1023, 0-based. */
+  uint32_t log_cdw[2] = { NVME_LOG_LID_ERROR | 1023u << 16, 0 };
+  struct host a;
+
+  admin_enabled (&a, &sv, SUBNQN);
+  for (unsigned i = 0; i < sizeof id_len / sizeof *id_len; i++) {
+    CHECK_EQ (command (&a, nvme_admin_identify, 0, id_cdw, 2, id_len[i],
+                       NULL, 0), ERR (0, NVME_SC_SGL_INVALID_DATA));
+    CHECK_EQ (a.data_len, 0);
+    CHECK_EQ (last_error_loc (&a), 32);
+  }
+  for (unsigned i = 0; i < sizeof id_len / sizeof *id_len; i++) {
+    CHECK_EQ (command (&a, nvme_admin_get_log_page, 0xffffffff, log_cdw, 2,
+                       id_len[i], NULL, 0), ERR (0, NVME_SC_SGL_INVALID_DATA));
+    CHECK_EQ (a.data_len, 0);
+    CHECK_EQ (last_error_loc (&a), 32);
+  }
+  /* The lengths the Linux host sends. */
+  CHECK_EQ (command (&a, nvme_admin_identify, 0, id_cdw, 2, 4096, NULL, 0), 0);
+  CHECK_EQ (a.data_len, 4096);
+  CHECK_EQ (command (&a, nvme_admin_get_log_page, 0xffffffff, log_cdw, 2,
+                     4096, NULL, 0), 0);
+  CHECK_EQ (a.data_len, 4096);
+  CHECK_EQ (get_log (&a, NVME_LOG_LID_SMART, 512, 0), 0);
+  CHECK_EQ (a.data_len, 512);
+  nvme_session_free (a.s);
+}
+
 /* An I/O queue of admin queue a's controller, connected. */
 
 static void
@@ -717,6 +755,7 @@ main (void)
   test_vwc ();
   test_nr_queues_late ();
   test_property_sizes ();
+  test_data_lengths ();
   test_no_r2t ();
   test_budget ();
   zn_dev_destroy (devices[0].dev);
