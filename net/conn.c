@@ -115,9 +115,10 @@ struct pending_reply {
  * client that reads its replies is served whatever the others hold.  The
  * output held is thus at most OUTPUT_TOTAL_LIMIT plus OUTPUT_GUARANTEED
  * per connection.  A protocol that holds more for its client than its
- * output (NVMe/TCP's R2T buffers, and the room of output already sent
- * that its buffer has not taken back) counts that too (proto->holds),
- * and asks net_fits before taking more of it.
+ * output (NVMe/TCP's R2T buffers, the room of output already sent that
+ * its buffer has not taken back, the data of writes parked for their
+ * write pointer) counts that too (proto->holds), and asks net_fits
+ * before taking more of it.
  */
 #define OUTPUT_TOTAL_LIMIT ((size_t) 256 << 20)
 /* --stats's histogram of reply times: four buckets per power of two. */

@@ -12,7 +12,7 @@
 
 bool
 park_request (struct parked_requests *q, uint64_t id, const void *req,
-            size_t req_len, unsigned char *data)
+              size_t req_len, unsigned char *data, size_t data_len)
 {
   struct parked *p = malloc (sizeof *p + req_len);
 
@@ -21,8 +21,10 @@ park_request (struct parked_requests *q, uint64_t id, const void *req,
   p->id = id;
   p->arrival = 0;
   p->data = data;
+  p->data_len = data ? data_len : 0;
   memcpy (p->req, req, req_len);
   ZN_FIFO_PUSH (q->head, q->tail, p, next);
+  q->bytes += p->data_len;
   return true;
 }
 
@@ -33,8 +35,10 @@ park_take (struct parked_requests *q, uint64_t id)
 
   for (p = q->head; p && p->id != id; p = p->next)
     ;
-  if (p)
+  if (p) {
     ZN_FIFO_REMOVE (struct parked, q->head, q->tail, p, next);
+    q->bytes -= p->data_len;
+  }
   return p;
 }
 
@@ -54,6 +58,7 @@ park_clear (struct parked_requests *q)
     ZN_FIFO_POP (q->head, q->tail, p, next);
     park_free (p);
   }
+  q->bytes = 0;
 }
 
 bool

@@ -25,18 +25,23 @@ struct parked {
   uint64_t arrival;             /* --stats: the request's (served.h); 0
                                    until the session sets it */
   unsigned char *data;
+  size_t data_len;
   _Alignas (max_align_t) unsigned char req[];
 };
 
 struct parked_requests {
   struct parked *head, *tail;
+  /* In the data of the requests parked: memory the client made us hold,
+   * which its session's output budget counts (holds).
+   */
+  size_t bytes;
 };
 
-/* Parks the request id, copying req and taking data (malloc'd, or
- * NULL) over; false when out of memory.
+/* Parks the request id, copying req and taking data (malloc'd, data_len
+ * bytes, or NULL) over; false when out of memory.
  */
 bool park_request (struct parked_requests *q, uint64_t id, const void *req,
-                 size_t req_len, unsigned char *data);
+                   size_t req_len, unsigned char *data, size_t data_len);
 
 /* Takes the parked request id out; NULL when there is none. */
 struct parked *park_take (struct parked_requests *q, uint64_t id);

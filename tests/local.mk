@@ -291,13 +291,15 @@ EXTRA_DIST += $(PLUGIN_TESTS)
 
 #----------------------------------------------------------------------
 # NBD on the wire (tests/nbd/), both servers: the golden traces replayed
-# over NBD (and TLS), zero-length requests, NBD_CMD_DISC.
+# over NBD (and TLS), zero-length requests, NBD_CMD_DISC, what the
+# negotiation leaves for block status.
 
 NBD_TESTS = \
 	tests/nbd/test-replay-nbd.sh \
 	tests/nbd/test-replay-nbd-tls.sh \
 	tests/nbd/test-zero-length.sh \
-	tests/nbd/test-server-disc.sh
+	tests/nbd/test-server-disc.sh \
+	tests/nbd/test-server-options.sh
 ZN_TESTS += $(NBD_TESTS)
 EXTRA_DIST += $(NBD_TESTS)
 

@@ -119,6 +119,26 @@ export_description (bool control)
                  : "null_blk zoned device";
 }
 
+/* Contexts chosen for another export do not carry over to the export
+ * chosen (NBD_OPT_GO or NBD_OPT_EXPORT_NAME): block status then has no
+ * context, as after a failed NBD_OPT_SET_META_CONTEXT.
+ */
+static void
+meta_clear (struct nbd_session *s)
+{
+  memset (s->meta, 0, sizeof s->meta);
+  s->meta_any = false;
+  s->meta_d = NULL;
+}
+
+static void
+meta_keep_for (struct nbd_session *s, const struct served_device *d,
+               bool control)
+{
+  if (s->meta_d != d || s->meta_control != control)
+    meta_clear (s);
+}
+
 /* The old-style option: no error is possible, a bad name disconnects. */
 static long
 opt_export_name (struct nbd_session *s, const unsigned char *data,
@@ -132,6 +152,7 @@ opt_export_name (struct nbd_session *s, const unsigned char *data,
   d = nbd_find_export (s->sv, (const char *) data, len, &control, &errlog, &bad);
   if (d == NULL || !nbd_choose_export (s, d, control, errlog))
     return -1;
+  meta_keep_for (s, d, control);
   out_be64 (s, nbd_export_size (d, control));
   out_be16 (s, nbd_export_flags (s, d, control));
   if (!s->no_zeroes)
@@ -196,9 +217,7 @@ opt_info_go (struct nbd_session *s, uint32_t opt, const unsigned char *data,
     reply_info_string (s, opt, INFO_DESCRIPTION, export_description (control));
   opt_reply (s, opt, REP_ACK, NULL, 0);
   if (opt == OPT_GO) {
-    /* Contexts chosen for another export do not carry over. */
-    if (s->meta_d != d || s->meta_control != control)
-      memset (s->meta, 0, sizeof s->meta), s->meta_any = false;
+    meta_keep_for (s, d, control);
     s->phase = PH_TRANSMISSION;
   }
 }
@@ -230,6 +249,9 @@ opt_meta_context (struct nbd_session *s, uint32_t opt,
   struct nbd_meta_request rq;
   const unsigned char *q;
 
+  /* It replaces the contexts chosen before even when it fails. */
+  if (!list)
+    meta_clear (s);
   if (!list && !s->structured) {
     opt_error (s, opt, REP_ERR_INVALID, "%s: structured replies were not "
                "negotiated", what);

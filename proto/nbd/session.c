@@ -172,6 +172,11 @@ nbd_export_flags (const struct nbd_session *s, const struct served_device *d,
 
   if (s->sv->readonly)
     f |= TF_READ_ONLY;
+  /* Every read is answered in one chunk, as the flag promises; the
+   * protocol allows it only with structured replies.
+   */
+  if (s->structured)
+    f |= TF_SEND_DF;
   if (!control) {
     if (zn_dev_geometry (d->dev)->fua)
       f |= TF_SEND_FUA;
@@ -244,13 +249,14 @@ nbd_session_ready (const struct nbd_session *s)
 
 /* The output counts from the start of its buffer: the bytes sent before
  * the queue are memory the client made us touch until they are
- * reclaimed.
+ * reclaimed.  So do the copies of the writes parked for their write
+ * pointer, which wait as long as pipeline_wait_ms.
  */
 size_t
 nbd_session_holds (const struct nbd_session *s)
 {
   return outbuf_sent (&s->out) + s->out.len + s->delayed.bytes
-         + s->offloaded_bytes;
+         + s->offloaded_bytes + s->parked.bytes;
 }
 
 void

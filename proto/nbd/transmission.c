@@ -720,8 +720,8 @@ check_request (struct nbd_session *s, uint16_t type, uint16_t flags,
               "the end of the export (%" PRIu64 " bytes)", offset, count, size);
     return type == CMD_WRITE ? ENOSPC : EINVAL;
   }
-  if ((type == CMD_READ || type == CMD_WRITE) && !s->control
-      && (offset % lbs || count % lbs)) {
+  if ((type == CMD_READ || type == CMD_WRITE || type == CMD_BLOCK_STATUS)
+      && !s->control && (offset % lbs || count % lbs)) {
     snprintf (why, whylen, "offset %" PRIu64 " length %" PRIu32 " is not a "
               "multiple of the block size %" PRIu32, offset, count, lbs);
     return EINVAL;
@@ -789,7 +789,7 @@ park (struct nbd_session *s, uint64_t id, const struct nbd_request *rq,
       nbd_session_out_of_memory (s);
     memcpy (data, payload, rq->count);
   }
-  if (!park_request (&s->parked, id, rq, sizeof *rq, data))
+  if (!park_request (&s->parked, id, rq, sizeof *rq, data, rq->count))
     nbd_session_out_of_memory (s);
   s->parked.tail->arrival = s->arrival;
 }
@@ -949,16 +949,20 @@ job_done (void *session, struct served_job *job)
   free (j);
 }
 
-/* At most how many bytes of output a request's reply takes: a read's
- * data, a block status's extents (at most three per zone and context),
- * or a simple reply or an error with its message (which can be longer
- * than a small read).
+/* At most how many bytes a request makes the session hold: its reply,
+ * that is a read's data, a block status's extents (at most three per
+ * zone and context), or a simple reply or an error with its message
+ * (which can be longer than a small read); and a write's data, copied
+ * while the write is parked for its write pointer or on the storage
+ * threads.
  */
 static size_t
 reply_bound (const struct nbd_session *s, uint16_t type, uint32_t count)
 {
   const size_t small = NBD_CHUNK_SIZE + 6 + sizeof ((struct message *) 0)->text;
 
+  if (type == CMD_WRITE)
+    return small + (size_t) count;
   if (type == CMD_READ && count <= MAX_REQUEST
       && count > small - NBD_CHUNK_SIZE - 8)
     return NBD_CHUNK_SIZE + 8 + (size_t) count;

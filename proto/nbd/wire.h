@@ -42,6 +42,7 @@ enum { INFO_EXPORT = 0, INFO_NAME = 1, INFO_DESCRIPTION = 2, INFO_BLOCK_SIZE = 3
 #define TF_SEND_FLUSH      (1u << 2)
 #define TF_SEND_FUA        (1u << 3)
 #define TF_SEND_TRIM       (1u << 5)
+#define TF_SEND_DF         (1u << 7)
 #define TF_CAN_MULTI_CONN  (1u << 8)
 
 enum {

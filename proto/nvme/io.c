@@ -524,9 +524,11 @@ run_tagged (struct nvme_session *s, uint64_t id, const struct nvme_cmd *cmd,
 
 /* Keeps an admitted write aside until resume; it owns the data now. */
 static void
-park (struct nvme_session *s, const struct nvme_cmd *cmd, unsigned char **data)
+park (struct nvme_session *s, const struct nvme_cmd *cmd, const struct io *io,
+      unsigned char **data)
 {
-  if (!park_request (&s->parked, s->next_id - 1, cmd, sizeof *cmd, *data))
+  if (!park_request (&s->parked, s->next_id - 1, cmd, sizeof *cmd, *data,
+                     io->bytes))
     nvme_out_of_memory (s);
   s->parked.tail->arrival = s->arrival;
   *data = NULL;
@@ -568,7 +570,7 @@ nvme_io_command (struct nvme_session *s, const struct nvme_cmd *cmd,
       return 0;
     s->next_id++;
     if (a.outcome == ADMIT_PARK) {
-      park (s, cmd, data);
+      park (s, cmd, &io, data);
       return 1;
     }
     err = a.err;

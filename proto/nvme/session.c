@@ -297,12 +297,13 @@ nvme_session_ready (const struct nvme_session *s)
 
 /* The output counts from the start of its buffer: the bytes sent before
  * out_start are memory the host made us touch until they are reclaimed.
+ * So do the buffers of the writes parked for their write pointer.
  */
 size_t
 nvme_session_holds (const struct nvme_session *s)
 {
   return s->out_len + s->held.bytes + s->delayed.bytes
-         + s->r2t_bytes + s->offloaded_bytes
+         + s->r2t_bytes + s->offloaded_bytes + s->parked.bytes
          + nvme_auth_holds (s);
 }
 
@@ -612,15 +613,16 @@ h2c_data (struct nvme_session *s, const unsigned char *pdu,
   return 0;
 }
 
-/* The most output a command's reply takes: data only for an opcode
- * that moves data to the host (its transfer bits), at most what its SGL
- * asks and the queue ever sends.
+/* The most a command makes the session hold: its reply, with data only
+ * for an opcode that moves data to the host, or the data it brought,
+ * which a write parked for its write pointer keeps (its transfer bits);
+ * at most what its SGL asks and the queue ever moves.
  */
 static size_t
 reply_max (const struct nvme_session *s, const struct nvme_cmd *cmd)
 {
   uint64_t max = s->qid > 0 ? nvme_max_transfer (s->sv) : MAX_ADMIN_DATA;
-  uint64_t len = cmd->opcode & 2 ? cmd->sgl_len : 0;
+  uint64_t len = cmd->opcode & 3 ? cmd->sgl_len : 0;
 
   return nvme_reply_bound (s, len < max ? len : max);
 }

@@ -39,6 +39,8 @@ static unsigned idle_ms[8];
 static bool aborted[8];
 static int admit_later;                 /* ADMIT_LATER this many times */
 static int admit_err;                   /* the next admission fails with it */
+static bool admit_park;                 /* the next admission parks it, */
+static uint64_t parked_id;              /* whose id this is */
 /* The output budget: room says no while room_no; fits, while fits_no.
  * What the session said it holds, and asked for, the last time.
  */
@@ -63,7 +65,6 @@ admit (void *owner, void *session, const struct data_request *rq)
 {
   (void) owner;
   (void) session;
-  (void) rq;
   if (admit_later > 0) {
     admit_later--;
     return (struct admission) { ADMIT_LATER, 0 };
@@ -73,6 +74,11 @@ admit (void *owner, void *session, const struct data_request *rq)
 
     admit_err = 0;
     return a;
+  }
+  if (admit_park) {
+    admit_park = false;
+    parked_id = rq->id;
+    return (struct admission) { ADMIT_PARK, 0 };
   }
   return (struct admission) { ADMIT_NOW, 0 };
 }

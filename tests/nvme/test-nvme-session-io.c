@@ -748,6 +748,45 @@ test_output_room (void)
   nvme_session_free (a.s);
 }
 
+/* A write parked for its write pointer keeps its data, which the output
+ * budget counts until it is resumed; and the write asked for room for
+ * that data before it was taken.
+ */
+static void
+test_parked_room (void)
+{
+  uint32_t cdw[3] = { 0, 0, 7 };
+  unsigned char q[SQE_LEN];
+  size_t plen, len;
+  struct host a, io;
+
+  sv.room = room;
+  host_open (&a, 0, &sv);
+  ic (&a, false, false);
+  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  enable (&a);
+  io_queue (&io, &a);
+  CHECK_EQ (zone_send (&io, 0, NVME_ZNS_ZSA_RESET, true), 0);
+  admit_park = true;
+  room_asked = 0;
+  sqe (&io, q, nvme_cmd_write, 1, cdw, 3, 4096, SGL_DATA_OFFSET);
+  plen = build (&io, pdu_buf, PDU_CAPSULE_CMD, 0, PDU_CMD_LEN, q, wbuf, 4096);
+  CHECK_EQ (feed (&io, pdu_buf, plen), (long) plen);
+  CHECK (!admit_park);
+  CHECK (room_asked > 0);
+  CHECK (asked_more >= 4096);
+  nvme_session_output (io.s, &len);
+  CHECK_EQ (len, 0u);                           /* no reply yet */
+  CHECK_EQ (nvme_session_holds (io.s), 4096u);
+  nvme_session_resume (io.s, parked_id, 0);
+  CHECK (drain (&io));
+  CHECK_EQ (io.status, 0);
+  CHECK_EQ (nvme_session_holds (io.s), 0u);
+  nvme_session_free (io.s);
+  nvme_session_free (a.s);
+  sv.room = NULL;
+}
+
 int
 main (void)
 {
@@ -766,6 +805,7 @@ main (void)
   test_faults ();
   test_offload ();
   test_output_room ();
+  test_parked_room ();
   zn_dev_destroy (devices[0].dev);
   return 0;
 }

@@ -7,8 +7,9 @@
 # client beside them is served; then 100 clients that read 3 MiB once and
 # stay idle leave no more than 64 MiB of kept buffers past 1 MiB each;
 # then 8 clients that keep their queues full and read steadily stay in
-# the first bound too.  The pass criterion is memory (VmHWM and VmRSS of
-# the server), never speed.
+# the first bound too, and so do 4 clients whose writes wait, parked,
+# ahead of their zones' write pointers.  The pass criterion is memory
+# (VmHWM and VmRSS of the server), never speed.
 . "$(dirname "$0")/../common/lib.sh"
 
 need_nbdsh
@@ -231,4 +232,72 @@ assert hwm <= bound, "peak %d MiB over the bound of %d MiB" % (hwm >> 20, bound 
 PY
   fail "$(cat "$tmpdir/steady.out")"
 cat "$tmpdir/steady.out"
+stop_server "$pid"
+
+# The copies of writes parked for their write pointer count too
+# (pipeline_zoned_writes=1): 4 clients each send 8 writes of 32 MiB
+# ahead of their zone's write pointer, never the one at it, so none can
+# go on; the server stops reading a client once its parked writes reach
+# its share, and its peak stays within the same bound.  Each parked write
+# kept its 32 MiB uncounted before: 1 GiB for these 4.
+start_server parked size=4096 zone_size=1024 memory_backed=0 \
+  pipeline_zoned_writes=1 pipeline_wait_ms=600000
+/usr/bin/python3 - "$sock" "$pid" >"$tmpdir/parked.out" 2>&1 <<'PY' ||
+import sys, time
+import raw
+from budget import MiB, bound, status
+
+path, pid = sys.argv[1:]
+N, WRITES, SIZE = 4, 8, 32 * MiB
+ZONE = 1024 * MiB
+
+base = status(pid, "VmRSS")
+bound = bound(base, N)
+data = memoryview(b"\xa5" * SIZE)
+
+class Client:
+    def __init__(self, i):
+        self.s = raw.connect(path)
+        self.s.setblocking(False)
+        self.pieces = []
+        for k in range(WRITES):
+            off = i * ZONE + (k + 1) * SIZE
+            self.pieces += [memoryview(raw.request(1, k, off, SIZE)), data]
+
+    def send(self):
+        """Sends what the server reads of the writes; the bytes sent."""
+        if not self.pieces:
+            return 0
+        try:
+            n = self.s.send(self.pieces[0][:4 * MiB])
+        except BlockingIOError:
+            return 0
+        self.pieces[0] = self.pieces[0][n:]
+        if not self.pieces[0]:
+            self.pieces.pop(0)
+        return n
+
+    def left(self):
+        return sum(len(p) for p in self.pieces)
+
+clients = [Client(i) for i in range(N)]
+# Send what the server reads, until it reads no more for 2 s.
+idle = 0
+while idle < 20:
+    moved = sum(c.send() for c in clients)
+    idle = 0 if moved else idle + 1
+    if not moved:
+        time.sleep(0.1)
+hwm = status(pid, "VmHWM")
+left = sum(c.left() for c in clients)
+print("%d clients with %d writes of %d MiB parked ahead of the write "
+      "pointer: base %d MiB, peak %d MiB, bound %d MiB, %d MiB not read"
+      % (N, WRITES, SIZE >> 20, base >> 20, hwm >> 20, bound >> 20, left >> 20))
+assert hwm <= bound, "peak %d MiB over the bound of %d MiB" % (hwm >> 20, bound >> 20)
+assert left > 0, "the server read every parked write"
+for c in clients:
+    c.s.close()
+PY
+  fail "$(cat "$tmpdir/parked.out")"
+cat "$tmpdir/parked.out"
 stop_server "$pid"
