@@ -230,8 +230,7 @@ test_admin_and_io (bool digests)
   nvme_session_free (io.s);
 }
 
-/* A session that must end with a C2HTermReq with fes, for pdu. */
-
+/* An I/O queue of controller a, which has read once. */
 static void
 io_queue (struct host *io, const struct host *a)
 {
@@ -239,6 +238,17 @@ io_queue (struct host *io, const struct host *a)
   ic (io, false, false);
   CHECK_EQ (connect (io, 1, SUBNQN, HOSTNQN, a->cntlid, 0), 0);
   CHECK_EQ (rw (io, nvme_cmd_read, 0, 8, NULL, false), 0);
+}
+
+/* A controller, enabled, on admin queue a, and an I/O queue of it. */
+static void
+controller (struct host *a, struct host *io)
+{
+  host_open (a, 0, &sv);
+  ic (a, false, false);
+  CHECK_EQ (connect (a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
+  enable (a);
+  io_queue (io, a);
 }
 
 /* The Error Information log (01h) of controller a, whole: entry i. */
@@ -499,11 +509,7 @@ test_faults (void)
                                    &r, why, sizeof why), 0);
     CHECK_EQ (zn_fault_add (dev, &r, NULL), 0);
   }
-  host_open (&a, 0, &sv);
-  ic (&a, false, false);
-  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
-  enable (&a);
-  io_queue (&io, &a);
+  controller (&a, &io);
   memset (wbuf, 0x5a, 4096);
 
   CHECK (!rw_answered (&io, nvme_cmd_write, 2 * ZONE_LBAS, 8, wbuf));
@@ -601,11 +607,7 @@ test_offload (void)
 
   devices[0].offload = true;
   sv.offload = take_job;
-  host_open (&a, 0, &sv);
-  ic (&a, false, false);
-  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
-  enable (&a);
-  io_queue (&io, &a);
+  controller (&a, &io);
   CHECK_EQ (nr_jobs, 0u);       /* io_queue's read: data at hand */
   memset (wbuf, 0x3c, 4096);
 
@@ -708,11 +710,7 @@ test_output_room (void)
   size_t len, rest, held, half;
   struct host a, io;
 
-  host_open (&a, 0, &sv);
-  ic (&a, false, false);
-  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
-  enable (&a);
-  io_queue (&io, &a);
+  controller (&a, &io);
   for (int i = 0; i < 4; i++) {
     size_t plen;
 
@@ -761,11 +759,7 @@ test_parked_room (void)
   struct host a, io;
 
   sv.room = room;
-  host_open (&a, 0, &sv);
-  ic (&a, false, false);
-  CHECK_EQ (connect (&a, 0, SUBNQN, HOSTNQN, 0xffff, 0), 0);
-  enable (&a);
-  io_queue (&io, &a);
+  controller (&a, &io);
   CHECK_EQ (zone_send (&io, 0, NVME_ZNS_ZSA_RESET, true), 0);
   admit_park = true;
   room_asked = 0;
