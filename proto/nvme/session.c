@@ -816,6 +816,12 @@ handle_pdu (struct nvme_session *s, const unsigned char *pdu,
     if (plen - ch->pdo <= dd)
       return terminate (s, pdu, ch, FES_INVALID_HEADER, 4,
                         "PLEN leaves no data after PDO");
+    /* As nvmet: a host that leaves the flag out is out of step with
+     * the digests it negotiated, not hit by a corrupted byte.
+     */
+    if (dd && !(ch->flags & PDU_F_DDGST))
+      return terminate (s, pdu, ch, FES_INVALID_HEADER, 1,
+                        "no DDGST flag, but data digests were negotiated");
     data = pdu + ch->pdo;
     dlen = (uint32_t) (plen - ch->pdo - dd);
     if (dd && get_le32 (data + dlen) != nvme_crc32c (data, dlen)) {

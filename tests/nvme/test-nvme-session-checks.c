@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The NVMe/TCP session without a network, refusing what it must: the
- * checks of every PDU field (TermReq), Connect refusals, the search of a
+ * checks of every PDU field (TermReq; the digest flags), Connect refusals, the search of a
  * free controller ID (one lap, then Controller Busy), keep-alive (KATO
  * near 2^32 ms too), the features (no Save and Select; the volatile
  * write cache on; Number of Queues not once I/O queues exist), the
@@ -91,6 +91,22 @@ test_bad_pdus (void)
     CHECK_EQ (h.status, NVME_SC_TRAN_TPORT_ERROR);
   }
   CHECK_EQ (command (&h, nvme_admin_keep_alive, 0, NULL, 0, 0, NULL, 0), 0);
+  /* Data without the DDGST flag, digests negotiated: a fatal error, as
+   * a missing HDGST flag is.
+   */
+  {
+    unsigned char q[SQE_LEN], data[1024] = { 0 };
+    size_t plen;
+
+    sqe (&h, q, nvme_admin_fabrics, 0, NULL, 0, sizeof data, SGL_DATA_OFFSET);
+    q[4] = nvme_fabrics_type_connect;
+    plen = build (&h, pdu_buf, PDU_CAPSULE_CMD, 0, PDU_CMD_LEN, q, data,
+                  sizeof data);
+    pdu_buf[1] &= (unsigned char) ~PDU_F_DDGST;
+    CHECK_EQ (feed (&h, pdu_buf, plen), -1);
+    CHECK (drain (&h));
+    CHECK_EQ (h.fes, FES_INVALID_HEADER);
+  }
   nvme_session_free (h.s);
 
   /* The host ends it with H2CTermReq. */
