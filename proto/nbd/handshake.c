@@ -119,10 +119,7 @@ export_description (bool control)
                  : "null_blk zoned device";
 }
 
-/* Contexts chosen for another export do not carry over to the export
- * chosen (NBD_OPT_GO or NBD_OPT_EXPORT_NAME): block status then has no
- * context, as after a failed NBD_OPT_SET_META_CONTEXT.
- */
+/* No metadata context: block status gets EINVAL. */
 static void
 meta_clear (struct nbd_session *s)
 {
@@ -131,6 +128,9 @@ meta_clear (struct nbd_session *s)
   s->meta_d = NULL;
 }
 
+/* Contexts chosen for another export do not carry over to the export
+ * chosen (NBD_OPT_GO or NBD_OPT_EXPORT_NAME).
+ */
 static void
 meta_keep_for (struct nbd_session *s, const struct served_device *d,
                bool control)
