@@ -166,14 +166,18 @@ case " $cases " in *" zone "*)
 esac
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 
-iops () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $4 }' "$tmp/raw" | bench_median | xargs printf '%.0f'; }
-cpu () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $5 }' "$tmp/raw" | bench_median | xargs printf '%.2f'; }
-client_cpu () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print $6 }' "$tmp/raw" | bench_median | xargs printf '%.2f'; }
+# med CASE NAME FIELD: the median over NAME's runs of CASE of an awk
+# expression of the raw line ($4 IOPS, $5 the server's CPU, $6 the
+# client's).
+med () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { print '"$3"' }' "$tmp/raw" | bench_median; }
+iops () { printf '%.0f' "$(med "$1" "$2" '$4')"; }
+cpu () { printf '%.2f' "$(med "$1" "$2" '$5')"; }
+client_cpu () { printf '%.2f' "$(med "$1" "$2" '$6')"; }
 # allow CASE FIRST LAST: LAST's IOPS at every core busy (its medians of
 # IOPS and of server + client CPU), over FIRST's IOPS.
 allow () {
-  awk -v c="$1" -v n="$3" '$1 == c && $2 == n { print $5 + $6 }' "$tmp/raw" | bench_median |
-    xargs -I{} awk -v u={} -v p="$(nproc)" -v a="$(iops "$1" "$3")" -v b="$(iops "$1" "$2")" \
+  awk -v u="$(med "$1" "$3" '$5 + $6')" -v p="$(nproc)" -v a="$(med "$1" "$3" '$4')" \
+      -v b="$(med "$1" "$2" '$4')" \
       'BEGIN { if (u > 0 && b > 0) printf "%.2fx\n", a * p / u / b; else print "n/a" }'
 }
 runs () { awk -v c="$1" -v n="$2" '$1 == c && $2 == n { printf "%s%s", s, $4; s = "/" }' "$tmp/raw"; }
